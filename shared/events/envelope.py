@@ -1,0 +1,142 @@
+"""The envelope every event in the log carries, and the registry of event types with their upcasters.
+
+Event types are registered by name (``message.recorded``), never by Python class path, so stored events
+survive refactoring. Each type declares its current schema version, the payload fields that hold user text
+(encrypted at rest), and pure upcasters ``v(n) -> v(n+1)`` that are chained on read: stored events are
+never rewritten.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote, unquote
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Payload = dict[str, Any]
+Upcaster = Callable[[Payload], Payload]
+
+# Deterministic ids: the same platform fact always yields the same event id, so a redelivered or
+# re-published message is recognised as a duplicate by the log's unique index.
+_NAMESPACE = uuid.UUID("6f1b0d0e-8a55-4c43-9e0b-6d3c2a0f7a11")
+
+
+def deterministic_id(*parts: str) -> str:
+    """A UUID5 over ``parts``; stable across processes and runs."""
+    return str(uuid.uuid5(_NAMESPACE, "\x1f".join(parts)))
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def stream_id(kind: str, *parts: str) -> str:
+    """``kind/part/part`` with each part percent-encoded, so ids containing ``/`` cannot collide."""
+    if not parts:
+        raise ValueError("a stream id needs at least one part")
+    return "/".join([kind, *(quote(p, safe="") for p in parts)])
+
+
+def stream_parts(sid: str) -> tuple[str, list[str]]:
+    kind, *rest = sid.split("/")
+    return kind, [unquote(p) for p in rest]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class EventEnvelope(BaseModel):
+    """One event as stored in the log and relayed to JetStream (payload decrypted once read)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event_id: str = Field(..., description="globally unique; deduplicated by the log and by JetStream")
+    type: str = Field(..., description="registry name, e.g. message.recorded")
+    schema_version: int = Field(..., ge=1)
+    stream_id: str
+    version: int = Field(..., ge=1, description="position in its stream, 1-based, gapless")
+    tenant_id: str
+    occurred_at: datetime
+    recorded_at: datetime
+    correlation_id: str | None = None
+    causation_id: str | None = None
+    payload: Payload
+
+
+class NewEvent(BaseModel):
+    """An event about to be appended; the store assigns ``version`` and ``recorded_at``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event_id: str = Field(default_factory=new_id)
+    type: str
+    tenant_id: str
+    occurred_at: datetime = Field(default_factory=utcnow)
+    correlation_id: str | None = None
+    causation_id: str | None = None
+    payload: Payload
+    schema_version: int | None = Field(None, description="defaults to the type's current version")
+
+
+@dataclass(frozen=True)
+class EventType:
+    name: str
+    schema_version: int = 1
+    encrypted_fields: frozenset[str] = frozenset()
+    upcasters: dict[int, Upcaster] = field(default_factory=dict)
+
+    def upcast(self, from_version: int, payload: Payload) -> Payload:
+        """Chain the upcasters from ``from_version`` to the current version."""
+        if from_version > self.schema_version:
+            raise UnknownSchemaVersion(f"{self.name} v{from_version} is newer than this code (v{self.schema_version})")
+        for v in range(from_version, self.schema_version):
+            try:
+                step = self.upcasters[v]
+            except KeyError:
+                raise UnknownSchemaVersion(f"no upcaster for {self.name} v{v} -> v{v + 1}") from None
+            payload = step(dict(payload))
+        return payload
+
+
+class UnknownEventType(LookupError):
+    pass
+
+
+class UnknownSchemaVersion(LookupError):
+    pass
+
+
+class EventRegistry:
+    def __init__(self) -> None:
+        self._types: dict[str, EventType] = {}
+
+    def register(
+        self,
+        name: str,
+        *,
+        schema_version: int = 1,
+        encrypted: Iterable[str] = (),
+        upcasters: dict[int, Upcaster] | None = None,
+    ) -> EventType:
+        if name in self._types:
+            raise ValueError(f"event type {name!r} registered twice")
+        et = EventType(name, schema_version, frozenset(encrypted), dict(upcasters or {}))
+        self._types[name] = et
+        return et
+
+    def get(self, name: str) -> EventType:
+        try:
+            return self._types[name]
+        except KeyError:
+            raise UnknownEventType(name) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._types
+
+    def names(self) -> list[str]:
+        return sorted(self._types)

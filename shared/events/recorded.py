@@ -1,0 +1,162 @@
+"""Events mnemo records in its log, their payload models, and the stream each belongs to.
+
+Stream ids (``kind/tenant/...``) always start with the tenant, and conversations and personas also with
+the user, so equal ids under another tenant or user are different streams.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.events.contract import Role
+from shared.events.envelope import EventRegistry, stream_id
+
+REGISTRY = EventRegistry()
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+# --- conversation/<tenant>/<user>/<conversation> ----------------------------------------------------
+def conversation_stream(tenant_id: str, user_id: str, conversation_id: str) -> str:
+    return stream_id("conversation", tenant_id, user_id, conversation_id)
+
+
+class MessageRecorded(_Payload):
+    """``message.recorded`` v2: a platform message accepted into its conversation."""
+
+    user_id: str
+    conversation_id: str
+    message_id: str
+    role: Role
+    author_id: str | None
+    author_name: str
+    content: str
+    created_at: datetime
+    bot_ids: list[str]
+    persona_id: str | None
+    index: int = Field(..., ge=0, description="0-based position among the conversation's messages")
+    tokens: int = Field(..., ge=0, description="estimated tokens of content")
+
+
+def _message_recorded_v1_to_v2(p: dict[str, object]) -> dict[str, object]:
+    # v1 had no token estimate; derive it the same way ingest does now.
+    from shared.tokens import estimate_tokens
+
+    p["tokens"] = estimate_tokens(str(p.get("content", "")))
+    return p
+
+
+MESSAGE_RECORDED = REGISTRY.register(
+    "message.recorded",
+    schema_version=2,
+    encrypted=("author_name", "content"),
+    upcasters={1: _message_recorded_v1_to_v2},
+)
+
+
+class MessageEdited(_Payload):
+    user_id: str
+    conversation_id: str
+    message_id: str
+    content: str
+    edited_at: datetime
+    tokens: int
+
+
+MESSAGE_EDITED = REGISTRY.register("message.edited", encrypted=("content",))
+
+
+class MessageDeleted(_Payload):
+    user_id: str
+    conversation_id: str
+    message_id: str
+    deleted_at: datetime
+
+
+MESSAGE_DELETED = REGISTRY.register("message.deleted")
+
+
+# --- bot/<tenant>/<bot> ----------------------------------------------------------------------------
+def bot_stream(tenant_id: str, bot_id: str) -> str:
+    return stream_id("bot", tenant_id, bot_id)
+
+
+class BotRecorded(_Payload):
+    bot_id: str
+    owner_user_id: str | None
+    name: str
+    system_prompt: str
+    updated_at: datetime
+
+
+BOT_RECORDED = REGISTRY.register("bot.recorded", encrypted=("name", "system_prompt"))
+
+
+# --- persona/<tenant>/<user>/<persona> -----------------------------------------------------------------
+def persona_stream(tenant_id: str, user_id: str, persona_id: str) -> str:
+    return stream_id("persona", tenant_id, user_id, persona_id)
+
+
+class PersonaRecorded(_Payload):
+    user_id: str
+    persona_id: str
+    name: str
+    description: str
+    traits: list[str]
+    updated_at: datetime
+
+
+PERSONA_RECORDED = REGISTRY.register("persona.recorded", encrypted=("name", "description", "traits"))
+
+
+# --- summaries/<tenant>/<user>/<conversation> (own stream: no contention with ingest) ---------------
+def summary_stream(tenant_id: str, user_id: str, conversation_id: str) -> str:
+    return stream_id("summaries", tenant_id, user_id, conversation_id)
+
+
+SummaryType = Literal["short_term", "long_term", "consolidated"]
+
+
+class SummaryCreated(_Payload):
+    summary_id: str
+    user_id: str
+    conversation_id: str
+    summary_type: SummaryType
+    text: str
+    importance: int = Field(..., ge=1, le=10)
+    participants: list[str] = Field(..., description="bot ids and persona ids present in the range")
+    start_at: datetime
+    end_at: datetime
+    message_ids: list[str]
+    first_index: int
+    last_index: int
+    method: str = Field(..., description="`extractive` (no LLM) or `llm:<model>`")
+    prompt_version: str | None = None
+
+
+SUMMARY_CREATED = REGISTRY.register("summary.created", encrypted=("text",))
+
+
+# --- knowledge/<tenant>/<character> -------------------------------------------------------------------
+def knowledge_stream(tenant_id: str, character_id: str) -> str:
+    return stream_id("knowledge", tenant_id, character_id)
+
+
+class MessagesWitnessed(_Payload):
+    """A character (bot or persona) was present when these messages were said."""
+
+    character_id: str
+    character_kind: Literal["bot", "persona"]
+    user_id: str
+    conversation_id: str
+    message_ids: list[str]
+    first_index: int
+    last_index: int
+
+
+MESSAGES_WITNESSED = REGISTRY.register("knowledge.witnessed")

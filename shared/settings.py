@@ -1,0 +1,73 @@
+"""One settings object for every service, read from the environment.
+
+Variables use the prefix ``MNEMO_`` and ``__`` between nested groups, e.g. ``MNEMO_EMBEDDER__BASE_URL``
+(pydantic-settings applies only the top-level config, so groups are plain models, see its issue #279).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class EmbedderSettings(BaseModel):
+    """Which embedding model turns text into vectors."""
+
+    provider: Literal["bundled", "openai"] = Field(
+        "bundled", description="`bundled` runs all-MiniLM-L6-v2 int8 on onnxruntime in-process"
+    )
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://host:8000/v1")
+    api_key: SecretStr | None = None
+    model: str = "text-embedding-3-small"
+    dimensions: int = Field(384, description="vector size; must match the model")
+    batch_size: int = Field(32, ge=1, le=2048)
+    timeout_s: float = 30.0
+
+
+class LLMSettings(BaseModel):
+    """Chat-completion provider; without a base URL the services use their no-LLM fallbacks."""
+
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str = "gpt-4o-mini"
+    timeout_s: float = 60.0
+    max_retries: int = 3
+
+
+class DeliverySettings(BaseModel):
+    """How JetStream consumers treat failures."""
+
+    max_deliver: int = Field(5, description="tries before a message goes to the dead-letter subject")
+    ack_wait_s: float = Field(30.0, description="JetStream redelivers after this without an ack or progress")
+    batch_size: int = Field(256, ge=1, description="messages fetched per pull")
+
+
+class TelemetrySettings(BaseModel):
+    exporter: Literal["none", "console", "otlp"] = "none"
+    otlp_endpoint: str = "http://localhost:4318/v1/traces"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MNEMO_", env_nested_delimiter="__", extra="ignore")
+
+    nats_url: str = "nats://127.0.0.1:4222"
+    mongodb_url: str = Field(
+        "mongodb://127.0.0.1:27017/?directConnection=true",
+        description="the event log and read models; journaled writes are requested per operation",
+    )
+    mongodb_db: str = "mnemo"
+    qdrant_url: str | None = Field(None, description="a Qdrant server; unset selects in-process Qdrant Edge")
+    qdrant_api_key: SecretStr | None = None
+    data_dir: Path = Field(Path(".data"), description="embedded mode: servers' data, Qdrant Edge, keys")
+    kek: SecretStr | None = Field(
+        None, description="base64 32-byte key-encryption key; embedded mode generates one in data_dir"
+    )
+    vector_collection: str = "mnemo"
+    embedder: EmbedderSettings = EmbedderSettings()
+    llm: LLMSettings = LLMSettings()
+    delivery: DeliverySettings = DeliverySettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
+    service_name: str = "mnemo"

@@ -1,0 +1,73 @@
+"""The only place NATS subjects, JetStream stream names, durable and queue names are built.
+
+Naming: ``mnemo.<area>.<entity>.<fact>.v<N>`` for events, ``mnemo.rpc.<area>.<verb>.v<N>`` for
+request-reply. The version comes last so ``mnemo.chat.message.created.>`` selects every version.
+Stream and durable names cannot contain dots, so they are UPPER_SNAKE and snake respectively.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PREFIX: Final = "mnemo"
+
+# --- Public inbound events (the platform publishes; captured by the CHAT stream) -----------------
+MESSAGE_CREATED: Final = "mnemo.chat.message.created.v1"
+MESSAGE_EDITED: Final = "mnemo.chat.message.edited.v1"
+MESSAGE_DELETED: Final = "mnemo.chat.message.deleted.v1"
+BOT_UPSERTED: Final = "mnemo.chat.bot.upserted.v1"
+PERSONA_UPSERTED: Final = "mnemo.chat.persona.upserted.v1"
+CHAT_INBOUND: Final = (MESSAGE_CREATED, MESSAGE_EDITED, MESSAGE_DELETED, BOT_UPSERTED, PERSONA_UPSERTED)
+
+# --- Public request-reply -----------------------------------------------------------------------
+CONTEXT_ASSEMBLE: Final = "mnemo.rpc.context.assemble.v1"
+
+# --- Recorded events: what the event log's relay publishes after a durable append ----------------
+LOG_PREFIX: Final = "mnemo.log"
+
+
+def log_subject(event_type: str) -> str:
+    """Subject a recorded event is relayed on, e.g. ``mnemo.log.message.recorded.v1``.
+
+    ``event_type`` is the registry name (``message.recorded``); the schema version is not part of the
+    subject because upcasting happens on read, consumers always see the current version.
+    """
+    if not event_type or " " in event_type or event_type.startswith(".") or event_type.endswith("."):
+        raise ValueError(f"invalid event type {event_type!r}")
+    return f"{LOG_PREFIX}.{event_type}.v1"
+
+
+def event_type_of(subject: str) -> str:
+    """Inverse of :func:`log_subject`."""
+    if not subject.startswith(LOG_PREFIX + ".") or not subject.endswith(".v1"):
+        raise ValueError(f"not a log subject: {subject!r}")
+    return subject[len(LOG_PREFIX) + 1 : -len(".v1")]
+
+
+LOG_ALL: Final = f"{LOG_PREFIX}.>"
+
+# --- Dead letters -------------------------------------------------------------------------------
+DLQ_PREFIX: Final = "mnemo.dlq"
+
+
+def dead_letter_subject(service: str) -> str:
+    """Where a service parks a message it cannot process, with the reason in headers and body."""
+    return f"{DLQ_PREFIX}.{service}.v1"
+
+
+DLQ_ALL: Final = f"{DLQ_PREFIX}.>"
+
+# --- JetStream streams ----------------------------------------------------------------------------
+CHAT_STREAM: Final = "MNEMO_CHAT"
+CHAT_STREAM_SUBJECTS: Final = ("mnemo.chat.>",)
+LOG_STREAM: Final = "MNEMO_LOG"
+LOG_STREAM_SUBJECTS: Final = (LOG_ALL,)
+DLQ_STREAM: Final = "MNEMO_DLQ"
+DLQ_STREAM_SUBJECTS: Final = (DLQ_ALL,)
+# Nats-Msg-Id deduplication window; the relay's republish-after-crash happens well inside it.
+DUPLICATE_WINDOW_S: Final = 120.0
+
+
+def durable(service: str, purpose: str = "main") -> str:
+    """Durable consumer name of a service; replicas of a service share it (pull consumers scale)."""
+    return f"mnemo_{service}_{purpose}".replace("-", "_").replace(".", "_")

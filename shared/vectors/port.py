@@ -1,0 +1,94 @@
+"""The vector index port: points with a dense vector and a payload of ids and filter fields.
+
+Payloads carry ids and filter fields only, never user text (text stays encrypted in MongoDB).
+Filters are applied inside the vector query, never after it, so a tenant's query cannot even rank
+another tenant's points. Every adapter passes ``tests/contract/test_vector_index_contract.py``.
+Point ids are UUID strings; callers derive them deterministically so redelivered upserts are idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+Scalar = str | int | float | bool
+PayloadValue = Scalar | list[str] | None
+
+
+@dataclass(frozen=True)
+class VectorPoint:
+    id: str
+    vector: Sequence[float]
+    payload: Mapping[str, PayloadValue]
+
+
+@dataclass(frozen=True)
+class Match:
+    """``key`` equals one of ``values`` (for a list field: contains one of them)."""
+
+    key: str
+    values: tuple[str | int | bool, ...]
+
+
+@dataclass(frozen=True)
+class Range:
+    """Numeric range on ``key`` (inclusive bounds; ``None`` is open)."""
+
+    key: str
+    gte: float | None = None
+    lte: float | None = None
+
+
+@dataclass(frozen=True)
+class VectorFilter:
+    must: tuple[Match | Range, ...] = ()
+    must_not: tuple[Match, ...] = ()
+
+    @classmethod
+    def where(cls, **equals: str | int | bool) -> VectorFilter:
+        return cls(must=tuple(Match(k, (v,)) for k, v in equals.items()))
+
+    def and_(self, *conditions: Match | Range) -> VectorFilter:
+        return VectorFilter(self.must + conditions, self.must_not)
+
+
+@dataclass(frozen=True)
+class ScoredPoint:
+    id: str
+    score: float
+    payload: dict[str, PayloadValue] = field(default_factory=dict)
+
+
+class VectorIndexUnavailable(Exception):
+    """The index cannot be reached; callers degrade instead of failing."""
+
+
+class VectorIndex(Protocol):
+    async def ensure_collection(self, dimensions: int) -> None:
+        """Create the collection and its payload indexes if absent (idempotent)."""
+        ...
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None: ...
+
+    async def search(
+        self,
+        vector: Sequence[float],
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[ScoredPoint]:
+        """Cosine similarity, best first, only among points matching ``flt``."""
+        ...
+
+    async def delete(self, flt: VectorFilter) -> None: ...
+
+    async def delete_ids(self, ids: Sequence[str]) -> None: ...
+
+    async def count(self, flt: VectorFilter | None = None) -> int: ...
+
+    async def retrieve(self, ids: Sequence[str]) -> list[ScoredPoint]:
+        """Payloads of the given points (score 0); missing ids are left out."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,76 @@
+"""Fixtures that start real servers from the project's own dependencies.
+
+One nats-server (JetStream) and one SecantusDB server per test session; each test gets its own database
+name and its own subject/stream prefix where it needs isolation, so tests do not see each other's data.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from shared.embedded.servers import ChildServer, free_port, start_mongo, start_nats
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChildServer]:
+    server = start_nats(tmp_path_factory.mktemp("nats"), port=free_port())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def mongo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChildServer]:
+    server = start_mongo(tmp_path_factory.mktemp("mongo"), port=free_port())
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def nats_url(nats_server: ChildServer) -> str:
+    return nats_server.url
+
+
+@pytest.fixture
+def mongo_url(mongo_server: ChildServer) -> str:
+    return mongo_server.url
+
+
+@pytest.fixture
+def db_name() -> str:
+    return f"t_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def mongo_db(mongo_url: str, db_name: str) -> AsyncIterator[object]:
+    """A fresh database on the session's SecantusDB server, dropped afterwards."""
+    from pymongo import AsyncMongoClient
+
+    client: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(mongo_url)
+    try:
+        yield client[db_name]
+    finally:
+        await client.drop_database(db_name)
+        await client.close()
+
+
+def real_mongodb_url() -> str:
+    """A real MongoDB for the contract suites, or skip saying what is missing."""
+    url = os.environ.get("MONGODB_URL")
+    if not url:
+        pytest.skip("needs a real MongoDB: set MONGODB_URL (none on this machine)")
+    return url
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """`../shared` beside the repository: specs, fixtures and evaluation data, read by path."""
+    if not SHARED.exists():
+        pytest.skip(f"needs the shared/ folder beside the repository at {SHARED}")
+    return SHARED
