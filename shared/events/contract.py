@@ -7,13 +7,12 @@ published field's meaning; add a new version of the subject instead.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-Id = str
+Id = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 Role = Literal["user", "assistant", "system", "narrator"]
-_ID = {"min_length": 1, "max_length": 256}
 
 
 class _Wire(BaseModel):
@@ -21,15 +20,15 @@ class _Wire(BaseModel):
 
 
 class _Tenanted(_Wire):
-    tenant_id: Id = Field(..., **_ID, description="hard isolation boundary; nothing crosses tenants")
+    tenant_id: Id = Field(..., description="hard isolation boundary; nothing crosses tenants")
 
 
 class MessageCreated(_Tenanted):
     """`mnemo.chat.message.created.v1`: a chat message was posted (JetStream)."""
 
-    user_id: Id = Field(..., **_ID, description="the end user who owns the conversation")
-    conversation_id: Id = Field(..., **_ID)
-    message_id: Id = Field(..., **_ID, description="the platform's id; the idempotency key")
+    user_id: Id = Field(..., description="the end user who owns the conversation")
+    conversation_id: Id = Field(...)
+    message_id: Id = Field(..., description="the platform's id; the idempotency key")
     role: Role
     author_id: Id | None = Field(None, description="persona id for user messages, bot id for bot messages")
     author_name: str = Field("", max_length=512)
@@ -42,9 +41,9 @@ class MessageCreated(_Tenanted):
 class MessageEdited(_Tenanted):
     """`mnemo.chat.message.edited.v1`: the text of an earlier message changed."""
 
-    user_id: Id = Field(..., **_ID)
-    conversation_id: Id = Field(..., **_ID)
-    message_id: Id = Field(..., **_ID)
+    user_id: Id = Field(...)
+    conversation_id: Id = Field(...)
+    message_id: Id = Field(...)
     edit_id: Id | None = Field(None, description="idempotency key of this edit; defaults to a hash of it")
     content: str = Field(..., max_length=200_000)
     edited_at: datetime
@@ -53,16 +52,16 @@ class MessageEdited(_Tenanted):
 class MessageDeleted(_Tenanted):
     """`mnemo.chat.message.deleted.v1`: a message was removed from the conversation."""
 
-    user_id: Id = Field(..., **_ID)
-    conversation_id: Id = Field(..., **_ID)
-    message_id: Id = Field(..., **_ID)
+    user_id: Id = Field(...)
+    conversation_id: Id = Field(...)
+    message_id: Id = Field(...)
     deleted_at: datetime
 
 
 class BotUpserted(_Tenanted):
     """`mnemo.chat.bot.upserted.v1`: a character was created or changed."""
 
-    bot_id: Id = Field(..., **_ID)
+    bot_id: Id = Field(...)
     owner_user_id: Id | None = Field(None, description="the creator, if the platform tracks one")
     name: str = Field(..., min_length=1, max_length=512)
     system_prompt: str = Field("", max_length=100_000, description="the character's instructions")
@@ -72,8 +71,8 @@ class BotUpserted(_Tenanted):
 class PersonaUpserted(_Tenanted):
     """`mnemo.chat.persona.upserted.v1`: a user's persona was created or changed."""
 
-    user_id: Id = Field(..., **_ID)
-    persona_id: Id = Field(..., **_ID)
+    user_id: Id = Field(...)
+    persona_id: Id = Field(...)
     name: str = Field(..., min_length=1, max_length=512)
     description: str = Field("", max_length=50_000)
     traits: list[str] = Field(default_factory=list, max_length=200)
@@ -83,9 +82,9 @@ class PersonaUpserted(_Tenanted):
 class ContextAssembleRequest(_Tenanted):
     """`mnemo.rpc.context.assemble.v1` request: what the platform asks before each bot reply."""
 
-    user_id: Id = Field(..., **_ID)
-    conversation_id: Id = Field(..., **_ID)
-    bot_id: Id = Field(..., **_ID, description="the character about to speak")
+    user_id: Id = Field(...)
+    conversation_id: Id = Field(...)
+    bot_id: Id = Field(..., description="the character about to speak")
     persona_id: Id | None = None
     user_message: str = Field("", max_length=100_000, description="the message being answered")
     max_tokens: int = Field(8000, ge=64, le=1_000_000)

@@ -1,0 +1,57 @@
+"""What a service needs at run time, gathered in one object built by the composition root.
+
+Services receive a :class:`Deps` and never construct adapters themselves, so tests can hand them real
+servers or fakes and the embedded stack can share one vector index and one embedder between services
+(Qdrant Edge has a single owner process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from faststream.nats import NatsBroker
+from pymongo.asynchronous.database import AsyncDatabase
+
+from shared.crypto import FieldCipher
+from shared.embedders.port import Embedder
+from shared.eventlog.port import EventStore
+from shared.events.envelope import EventEnvelope
+from shared.settings import Settings
+from shared.vectors.port import VectorIndex
+
+
+class EventDecoder(Protocol):
+    async def from_wire(self, data: bytes) -> EventEnvelope:
+        """A relayed log event (still encrypted on the wire) decrypted and upcast."""
+        ...
+
+
+class CommittedPublisher(Protocol):
+    async def publish_committed(self, events: Sequence[EventEnvelope]) -> None:
+        """Publish freshly committed events to JetStream; on failure the relay's recovery loop retries."""
+        ...
+
+
+@dataclass
+class Deps:
+    settings: Settings
+    broker: NatsBroker
+    db: AsyncDatabase[dict[str, Any]]
+    store: EventStore
+    codec: EventDecoder
+    publisher: CommittedPublisher
+    cipher: FieldCipher
+    vectors: VectorIndex | None = None
+    embedder: Embedder | None = None
+
+    def require_vectors(self) -> VectorIndex:
+        if self.vectors is None:
+            raise RuntimeError("this service was built without a vector index")
+        return self.vectors
+
+    def require_embedder(self) -> Embedder:
+        if self.embedder is None:
+            raise RuntimeError("this service was built without an embedder")
+        return self.embedder
