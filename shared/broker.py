@@ -1,4 +1,4 @@
-"""Broker construction and JetStream stream declarations, shared by every service."""
+"""Broker construction, shared by every service."""
 
 from __future__ import annotations
 
@@ -6,12 +6,10 @@ import logging
 
 from faststream.nats import JStream, NatsBroker
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
-from nats.js import JetStreamContext
-from nats.js.api import StorageType, StreamConfig
-from nats.js.errors import NotFoundError
 
 from shared import subjects
 from shared.settings import Settings
+from shared.streams import ensure_streams
 from shared.telemetry import tracer_provider
 
 # FastStream binds to these streams; ensure_streams() declares them with the full configuration.
@@ -33,25 +31,4 @@ def make_broker(settings: Settings, service: str) -> NatsBroker:
     )
 
 
-_STREAMS = (
-    (subjects.CHAT_STREAM, subjects.CHAT_STREAM_SUBJECTS),
-    (subjects.LOG_STREAM, subjects.LOG_STREAM_SUBJECTS),
-    (subjects.DLQ_STREAM, subjects.DLQ_STREAM_SUBJECTS),
-)
-
-
-async def ensure_streams(js: JetStreamContext) -> None:
-    """Create or update the three streams (idempotent; safe to call from every replica at start)."""
-    for name, subs in _STREAMS:
-        config = StreamConfig(
-            name=name,
-            subjects=list(subs),
-            storage=StorageType.FILE,
-            duplicate_window=subjects.DUPLICATE_WINDOW_S,
-        )
-        try:
-            await js.stream_info(name)
-        except NotFoundError:
-            await js.add_stream(config)
-        else:
-            await js.update_stream(config)
+__all__ = ["CHAT_JSTREAM", "LOG_JSTREAM", "ensure_streams", "make_broker"]

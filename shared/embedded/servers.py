@@ -5,6 +5,7 @@ server on WiredTiger). Used by ``mnemo run`` for the embedded stack and by the t
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import shutil
@@ -82,11 +83,30 @@ def _wait_for_port(server: ChildServer, host: str, port: int, timeout: float) ->
     raise ServerStartError(f"{server.name} did not listen on {host}:{port} within {timeout:.0f}s")
 
 
+def _die_with_parent() -> None:
+    """Runs in the child before exec: SIGTERM it when the parent dies, even by SIGKILL (Linux only),
+    so a crashed mnemo never leaves servers holding its ports and data directory."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+_PR_SET_PDEATHSIG = 1
+
+
 def _spawn(name: str, argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as out:
         # A new session: Ctrl-C in the terminal reaches only mnemo, which then stops children in order.
-        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
 
 
 def start_nats(data_dir: Path, host: str = "127.0.0.1", port: int = 4222, timeout: float = 20.0) -> ChildServer:

@@ -28,7 +28,8 @@ class Match:
     """``key`` equals one of ``values`` (for a list field: contains one of them)."""
 
     key: str
-    values: tuple[str | int | bool, ...]
+    # No booleans: qdrant-edge 0.9 matches True as the integer 1, so flags are stored as keywords instead.
+    values: tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class VectorFilter:
     must_not: tuple[Match, ...] = ()
 
     @classmethod
-    def where(cls, **equals: str | int | bool) -> VectorFilter:
+    def where(cls, **equals: str | int) -> VectorFilter:
         return cls(must=tuple(Match(k, (v,)) for k, v in equals.items()))
 
     def and_(self, *conditions: Match | Range) -> VectorFilter:
@@ -81,7 +82,9 @@ class VectorIndex(Protocol):
         """Cosine similarity, best first, only among points matching ``flt``."""
         ...
 
-    async def delete(self, flt: VectorFilter) -> None: ...
+    async def delete(self, flt: VectorFilter) -> None:
+        """Delete the points matching ``flt``; an empty filter raises ValueError rather than wiping the index."""
+        ...
 
     async def delete_ids(self, ids: Sequence[str]) -> None: ...
 

@@ -1,0 +1,36 @@
+"""The five services: where each one's router factory lives and which shared resources it needs."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from shared.bootstrap import RouterFactory
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    module: str  # `<module>.app` holds create_router(deps)
+    vectors: bool = False
+    embedder: bool = False
+
+    def router_factory(self) -> RouterFactory:
+        factory: RouterFactory = importlib.import_module(f"{self.module}.app").create_router
+        return factory
+
+
+SERVICES: tuple[ServiceSpec, ...] = (
+    ServiceSpec("ingest", "services.ingest"),
+    ServiceSpec("embedding", "services.embedding", vectors=True, embedder=True),
+    ServiceSpec("summarizer", "services.summarizer", embedder=True),
+    ServiceSpec("memory-extractor", "services.memory_extractor"),
+    ServiceSpec("context-assembler", "services.context_assembler", vectors=True, embedder=True),
+)
+
+
+def spec(name: str) -> ServiceSpec:
+    for s in SERVICES:
+        if s.name == name:
+            return s
+    raise KeyError(name)

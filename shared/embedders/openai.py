@@ -1,0 +1,145 @@
+"""Embeddings over HTTP from any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama, TEI...).
+
+Contract:
+- ``POST {base_url}/embeddings`` with ``{"model", "input": [texts]}`` in batches of ``batch_size``; vectors
+  are returned in input order (the answer's items are placed by their ``index``, not their position) and
+  L2-normalised here, because not every server normalises.
+- ``dimensions`` is what the caller stores; every vector is checked against it. The ``dimensions`` request
+  field is sent only with ``send_dimensions=True`` (OpenAI's text-embedding-3 models shorten their vectors
+  with it; other servers reject the unknown field).
+- 429, 5xx, timeouts and connection errors are retried up to ``max_retries`` times, waiting for the
+  ``Retry-After`` seconds when the server gives them (capped at ``max_retry_after_s``), else exponential
+  backoff. Then ``EmbedderUnavailable``. Other 4xx answers fail at once (a bad key or model does not heal).
+- A malformed answer (not JSON, missing fields, wrong count or size) raises ``EmbedderResponseError``,
+  a subclass of ``EmbedderUnavailable`` so callers that degrade on the port's error still do.
+- Empty strings are sent as a single space: OpenAI rejects empty inputs, and every text must get a vector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from shared.embedders.port import EmbedderUnavailable
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class EmbedderResponseError(EmbedderUnavailable):
+    """The provider answered, but not with usable embeddings."""
+
+
+class OpenAIEmbedder:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        dimensions: int,
+        batch_size: int = 64,
+        timeout_s: float = 30.0,
+        max_retries: int = 3,
+        *,
+        send_dimensions: bool = False,
+        backoff_s: float = 0.5,
+        max_retry_after_s: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if batch_size < 1 or dimensions < 1 or max_retries < 0:
+            raise ValueError("batch_size and dimensions must be positive, max_retries not negative")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout_s, transport=transport
+        )
+        self._model = model
+        self._dimensions = dimensions
+        self._batch_size = batch_size
+        self._max_retries = max_retries
+        self._send_dimensions = send_dimensions
+        self._backoff_s = backoff_s
+        self._max_retry_after_s = max_retry_after_s
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    @property
+    def model_id(self) -> str:
+        return f"openai:{self._model}:{self._dimensions}"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            vectors.extend(await self._embed_batch(list(texts[start : start + self._batch_size])))
+        return vectors
+
+    async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        body: dict[str, Any] = {"model": self._model, "input": [t or " " for t in texts]}
+        if self._send_dimensions:
+            body["dimensions"] = self._dimensions
+        last_error = "no attempt"
+        for attempt in range(self._max_retries + 1):
+            try:
+                response = await self._client.post("embeddings", json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+                delay = self._backoff(attempt)
+            else:
+                if response.status_code == 200:
+                    return self._parse(response, len(texts))
+                excerpt = response.text[:300]
+                last_error = f"HTTP {response.status_code}: {excerpt}"
+                if response.status_code not in RETRYABLE_STATUS:
+                    raise EmbedderUnavailable(f"embeddings request refused ({last_error})")
+                delay = self._retry_after(response) or self._backoff(attempt)
+            if attempt < self._max_retries:
+                await asyncio.sleep(delay)
+        raise EmbedderUnavailable(f"embeddings failed after {self._max_retries + 1} attempts ({last_error})")
+
+    def _backoff(self, attempt: int) -> float:
+        return float(min(self._backoff_s * 2**attempt, self._max_retry_after_s))
+
+    def _retry_after(self, response: httpx.Response) -> float | None:
+        """``Retry-After`` in seconds (the HTTP-date form is not used by these APIs and is ignored)."""
+        raw = response.headers.get("Retry-After")
+        try:
+            seconds = float(raw) if raw is not None else None
+        except ValueError:
+            return None
+        if seconds is None or not math.isfinite(seconds) or seconds < 0:
+            return None
+        return min(seconds, self._max_retry_after_s)
+
+    def _parse(self, response: httpx.Response, expected: int) -> list[list[float]]:
+        try:
+            data = response.json()["data"]
+            items = sorted(((int(d["index"]), d["embedding"]) for d in data), key=lambda pair: pair[0])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbedderResponseError(
+                f"malformed embeddings response ({type(exc).__name__}: {exc}): {response.text[:200]!r}"
+            ) from exc
+        if [i for i, _ in items] != list(range(expected)):
+            raise EmbedderResponseError(f"expected indexes 0..{expected - 1}, got {[i for i, _ in items]}")
+        return [self._normalise(vector) for _, vector in items]
+
+    def _normalise(self, vector: Any) -> list[float]:
+        if not isinstance(vector, list) or len(vector) != self._dimensions:
+            size = len(vector) if isinstance(vector, list) else type(vector).__name__
+            raise EmbedderResponseError(
+                f"model {self._model!r} returned a vector of size {size}, configured dimensions {self._dimensions}"
+            )
+        try:
+            values = [float(x) for x in vector]
+        except (TypeError, ValueError) as exc:
+            raise EmbedderResponseError(f"non-numeric embedding value: {exc}") from exc
+        norm = math.sqrt(sum(x * x for x in values))
+        if not math.isfinite(norm) or norm == 0.0:
+            raise EmbedderResponseError("zero or non-finite embedding vector")
+        return [x / norm for x in values]
+
+    async def close(self) -> None:
+        await self._client.aclose()

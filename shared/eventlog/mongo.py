@@ -1,0 +1,288 @@
+"""The event log on MongoDB (and SecantusDB): one append-only document per event, OCC by unique index.
+
+Why this shape:
+
+- ``_id`` is the ``event_id``: the always-present unique ``_id`` index *is* the idempotency index, so the
+  log pays for one unique index less per insert (SecantusDB is CPU bound on index maintenance).
+- A unique index on ``(stream_id, version)`` makes a version slot claimable once: that is the optimistic
+  concurrency check, without transactions or a stream-head document.
+- Every write is journaled (``j=True``): SecantusDB and MongoDB both lose acknowledged, non-journaled
+  writes on a crash, and the relay would then publish an event the log no longer has.
+- A duplicate-key error is resolved by *re-checking* which of the event ids are already stored (one query),
+  not by parsing ``keyPattern``: an event found in the log is an idempotent duplicate, a slot taken by an
+  event that is not ours is a :class:`ConcurrencyError`. Servers differ in which index they report first
+  when both collide; the re-check does not care.
+- Events of one append are written strictly in order (never event ``k+1`` before event ``k`` is stored),
+  so a crash or conflict leaves a prefix that a retry of the same events completes. ``append`` sends the
+  whole run in one ordered ``insert_many``. ``append_batch`` writes "waves": wave ``k`` holds the ``k``-th
+  pending event of every stream in one unordered ``insert_many``, so a conflict on one stream never blocks
+  another, and a stream's later event is never stored after its earlier one lost its slot (a single
+  unordered insert of everything could do that and break the prefix rule). A batch of single-event appends
+  (the ingest hot path) costs one insert; each extra event per stream costs one more. When one stream is
+  left, its remaining events go in one ordered insert.
+- The ``published`` flag is the outbox marker for the relay, the one field ever updated after insert; it
+  is not event data. A partial index holds only unpublished events, so it stays tiny.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, IndexModel, WriteConcern
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError
+
+from shared.eventlog.codec import EventCodec, StoredDoc, envelope_of
+from shared.eventlog.port import Append, AppendResult, ConcurrencyError
+from shared.events.envelope import EventEnvelope, NewEvent, utcnow
+
+_DUPLICATE_KEY = 11000
+
+
+class _Pending:
+    """One append on its way through insert rounds: which events are stored, known duplicates, next slot."""
+
+    def __init__(self, codec: EventCodec, append: Append, envelopes: list[EventEnvelope], docs: list[StoredDoc]):
+        self.codec = codec
+        self.stream_id = append.stream_id
+        self.expected = append.expected_version
+        self.envelopes = envelopes
+        self.docs = docs
+        self.ids = [e.event_id for e in envelopes]
+        self.idx = 0
+        self.next_version = append.expected_version + 1
+        self.known: dict[str, tuple[str, int]] = {}  # event id -> (stream, version) already in the log
+        self.result = AppendResult(append.stream_id, version=append.expected_version)
+        self.conflict = False
+
+    @property
+    def done(self) -> bool:
+        return self.conflict or self.idx >= len(self.ids)
+
+    def remaining_ids(self) -> list[str]:
+        return self.ids[self.idx :]
+
+    def run(self, limit: int | None = None) -> list[StoredDoc]:
+        """Documents for the next consecutive events not known to be stored, numbered from ``next_version``.
+
+        A known duplicate sitting exactly in the slot it would take (a retried append) keeps its slot; one
+        stored elsewhere takes none, so versions stay gapless.
+        """
+        while self.idx < len(self.ids) and self.ids[self.idx] in self.known:
+            eid = self.ids[self.idx]
+            self.result.duplicates.append(eid)
+            if self.known[eid] == (self.stream_id, self.next_version):
+                self.result.version = self.next_version
+                self.next_version += 1
+            self.idx += 1
+        out: list[StoredDoc] = []
+        i = self.idx
+        while i < len(self.ids) and self.ids[i] not in self.known and (limit is None or len(out) < limit):
+            doc = dict(self.docs[i])
+            doc.pop("event_id", None)
+            out.append({"_id": self.ids[i], **doc, "version": self.next_version + len(out), "published": False})
+            i += 1
+        return out
+
+    def inserted(self, count: int) -> None:
+        for _ in range(count):
+            env = self.envelopes[self.idx].model_copy(update={"version": self.next_version})
+            self.result.committed.append(self.codec.readable(env))
+            self.result.version = self.next_version
+            self.next_version += 1
+            self.idx += 1
+
+    def failed(self) -> None:
+        """The event at ``idx`` was refused; ``known`` has just been refreshed from the log."""
+        if self.ids[self.idx] not in self.known:
+            self.conflict = True
+
+
+def _dup_errors(exc: BulkWriteError) -> list[dict[str, Any]]:
+    """The write errors of ``exc`` if all are duplicate keys; anything else is re-raised."""
+    errors: list[dict[str, Any]] = list(exc.details.get("writeErrors", []))
+    if exc.details.get("writeConcernErrors") or not errors:
+        raise exc
+    if any(e.get("code") != _DUPLICATE_KEY for e in errors):
+        raise exc
+    return errors
+
+
+class MongoEventStore:
+    """:class:`shared.eventlog.port.EventStore` on a pymongo ``AsyncDatabase`` (MongoDB or SecantusDB)."""
+
+    def __init__(self, db: AsyncDatabase[Any], codec: EventCodec, collection: str = "events") -> None:
+        self.codec = codec
+        self.events: AsyncCollection[Any] = db.get_collection(collection, write_concern=WriteConcern(w=1, j=True))
+
+    async def ensure_indexes(self) -> None:
+        """Idempotent; call once at startup (the ``_id`` index is the event-id uniqueness)."""
+        await self.events.create_indexes(
+            [
+                IndexModel([("stream_id", ASCENDING), ("version", ASCENDING)], unique=True, name="stream_version"),
+                IndexModel(
+                    [("published", ASCENDING), ("recorded_at", ASCENDING)],
+                    name="outbox",
+                    partialFilterExpression={"published": False},
+                ),
+            ]
+        )
+
+    # --- writes ---------------------------------------------------------------------------------------
+    async def _pending(self, append: Append) -> _Pending:
+        recorded_at = utcnow()
+        envs: list[EventEnvelope] = []
+        for i, ev in enumerate(append.events):
+            et = self.codec.event_type(ev.type, ev.event_id)
+            v = append.expected_version + 1 + i
+            envs.append(envelope_of(ev, append.stream_id, v, recorded_at, et.schema_version))
+        docs = [await self.codec.encode(e) for e in envs]
+        return _Pending(self.codec, append, envs, docs)
+
+    async def _learn(self, pendings: Sequence[_Pending]) -> None:
+        """One query: which of the pendings' remaining event ids are already in the log, and where."""
+        ids = [eid for p in pendings for eid in p.remaining_ids()]
+        found: dict[str, tuple[str, int]] = {}
+        async for d in self.events.find({"_id": {"$in": ids}}, {"stream_id": 1, "version": 1}):
+            found[d["_id"]] = (d["stream_id"], d["version"])
+        for p in pendings:
+            p.known.update({eid: found[eid] for eid in p.remaining_ids() if eid in found})
+
+    async def _finish_ordered(self, p: _Pending) -> None:
+        """The rest of one append: one ordered insert per round, a re-check after each refusal."""
+        while not p.done:
+            docs = p.run()
+            if not docs:
+                return
+            try:
+                await self.events.insert_many(docs, ordered=True)
+                p.inserted(len(docs))
+            except BulkWriteError as exc:
+                p.inserted(_dup_errors(exc)[0]["index"])
+                await self._learn([p])
+                p.failed()
+
+    async def _wave(self, live: list[_Pending]) -> None:
+        """The next event of every live append in one unordered insert."""
+        slots: list[tuple[_Pending, StoredDoc]] = [(p, d) for p in live for d in p.run(limit=1)]
+        if not slots:
+            return
+        refused: set[int] = set()
+        try:
+            await self.events.insert_many([d for _, d in slots], ordered=False)
+        except BulkWriteError as exc:
+            refused = {e["index"] for e in _dup_errors(exc)}
+        for i, (p, _) in enumerate(slots):
+            if i not in refused:
+                p.inserted(1)
+        losers = [slots[i][0] for i in sorted(refused)]
+        if losers:
+            await self._learn(losers)
+            for p in losers:
+                p.failed()
+
+    async def append(self, stream_id: str, expected_version: int, events: Sequence[NewEvent]) -> AppendResult:
+        p = await self._pending(Append(stream_id, expected_version, events))
+        await self._finish_ordered(p)
+        if p.conflict:
+            raise ConcurrencyError(stream_id, expected_version, await self.stream_version(stream_id))
+        return p.result
+
+    async def append_batch(self, appends: Sequence[Append]) -> list[AppendResult | ConcurrencyError]:
+        pendings = [await self._pending(a) for a in appends]
+        while live := [p for p in pendings if not p.done]:
+            if len(live) == 1:
+                await self._finish_ordered(live[0])
+            else:
+                await self._wave(live)
+        conflicted = [p.stream_id for p in pendings if p.conflict]
+        versions = await self.stream_versions(conflicted) if conflicted else {}
+        return [
+            ConcurrencyError(p.stream_id, p.expected, versions.get(p.stream_id, 0)) if p.conflict else p.result
+            for p in pendings
+        ]
+
+    # --- reads ----------------------------------------------------------------------------------------
+    async def _decode_all(self, cursor: Any) -> list[EventEnvelope]:
+        return [await self.codec.decode(d) async for d in cursor]
+
+    async def stream_version(self, stream_id: str) -> int:
+        doc = await self.events.find_one(
+            {"stream_id": stream_id}, {"version": 1}, sort=[("stream_id", ASCENDING), ("version", DESCENDING)]
+        )
+        return int(doc["version"]) if doc else 0
+
+    async def stream_versions(self, stream_ids: Sequence[str]) -> dict[str, int]:
+        """One aggregate; ``$sort`` on the unique index then ``$last`` per stream (streams without events: 0)."""
+        out = dict.fromkeys(stream_ids, 0)
+        if not stream_ids:
+            return out
+        pipeline: list[dict[str, Any]] = [
+            {"$match": {"stream_id": {"$in": list(set(stream_ids))}}},
+            {"$sort": {"stream_id": 1, "version": 1}},
+            {"$group": {"_id": "$stream_id", "version": {"$last": "$version"}}},
+        ]
+        async for row in await self.events.aggregate(pipeline):
+            out[row["_id"]] = int(row["version"])
+        return out
+
+    async def read_stream(
+        self, stream_id: str, after_version: int = 0, limit: int | None = None
+    ) -> list[EventEnvelope]:
+        cursor = self.events.find({"stream_id": stream_id, "version": {"$gt": after_version}}).sort(
+            [("stream_id", ASCENDING), ("version", ASCENDING)]
+        )
+        if limit is not None:
+            cursor = cursor.limit(limit)
+        return await self._decode_all(cursor)
+
+    async def read_stream_backwards(self, stream_id: str, limit: int) -> list[EventEnvelope]:
+        cursor = (
+            self.events.find({"stream_id": stream_id})
+            .sort([("stream_id", ASCENDING), ("version", DESCENDING)])
+            .limit(limit)
+        )
+        return await self._decode_all(cursor)
+
+    async def get_events(self, event_ids: Sequence[str]) -> list[EventEnvelope]:
+        """The stored ones among ``event_ids``, in the order asked."""
+        found = {d["_id"]: d async for d in self.events.find({"_id": {"$in": list(event_ids)}})}
+        return [await self.codec.decode(found[i]) for i in dict.fromkeys(event_ids) if i in found]
+
+    async def read_all(self, batch_size: int = 1000) -> AsyncIterator[EventEnvelope]:
+        """Keyset pagination over the unique ``(stream_id, version)`` index.
+
+        Why that order and not ``recorded_at`` or a global sequence: it is exactly "each stream in version
+        order", it is total and unique (so resuming after the last key yields every event exactly once, even
+        while appends go on), it needs no extra index or counter document, and clocks of different writers
+        cannot reorder a stream. Replay consumers must not rely on any cross-stream order.
+        """
+        last: tuple[str, int] | None = None
+        while True:
+            query: dict[str, Any] = {}
+            if last is not None:
+                query = {"$or": [{"stream_id": {"$gt": last[0]}}, {"stream_id": last[0], "version": {"$gt": last[1]}}]}
+            cursor = self.events.find(query).sort([("stream_id", ASCENDING), ("version", ASCENDING)]).limit(batch_size)
+            docs = [d async for d in cursor]
+            for d in docs:
+                yield await self.codec.decode(d)
+            if len(docs) < batch_size:
+                return
+            last = (docs[-1]["stream_id"], int(docs[-1]["version"]))
+
+    # --- outbox ---------------------------------------------------------------------------------------
+    async def unpublished(self, min_age_s: float, limit: int) -> list[EventEnvelope]:
+        cutoff = utcnow() - timedelta(seconds=min_age_s)
+        cursor = (
+            self.events.find({"published": False, "recorded_at": {"$lte": cutoff}})
+            .sort([("published", ASCENDING), ("recorded_at", ASCENDING)])
+            .limit(limit)
+        )
+        return await self._decode_all(cursor)
+
+    async def mark_published(self, event_ids: Sequence[str]) -> None:
+        if event_ids:
+            await self.events.update_many({"_id": {"$in": list(event_ids)}}, {"$set": {"published": True}})

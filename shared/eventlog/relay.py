@@ -1,0 +1,131 @@
+"""The outbox relay: every committed event reaches JetStream, even if its appender dies right after the commit.
+
+Two paths, one idempotency key:
+
+- Fast path: an appender calls :meth:`Relay.publish_committed` right after a successful append. The events
+  are published concurrently, each waiting for its JetStream ack, then marked published in one update.
+- Recovery path: :meth:`Relay.run` periodically republishes events still unpublished after ``min_age_s``
+  (the appender crashed, NATS was down, the ack was lost). ``min_age_s`` keeps it from racing the fast path.
+
+Both publish with ``Nats-Msg-Id = event_id`` to ``log_subject(type)``; the stream's duplicate window
+(:data:`shared.subjects.DUPLICATE_WINDOW_S`) turns a double publish into one stored message. Past the
+window a consumer still sees the same ``event_id`` and must treat it idempotently (at-least-once). The body
+is the codec's wire form: the stored, still encrypted document, so JetStream holds ciphertext only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Protocol
+
+from nats.js import JetStreamContext
+
+from shared import subjects
+from shared.eventlog.codec import EventCodec, StoredDoc
+from shared.eventlog.port import EventStore
+from shared.events.envelope import EventEnvelope
+from shared.streams import ensure_stream
+
+log = logging.getLogger(__name__)
+
+MSG_ID_HEADER = "Nats-Msg-Id"
+
+
+class JetStreamPublisher(Protocol):
+    async def publish(self, subject: str, data: bytes, msg_id: str) -> None:
+        """Return once JetStream has acknowledged (stored or deduplicated) the message; raise otherwise."""
+        ...
+
+
+class NatsJetStreamPublisher:
+    """nats-py adapter: ``js.publish`` waits for the PubAck; a duplicate within the window is acked too."""
+
+    def __init__(self, js: JetStreamContext, timeout: float = 5.0) -> None:
+        self.js = js
+        self.timeout = timeout
+
+    async def publish(self, subject: str, data: bytes, msg_id: str) -> None:
+        await self.js.publish(subject, data, timeout=self.timeout, headers={MSG_ID_HEADER: msg_id})
+
+
+async def ensure_log_stream(js: JetStreamContext) -> None:
+    """Create or update the MNEMO_LOG stream (file storage, dedupe window); safe from every replica."""
+    await ensure_stream(js, subjects.LOG_STREAM, subjects.LOG_STREAM_SUBJECTS)
+
+
+class Relay:
+    def __init__(
+        self,
+        store: EventStore,
+        publisher: JetStreamPublisher,
+        codec: EventCodec,
+        *,
+        min_age_s: float = 5.0,
+        interval_s: float = 1.0,
+        batch_size: int = 500,
+        max_in_flight: int = 256,
+    ) -> None:
+        self.store = store
+        self.publisher = publisher
+        self.codec = codec
+        self.min_age_s = min_age_s
+        self.interval_s = interval_s
+        self.batch_size = batch_size
+        self._in_flight = asyncio.Semaphore(max_in_flight)
+        self._stop = asyncio.Event()
+
+    async def _publish_one(self, doc: StoredDoc) -> str:
+        eid = str(doc.get("event_id", doc.get("_id")))  # codec form or a raw MongoDB document
+        async with self._in_flight:
+            await self.publisher.publish(subjects.log_subject(doc["type"]), self.codec.to_wire(doc), eid)
+        return eid
+
+    async def publish(self, events: Sequence[EventEnvelope | StoredDoc]) -> list[str]:
+        """Publish concurrently, mark the acknowledged ones published; return the ids that failed."""
+        docs = [e if isinstance(e, dict) else await self.codec.encode(e) for e in events]
+        if not docs:
+            return []
+        outcomes = await asyncio.gather(*(self._publish_one(d) for d in docs), return_exceptions=True)
+        done = [o for o in outcomes if isinstance(o, str)]
+        failed = [
+            str(d.get("event_id", d.get("_id"))) for d, o in zip(docs, outcomes, strict=True) if not isinstance(o, str)
+        ]
+        if failed:
+            first = next(o for o in outcomes if isinstance(o, BaseException))
+            log.warning("publish of %d event(s) failed (the relay will retry): %r", len(failed), first)
+        await self.store.mark_published(done)
+        return failed
+
+    async def publish_committed(self, events: Sequence[EventEnvelope | StoredDoc]) -> None:
+        """Fast path after a successful append. Never raises for a failed publish: the events stay
+        unpublished in the log and the recovery loop republishes them."""
+        try:
+            await self.publish(events)
+        except Exception:
+            log.exception("publishing %d committed event(s) failed; the relay loop will retry", len(events))
+
+    async def recover_once(self) -> int:
+        """Republish one batch of events unpublished for ``min_age_s``; the number published."""
+        pending = await self.store.unpublished(self.min_age_s, self.batch_size)
+        failed = await self.publish(pending)
+        return len(pending) - len(failed)
+
+    async def run(self) -> None:
+        """The recovery loop until :meth:`stop` (or cancellation). Full batches are drained back to back."""
+        self._stop.clear()
+        while not self._stop.is_set():
+            full = False
+            try:
+                published = await self.recover_once()
+                full = published >= self.batch_size
+            except Exception:
+                log.exception("relay recovery round failed; retrying in %.1fs", self.interval_s)
+            if not full:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), self.interval_s)
+
+    async def stop(self) -> None:
+        self._stop.set()

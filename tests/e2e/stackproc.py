@@ -1,0 +1,116 @@
+"""Starts the embedded stack as a separate process (`python -m services.cli run`), like a user would,
+so end-to-end tests talk to it only over NATS. Standard library only."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+READY_LINE = "mnemo is serving"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class StackProcess:
+    data_dir: Path
+    nats_port: int = field(default_factory=free_port)
+    mongo_port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+
+    @property
+    def nats_url(self) -> str:
+        return f"nats://127.0.0.1:{self.nats_port}"
+
+    @property
+    def mongo_url(self) -> str:
+        return f"mongodb://127.0.0.1:{self.mongo_port}/?directConnection=true"
+
+    def start(self, timeout: float = 180.0) -> None:
+        env = {
+            **os.environ,
+            "MNEMO_DATA_DIR": str(self.data_dir),
+            "MNEMO_NATS_URL": self.nats_url,
+            "MNEMO_MONGODB_URL": self.mongo_url,
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.data_dir / f"stack-{int(time.time() * 1000)}.log"
+        out = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its whole life
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "run", "--no-demo"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if READY_LINE in self.log_path.read_text(errors="replace"):
+                return
+            if self.process.poll() is not None:
+                raise RuntimeError(f"stack exited with {self.process.returncode}:\n{self.log_tail()}")
+            time.sleep(0.1)
+        self.kill_all()
+        raise RuntimeError(f"stack not ready within {timeout:.0f}s:\n{self.log_tail()}")
+
+    def log_tail(self, chars: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:] if self.log_path else ""
+
+    def pids(self) -> dict[str, int]:
+        path = self.data_dir / "run" / "pids.json"
+        pids: dict[str, int] = json.loads(path.read_text()) if path.exists() else {}
+        return pids
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """Ctrl-C, as a user would; returns the exit code."""
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(signal.SIGINT)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill_all()
+            raise
+
+    def kill_all(self) -> None:
+        """SIGKILL every process of the stack at once, as a power cut would."""
+        pids = self.pids()
+        if self.process is not None:
+            pids["mnemo"] = self.process.pid
+        for pid in pids.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if self.process is not None:
+            self.process.wait(10)
+        for pid in pids.values():
+            _wait_gone(pid)
+
+
+def _wait_gone(pid: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        # A killed child of another process is a zombie until reaped; /proc tells us it is dead.
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+                return
+        except OSError:
+            return
+        time.sleep(0.05)

@@ -1,0 +1,179 @@
+"""The outbox relay against the real nats-server (JetStream) and SecantusDB.
+
+The MNEMO_LOG stream is shared by the whole test session, so each test filters what it reads by its own
+event ids (unique per test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import nats
+import pytest
+from nats.aio.client import Client as NatsClient
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from pymongo import AsyncMongoClient
+
+from shared import subjects
+from shared.crypto import FieldCipher, InMemoryKeyStore
+from shared.eventlog.codec import EventCodec
+from shared.eventlog.mongo import MongoEventStore
+from shared.eventlog.relay import MSG_ID_HEADER, NatsJetStreamPublisher, Relay, ensure_log_stream
+from shared.events.envelope import EventEnvelope, NewEvent
+from shared.events.recorded import REGISTRY, conversation_stream
+
+pytestmark = pytest.mark.integration
+
+
+def message(i: int, conv: str) -> NewEvent:
+    return NewEvent(
+        type="message.recorded",
+        tenant_id="t1",
+        payload={
+            "user_id": "u1",
+            "conversation_id": conv,
+            "message_id": f"m{i}",
+            "role": "user",
+            "author_id": None,
+            "author_name": "Alice",
+            "content": f"the password is swordfish-{i}",
+            "created_at": datetime(2024, 1, 1, tzinfo=UTC),
+            "bot_ids": [],
+            "persona_id": None,
+            "index": i,
+            "tokens": 5,
+        },
+    )
+
+
+@pytest.fixture
+async def js(nats_url: str) -> AsyncIterator[JetStreamContext]:
+    nc: NatsClient = await nats.connect(nats_url)
+    ctx = nc.jetstream()
+    await ensure_log_stream(ctx)
+    try:
+        yield ctx
+    finally:
+        await nc.drain()
+
+
+@pytest.fixture
+async def store(mongo_url: str) -> AsyncIterator[MongoEventStore]:
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_url)
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    s = MongoEventStore(client[name], EventCodec(REGISTRY, FieldCipher(os.urandom(32), InMemoryKeyStore())))
+    await s.ensure_indexes()
+    try:
+        yield s
+    finally:
+        await client.drop_database(name)
+        await client.close()
+
+
+async def relayed(js: JetStreamContext, ids: set[str]) -> list[Any]:
+    """Every message in MNEMO_LOG whose Nats-Msg-Id is one of ``ids`` (an ephemeral consumer from the start)."""
+    sub = await js.pull_subscribe(subjects.log_subject("message.recorded"), stream=subjects.LOG_STREAM)
+    out: list[Any] = []
+    try:
+        while True:
+            try:
+                batch = await sub.fetch(500, timeout=0.5)
+            except NatsTimeoutError:
+                return out
+            out += [m for m in batch if (m.headers or {}).get(MSG_ID_HEADER) in ids]
+    finally:
+        await sub.unsubscribe()
+
+
+async def test_ensure_log_stream_is_idempotent_and_configured(js: JetStreamContext) -> None:
+    await ensure_log_stream(js)
+    info = await js.stream_info(subjects.LOG_STREAM)
+
+    assert info.config.subjects == list(subjects.LOG_STREAM_SUBJECTS)
+    assert info.config.duplicate_window == subjects.DUPLICATE_WINDOW_S
+
+
+async def test_events_committed_but_never_published_are_published_by_recovery(
+    js: JetStreamContext, store: MongoEventStore
+) -> None:
+    conv = uuid.uuid4().hex
+    result = await store.append(conversation_stream("t1", "u1", conv), 0, [message(i, conv) for i in range(3)])
+    # The appender "crashed" here: publish_committed was never called.
+    relay = Relay(store, NatsJetStreamPublisher(js), store.codec, min_age_s=0.0, interval_s=0.05)
+
+    task = asyncio.create_task(relay.run())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # polling the log: there is nothing to wait on but the store
+        if not await store.unpublished(0, 10):
+            break
+        await asyncio.sleep(0.05)
+    await relay.stop()
+    await asyncio.wait_for(task, 5)
+
+    assert await store.unpublished(0, 10) == []
+    msgs = await relayed(js, {e.event_id for e in result.committed})
+    decoded = [await store.codec.from_wire(m.data) for m in msgs]
+    assert sorted(decoded, key=lambda e: e.version) == result.committed
+
+
+async def test_publishing_twice_stores_one_jetstream_message_per_event(
+    js: JetStreamContext, store: MongoEventStore
+) -> None:
+    conv = uuid.uuid4().hex
+    result = await store.append(conversation_stream("t1", "u1", conv), 0, [message(i, conv) for i in range(2)])
+    relay = Relay(store, NatsJetStreamPublisher(js), store.codec, min_age_s=0.0)
+
+    await relay.publish_committed(result.committed)
+    await relay.publish_committed(result.committed)  # e.g. a redelivered inbound message
+    await store.events.update_many({}, {"$set": {"published": False}})  # ack lost: recovery republishes
+    assert await relay.recover_once() == 2
+
+    msgs = await relayed(js, {e.event_id for e in result.committed})
+    assert sorted(m.headers[MSG_ID_HEADER] for m in msgs) == sorted(e.event_id for e in result.committed)
+    assert all(m.subject == "mnemo.log.message.recorded.v1" for m in msgs)
+
+
+async def test_jetstream_holds_ciphertext_that_consumers_decode(js: JetStreamContext, store: MongoEventStore) -> None:
+    conv = uuid.uuid4().hex
+    result = await store.append(conversation_stream("t1", "u1", conv), 0, [message(7, conv)])
+    await Relay(store, NatsJetStreamPublisher(js), store.codec).publish_committed(result.committed)
+
+    [msg] = await relayed(js, {result.committed[0].event_id})
+
+    assert b"swordfish" not in msg.data
+    env: EventEnvelope = await store.codec.from_wire(msg.data)
+    assert env.payload["content"] == "the password is swordfish-7"
+    assert env == result.committed[0]
+    assert await store.unpublished(0, 10) == []
+
+
+class FailingPublisher:
+    def __init__(self, fail_ids: set[str]) -> None:
+        self.fail_ids = fail_ids
+        self.sent: list[str] = []
+
+    async def publish(self, subject: str, data: bytes, msg_id: str) -> None:
+        if msg_id in self.fail_ids:
+            raise ConnectionError("nats down")
+        self.sent.append(msg_id)
+
+
+async def test_failed_publishes_stay_unpublished_for_recovery(store: MongoEventStore) -> None:
+    conv = uuid.uuid4().hex
+    result = await store.append(conversation_stream("t1", "u1", conv), 0, [message(i, conv) for i in range(3)])
+    bad = result.committed[1].event_id
+    publisher = FailingPublisher({bad})
+
+    await Relay(store, publisher, store.codec).publish_committed(result.committed)  # does not raise
+
+    assert [e.event_id for e in await store.unpublished(0, 10)] == [bad]
+    publisher.fail_ids.clear()
+    assert await Relay(store, publisher, store.codec, min_age_s=0).recover_once() == 1
+    assert await store.unpublished(0, 10) == []

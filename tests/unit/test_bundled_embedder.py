@@ -1,0 +1,88 @@
+"""The bundled model, run for real on onnxruntime (no mocks): shape, normalisation, order, meaning."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+from shared.embedders.bundled import DIMENSIONS, MAX_TOKENS, BundledEmbedder
+
+
+@pytest.fixture(scope="module")
+def embedder() -> BundledEmbedder:
+    return BundledEmbedder(batch_size=4)
+
+
+def cos(a: list[float], b: list[float]) -> float:
+    return float(np.dot(a, b))
+
+
+async def test_dimensions_model_id_and_unit_norm(embedder: BundledEmbedder) -> None:
+    vecs = await embedder.embed(["hello world", "", "A much longer sentence about something else entirely."])
+    assert embedder.dimensions == DIMENSIONS == 384
+    assert embedder.model_id == "all-MiniLM-L6-v2-int8-onnx"
+    assert [len(v) for v in vecs] == [384, 384, 384]
+    assert np.allclose(np.linalg.norm(np.array(vecs), axis=1), 1.0, atol=1e-5)
+
+
+async def test_empty_list(embedder: BundledEmbedder) -> None:
+    assert await embedder.embed([]) == []
+    assert embedder.embed_sync([]) == []
+
+
+async def test_order_is_restored_after_length_sorting(embedder: BundledEmbedder) -> None:
+    # Lengths in decreasing order across several batches, so sorting really permutes them.
+    texts = [("word " * n).strip() + f" item {n}" for n in (60, 3, 45, 1, 30, 12, 7, 50, 2, 20)]
+    together = await embedder.embed(texts)
+    alone = [embedder.embed_sync([t])[0] for t in texts]
+    assert np.allclose(np.array(together), np.array(alone), atol=1e-4)
+
+
+async def test_paraphrase_is_closer_than_unrelated(embedder: BundledEmbedder) -> None:
+    food, bread, baby, cat, dog, stocks = await embedder.embed(
+        [
+            "A man is eating food.",
+            "A man is eating a piece of bread.",
+            "The girl is carrying a baby.",
+            "My cat sleeps on the sofa all afternoon.",
+            "The kitten naps on the couch during the day.",
+            "Quarterly earnings beat analyst expectations.",
+        ]
+    )
+    assert cos(food, bread) > 0.6 > cos(food, baby)
+    assert cos(cat, dog) > cos(cat, stocks) + 0.3
+
+
+async def test_long_text_is_truncated_not_rejected(embedder: BundledEmbedder) -> None:
+    long = "memory " * (MAX_TOKENS * 3)
+    [a] = await embedder.embed([long])
+    [b] = await embedder.embed(["memory " * (MAX_TOKENS + 50)])
+    assert cos(a, b) > 0.999  # both cut at 256 word pieces
+
+
+async def test_event_loop_keeps_serving_during_inference() -> None:
+    embedder = BundledEmbedder(batch_size=8)
+    embedder.embed_sync(["warm up"])
+    texts = [f"sentence number {i} about the weather and the sea" * 3 for i in range(96)]
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    task = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    await embedder.embed(texts)
+    total = time.perf_counter() - started
+    done.set()
+    await task
+    assert len(gaps) > 5
+    assert max(gaps) < max(0.2, total / 3), (max(gaps), total)
