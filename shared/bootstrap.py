@@ -109,7 +109,7 @@ def deps_for(core: Core, broker: NatsBroker) -> Deps:
 def configure_logging(level: int = logging.INFO) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Per-message logs of FastStream and the drivers are noise at INFO.
-    for noisy in ("faststream", "nats", "pymongo", "httpx"):
+    for noisy in ("faststream", "mnemo.broker", "nats", "pymongo", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

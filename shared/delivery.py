@@ -16,9 +16,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from faststream import AckPolicy, Context
+from faststream import AckPolicy, Context, StreamMessage
 from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
 from faststream.nats.message import NatsBatchMessage
 from nats.aio.msg import Msg
@@ -100,6 +100,8 @@ async def heartbeat(msgs: Sequence[Msg], every_s: float):  # type: ignore[no-unt
         while True:
             await asyncio.sleep(every_s)
             for m in msgs:
+                if m.is_acked:  # settled already (acked, nak'ed or dead-lettered)
+                    continue
                 with contextlib.suppress(Exception):
                     await m.in_progress()
 
@@ -113,7 +115,10 @@ async def heartbeat(msgs: Sequence[Msg], every_s: float):  # type: ignore[no-unt
 
 
 class BatchConsumer(Generic[T]):
-    """Runs one fetched batch through ``decode`` then ``handle`` with the semantics in the module doc."""
+    """Runs one fetched batch through ``decode`` then ``handle`` with the semantics in the module doc.
+
+    ``backoff(attempt)`` is the nak delay in seconds after the ``attempt``-th failed delivery.
+    """
 
     def __init__(
         self,
@@ -123,11 +128,13 @@ class BatchConsumer(Generic[T]):
         dead_letters: DeadLetters,
         max_deliver: int,
         ack_wait_s: float,
+        backoff: Callable[[int], float] = retry_delay,
     ) -> None:
         self._decode = decode
         self._handle = handle
         self._dlq = dead_letters
         self._max_deliver = max_deliver
+        self._backoff = backoff
         self._beat_every = max(0.5, ack_wait_s / 3)
 
     async def __call__(self, msgs: Sequence[Msg]) -> None:
@@ -152,9 +159,11 @@ class BatchConsumer(Generic[T]):
                 await self._retry_or_dead_letter([items[0].msg], exc)
                 return
             # Isolate a poison message: retry the items one by one so the others still go through.
+            # The items waiting for their turn are kept alive too, or JetStream redelivers them meanwhile.
             log.warning("batch of %d failed (%s); retrying one by one", len(items), exc)
-            for item in items:
-                await self._settle([item])
+            async with heartbeat([i.msg for i in items], self._beat_every):
+                for item in items:
+                    await self._settle([item])
             return
         await self._settle_with(items, rejections)
 
@@ -186,7 +195,14 @@ class BatchConsumer(Generic[T]):
             if attempt >= self._max_deliver:
                 await self._reject(msg, f"failed {attempt} times, last: {type(exc).__name__}: {exc}")
             else:
-                await msg.nak(delay=retry_delay(attempt))
+                await msg.nak(delay=self._backoff(attempt))
+
+
+async def _undecoded(message: StreamMessage[Any]) -> Any:
+    """FastStream's own batch decoder JSON-parses every body whose content-type says JSON, and one bad body
+    then fails the whole batch before the handler runs (never acked, never dead-lettered). Decoding is the
+    consumer's job, message by message, so the framework hands the bodies over untouched."""
+    return message.body
 
 
 def subscribe_batches(
@@ -211,6 +227,7 @@ def subscribe_batches(
         durable=durable,
         pull_sub=PullSub(batch_size=delivery.batch_size, timeout=0.05, batch=True),
         ack_policy=AckPolicy.MANUAL,
+        decoder=_undecoded,
         config=ConsumerConfig(
             ack_wait=delivery.ack_wait_s,
             max_deliver=delivery.max_deliver + 5,

@@ -71,3 +71,8 @@ DUPLICATE_WINDOW_S: Final = 120.0
 def durable(service: str, purpose: str = "main") -> str:
     """Durable consumer name of a service; replicas of a service share it (pull consumers scale)."""
     return f"mnemo_{service}_{purpose}".replace("-", "_").replace(".", "_")
+
+
+def queue_group(service: str) -> str:
+    """Core-NATS queue group of a request-reply service: replicas share requests, each answered once."""
+    return f"mnemo_{service}".replace("-", "_").replace(".", "_")

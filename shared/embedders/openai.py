@@ -17,7 +17,6 @@ Contract:
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -25,8 +24,7 @@ from typing import Any
 import httpx
 
 from shared.embedders.port import EmbedderUnavailable
-
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+from shared.http_retry import RequestRefused, RetriesExhausted, RetryPolicy, post_json_with_retries
 
 
 class EmbedderResponseError(EmbedderUnavailable):
@@ -58,10 +56,8 @@ class OpenAIEmbedder:
         self._model = model
         self._dimensions = dimensions
         self._batch_size = batch_size
-        self._max_retries = max_retries
         self._send_dimensions = send_dimensions
-        self._backoff_s = backoff_s
-        self._max_retry_after_s = max_retry_after_s
+        self._policy = RetryPolicy(max_retries, backoff_s, max_retry_after_s)
 
     @property
     def dimensions(self) -> int:
@@ -81,38 +77,13 @@ class OpenAIEmbedder:
         body: dict[str, Any] = {"model": self._model, "input": [t or " " for t in texts]}
         if self._send_dimensions:
             body["dimensions"] = self._dimensions
-        last_error = "no attempt"
-        for attempt in range(self._max_retries + 1):
-            try:
-                response = await self._client.post("embeddings", json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                last_error = f"{type(exc).__name__}: {exc}"
-                delay = self._backoff(attempt)
-            else:
-                if response.status_code == 200:
-                    return self._parse(response, len(texts))
-                excerpt = response.text[:300]
-                last_error = f"HTTP {response.status_code}: {excerpt}"
-                if response.status_code not in RETRYABLE_STATUS:
-                    raise EmbedderUnavailable(f"embeddings request refused ({last_error})")
-                delay = self._retry_after(response) or self._backoff(attempt)
-            if attempt < self._max_retries:
-                await asyncio.sleep(delay)
-        raise EmbedderUnavailable(f"embeddings failed after {self._max_retries + 1} attempts ({last_error})")
-
-    def _backoff(self, attempt: int) -> float:
-        return float(min(self._backoff_s * 2**attempt, self._max_retry_after_s))
-
-    def _retry_after(self, response: httpx.Response) -> float | None:
-        """``Retry-After`` in seconds (the HTTP-date form is not used by these APIs and is ignored)."""
-        raw = response.headers.get("Retry-After")
         try:
-            seconds = float(raw) if raw is not None else None
-        except ValueError:
-            return None
-        if seconds is None or not math.isfinite(seconds) or seconds < 0:
-            return None
-        return min(seconds, self._max_retry_after_s)
+            response = await post_json_with_retries(self._client, "embeddings", body, self._policy)
+        except RequestRefused as exc:
+            raise EmbedderUnavailable(f"embeddings request refused ({exc})") from exc
+        except RetriesExhausted as exc:
+            raise EmbedderUnavailable(f"embeddings {exc}") from exc
+        return self._parse(response, len(texts))
 
     def _parse(self, response: httpx.Response, expected: int) -> list[list[float]]:
         try:

@@ -17,7 +17,7 @@ import nats
 import pytest
 from pymongo import AsyncMongoClient
 
-from shared.events.envelope import deterministic_id
+from services.embedding.domain import point_id
 from shared.events.recorded import conversation_stream
 from shared.settings import Settings
 from shared.vectors.factory import build_vector_index
@@ -93,7 +93,7 @@ async def recorded_counts(mongo_url: str) -> tuple[int, int]:
         streams = [conversation_stream(TENANT, USER, f"conv-{c}") for c in range(CONVERSATIONS)]
         query = {"stream_id": {"$in": streams}, "type": "message.recorded"}
         total = await events.count_documents(query)
-        distinct = len(await events.distinct("event_id", query))
+        distinct = len(await events.distinct("_id", query))
         return total, distinct
     finally:
         await client.close()
@@ -128,12 +128,12 @@ async def test_sigkill_during_publishing_loses_nothing_and_duplicates_nothing(tm
     # The vector index is in-process (one owner): open it now that the stack has stopped.
     settings = Settings(data_dir=tmp_path / "stack")
     index = build_vector_index(settings)
+    await index.ensure_collection(settings.embedder.dimensions)
     try:
         tenant_filter = VectorFilter.where(tenant_id=TENANT, kind="message")
         assert await index.count(tenant_filter) == TOTAL
         expected = [
-            deterministic_id("vec", "message", TENANT, USER, message(i)["conversation_id"], f"msg-{i:05d}", "0")
-            for i in range(TOTAL)
+            point_id("message", TENANT, USER, message(i)["conversation_id"], f"msg-{i:05d}", 0) for i in range(TOTAL)
         ]
         found = await index.retrieve(expected)
         assert len({p.id for p in found}) == TOTAL

@@ -2,12 +2,17 @@
 
 Routes map ``(method, path)`` to a handler that turns a recorded request into a ``Reply``. Scripted replies
 (``script``) are served first, in order, and then the route's handler answers. Add an endpoint with
-``route``; ``/v1/embeddings`` is installed by ``embeddings_handler``. Every request is recorded.
+``route``; ``/v1/embeddings`` is installed by ``embeddings_handler`` and ``/v1/chat/completions`` by
+``chat_handler`` (``chat_reply`` builds one scripted completion). Every request is recorded with the
+``time.monotonic()`` it arrived at.
 
     with FakeOpenAIServer() as server:
         server.route("POST", "/v1/embeddings", embeddings_handler(dimensions=8))
         server.script("POST", "/v1/embeddings", Reply(429, headers={"Retry-After": "1"}))
         client = OpenAIEmbedder(base_url=server.base_url, ...)
+
+        server.route("POST", "/v1/chat/completions", chat_handler(lambda req: {"summary": "..."}))
+        server.script("POST", "/v1/chat/completions", chat_reply('{"summary": '), chat_reply("{}"))
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def json(self) -> Any:
@@ -162,5 +168,46 @@ def embeddings_handler(dimensions: int, *, reverse: bool = True) -> Handler:
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             },
         )
+
+    return handle
+
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+def chat_reply(
+    content: str | None,
+    *,
+    finish_reason: str = "stop",
+    model: str = "fake-chat",
+    usage: dict[str, int] | None = None,
+    refusal: str | None = None,
+    delay_s: float = 0.0,
+) -> Reply:
+    """One OpenAI ``chat.completion`` answer whose assistant message says ``content`` verbatim."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if refusal is not None:
+        message["refusal"] = refusal
+    return Reply(
+        200,
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": usage if usage is not None else {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        },
+        delay_s=delay_s,
+    )
+
+
+def chat_handler(respond: Callable[[RecordedRequest], Any], *, model: str = "fake-chat") -> Handler:
+    """The ``/chat/completions`` answer: ``respond(request)`` gives the content, a ``str`` sent verbatim or
+    any other value sent as its JSON text (what a model obeying ``response_format`` would write)."""
+
+    def handle(request: RecordedRequest) -> Reply:
+        content = respond(request)
+        return chat_reply(content if isinstance(content, str) else json.dumps(content), model=model)
 
     return handle

@@ -29,7 +29,9 @@ def test_compose_file_passes_the_compose_spec_parser(compose: dict[str, Any]) ->
 
 
 def test_every_mnemo_service_runs_an_existing_module(compose: dict[str, Any]) -> None:
-    commands = {name: svc.get("command") for name, svc in compose["services"].items() if svc.get("image") == "mnemo:latest"}
+    commands = {
+        name: svc.get("command") for name, svc in compose["services"].items() if svc.get("image") == "mnemo:latest"
+    }
     modules = {cmd[-1].removeprefix("services.") for cmd in commands.values()}
     assert modules == set(MNEMO_SERVICES)
     for module in modules:

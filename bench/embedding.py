@@ -1,0 +1,137 @@
+"""`make bench-embedding`: the embedding pipeline's texts/s beside the raw model's, same texts, same batch size.
+
+Texts are real chat turns from the REALTALK dev set (`../shared/eval/realtalk`, read by path). The messages
+are first recorded in the log and relayed to JetStream (not timed); then the embedding service starts and
+the clock runs until its consumer has acknowledged every event (it acks after the vectors are upserted),
+checked against the number of points in the index. The raw figure is the bundled model alone
+(`embed_sync`) on the same texts at the same batch size, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.common import embedded_backends, machine, print_result, running_service, wait_until
+from bench.embedding_raw import measure_raw_model
+from shared import subjects
+from shared.bootstrap import open_core
+from shared.eventlog.port import Append
+from shared.events.envelope import NewEvent, deterministic_id
+from shared.events.recorded import MESSAGE_RECORDED, conversation_stream
+from shared.tokens import estimate_tokens
+from shared.vectors.port import VectorFilter
+
+REALTALK = Path(__file__).resolve().parents[2] / "shared" / "eval" / "realtalk"
+
+
+def realtalk_texts(limit: int) -> list[str]:
+    texts: list[str] = []
+    for path in sorted(REALTALK.glob("*.json")):
+        chat = json.loads(path.read_text())
+        for key, turns in chat.items():
+            if not key.startswith("session_") or not isinstance(turns, list):
+                continue
+            for turn in turns:
+                text = (turn.get("clean_text") or turn.get("text") or "").strip()
+                if text:
+                    texts.append(text)
+                if len(texts) >= limit:
+                    return texts
+    if not texts:
+        raise SystemExit(f"no texts found under {REALTALK}")
+    return texts
+
+
+def recorded_events(texts: list[str], conversations: int) -> list[Append]:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    per_conv: dict[str, list[NewEvent]] = {}
+    for i, text in enumerate(texts):
+        conv = f"conv-{i % conversations}"
+        events = per_conv.setdefault(conv, [])
+        payload = {
+            "user_id": "bench-user",
+            "conversation_id": conv,
+            "message_id": f"m-{i:07d}",
+            "role": "user",
+            "author_id": "persona",
+            "author_name": "Pat",
+            "content": text,
+            "created_at": (start + timedelta(seconds=i)).isoformat(),
+            "bot_ids": ["bot"],
+            "persona_id": "persona",
+            "index": len(events),
+            "tokens": estimate_tokens(text),
+        }
+        events.append(
+            NewEvent(
+                event_id=deterministic_id("bench", conv, str(i)),
+                type=MESSAGE_RECORDED.name,
+                tenant_id="bench",
+                payload=payload,
+            )
+        )
+    return [Append(conversation_stream("bench", "bench-user", c), 0, evs) for c, evs in per_conv.items()]
+
+
+async def record(settings: Any, appends: list[Append]) -> None:
+    core = await open_core(settings)
+    try:
+        results = await core.store.append_batch(appends)
+        committed = [e for r in results if not isinstance(r, Exception) for e in r.committed]
+        await core.relay.publish_committed(committed)
+    finally:
+        await core.close()
+
+
+async def measure_pipeline(settings: Any, n: int) -> tuple[float, int]:
+    async with running_service(settings, "embedding") as (core, _broker):
+        js = core.nc.jetstream()
+
+        async def all_acked() -> bool:
+            info = await js.consumer_info(subjects.LOG_STREAM, subjects.durable("embedding"))
+            return info.ack_floor.stream_seq >= n and not info.num_pending and not info.num_ack_pending
+
+        start = time.perf_counter()
+        await wait_until(all_acked, timeout_s=1800, poll_s=0.05)
+        elapsed = time.perf_counter() - start
+        assert core.vectors is not None
+        points = await core.vectors.count(VectorFilter.where(tenant_id="bench"))
+    return n / elapsed, points
+
+
+async def main(n: int, batch_size: int) -> dict[str, Any]:
+    texts = realtalk_texts(n)
+    raw = await asyncio.to_thread(measure_raw_model, texts, batch_size)
+    async with embedded_backends() as settings:
+        settings = settings.model_copy(
+            update={"embedder": settings.embedder.model_copy(update={"batch_size": batch_size})}
+        )
+        await record(settings, recorded_events(texts, conversations=20))
+        pipeline, points = await measure_pipeline(settings, len(texts))
+    if points < len(texts):
+        raise SystemExit(f"only {points} of {len(texts)} texts were indexed")
+    print(f"raw model (batch {batch_size}): {raw:,.1f} texts/s")
+    print(f"pipeline (JetStream -> decrypt -> chunk -> embed -> upsert): {pipeline:,.1f} texts/s")
+    return {
+        "pipeline_texts_per_s": round(pipeline, 1),
+        "raw_model_texts_per_s": round(raw, 1),
+        "ratio": round(pipeline / raw, 3),
+        "texts": len(texts),
+        "points": points,
+        "batch_size": batch_size,
+        **machine(),
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--texts", type=int, default=2000)
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+    print_result(asyncio.run(main(args.texts, args.batch_size)))

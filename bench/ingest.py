@@ -1,0 +1,112 @@
+"""`make bench-ingest`: messages/s from publish to durable log append, beside raw JetStream publishing.
+
+Both figures are measured in the same run, on the same fresh embedded servers, with the same payloads and
+the same publishing pattern (pipelined publishes, each awaiting its JetStream ack):
+- raw: publishing N messages to a plain JetStream stream;
+- ingest: publishing N messages to `mnemo.chat.message.created.v1` with the ingest service running, until
+  the ingest consumer has acknowledged all of them (it acks only after the journaled append to the log and
+  the read-model update), checked against the number of events in the log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import nats
+from nats.js import JetStreamContext
+
+from bench.common import embedded_backends, machine, print_result, running_service, wait_until
+from shared import subjects
+from shared.streams import ensure_stream
+
+
+def payloads(n: int, conversations: int) -> list[bytes]:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    out = []
+    for i in range(n):
+        out.append(
+            json.dumps(
+                {
+                    "tenant_id": "bench",
+                    "user_id": f"user-{i % conversations}",
+                    "conversation_id": f"conv-{i % conversations}",
+                    "message_id": f"m-{i:07d}",
+                    "role": "user" if i % 2 == 0 else "assistant",
+                    "author_id": "persona" if i % 2 == 0 else "bot",
+                    "author_name": "Pat" if i % 2 == 0 else "Sage",
+                    "content": f"Message {i}: a line of roleplay chat about the harbour, the storm and the map.",
+                    "created_at": (start + timedelta(seconds=i)).isoformat(),
+                    "bot_ids": ["bot"],
+                    "persona_id": "persona",
+                }
+            ).encode()
+        )
+    return out
+
+
+async def publish_all(js: JetStreamContext, subject: str, bodies: list[bytes], window: int = 256) -> None:
+    """Pipelined publishing: up to ``window`` publishes in flight, every one awaiting its ack."""
+    for i in range(0, len(bodies), window):
+        chunk = bodies[i : i + window]
+        await asyncio.gather(
+            *(js.publish(subject, body, headers={"Nats-Msg-Id": f"{subject}:{i + k}"}) for k, body in enumerate(chunk))
+        )
+
+
+async def measure_raw(js: JetStreamContext, bodies: list[bytes]) -> float:
+    await ensure_stream(js, "BENCH_RAW", ["bench.raw.>"])
+    start = time.perf_counter()
+    await publish_all(js, "bench.raw.messages", bodies)
+    return len(bodies) / (time.perf_counter() - start)
+
+
+async def measure_ingest(settings: Any, js: JetStreamContext, bodies: list[bytes]) -> tuple[float, int]:
+    async with running_service(settings, "ingest") as (core, _broker):
+
+        async def all_acked() -> bool:
+            info = await js.consumer_info(subjects.CHAT_STREAM, subjects.durable("ingest"))
+            return info.ack_floor.stream_seq >= len(bodies) and not info.num_pending and not info.num_ack_pending
+
+        start = time.perf_counter()
+        await publish_all(js, subjects.MESSAGE_CREATED, bodies)
+        await wait_until(all_acked, timeout_s=600)
+        elapsed = time.perf_counter() - start
+        recorded = await core.db["events"].count_documents({"type": "message.recorded"})
+    return len(bodies) / elapsed, recorded
+
+
+async def main(n: int, conversations: int) -> dict[str, Any]:
+    bodies = payloads(n, conversations)
+    async with embedded_backends() as settings:
+        nc = await nats.connect(settings.nats_url)
+        try:
+            js = nc.jetstream(timeout=30)
+            raw = await measure_raw(js, bodies)
+            ingest, recorded = await measure_ingest(settings, js, bodies)
+        finally:
+            await nc.drain()
+    if recorded != n:
+        raise SystemExit(f"ingest recorded {recorded} of {n} messages")
+    print(f"raw JetStream publish: {raw:,.0f} msgs/s")
+    print(f"ingest (publish -> durable append): {ingest:,.0f} msgs/s ({ingest / raw:.2f} of raw)")
+    return {
+        "ingest_msgs_per_s": round(ingest, 1),
+        "raw_jetstream_msgs_per_s": round(raw, 1),
+        "ratio": round(ingest / raw, 3),
+        "messages": n,
+        "conversations": conversations,
+        **machine(),
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--messages", type=int, default=5000)
+    parser.add_argument("--conversations", type=int, default=50)
+    args = parser.parse_args()
+    print_result(asyncio.run(main(args.messages, args.conversations)))

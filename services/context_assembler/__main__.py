@@ -1,0 +1,6 @@
+"""``python -m services.context_assembler``: run the context-assembler alone (distributed mode)."""
+
+from services.context_assembler.app import create_router
+from shared.bootstrap import run_service
+
+run_service("context-assembler", create_router, vectors=True, embedder=True)

@@ -1,0 +1,50 @@
+"""Context-assembler wiring: one request-reply subscriber (see ``handlers.py`` for the contract)."""
+
+from __future__ import annotations
+
+from faststream.nats import NatsRouter
+from faststream.nats.message import NatsMessage
+
+from services.context_assembler.handlers import answer
+from services.context_assembler.reads import ReadModelReads
+from services.context_assembler.retrieval import AssemblerSettings, ContextReads, Gatherer
+from shared import subjects
+from shared.events.contract import ContextAssembleReply, ErrorReply
+from shared.readmodels import ReadModels
+from shared.readmodels.summaries import SummariesReadModel
+from shared.runtime import Deps
+
+SERVICE = "context-assembler"
+
+
+async def raw_body(message: NatsMessage) -> bytes:
+    """Keep the body as bytes: FastStream would otherwise parse JSON itself and drop invalid requests
+    without a reply, and the contract promises an error reply for those."""
+    return message.body
+
+
+def create_router(
+    deps: Deps, settings: AssemblerSettings | None = None, reads: ContextReads | None = None
+) -> NatsRouter:
+    router = NatsRouter()
+    settings = settings or AssemblerSettings()
+    gatherer = Gatherer(
+        reads or ReadModelReads(ReadModels(deps.db, deps.cipher), SummariesReadModel(deps.db, deps.cipher)),
+        deps.vectors,
+        deps.embedder,
+        settings,
+    )
+
+    @router.subscriber(
+        subjects.CONTEXT_ASSEMBLE,
+        queue=subjects.queue_group(SERVICE),  # replicas share requests; each answered once
+        # Without workers FastStream answers one request at a time; each waits mostly on I/O.
+        max_workers=settings.max_workers,
+        decoder=raw_body,
+        title="context-assembler: mnemo.rpc.context.assemble.v1",
+        description="Request ContextAssembleRequest; reply ContextAssembleReply or ErrorReply.",
+    )
+    async def on_context_assemble(body: bytes) -> ContextAssembleReply | ErrorReply:
+        return await answer(body, gatherer)
+
+    return router

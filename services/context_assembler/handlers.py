@@ -1,0 +1,49 @@
+"""Context-assembler request handling: raw bytes in, a reply model out, never an exception.
+
+Contract: ``mnemo.rpc.context.assemble.v1`` (core NATS request-reply, queue group shared by replicas; no
+JetStream, no acks: a lost request is retried by the caller). Request ``ContextAssembleRequest``; reply
+``ContextAssembleReply``, or ``ErrorReply`` with ``bad_request`` for a body that is not JSON or does not
+match the schema, and ``internal`` for an unexpected failure. Read-only, so naturally idempotent.
+
+The request is validated strictly (unknown fields are rejected): on a versioned subject a field this version
+does not know is a client bug (``max_token`` for ``max_tokens``) that silently ignoring would hide.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import ConfigDict, ValidationError
+
+from services.context_assembler.assembly import assemble
+from services.context_assembler.retrieval import Gatherer
+from shared.events.contract import ContextAssembleReply, ContextAssembleRequest, ErrorBody, ErrorReply
+
+log = logging.getLogger(__name__)
+
+
+class StrictAssembleRequest(ContextAssembleRequest):
+    model_config = ConfigDict(extra="forbid")
+
+
+def error(code: str, message: str) -> ErrorReply:
+    return ErrorReply(error=ErrorBody(code=code, message=message))
+
+
+def parse_request(body: bytes) -> ContextAssembleRequest | ErrorReply:
+    try:
+        return StrictAssembleRequest.model_validate_json(body)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<body>'}: {e['msg']}" for e in exc.errors()[:10])
+        return error("bad_request", problems[:2000])
+
+
+async def answer(body: bytes, gatherer: Gatherer) -> ContextAssembleReply | ErrorReply:
+    request = parse_request(body)
+    if isinstance(request, ErrorReply):
+        return request
+    try:
+        return assemble(await gatherer.gather(request))
+    except Exception:  # the caller gets an answer in every case
+        log.exception("context assembly failed for conversation %s", request.conversation_id)
+        return error("internal", "context assembly failed; see the service log")

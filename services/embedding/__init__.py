@@ -1,0 +1,1 @@
+"""Embedding: chunks and embeds recorded messages and summaries into the vector index."""

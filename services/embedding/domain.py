@@ -1,0 +1,204 @@
+"""What the embedding service does with a batch of log events (pure, no I/O): a :class:`Plan`.
+
+- ``message.recorded``: chunk the content and index every chunk as a ``kind="message"`` point.
+- ``message.edited``: delete the message's points, then index the new content.
+- ``message.deleted``: delete the message's points.
+- ``summary.created``: index the summary text as ``kind="summary"`` points (``source_id`` = summary id).
+
+Idempotency key: point ids are ``deterministic_id("vec", kind, tenant, user, conversation, source id,
+chunk)``, so a redelivered event overwrites the same points. Within a batch only the *last* event of each
+message counts (an edit after a create in the same batch must not leave chunks of the old text), and an
+event older than what the messages read model already shows for that message (a redelivery arriving after
+a later edit or delete) is skipped, so a late redelivery cannot resurrect old or deleted text.
+
+Payloads carry ids and filter fields only, never text: the text stays encrypted in MongoDB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import BaseModel, ValidationError
+
+from shared.events.envelope import EventEnvelope, deterministic_id
+from shared.events.recorded import (
+    MESSAGE_DELETED,
+    MESSAGE_EDITED,
+    MESSAGE_RECORDED,
+    SUMMARY_CREATED,
+    MessageDeleted,
+    MessageEdited,
+    MessageRecorded,
+    SummaryCreated,
+)
+from shared.readmodels import MessageKey, MessageStatus
+from shared.readmodels.conversation import as_utc
+from shared.vectors.port import Match, PayloadValue, VectorFilter
+
+MESSAGE_EVENTS = frozenset({MESSAGE_RECORDED.name, MESSAGE_EDITED.name, MESSAGE_DELETED.name})
+
+PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
+    MESSAGE_RECORDED.name: MessageRecorded,
+    MESSAGE_EDITED.name: MessageEdited,
+    MESSAGE_DELETED.name: MessageDeleted,
+    SUMMARY_CREATED.name: SummaryCreated,
+}
+
+Chunker = Callable[[str], list[str]]
+
+
+def payload_error(envelope: EventEnvelope) -> str | None:
+    """Why a handled event's payload can never be processed (None when it is fine or not handled)."""
+    model = PAYLOAD_MODELS.get(envelope.type)
+    if model is None:
+        return None
+    try:
+        model.model_validate(envelope.payload)
+    except ValidationError as exc:
+        return f"{envelope.type} payload invalid: {exc}"
+    return None
+
+
+def point_id(kind: str, tenant_id: str, user_id: str, conversation_id: str, source_id: str, chunk: int) -> str:
+    return deterministic_id("vec", kind, tenant_id, user_id, conversation_id, source_id, str(chunk))
+
+
+def epoch(value: datetime) -> float:
+    return as_utc(value).timestamp()
+
+
+@dataclass(frozen=True)
+class PendingPoint:
+    """A chunk to embed and the point it becomes."""
+
+    id: str
+    text: str
+    payload: dict[str, PayloadValue]
+
+
+@dataclass
+class Plan:
+    deletions: list[VectorFilter] = field(default_factory=list)  # run before the upserts
+    points: list[PendingPoint] = field(default_factory=list)
+
+
+def message_key(envelope: EventEnvelope) -> MessageKey:
+    p = envelope.payload
+    return MessageKey(envelope.tenant_id, str(p["user_id"]), str(p["conversation_id"]), str(p["message_id"]))
+
+
+def messages_filter(tenant_id: str, user_id: str, conversation_id: str, message_ids: Iterable[str]) -> VectorFilter:
+    """Every chunk of these messages (and nothing of another tenant, user or conversation)."""
+    flt = VectorFilter.where(tenant_id=tenant_id, user_id=user_id, conversation_id=conversation_id, kind="message")
+    return flt.and_(Match("message_id", tuple(message_ids)))
+
+
+def latest_message_events(envelopes: Iterable[EventEnvelope]) -> dict[MessageKey, EventEnvelope]:
+    """The last event (highest log version) of each message among ``envelopes``."""
+    latest: dict[MessageKey, EventEnvelope] = {}
+    for env in envelopes:
+        if env.type in MESSAGE_EVENTS:
+            key = message_key(env)
+            if key not in latest or env.version > latest[key].version:
+                latest[key] = env
+    return latest
+
+
+def _scene(base: MessageRecorded | MessageStatus) -> dict[str, PayloadValue]:
+    created = base.created_at
+    return {
+        "bot_ids": list(base.bot_ids),
+        "persona_id": base.persona_id,
+        "author_id": base.author_id,
+        "role": base.role,
+        "index": base.index,
+        "created_at": epoch(created) if created is not None else None,
+    }
+
+
+def _message_points(
+    env: EventEnvelope, content: str, base: MessageRecorded | MessageStatus | None, model: str, chunker: Chunker
+) -> list[PendingPoint]:
+    key = message_key(env)
+    payload: dict[str, PayloadValue] = {
+        "tenant_id": key.tenant_id,
+        "user_id": key.user_id,
+        "conversation_id": key.conversation_id,
+        "message_id": key.message_id,
+        "kind": "message",
+        "source_id": key.message_id,
+        "model": model,
+    }
+    if base is not None:  # an edit keeps the scene of the original message (from the read model)
+        payload |= _scene(base)
+    return [
+        PendingPoint(
+            point_id("message", key.tenant_id, key.user_id, key.conversation_id, key.message_id, i),
+            text,
+            payload | {"chunk": i},
+        )
+        for i, text in enumerate(chunker(content))
+    ]
+
+
+def _summary_points(env: EventEnvelope, model: str, chunker: Chunker) -> list[PendingPoint]:
+    s = SummaryCreated.model_validate(env.payload)
+    payload: dict[str, PayloadValue] = {
+        "tenant_id": env.tenant_id,
+        "user_id": s.user_id,
+        "conversation_id": s.conversation_id,
+        "kind": "summary",
+        "source_id": s.summary_id,
+        "summary_id": s.summary_id,
+        "summary_type": s.summary_type,
+        "message_ids": list(s.message_ids),
+        "participants": list(s.participants),
+        "first_index": s.first_index,
+        "last_index": s.last_index,
+        "created_at": epoch(s.end_at),
+        "model": model,
+    }
+    return [
+        PendingPoint(
+            point_id("summary", env.tenant_id, s.user_id, s.conversation_id, s.summary_id, i),
+            text,
+            payload | {"chunk": i},
+        )
+        for i, text in enumerate(chunker(s.text))
+    ]
+
+
+def _is_stale(env: EventEnvelope, status: MessageStatus | None) -> bool:
+    """A later edit or delete of this message is already projected: this event's text is outdated."""
+    return status is not None and (status.deleted or status.version > env.version)
+
+
+def plan_batch(
+    envelopes: Sequence[EventEnvelope],
+    statuses: Mapping[MessageKey, MessageStatus],
+    *,
+    model: str,
+    chunker: Chunker,
+) -> Plan:
+    """The deletions and points for a batch; ``statuses`` (with scenes) from the messages read model."""
+    plan = Plan()
+    deleted_by_conversation: dict[tuple[str, str, str], list[str]] = {}
+    for key, env in latest_message_events(envelopes).items():
+        if env.type == MESSAGE_DELETED.name:
+            deleted_by_conversation.setdefault(key[:3], []).append(key.message_id)
+        elif _is_stale(env, statuses.get(key)):
+            continue
+        elif env.type == MESSAGE_RECORDED.name:
+            msg = MessageRecorded.model_validate(env.payload)
+            plan.points.extend(_message_points(env, msg.content, msg, model, chunker))
+        else:
+            edit = MessageEdited.model_validate(env.payload)
+            deleted_by_conversation.setdefault(key[:3], []).append(key.message_id)
+            plan.points.extend(_message_points(env, edit.content, statuses.get(key), model, chunker))
+    plan.deletions = [messages_filter(*conv, ids) for conv, ids in deleted_by_conversation.items()]
+    for env in envelopes:
+        if env.type == SUMMARY_CREATED.name:
+            plan.points.extend(_summary_points(env, model, chunker))
+    return plan

@@ -1,0 +1,75 @@
+"""The embedding consumer: a batch of log events in, deletions and upserts of vectors out.
+
+Contract: subjects ``mnemo.log.>`` on MNEMO_LOG (the relay's wire form, decoded and decrypted by the
+codec). Unknown event types or undecodable events are dead-lettered by the consumer; types this service
+does not handle are acked and ignored; a handled event whose payload fails its model is dead-lettered with
+the reason. Everything else is acked once its vectors are written; a failure (embedder or index
+unavailable) naks the batch for a retry with backoff. Idempotency key: deterministic point ids (see
+``domain.py``).
+
+Throughput: every text of the fetched batch goes to the embedder in ONE call (the embedder batches
+internally), so the per-message overhead is a dict and a chunk split, not a model call.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from services.embedding.domain import (
+    MESSAGE_EVENTS,
+    PAYLOAD_MODELS,
+    Chunker,
+    latest_message_events,
+    payload_error,
+    plan_batch,
+)
+from shared.delivery import Item, Rejection
+from shared.embedders.port import Embedder
+from shared.events.envelope import EventEnvelope
+from shared.readmodels import ReadModels
+from shared.vectors.port import VectorIndex, VectorPoint
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddingHandler:
+    def __init__(self, index: VectorIndex, embedder: Embedder, read_models: ReadModels, chunker: Chunker) -> None:
+        self._index = index
+        self._embedder = embedder
+        self._read_models = read_models
+        self._chunker = chunker
+
+    @staticmethod
+    def _valid(items: list[Item[EventEnvelope]]) -> tuple[list[EventEnvelope], list[Rejection]]:
+        """The handled events whose payload parses; a payload that never will is rejected, not retried."""
+        events: list[EventEnvelope] = []
+        rejections: list[Rejection] = []
+        for item in items:
+            if item.value.type not in PAYLOAD_MODELS:
+                continue  # not ours: acked and ignored
+            if (reason := payload_error(item.value)) is not None:
+                rejections.append(Rejection(item.msg, reason))
+            else:
+                events.append(item.value)
+        return events, rejections
+
+    async def on_log_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
+        events, rejections = self._valid(items)
+        await self.project(events)
+        return rejections
+
+    async def project(self, events: list[EventEnvelope]) -> None:
+        """Bring the index in line with ``events`` (valid, handled types): used live and by ``mnemo replay``."""
+        if not events:
+            return
+        keys = list(latest_message_events(e for e in events if e.type in MESSAGE_EVENTS))
+        statuses = await self._read_models.message_status(keys, scene=True) if keys else {}
+        plan = plan_batch(events, statuses, model=self._embedder.model_id, chunker=self._chunker)
+        for flt in plan.deletions:
+            await self._index.delete(flt)
+        if plan.points:
+            vectors = await self._embedder.embed([p.text for p in plan.points])
+            await self._index.upsert(
+                [VectorPoint(p.id, v, p.payload) for p, v in zip(plan.points, vectors, strict=True)]
+            )
+        log.debug("embedded %d chunk(s), %d deletion(s)", len(plan.points), len(plan.deletions))

@@ -1,0 +1,1 @@
+"""Ingest: platform chat events into the event log and its read models."""

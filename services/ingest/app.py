@@ -1,0 +1,62 @@
+"""Ingest wiring: ONE durable JetStream batch consumer on every inbound chat subject.
+
+Subject ``mnemo.chat.>`` on stream MNEMO_CHAT, durable ``mnemo_ingest_main`` shared by all replicas (pull
+consumer: JetStream spreads batches across them). Ack policy: manual, via ``BatchConsumer`` (ack after the
+append is durable; invalid payloads and refused commands to ``mnemo.dlq.ingest.v1`` with the reason;
+failures naked with backoff, then dead-lettered).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from faststream.nats import NatsRouter
+from nats.aio.msg import Msg
+
+from services.ingest.domain import InboundCommand
+from services.ingest.handlers import IngestHandler, decode_command
+from services.ingest.recorder import Recorder
+from shared import subjects
+from shared.broker import CHAT_JSTREAM
+from shared.delivery import BatchConsumer, DeadLetters, Item, Rejection, subscribe_batches
+from shared.readmodels import ReadModels
+from shared.runtime import Deps
+
+SERVICE = "ingest"
+
+
+def create_router(deps: Deps) -> NatsRouter:
+    router = NatsRouter()
+    read_models = ReadModels(deps.db, deps.cipher)
+    handler = IngestHandler(Recorder(deps.store, read_models, deps.publisher))
+    indexes_ready = asyncio.Lock()
+    ready: list[bool] = []
+
+    async def handle(items: list[Item[InboundCommand]]) -> list[Rejection]:
+        if not ready:  # once per process, before the first write (idempotent across replicas)
+            async with indexes_ready:
+                if not ready:
+                    await read_models.ensure_indexes()
+                    ready.append(True)
+        return await handler.on_chat_batch(items)
+
+    def decode(msg: Msg) -> InboundCommand:
+        return decode_command(msg.subject, msg.data)
+
+    consumer: BatchConsumer[InboundCommand] = BatchConsumer(
+        decode=decode,
+        handle=handle,
+        dead_letters=DeadLetters(deps.broker, SERVICE),
+        max_deliver=deps.settings.delivery.max_deliver,
+        ack_wait_s=deps.settings.delivery.ack_wait_s,
+    )
+    subscribe_batches(
+        router,
+        subject=subjects.CHAT_STREAM_SUBJECTS[0],
+        stream=CHAT_JSTREAM,
+        durable=subjects.durable(SERVICE),
+        consumer=consumer,
+        delivery=deps.settings.delivery,
+        title="ingest: platform chat events into the event log",
+    )
+    return router

@@ -1,0 +1,56 @@
+"""Ingest's consumer callbacks: decode a platform message by subject, hand the batch to the recorder.
+
+Contract: subjects ``mnemo.chat.<entity>.<fact>.v1`` on the MNEMO_CHAT stream. A message on an unknown
+subject or with a payload that fails the wire model is dead-lettered at once with the reason
+(``InvalidMessage``); a refused command (an edit of an unknown message) is dead-lettered with its reason;
+everything else is acked once its events are durable in the log. Idempotency key: the platform's ids (see
+``domain.py``), so redeliveries and re-publishes record nothing new.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ValidationError
+
+from services.ingest.domain import InboundCommand
+from services.ingest.recorder import Recorder
+from shared import subjects
+from shared.delivery import InvalidMessage, Item, Rejection
+from shared.events.contract import BotUpserted, MessageCreated, MessageDeleted, MessageEdited, PersonaUpserted
+
+WIRE_MODELS: dict[str, type[BaseModel]] = {
+    subjects.MESSAGE_CREATED: MessageCreated,
+    subjects.MESSAGE_EDITED: MessageEdited,
+    subjects.MESSAGE_DELETED: MessageDeleted,
+    subjects.BOT_UPSERTED: BotUpserted,
+    subjects.PERSONA_UPSERTED: PersonaUpserted,
+}
+
+
+def _summary(exc: ValidationError) -> str:
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or '<body>'}: {e['msg']}" for e in exc.errors()[:5]]
+    more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return "; ".join(parts) + more
+
+
+def decode_command(subject: str, data: bytes) -> InboundCommand:
+    """The wire model of ``subject`` parsed from ``data``; ``InvalidMessage`` says why not."""
+    model = WIRE_MODELS.get(subject)
+    if model is None:
+        raise InvalidMessage(f"unknown subject {subject!r}; ingest accepts {', '.join(WIRE_MODELS)}")
+    try:
+        command = model.model_validate_json(data)
+    except ValidationError as exc:
+        raise InvalidMessage(f"{model.__name__} rejected: {_summary(exc)}") from None
+    assert isinstance(command, MessageCreated | MessageEdited | MessageDeleted | BotUpserted | PersonaUpserted)
+    return command
+
+
+class IngestHandler:
+    """The batch handler given to ``BatchConsumer``: record, then report the refused commands."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+
+    async def on_chat_batch(self, items: list[Item[InboundCommand]]) -> list[Rejection]:
+        reasons = await self._recorder.record([item.value for item in items])
+        return [Rejection(item.msg, reason) for item, reason in zip(items, reasons, strict=True) if reason]

@@ -1,0 +1,98 @@
+"""`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
+
+The log is the source of truth; this drops the read models and the vectors of messages and summaries, then
+folds every event back in, in batches, printing progress. Run it with the stack stopped: in embedded mode
+the vector index has one owner process, and live consumers would race the rebuild.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+
+from services.embedding.app import chunk_strings
+from services.embedding.domain import PAYLOAD_MODELS, payload_error
+from services.embedding.handlers import EmbeddingHandler
+from services.stack import start_servers
+from shared.bootstrap import open_core
+from shared.events.envelope import EventEnvelope
+from shared.readmodels import ReadModels
+from shared.readmodels.summaries import SummariesReadModel
+from shared.readmodels.witnessed import WitnessedReadModel
+from shared.settings import Settings
+from shared.vectors.port import Match, VectorFilter
+
+log = logging.getLogger("mnemo.replay")
+
+BATCH = 500
+VECTOR_KINDS = ("message", "summary")
+
+
+def embeddable(events: Sequence[EventEnvelope]) -> list[EventEnvelope]:
+    """The events the embedding service handles; invalid payloads are logged and skipped, as live."""
+    out = []
+    for env in events:
+        if env.type not in PAYLOAD_MODELS:
+            continue
+        if (reason := payload_error(env)) is not None:
+            log.warning("skipping %s %s: %s", env.type, env.event_id, reason)
+            continue
+        out.append(env)
+    return out
+
+
+async def replay(settings: Settings, *, embedded: bool) -> int:
+    """Returns the number of events replayed."""
+    servers = await asyncio.to_thread(start_servers, settings) if embedded else []
+    try:
+        core = await open_core(settings, vectors=True, embedder=True)
+        try:
+            read_models = ReadModels(core.db, core.cipher)
+            summaries = SummariesReadModel(core.db, core.cipher)
+            witnessed = WitnessedReadModel(core.db)
+            vectors = core.vectors
+            if vectors is None or core.embedder is None:
+                raise RuntimeError("replay needs the vector index and the embedder")
+            embedding = EmbeddingHandler(vectors, core.embedder, read_models, chunk_strings)
+            for projection in (read_models, summaries, witnessed):
+                await projection.drop_all()
+            await vectors.delete(VectorFilter(must=(Match("kind", VECTOR_KINDS),)))
+            return await _fold_log(core.store.read_all(batch_size=BATCH), read_models, summaries, witnessed, embedding)
+        finally:
+            await core.close()
+    finally:
+        for server in reversed(servers):
+            await asyncio.to_thread(server.stop)
+
+
+async def _fold_log(
+    events: AsyncIterator[EventEnvelope],
+    read_models: ReadModels,
+    summaries: SummariesReadModel,
+    witnessed: WitnessedReadModel,
+    embedding: EmbeddingHandler,
+) -> int:
+    started = time.monotonic()
+    total = 0
+    batch: list[EventEnvelope] = []
+
+    async def flush() -> None:
+        nonlocal total
+        await read_models.apply(batch)
+        await summaries.apply(batch)
+        await witnessed.apply(batch)
+        await embedding.project(embeddable(batch))
+        total += len(batch)
+        batch.clear()
+        print(f"replayed {total} events ({total / max(time.monotonic() - started, 1e-9):,.0f}/s)", flush=True)
+
+    async for env in events:
+        batch.append(env)
+        if len(batch) >= BATCH:
+            await flush()
+    if batch:
+        await flush()
+    print(f"replay done: {total} events in {time.monotonic() - started:.1f}s", flush=True)
+    return total

@@ -1,0 +1,302 @@
+"""Pure summarizer logic: when a conversation is due a summary, and the extractive summary itself.
+
+Trigger: the first summary covers messages ``0 .. first_at-1`` and is due when the message with index
+``first_at-1`` is recorded; after that one summary per ``every`` messages (``first_at .. first_at+every-1``,
+...). With the defaults (5, 20) the ranges are 0-4, 5-24, 25-44, ... A message's index is assigned by ingest
+and never reused, so each range is decided by exactly one message and a redelivery decides the same range.
+
+Extractive summary (no LLM): the range's messages are split into sentences, every sentence is embedded, and
+the sentences closest to the centroid of all of them (cosine; with L2-normalised vectors this ranks like the
+mean cosine to every other sentence, in O(n) instead of O(n^2)) are taken greedily while they fit in
+``max_tokens``. Near-duplicates of an already chosen sentence (cosine above ``duplicate_cosine``) are
+skipped. Chosen sentences keep their original order and are prefixed with their author's name.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.events.envelope import deterministic_id
+from shared.events.recorded import SummaryCreated
+from shared.tokens import estimate_tokens
+
+
+class SummarizerSettings(BaseSettings):
+    """``MNEMO_SUMMARIZER_FIRST_AT``, ``MNEMO_SUMMARIZER_EVERY``, ..."""
+
+    model_config = SettingsConfigDict(env_prefix="MNEMO_SUMMARIZER_", extra="ignore")
+
+    first_at: int = Field(5, ge=1, description="messages in the conversation when the first summary is made")
+    every: int = Field(20, ge=1, description="messages per summary after the first one")
+    max_tokens: int = Field(120, ge=10, description="cap of an extractive summary's text")
+    duplicate_cosine: float = Field(0.95, description="sentences this similar to a chosen one are skipped")
+    min_relative_centrality: float = Field(
+        0.6, ge=0, le=1, description="sentences scoring below this share of the best score are never picked"
+    )
+    max_sentences: int = Field(400, ge=1, description="sentences embedded per range (the rest are ignored)")
+
+
+@dataclass(frozen=True)
+class SummaryRange:
+    first_index: int
+    last_index: int
+
+    def indexes(self) -> range:
+        return range(self.first_index, self.last_index + 1)
+
+
+def due_range(index: int, settings: SummarizerSettings) -> SummaryRange | None:
+    """The range closed by the message at ``index``, or None if that message closes no range."""
+    if index == settings.first_at - 1:
+        return SummaryRange(0, index)
+    if index >= settings.first_at and (index - settings.first_at + 1) % settings.every == 0:
+        return SummaryRange(index - settings.every + 1, index)
+    return None
+
+
+def summary_id(tenant_id: str, user_id: str, conversation_id: str, rng: SummaryRange, kind: str) -> str:
+    """Deterministic: the same range always gives the same id, so redelivery appends nothing new."""
+    return deterministic_id(
+        "summary", tenant_id, user_id, conversation_id, kind, str(rng.first_index), str(rng.last_index)
+    )
+
+
+@dataclass(frozen=True)
+class RangeMessage:
+    message_id: str
+    index: int
+    role: str
+    author_name: str
+    content: str
+    created_at: datetime
+    bot_ids: tuple[str, ...] = ()
+    persona_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Sentence:
+    message_pos: int  # position of its message in the range
+    order: int  # global position, to restore the original order
+    text: str
+
+
+_SPLIT = re.compile(r"(?<=[.!?…])\s+|(?<=[.!?…][\"'”’)\]])\s+|\n+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences on ``.``, ``!``, ``?``, ``…`` followed by space, and on line breaks; blanks dropped."""
+    return [s.strip() for s in _SPLIT.split(text) if s and s.strip()]
+
+
+def sentences_of(messages: Sequence[RangeMessage], limit: int) -> list[Sentence]:
+    out: list[Sentence] = []
+    for pos, msg in enumerate(messages):
+        for text in split_sentences(msg.content):
+            if len(out) >= limit:
+                return out
+            out.append(Sentence(pos, len(out), text))
+    return out
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def _normalise(v: Sequence[float]) -> list[float]:
+    norm = math.sqrt(_dot(v, v))
+    return [x / norm for x in v] if norm > 0 else list(v)
+
+
+def centrality(vectors: Sequence[Sequence[float]]) -> list[float]:
+    """Cosine of each vector to the centroid of all of them."""
+    if not vectors:
+        return []
+    unit = [_normalise(v) for v in vectors]
+    dims = len(unit[0])
+    centroid = _normalise([sum(v[d] for v in unit) / len(unit) for d in range(dims)])
+    return [_dot(v, centroid) for v in unit]
+
+
+def pick_central(
+    sentences: Sequence[Sentence],
+    vectors: Sequence[Sequence[float]],
+    *,
+    max_tokens: int,
+    duplicate_cosine: float,
+    min_relative: float = 0.0,
+) -> list[Sentence]:
+    """The most central sentences that fit ``max_tokens`` (estimated per sentence), in original order.
+
+    Skipping a sentence that does not fit lets a shorter one take the room left, so off-topic filler
+    ("Did you eat breakfast?") could sneak in: sentences scoring below ``min_relative`` times the best
+    score are never taken. If nothing fits, the most central sentence is taken whole, so a summary is
+    never empty.
+    """
+    scores = centrality(vectors)
+    unit = [_normalise(v) for v in vectors]
+    ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
+    chosen: list[int] = []
+    used = 0
+    floor = min_relative * scores[ranked[0]] if ranked else 0.0
+    for i in ranked:
+        if scores[i] < floor:
+            break
+        cost = estimate_tokens(sentences[i].text)
+        if used + cost > max_tokens:
+            continue
+        if any(_dot(unit[i], unit[j]) > duplicate_cosine for j in chosen):
+            continue
+        chosen.append(i)
+        used += cost
+    if not chosen and ranked:
+        chosen = [ranked[0]]
+    return [sentences[i] for i in sorted(chosen, key=lambda i: sentences[i].order)]
+
+
+def render_summary(messages: Sequence[RangeMessage], picked: Sequence[Sentence]) -> str:
+    """``Name: sentence sentence`` per run of consecutive picked sentences of the same author."""
+    parts: list[str] = []
+    last_author: str | None = None
+    for s in picked:
+        msg = messages[s.message_pos]
+        author = msg.author_name.strip() or msg.role
+        if author == last_author:
+            parts[-1] += " " + s.text
+        else:
+            parts.append(f"{author}: {s.text}")
+            last_author = author
+    return " ".join(parts)
+
+
+# Words that usually mark plot-relevant turns in roleplay and chat (promises, secrets, loss, conflict).
+SIGNIFICANT = frozenset(
+    [
+        "die",
+        "died",
+        "dead",
+        "death",
+        "kill",
+        "killed",
+        "murder",
+        "love",
+        "loved",
+        "hate",
+        "secret",
+        "secrets",
+        "promise",
+        "promised",
+        "swear",
+        "betray",
+        "betrayed",
+        "marry",
+        "married",
+        "wedding",
+        "war",
+        "battle",
+        "attack",
+        "escape",
+        "fled",
+        "rescue",
+        "born",
+        "pregnant",
+        "remember",
+        "forget",
+        "never",
+        "always",
+        "forever",
+        "truth",
+        "lie",
+        "lied",
+        "confess",
+        "confessed",
+        "stolen",
+        "steal",
+        "treasure",
+        "curse",
+        "cursed",
+        "prophecy",
+        "king",
+        "queen",
+        "crown",
+        "blood",
+        "poison",
+        "wound",
+        "wounded",
+    ]
+)
+_WORD = re.compile(r"[a-zA-Z']+")
+
+
+def importance(messages: Sequence[RangeMessage], participants: Sequence[str]) -> int:
+    """1-10, a documented heuristic (no LLM), higher for ranges likely to matter later.
+
+    Start at 3; +1 for one distinct significant word (:data:`SIGNIFICANT`), +2 for three or more, +3 for
+    six or more; +1 for at least two exclamation marks (heightened emotion); +1 for three or more
+    participants; +1 when messages average 40+ estimated tokens (substantive writing rather than
+    small talk); clamped to 1..10.
+    """
+    words = {w.lower() for m in messages for w in _WORD.findall(m.content)}
+    hits = len(words & SIGNIFICANT)
+    score = 3 + (3 if hits >= 6 else 2 if hits >= 3 else 1 if hits else 0)
+    if sum(m.content.count("!") for m in messages) >= 2:
+        score += 1
+    if len(participants) >= 3:
+        score += 1
+    if messages and sum(estimate_tokens(m.content) for m in messages) / len(messages) >= 40:
+        score += 1
+    return max(1, min(10, score))
+
+
+def participants_of(messages: Sequence[RangeMessage]) -> list[str]:
+    """Bots present and personas used in the range, in order of first appearance, without repeats."""
+    seen: dict[str, None] = {}
+    for m in messages:
+        for b in m.bot_ids:
+            seen.setdefault(b, None)
+        if m.persona_id:
+            seen.setdefault(m.persona_id, None)
+    return list(seen)
+
+
+def compose_summary(
+    *,
+    summary_id: str,
+    user_id: str,
+    conversation_id: str,
+    rng: SummaryRange,
+    messages: Sequence[RangeMessage],
+    sentences: Sequence[Sentence],
+    vectors: Sequence[Sequence[float]],
+    settings: SummarizerSettings,
+) -> SummaryCreated:
+    """The ``summary.created`` payload of a range (``messages`` sorted by index, non-empty)."""
+    picked = pick_central(
+        sentences,
+        vectors,
+        max_tokens=settings.max_tokens,
+        duplicate_cosine=settings.duplicate_cosine,
+        min_relative=settings.min_relative_centrality,
+    )
+    people = participants_of(messages)
+    return SummaryCreated(
+        summary_id=summary_id,
+        user_id=user_id,
+        conversation_id=conversation_id,
+        summary_type="short_term",
+        text=render_summary(messages, picked),
+        importance=importance(messages, people),
+        participants=people,
+        start_at=min(m.created_at for m in messages),
+        end_at=max(m.created_at for m in messages),
+        message_ids=[m.message_id for m in messages],
+        first_index=rng.first_index,
+        last_index=rng.last_index,
+        method="extractive",
+    )

@@ -1,0 +1,144 @@
+"""Summarizer handlers: thin glue between the log consumer, the pure domain and the stores.
+
+Contract: consumes every relayed log event on ``mnemo.log.>`` (stream ``MNEMO_LOG``, durable
+``mnemo_summarizer_main``, explicit acks via :mod:`shared.delivery`: ack once the effect is durable, nak with
+backoff on failure, dead-letter invalid payloads).
+
+- ``message.recorded`` whose index closes a range (``domain.due_range``) → load the range from the log
+  (``ranges.py``), embed its sentences, append ``summary.created`` (``short_term``, ``extractive``) to
+  ``summaries/<tenant>/<user>/<conversation>`` and publish it. Idempotency key: the event id is
+  ``domain.summary_id`` over the range, so a redelivery appends nothing (the log reports a duplicate) and an
+  already written summary is not even recomputed.
+- ``summary.created`` → the ``summaries`` read model (idempotent upsert keyed by summary id).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import ValidationError
+
+from services.summarizer import ranges
+from services.summarizer.domain import (
+    RangeMessage,
+    SummarizerSettings,
+    SummaryRange,
+    compose_summary,
+    due_range,
+    sentences_of,
+    summary_id,
+)
+from shared.delivery import Item, Rejection
+from shared.embedders.port import Embedder
+from shared.eventlog.port import ConcurrencyError, EventStore
+from shared.events.envelope import EventEnvelope, NewEvent
+from shared.events.recorded import (
+    MESSAGE_RECORDED,
+    SUMMARY_CREATED,
+    MessageRecorded,
+    SummaryCreated,
+    conversation_stream,
+    summary_stream,
+)
+from shared.readmodels.summaries import SummariesReadModel
+from shared.runtime import CommittedPublisher
+
+log = logging.getLogger(__name__)
+
+MAX_CONFLICT_RETRIES = 5
+MAX_WINDOW_GROWTH = 6  # the window doubles up to this many times before reading from the stream's start
+
+
+class Summarizer:
+    def __init__(
+        self,
+        store: EventStore,
+        publisher: CommittedPublisher,
+        embedder: Embedder,
+        summaries: SummariesReadModel,
+        settings: SummarizerSettings,
+    ) -> None:
+        self._store = store
+        self._publisher = publisher
+        self._embedder = embedder
+        self._summaries = summaries
+        self._settings = settings
+        self._indexed = False
+
+    async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
+        if not self._indexed:  # idempotent; on first use because routers have no startup hook
+            await self._summaries.ensure_indexes()
+            self._indexed = True
+        rejections: list[Rejection] = []
+        created: list[EventEnvelope] = []
+        for item in items:
+            env = item.value
+            try:
+                if env.type == MESSAGE_RECORDED.name:
+                    await self.on_message_recorded(env, MessageRecorded.model_validate(env.payload))
+                elif env.type == SUMMARY_CREATED.name:
+                    SummaryCreated.model_validate(env.payload)
+                    created.append(env)
+            except ValidationError as exc:
+                rejections.append(Rejection(item.msg, f"invalid {env.type} payload: {exc}"))
+        await self._summaries.apply(created)
+        return rejections
+
+    async def on_message_recorded(self, env: EventEnvelope, msg: MessageRecorded) -> None:
+        rng = due_range(msg.index, self._settings)
+        if rng is None:
+            return
+        sid = summary_id(env.tenant_id, msg.user_id, msg.conversation_id, rng, "short_term")
+        if await self._store.get_events([sid]):
+            return  # already summarized (redelivery); the relay publishes it if that was not confirmed
+        messages = await self._load_range(env, msg, rng)
+        sentences = sentences_of(messages, self._settings.max_sentences)
+        if not sentences:
+            log.info("range %s-%s of %s has no text; no summary", rng.first_index, rng.last_index, env.stream_id)
+            return
+        vectors = await self._embedder.embed([s.text for s in sentences])
+        payload = compose_summary(
+            summary_id=sid,
+            user_id=msg.user_id,
+            conversation_id=msg.conversation_id,
+            rng=rng,
+            messages=messages,
+            sentences=sentences,
+            vectors=vectors,
+            settings=self._settings,
+        )
+        event = NewEvent(
+            event_id=sid,
+            type=SUMMARY_CREATED.name,
+            tenant_id=env.tenant_id,
+            occurred_at=payload.end_at,
+            causation_id=env.event_id,
+            correlation_id=env.correlation_id or env.event_id,
+            payload=payload.model_dump(mode="json"),
+        )
+        await self._append(summary_stream(env.tenant_id, msg.user_id, msg.conversation_id), event)
+
+    async def _load_range(self, env: EventEnvelope, msg: MessageRecorded, rng: SummaryRange) -> list[RangeMessage]:
+        stream = conversation_stream(env.tenant_id, msg.user_id, msg.conversation_id)
+        factor = 2
+        for _ in range(MAX_WINDOW_GROWTH):
+            after = ranges.window_start(env.version, rng, factor)
+            events = await self._store.read_stream(stream, after_version=after, limit=env.version - after)
+            messages, reached = ranges.fold_range(events, rng)
+            if reached or after == 0:
+                return messages
+            factor *= 2
+        events = await self._store.read_stream(stream, after_version=0, limit=env.version)
+        return ranges.fold_range(events, rng)[0]
+
+    async def _append(self, stream: str, event: NewEvent) -> None:
+        for _ in range(MAX_CONFLICT_RETRIES):
+            version = await self._store.stream_version(stream)
+            try:
+                result = await self._store.append(stream, version, [event])
+            except ConcurrencyError:
+                continue  # another replica wrote to this stream meanwhile; re-read and retry
+            if result.committed:
+                await self._publisher.publish_committed(result.committed)
+            return
+        raise ConcurrencyError(stream, -1)

@@ -1,0 +1,53 @@
+"""What the prompts ask the model to return, validated on receipt.
+
+The JSON Schema of each model is sent to the provider (see ``json_schema``); the validators below check what
+a schema cannot express, and a failure there triggers the adapter's one correction retry like any other
+schema violation. Whether ``character_id`` values name characters that were actually present is the
+caller's check: only the caller knows who was there.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Output(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", str_strip_whitespace=True)
+
+
+class SummaryOutput(_Output):
+    """A summary of one span of conversation."""  # sent to the model as the schema description
+
+    summary: str = Field(description="about 120 words, third person, past tense")
+    importance: int = Field(ge=1, le=10, description="1 = small talk, 10 = life-changing for the characters")
+    emotional_context: str = Field(description="the prevailing mood and how it shifted, one sentence")
+
+    @field_validator("summary")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value:
+            raise ValueError("summary must not be empty")
+        return value
+
+
+class CharacterKnowledge(_Output):
+    character_id: str = Field(description="an id from the list of characters present")
+    learned_facts: list[str] = Field(description="short standalone statements this character now knows")
+
+    @field_validator("character_id")
+    @classmethod
+    def _id_not_blank(cls, value: str) -> str:
+        if not value:
+            raise ValueError("character_id must not be empty")
+        return value
+
+    @field_validator("learned_facts")
+    @classmethod
+    def _drop_blank_facts(cls, facts: list[str]) -> list[str]:
+        return [fact.strip() for fact in facts if fact.strip()]
+
+
+class KnowledgeUpdates(_Output):
+    """Per character present, what they learned in the span."""  # sent to the model
+
+    updates: list[CharacterKnowledge]

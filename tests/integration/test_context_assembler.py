@@ -1,0 +1,286 @@
+"""The context-assembler over real NATS request-reply, SecantusDB read models, Qdrant Edge and the bundled model.
+
+Read models and vectors are seeded directly through their adapters (as ingest and embedding would leave
+them); the request goes through a plain nats-py client, as a platform would send it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from faststream.nats import NatsBroker
+from nats.aio.client import Client as NatsClient
+
+from services.context_assembler.app import create_router
+from services.context_assembler.retrieval import AssemblerSettings
+from shared import subjects
+from shared.crypto import FieldCipher, InMemoryKeyStore
+from shared.embedders.bundled import BundledEmbedder
+from shared.eventlog.codec import EventCodec
+from shared.eventlog.mongo import MongoEventStore
+from shared.events.envelope import EventEnvelope, deterministic_id
+from shared.events.recorded import REGISTRY, bot_stream, conversation_stream, persona_stream, summary_stream
+from shared.readmodels import ReadModels
+from shared.readmodels.summaries import SummariesReadModel
+from shared.runtime import Deps
+from shared.settings import Settings
+from shared.vectors.edge import EdgeVectorIndex
+from shared.vectors.port import VectorIndex, VectorIndexUnavailable, VectorPoint
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2026, 2, 1, 18, 0, tzinfo=UTC)
+USER, CONV, BOT, PERSONA = "u1", "c1", "bot-mirelle", "p-tobin"
+LINES = [
+    ("user", "Tobin", "Captain, I found a silver key hidden under the lighthouse stairs."),
+    ("assistant", "Mirelle", "Keep it safe. That key opens the vault of the old harbour."),
+    ("user", "Tobin", "I wrapped the silver key in oilcloth and put it in my boot."),
+    ("assistant", "Mirelle", "Good. Now help me trim the sails before the storm."),
+] + [
+    (
+        "user" if i % 2 == 0 else "assistant",
+        "Tobin" if i % 2 == 0 else "Mirelle",
+        f"We talk about rope and knots, part {i}.",
+    )
+    for i in range(4, 16)
+]
+
+
+def env(tenant: str, stream: str, version: int, type_: str, payload: dict[str, Any]) -> EventEnvelope:
+    return EventEnvelope(
+        event_id=deterministic_id(stream, str(version)),
+        type=type_,
+        schema_version=REGISTRY.get(type_).schema_version,
+        stream_id=stream,
+        version=version,
+        tenant_id=tenant,
+        occurred_at=T0,
+        recorded_at=T0,
+        payload=payload,
+    )
+
+
+def message_events(tenant: str, lines: Sequence[tuple[str, str, str]]) -> list[EventEnvelope]:
+    stream = conversation_stream(tenant, USER, CONV)
+    return [
+        env(
+            tenant,
+            stream,
+            i + 1,
+            "message.recorded",
+            {
+                "user_id": USER,
+                "conversation_id": CONV,
+                "message_id": f"m{i}",
+                "role": role,
+                "author_id": BOT if role == "assistant" else PERSONA,
+                "author_name": name,
+                "content": text,
+                "created_at": T0 + timedelta(minutes=i),
+                "bot_ids": [BOT],
+                "persona_id": PERSONA,
+                "index": i,
+                "tokens": 10,
+            },
+        )
+        for i, (role, name, text) in enumerate(lines)
+    ]
+
+
+def summary_event(tenant: str, summary_id: str, text: str) -> EventEnvelope:
+    payload = {
+        "summary_id": summary_id,
+        "user_id": USER,
+        "conversation_id": CONV,
+        "summary_type": "short_term",
+        "text": text,
+        "importance": 6,
+        "participants": [BOT, PERSONA],
+        "start_at": T0,
+        "end_at": T0 + timedelta(minutes=4),
+        "message_ids": ["m0", "m1", "m2", "m3", "m4"],
+        "first_index": 0,
+        "last_index": 4,
+        "method": "extractive",
+    }
+    return env(tenant, summary_stream(tenant, USER, CONV), 1, "summary.created", payload)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> BundledEmbedder:
+    return BundledEmbedder(batch_size=16)
+
+
+@pytest.fixture
+async def index(tmp_path: Path) -> AsyncIterator[EdgeVectorIndex]:
+    idx = EdgeVectorIndex(tmp_path / "qdrant", "ctx")
+    await idx.ensure_collection(384)
+    yield idx
+    await idx.close()
+
+
+class BrokenIndex:
+    """A vector index whose searches fail (the server is down): fault injection, not a stand-in."""
+
+    def __init__(self, real: VectorIndex) -> None:
+        self._real = real
+
+    async def search(self, *args: Any, **kwargs: Any) -> Any:
+        raise VectorIndexUnavailable("qdrant unreachable")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+async def seed(db: Any, cipher: FieldCipher, index: VectorIndex, embedder: BundledEmbedder, tenant: str) -> None:
+    models = ReadModels(db, cipher)
+    await models.ensure_indexes()
+    bot = env(tenant, bot_stream(tenant, BOT), 1, "bot.recorded", {
+        "bot_id": BOT, "owner_user_id": None, "name": "Captain Mirelle",
+        "system_prompt": "You are a weary airship captain. Speak tersely.", "updated_at": T0,
+    })  # fmt: skip
+    persona = env(tenant, persona_stream(tenant, USER, PERSONA), 1, "persona.recorded", {
+        "user_id": USER, "persona_id": PERSONA, "name": "Tobin",
+        "description": "A young stowaway with a secret.", "traits": ["curious", "nimble"], "updated_at": T0,
+    })  # fmt: skip
+    messages = message_events(tenant, LINES)
+    await models.apply([bot, persona, *messages])
+    sid = deterministic_id("summary", tenant, "s1")
+    await SummariesReadModel(db, cipher).apply(
+        [summary_event(tenant, sid, "Tobin found a silver key at the lighthouse.")]
+    )
+    texts = [m.payload["content"] for m in messages] + ["Tobin found a silver key at the lighthouse."]
+    vectors = await embedder.embed(texts)
+    scope = {"tenant_id": tenant, "user_id": USER, "conversation_id": CONV}
+    points = [
+        VectorPoint(
+            deterministic_id("pt", tenant, m.payload["message_id"]),
+            v,
+            {**scope, "kind": "message", "message_id": m.payload["message_id"]},
+        )
+        for m, v in zip(messages, vectors, strict=False)
+    ]
+    points.append(
+        VectorPoint(deterministic_id("pt", tenant, sid), vectors[-1], {**scope, "kind": "summary", "summary_id": sid})
+    )
+    await index.upsert(points)
+
+
+@pytest.fixture
+async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
+    client = await nats.connect(nats_url)
+    yield client
+    await client.drain()
+
+
+async def start_assembler(nats_url: str, db: Any, cipher: FieldCipher, index: Any, embedder: Any) -> NatsBroker:
+    settings = Settings(nats_url=nats_url)
+    broker = NatsBroker(nats_url, logger=None)
+    codec = EventCodec(REGISTRY, cipher)
+    deps = Deps(settings, broker, db, MongoEventStore(db, codec), codec, publisher=None, cipher=cipher)  # type: ignore[arg-type]
+    deps.vectors, deps.embedder = index, embedder
+    broker.include_router(create_router(deps, AssemblerSettings(history_limit=6, min_score=0.3)))
+    await broker.start()
+    return broker
+
+
+@pytest.fixture
+def cipher() -> FieldCipher:
+    return FieldCipher(os.urandom(32), InMemoryKeyStore())
+
+
+@pytest.fixture
+def tenant() -> str:
+    return f"tenant-{uuid.uuid4().hex[:8]}"
+
+
+async def ask(nc: NatsClient, body: bytes | dict[str, Any]) -> dict[str, Any]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    reply = await nc.request(subjects.CONTEXT_ASSEMBLE, data, timeout=20)
+    result: dict[str, Any] = json.loads(reply.data)
+    return result
+
+
+def request(tenant: str, **over: Any) -> dict[str, Any]:
+    base = {"tenant_id": tenant, "user_id": USER, "conversation_id": CONV, "bot_id": BOT, "persona_id": PERSONA,
+            "user_message": "Where is the silver key now?", "max_tokens": 2000}  # fmt: skip
+    return {**base, **over}
+
+
+async def test_full_context_over_nats(nats_url, mongo_db, cipher, index, embedder, nc, tenant):
+    await seed(mongo_db, cipher, index, embedder, tenant)
+    other = f"{tenant}-other"  # same ids, another tenant: must never show up
+    await seed(mongo_db, cipher, index, embedder, other)
+    broker = await start_assembler(nats_url, mongo_db, cipher, index, embedder)
+    try:
+        reply = await ask(nc, request(tenant))
+        concurrent = await asyncio.gather(*(ask(nc, request(tenant, user_message=f"knots {i}")) for i in range(8)))
+    finally:
+        await broker.stop()
+    assert all("error" not in r and "part 15" in r["context"] for r in concurrent)
+    assert reply["degraded"] == []
+    names = [s["name"] for s in reply["sections"]]
+    assert names == ["system", "persona", "memories", "retrieved", "history"]
+    system, persona, memories, retrieved, history = reply["sections"]
+    assert system["text"].startswith("You are Captain Mirelle.")
+    assert "Tobin" in persona["text"]
+    assert "silver key at the lighthouse" in memories["text"]
+    assert "% relevant]" in memories["text"]
+    assert "silver key" in retrieved["text"]
+    assert "part 15" in history["text"]
+    assert reply["token_count"] == sum(s["tokens"] for s in reply["sections"])
+    assert reply["token_count"] <= 2000
+    kinds = {s["kind"] for s in reply["sources"]}
+    assert kinds == {"system", "persona", "summary", "message"}
+    history_ids = [f"m{i}" for i in range(10, 16)]
+    msg_sources = [s for s in reply["sources"] if s["kind"] == "message"]
+    assert [s["id"] for s in msg_sources if s["score"] is None] == history_ids
+    retrieved_ids = [s["id"] for s in msg_sources if s["score"] is not None]
+    assert "m0" in retrieved_ids or "m2" in retrieved_ids
+    assert not set(retrieved_ids) & set(history_ids), "history messages are excluded from retrieval"
+    summary = next(s for s in reply["sources"] if s["kind"] == "summary")
+    assert summary["message_ids"] == ["m0", "m1", "m2", "m3", "m4"]
+    assert summary["id"] == deterministic_id("summary", tenant, "s1")
+
+
+async def test_invalid_requests_get_bad_request(nats_url, mongo_db, cipher, index, embedder, nc, tenant):
+    broker = await start_assembler(nats_url, mongo_db, cipher, index, embedder)
+    try:
+        not_json = await ask(nc, b"{not json")
+        unknown = await ask(nc, request(tenant, max_token=100))
+        no_tenant = await ask(nc, {k: v for k, v in request(tenant).items() if k != "tenant_id"})
+        too_small = await ask(nc, request(tenant, max_tokens=3))
+        json_header = await nc.request(
+            subjects.CONTEXT_ASSEMBLE, b"[1,", timeout=20, headers={"content-type": "application/json"}
+        )
+    finally:
+        await broker.stop()
+    for reply in (not_json, unknown, no_tenant, too_small, json.loads(json_header.data)):
+        assert set(reply) == {"error"}
+        assert reply["error"]["code"] == "bad_request"
+    assert "max_token" in unknown["error"]["message"]
+    assert "tenant_id" in no_tenant["error"]["message"]
+
+
+async def test_failing_vector_index_and_unknown_bot_degrade_but_reply(
+    nats_url, mongo_db, cipher, index, embedder, nc, tenant
+):
+    await seed(mongo_db, cipher, index, embedder, tenant)
+    broker = await start_assembler(nats_url, mongo_db, cipher, BrokenIndex(index), embedder)
+    try:
+        reply = await ask(nc, request(tenant, bot_id="bot-nobody"))
+    finally:
+        await broker.stop()
+    assert reply["degraded"] == ["bot_profile", "vector_index"]
+    assert [s["name"] for s in reply["sections"]] == ["system", "persona", "history"]
+    assert "roleplay" in reply["sections"][0]["text"]
+    assert reply["sources"][0] == {"kind": "system", "id": "bot-nobody", "message_ids": [], "score": None}

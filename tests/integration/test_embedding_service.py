@@ -1,0 +1,209 @@
+"""The embedding service on real NATS and SecantusDB, with Qdrant Edge on disk and the bundled model.
+
+Ingest runs beside it, so the chain under test is the product's: nats-py publishes chat events, ingest
+records them and the relay publishes the log events, the embedding service indexes them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.embedding.app import chunk_strings
+from services.embedding.app import create_router as embedding_router
+from services.embedding.domain import point_id
+from services.ingest.app import create_router as ingest_router
+from shared import subjects
+from shared.delivery import DLQ_REASON
+from shared.embedders.bundled import BundledEmbedder
+from shared.events.envelope import NewEvent
+from shared.events.recorded import conversation_stream, summary_stream
+from shared.vectors.edge import EdgeVectorIndex
+from shared.vectors.port import Match, VectorFilter
+from tests.integration.ingest_stack import Stack, dead_letters, drained, running, wait_until
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+INGEST = subjects.durable("ingest")
+EMBEDDING = subjects.durable("embedding")
+LONG = " ".join(
+    f"Paragraph {i}: the caravan crossed the salt flats at dawn, and the guide counted the wells twice."
+    for i in range(40)
+)
+MESSAGE_FIELDS = {
+    "tenant_id",
+    "user_id",
+    "conversation_id",
+    "message_id",
+    "kind",
+    "source_id",
+    "bot_ids",
+    "persona_id",
+    "author_id",
+    "role",
+    "index",
+    "created_at",
+    "chunk",
+    "model",
+}
+
+
+@pytest.fixture(scope="module")
+def embedder() -> BundledEmbedder:
+    return BundledEmbedder()
+
+
+@pytest.fixture
+async def stack(
+    nats_url: str, mongo_url: str, db_name: str, tmp_path: Path, embedder: BundledEmbedder
+) -> AsyncIterator[Stack]:
+    index = EdgeVectorIndex(tmp_path, "vectors")
+    await index.ensure_collection(embedder.dimensions)
+    try:
+        async with running(
+            nats_url,
+            mongo_url,
+            db_name,
+            [ingest_router, embedding_router],
+            vectors=index,
+            embedder=embedder,
+        ) as s:
+            yield s
+    finally:
+        await index.close()
+
+
+def message(message_id: str, minute: int, content: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "tenant_id": "t1",
+        "user_id": "u1",
+        "conversation_id": "c1",
+        "message_id": message_id,
+        "role": "user",
+        "author_id": "knight",
+        "author_name": "Sir Ann",
+        "content": content,
+        "created_at": (T0 + timedelta(minutes=minute)).isoformat(),
+        "bot_ids": ["eli"],
+        "persona_id": "knight",
+        **extra,
+    }
+
+
+async def chat(stack: Stack, subject: str, body: dict[str, Any]) -> None:
+    await stack.js.publish(subject, json.dumps(body).encode())
+
+
+async def settle(stack: Stack) -> None:
+    await wait_until(lambda: drained(stack.js, subjects.CHAT_STREAM, INGEST), "ingest acked every chat message")
+    await wait_until(lambda: drained(stack.js, subjects.LOG_STREAM, EMBEDDING), "embedding acked every log event")
+
+
+def of_message(message_id: str) -> VectorFilter:
+    return VectorFilter.where(tenant_id="t1", user_id="u1", conversation_id="c1", message_id=message_id)
+
+
+async def test_messages_are_chunked_embedded_edited_and_deleted(stack: Stack, embedder: BundledEmbedder) -> None:
+    index = stack.deps.require_vectors()
+    await chat(stack, subjects.MESSAGE_CREATED, message("m1", 0, "The dragon sleeps under the old mill."))
+    await chat(stack, subjects.MESSAGE_CREATED, message("m2", 1, LONG, role="assistant", author_id="eli"))
+    await chat(stack, subjects.MESSAGE_CREATED, message("m3", 2, "   "))
+    await settle(stack)
+
+    assert len(chunk_strings(LONG)) > 1
+    assert await index.count(of_message("m1")) == 1
+    assert await index.count(of_message("m2")) == len(chunk_strings(LONG))
+    assert await index.count(of_message("m3")) == 0  # nothing to embed
+
+    [m1] = await index.retrieve([point_id("message", "t1", "u1", "c1", "m1", 0)])
+    assert set(m1.payload) == MESSAGE_FIELDS
+    assert m1.payload["kind"] == "message"
+    assert (m1.payload["source_id"], m1.payload["chunk"], m1.payload["index"]) == ("m1", 0, 0)
+    assert (m1.payload["bot_ids"], m1.payload["persona_id"], m1.payload["role"]) == (["eli"], "knight", "user")
+    assert m1.payload["created_at"] == T0.timestamp()
+    assert m1.payload["model"] == embedder.model_id
+    assert "dragon" not in json.dumps([p.payload for p in await index.search([1.0] * 384, VectorFilter(), 100)])
+
+    [query] = await embedder.embed(["Where is the dragon sleeping?"])
+    hits = await index.search(query, VectorFilter.where(tenant_id="t1", kind="message"), 1)
+    assert hits[0].payload["message_id"] == "m1"
+    assert await index.search(query, VectorFilter.where(tenant_id="t2"), 5) == []
+
+    ids = {"tenant_id": "t1", "user_id": "u1", "conversation_id": "c1"}
+    edit = ids | {"message_id": "m2", "content": "A short edited line.", "edited_at": T0.isoformat()}
+    await chat(stack, subjects.MESSAGE_EDITED, edit)
+    await chat(stack, subjects.MESSAGE_DELETED, ids | {"message_id": "m1", "deleted_at": T0.isoformat()})
+    await settle(stack)
+
+    assert await index.count(of_message("m1")) == 0
+    [m2] = await index.retrieve([point_id("message", "t1", "u1", "c1", "m2", 0)])
+    assert await index.count(of_message("m2")) == 1  # the old chunks 1..n are gone
+    assert (m2.payload["role"], m2.payload["index"], m2.payload["bot_ids"]) == ("assistant", 1, ["eli"])
+
+    # A late redelivery of m1's original event must not bring the deleted message back.
+    [recorded_m1] = await stack.store.read_stream(conversation_stream("t1", "u1", "c1"), limit=1)
+    wire = stack.codec.to_wire(await stack.codec.encode(recorded_m1))
+    await stack.js.publish(subjects.log_subject("message.recorded"), wire)  # no Nats-Msg-Id: not deduplicated
+    await settle(stack)
+    assert await index.count(of_message("m1")) == 0
+
+
+async def test_summaries_are_indexed_with_their_message_ids(stack: Stack) -> None:
+    index = stack.deps.require_vectors()
+    payload = {
+        "summary_id": "s1",
+        "user_id": "u1",
+        "conversation_id": "c1",
+        "summary_type": "short_term",
+        "text": "The party agreed to meet the smuggler at the lighthouse.",
+        "importance": 5,
+        "participants": ["eli", "knight"],
+        "start_at": T0.isoformat(),
+        "end_at": (T0 + timedelta(minutes=5)).isoformat(),
+        "message_ids": ["m1", "m2"],
+        "first_index": 0,
+        "last_index": 1,
+        "method": "extractive",
+    }
+    event = NewEvent(type="summary.created", tenant_id="t1", payload=payload)
+    result = await stack.store.append(summary_stream("t1", "u1", "c1"), 0, [event])
+    await stack.relay.publish_committed(result.committed)
+    await settle(stack)
+
+    flt = VectorFilter.where(tenant_id="t1", user_id="u1", conversation_id="c1", kind="summary")
+    assert await index.count(flt) == 1
+    [point] = await index.retrieve([point_id("summary", "t1", "u1", "c1", "s1", 0)])
+    assert point.payload["message_ids"] == ["m1", "m2"]
+    assert (point.payload["source_id"], point.payload["summary_id"]) == ("s1", "s1")
+    assert "lighthouse" not in json.dumps(point.payload)
+    assert await index.count(flt.and_(Match("message_ids", ("m2",)))) == 1
+
+
+async def test_unknown_event_types_are_dead_lettered_and_others_ignored(stack: Stack) -> None:
+    index = stack.deps.require_vectors()
+    alien = {
+        "event_id": "e-alien",
+        "type": "spell.cast",
+        "schema_version": 1,
+        "stream_id": "spell/t1/x",
+        "version": 1,
+        "tenant_id": "t1",
+        "occurred_at": T0.isoformat(),
+        "recorded_at": T0.isoformat(),
+        "payload": {},
+    }
+    await stack.js.publish(subjects.log_subject("spell.cast"), json.dumps(alien).encode())
+    bot = {"tenant_id": "t1", "bot_id": "eli", "name": "Eli", "system_prompt": "Be kind.", "updated_at": T0.isoformat()}
+    await chat(stack, subjects.BOT_UPSERTED, bot)  # bot.recorded: not the embedding service's business
+    await chat(stack, subjects.MESSAGE_CREATED, message("m1", 0, "After the noise, a real message."))
+    await settle(stack)
+
+    [letter] = await dead_letters(stack.js, "embedding")
+    assert "spell.cast" in (letter.headers or {}).get(DLQ_REASON, "")
+    assert await index.count(VectorFilter.where(tenant_id="t1")) == 1

@@ -1,0 +1,97 @@
+"""The FastStream 0.7.8 / nats-py 2.16 timeout mismatch worked around in shared/broker.py.
+
+FastStream's batch pull loop fetches again with the *remaining* window after a partial batch and stops on
+``nats.errors.TimeoutError``. With a short remaining window nats-py raises the builtin ``TimeoutError``
+instead, the loop's task dies, and the partial batch it already holds is only redelivered after
+``ack_wait``. These tests pin both halves: the fetch contract FastStream relies on, and the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import nats
+import nats.errors
+import pytest
+from faststream.nats import JStream, NatsRouter
+from nats.aio.msg import Msg
+
+import shared.broker  # noqa: F401 - importing it installs the fetch shim, as every service does
+from shared.broker import make_broker
+from shared.delivery import BatchConsumer, DeadLetters, Item, Rejection, subscribe_batches
+from shared.settings import DeliverySettings, Settings
+from shared.streams import ensure_streams
+
+pytestmark = pytest.mark.integration
+
+
+async def test_fetch_timeouts_are_the_nats_error_faststream_catches(nats_url: str) -> None:
+    tag = uuid.uuid4().hex[:8]
+    nc = await nats.connect(nats_url)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name=f"EMPTY_{tag}", subjects=[f"empty.{tag}.>"])
+        psub = await js.pull_subscribe(f"empty.{tag}.>", durable=f"empty_{tag}")
+        raised: list[type[BaseException]] = []
+        for timeout in (1e-6, 1e-4, 1e-3):  # tiny windows reach nats-py's bare-TimeoutError paths
+            for _ in range(10):
+                try:
+                    assert await psub.fetch(batch=10, timeout=timeout) == []
+                except TimeoutError as exc:
+                    raised.append(type(exc))
+        assert raised, "no fetch timed out"
+        assert all(issubclass(t, nats.errors.TimeoutError) for t in raised), raised
+    finally:
+        await nc.close()
+
+
+async def test_partial_batch_is_handled_on_first_delivery(nats_url: str) -> None:
+    tag = uuid.uuid4().hex[:8]
+    stream = JStream(f"PARTIAL_{tag}", subjects=[f"partial.{tag}.>"])
+    deliveries: list[int] = []
+
+    async def handle(items: list[Item[bytes]]) -> list[Rejection]:
+        deliveries.extend(i.msg.metadata.num_delivered for i in items)
+        return []
+
+    def decode(msg: Msg) -> bytes:
+        return msg.data
+
+    settings = Settings(nats_url=nats_url)
+    delivery = DeliverySettings(batch_size=64, ack_wait_s=30.0, max_deliver=3)
+    broker = make_broker(settings, f"partial-{tag}")
+    router = NatsRouter()
+    consumer: BatchConsumer[bytes] = BatchConsumer(
+        decode=decode,
+        handle=handle,
+        dead_letters=DeadLetters(broker, f"partial-{tag}"),
+        max_deliver=delivery.max_deliver,
+        ack_wait_s=delivery.ack_wait_s,
+    )
+    subscribe_batches(
+        router,
+        subject=f"partial.{tag}.>",
+        stream=stream,
+        durable=f"partial_{tag}",
+        consumer=consumer,
+        delivery=delivery,
+        title="partial",
+    )
+    broker.include_router(router)
+    nc = await nats.connect(nats_url)
+    try:
+        await ensure_streams(nc.jetstream())
+        await broker.start()
+        js = nc.jetstream()
+        for i in range(12):  # a trickle, far fewer than batch_size: many partial batches
+            await js.publish(f"partial.{tag}.x", str(i).encode())
+            await asyncio.sleep(0.01)
+        for _ in range(400):  # up to 20 s; a lost partial batch only comes back after ack_wait (30 s)
+            if len(deliveries) >= 12:
+                break
+            await asyncio.sleep(0.05)
+        assert deliveries == [1] * 12
+    finally:
+        await broker.stop()
+        await nc.drain()

@@ -1,0 +1,124 @@
+"""Summarizer and memory-extractor handlers against the real event log (SecantusDB) and relay (nats-server).
+
+The handlers are driven with the very envelopes the log holds (what the relay would deliver); the JetStream
+consumer plumbing itself is ``shared.delivery``'s and tested there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import nats
+import pytest
+
+from services.memory_extractor.handlers import MemoryExtractor
+from services.summarizer.domain import SummarizerSettings
+from services.summarizer.handlers import Summarizer
+from shared.crypto import FieldCipher, InMemoryKeyStore
+from shared.delivery import Item
+from shared.embedders.bundled import BundledEmbedder
+from shared.eventlog.codec import EventCodec
+from shared.eventlog.mongo import MongoEventStore
+from shared.eventlog.relay import NatsJetStreamPublisher, Relay, ensure_log_stream
+from shared.events.envelope import EventEnvelope, NewEvent
+from shared.events.recorded import REGISTRY, conversation_stream, knowledge_stream, summary_stream
+from shared.readmodels.summaries import SummariesReadModel
+from shared.readmodels.witnessed import WitnessedReadModel
+
+pytestmark = pytest.mark.integration
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+TEXTS = [
+    "The dragon attacked the village at dawn.",
+    "Villagers fled as the dragon burned the houses. Did you eat breakfast?",
+    "The dragon's fire destroyed the village granary.",
+    "Knights rode out to fight the dragon near the village.",
+    "The knights wounded the dragon and it fled to the mountain.",
+    "Next day we met a merchant.",
+]
+
+
+def recorded(i: int) -> NewEvent:
+    return NewEvent(
+        type="message.recorded",
+        tenant_id="t1",
+        payload={
+            "user_id": "u1", "conversation_id": "c1", "message_id": f"m{i}", "role": "user" if i % 2 else "assistant",
+            "author_id": None, "author_name": "Ana" if i % 2 else "Bard", "content": TEXTS[i],
+            "created_at": T0 + timedelta(minutes=i), "bot_ids": ["bard"], "persona_id": "ana" if i else None,
+            "index": i, "tokens": 10,
+        },
+    )  # fmt: skip
+
+
+@pytest.fixture
+async def env(mongo_db: Any, nats_url: str) -> AsyncIterator[tuple[MongoEventStore, Relay, FieldCipher]]:
+    cipher = FieldCipher(os.urandom(32), InMemoryKeyStore())
+    codec = EventCodec(REGISTRY, cipher)
+    store = MongoEventStore(mongo_db, codec)
+    await store.ensure_indexes()
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    await ensure_log_stream(js)
+    yield store, Relay(store, NatsJetStreamPublisher(js), codec), cipher
+    await nc.drain()
+
+
+def items(envelopes: list[EventEnvelope]) -> list[Item[EventEnvelope]]:
+    return [Item(e, None) for e in envelopes]  # type: ignore[arg-type]  # msg is only read for rejections
+
+
+async def test_summary_is_created_once_and_projected(env, mongo_db):
+    store, relay, cipher = env
+    stream = conversation_stream("t1", "u1", "c1")
+    await store.append(stream, 0, [recorded(i) for i in range(6)])
+    log = await store.read_stream(stream)
+    summaries = SummariesReadModel(mongo_db, cipher)
+    summarizer = Summarizer(store, relay, BundledEmbedder(), summaries, SummarizerSettings(max_tokens=30))
+
+    assert await summarizer.on_batch(items(log)) == []
+    assert await summarizer.on_batch(items(log)) == []  # redelivery: nothing new
+    written = await store.read_stream(summary_stream("t1", "u1", "c1"))
+    assert [e.type for e in written] == ["summary.created"]
+    payload = written[0].payload
+    assert (payload["first_index"], payload["last_index"]) == (0, 4)
+    assert payload["message_ids"] == ["m0", "m1", "m2", "m3", "m4"]
+    assert payload["participants"] == ["bard", "ana"]
+    assert "dragon" in payload["text"]
+    assert "breakfast" not in payload["text"]
+    assert written[0].causation_id == log[4].event_id
+    unpublished = {e.event_id for e in await store.unpublished(0, 100)}
+    assert written[0].event_id not in unpublished, "published through the relay"
+
+    await summarizer.on_batch(items(written))
+    [view] = await summaries.recent_summaries("t1", "u1", "c1", 5)
+    assert view.text == payload["text"]
+    assert [v.summary_id for v in await summaries.by_ids("t1", [view.summary_id])] == [view.summary_id]
+    assert await summaries.by_ids("t2", [view.summary_id]) == [], "tenant scoped"
+    raw = await mongo_db["summaries"].find_one({"_id": view.summary_id})
+    assert raw["text"].startswith("enc1:"), "text encrypted at rest"
+
+
+async def test_witnesses_are_appended_in_one_batch_and_projected(env, mongo_db):
+    store, relay, _ = env
+    stream = conversation_stream("t1", "u1", "c1")
+    await store.append(stream, 0, [recorded(i) for i in range(3)])
+    log = await store.read_stream(stream)
+    witnessed = WitnessedReadModel(mongo_db)
+    extractor = MemoryExtractor(store, relay, witnessed)
+
+    await extractor.on_batch(items(log))
+    await extractor.on_batch(items(log))  # redelivery: duplicates, nothing new
+    bard = await store.read_stream(knowledge_stream("t1", "bard"))
+    ana = await store.read_stream(knowledge_stream("t1", "ana"))
+    assert [e.payload["message_ids"] for e in bard] == [["m0"], ["m1"], ["m2"]]
+    assert [e.payload["message_ids"] for e in ana] == [["m1"], ["m2"]], "no persona on m0"
+
+    await extractor.on_batch(items(bard + ana))
+    await extractor.on_batch(items(bard + ana))
+    assert await witnessed.witnesses("t1", "ana", ["m0", "m1", "m2", "mx"]) == {"m1", "m2"}
+    assert await witnessed.known_message_ids("t1", "bard", conversation_id="c1") == ["m0", "m1", "m2"]
+    assert await witnessed.witnesses("t2", "bard", ["m0"]) == set()
+    assert await mongo_db["witnessed"].count_documents({}) == 5
