@@ -31,6 +31,8 @@ from shared.eventlog.keystore import MongoKeyStore
 from shared.eventlog.mongo import MongoEventStore
 from shared.eventlog.relay import NatsJetStreamPublisher, Relay
 from shared.events.recorded import REGISTRY
+from shared.llm.factory import build_chat_model
+from shared.llm.port import ChatModel
 from shared.runtime import Deps
 from shared.settings import Settings
 from shared.vectors.factory import build_vector_index
@@ -59,9 +61,12 @@ class Core:
     relay: Relay
     vectors: VectorIndex | None
     embedder: Embedder | None
+    chat_model: ChatModel | None
 
     async def close(self) -> None:
         await self.relay.stop()
+        if self.chat_model is not None:
+            await self.chat_model.close()
         if self.embedder is not None:
             await self.embedder.close()
         if self.vectors is not None:
@@ -89,7 +94,7 @@ async def open_core(settings: Settings, *, vectors: bool = False, embedder: bool
     if vectors:
         index = build_vector_index(settings)
         await index.ensure_collection(settings.embedder.dimensions)
-    return Core(settings, mongo, db, cipher, codec, store, nc, relay, index, emb)
+    return Core(settings, mongo, db, cipher, codec, store, nc, relay, index, emb, build_chat_model(settings))
 
 
 def deps_for(core: Core, broker: NatsBroker) -> Deps:
@@ -103,6 +108,7 @@ def deps_for(core: Core, broker: NatsBroker) -> Deps:
         cipher=core.cipher,
         vectors=core.vectors,
         embedder=core.embedder,
+        chat_model=core.chat_model,
     )
 
 

@@ -18,6 +18,7 @@ from shared.crypto import FieldCipher
 from shared.embedders.port import Embedder
 from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope
+from shared.llm.port import ChatModel
 from shared.settings import Settings
 from shared.vectors.port import VectorIndex
 
@@ -45,6 +46,7 @@ class Deps:
     cipher: FieldCipher
     vectors: VectorIndex | None = None
     embedder: Embedder | None = None
+    chat_model: ChatModel | None = None  # None: no LLM configured, services use their no-LLM fallbacks
 
     def require_vectors(self) -> VectorIndex:
         if self.vectors is None:

@@ -25,6 +25,7 @@ def create_router(deps: Deps, settings: SummarizerSettings | None = None) -> Nat
         deps.require_embedder(),
         SummariesReadModel(deps.db, deps.cipher),
         settings or SummarizerSettings(),
+        deps.chat_model,
     )
 
     async def decode(msg: Msg) -> EventEnvelope:
@@ -44,6 +45,6 @@ def create_router(deps: Deps, settings: SummarizerSettings | None = None) -> Nat
         durable=subjects.durable(SERVICE),
         consumer=consumer,
         delivery=deps.settings.delivery,
-        title="summarizer: extractive summaries every N messages",
+        title="summarizer: summaries every N messages (LLM when configured, extractive otherwise)",
     )
     return router

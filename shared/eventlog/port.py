@@ -10,7 +10,8 @@ Contract (every adapter passes ``tests/contract/test_eventlog_contract.py``):
   conflict.
 - Reads return events upcast to the current schema version with user text decrypted.
 - Every committed event is eventually published (see ``relay.py``): ``unpublished`` lists events whose
-  publish was not confirmed, ``mark_published`` confirms them.
+  publish was not confirmed, ``mark_published`` confirms them. Both are insert-only on MongoDB (no update
+  per event): see ``unpublished`` and :data:`OUTBOX_MARGIN_S`.
 - No multi-document transactions and no change streams are needed, so the log runs on MongoDB standalone,
   replica sets, Atlas and SecantusDB.
 """
@@ -22,6 +23,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from shared.events.envelope import EventEnvelope, NewEvent
+
+OUTBOX_MARGIN_S = 5.0
+"""How far behind its outbox watermark ``unpublished`` still looks, in seconds.
+
+Each ``unpublished`` call raises a persisted watermark (to ``now - min_age_s``, or to the oldest event it
+still reports) and the next call only looks at events recorded after ``watermark - OUTBOX_MARGIN_S``. The
+assumption this encodes: an append becomes visible to readers within ``min_age_s + OUTBOX_MARGIN_S`` of its
+``recorded_at`` (taken just before the write), and the clocks of appenders and relays on different
+machines differ by less than that. An event breaking it (say a writer frozen mid-append for ten seconds,
+then crashing before its own publish) would not be recovered.
+"""
 
 
 class EventLogError(Exception):
@@ -85,7 +97,17 @@ class EventStore(Protocol):
         ...
 
     async def unpublished(self, min_age_s: float, limit: int) -> list[EventEnvelope]:
-        """Committed events whose publish has not been confirmed for at least ``min_age_s`` seconds."""
+        """Up to ``limit`` committed events, oldest first, recorded at least ``min_age_s`` seconds ago and
+        not confirmed by ``mark_published``.
+
+        Events committed before a crash, by any store instance on the same database, are listed until
+        confirmed. Each call moves the persisted watermark (see :data:`OUTBOX_MARGIN_S`), so a round that
+        finds nothing is cheap, and an event recorded more than the margin before the watermark (which
+        breaks the stated assumption) is no longer looked for.
+        """
         ...
 
-    async def mark_published(self, event_ids: Sequence[str]) -> None: ...
+    async def mark_published(self, event_ids: Sequence[str]) -> None:
+        """Confirm that these events reached JetStream. Idempotent; unknown ids are ignored. Confirming
+        before the event is listed, or twice, is harmless."""
+        ...

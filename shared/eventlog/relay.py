@@ -3,9 +3,12 @@
 Two paths, one idempotency key:
 
 - Fast path: an appender calls :meth:`Relay.publish_committed` right after a successful append. The events
-  are published concurrently, each waiting for its JetStream ack, then marked published in one update.
+  are published concurrently, each waiting for its JetStream ack, then confirmed with ONE
+  ``mark_published`` call for the whole batch (on MongoDB one inserted receipt, never an update per event).
 - Recovery path: :meth:`Relay.run` periodically republishes events still unpublished after ``min_age_s``
   (the appender crashed, NATS was down, the ack was lost). ``min_age_s`` keeps it from racing the fast path.
+  A round that finds nothing costs a few small reads and one watermark update (see
+  ``shared.eventlog.mongo``), so every replica can run the loop every ``interval_s``.
 
 Both publish with ``Nats-Msg-Id = event_id`` to ``log_subject(type)``; the stream's duplicate window
 (:data:`shared.subjects.DUPLICATE_WINDOW_S`) turns a double publish into one stored message. Past the

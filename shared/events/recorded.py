@@ -136,10 +136,11 @@ class SummaryCreated(_Payload):
     first_index: int
     last_index: int
     method: str = Field(..., description="`extractive` (no LLM) or `llm:<model>`")
-    prompt_version: str | None = None
+    prompt_version: str | None = Field(None, description="e.g. `summarize.v1` when an LLM wrote it")
+    emotional_context: str | None = Field(None, description="the mood and how it shifted (LLM summaries)")
 
 
-SUMMARY_CREATED = REGISTRY.register("summary.created", encrypted=("text",))
+SUMMARY_CREATED = REGISTRY.register("summary.created", encrypted=("text", "emotional_context"))
 
 
 # --- knowledge/<tenant>/<character> -------------------------------------------------------------------

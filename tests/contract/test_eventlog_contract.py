@@ -13,7 +13,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -25,7 +25,7 @@ from shared.crypto import DecryptionError, FieldCipher, InMemoryKeyStore
 from shared.eventlog.codec import EventCodec, StoredDoc
 from shared.eventlog.inmemory import InMemoryEventStore
 from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.port import Append, AppendResult, ConcurrencyError, EventStore
+from shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, ConcurrencyError, EventStore
 from shared.events.envelope import EventEnvelope, NewEvent, UnknownEventType
 from shared.events.recorded import REGISTRY, conversation_stream
 from shared.tokens import estimate_tokens
@@ -71,6 +71,7 @@ class Harness:
     kind: str
     _mongo: MongoEventStore | None = None
     _mem: InMemoryEventStore | None = None
+    _db: Any = None
 
     async def raw(self, event_id: str) -> StoredDoc:
         if self._mem is not None:
@@ -93,14 +94,41 @@ class Harness:
             return
         assert self._mongo is not None
         stored = {k: v for k, v in doc.items() if k != "event_id"}
-        await self._mongo.events.insert_one({"_id": doc["event_id"], **stored, "published": False})
+        # What an append does: the outbox intent first (at = recorded_at), then the event.
+        await self._mongo.intents.insert_one(
+            {"_id": uuid.uuid4().hex, "event_ids": [doc["event_id"]], "at": doc["recorded_at"]}
+        )
+        await self._mongo.events.insert_one({"_id": doc["event_id"], **stored})
+
+    async def insert_recorded_ago(self, seconds: float, index: int = 0) -> str:
+        """An event appended ``seconds`` ago (by a writer whose clock lags, or long before); its id."""
+        recorded = datetime.now(UTC) - timedelta(seconds=seconds)
+        env = EventEnvelope(
+            event_id=str(uuid.uuid4()),
+            type="message.recorded",
+            schema_version=2,
+            stream_id=stream(f"old-{uuid.uuid4().hex[:8]}"),
+            version=1,
+            tenant_id=TENANT,
+            occurred_at=recorded,
+            recorded_at=recorded,
+            payload=message(index).payload,
+        )
+        await self.insert_raw(await self.codec.encode(env))
+        return env.event_id
+
+    def reopen(self) -> EventStore:
+        """A new store instance on the same database, as after a restart (the in-memory store: itself)."""
+        if self._mem is not None:
+            return self._mem
+        return MongoEventStore(self._db, self.codec)
 
 
 async def _mongo_harness(db: Any, kind: str) -> Harness:
     c = codec()
     store = MongoEventStore(db, c)
     await store.ensure_indexes()
-    return Harness(store, c, kind, _mongo=store)
+    return Harness(store, c, kind, _mongo=store, _db=db)
 
 
 @pytest.fixture(params=["inmemory", "secantusdb", "mongodb"])
@@ -301,18 +329,96 @@ async def test_read_all_yields_every_event_once_with_each_stream_in_version_orde
 
 
 # --- outbox ----------------------------------------------------------------------------------------------
+async def _unpublished_ids(store: EventStore, limit: int = 10) -> list[str]:
+    return [e.event_id for e in await store.unpublished(min_age_s=0, limit=limit)]
+
+
 async def test_unpublished_lists_committed_events_until_marked_published(h: Harness) -> None:
     events = [message(i) for i in range(3)]
-    await h.store.append(stream(), 0, events)
+    result = await h.store.append(stream(), 0, events)
 
     assert await h.store.unpublished(min_age_s=3600, limit=10) == []
-    assert {e.event_id for e in await h.store.unpublished(min_age_s=0, limit=10)} == {e.event_id for e in events}
+    assert await h.store.unpublished(min_age_s=0, limit=10) == result.committed
     assert len(await h.store.unpublished(min_age_s=0, limit=2)) == 2
 
     await h.store.mark_published([events[0].event_id, events[2].event_id])
 
-    assert [e.event_id for e in await h.store.unpublished(min_age_s=0, limit=10)] == [events[1].event_id]
-    assert (await h.raw(events[0].event_id))["published"] is True
+    assert await _unpublished_ids(h.store) == [events[1].event_id]
+    await h.store.mark_published([events[1].event_id, events[1].event_id])  # twice, in one call: harmless
+    assert await h.store.unpublished(min_age_s=0, limit=10) == []
+    await h.store.mark_published([events[1].event_id])  # again: harmless
+    assert await h.store.unpublished(min_age_s=0, limit=10) == []
+
+
+async def test_unpublished_lists_oldest_first_up_to_the_limit(h: Harness) -> None:
+    oldest, middle, newest = [await h.insert_recorded_ago(s) for s in (30, 20, 2)]
+
+    assert await _unpublished_ids(h.store, limit=1) == [oldest]
+    assert await _unpublished_ids(h.store) == [oldest, middle, newest]
+    await h.store.mark_published([oldest])
+    assert await _unpublished_ids(h.store, limit=1) == [middle]
+
+
+async def test_events_committed_before_a_crash_without_any_receipt_are_listed_after_restart(h: Harness) -> None:
+    crashed = await h.store.append_batch([Append(stream(s), 0, [message(0, conv=s)]) for s in "ab"])
+    single = await h.store.append(stream("c"), 0, [message(0, conv="c"), message(1, conv="c")])
+    # The appender died here: no publish, no mark_published. A new process opens the same log.
+
+    store = h.reopen()
+
+    committed = [e for r in crashed if isinstance(r, AppendResult) for e in r.committed] + single.committed
+    assert sorted(await _unpublished_ids(store)) == sorted(e.event_id for e in committed)
+    await store.mark_published([e.event_id for e in committed])
+    assert await _unpublished_ids(store) == []
+
+
+async def test_a_receipt_for_unknown_ids_is_harmless(h: Harness) -> None:
+    ev = message(0)
+    await h.store.append(stream(), 0, [ev])
+
+    await h.store.mark_published(["no-such-event", str(uuid.uuid4())])
+    await h.store.mark_published([])
+
+    assert await _unpublished_ids(h.store) == [ev.event_id]
+
+
+async def test_an_unconfirmed_event_holds_the_watermark_until_marked(h: Harness) -> None:
+    stale = await h.insert_recorded_ago(OUTBOX_MARGIN_S * 6)  # e.g. NATS was down for half a minute
+    fresh = message(0)
+    await h.store.append(stream(), 0, [fresh])
+    await h.store.mark_published([fresh.event_id])
+
+    for _ in range(3):  # every round moves the watermark as far as it may, never past ``stale``
+        assert await _unpublished_ids(h.store) == [stale]
+    assert await _unpublished_ids(h.reopen()) == [stale]
+    await h.store.mark_published([stale])
+    assert await _unpublished_ids(h.store) == []
+
+
+async def test_events_recorded_slightly_behind_the_watermark_are_still_found(h: Harness) -> None:
+    ev = message(0)
+    await h.store.append(stream(), 0, [ev])
+    await h.store.mark_published([ev.event_id])
+    assert await _unpublished_ids(h.store) == []  # the watermark is now about "now"
+
+    # Written by an appender whose clock lags, or that became visible late: within the margin.
+    late = await h.insert_recorded_ago(OUTBOX_MARGIN_S - 2)
+
+    assert await _unpublished_ids(h.store) == [late]
+    assert await _unpublished_ids(h.store) == [late]
+
+
+async def test_the_watermark_survives_a_new_store_instance(h: Harness) -> None:
+    ev = message(0)
+    await h.store.append(stream(), 0, [ev])
+    await h.store.mark_published([ev.event_id])
+    assert await _unpublished_ids(h.store) == []
+    # Beyond the margin behind the watermark: the stated assumption is broken, so it is not looked for; a
+    # store that forgot the watermark would scan from the beginning and list it.
+    too_late = await h.insert_recorded_ago(OUTBOX_MARGIN_S * 6)
+
+    assert await _unpublished_ids(h.reopen()) == []
+    assert too_late not in await _unpublished_ids(h.store)
 
 
 # --- encryption at rest ----------------------------------------------------------------------------------

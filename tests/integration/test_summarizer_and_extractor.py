@@ -25,8 +25,10 @@ from shared.eventlog.mongo import MongoEventStore
 from shared.eventlog.relay import NatsJetStreamPublisher, Relay, ensure_log_stream
 from shared.events.envelope import EventEnvelope, NewEvent
 from shared.events.recorded import REGISTRY, conversation_stream, knowledge_stream, summary_stream
+from shared.llm.openai import OpenAIChatModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.readmodels.witnessed import WitnessedReadModel
+from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, Reply, chat_handler
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -122,3 +124,51 @@ async def test_witnesses_are_appended_in_one_batch_and_projected(env, mongo_db):
     assert await witnessed.known_message_ids("t1", "bard", conversation_id="c1") == ["m0", "m1", "m2"]
     assert await witnessed.witnesses("t2", "bard", ["m0"]) == set()
     assert await mongo_db["witnessed"].count_documents({}) == 5
+
+
+async def test_llm_summary_records_model_and_prompt_version(env, mongo_db):
+    """With an LLM configured, the summary is the model's, tagged with the prompt version and model."""
+    store, relay, cipher = env
+    stream = conversation_stream("t1", "u1", "c1")
+    await store.append(stream, 0, [recorded(i) for i in range(5)])
+    log = await store.read_stream(stream)
+    answer = {
+        "summary": "A dragon burned the village; knights drove it off.",
+        "importance": 7,
+        "emotional_context": "Fear, then relief.",
+    }
+    with FakeOpenAIServer() as server:
+        server.route("POST", CHAT_PATH, chat_handler(lambda _: answer, model="story-model"))
+        model = OpenAIChatModel(server.base_url, "key", "story-model", timeout_s=5, max_retries=0)
+        summarizer = Summarizer(
+            store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), SummarizerSettings(), model
+        )
+        await summarizer.on_batch(items(log))
+        await model.close()
+        sent = server.calls(CHAT_PATH)[0].json["messages"][0]["content"]
+    [written] = await store.read_stream(summary_stream("t1", "u1", "c1"))
+    assert written.payload["text"] == answer["summary"]
+    assert written.payload["importance"] == 7
+    assert written.payload["emotional_context"] == "Fear, then relief."
+    assert written.payload["method"] == "llm:story-model"
+    assert written.payload["prompt_version"] == "summarize.v1"
+    assert "The dragon attacked the village at dawn." in sent, "the range's transcript reaches the model"
+
+
+async def test_llm_failure_falls_back_to_the_extractive_summary(env, mongo_db):
+    store, relay, cipher = env
+    stream = conversation_stream("t1", "u1", "c1")
+    await store.append(stream, 0, [recorded(i) for i in range(5)])
+    log = await store.read_stream(stream)
+    with FakeOpenAIServer() as server:
+        server.route("POST", CHAT_PATH, lambda _: Reply(503, {"error": "overloaded"}))
+        model = OpenAIChatModel(server.base_url, None, "story-model", timeout_s=5, max_retries=1, backoff_s=0.01)
+        summarizer = Summarizer(
+            store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), SummarizerSettings(), model
+        )
+        await summarizer.on_batch(items(log))
+        await model.close()
+        assert len(server.calls(CHAT_PATH)) == 2, "the model was tried (with its retry) before falling back"
+    [written] = await store.read_stream(summary_stream("t1", "u1", "c1"))
+    assert written.payload["method"] == "extractive"
+    assert "dragon" in written.payload["text"]

@@ -7,8 +7,10 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from shared.embedders.bundled import DIMENSIONS, MAX_TOKENS, BundledEmbedder
+from shared.embedders.bundled import DIMENSIONS, MAX_TOKENS, TOKENS_PER_ROW, BundledEmbedder, padded_batches
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +88,23 @@ async def test_event_loop_keeps_serving_during_inference() -> None:
     await task
     assert len(gaps) > 5
     assert max(gaps) < max(0.2, total / 3), (max(gaps), total)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lengths=st.lists(st.integers(1, 256), max_size=300), batch_size=st.integers(1, 64))
+def test_padded_batches_cover_every_text_once_within_the_padding_budget(lengths, batch_size):
+    batches = padded_batches(lengths, batch_size)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(len(lengths)))
+    for b in batches:
+        assert len(b) <= 4 * batch_size
+        width = max(lengths[i] for i in b)
+        # A batch may pass the budget only when it holds a single text wider than the budget allows.
+        assert len(b) * width <= batch_size * TOKENS_PER_ROW or len(b) == 1
+
+
+def test_padded_batches_keep_short_lines_together_and_long_texts_apart():
+    lengths = [10] * 64 + [250] * 4
+    batches = padded_batches(lengths, 32)
+    assert any(len(b) == 64 for b in batches), "64 short lines fit one call (64 x 10 <= 32 x 64)"
+    assert all(len(b) <= 8 for b in batches if max(lengths[i] for i in b) == 250)

@@ -1,0 +1,64 @@
+"""Summaries written by an LLM when one is configured (``MNEMO_LLM__BASE_URL``); extractive otherwise.
+
+The prompt is the versioned file ``shared/llm/prompts/summarize.v<N>.md``; the summary records the prompt
+version and the model that answered, so summaries can be told apart and regenerated when either changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from services.summarizer.domain import RangeMessage, SummaryRange, participants_of
+from shared.events.recorded import SummaryCreated
+from shared.llm.port import ChatMessage, ChatModel, Completion
+from shared.llm.prompts import load_prompt
+from shared.llm.schemas import SummaryOutput
+
+PROMPT = "summarize"
+
+
+def transcript(messages: Sequence[RangeMessage]) -> str:
+    return "\n".join(f"{(m.author_name.strip() or m.role)}: {m.content.strip()}" for m in messages if m.content.strip())
+
+
+def prompt_messages(messages: Sequence[RangeMessage]) -> tuple[list[ChatMessage], str]:
+    """The chat messages to send and the prompt tag (``summarize.v1``) to record."""
+    prompt = load_prompt(PROMPT)
+    names = sorted({(m.author_name.strip() or m.role) for m in messages})
+    text = prompt.render(participants="\n".join(f"- {n}" for n in names), transcript=transcript(messages))
+    return [ChatMessage.user(text)], prompt.tag
+
+
+def summary_from_completion(
+    *,
+    summary_id: str,
+    user_id: str,
+    conversation_id: str,
+    rng: SummaryRange,
+    messages: Sequence[RangeMessage],
+    completion: Completion[SummaryOutput],
+) -> SummaryCreated:
+    out = completion.value
+    return SummaryCreated(
+        summary_id=summary_id,
+        user_id=user_id,
+        conversation_id=conversation_id,
+        summary_type="short_term",
+        text=out.summary,
+        importance=out.importance,
+        participants=participants_of(messages),
+        start_at=min(m.created_at for m in messages),
+        end_at=max(m.created_at for m in messages),
+        message_ids=[m.message_id for m in messages],
+        first_index=rng.first_index,
+        last_index=rng.last_index,
+        method=completion.method,
+        prompt_version=completion.prompt_version,
+        emotional_context=out.emotional_context,
+    )
+
+
+async def summarize(chat_model: ChatModel, messages: Sequence[RangeMessage]) -> Completion[SummaryOutput]:
+    """Raises ``LLMError`` when the model is unavailable or keeps answering off-schema."""
+    chat, tag = prompt_messages(messages)
+    return await chat_model.complete_json(chat, SummaryOutput, prompt_version=tag)
