@@ -23,6 +23,17 @@ def measure_raw_model(texts: Sequence[str], batch_size: int, *, threads: int | N
     return len(texts) / (time.perf_counter() - started)
 
 
+def measure_raw_model_windowed(texts: Sequence[str], batch_size: int, window: int) -> float:
+    """Texts/s of ``embed_sync`` called on consecutive windows of ``window`` texts, as a streaming consumer
+    sees them (it can only sort one fetched window by length, not the whole stream)."""
+    embedder = BundledEmbedder(batch_size=batch_size)
+    embedder.embed_sync(list(texts[:batch_size]))
+    started = time.perf_counter()
+    for start in range(0, len(texts), window):
+        embedder.embed_sync(texts[start : start + window])
+    return len(texts) / (time.perf_counter() - started)
+
+
 if __name__ == "__main__":
     sample = [f"Message {i}: we talked about the trip to the coast and what to pack for it." for i in range(512)]
     for size in (1, 8, 32, 64):

@@ -1,7 +1,10 @@
 """OpenTelemetry set-up shared by every service: one tracer provider, exporter chosen in settings.
 
 Every broker carries FastStream's NATS telemetry middleware, which propagates the trace context in
-message headers, so one chat message's path across ingest, the relay and the consumers is one trace.
+message headers. For batch consumers that middleware starts one trace per batch, so ``shared.delivery``
+also records a span per message, parented on that message's own headers; events carry it in their
+``traceparent`` and the relay publishes it, so one chat message's path across ingest, the relay and the
+consumers is one trace. Tests can watch the spans with ``tracer_provider(service, ...).add_span_processor``.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.trace import Tracer
 
 from shared.settings import TelemetrySettings
 
@@ -31,6 +35,11 @@ def tracer_provider(service: str, settings: TelemetrySettings) -> TracerProvider
         provider.add_span_processor(BatchSpanProcessor(exporter))
     _providers[service] = provider
     return provider
+
+
+def tracer(service: str, settings: TelemetrySettings) -> Tracer:
+    """The tracer a service's own code records spans with (e.g. the per-message spans of its consumers)."""
+    return tracer_provider(service, settings).get_tracer("mnemo")
 
 
 def shutdown_all() -> None:

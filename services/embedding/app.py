@@ -18,6 +18,7 @@ from shared.delivery import BatchConsumer, DeadLetters, subscribe_batches
 from shared.events.envelope import EventEnvelope
 from shared.readmodels import ReadModels
 from shared.runtime import Deps
+from shared.telemetry import tracer
 
 SERVICE = "embedding"
 
@@ -41,6 +42,7 @@ def create_router(deps: Deps) -> NatsRouter:
         dead_letters=DeadLetters(deps.broker, SERVICE),
         max_deliver=deps.settings.delivery.max_deliver,
         ack_wait_s=deps.settings.delivery.ack_wait_s,
+        tracer=tracer(SERVICE, deps.settings.telemetry),
     )
     subscribe_batches(
         router,

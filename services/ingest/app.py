@@ -21,6 +21,7 @@ from shared.broker import CHAT_JSTREAM
 from shared.delivery import BatchConsumer, DeadLetters, Item, Rejection, subscribe_batches
 from shared.readmodels import ReadModels
 from shared.runtime import Deps
+from shared.telemetry import tracer
 
 SERVICE = "ingest"
 
@@ -49,6 +50,7 @@ def create_router(deps: Deps) -> NatsRouter:
         dead_letters=DeadLetters(deps.broker, SERVICE),
         max_deliver=deps.settings.delivery.max_deliver,
         ack_wait_s=deps.settings.delivery.ack_wait_s,
+        tracer=tracer(SERVICE, deps.settings.telemetry),
     )
     subscribe_batches(
         router,

@@ -52,5 +52,5 @@ class IngestHandler:
         self._recorder = recorder
 
     async def on_chat_batch(self, items: list[Item[InboundCommand]]) -> list[Rejection]:
-        reasons = await self._recorder.record([item.value for item in items])
+        reasons = await self._recorder.record([i.value for i in items], [i.traceparent for i in items])
         return [Rejection(item.msg, reason) for item, reason in zip(items, reasons, strict=True) if reason]

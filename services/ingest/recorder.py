@@ -14,6 +14,8 @@ one ``append_batch`` for every stream, the read-model writes, the publish.
   ``max_attempts`` times; streams that did commit are projected and published even if another one gives
   up (the whole batch is then naked and redelivered, and its committed part dedupes by event id).
 - Publishing is best effort here: the relay republishes anything whose publish is not confirmed.
+- Each command's events carry the command's ``traceparent`` (its consumer span), so the relay publishes
+  them in the trace the platform message started.
 """
 
 from __future__ import annotations
@@ -64,15 +66,20 @@ class Recorder:
         self._publisher = publisher
         self._max_attempts = max_attempts
 
-    async def record(self, commands: Sequence[InboundCommand]) -> list[str | None]:
-        """Record ``commands``; the refusal reason per command (None: recorded or already recorded)."""
+    async def record(
+        self, commands: Sequence[InboundCommand], traceparents: Sequence[str | None] | None = None
+    ) -> list[str | None]:
+        """Record ``commands``; the refusal reason per command (None: recorded or already recorded).
+
+        ``traceparents`` (one per command) are stamped on the events each command yields."""
         reasons: list[str | None] = [None] * len(commands)
+        traces = list(traceparents) if traceparents is not None else [None] * len(commands)
         contexts = await self._load(commands)
         committed: list[EventEnvelope] = []
         settled: dict[str, StreamContext] = {}
         pending = list(contexts.values())
         for attempt in range(1, self._max_attempts + 1):
-            lost = await self._append(pending, commands, reasons, committed)
+            lost = await self._append(pending, commands, traces, reasons, committed)
             lost_ids = {c.stream_id for c in lost}
             settled.update({c.stream_id: c for c in pending if c.stream_id not in lost_ids})
             if not lost:
@@ -139,6 +146,7 @@ class Recorder:
         self,
         contexts: Sequence[StreamContext],
         commands: Sequence[InboundCommand],
+        traces: Sequence[str | None],
         reasons: list[str | None],
         committed: list[EventEnvelope],
     ) -> list[StreamContext]:
@@ -146,9 +154,11 @@ class Recorder:
         appends: list[tuple[StreamContext, Append]] = []
         for ctx in contexts:
             decisions = decide_stream([commands[p] for p in ctx.positions], ctx.state, ctx.known)
+            events = []
             for position, decision in zip(ctx.positions, decisions, strict=True):
                 reasons[position] = decision.rejection
-            events = [e for d in decisions for e in d.events]
+                tp = traces[position]
+                events += [e.model_copy(update={"traceparent": tp}) if tp else e for e in decision.events]
             if events:
                 appends.append((ctx, Append(ctx.stream_id, ctx.version, events)))
         if not appends:

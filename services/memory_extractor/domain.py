@@ -31,8 +31,11 @@ def witness_event_id(tenant_id: str, kind: str, character_id: str, msg: MessageR
     )
 
 
-def witnesses_of(tenant_id: str, msg: MessageRecorded, *, causation_id: str | None = None) -> list[Witnessing]:
-    """One event per bot present (without repeats) and one for the persona, if any."""
+def witnesses_of(
+    tenant_id: str, msg: MessageRecorded, *, causation_id: str | None = None, traceparent: str | None = None
+) -> list[Witnessing]:
+    """One event per bot present (without repeats) and one for the persona, if any; each continues the
+    trace ``traceparent`` of the message it witnesses."""
     characters: list[tuple[str, str]] = [("bot", b) for b in dict.fromkeys(msg.bot_ids)]
     if msg.persona_id:
         characters.append(("persona", msg.persona_id))
@@ -54,6 +57,7 @@ def witnesses_of(tenant_id: str, msg: MessageRecorded, *, causation_id: str | No
             occurred_at=msg.created_at,
             causation_id=causation_id,
             correlation_id=causation_id,
+            traceparent=traceparent,
             payload=payload.model_dump(mode="json"),
         )
         out.append(Witnessing(knowledge_stream(tenant_id, character_id), event))

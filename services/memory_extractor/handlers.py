@@ -73,7 +73,9 @@ class MemoryExtractor:
             try:
                 if env.type == MESSAGE_RECORDED.name:
                     msg = MessageRecorded.model_validate(env.payload)
-                    witnessings += witnesses_of(env.tenant_id, msg, causation_id=env.event_id)
+                    witnessings += witnesses_of(
+                        env.tenant_id, msg, causation_id=env.event_id, traceparent=item.traceparent
+                    )
                 elif env.type == MESSAGES_WITNESSED.name:
                     MessagesWitnessed.model_validate(env.payload)
                     witnessed.append(env)

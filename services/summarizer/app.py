@@ -13,6 +13,7 @@ from shared.delivery import BatchConsumer, DeadLetters, subscribe_batches
 from shared.events.envelope import EventEnvelope
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
+from shared.telemetry import tracer
 
 SERVICE = "summarizer"
 
@@ -37,6 +38,7 @@ def create_router(deps: Deps, settings: SummarizerSettings | None = None) -> Nat
         dead_letters=DeadLetters(deps.broker, SERVICE),
         max_deliver=deps.settings.delivery.max_deliver,
         ack_wait_s=deps.settings.delivery.ack_wait_s,
+        tracer=tracer(SERVICE, deps.settings.telemetry),
     )
     subscribe_batches(
         router,

@@ -78,7 +78,8 @@ class Summarizer:
             env = item.value
             try:
                 if env.type == MESSAGE_RECORDED.name:
-                    await self.on_message_recorded(env, MessageRecorded.model_validate(env.payload))
+                    msg = MessageRecorded.model_validate(env.payload)
+                    await self.on_message_recorded(env, msg, traceparent=item.traceparent)
                 elif env.type == SUMMARY_CREATED.name:
                     SummaryCreated.model_validate(env.payload)
                     created.append(env)
@@ -87,7 +88,10 @@ class Summarizer:
         await self._summaries.apply(created)
         return rejections
 
-    async def on_message_recorded(self, env: EventEnvelope, msg: MessageRecorded) -> None:
+    async def on_message_recorded(
+        self, env: EventEnvelope, msg: MessageRecorded, *, traceparent: str | None = None
+    ) -> None:
+        """Summarize the range ``msg`` closes, if any; the summary continues the trace ``traceparent``."""
         rng = due_range(msg.index, self._settings)
         if rng is None:
             return
@@ -106,6 +110,7 @@ class Summarizer:
             occurred_at=payload.end_at,
             causation_id=env.event_id,
             correlation_id=env.correlation_id or env.event_id,
+            traceparent=traceparent,
             payload=payload.model_dump(mode="json"),
         )
         await self._append(summary_stream(env.tenant_id, msg.user_id, msg.conversation_id), event)

@@ -9,7 +9,10 @@ so a ciphertext copied to another event, field or tenant does not decrypt.
 Stored form (a plain dict, BSON- and JSON-friendly)::
 
     {"event_id", "type", "schema_version" (as written, never rewritten), "stream_id", "version",
-     "tenant_id", "occurred_at", "recorded_at", "correlation_id", "causation_id", "payload"}
+     "tenant_id", "occurred_at", "recorded_at", "correlation_id", "causation_id", "traceparent", "payload"}
+
+``traceparent`` (W3C trace context, metadata rather than payload) is kept so the relay can publish it as a
+header and one message's path stays one trace; documents written before it existed lack it (None).
 
 Normalisation, so every adapter and the wire return identical envelopes: timestamps are UTC truncated to
 milliseconds (BSON dates hold milliseconds) and the payload is converted to JSON types (datetimes become
@@ -42,6 +45,7 @@ _ENVELOPE_FIELDS = (
     "recorded_at",
     "correlation_id",
     "causation_id",
+    "traceparent",
     "payload",
 )
 
@@ -105,6 +109,8 @@ class EventCodec:
             tenant = await self.cipher.for_tenant(env.tenant_id)
             payload = tenant.encrypt_fields(env.event_id, payload, et.encrypted_fields)
         doc = {name: getattr(env, name) for name in _ENVELOPE_FIELDS}
+        if doc["traceparent"] is None:
+            del doc["traceparent"]  # untraced events keep the document shape they always had
         doc["payload"] = payload
         return doc
 
@@ -167,5 +173,6 @@ def envelope_of(
         recorded_at=recorded_at,
         correlation_id=event.correlation_id,
         causation_id=event.causation_id,
+        traceparent=event.traceparent,
         payload=event.payload,
     )

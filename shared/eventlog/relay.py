@@ -10,7 +10,9 @@ Two paths, one idempotency key:
   A round that finds nothing costs a few small reads and one watermark update (see
   ``shared.eventlog.mongo``), so every replica can run the loop every ``interval_s``.
 
-Both publish with ``Nats-Msg-Id = event_id`` to ``log_subject(type)``; the stream's duplicate window
+Both publish with ``Nats-Msg-Id = event_id`` (and the event's W3C ``traceparent`` header when it has one, so
+the consumers' per-message spans continue the trace of the work that produced the event) to
+``log_subject(type)``; the stream's duplicate window
 (:data:`shared.subjects.DUPLICATE_WINDOW_S`) turns a double publish into one stored message. Past the
 window a consumer still sees the same ``event_id`` and must treat it idempotently (at-least-once). The body
 is the codec's wire form: the stored, still encrypted document, so JetStream holds ciphertext only.
@@ -35,10 +37,11 @@ from shared.streams import ensure_stream
 log = logging.getLogger(__name__)
 
 MSG_ID_HEADER = "Nats-Msg-Id"
+TRACEPARENT_HEADER = "traceparent"
 
 
 class JetStreamPublisher(Protocol):
-    async def publish(self, subject: str, data: bytes, msg_id: str) -> None:
+    async def publish(self, subject: str, data: bytes, msg_id: str, traceparent: str | None = None) -> None:
         """Return once JetStream has acknowledged (stored or deduplicated) the message; raise otherwise."""
         ...
 
@@ -50,8 +53,11 @@ class NatsJetStreamPublisher:
         self.js = js
         self.timeout = timeout
 
-    async def publish(self, subject: str, data: bytes, msg_id: str) -> None:
-        await self.js.publish(subject, data, timeout=self.timeout, headers={MSG_ID_HEADER: msg_id})
+    async def publish(self, subject: str, data: bytes, msg_id: str, traceparent: str | None = None) -> None:
+        headers = {MSG_ID_HEADER: msg_id}
+        if traceparent:
+            headers[TRACEPARENT_HEADER] = traceparent
+        await self.js.publish(subject, data, timeout=self.timeout, headers=headers)
 
 
 async def ensure_log_stream(js: JetStreamContext) -> None:
@@ -83,7 +89,9 @@ class Relay:
     async def _publish_one(self, doc: StoredDoc) -> str:
         eid = str(doc.get("event_id", doc.get("_id")))  # codec form or a raw MongoDB document
         async with self._in_flight:
-            await self.publisher.publish(subjects.log_subject(doc["type"]), self.codec.to_wire(doc), eid)
+            await self.publisher.publish(
+                subjects.log_subject(doc["type"]), self.codec.to_wire(doc), eid, doc.get("traceparent")
+            )
         return eid
 
     async def publish(self, events: Sequence[EventEnvelope | StoredDoc]) -> list[str]:

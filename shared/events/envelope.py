@@ -65,6 +65,9 @@ class EventEnvelope(BaseModel):
     recorded_at: datetime
     correlation_id: str | None = None
     causation_id: str | None = None
+    traceparent: str | None = Field(
+        None, description="W3C trace context of the work that produced it; the relay publishes it as a header"
+    )
     payload: Payload
 
 
@@ -79,6 +82,7 @@ class NewEvent(BaseModel):
     occurred_at: datetime = Field(default_factory=utcnow)
     correlation_id: str | None = None
     causation_id: str | None = None
+    traceparent: str | None = Field(None, description="W3C trace context to continue downstream (not payload)")
     payload: Payload
     schema_version: int | None = Field(None, description="defaults to the type's current version")
 

@@ -159,7 +159,7 @@ class FailingPublisher:
         self.fail_ids = fail_ids
         self.sent: list[str] = []
 
-    async def publish(self, subject: str, data: bytes, msg_id: str) -> None:
+    async def publish(self, subject: str, data: bytes, msg_id: str, traceparent: str | None = None) -> None:
         if msg_id in self.fail_ids:
             raise ConnectionError("nats down")
         self.sent.append(msg_id)

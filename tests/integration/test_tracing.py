@@ -1,0 +1,178 @@
+"""One chat message's path across the services is one trace: the platform's, or a new one ingest starts.
+
+Real nats-server and SecantusDB; ingest, embedding and memory-extractor run on them (the relay publishes the
+log events with raw nats-py). Each service's tracer provider gets an in-memory exporter, and the per-message
+consumer spans are checked for their trace ids and parent links:
+
+    platform span -> ingest (chat message) -> embedding (message.recorded)
+                                           -> memory-extractor (message.recorded) -> embedding (knowledge.witnessed)
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import AsyncIterator, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from services.embedding import app as embedding
+from services.ingest import app as ingest
+from services.memory_extractor import app as memory_extractor
+from shared import subjects
+from shared.events.recorded import MESSAGE_RECORDED, MESSAGES_WITNESSED
+from shared.settings import TelemetrySettings
+from shared.telemetry import shutdown_all, tracer_provider
+from shared.vectors.edge import EdgeVectorIndex
+from tests.integration.ingest_stack import Stack, drained, running, wait_until
+
+pytestmark = pytest.mark.integration
+
+TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
+PLATFORM_SPAN_ID = 0x00F067AA0BA902B7
+TRACEPARENT = f"00-{TRACE_ID:032x}-{PLATFORM_SPAN_ID:016x}-01"
+DIMENSIONS = 8
+
+
+class ConstantEmbedder:
+    """The vectors do not matter here, only that the embedding service processes the events."""
+
+    dimensions = DIMENSIONS
+    model_id = "constant-test"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * (DIMENSIONS - 1) for _ in texts]
+
+    async def close(self) -> None:
+        return None
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """Every span the services under test record, kept in memory (production exporters untouched)."""
+    exporter = InMemorySpanExporter()
+    for service in (ingest.SERVICE, embedding.SERVICE, memory_extractor.SERVICE):
+        tracer_provider(service, TelemetrySettings()).add_span_processor(SimpleSpanProcessor(exporter))
+    yield exporter
+    shutdown_all()  # drop the providers holding this exporter; later tests get fresh ones
+
+
+@pytest.fixture
+async def stack(nats_url: str, mongo_url: str, db_name: str, tmp_path: Path) -> AsyncIterator[Stack]:
+    index = EdgeVectorIndex(tmp_path, "vectors")
+    await index.ensure_collection(DIMENSIONS)
+    try:
+        async with running(
+            nats_url,
+            mongo_url,
+            db_name,
+            [ingest.create_router, embedding.create_router, memory_extractor.create_router],
+            vectors=index,
+            embedder=ConstantEmbedder(),
+        ) as s:
+            yield s
+    finally:
+        await index.close()
+
+
+def created(message_id: str) -> bytes:
+    return json.dumps(
+        {
+            "tenant_id": "t1",
+            "user_id": "u1",
+            "conversation_id": "c1",
+            "message_id": message_id,
+            "role": "user",
+            "author_id": "knight",
+            "author_name": "Sir Ann",
+            "content": f"The dragon sleeps under the old mill ({message_id}).",
+            "created_at": datetime(2024, 5, 1, 12, 0, tzinfo=UTC).isoformat(),
+            "bot_ids": ["eli"],
+        }
+    ).encode()
+
+
+def consumer_spans(exporter: InMemorySpanExporter, service: str, subject: str) -> list[ReadableSpan]:
+    name = f"{service} process {subject}"
+    return [s for s in exporter.get_finished_spans() if s.name == name]
+
+
+def one(spans: list[ReadableSpan], **attributes: Any) -> ReadableSpan:
+    found = [s for s in spans if all(s.attributes and s.attributes.get(k) == v for k, v in attributes.items())]
+    assert len(found) == 1, f"expected one span with {attributes}, got {[s.attributes for s in spans]}"
+    return found[0]
+
+
+def child_of(spans: list[ReadableSpan], parent: ReadableSpan) -> ReadableSpan:
+    """The one span of ``spans`` whose parent is ``parent`` (same trace, direct child)."""
+    assert parent.context is not None
+    found = [s for s in spans if s.parent is not None and s.parent.span_id == parent.context.span_id]
+    assert len(found) == 1, f"expected one child of {parent.name}, got {len(found)}"
+    assert found[0].context is not None
+    assert found[0].context.trace_id == parent.context.trace_id
+    return found[0]
+
+
+async def settle(stack: Stack) -> None:
+    await wait_until(lambda: drained(stack.js, subjects.CHAT_STREAM, subjects.durable(ingest.SERVICE)), "ingest")
+    for service in (embedding.SERVICE, memory_extractor.SERVICE):
+        durable = subjects.durable(service)
+        await wait_until(functools.partial(drained, stack.js, subjects.LOG_STREAM, durable), f"{service} drained")
+
+
+async def test_one_message_is_one_trace_across_the_services(stack: Stack, spans: InMemorySpanExporter) -> None:
+    await stack.js.publish(
+        subjects.MESSAGE_CREATED, created("m1"), headers={"traceparent": TRACEPARENT, "Nats-Msg-Id": "chat-m1"}
+    )
+    await stack.js.publish(subjects.MESSAGE_CREATED, created("m2"), headers={"Nats-Msg-Id": "chat-m2"})
+    await stack.js.publish(
+        subjects.MESSAGE_CREATED, b"{not json", headers={"traceparent": TRACEPARENT, "Nats-Msg-Id": "chat-bad"}
+    )
+    await settle(stack)
+
+    ingested = consumer_spans(spans, ingest.SERVICE, subjects.MESSAGE_CREATED)
+    recorded_subject = subjects.log_subject(MESSAGE_RECORDED.name)
+    embedded = consumer_spans(spans, embedding.SERVICE, recorded_subject)
+    extracted = consumer_spans(spans, memory_extractor.SERVICE, recorded_subject)
+    embedded_witnessings = consumer_spans(spans, embedding.SERVICE, subjects.log_subject(MESSAGES_WITNESSED.name))
+
+    # The platform's trace: ingest continues it, every downstream consumer span hangs below ingest's.
+    ingest1 = one(ingested, **{"messaging.message.id": "chat-m1"})
+    assert ingest1.kind is SpanKind.CONSUMER
+    assert ingest1.context is not None
+    assert ingest1.context.trace_id == TRACE_ID
+    assert ingest1.parent is not None
+    assert ingest1.parent.span_id == PLATFORM_SPAN_ID
+    assert ingest1.attributes is not None
+    assert ingest1.attributes["messaging.system"] == "nats"
+    embed1 = child_of(embedded, ingest1)
+    assert embed1.attributes is not None
+    assert embed1.attributes["mnemo.event_id"] == embed1.attributes["messaging.message.id"]
+    witness1 = child_of(extracted, ingest1)
+    child_of(embedded_witnessings, witness1)  # the derived knowledge.witnessed event stays in the trace too
+
+    # No trace context from the platform: ingest starts a new trace (a root span) that embedding continues.
+    fresh = one(ingested, **{"messaging.message.id": "chat-m2"})
+    assert fresh.parent is None
+    assert fresh.context is not None
+    assert fresh.context.trace_id != TRACE_ID
+    child_of(embedded, fresh)
+    child_of(extracted, fresh)
+
+    # A dead-lettered message's span is in its trace too, with an error status saying why.
+    bad = one(ingested, **{"messaging.message.id": "chat-bad"})
+    assert bad.context is not None
+    assert bad.context.trace_id == TRACE_ID
+    assert bad.status.status_code is StatusCode.ERROR
+    assert bad.status.description is not None
+    assert bad.status.description.startswith("dead-lettered: invalid payload")
+
+    for span in [ingest1, fresh, *embedded, *extracted, *embedded_witnessings]:
+        assert span.status.is_ok, f"{span.name}: {span.status.description}"

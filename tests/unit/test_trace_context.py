@@ -1,0 +1,100 @@
+"""The trace context an event carries: stored and relayed by the codec, published as a header by the relay.
+
+Old documents (written before events carried one) decode with ``traceparent=None`` and untraced events keep
+the document shape they always had.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from opentelemetry.sdk.trace import TracerProvider
+
+from shared.crypto import FieldCipher, InMemoryKeyStore
+from shared.delivery import Item
+from shared.eventlog.codec import EventCodec
+from shared.eventlog.inmemory import InMemoryEventStore
+from shared.eventlog.relay import Relay
+from shared.events.envelope import EventEnvelope, EventRegistry, NewEvent
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def codec() -> EventCodec:
+    registry = EventRegistry()
+    registry.register("note.taken", encrypted=("text",))
+    return EventCodec(registry, FieldCipher(bytes(range(32)), InMemoryKeyStore()))
+
+
+def envelope(traceparent: str | None) -> EventEnvelope:
+    return EventEnvelope(
+        event_id="e1",
+        type="note.taken",
+        schema_version=1,
+        stream_id="notes/t1",
+        version=1,
+        tenant_id="t1",
+        occurred_at=T0,
+        recorded_at=T0,
+        traceparent=traceparent,
+        payload={"text": "secret"},
+    )
+
+
+async def test_codec_round_trips_the_traceparent_in_the_stored_and_wire_forms() -> None:
+    c = codec()
+    doc = await c.encode(envelope(TRACEPARENT))
+
+    assert doc["traceparent"] == TRACEPARENT
+    assert doc["payload"]["text"] != "secret"  # still encrypted; the trace context is metadata, in clear
+    assert (await c.decode(doc)).traceparent == TRACEPARENT
+    assert await c.from_wire(c.to_wire(doc)) == envelope(TRACEPARENT)
+
+
+async def test_untraced_and_old_documents_have_no_traceparent() -> None:
+    c = codec()
+    doc = await c.encode(envelope(None))
+
+    assert "traceparent" not in doc  # the shape documents had before tracing
+    assert b"traceparent" not in c.to_wire(doc)
+    assert (await c.decode(doc)).traceparent is None
+    assert (await c.from_wire(c.to_wire(doc))).traceparent is None
+
+
+class RecordingPublisher:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str | None]] = []
+
+    async def publish(self, subject: str, data: bytes, msg_id: str, traceparent: str | None = None) -> None:
+        self.sent.append((msg_id, traceparent))
+
+
+async def test_relay_publishes_the_traceparent_on_the_fast_path_and_in_recovery() -> None:
+    c = codec()
+    store = InMemoryEventStore(c)
+    events = [
+        NewEvent(event_id="traced", type="note.taken", tenant_id="t1", traceparent=TRACEPARENT, payload={"text": "a"}),
+        NewEvent(event_id="untraced", type="note.taken", tenant_id="t1", payload={"text": "b"}),
+    ]
+    result = await store.append("notes/t1", 0, events)
+    assert [e.traceparent for e in result.committed] == [TRACEPARENT, None]
+
+    fast = RecordingPublisher()
+    await Relay(store, fast, c).publish_committed(result.committed)
+    assert sorted(fast.sent) == [("traced", TRACEPARENT), ("untraced", None)]
+
+    store.published.clear()  # as if the fast path's confirmation were lost
+    recovery = RecordingPublisher()
+    assert await Relay(store, recovery, c, min_age_s=0).recover_once() == 2
+    assert sorted(recovery.sent) == [("traced", TRACEPARENT), ("untraced", None)]
+
+
+def test_item_traceparent_is_its_span_context() -> None:
+    assert Item("v", None).traceparent is None  # type: ignore[arg-type]  # no span: nothing to carry
+
+    span = TracerProvider().get_tracer("test").start_span("work")
+    ctx = span.get_span_context()
+    item = Item("v", None, span)  # type: ignore[arg-type]
+
+    assert item.traceparent == f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
