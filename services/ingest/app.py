@@ -18,16 +18,15 @@ from services.ingest.handlers import IngestHandler, decode_command
 from services.ingest.recorder import Recorder
 from shared import subjects
 from shared.broker import CHAT_JSTREAM
-from shared.delivery import BatchConsumer, DeadLetters, Item, Rejection, subscribe_batches
+from shared.consumers import consumer_router
+from shared.delivery import Item, Rejection
 from shared.readmodels import ReadModels
 from shared.runtime import Deps
-from shared.telemetry import tracer
 
 SERVICE = "ingest"
 
 
 def create_router(deps: Deps) -> NatsRouter:
-    router = NatsRouter()
     read_models = ReadModels(deps.db, deps.cipher)
     handler = IngestHandler(Recorder(deps.store, read_models, deps.publisher))
     indexes_ready = asyncio.Lock()
@@ -44,21 +43,12 @@ def create_router(deps: Deps) -> NatsRouter:
     def decode(msg: Msg) -> InboundCommand:
         return decode_command(msg.subject, msg.data)
 
-    consumer: BatchConsumer[InboundCommand] = BatchConsumer(
-        decode=decode,
-        handle=handle,
-        dead_letters=DeadLetters(deps.broker, SERVICE),
-        max_deliver=deps.settings.delivery.max_deliver,
-        ack_wait_s=deps.settings.delivery.ack_wait_s,
-        tracer=tracer(SERVICE, deps.settings.telemetry),
-    )
-    subscribe_batches(
-        router,
+    return consumer_router(
+        deps,
+        service=SERVICE,
         subject=subjects.CHAT_STREAM_SUBJECTS[0],
         stream=CHAT_JSTREAM,
-        durable=subjects.durable(SERVICE),
-        consumer=consumer,
-        delivery=deps.settings.delivery,
+        decode=decode,
+        handle=handle,
         title="ingest: platform chat events into the event log",
     )
-    return router

@@ -1,0 +1,65 @@
+"""Routers holding one durable JetStream batch consumer, wired the same way in every service.
+
+Each consumer gets the delivery semantics of :mod:`shared.delivery` (explicit acks, dead letters with the
+reason, bounded retries, heartbeats), the service's own durable (replicas share it) and dead-letter subject,
+and the service's tracer for per-message spans.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from faststream.nats import JStream, NatsRouter
+from nats.aio.msg import Msg
+
+from shared import subjects
+from shared.broker import LOG_JSTREAM
+from shared.delivery import BatchConsumer, BatchHandler, DeadLetters, Decoder, subscribe_batches
+from shared.events.envelope import EventEnvelope
+from shared.runtime import Deps
+from shared.telemetry import tracer
+
+T = TypeVar("T")
+
+
+def consumer_router(
+    deps: Deps,
+    *,
+    service: str,
+    subject: str,
+    stream: JStream,
+    decode: Decoder[T],
+    handle: BatchHandler[T],
+    title: str,
+) -> NatsRouter:
+    router = NatsRouter()
+    consumer: BatchConsumer[T] = BatchConsumer(
+        decode=decode,
+        handle=handle,
+        dead_letters=DeadLetters(deps.broker, service),
+        max_deliver=deps.settings.delivery.max_deliver,
+        ack_wait_s=deps.settings.delivery.ack_wait_s,
+        tracer=tracer(service, deps.settings.telemetry),
+    )
+    subscribe_batches(
+        router,
+        subject=subject,
+        stream=stream,
+        durable=subjects.durable(service),
+        consumer=consumer,
+        delivery=deps.settings.delivery,
+        title=title,
+    )
+    return router
+
+
+def log_consumer_router(deps: Deps, *, service: str, handle: BatchHandler[EventEnvelope], title: str) -> NatsRouter:
+    """A consumer of every event the relay publishes (``mnemo.log.>``), decrypted and upcast by the codec;
+    an event that cannot be decoded (unknown type, damaged) is dead-lettered with the reason."""
+
+    async def decode(msg: Msg) -> EventEnvelope:
+        return await deps.codec.from_wire(msg.data)
+
+    return consumer_router(
+        deps, service=service, subject=subjects.LOG_ALL, stream=LOG_JSTREAM, decode=decode, handle=handle, title=title
+    )

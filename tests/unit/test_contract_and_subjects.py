@@ -1,0 +1,44 @@
+"""The public contract: subjects are built in one place and documented in the AsyncAPI document."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from services.contract_doc import asyncapi_document
+from shared import subjects
+
+
+def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> None:
+    doc = asyncapi_document()
+    assert set(doc["channels"]) == {*subjects.CHAT_INBOUND, subjects.CONTEXT_ASSEMBLE}
+    schemas = doc["components"]["schemas"]
+    for name in ("MessageCreated", "MessageEdited", "MessageDeleted", "BotUpserted", "PersonaUpserted"):
+        assert name in schemas
+    created = schemas["MessageCreated"]
+    assert {"tenant_id", "message_id", "content", "bot_ids", "persona_id"} <= set(created["properties"])
+    assert "idempotency" in created["properties"]["message_id"]["description"]
+
+
+def test_every_inbound_subject_is_captured_by_the_chat_stream() -> None:
+    prefix = subjects.CHAT_STREAM_SUBJECTS[0].removesuffix(">")
+    assert all(s.startswith(prefix) for s in subjects.CHAT_INBOUND)
+    assert all(s.endswith(".v1") for s in subjects.CHAT_INBOUND)
+
+
+@given(st.from_regex(r"[a-z][a-z_]{0,15}(\.[a-z][a-z_]{0,15}){0,3}", fullmatch=True))
+def test_log_subject_round_trips(event_type: str) -> None:
+    assert subjects.event_type_of(subjects.log_subject(event_type)) == event_type
+
+
+@pytest.mark.parametrize("bad", ["", ".x", "x.", "a b"])
+def test_log_subject_rejects_malformed_types(bad: str) -> None:
+    with pytest.raises(ValueError, match="invalid event type"):
+        subjects.log_subject(bad)
+
+
+def test_durable_and_queue_names_have_no_dots() -> None:
+    for service in ("ingest", "memory-extractor", "context.assembler"):
+        assert "." not in subjects.durable(service)
+        assert "." not in subjects.queue_group(service)
