@@ -208,13 +208,7 @@ def to_edge_filter(flt: VectorFilter) -> Filter | None:
 def _condition(cond: Match | Range) -> FieldCondition | Filter:
     if isinstance(cond, Range):
         return FieldCondition(cond.key, range=RangeFloat(gte=cond.gte, lte=cond.lte))
-    values = cond.values
-    if not values:
-        raise ValueError(f"Match on {cond.key!r} needs at least one value")
-    if any(isinstance(v, bool) for v in values):
-        # qdrant-edge 0.9 turns MatchValue(True) into the integer 1, which never matches a stored boolean;
-        # both adapters refuse booleans so the contract stays the same. Store flags as keywords.
-        raise TypeError(f"Match on {cond.key!r}: boolean values are not supported, use a keyword")
+    values = cond.values  # non-empty and bool-free: Match validates itself
     if len(values) == 1:
         return FieldCondition(cond.key, match=MatchValue(values[0]))
     if all(isinstance(v, str) for v in values) or all(isinstance(v, int) for v in values):

@@ -28,8 +28,15 @@ class Match:
     """``key`` equals one of ``values`` (for a list field: contains one of them)."""
 
     key: str
-    # No booleans: qdrant-edge 0.9 matches True as the integer 1, so flags are stored as keywords instead.
     values: tuple[str | int, ...]
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise ValueError(f"Match on {self.key!r} needs at least one value")
+        if any(isinstance(v, bool) for v in self.values):
+            # qdrant-edge 0.9 turns MatchValue(True) into the integer 1, which never matches a stored boolean;
+            # refusing booleans here keeps every adapter's contract the same. Store flags as keywords.
+            raise TypeError(f"Match on {self.key!r}: boolean values are not supported, use a keyword")
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,8 @@ then sees only what it publishes, and consumers start from nothing.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,20 +49,6 @@ async def dead_letters(js: JetStreamContext, service: str) -> list[RawStreamMsg]
     state = (await js.stream_info(subjects.DLQ_STREAM)).state
     letters = [await js.get_msg(subjects.DLQ_STREAM, seq) for seq in range(state.first_seq, state.last_seq + 1)]
     return [m for m in letters if m.subject == subjects.dead_letter_subject(service)]
-
-
-async def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> None:
-    """Poll ``condition`` (sync or async) until truthy; fail saying ``what`` never happened."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for: {what}")
-        await asyncio.sleep(0.05)
 
 
 async def drained(js: JetStreamContext, stream: str, durable: str) -> bool:

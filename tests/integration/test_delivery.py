@@ -10,12 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import nats
 import pytest
@@ -41,22 +39,9 @@ from shared.delivery import (
     subscribe_batches,
 )
 from shared.settings import DeliverySettings, Settings
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
-
-
-async def wait_until(condition: Callable[[], Any], what: str, timeout: float = 30.0) -> None:
-    """Poll ``condition`` (sync or async) until truthy; fail saying ``what`` never happened."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for: {what}")
-        await asyncio.sleep(0.05)
 
 
 def body(n: int) -> bytes:

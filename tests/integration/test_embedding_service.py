@@ -25,7 +25,8 @@ from shared.events.envelope import NewEvent
 from shared.events.recorded import conversation_stream, summary_stream
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import Match, VectorFilter
-from tests.integration.ingest_stack import Stack, dead_letters, drained, running, wait_until
+from tests.integration.ingest_stack import Stack, dead_letters, drained, running
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

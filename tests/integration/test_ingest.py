@@ -23,7 +23,8 @@ from shared.events.envelope import NewEvent
 from shared.events.recorded import conversation_stream
 from shared.readmodels import ReadModels
 from shared.tokens import estimate_tokens
-from tests.integration.ingest_stack import Stack, dead_letters, drained, running, wait_until
+from tests.integration.ingest_stack import Stack, dead_letters, drained, running
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

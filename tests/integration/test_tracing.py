@@ -31,7 +31,8 @@ from shared.events.recorded import MESSAGE_RECORDED, MESSAGES_WITNESSED
 from shared.settings import TelemetrySettings
 from shared.telemetry import shutdown_all, tracer_provider
 from shared.vectors.edge import EdgeVectorIndex
-from tests.integration.ingest_stack import Stack, drained, running, wait_until
+from tests.integration.ingest_stack import Stack, drained, running
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
