@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run test lint typecheck fmt install asyncapi bench-ingest bench-embedding up down clean
+.PHONY: run test lint typecheck fmt install asyncapi bench-ingest bench-embedding bench-lore up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,9 @@ bench-ingest: $(STAMP)
 
 bench-embedding: $(STAMP)
 	$(PY) -m bench.embedding $(ARGS)
+
+bench-lore: $(STAMP)
+	$(PY) -m bench.lore $(ARGS)
 
 ## Distributed mode (needs a Docker engine).
 up:

@@ -18,7 +18,7 @@ from faststream.nats import NatsBroker
 
 from services.catalog import spec
 from shared.bootstrap import Core, deps_for, open_core
-from shared.broker import make_broker
+from shared.broker import make_broker, start_broker
 from shared.embedded.servers import free_port, start_mongo, start_nats
 from shared.settings import Settings
 
@@ -49,7 +49,7 @@ async def running_service(settings: Settings, name: str) -> AsyncIterator[tuple[
     broker = make_broker(settings, name)
     broker.include_router(service.router_factory()(deps_for(core, broker)))
     relay_task = asyncio.create_task(core.relay.run())
-    await broker.start()
+    await start_broker(broker)
     try:
         yield core, broker
     finally:

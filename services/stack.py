@@ -21,7 +21,7 @@ from services.catalog import SERVICES
 from services.demo import player
 from services.render import render_reply
 from shared.bootstrap import deps_for, open_core, wait_for_stop_signal
-from shared.broker import make_broker
+from shared.broker import make_broker, start_broker
 from shared.embedded.servers import ChildServer, start_mongo, start_nats
 from shared.settings import Settings
 
@@ -62,7 +62,7 @@ async def run_stack(settings: Settings, *, demo: bool) -> None:
             broker.include_router(spec.router_factory()(deps_for(core, broker)))
             brokers.append(broker)
         for broker in brokers:
-            await broker.start()
+            await start_broker(broker)
         relay_task = asyncio.create_task(core.relay.run())
         print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
         print(f"data: {settings.data_dir.resolve()}   stop: Ctrl-C", flush=True)

@@ -22,7 +22,7 @@ from nats.aio.client import Client as NatsClient
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from shared.broker import ensure_streams, make_broker
+from shared.broker import ensure_streams, make_broker, start_broker
 from shared.crypto import FieldCipher, load_or_create_kek, parse_kek
 from shared.embedders.factory import build_embedder
 from shared.embedders.port import Embedder
@@ -134,7 +134,7 @@ async def serve(name: str, create_router: RouterFactory, *, vectors: bool = Fals
     broker = make_broker(settings, name)
     broker.include_router(create_router(deps_for(core, broker)))
     relay_task = asyncio.create_task(core.relay.run())
-    await broker.start()
+    await start_broker(broker)
     log.info("%s serving on %s", name, settings.nats_url)
     try:
         await wait_for_stop_signal()

@@ -68,4 +68,15 @@ def make_broker(settings: Settings, service: str) -> NatsBroker:
     )
 
 
-__all__ = ["CHAT_JSTREAM", "LOG_JSTREAM", "ensure_streams", "make_broker"]
+async def start_broker(broker: NatsBroker) -> None:
+    """Start ``broker`` and return only once the server has registered its subscriptions.
+
+    ``broker.start()`` sends the SUB protocol lines but does not wait for the server to process them; a
+    request sent right after (a readiness probe, a test, the demo) could get "no responders". NATS handles
+    a connection's protocol in order, so a completed PING/PONG flush proves every earlier SUB is in place.
+    """
+    await broker.start()
+    await broker.config.connection_state.connection.flush()
+
+
+__all__ = ["CHAT_JSTREAM", "LOG_JSTREAM", "ensure_streams", "make_broker", "start_broker"]

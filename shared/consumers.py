@@ -2,7 +2,8 @@
 
 Each consumer gets the delivery semantics of :mod:`shared.delivery` (explicit acks, dead letters with the
 reason, bounded retries, heartbeats), the service's own durable (replicas share it) and dead-letter subject,
-and the service's tracer for per-message spans.
+and the service's tracer for per-message spans. A ``Staged`` handler overlaps up to
+``delivery.pipeline_depth`` batches.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from nats.aio.msg import Msg
 
 from shared import subjects
 from shared.broker import LOG_JSTREAM
-from shared.delivery import BatchConsumer, BatchHandler, DeadLetters, Decoder, subscribe_batches
+from shared.delivery import BatchConsumer, BatchHandler, DeadLetters, Decoder, Staged, subscribe_batches
 from shared.events.envelope import EventEnvelope
 from shared.runtime import Deps
 from shared.telemetry import tracer
@@ -29,7 +30,7 @@ def consumer_router(
     subject: str,
     stream: JStream,
     decode: Decoder[T],
-    handle: BatchHandler[T],
+    handle: BatchHandler[T] | Staged[T],
     title: str,
 ) -> NatsRouter:
     router = NatsRouter()
@@ -40,6 +41,7 @@ def consumer_router(
         max_deliver=deps.settings.delivery.max_deliver,
         ack_wait_s=deps.settings.delivery.ack_wait_s,
         tracer=tracer(service, deps.settings.telemetry),
+        in_flight=deps.settings.delivery.pipeline_depth,
     )
     subscribe_batches(
         router,

@@ -43,6 +43,9 @@ class DeliverySettings(BaseModel):
     max_deliver: int = Field(5, description="tries before a message goes to the dead-letter subject")
     ack_wait_s: float = Field(30.0, description="JetStream redelivers after this without an ack or progress")
     batch_size: int = Field(256, ge=1, description="messages fetched per pull")
+    pipeline_depth: int = Field(
+        2, ge=1, description="batches a staged consumer (ingest) holds at once, overlapping their stages"
+    )
 
 
 class TelemetrySettings(BaseModel):

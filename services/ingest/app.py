@@ -2,8 +2,10 @@
 
 Subject ``mnemo.chat.>`` on stream MNEMO_CHAT, durable ``mnemo_ingest_main`` shared by all replicas (pull
 consumer: JetStream spreads batches across them). Ack policy: manual, via ``BatchConsumer`` (ack after the
-append is durable; invalid payloads and refused commands to ``mnemo.dlq.ingest.v1`` with the reason;
-failures naked with backoff, then dead-lettered).
+append is durable and projected; invalid payloads and refused commands to ``mnemo.dlq.ingest.v1`` with the
+reason; failures naked with backoff, then dead-lettered). The handler is staged (``Staged``): a batch is
+decided and appended in delivery order, then projected and published while the next batch is decided
+(``delivery.pipeline_depth`` batches at once).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from services.ingest.recorder import Recorder
 from shared import subjects
 from shared.broker import CHAT_JSTREAM
 from shared.consumers import consumer_router
-from shared.delivery import Item, Rejection
+from shared.delivery import Completion, Item, Staged
 from shared.readmodels import ReadModels
 from shared.runtime import Deps
 
@@ -32,13 +34,13 @@ def create_router(deps: Deps) -> NatsRouter:
     indexes_ready = asyncio.Lock()
     ready: list[bool] = []
 
-    async def handle(items: list[Item[InboundCommand]]) -> list[Rejection]:
+    async def begin(items: list[Item[InboundCommand]]) -> Completion:
         if not ready:  # once per process, before the first write (idempotent across replicas)
             async with indexes_ready:
                 if not ready:
                     await read_models.ensure_indexes()
                     ready.append(True)
-        return await handler.on_chat_batch(items)
+        return await handler.begin(items)
 
     def decode(msg: Msg) -> InboundCommand:
         return decode_command(msg.subject, msg.data)
@@ -49,6 +51,6 @@ def create_router(deps: Deps) -> NatsRouter:
         subject=subjects.CHAT_STREAM_SUBJECTS[0],
         stream=CHAT_JSTREAM,
         decode=decode,
-        handle=handle,
+        handle=Staged(begin),
         title="ingest: platform chat events into the event log",
     )

@@ -9,12 +9,14 @@ everything else is acked once its events are durable in the log. Idempotency key
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ValidationError
 
 from services.ingest.domain import InboundCommand
 from services.ingest.recorder import Recorder
 from shared import subjects
-from shared.delivery import InvalidMessage, Item, Rejection
+from shared.delivery import Completion, InvalidMessage, Item, Rejection
 from shared.events.contract import BotUpserted, MessageCreated, MessageDeleted, MessageEdited, PersonaUpserted
 
 WIRE_MODELS: dict[str, type[BaseModel]] = {
@@ -46,11 +48,22 @@ def decode_command(subject: str, data: bytes) -> InboundCommand:
 
 
 class IngestHandler:
-    """The batch handler given to ``BatchConsumer``: record, then report the refused commands."""
+    """The batch handler given to ``BatchConsumer``: record, then report the refused commands.
+
+    ``begin`` is the staged form (``shared.delivery.Staged``): it decides and appends the batch, and returns
+    the completion that projects, publishes and reports the refusals, so the next batch overlaps it."""
 
     def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
 
-    async def on_chat_batch(self, items: list[Item[InboundCommand]]) -> list[Rejection]:
-        reasons = await self._recorder.record([i.value for i in items], [i.traceparent for i in items])
-        return [Rejection(item.msg, reason) for item, reason in zip(items, reasons, strict=True) if reason]
+    async def on_chat_batch(self, items: list[Item[InboundCommand]]) -> Sequence[Rejection]:
+        return await (await self.begin(items))()
+
+    async def begin(self, items: list[Item[InboundCommand]]) -> Completion:
+        finish = await self._recorder.begin([i.value for i in items], [i.traceparent for i in items])
+
+        async def complete() -> Sequence[Rejection]:
+            reasons = await finish()
+            return [Rejection(item.msg, reason) for item, reason in zip(items, reasons, strict=True) if reason]
+
+        return complete

@@ -1,18 +1,38 @@
-"""Records a batch of inbound commands in the log: load, decide, append once, retry conflicts, project, publish.
+"""Records a batch of inbound commands in the log in two stages: decide and append, then project and publish.
 
 The service layer between the consumer and the pure decisions in ``domain.py``. Per batch it costs a fixed
-number of round trips whatever the batch size: conversation states and message statuses (concurrently),
-one ``append_batch`` for every stream, the read-model writes, the publish.
+number of round trips whatever the batch size: message statuses (plus the states of conversations it has
+not cached), one ``append_batch`` for every stream, the read-model writes, the publish.
 
-- Conversation state comes from the read model and is trusted optimistically: the append's expected
-  version is the projected one, so the hot path never asks the log for stream versions. A projection that
-  lags (a crash between append and projection, another replica's appends) makes the append conflict; the
-  stream is then caught up by folding the log tail it lacks and re-decided, and the tail is projected with
-  the new events. A redelivered message the lagging projection does not know is still recorded once: its
-  event id is already in the log, which the store reports as a duplicate (it takes no version slot).
+Two stages, so that consecutive batches overlap (``begin`` returns the second stage; see
+``shared.delivery.Staged``):
+
+- ``begin``: load, decide, append. Runs one batch at a time, in the order batches are begun (the consumer
+  begins them in JetStream delivery order), so a conversation's message indexes follow the stream order.
+- the returned ``finish``: project, then publish. One batch at a time; the consumer runs them in the order
+  the batches were begun, while the next batch's ``begin`` runs.
+
+Because the next batch is decided before this one is projected, the decisions cannot come from the read
+model alone. A bounded in-process cache (``ConversationCache``) keeps, per conversation:
+
+- ``state``: the conversation as the log holds it after this process's last append (committed events
+  folded in right after the append commits); None when unknown (the read model is then asked);
+- ``pending``: message statuses this process appended (or learned from the log) that the read model may
+  not have yet; merged over the read model's statuses, and dropped once projected;
+- ``projected``: what the read model holds, as far as this process knows (a lower bound).
+
+Conversation state is trusted optimistically: the append's expected version is the cached (or projected)
+one, so the hot path never asks the log for stream versions. A stale state (a crash between append and
+projection, another replica's appends) makes the append conflict; the stream is then caught up by folding
+the log tail it lacks and re-decided. A redelivered message the read model does not know is still recorded
+once: its event id is already in the log, which the store reports as a duplicate (it takes no version slot).
+
 - A stream that lost an optimistic-concurrency race is caught up from the log and re-decided, at most
-  ``max_attempts`` times; streams that did commit are projected and published even if another one gives
-  up (the whole batch is then naked and redelivered, and its committed part dedupes by event id).
+  ``max_attempts`` times; streams that did commit are projected and published, then the batch fails
+  (``ConflictsExhausted``), is retried, and its committed part dedupes by event id.
+- The projection folds from ``projected``; when that is behind the version the batch was decided on (a
+  failed projection, a conflict, duplicates in the append), the log tail past it is re-read and projected
+  too, so the read model never skips events.
 - Publishing is best effort here: the relay republishes anything whose publish is not confirmed.
 - Each command's events carry the command's ``traceparent`` (its consumer span), so the relay publishes
   them in the trace the platform message started.
@@ -22,7 +42,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from services.ingest.domain import InboundCommand, KnownMessage, decide_stream, known_from_events, stream_of
@@ -34,6 +55,9 @@ from shared.runtime import CommittedPublisher
 
 log = logging.getLogger(__name__)
 
+Finish = Callable[[], Awaitable[list[str | None]]]
+DEFAULT_CACHE_SIZE = 10_000  # conversations; must exceed the streams of the batches in flight (2 x 256)
+
 
 async def _no_versions() -> dict[str, int]:
     return {}
@@ -44,6 +68,55 @@ class ConflictsExhausted(RuntimeError):
 
 
 @dataclass
+class CachedConversation:
+    """What this process knows of one conversation beyond (or ahead of) the read model."""
+
+    state: ConversationState | None = None  # the log's state after our last append; None: ask the read model
+    pending: dict[str, tuple[KnownMessage, int]] = field(default_factory=dict)  # message id -> (status, version)
+    projected: ConversationState | None = None  # the read model holds at least this; None: ask it
+
+    def remember(self, events: Iterable[EventEnvelope]) -> None:
+        """Note the message statuses ``events`` set (until a projection covers their versions)."""
+        for env in sorted(events, key=lambda e: e.version):
+            for message_id, known in known_from_events([env]).items():
+                before = self.pending.get(message_id)
+                if known.index < 0 and before is not None:  # a delete of a message recorded earlier
+                    known = KnownMessage(before[0].index, deleted=True)
+                self.pending[message_id] = (known, env.version)
+
+    def projected_to(self, state: ConversationState) -> None:
+        """The read model now holds ``state``: raise ``projected``, forget what it covers."""
+        if self.projected is None or state.version > self.projected.version:
+            self.projected = state
+        self.pending = {m: kv for m, kv in self.pending.items() if kv[1] > state.version}
+
+
+class ConversationCache:
+    """LRU of ``CachedConversation`` by stream id (evicting one only costs a read-model lookup)."""
+
+    def __init__(self, size: int = DEFAULT_CACHE_SIZE) -> None:
+        self._size = size
+        self._entries: OrderedDict[str, CachedConversation] = OrderedDict()
+
+    def get(self, stream_id: str) -> CachedConversation | None:
+        entry = self._entries.get(stream_id)
+        if entry is not None:
+            self._entries.move_to_end(stream_id)
+        return entry
+
+    def entry(self, stream_id: str) -> CachedConversation:
+        entry = self.get(stream_id)
+        if entry is None:
+            entry = self._entries[stream_id] = CachedConversation()
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return entry
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+@dataclass
 class StreamContext:
     """What is known about one stream while its commands are decided."""
 
@@ -51,20 +124,39 @@ class StreamContext:
     positions: list[int]  # the commands of this stream, as indexes into the batch
     version: int = 0  # the log version the decisions are based on (the append's expected version)
     state: ConversationState | None = None  # conversations only, caught up to ``version``
-    projected: ConversationState | None = None  # conversations only, as the read model holds it
     known: dict[str, KnownMessage] = field(default_factory=dict)
-    tail: list[EventEnvelope] = field(default_factory=list)  # log events the read models may lack
+    tail: list[EventEnvelope] = field(default_factory=list)  # log events folded in by a catch-up
+    committed: list[EventEnvelope] = field(default_factory=list)  # what this batch appended
+    log_version: int = 0  # the stream's version after this batch's append
     saw_duplicates: bool = False  # the log already held some decided events: the projection lags
+
+
+@dataclass
+class _Decided:
+    """A batch between its two stages."""
+
+    reasons: list[str | None]
+    settled: list[StreamContext]
+    committed: list[EventEnvelope]
 
 
 class Recorder:
     def __init__(
-        self, store: EventStore, read_models: ReadModels, publisher: CommittedPublisher, *, max_attempts: int = 5
+        self,
+        store: EventStore,
+        read_models: ReadModels,
+        publisher: CommittedPublisher,
+        *,
+        max_attempts: int = 5,
+        cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         self._store = store
         self._read_models = read_models
         self._publisher = publisher
         self._max_attempts = max_attempts
+        self._cache = ConversationCache(cache_size)
+        self._deciding = asyncio.Lock()  # stage 1, one batch at a time
+        self._finishing = asyncio.Lock()  # stage 2, one batch at a time
 
     async def record(
         self, commands: Sequence[InboundCommand], traceparents: Sequence[str | None] | None = None
@@ -72,28 +164,63 @@ class Recorder:
         """Record ``commands``; the refusal reason per command (None: recorded or already recorded).
 
         ``traceparents`` (one per command) are stamped on the events each command yields."""
+        finish = await self.begin(commands, traceparents)
+        return await finish()
+
+    async def begin(
+        self, commands: Sequence[InboundCommand], traceparents: Sequence[str | None] | None = None
+    ) -> Finish:
+        """Stage 1: decide and append ``commands`` (after every batch begun earlier); the stage-2 call.
+
+        Stage 2 projects, then publishes, and returns the refusal reason per command. Callers run the
+        stage 2 of their batches in the order they began them (``BatchConsumer`` does); the projection
+        stays correct in any order (it re-reads what the read model lacks), only publish order follows."""
+        async with self._deciding:
+            decided, unsettled = await self._decide_and_append(commands, traceparents)
+
+        async def finish() -> list[str | None]:
+            async with self._finishing:
+                await self._finish(decided)
+            return decided.reasons
+
+        if unsettled:
+            await finish()
+            raise ConflictsExhausted(f"{len(unsettled)} stream(s) still conflicting, e.g. {unsettled[0]!r}")
+        return finish
+
+    # --- stage 1 --------------------------------------------------------------------------------------
+    async def _decide_and_append(
+        self, commands: Sequence[InboundCommand], traceparents: Sequence[str | None] | None
+    ) -> tuple[_Decided, list[str]]:
         reasons: list[str | None] = [None] * len(commands)
         traces = list(traceparents) if traceparents is not None else [None] * len(commands)
         contexts = await self._load(commands)
+        conversations = [c.stream_id for c in contexts.values() if c.state is not None]
         committed: list[EventEnvelope] = []
         settled: dict[str, StreamContext] = {}
         pending = list(contexts.values())
-        for attempt in range(1, self._max_attempts + 1):
-            lost = await self._append(pending, commands, traces, reasons, committed)
-            lost_ids = {c.stream_id for c in lost}
-            settled.update({c.stream_id: c for c in pending if c.stream_id not in lost_ids})
-            if not lost:
-                break
-            log.info("attempt %d: %d stream(s) lost a concurrency race; catching up", attempt, len(lost))
-            await self._catch_up(lost, await self._store.stream_versions([c.stream_id for c in lost]))
-            pending = lost
-        await self._project(settled.values(), committed)
-        if committed:
-            await self._publisher.publish_committed(committed)
+        try:
+            for attempt in range(1, self._max_attempts + 1):
+                lost = await self._append(pending, commands, traces, reasons, committed)
+                lost_ids = {c.stream_id for c in lost}
+                settled.update({c.stream_id: c for c in pending if c.stream_id not in lost_ids})
+                if not lost:
+                    break
+                log.info("attempt %d: %d stream(s) lost a concurrency race; catching up", attempt, len(lost))
+                await self._catch_up(lost, await self._store.stream_versions([c.stream_id for c in lost]))
+                pending = lost
+            await self._remember(settled.values())
+        except BaseException:
+            for sid in conversations:  # what was committed is unknown: ask the read model (and the log) again
+                self._cache.entry(sid).state = None
+            raise
         unsettled = [c.stream_id for c in contexts.values() if c.stream_id not in settled]
-        if unsettled:
-            raise ConflictsExhausted(f"{len(unsettled)} stream(s) still conflicting, e.g. {unsettled[0]!r}")
-        return reasons
+        for sid in unsettled:
+            if sid in conversations:
+                entry = self._cache.entry(sid)
+                entry.state = None
+                entry.remember(contexts[sid].tail)
+        return _Decided(reasons, list(settled.values()), committed), unsettled
 
     async def _load(self, commands: Sequence[InboundCommand]) -> dict[str, StreamContext]:
         contexts: dict[str, StreamContext] = {}
@@ -113,16 +240,32 @@ class Recorder:
             if not isinstance(cmd, BotUpserted | PersonaUpserted)
         }
         profiles = [sid for sid in contexts if sid not in set(conversations)]
+        entries = {sid: self._cache.entry(sid) for sid in conversations}
+        uncached = [sid for sid, e in entries.items() if e.state is None]
         versions, states, statuses = await asyncio.gather(
             self._store.stream_versions(profiles) if profiles else _no_versions(),
-            self._read_models.conversation_states(conversations),
+            self._read_models.conversation_states(uncached) if uncached else _no_states(),
             self._read_models.message_status(keys),
         )
-        for sid in conversations:
-            contexts[sid].state = contexts[sid].projected = states[sid]
-            contexts[sid].version = states[sid].version
         for key, status in statuses.items():
             contexts[keys[key]].known[key.message_id] = KnownMessage(status.index, status.deleted)
+        for sid, entry in entries.items():
+            ctx = contexts[sid]
+            if sid in states:
+                ctx.state = states[sid]
+                if entry.projected is None or entry.projected.version < ctx.state.version:
+                    entry.projected = ctx.state
+            else:
+                ctx.state = entry.state
+            assert ctx.state is not None
+            ctx.version = ctx.state.version
+            for message_id, (known, _) in entry.pending.items():  # newer than the read model's
+                stored = ctx.known.get(message_id)
+                if stored is not None and known.index < 0:
+                    known = KnownMessage(stored.index, deleted=True)
+                elif stored is not None and stored.deleted:
+                    known = KnownMessage(known.index, deleted=True)
+                ctx.known[message_id] = known
         await self._catch_up([contexts[sid] for sid in profiles], versions)
         return contexts
 
@@ -153,6 +296,7 @@ class Recorder:
         """Decide and append every context's commands in one ``append_batch``; the contexts that lost a race."""
         appends: list[tuple[StreamContext, Append]] = []
         for ctx in contexts:
+            ctx.log_version = ctx.version
             decisions = decide_stream([commands[p] for p in ctx.positions], ctx.state, ctx.known)
             events = []
             for position, decision in zip(ctx.positions, decisions, strict=True):
@@ -170,21 +314,67 @@ class Recorder:
                 lost.append(ctx)
             else:
                 committed.extend(result.committed)
+                ctx.committed = list(result.committed)
+                ctx.log_version = result.version
                 ctx.saw_duplicates = bool(result.duplicates)
         return lost
 
-    async def _project(self, contexts: Iterable[StreamContext], committed: list[EventEnvelope]) -> None:
-        """Project the caught-up tails and the new events, folding from the states the read model holds.
+    async def _remember(self, settled: Iterable[StreamContext]) -> None:
+        """Fold what the settled conversations committed into the cache, before the next batch is decided.
 
-        A conversation whose append met duplicates had a projection behind the log (the duplicates are
-        events it never saw): its whole tail past the projection is re-read, so the fold stays gapless.
-        """
-        settled = list(contexts)
-        lagging = [c for c in settled if c.saw_duplicates and c.projected is not None]
+        An append that met duplicates committed past events this process never saw: the cache then
+        re-reads the log past the version the decisions were based on."""
+        conversations = [c for c in settled if c.state is not None]
+        lagging = [c for c in conversations if c.saw_duplicates]
+        tails = await asyncio.gather(*(self._store.read_stream(c.stream_id, after_version=c.version) for c in lagging))
+        reread = {c.stream_id: tail for c, tail in zip(lagging, tails, strict=True)}
+        for ctx in conversations:
+            assert ctx.state is not None
+            events = reread.get(ctx.stream_id, ctx.committed)
+            state = fold(ctx.state, events)
+            entry = self._cache.entry(ctx.stream_id)
+            entry.remember([*ctx.tail, *events])
+            # A state that does not match the log's version is not trusted: the read model is asked next time.
+            entry.state = state if state.version == ctx.log_version else None
+
+    # --- stage 2 --------------------------------------------------------------------------------------
+    async def _finish(self, decided: _Decided) -> None:
+        conversations = [c.stream_id for c in decided.settled if c.state is not None]
+        try:
+            await self._project(decided.settled, decided.committed)
+        except BaseException:
+            for sid in conversations:  # unknown what reached the read model: ask it next time
+                self._cache.entry(sid).projected = None
+            raise
+        if decided.committed:
+            await self._publisher.publish_committed(decided.committed)
+
+    async def _project(self, settled: Sequence[StreamContext], committed: list[EventEnvelope]) -> None:
+        """Project the new events, plus the log tail the read model lacks, folding from what it holds.
+
+        A conversation whose read model is behind the version its commands were decided on (a failed
+        projection, a catch-up, duplicates: events it never saw) gets its whole log tail past the
+        projection re-read, so the fold stays gapless."""
+        conversations = [c for c in settled if c.state is not None]
+        projected: dict[str, ConversationState] = {}
+        for ctx in conversations:
+            entry = self._cache.get(ctx.stream_id)
+            if entry is not None and entry.projected is not None:
+                projected[ctx.stream_id] = entry.projected
+        unknown = [c.stream_id for c in conversations if c.stream_id not in projected]
+        if unknown:
+            projected.update(await self._read_models.conversation_states(unknown))
+        lagging = [c for c in conversations if c.saw_duplicates or c.tail or projected[c.stream_id].version < c.version]
         tails = await asyncio.gather(
-            *(self._store.read_stream(c.stream_id, after_version=c.projected.version) for c in lagging if c.projected)
+            *(self._store.read_stream(c.stream_id, after_version=projected[c.stream_id].version) for c in lagging)
         )
-        for ctx, tail in zip(lagging, tails, strict=True):
-            ctx.tail = tail
-        projected = {c.stream_id: c.projected for c in settled if c.projected is not None}
-        await self._read_models.apply([*(e for c in settled for e in c.tail), *committed], known_states=projected)
+        after = await self._read_models.apply(
+            [*(e for tail in tails for e in tail), *committed], known_states=projected
+        )
+        for sid, state in after.items():
+            if (entry := self._cache.get(sid)) is not None:
+                entry.projected_to(state)
+
+
+async def _no_states() -> dict[str, ConversationState]:
+    return {}

@@ -23,6 +23,7 @@ from nats.aio.client import Client as NatsClient
 from services.context_assembler.app import create_router
 from services.context_assembler.retrieval import AssemblerSettings
 from shared import subjects
+from shared.broker import start_broker
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.embedders.bundled import BundledEmbedder
 from shared.eventlog.codec import EventCodec
@@ -189,7 +190,7 @@ async def start_assembler(nats_url: str, db: Any, cipher: FieldCipher, index: An
     deps = Deps(settings, broker, db, MongoEventStore(db, codec), codec, publisher=None, cipher=cipher)  # type: ignore[arg-type]
     deps.vectors, deps.embedder = index, embedder
     broker.include_router(create_router(deps, AssemblerSettings(history_limit=6, min_score=0.3)))
-    await broker.start()
+    await start_broker(broker)
     return broker
 
 

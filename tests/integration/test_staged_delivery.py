@@ -1,0 +1,105 @@
+"""``Staged`` batch handlers (pipelined consumers) on a real nats-server: order, backpressure, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+from faststream.nats import JStream, NatsBroker, NatsRouter
+
+from shared.broker import make_broker
+from shared.delivery import BatchConsumer, Completion, DeadLetters, Item, Rejection, Staged, subscribe_batches
+from shared.settings import DeliverySettings, Settings
+from tests.integration.test_delivery import Env, _acked_through, body, decode_n, env  # noqa: F401 (fixture)
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+async def start(env: Env, staged: Staged[int], delivery: DeliverySettings, in_flight: int) -> NatsBroker:  # noqa: F811
+    broker = make_broker(Settings(nats_url=env.url), env.service)
+    router = NatsRouter()
+    consumer: BatchConsumer[int] = BatchConsumer(
+        decode=decode_n,
+        handle=staged,
+        dead_letters=DeadLetters(broker, env.service),
+        max_deliver=delivery.max_deliver,
+        ack_wait_s=delivery.ack_wait_s,
+        in_flight=in_flight,
+    )
+    subscribe_batches(
+        router,
+        subject=f"{env.prefix}.>",
+        stream=JStream(env.stream, declare=False),
+        durable=env.durable,
+        consumer=consumer,
+        delivery=delivery,
+        title=f"{env.service}:items",
+    )
+    broker.include_router(router)
+    await broker.start()
+    env.brokers.append(broker)
+    return broker
+
+
+async def test_stages_run_in_delivery_order_with_bounded_overlap(env: Env) -> None:  # noqa: F811
+    events: list[tuple[str, int]] = []
+    in_flight = 0
+    most = 0
+
+    async def first(items: list[Item[int]]) -> Completion:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        events.append(("first", items[0].value))
+        await asyncio.sleep(0.01)
+
+        async def complete() -> list[Rejection]:
+            nonlocal in_flight
+            await asyncio.sleep(0.05)
+            events.append(("done", items[0].value))
+            in_flight -= 1
+            return [Rejection(i.msg, "odd") for i in items if i.value == 13]
+
+        return complete
+
+    for n in range(40):
+        await env.publish(body(n))
+    await start(env, Staged(first), DeliverySettings(max_deliver=3, ack_wait_s=5.0, batch_size=4), in_flight=3)
+    await wait_until(env.drained, "everything acked")
+    firsts = [n for kind, n in events if kind == "first"]
+    dones = [n for kind, n in events if kind == "done"]
+    assert firsts == sorted(firsts)  # first stages in delivery order
+    assert dones == firsts  # completions too
+    assert 1 < most <= 3  # batches overlapped, never more than in_flight
+    letters = await env.dead_letters()
+    assert [decode_n(m) for m in letters] == [13]
+
+
+async def test_graceful_stop_waits_for_background_completions(env: Env) -> None:  # noqa: F811
+    done: Counter[int] = Counter()
+    seen: list[int] = []
+    started = asyncio.Event()
+
+    async def first(items: list[Item[int]]) -> Completion:
+        seen.extend(i.value for i in items)
+
+        async def complete() -> list[Rejection]:
+            started.set()
+            await asyncio.sleep(1.5)
+            done.update(i.value for i in items)
+            return []
+
+        return complete
+
+    for n in range(3):
+        await env.publish(body(n))
+    delivery = DeliverySettings(max_deliver=3, ack_wait_s=1.0, batch_size=16)
+    broker = await start(env, Staged(first), delivery, in_flight=2)
+    await asyncio.wait_for(started.wait(), 30)
+    await broker.stop()  # returns only once the completion in the background finished and acked
+    env.brokers.remove(broker)
+    assert seen
+    assert all(done[n] == 1 for n in seen)
+    await wait_until(lambda: _acked_through(env, max(seen)), "the in-flight batch acked", timeout=10.0)
