@@ -42,10 +42,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from services.ingest.cache import DEFAULT_CACHE_SIZE, ConversationCache
 from services.ingest.domain import InboundCommand, KnownMessage, decide_stream, known_from_events, stream_of
 from shared.eventlog.port import Append, ConcurrencyError, EventStore
 from shared.events.contract import BotUpserted, PersonaUpserted
@@ -56,7 +56,6 @@ from shared.runtime import CommittedPublisher
 log = logging.getLogger(__name__)
 
 Finish = Callable[[], Awaitable[list[str | None]]]
-DEFAULT_CACHE_SIZE = 10_000  # conversations; must exceed the streams of the batches in flight (2 x 256)
 
 
 async def _no_versions() -> dict[str, int]:
@@ -65,55 +64,6 @@ async def _no_versions() -> dict[str, int]:
 
 class ConflictsExhausted(RuntimeError):
     """Streams kept losing optimistic-concurrency races; the batch is retried later."""
-
-
-@dataclass
-class CachedConversation:
-    """What this process knows of one conversation beyond (or ahead of) the read model."""
-
-    state: ConversationState | None = None  # the log's state after our last append; None: ask the read model
-    pending: dict[str, tuple[KnownMessage, int]] = field(default_factory=dict)  # message id -> (status, version)
-    projected: ConversationState | None = None  # the read model holds at least this; None: ask it
-
-    def remember(self, events: Iterable[EventEnvelope]) -> None:
-        """Note the message statuses ``events`` set (until a projection covers their versions)."""
-        for env in sorted(events, key=lambda e: e.version):
-            for message_id, known in known_from_events([env]).items():
-                before = self.pending.get(message_id)
-                if known.index < 0 and before is not None:  # a delete of a message recorded earlier
-                    known = KnownMessage(before[0].index, deleted=True)
-                self.pending[message_id] = (known, env.version)
-
-    def projected_to(self, state: ConversationState) -> None:
-        """The read model now holds ``state``: raise ``projected``, forget what it covers."""
-        if self.projected is None or state.version > self.projected.version:
-            self.projected = state
-        self.pending = {m: kv for m, kv in self.pending.items() if kv[1] > state.version}
-
-
-class ConversationCache:
-    """LRU of ``CachedConversation`` by stream id (evicting one only costs a read-model lookup)."""
-
-    def __init__(self, size: int = DEFAULT_CACHE_SIZE) -> None:
-        self._size = size
-        self._entries: OrderedDict[str, CachedConversation] = OrderedDict()
-
-    def get(self, stream_id: str) -> CachedConversation | None:
-        entry = self._entries.get(stream_id)
-        if entry is not None:
-            self._entries.move_to_end(stream_id)
-        return entry
-
-    def entry(self, stream_id: str) -> CachedConversation:
-        entry = self.get(stream_id)
-        if entry is None:
-            entry = self._entries[stream_id] = CachedConversation()
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-        return entry
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 @dataclass

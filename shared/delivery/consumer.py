@@ -1,166 +1,30 @@
-"""Delivery semantics for JetStream batch consumers, the same in every service.
-
-- Explicit acks: a message is acked only after its effect is durable.
-- Invalid payloads (undecodable, failing validation) go to the service's dead-letter subject with the
-  reason at once; they never block the rest of the batch.
-- A handler failure naks the batch with a growing delay; a message that has failed ``max_deliver`` times
-  goes to the dead-letter subject with the last error instead (poison message).
-- Long work sends ``in_progress`` heartbeats so JetStream does not redeliver it mid-flight.
-- A dead letter is acked only once the dead-letter publish itself is acknowledged, so none is lost.
-- Each message gets its own CONSUMER span, child of the trace context in its headers: FastStream's
-  middleware opens one new trace per *batch* (with links only), which would cut a message's path across the
-  services into several traces. Handlers carry ``Item.traceparent`` into what they produce.
-- A ``Staged`` handler overlaps consecutive batches (pipelining). Its first stage runs batch after batch in
-  delivery order, inside the fetch loop: the next batch is fetched only once it is done. The completion it
-  returns (e.g. projections, publishing, then the acks) runs in the background, completions one after
-  another in delivery order, while the next batch goes through its first stage; at most ``in_flight``
-  batches are held at once (backpressure: the fetch loop waits for a free slot). A failing first stage is
-  isolated message by message right there, after every earlier completion, so the retries keep their order
-  before the next batch. The subscriber's graceful shutdown waits for the background completions too.
-"""
+"""The batch consumer: decode, per-message spans, handle (plain or staged), ack, retry or dead-letter."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic
 
-from faststream import AckPolicy, Context, StreamMessage
-from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
-from faststream.nats.message import NatsBatchMessage
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig, DeliverPolicy
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from shared import subjects
-from shared.settings import DeliverySettings
+from shared.delivery.dead_letters import DeadLetters, heartbeat, retry_delay
+from shared.delivery.types import (
+    _PROPAGATOR,
+    BatchHandler,
+    Completion,
+    Decoder,
+    Item,
+    Rejection,
+    Staged,
+    T,
+)
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-# Headers of a dead letter; the body is the original message's body, unchanged.
-DLQ_REASON = "Mnemo-Dlq-Reason"
-DLQ_SUBJECT = "Mnemo-Dlq-Original-Subject"
-DLQ_SERVICE = "Mnemo-Dlq-Service"
-DLQ_ATTEMPTS = "Mnemo-Dlq-Attempts"
-
-
-class InvalidMessage(ValueError):
-    """A message that can never be processed (bad payload, unknown type): dead-letter it at once."""
-
-
-_PROPAGATOR = TraceContextTextMapPropagator()
-TRACEPARENT = "traceparent"
-
-
-@dataclass(frozen=True)
-class Item(Generic[T]):
-    """One decoded message of a batch, with the span its processing is recorded in."""
-
-    value: T
-    msg: Msg
-    span: Span = trace.INVALID_SPAN
-
-    @property
-    def subject(self) -> str:
-        return self.msg.subject
-
-    @property
-    def traceparent(self) -> str | None:
-        """W3C ``traceparent`` of this message's span: what the events it produces carry, so downstream
-        consumers continue this trace (None when tracing recorded nothing for it)."""
-        return traceparent_of(self.span)
-
-
-def traceparent_of(span: Span) -> str | None:
-    if not span.get_span_context().is_valid:
-        return None
-    carrier: dict[str, str] = {}
-    _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
-    return carrier.get(TRACEPARENT)
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """A message the handler could not process for good, with the reason."""
-
-    msg: Msg
-    reason: str
-
-
-Decoder = Callable[[Msg], Awaitable[T] | T]
-BatchHandler = Callable[[list[Item[T]]], Awaitable[Sequence[Rejection]]]
-Completion = Callable[[], Awaitable[Sequence[Rejection]]]
-
-
-@dataclass(frozen=True)
-class Staged(Generic[T]):
-    """A batch handler in two stages, so that consecutive batches overlap.
-
-    ``first(items)`` does the part that must follow delivery order (batches never overlap in it) and returns
-    the completion: the rest of the work, run in the background (completions one at a time, in delivery
-    order), returning the rejections like a ``BatchHandler``. Messages are acked after their completion."""
-
-    first: Callable[[list[Item[T]]], Awaitable[Completion]]
-
-    async def run(self, items: list[Item[T]]) -> Sequence[Rejection]:
-        """Both stages back to back (retries of a failed batch, message by message)."""
-        return await (await self.first(items))()
-
-
-def retry_delay(attempt: int) -> float:
-    """Exponential backoff for naks: 0.5 s, 1 s, 2 s, ... capped at 30 s."""
-    return float(min(30.0, 0.5 * 2 ** max(0, attempt - 1)))
-
-
-class DeadLetters:
-    def __init__(self, broker: NatsBroker, service: str) -> None:
-        self._broker = broker
-        self.service = service
-        self.subject = subjects.dead_letter_subject(service)
-
-    async def send(self, msg: Msg, reason: str) -> None:
-        meta = msg.metadata
-        headers = {
-            DLQ_REASON: reason[:4000].replace("\r", " ").replace("\n", " "),
-            DLQ_SUBJECT: msg.subject,
-            DLQ_SERVICE: self.service,
-            DLQ_ATTEMPTS: str(meta.num_delivered),
-            # A dead letter re-sent after a crash is deduplicated by its origin's stream position.
-            "Nats-Msg-Id": f"dlq:{self.service}:{meta.stream}:{meta.sequence.stream}",
-        }
-        # Through the broker (not raw nats-py) so the dead letter carries the trace context too.
-        await self._broker.publish(msg.data, self.subject, headers=headers, stream=subjects.DLQ_STREAM)
-        log.warning("dead-lettered %s from %s: %s", msg.subject, self.service, reason)
-
-
-@contextlib.asynccontextmanager
-async def heartbeat(msgs: Sequence[Msg], every_s: float):  # type: ignore[no-untyped-def]
-    """Tell JetStream the batch is still being worked on, so it is not redelivered mid-flight."""
-
-    async def beat() -> None:
-        while True:
-            await asyncio.sleep(every_s)
-            for m in msgs:
-                if m.is_acked:  # settled already (acked, nak'ed or dead-lettered)
-                    continue
-                with contextlib.suppress(Exception):
-                    await m.in_progress()
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 class BatchConsumer(Generic[T]):
@@ -375,47 +239,3 @@ class BatchConsumer(Generic[T]):
                 item.span.record_exception(exc)
                 item.span.set_status(Status(StatusCode.ERROR, f"attempt {attempt} failed; retried later"))
                 await item.msg.nak(delay=self._backoff(attempt))
-
-
-async def _undecoded(message: StreamMessage[Any]) -> Any:
-    """FastStream's own batch decoder JSON-parses every body whose content-type says JSON, and one bad body
-    then fails the whole batch before the handler runs (never acked, never dead-lettered). Decoding is the
-    consumer's job, message by message, so the framework hands the bodies over untouched."""
-    return message.body
-
-
-def subscribe_batches(
-    router: NatsRouter,
-    *,
-    subject: str,
-    stream: JStream,
-    durable: str,
-    consumer: BatchConsumer[T],
-    delivery: DeliverySettings,
-    title: str,
-) -> None:
-    """Register ``consumer`` as a durable JetStream pull consumer fetching batches on ``subject``.
-
-    Replicas of a service share the durable, so JetStream spreads batches across them. The server-side
-    ``max_deliver`` is a backstop above ours: our consumer dead-letters first, with the reason.
-    """
-
-    @router.subscriber(
-        subject,
-        stream=stream,
-        durable=durable,
-        pull_sub=PullSub(batch_size=delivery.batch_size, timeout=0.05, batch=True),
-        ack_policy=AckPolicy.MANUAL,
-        decoder=_undecoded,
-        config=ConsumerConfig(
-            ack_wait=delivery.ack_wait_s,
-            max_deliver=delivery.max_deliver + 5,
-            deliver_policy=DeliverPolicy.ALL,
-        ),
-        title=title,
-    )
-    async def on_batch(message: NatsBatchMessage = Context("message"), subscriber: Any = Context("handler_")) -> None:
-        # The subscriber's graceful-shutdown lock: held by FastStream while this call runs, and by the
-        # consumer until a staged batch's background completion is done, so ``broker.stop()`` waits for it.
-        lock = getattr(subscriber, "lock", None)
-        await consumer(message.raw_message, lock if isinstance(lock, AbstractContextManager) else None)

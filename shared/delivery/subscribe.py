@@ -1,0 +1,59 @@
+"""Registering a batch consumer as a durable JetStream pull subscriber on a FastStream router."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any
+
+from faststream import AckPolicy, Context, StreamMessage
+from faststream.nats import JStream, NatsRouter, PullSub
+from faststream.nats.message import NatsBatchMessage
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from shared.delivery.consumer import BatchConsumer
+from shared.delivery.types import T
+from shared.settings import DeliverySettings
+
+
+async def _undecoded(message: StreamMessage[Any]) -> Any:
+    """FastStream's own batch decoder JSON-parses every body whose content-type says JSON, and one bad body
+    then fails the whole batch before the handler runs (never acked, never dead-lettered). Decoding is the
+    consumer's job, message by message, so the framework hands the bodies over untouched."""
+    return message.body
+
+
+def subscribe_batches(
+    router: NatsRouter,
+    *,
+    subject: str,
+    stream: JStream,
+    durable: str,
+    consumer: BatchConsumer[T],
+    delivery: DeliverySettings,
+    title: str,
+) -> None:
+    """Register ``consumer`` as a durable JetStream pull consumer fetching batches on ``subject``.
+
+    Replicas of a service share the durable, so JetStream spreads batches across them. The server-side
+    ``max_deliver`` is a backstop above ours: our consumer dead-letters first, with the reason.
+    """
+
+    @router.subscriber(
+        subject,
+        stream=stream,
+        durable=durable,
+        pull_sub=PullSub(batch_size=delivery.batch_size, timeout=0.05, batch=True),
+        ack_policy=AckPolicy.MANUAL,
+        decoder=_undecoded,
+        config=ConsumerConfig(
+            ack_wait=delivery.ack_wait_s,
+            max_deliver=delivery.max_deliver + 5,
+            deliver_policy=DeliverPolicy.ALL,
+        ),
+        title=title,
+    )
+    async def on_batch(message: NatsBatchMessage = Context("message"), subscriber: Any = Context("handler_")) -> None:
+        # The subscriber's graceful-shutdown lock: held by FastStream while this call runs, and by the
+        # consumer until a staged batch's background completion is done, so ``broker.stop()`` waits for it.
+        lock = getattr(subscriber, "lock", None)
+        await consumer(message.raw_message, lock if isinstance(lock, AbstractContextManager) else None)
