@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run test lint typecheck fmt install asyncapi bench-ingest bench-embedding bench-lore up down clean
+.PHONY: run test lint typecheck fmt install asyncapi bench-ingest bench-embedding bench-lore bench-retrieval up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ bench-embedding: $(STAMP)
 
 bench-lore: $(STAMP)
 	$(PY) -m bench.lore $(ARGS)
+
+## Retrieval recall on a LoCoMo-family file or folder (default: the REALTALK dev set beside the repo).
+bench-retrieval: $(STAMP)
+	$(PY) -m bench.retrieval --data $(DATA) $(ARGS)
 
 ## Distributed mode (needs a Docker engine).
 up:
