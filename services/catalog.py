@@ -1,4 +1,4 @@
-"""The five services: where each one's router factory lives and which shared resources it needs."""
+"""The services: where each one's router factory lives and which shared resources it needs."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("summarizer", "services.summarizer", embedder=True),
     ServiceSpec("memory-extractor", "services.memory_extractor"),
     ServiceSpec("context-assembler", "services.context_assembler", vectors=True, embedder=True),
+    ServiceSpec("lore", "services.lore"),
 )
 
 

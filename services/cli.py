@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--nats-url", help="where nats-server listens (default nats://127.0.0.1:4222)")
         p.add_argument("--mongodb-url", help="where the MongoDB-protocol server listens")
 
-    run = sub.add_parser("run", help="run nats-server, SecantusDB and the five services (embedded mode)")
+    run = sub.add_parser("run", help="run nats-server, SecantusDB and every mnemo service (embedded mode)")
     add_backend_flags(run)
     run.add_argument("--no-demo", action="store_true", help="do not play the demo scene on first start")
     run.set_defaults(func=cmd_run)

@@ -14,7 +14,12 @@ from faststream.nats import NatsBroker
 from faststream.specification import AsyncAPI
 
 from shared import subjects
-from shared.events import contract
+from shared.events import contract, lore_contract
+
+_LORE_ERRORS = (
+    "Request-reply (lore service). Errors: ErrorReply {error: {code, message}} with bad_request (invalid request, "
+    "or a file that is not a readable lorebook, saying what is wrong) or not_found (no such book in the tenant)."
+)
 
 
 def build_contract_app() -> FastStream:
@@ -37,6 +42,18 @@ def build_contract_app() -> FastStream:
     )
     async def assemble(request: contract.ContextAssembleRequest) -> contract.ContextAssembleReply:
         raise NotImplementedError("documentation only: the context-assembler service answers this subject")
+
+    @broker.subscriber(subjects.LORE_IMPORT, title=subjects.LORE_IMPORT, description=_LORE_ERRORS)
+    async def lore_import(request: lore_contract.LoreImportRequest) -> lore_contract.LoreImportReply:
+        raise NotImplementedError("documentation only: the lore service answers this subject")
+
+    @broker.subscriber(subjects.LORE_EXPORT, title=subjects.LORE_EXPORT, description=_LORE_ERRORS)
+    async def lore_export(request: lore_contract.LoreExportRequest) -> lore_contract.LoreExportReply:
+        raise NotImplementedError("documentation only: the lore service answers this subject")
+
+    @broker.subscriber(subjects.LORE_ATTACH, title=subjects.LORE_ATTACH, description=_LORE_ERRORS)
+    async def lore_attach(request: lore_contract.LoreAttachRequest) -> lore_contract.LoreAttachReply:
+        raise NotImplementedError("documentation only: the lore service answers this subject")
 
     return FastStream(
         broker,

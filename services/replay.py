@@ -1,8 +1,9 @@
 """`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
 
-The log is the source of truth; this drops the read models and the vectors of messages and summaries, then
-folds every event back in, in batches, printing progress. Run it with the stack stopped: in embedded mode
-the vector index has one owner process, and live consumers would race the rebuild.
+The log is the source of truth; this drops the read models (lorebooks and their attachments included) and the
+vectors of messages and summaries, then folds every event back in, in batches, printing progress. Run it with
+the stack stopped: in embedded mode the vector index has one owner process, and live consumers would race the
+rebuild.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from services.stack import start_servers
 from shared.bootstrap import open_core
 from shared.events.envelope import EventEnvelope
 from shared.readmodels import ReadModels
+from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.readmodels.witnessed import WitnessedReadModel
 from shared.settings import Settings
@@ -52,14 +54,17 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
             read_models = ReadModels(core.db, core.cipher)
             summaries = SummariesReadModel(core.db, core.cipher)
             witnessed = WitnessedReadModel(core.db)
+            lore = LoreReadModel(core.db, core.cipher)
             vectors = core.vectors
             if vectors is None or core.embedder is None:
                 raise RuntimeError("replay needs the vector index and the embedder")
             embedding = EmbeddingHandler(vectors, core.embedder, read_models, chunk_strings)
-            for projection in (read_models, summaries, witnessed):
+            for projection in (read_models, summaries, witnessed, lore):
                 await projection.drop_all()
             await vectors.delete(VectorFilter(must=(Match("kind", VECTOR_KINDS),)))
-            return await _fold_log(core.store.read_all(batch_size=BATCH), read_models, summaries, witnessed, embedding)
+            return await _fold_log(
+                core.store.read_all(batch_size=BATCH), read_models, summaries, witnessed, lore, embedding
+            )
         finally:
             await core.close()
     finally:
@@ -72,6 +77,7 @@ async def _fold_log(
     read_models: ReadModels,
     summaries: SummariesReadModel,
     witnessed: WitnessedReadModel,
+    lore: LoreReadModel,
     embedding: EmbeddingHandler,
 ) -> int:
     started = time.monotonic()
@@ -83,6 +89,7 @@ async def _fold_log(
         await read_models.apply(batch)
         await summaries.apply(batch)
         await witnessed.apply(batch)
+        await lore.apply(batch)
         await embedding.project(embeddable(batch))
         total += len(batch)
         batch.clear()

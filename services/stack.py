@@ -1,8 +1,8 @@
-"""The embedded stack: real servers as child processes, all five services in this process.
+"""The embedded stack: real servers as child processes, every mnemo service in this process.
 
 nats-server (JetStream) and SecantusDB run as children with their data under ``data_dir``; Qdrant Edge
 and the bundled embedding model run in-process. An in-process vector engine has exactly one owner, so the
-five services share this process, but each has its own broker and they talk only over NATS.
+services share this process, but each has its own broker and they talk only over NATS.
 """
 
 from __future__ import annotations

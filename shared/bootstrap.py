@@ -3,7 +3,7 @@
 ``open_core`` opens what services share (MongoDB, the event log, the cipher, the relay, and optionally
 the vector index and embedder); ``deps_for`` adds a service's own broker. ``run_service`` is what
 ``python -m services.<name>`` calls in the distributed mode; the embedded stack (services/stack.py)
-opens one core and runs all five services on it.
+opens one core and runs every service on it.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ CHAT_INBOUND: Final = (MESSAGE_CREATED, MESSAGE_EDITED, MESSAGE_DELETED, BOT_UPS
 
 # --- Public request-reply -----------------------------------------------------------------------
 CONTEXT_ASSEMBLE: Final = "mnemo.rpc.context.assemble.v1"
+LORE_IMPORT: Final = "mnemo.rpc.lore.import.v1"
+LORE_EXPORT: Final = "mnemo.rpc.lore.export.v1"
+LORE_ATTACH: Final = "mnemo.rpc.lore.attach.v1"
 
 # --- Recorded events: what the event log's relay publishes after a durable append ----------------
 LOG_PREFIX: Final = "mnemo.log"

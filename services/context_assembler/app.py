@@ -6,11 +6,13 @@ from faststream.nats import NatsRouter
 from faststream.nats.message import NatsMessage
 
 from services.context_assembler.handlers import answer
+from services.context_assembler.lore import LoreLoader
 from services.context_assembler.reads import ReadModelReads
 from services.context_assembler.retrieval import AssemblerSettings, ContextReads, Gatherer
 from shared import subjects
 from shared.events.contract import ContextAssembleReply, ErrorReply
 from shared.readmodels import ReadModels
+from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
 
@@ -33,6 +35,7 @@ def create_router(
         deps.vectors,
         deps.embedder,
         settings,
+        LoreLoader(LoreReadModel(deps.db, deps.cipher)),
     )
 
     @router.subscriber(

@@ -1,17 +1,23 @@
 """Pure context assembly: what was gathered (bot, persona, memories, retrieved messages, history) in, the
 ``mnemo.rpc.context.assemble.v1`` reply out. No I/O, so every budget rule is unit-tested directly.
 
-Sections, in injection order: ``system``, ``persona``, ``memories``, ``retrieved``, ``history``. Empty
-sections are left out. Every section's ``tokens`` is :func:`shared.tokens.estimate_tokens` of its rendered
+Sections, in injection order: ``system``, ``persona``, ``lore``, ``memories``, ``retrieved``, ``history``.
+Empty sections are left out. ``lore`` holds every placed activated entry in the engine's insertion order: for
+now all SillyTavern positions (before/after the character, Author's Note, at-depth, example messages, outlets)
+go into this one section. Every section's ``tokens`` is :func:`shared.tokens.estimate_tokens` of its rendered
 text and ``token_count`` is their sum (the blank lines joining sections in ``context`` are not counted).
 
 Budget (``max_tokens``), filled in priority order, whole items only (an item is never cut mid-text):
 
 1. ``system`` and ``persona`` always go in full, even past the budget: without them the bot is not itself.
-2. The newest ``min_history`` history messages (the immediate thread of the conversation).
-3. ``memories`` (summaries), best score first; an item that does not fit is skipped, smaller ones may fit.
-4. ``retrieved`` (older messages of this conversation), best score first, same rule.
-5. The rest of ``history``, newest to oldest.
+2. ``lore`` (activated entries, already within the engine's own World Info budget): constant entries first,
+   then by ``order`` descending (SillyTavern's priority); an entry that does not fit is skipped. Lore is
+   therefore shrunk last, after history, memories and retrieved; a constant entry left out is named in
+   ``degraded`` as ``lore:<uid>`` (the book's author said it must always be there).
+3. The newest ``min_history`` history messages (the immediate thread of the conversation).
+4. ``memories`` (summaries), best score first; an item that does not fit is skipped, smaller ones may fit.
+5. ``retrieved`` (older messages of this conversation), best score first, same rule.
+6. The rest of ``history``, newest to oldest.
 
 History is therefore shrunk first and always from its oldest end: the kept history is a contiguous run of
 the newest messages (filling stops at the first message that does not fit, so no gap opens in the
@@ -25,56 +31,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TypeVar
 
+from services.context_assembler.items import BotProfile, ChatLine, LoreItem, MemoryItem, PersonaProfile
 from shared.events.contract import ContextAssembleReply, Section, Source
 from shared.tokens import estimate_tokens
 
+__all__ = [
+    "AssemblyInput",
+    "BotProfile",
+    "ChatLine",
+    "LoreItem",
+    "MemoryItem",
+    "PersonaProfile",
+    "assemble",
+    "reachable_history",
+]
+
+LORE_HEADER = "World and character lore:"
 MEMORIES_HEADER = "Memories of earlier in this conversation:"
 RETRIEVED_HEADER = "Earlier messages that may be relevant:"
 HISTORY_HEADER = "Recent conversation:"
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class BotProfile:
-    bot_id: str
-    name: str
-    system_prompt: str
-
-
-@dataclass(frozen=True)
-class PersonaProfile:
-    persona_id: str
-    name: str
-    description: str = ""
-    traits: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class MemoryItem:
-    """A summary found by vector search; ``score`` is the cosine similarity to the query."""
-
-    summary_id: str
-    text: str
-    score: float
-    message_ids: tuple[str, ...] = ()
-    first_index: int = 0
-    start_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class ChatLine:
-    """One message of this conversation (history, or retrieved with a ``score``)."""
-
-    message_id: str
-    index: int
-    role: str
-    author_name: str
-    content: str
-    score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +64,7 @@ class AssemblyInput:
     memories: Sequence[MemoryItem] = ()
     retrieved: Sequence[ChatLine] = ()
     history: Sequence[ChatLine] = ()  # oldest first
+    lore: Sequence[LoreItem] = ()  # insertion order
     max_tokens: int = 8000
     min_history: int = 4
     degraded: Sequence[str] = field(default_factory=tuple)
@@ -171,21 +151,44 @@ def _fill_scored(
     return _in_order(items, kept)
 
 
+def _fill_lore(budget: _Budget, items: Sequence[LoreItem]) -> tuple[list[LoreItem], list[str]]:
+    """Constants first, then ``order`` descending; returns the kept items in insertion order and the
+    ``lore:<uid>`` of constant entries that did not fit."""
+    kept: list[LoreItem] = []
+    missing: list[str] = []
+    for item in sorted(items, key=lambda i: (not i.constant, -i.order)):
+        candidate = [*kept, item]
+        if budget.try_add("lore", _block(LORE_HEADER, [i.content for i in _in_order(items, candidate)])):
+            kept = candidate
+        elif item.constant:
+            missing.append(f"lore:{item.uid}")
+    return _in_order(items, kept), missing
+
+
 def _in_order(items: Sequence[T], chosen: Sequence[T]) -> list[T]:
     ids = {id(c) for c in chosen}
     return [i for i in items if id(i) in ids]
 
 
 def reachable_history(
-    bot_id: str, bot: BotProfile | None, persona: PersonaProfile | None, history: Sequence[ChatLine], max_tokens: int
+    bot_id: str,
+    bot: BotProfile | None,
+    persona: PersonaProfile | None,
+    history: Sequence[ChatLine],
+    max_tokens: int,
+    lore: Sequence[LoreItem] = (),
 ) -> list[ChatLine]:
     """The newest messages that could appear in the history section if it got all the room left after the
-    system and persona sections, oldest first. Older messages can never be shown as history, so retrieval
+    system, persona and lore sections, oldest first. Older messages can never be shown as history, so retrieval
     searches among those only: a retrieved message then never duplicates a history line, and an early
     message is not hidden just because the loaded history window is larger than what fits."""
     fixed = estimate_tokens(render_system(bot_id, bot))
     if persona is not None:
         fixed += estimate_tokens(render_persona(persona))
+    if lore:
+        budget = _Budget(max_tokens, fixed)
+        _fill_lore(budget, lore)
+        fixed = budget.total()
     kept: list[ChatLine] = []
     for line in reversed(history):
         text = _block(HISTORY_HEADER, [render_line(h) for h in reversed([*kept, line])])
@@ -208,6 +211,8 @@ def assemble(inp: AssemblyInput) -> ContextAssembleReply:
     retrieved = sorted(inp.retrieved, key=lambda m: m.index)
     history = list(inp.history)
 
+    kept_lore, lore_missing = _fill_lore(budget, inp.lore)
+    degraded += [m for m in lore_missing if m not in degraded]
     kept_history: list[ChatLine] = []  # newest first while filling
 
     def fill_history(limit: int | None) -> bool:
@@ -236,11 +241,13 @@ def assemble(inp: AssemblyInput) -> ContextAssembleReply:
         sections.append(Section(name="persona", text=persona_text, tokens=estimate_tokens(persona_text)))
         sources.append(Source(kind="persona", id=inp.persona.persona_id))
     blocks = (
+        ("lore", _block(LORE_HEADER, [i.content for i in kept_lore])),
         ("memories", _block(MEMORIES_HEADER, [render_memory(m) for m in kept_memories])),
         ("retrieved", _block(RETRIEVED_HEADER, [render_retrieved(r) for r in kept_retrieved])),
         ("history", _block(HISTORY_HEADER, [render_line(h) for h in kept_history])),
     )
     sections += [Section(name=n, text=t, tokens=estimate_tokens(t)) for n, t in blocks if t]
+    sources += [Source(kind="lore", id=i.ident, detail=i.detail) for i in kept_lore]
     sources += [
         Source(kind="summary", id=m.summary_id, message_ids=list(m.message_ids), score=m.score) for m in kept_memories
     ]

@@ -10,6 +10,7 @@ that cannot be served is left out and named in ``degraded``:
   are skipped).
 - ``vector_index``: the vector search failed or ran past the deadline.
 - ``memories`` / ``retrieved``: the search worked but the texts could not be read back.
+- ``lore``: the lorebooks read model failed (no lore); ``lore:<uid>``: a constant entry did not fit.
 
 Retrieval (embed + both searches) shares one deadline, ``retrieval_timeout_s``. Vector filters carry the
 tenant, user, conversation and kind inside the query, never applied afterwards. Messages already in the
@@ -36,12 +37,15 @@ from services.context_assembler.assembly import (
     AssemblyInput,
     BotProfile,
     ChatLine,
+    LoreItem,
     MemoryItem,
     PersonaProfile,
     reachable_history,
 )
+from services.context_assembler.lore import LoreLoader, activate_lore
 from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
+from shared.lore.compiled import ActiveBook
 from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndex
 
 log = logging.getLogger(__name__)
@@ -126,6 +130,10 @@ def query_text(req: ContextAssembleRequest, history: Sequence[ChatLine]) -> str:
     return next((h.content for h in reversed(history) if h.role == "user" and h.content.strip()), "")
 
 
+async def _nothing() -> list[ActiveBook]:
+    return []
+
+
 class Gatherer:
     def __init__(
         self,
@@ -133,8 +141,10 @@ class Gatherer:
         index: VectorIndex | None,
         embedder: Embedder | None,
         settings: AssemblerSettings,
+        lore: LoreLoader | None = None,
     ) -> None:
         self._reads = reads
+        self._lore = lore
         self._index = index
         self._embedder = embedder
         self._settings = settings
@@ -150,7 +160,8 @@ class Gatherer:
     async def gather(self, req: ContextAssembleRequest) -> AssemblyInput:
         degraded: list[str] = []
         s = self._settings
-        bot, persona, history = await asyncio.gather(
+        lore_books = self._read(self._lore.books(req), "lore", degraded, []) if self._lore else _nothing()
+        bot, persona, history, books = await asyncio.gather(
             self._read(self._reads.bot(req.tenant_id, req.bot_id), "bot_profile", degraded, None),
             self._persona(req, degraded),
             self._read(
@@ -159,10 +170,24 @@ class Gatherer:
                 degraded,
                 [],
             ),
+            lore_books,
         )
         if bot is None and "bot_profile" not in degraded:
             degraded.append("bot_profile")
-        shown = [h.message_id for h in reachable_history(req.bot_id, bot, persona, history, req.max_tokens)]
+        lore: list[LoreItem] = []
+        if books and self._lore is not None:
+            macros = {"char": bot.name if bot else req.bot_id, "user": persona.name if persona else "User"}
+            lore = activate_lore(
+                self._lore.compiled(req.tenant_id, books, macros),
+                history,
+                req.user_message,
+                max_tokens=req.max_tokens,
+                seed=f"{req.conversation_id}:{history[-1].index + 1 if history else 0}",
+                user_name=macros["user"],
+                character=macros["char"],
+            )
+        reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore)
+        shown = [h.message_id for h in reachable]
         hits = await self._search(req, query_text(req, history), shown, degraded)
         memories = await self._memories(req, hits.memories, degraded)
         retrieved = await self._retrieved(req, hits.messages, set(shown), degraded)
@@ -173,6 +198,7 @@ class Gatherer:
             memories=memories,
             retrieved=retrieved,
             history=history,
+            lore=lore,
             max_tokens=req.max_tokens,
             min_history=s.min_history,
             degraded=degraded,

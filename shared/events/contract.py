@@ -104,6 +104,9 @@ class Source(_Wire):
     id: str
     message_ids: list[str] = Field(default_factory=list, description="messages this item comes from")
     score: float | None = Field(None, description="retrieval similarity, when it was retrieved")
+    detail: str | None = Field(
+        None, description="why the item is here, when useful: for lore the key that fired (`key: Lythora`)"
+    )
 
 
 class ContextAssembleReply(_Wire):

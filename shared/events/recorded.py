@@ -161,3 +161,38 @@ class MessagesWitnessed(_Payload):
 
 
 MESSAGES_WITNESSED = REGISTRY.register("knowledge.witnessed")
+
+
+# --- lorebook/<tenant>/<book> -------------------------------------------------------------------------
+def lorebook_stream(tenant_id: str, lorebook_id: str) -> str:
+    return stream_id("lorebook", tenant_id, lorebook_id)
+
+
+class LorebookImported(_Payload):
+    """A book was imported: the normalised book (``shared.lore.model.Lorebook`` dumped by field name) and the
+    source document as read (kept so that export can write back what mnemo does not model)."""
+
+    lorebook_id: str
+    owner_user_id: str
+    name: str
+    format: str
+    book: dict[str, object]
+    original: dict[str, object]
+    warnings: list[dict[str, object]]
+    imported_at: datetime
+
+
+LOREBOOK_IMPORTED = REGISTRY.register("lorebook.imported", encrypted=("name", "book", "original", "warnings"))
+
+
+class LorebookAttached(_Payload):
+    """The book applies to these bots' conversations and/or one user's conversation (ids only, no user text)."""
+
+    lorebook_id: str
+    bot_ids: list[str]
+    user_id: str | None = None
+    conversation_id: str | None = None
+    attached_at: datetime
+
+
+LOREBOOK_ATTACHED = REGISTRY.register("lorebook.attached")

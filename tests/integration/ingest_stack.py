@@ -22,7 +22,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from shared import subjects
-from shared.broker import ensure_streams
+from shared.broker import ensure_streams, start_broker
 from shared.crypto import FieldCipher
 from shared.embedders.port import Embedder
 from shared.eventlog.codec import EventCodec
@@ -101,7 +101,7 @@ async def running(
     deps = Deps(settings, broker, db, store, codec, relay, cipher, vectors, embedder)
     for factory in create_router if isinstance(create_router, Sequence) else [create_router]:
         broker.include_router(factory(deps))
-    await broker.start()
+    await start_broker(broker)  # returns once the server has the subscriptions (no 'no responders')
     try:
         yield Stack(deps, nc, js, db, store, codec, relay)
     finally:

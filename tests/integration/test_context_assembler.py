@@ -284,4 +284,10 @@ async def test_failing_vector_index_and_unknown_bot_degrade_but_reply(
     assert reply["degraded"] == ["bot_profile", "vector_index"]
     assert [s["name"] for s in reply["sections"]] == ["system", "persona", "history"]
     assert "roleplay" in reply["sections"][0]["text"]
-    assert reply["sources"][0] == {"kind": "system", "id": "bot-nobody", "message_ids": [], "score": None}
+    assert reply["sources"][0] == {
+        "kind": "system",
+        "id": "bot-nobody",
+        "message_ids": [],
+        "score": None,
+        "detail": None,
+    }

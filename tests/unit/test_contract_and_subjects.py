@@ -12,13 +12,16 @@ from shared import subjects
 
 def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> None:
     doc = asyncapi_document()
-    assert set(doc["channels"]) == {*subjects.CHAT_INBOUND, subjects.CONTEXT_ASSEMBLE}
+    lore = {subjects.LORE_IMPORT, subjects.LORE_EXPORT, subjects.LORE_ATTACH}
+    assert set(doc["channels"]) == {*subjects.CHAT_INBOUND, subjects.CONTEXT_ASSEMBLE, *lore}
     schemas = doc["components"]["schemas"]
     for name in ("MessageCreated", "MessageEdited", "MessageDeleted", "BotUpserted", "PersonaUpserted"):
         assert name in schemas
     created = schemas["MessageCreated"]
     assert {"tenant_id", "message_id", "content", "bot_ids", "persona_id"} <= set(created["properties"])
     assert "idempotency" in created["properties"]["message_id"]["description"]
+    lore_import = schemas["LoreImportRequest"]["properties"]
+    assert {"data", "data_base64", "attach_to_bots", "owner_user_id", "format"} <= set(lore_import)
 
 
 def test_every_inbound_subject_is_captured_by_the_chat_stream() -> None:
