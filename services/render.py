@@ -17,4 +17,8 @@ def render_reply(reply: dict[str, Any]) -> str:
     if scored:
         lines.append("retrieved sources:")
         lines.extend(f"  {s['kind']:<8} {s['id']}  score {s['score']:.2f}" for s in scored)
+    lore = [s for s in reply.get("sources", []) if s.get("kind") == "lore"]
+    if lore:
+        lines.append("lore fired:")
+        lines.extend(f"  {s['id']}  {s.get('detail') or ''}" for s in lore)
     return "\n".join(lines)

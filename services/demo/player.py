@@ -58,6 +58,20 @@ def scene_events(scene: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return events
 
 
+def lore_import(scene: dict[str, Any]) -> bytes:
+    """The `mnemo.rpc.lore.import.v1` request for the scene's lorebook (SillyTavern World Info JSON)."""
+    book = scene["lorebook"]
+    return json.dumps(
+        {
+            "tenant_id": scene["tenant_id"],
+            "owner_user_id": scene["user_id"],
+            "name": book["name"],
+            "data": {"entries": book["entries"]},
+            "attach_to_bots": [b["bot_id"] for b in scene["bots"]],
+        }
+    ).encode()
+
+
 def sample_request(scene: dict[str, Any]) -> dict[str, Any]:
     return {
         "tenant_id": scene["tenant_id"],
@@ -78,6 +92,10 @@ async def play(nats_url: str, timeout_s: float = 60.0) -> dict[str, Any]:
         for subject, payload in events:
             msg_id = payload.get("message_id") or f"{subject}:{payload.get('bot_id') or payload.get('persona_id')}"
             await js.publish(subject, json.dumps(payload).encode(), headers={"Nats-Msg-Id": msg_id})
+        if "lorebook" in scene:  # the scene's own World Info book, attached to its bots
+            imported = json.loads((await nc.request(subjects.LORE_IMPORT, lore_import(scene), timeout=30)).data)
+            if "error" in imported:
+                raise RuntimeError(f"demo lorebook rejected: {imported['error']}")
         last_content = scene["messages"][-1]["content"]
         request = json.dumps(sample_request(scene)).encode()
         deadline = asyncio.get_running_loop().time() + timeout_s
