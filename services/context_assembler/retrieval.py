@@ -20,6 +20,14 @@ Point payloads relied on (written by the embedding service): a message, or each 
 ``{tenant_id, user_id, conversation_id, kind: "message", message_id}``; a summary
 ``{tenant_id, user_id, conversation_id, kind: "summary", summary_id}``. Chunks of one message are merged,
 keeping the best score.
+
+Hybrid retrieval: when the query has words (``shared/sparse.py``), each search is one ``hybrid_search``, a
+reciprocal rank fusion of the dense and the lexical prefetch, both filtered inside the query; it decides
+WHICH summaries and messages are taken (the fused order, best chunk per message). RRF scores are
+rank-based, not similarities, so they are never shown: each taken item's ``score`` is its best dense cosine,
+read by a second, dense search restricted to the taken ids (sub-millisecond in-process). ``min_score``
+bounds the dense side only (a lexical match enters with any cosine), so a retrieved item's score may be
+below ``min_score``. Without words (e.g. only emoji) the search is dense only, as before.
 """
 
 from __future__ import annotations
@@ -46,7 +54,8 @@ from services.context_assembler.lore import LoreLoader, activate_lore
 from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.compiled import ActiveBook
-from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndex
+from shared.sparse import query_vector
+from shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFilter, VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +109,12 @@ class ContextReads(Protocol):
 
 @dataclass
 class _Hits:
+    """Search hits, best first; ``*_cosine`` (hybrid only) is the best dense cosine per summary/message id."""
+
     memories: list[ScoredPoint] = field(default_factory=list)
     messages: list[ScoredPoint] = field(default_factory=list)
+    memories_cosine: dict[str, float] | None = None
+    messages_cosine: dict[str, float] | None = None
 
 
 def scope_filter(req: ContextAssembleRequest, kind: str, exclude_message_ids: Sequence[str] = ()) -> VectorFilter:
@@ -121,6 +134,16 @@ def best_per_key(points: Sequence[ScoredPoint], key: str) -> dict[str, float]:
         if isinstance(value, str) and p.score > best.get(value, float("-inf")):
             best[value] = p.score
     return dict(sorted(best.items(), key=lambda kv: -kv[1]))
+
+
+def ranked_keys(
+    points: Sequence[ScoredPoint], key: str, limit: int, cosine: dict[str, float] | None
+) -> dict[str, float]:
+    """The ``limit`` best ``key`` values in the hits' order, scored by ``cosine`` when given (hybrid)."""
+    best = list(best_per_key(points, key).items())[:limit]
+    if cosine is None:
+        return dict(best)
+    return {k: cosine.get(k, 0.0) for k, _ in best}
 
 
 def query_text(req: ContextAssembleRequest, history: Sequence[ChatLine]) -> str:
@@ -189,8 +212,8 @@ class Gatherer:
         reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore)
         shown = [h.message_id for h in reachable]
         hits = await self._search(req, query_text(req, history), shown, degraded)
-        memories = await self._memories(req, hits.memories, degraded)
-        retrieved = await self._retrieved(req, hits.messages, set(shown), degraded)
+        memories = await self._memories(req, hits.memories, hits.memories_cosine, degraded)
+        retrieved = await self._retrieved(req, hits.messages, hits.messages_cosine, set(shown), degraded)
         return AssemblyInput(
             bot_id=req.bot_id,
             bot=bot,
@@ -240,23 +263,54 @@ class Gatherer:
             async with asyncio.timeout(s.retrieval_timeout_s):
                 [vector] = await self._embedder.embed([text])
                 stage = "vector_index"
-                hits.memories, hits.messages = await asyncio.gather(
-                    self._index.search(vector, scope_filter(req, "summary"), s.memories_limit, s.min_score),
-                    # Several chunks of one message may match: fetch extra so dedupe still fills the slots.
-                    self._index.search(
-                        vector, scope_filter(req, "message", history_ids), s.retrieved_limit * 3, s.min_score
-                    ),
-                )
+                sparse = query_vector(text)
+                if sparse:
+                    (hits.memories, hits.memories_cosine), (hits.messages, hits.messages_cosine) = await asyncio.gather(
+                        self._hybrid(vector, sparse, scope_filter(req, "summary"), s.memories_limit, "summary_id"),
+                        self._hybrid(
+                            vector,
+                            sparse,
+                            scope_filter(req, "message", history_ids),
+                            s.retrieved_limit * 3,
+                            "message_id",
+                        ),
+                    )
+                else:
+                    hits.memories, hits.messages = await asyncio.gather(
+                        self._index.search(vector, scope_filter(req, "summary"), s.memories_limit, s.min_score),
+                        # Several chunks of one message may match: fetch extra so dedupe still fills the slots.
+                        self._index.search(
+                            vector, scope_filter(req, "message", history_ids), s.retrieved_limit * 3, s.min_score
+                        ),
+                    )
         except Exception as exc:  # TimeoutError included: retrieval is optional, the reply is not
             log.warning("retrieval skipped (%s): %s: %s", stage, type(exc).__name__, exc)
             degraded.append(stage)
             return _Hits()
         return hits
 
+    async def _hybrid(
+        self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int, key: str
+    ) -> tuple[list[ScoredPoint], dict[str, float]]:
+        """Fused hits (RRF order) and the best dense cosine of each of their ``key`` values."""
+        assert self._index is not None
+        fused = await self._index.hybrid_search(vector, sparse, flt, limit, self._settings.min_score)
+        keys = tuple(dict.fromkeys(v for h in fused if isinstance(v := h.payload.get(key), str)))
+        if not keys:
+            return fused, {}
+        # Every chunk of the taken ids competes here; 8 chunks per id is far above what the chunker makes of
+        # a chat message, and an id whose chunks all fall past it just shows a 0 score.
+        dense = await self._index.search(vector, flt.and_(Match(key, keys)), len(keys) * 8)
+        return fused, best_per_key(dense, key)
+
     async def _memories(
-        self, req: ContextAssembleRequest, points: Sequence[ScoredPoint], degraded: list[str]
+        self,
+        req: ContextAssembleRequest,
+        points: Sequence[ScoredPoint],
+        cosine: dict[str, float] | None,
+        degraded: list[str],
     ) -> list[MemoryItem]:
-        scores = dict(list(best_per_key(points, "summary_id").items())[: self._settings.memories_limit])
+        scores = ranked_keys(points, "summary_id", self._settings.memories_limit, cosine)
         if not scores:
             return []
         texts = await self._read(
@@ -272,10 +326,15 @@ class Gatherer:
         ]
 
     async def _retrieved(
-        self, req: ContextAssembleRequest, points: Sequence[ScoredPoint], exclude: set[str], degraded: list[str]
+        self,
+        req: ContextAssembleRequest,
+        points: Sequence[ScoredPoint],
+        cosine: dict[str, float] | None,
+        exclude: set[str],
+        degraded: list[str],
     ) -> list[ChatLine]:
-        ranked = [(m, sc) for m, sc in best_per_key(points, "message_id").items() if m not in exclude]
-        scores = dict(ranked[: self._settings.retrieved_limit])
+        kept = [p for p in points if p.payload.get("message_id") not in exclude]
+        scores = ranked_keys(kept, "message_id", self._settings.retrieved_limit, cosine)
         if not scores:
             return []
         lines = await self._read(

@@ -8,7 +8,8 @@ unavailable) naks the batch for a retry with backoff. Idempotency key: determini
 ``domain.py``).
 
 Throughput: every text of the fetched batch goes to the embedder in ONE call (the embedder batches
-internally), so the per-message overhead is a dict and a chunk split, not a model call.
+internally), so the per-message overhead is a dict and a chunk split, not a model call. Each point also
+carries a sparse lexical vector of its chunk (``shared/sparse.py``) for hybrid search.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from shared.delivery import Item, Rejection
 from shared.embedders.port import Embedder
 from shared.events.envelope import EventEnvelope
 from shared.readmodels import ReadModels
+from shared.sparse import document_vector
 from shared.vectors.port import VectorIndex, VectorPoint
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,10 @@ class EmbeddingHandler:
         if plan.points:
             vectors = await self._embedder.embed([p.text for p in plan.points])
             await self._index.upsert(
-                [VectorPoint(p.id, v, p.payload) for p, v in zip(plan.points, vectors, strict=True)]
+                [
+                    # The lexical vector comes from the same chunk text, so hybrid search can match its words.
+                    VectorPoint(p.id, v, p.payload, document_vector(p.text))
+                    for p, v in zip(plan.points, vectors, strict=True)
+                ]
             )
         log.debug("embedded %d chunk(s), %d deletion(s)", len(plan.points), len(plan.deletions))

@@ -16,11 +16,17 @@ Contract: see ``shared/vectors/port.py``. Specific to this adapter:
   the GIL, stalls the whole process for that time: run it from a maintenance command or at start-up, not on
   a serving path.
 - Writes and ``close()`` share a lock so a close never lands between two batches of an upsert.
+- Hybrid search: new shards get a sparse vector ``lexical`` (IDF modifier) next to ``dense``. A shard
+  created before it cannot gain it: the engine refuses a config whose vector set differs from the stored
+  segments ("config is incompatible with existing segments"). Such a shard is opened as it is, upserts
+  drop their sparse part, ``hybrid_search`` answers with the dense search and a warning is logged once;
+  to get lexical matching, rebuild the index (delete the shard directory and ``mnemo replay``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import uuid
 from collections.abc import Sequence
@@ -32,32 +38,44 @@ from qdrant_edge import (
     Distance,
     EdgeConfig,
     EdgeShard,
+    EdgeSparseVectorParams,
     EdgeVectorParams,
     FieldCondition,
     Filter,
     FloatIndexParams,
+    Fusion,
     KeywordIndexParams,
     MatchAny,
     MatchValue,
+    Modifier,
     PayloadSchemaType,
     Point,
+    Prefetch,
     Query,
     QueryRequest,
     RangeFloat,
     UpdateOperation,
 )
+from qdrant_edge import SparseVector as EdgeSparseVector
 
 from shared.vectors.port import (
+    SPARSE_NAME,
     Match,
     PayloadValue,
     Range,
     ScoredPoint,
+    SparseVector,
     VectorFilter,
     VectorIndexUnavailable,
     VectorPoint,
 )
 
+log = logging.getLogger(__name__)
+
 VECTOR_NAME = "dense"
+#: RRF's k: a hit at rank r (from 1) of one prefetch adds 1 / (k + r). 60 is the value of the RRF paper and
+#: the Qdrant server's default, so both adapters fuse alike.
+RRF_K = 60
 #: The tenant field: a keyword index with ``is_tenant`` so the engine co-locates each tenant's points.
 TENANT_FIELD = "tenant_id"
 #: Other keyword fields that filters use (``bot_ids`` is a list; a match means "contains").
@@ -73,6 +91,7 @@ class EdgeVectorIndex:
         self._dir = Path(path) / collection
         self._upsert_batch = upsert_batch
         self._shard: EdgeShard | None = None
+        self._has_sparse = True  # False for a shard created before the lexical vector existed
         self._lock = threading.Lock()  # writes, open and close
 
     async def ensure_collection(self, dimensions: int) -> None:
@@ -82,13 +101,28 @@ class EdgeVectorIndex:
     def _open(self, dimensions: int) -> None:
         with self._lock:
             if self._shard is None:
-                config = EdgeConfig(vectors={VECTOR_NAME: EdgeVectorParams(size=dimensions, distance=Distance.Cosine)})
+                dense = {VECTOR_NAME: EdgeVectorParams(size=dimensions, distance=Distance.Cosine)}
+                config = EdgeConfig(
+                    vectors=dense, sparse_vectors={SPARSE_NAME: EdgeSparseVectorParams(modifier=Modifier.Idf)}
+                )
                 exists = self._dir.is_dir() and any(self._dir.iterdir())
                 try:
-                    if exists:
-                        self._shard = EdgeShard.load(str(self._dir), config)
-                    else:
+                    if not exists:
                         self._shard = EdgeShard.create(str(self._dir), config)
+                    else:
+                        try:
+                            self._shard = EdgeShard.load(str(self._dir), config)
+                        except Exception as exc:
+                            if "incompatible" not in str(exc):
+                                raise
+                            self._shard = EdgeShard.load(str(self._dir), EdgeConfig(vectors=dense))
+                            self._has_sparse = False
+                            log.warning(
+                                "Qdrant Edge shard %s has no %r vector: hybrid search falls back to dense; "
+                                "rebuild it (delete the directory, mnemo replay) for lexical matching",
+                                self._dir,
+                                SPARSE_NAME,
+                            )
                 except Exception as exc:  # the binding raises plain Exception
                     raise VectorIndexUnavailable(f"cannot open Qdrant Edge shard at {self._dir}: {exc}") from exc
             shard = self._shard
@@ -110,9 +144,15 @@ class EdgeVectorIndex:
             await asyncio.to_thread(self._upsert_sync, points[start : start + self._upsert_batch])
 
     def _upsert_sync(self, points: Sequence[VectorPoint]) -> None:
-        batch = [Point(_point_id(p.id), {VECTOR_NAME: [float(x) for x in p.vector]}, dict(p.payload)) for p in points]
+        batch = [Point(_point_id(p.id), self._vectors(p), dict(p.payload)) for p in points]
         with self._lock:
             self._require().update(UpdateOperation.upsert_points(batch))
+
+    def _vectors(self, p: VectorPoint) -> dict[str, Any]:
+        vectors: dict[str, Any] = {VECTOR_NAME: [float(x) for x in p.vector]}
+        if p.sparse and self._has_sparse:
+            vectors[SPARSE_NAME] = EdgeSparseVector(list(p.sparse.indices), [float(x) for x in p.sparse.values])
+        return vectors
 
     async def search(
         self,
@@ -131,6 +171,40 @@ class EdgeVectorIndex:
         )
         hits = self._require().query(request)
         return [ScoredPoint(str(h.id), float(h.score), _payload(h.payload)) for h in hits]
+
+    async def hybrid_search(
+        self,
+        vector: Sequence[float],
+        sparse: SparseVector,
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[ScoredPoint]:
+        """RRF of the dense and the lexical prefetch, both filtered (see the port)."""
+        shard = self._require()
+        if not self._has_sparse:
+            return await self.search(vector, flt, limit, score_threshold)
+        edge_filter = to_edge_filter(flt)
+        prefetches = [
+            Prefetch(
+                limit=limit,
+                query=Query.Nearest([float(x) for x in vector], using=VECTOR_NAME),
+                filter=edge_filter,
+                score_threshold=score_threshold,
+            )
+        ]
+        if sparse:
+            query = EdgeSparseVector(list(sparse.indices), [float(x) for x in sparse.values])
+            prefetches.append(Prefetch(limit=limit, query=Query.Nearest(query, using=SPARSE_NAME), filter=edge_filter))
+        request = QueryRequest(
+            limit=limit,
+            prefetches=prefetches,
+            query=Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # the stub's union names Fusion, not Fusion.Rrf
+            filter=edge_filter,
+            with_payload=True,
+            with_vector=False,
+        )
+        return [ScoredPoint(str(h.id), float(h.score), _payload(h.payload)) for h in shard.query(request)]
 
     async def delete(self, flt: VectorFilter) -> None:
         """Delete the points matching ``flt``; an empty filter is refused rather than wiping the index."""

@@ -16,11 +16,32 @@ Scalar = str | int | float | bool
 PayloadValue = Scalar | list[str] | None
 
 
+#: Name of the sparse (lexical) vector of every collection; the engine applies IDF to it.
+SPARSE_NAME = "lexical"
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """Parallel lists: ``indices`` are distinct term ids (unsigned 32-bit), ``values`` their weights.
+
+    Built by ``shared/sparse.py``; empty (falsy) when the text has no words.
+    """
+
+    indices: list[int]
+    values: list[float]
+
+    def __bool__(self) -> bool:
+        return bool(self.indices)
+
+
 @dataclass(frozen=True)
 class VectorPoint:
+    """A point; ``sparse`` is its lexical vector (``None`` or empty: the point has none, dense only)."""
+
     id: str
     vector: Sequence[float]
     payload: Mapping[str, PayloadValue]
+    sparse: SparseVector | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +108,24 @@ class VectorIndex(Protocol):
         score_threshold: float | None = None,
     ) -> list[ScoredPoint]:
         """Cosine similarity, best first, only among points matching ``flt``."""
+        ...
+
+    async def hybrid_search(
+        self,
+        vector: Sequence[float],
+        sparse: SparseVector,
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[ScoredPoint]:
+        """Reciprocal rank fusion of a dense (cosine) and a sparse (lexical, IDF) prefetch, best first.
+
+        Both prefetches carry ``flt`` inside the query, so fusion only ever ranks matching points. Each
+        prefetch fetches ``limit`` candidates. Scores are RRF scores (rank-based, about 1/(k + rank) summed
+        over the two lists), NOT cosines: ``score_threshold`` applies to the dense prefetch only (a weak
+        cosine does not enter through the dense side; a lexical match still can). An empty ``sparse``
+        degrades to a dense-only fusion (same order as ``search``, RRF scores).
+        """
         ...
 
     async def delete(self, flt: VectorFilter) -> None:

@@ -8,10 +8,17 @@ degrade; 4xx answers are programming errors and propagate.
 qdrant-client's local mode (``AsyncQdrantClient(location=":memory:")``) runs this same code in tests; it
 is brute force and ignores payload indexes (creating them only logs a warning), so it is a test double for
 the API, not an engine.
+
+Hybrid search: new collections also get the sparse vector ``lexical`` (IDF modifier). Qdrant cannot add a
+vector to an existing collection (``update_collection`` only changes the parameters of vectors that exist),
+so a collection created before it is used as it is: upserts drop their sparse part, ``hybrid_search``
+answers with the dense search, and a warning is logged; recreate the collection and ``mnemo replay`` to get
+lexical matching.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -21,16 +28,20 @@ import httpx
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from shared.vectors.edge import FLOAT_FIELDS, KEYWORD_FIELDS, TENANT_FIELD, VECTOR_NAME
+from shared.vectors.edge import FLOAT_FIELDS, KEYWORD_FIELDS, RRF_K, TENANT_FIELD, VECTOR_NAME
 from shared.vectors.port import (
+    SPARSE_NAME,
     Match,
     PayloadValue,
     Range,
     ScoredPoint,
+    SparseVector,
     VectorFilter,
     VectorIndexUnavailable,
     VectorPoint,
 )
+
+log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
@@ -51,6 +62,7 @@ class QdrantServerIndex:
     def __init__(self, client: AsyncQdrantClient, collection: str) -> None:
         self._client = client
         self._collection = collection
+        self._has_sparse = True  # False for a collection created before the lexical vector existed
 
     async def ensure_collection(self, dimensions: int) -> None:
         async with _unavailable_on_transport_errors("ensure_collection"):
@@ -58,6 +70,16 @@ class QdrantServerIndex:
                 await self._client.create_collection(
                     self._collection,
                     vectors_config={VECTOR_NAME: models.VectorParams(size=dimensions, distance=models.Distance.COSINE)},
+                    sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                )
+            info = await self._client.get_collection(self._collection)
+            self._has_sparse = SPARSE_NAME in (info.config.params.sparse_vectors or {})
+            if not self._has_sparse:
+                log.warning(
+                    "qdrant collection %s has no %r vector: hybrid search falls back to dense; "
+                    "recreate it and mnemo replay for lexical matching",
+                    self._collection,
+                    SPARSE_NAME,
                 )
             schemas: dict[str, Any] = {
                 TENANT_FIELD: models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
@@ -72,13 +94,18 @@ class QdrantServerIndex:
         if not points:
             return
         structs = [
-            models.PointStruct(
-                id=_point_id(p.id), vector={VECTOR_NAME: [float(x) for x in p.vector]}, payload=dict(p.payload)
-            )
-            for p in points
+            models.PointStruct(id=_point_id(p.id), vector=self._vectors(p), payload=dict(p.payload)) for p in points
         ]
         async with _unavailable_on_transport_errors("upsert"):
             await self._client.upsert(self._collection, points=structs, wait=True)
+
+    def _vectors(self, p: VectorPoint) -> dict[str, Any]:
+        vectors: dict[str, Any] = {VECTOR_NAME: [float(x) for x in p.vector]}
+        if p.sparse and self._has_sparse:
+            vectors[SPARSE_NAME] = models.SparseVector(
+                indices=list(p.sparse.indices), values=[float(x) for x in p.sparse.values]
+            )
+        return vectors
 
     async def search(
         self,
@@ -95,6 +122,42 @@ class QdrantServerIndex:
                 query_filter=to_qdrant_filter(flt),
                 limit=limit,
                 score_threshold=score_threshold,
+                with_payload=True,
+                with_vectors=False,
+            )
+        return [ScoredPoint(str(p.id), float(p.score), _payload(p.payload)) for p in response.points]
+
+    async def hybrid_search(
+        self,
+        vector: Sequence[float],
+        sparse: SparseVector,
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[ScoredPoint]:
+        """RRF of the dense and the lexical prefetch, both filtered (see the port)."""
+        if not self._has_sparse:
+            return await self.search(vector, flt, limit, score_threshold)
+        qdrant_filter = to_qdrant_filter(flt)
+        prefetch = [
+            models.Prefetch(
+                query=[float(x) for x in vector],
+                using=VECTOR_NAME,
+                filter=qdrant_filter,
+                limit=limit,
+                score_threshold=score_threshold,
+            )
+        ]
+        if sparse:
+            query = models.SparseVector(indices=list(sparse.indices), values=[float(x) for x in sparse.values])
+            prefetch.append(models.Prefetch(query=query, using=SPARSE_NAME, filter=qdrant_filter, limit=limit))
+        async with _unavailable_on_transport_errors("hybrid_search"):
+            response = await self._client.query_points(
+                self._collection,
+                prefetch=prefetch,
+                query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
+                query_filter=qdrant_filter,
+                limit=limit,
                 with_payload=True,
                 with_vectors=False,
             )

@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient
 
+from shared.sparse import document_vector, query_vector
 from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.port import Match, Range, VectorFilter, VectorIndex, VectorPoint
+from shared.vectors.port import Match, Range, SparseVector, VectorFilter, VectorIndex, VectorPoint
 from shared.vectors.qdrant_server import QdrantServerIndex
 
 DIM = 8
@@ -286,3 +287,121 @@ async def test_factory_picks_the_adapter_from_settings(tmp_path: Path) -> None:
             await server.count()  # nothing listens on port 9
     finally:
         await server.close()
+
+
+# --- hybrid search: RRF of dense and lexical, both filtered inside the query ------------------------------
+
+
+def lexical(text: str) -> SparseVector:
+    return document_vector(text)
+
+
+async def test_hybrid_finds_a_lexical_match_that_dense_ranks_out(index: VectorIndex) -> None:
+    # The lexical match is the dense-farthest point: dense alone (limit 3) never returns it.
+    near = [
+        VectorPoint(pid(), unit(1, 0.1 * i), {"tenant_id": "t"}, lexical("we talked about the weather"))
+        for i in range(5)
+    ]
+    word = VectorPoint(pid(), unit(0, 1), {"tenant_id": "t"}, lexical("my cat Pumpernickel turned seven"))
+    await index.upsert([*near, word])
+    flt = VectorFilter.where(tenant_id="t")
+    dense = await index.search(unit(1, 0), flt, limit=3)
+    assert word.id not in {h.id for h in dense}
+    hits = await index.hybrid_search(unit(1, 0), query_vector("how old is Pumpernickel?"), flt, limit=3)
+    assert word.id in {h.id for h in hits}
+    assert hits[0].id in {word.id, near[0].id}  # first of one list each: tied at the top
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0 < s < 1 for s in scores)  # RRF scores, not cosines
+
+
+async def test_hybrid_without_words_is_the_dense_order(index: VectorIndex) -> None:
+    a, b = point(unit(1, 0), tenant_id="t"), point(unit(1, 1), tenant_id="t")
+    await index.upsert([b, a])
+    hits = await index.hybrid_search(unit(1, 0), query_vector("?!"), VectorFilter.where(tenant_id="t"), limit=5)
+    assert [h.id for h in hits] == [a.id, b.id]
+
+
+async def test_hybrid_score_threshold_applies_to_the_dense_side_only(index: VectorIndex) -> None:
+    weak_word = VectorPoint(pid(), unit(0, 1), {"tenant_id": "t"}, lexical("Pumpernickel"))
+    weak_plain = VectorPoint(pid(), unit(0, 1, 0.1), {"tenant_id": "t"}, lexical("nothing here"))
+    strong = VectorPoint(pid(), unit(1, 0), {"tenant_id": "t"}, lexical("hello"))
+    await index.upsert([weak_word, weak_plain, strong])
+    hits = await index.hybrid_search(
+        unit(1, 0), query_vector("Pumpernickel"), VectorFilter.where(tenant_id="t"), limit=5, score_threshold=0.5
+    )
+    assert {h.id for h in hits} == {strong.id, weak_word.id}
+
+
+async def test_hybrid_never_ranks_another_tenants_lexical_match(index: VectorIndex) -> None:
+    mine = VectorPoint(pid(), unit(0, 1), {"tenant_id": "A", "kind": "message"}, lexical("lunch on tuesday"))
+    theirs = [
+        VectorPoint(pid(), unit(1, 0), {"tenant_id": "B", "kind": "message"}, lexical("Pumpernickel secret"))
+        for _ in range(10)
+    ]
+    await index.upsert([mine, *theirs])
+    flt = VectorFilter.where(tenant_id="A", kind="message")
+    hits = await index.hybrid_search(unit(1, 0), query_vector("Pumpernickel secret"), flt, limit=5)
+    assert [h.id for h in hits] == [mine.id]
+
+
+async def test_edge_shard_without_the_lexical_vector_falls_back_to_dense(tmp_path: Path) -> None:
+    from qdrant_edge import Distance, EdgeConfig, EdgeShard, EdgeVectorParams
+
+    old = EdgeShard.create(
+        str(tmp_path / "old"), EdgeConfig(vectors={"dense": EdgeVectorParams(size=DIM, distance=Distance.Cosine)})
+    )
+    old.close()
+    idx = EdgeVectorIndex(tmp_path, "old")
+    await idx.ensure_collection(DIM)
+    try:
+        p = VectorPoint(pid(), unit(1), {"tenant_id": "t"}, lexical("Pumpernickel"))
+        await idx.upsert([p])  # the sparse part is dropped, not an error
+        hits = await idx.hybrid_search(unit(1), query_vector("Pumpernickel"), VectorFilter.where(tenant_id="t"), 5)
+        assert [h.id for h in hits] == [p.id]
+        assert hits[0].score == pytest.approx(1.0, abs=1e-4)  # the dense search answered
+    finally:
+        await idx.close()
+
+
+Words = st.sampled_from(["alpha", "bravo", "charlie", "delta", "echo"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_hybrid_search_returns_only_the_matching_points(kind: str, tmp_path: Path) -> None:
+    with asyncio.Runner() as runner:
+        idx = runner.run(make_index(kind, tmp_path))
+
+        @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(
+            st.lists(st.tuples(owners, vectors, st.lists(Words, max_size=4)), min_size=1, max_size=30),
+            vectors,
+            st.lists(Words, max_size=3),
+            st.integers(0, 5),
+        )
+        def check(
+            rows: list[tuple[tuple[int, int, int], list[float], list[str]]],
+            query: list[float],
+            words: list[str],
+            tenant: int,
+        ) -> None:
+            for _, v, _ in rows:
+                assume(math.sqrt(sum(x * x for x in v)) > 1e-3)
+            assume(math.sqrt(sum(x * x for x in query)) > 1e-3)
+            run = uuid.uuid4().hex
+            points = [
+                VectorPoint(pid(), v, {"tenant_id": f"{run}-t{t}", "user_id": f"u{u}"}, lexical(" ".join(ws)))
+                for (t, u, _), v, ws in rows
+            ]
+            runner.run(idx.upsert(points))
+            flt = VectorFilter.where(tenant_id=f"{run}-t{tenant}")
+            expected = {p.id for p in points if p.payload["tenant_id"] == f"{run}-t{tenant}"}
+            hits = runner.run(idx.hybrid_search(query, query_vector(" ".join(words)), flt, limit=100))
+            assert {h.id for h in hits} == expected  # the dense side sees every matching point; nothing leaks
+            scores = [h.score for h in hits]
+            assert scores == sorted(scores, reverse=True)
+
+        try:
+            check()
+        finally:
+            runner.run(idx.close())

@@ -34,6 +34,7 @@ from shared.readmodels import ReadModels
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
 from shared.settings import Settings
+from shared.sparse import document_vector
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import VectorIndex, VectorIndexUnavailable, VectorPoint
 
@@ -138,6 +139,9 @@ class BrokenIndex:
     async def search(self, *args: Any, **kwargs: Any) -> Any:
         raise VectorIndexUnavailable("qdrant unreachable")
 
+    async def hybrid_search(self, *args: Any, **kwargs: Any) -> Any:
+        raise VectorIndexUnavailable("qdrant unreachable")
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 
@@ -167,11 +171,17 @@ async def seed(db: Any, cipher: FieldCipher, index: VectorIndex, embedder: Bundl
             deterministic_id("pt", tenant, m.payload["message_id"]),
             v,
             {**scope, "kind": "message", "message_id": m.payload["message_id"]},
+            document_vector(m.payload["content"]),
         )
         for m, v in zip(messages, vectors, strict=False)
     ]
     points.append(
-        VectorPoint(deterministic_id("pt", tenant, sid), vectors[-1], {**scope, "kind": "summary", "summary_id": sid})
+        VectorPoint(
+            deterministic_id("pt", tenant, sid),
+            vectors[-1],
+            {**scope, "kind": "summary", "summary_id": sid},
+            document_vector(texts[-1]),
+        )
     )
     await index.upsert(points)
 
@@ -183,13 +193,15 @@ async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
     await client.drain()
 
 
-async def start_assembler(nats_url: str, db: Any, cipher: FieldCipher, index: Any, embedder: Any) -> NatsBroker:
+async def start_assembler(
+    nats_url: str, db: Any, cipher: FieldCipher, index: Any, embedder: Any, min_score: float = 0.3
+) -> NatsBroker:
     settings = Settings(nats_url=nats_url)
     broker = NatsBroker(nats_url, logger=None)
     codec = EventCodec(REGISTRY, cipher)
     deps = Deps(settings, broker, db, MongoEventStore(db, codec), codec, publisher=None, cipher=cipher)  # type: ignore[arg-type]
     deps.vectors, deps.embedder = index, embedder
-    broker.include_router(create_router(deps, AssemblerSettings(history_limit=6, min_score=0.3)))
+    broker.include_router(create_router(deps, AssemblerSettings(history_limit=6, min_score=min_score)))
     await start_broker(broker)
     return broker
 
@@ -291,3 +303,23 @@ async def test_failing_vector_index_and_unknown_bot_degrade_but_reply(
         "score": None,
         "detail": None,
     }
+
+
+async def test_a_word_match_is_retrieved_below_min_score_with_its_cosine(
+    nats_url, mongo_db, cipher, index, embedder, nc, tenant
+):
+    # min_score 0.99 shuts the dense side: only the lexical match on "oilcloth" can bring m2 back.
+    await seed(mongo_db, cipher, index, embedder, tenant)
+    question = "What about the oilcloth?"
+    broker = await start_assembler(nats_url, mongo_db, cipher, index, embedder, min_score=0.99)
+    try:
+        reply = await ask(nc, request(tenant, user_message=question))
+    finally:
+        await broker.stop()
+    assert reply["degraded"] == []
+    retrieved = {s["id"]: s["score"] for s in reply["sources"] if s["kind"] == "message" and s["score"] is not None}
+    assert next(iter(retrieved)) == "m2"  # the rare word outweighs the common ones (IDF)
+    q, m2 = await embedder.embed([question, LINES[2][2]])
+    cosine = sum(a * b for a, b in zip(q, m2, strict=True))
+    assert retrieved["m2"] == pytest.approx(cosine, abs=1e-3)  # the dense cosine, not the RRF score
+    assert retrieved["m2"] < 0.99

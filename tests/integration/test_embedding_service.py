@@ -23,6 +23,7 @@ from shared.delivery import DLQ_REASON
 from shared.embedders.bundled import BundledEmbedder
 from shared.events.envelope import NewEvent
 from shared.events.recorded import conversation_stream, summary_stream
+from shared.sparse import query_vector
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import Match, VectorFilter
 from tests.integration.ingest_stack import Stack, dead_letters, drained, running
@@ -135,6 +136,10 @@ async def test_messages_are_chunked_embedded_edited_and_deleted(stack: Stack, em
     hits = await index.search(query, VectorFilter.where(tenant_id="t1", kind="message"), 1)
     assert hits[0].payload["message_id"] == "m1"
     assert await index.search(query, VectorFilter.where(tenant_id="t2"), 5) == []
+    # Each chunk also carries its lexical vector: a word match comes back through the hybrid search.
+    far = [0.0] * 383 + [1.0]
+    lexical_hits = await index.hybrid_search(far, query_vector("dragon"), VectorFilter.where(tenant_id="t1"), 100)
+    assert lexical_hits[0].payload["message_id"] == "m1"
 
     ids = {"tenant_id": "t1", "user_id": "u1", "conversation_id": "c1"}
     edit = ids | {"message_id": "m2", "content": "A short edited line.", "edited_at": T0.isoformat()}

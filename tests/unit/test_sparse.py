@@ -1,0 +1,64 @@
+"""The text-to-sparse-vector function: stable term ids, stop words, BM25 saturation."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shared.sparse import AVGDL, K1, document_vector, query_vector, term_id, tokens
+
+
+def test_tokens_are_lowercased_unicode_words_without_stop_words() -> None:
+    assert tokens("The Café in São Paulo, at 7pm!") == ["café", "são", "paulo", "7pm"]
+
+
+def test_term_ids_are_stable_across_processes() -> None:
+    # Python's hash() is salted per process; the term id must not be.
+    code = "from shared.sparse import term_id; print(term_id('pumpernickel'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert int(out) == term_id("pumpernickel")
+    assert term_id("pumpernickel") == int.from_bytes(hashlib.blake2b(b"pumpernickel", digest_size=4).digest(), "big")
+    assert 0 <= term_id("x") < 2**32
+
+
+def test_query_vector_weighs_each_distinct_term_once() -> None:
+    v = query_vector("cat cat dog the")
+    assert sorted(v.indices) == v.indices
+    assert sorted(v.indices) == sorted({term_id("cat"), term_id("dog")})
+    assert v.values == [1.0, 1.0]
+
+
+def test_document_vector_saturates_term_frequency() -> None:
+    one = document_vector("cat")
+    many = document_vector("cat " * 50)
+    (w1,), (w50,) = one.values, many.values
+    assert w1 > 0
+    assert w50 < K1 + 1  # saturation: the weight never passes k1 + 1
+    # A document of exactly avgdl tokens with tf = 1 weighs exactly 1 (no length normalisation at avgdl).
+    filler = " ".join(f"w{i}" for i in range(int(AVGDL) - 1))
+    doc = document_vector("cat " + filler)
+    assert doc.values[doc.indices.index(term_id("cat"))] == 1.0
+
+
+def test_longer_documents_weigh_a_term_less() -> None:
+    short = document_vector("cat sat")
+    long = document_vector("cat " + " ".join(f"w{i}" for i in range(40)))
+    assert short.values[short.indices.index(term_id("cat"))] > long.values[long.indices.index(term_id("cat"))]
+
+
+def test_no_words_gives_an_empty_falsy_vector() -> None:
+    assert not query_vector("?! ... the a")
+    assert not document_vector("")
+
+
+@given(st.text(max_size=200))
+def test_vectors_are_well_formed(text: str) -> None:
+    for v in (document_vector(text), query_vector(text)):
+        assert len(v.indices) == len(v.values) == len(set(v.indices))
+        assert v.indices == sorted(v.indices)
+        assert all(x > 0 for x in v.values)
+    assert document_vector(text) == document_vector(text)
