@@ -38,7 +38,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -46,16 +46,14 @@ from typing import Any
 
 import nats
 import numpy as np
-from faststream.nats import NatsBroker
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
 from bench.common import embedded_backends, machine, print_result
 from bench.retrieval_baselines import BM25, dense_rank
-from services.catalog import SERVICES
+from services.stack import all_services
 from shared import subjects
-from shared.bootstrap import Core, deps_for, open_core
-from shared.broker import make_broker, start_broker
+from shared.bootstrap import Core
 from shared.embedders.bundled import BundledEmbedder
 from shared.settings import Settings
 from shared.tokens import estimate_tokens
@@ -219,31 +217,10 @@ def load_chats(data: Path, limit: int | None) -> list[Chat]:
 # --- The embedded stack ---------------------------------------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def embedded_stack(settings: Settings) -> AsyncIterator[Core]:
-    """All services of the catalog on one core, as ``services.stack.run_stack`` runs them (no demo, no
-    signal handling). The assembler's settings are read from the environment when its router is built."""
-    core = await open_core(settings, vectors=True, embedder=True)
-    brokers: list[NatsBroker] = []
-    relay_task: asyncio.Task[None] | None = None
-    try:
-        for spec in SERVICES:
-            broker = make_broker(settings, spec.name)
-            broker.include_router(spec.router_factory()(deps_for(core, broker)))
-            brokers.append(broker)
-        for broker in brokers:
-            await start_broker(broker)
-        relay_task = asyncio.create_task(core.relay.run())
-        yield core
-    finally:
-        for broker in reversed(brokers):
-            with contextlib.suppress(Exception):
-                await broker.stop()
-        if relay_task is not None:
-            relay_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await relay_task
-        await core.close()
+def embedded_stack(settings: Settings) -> contextlib.AbstractAsyncContextManager[Core]:
+    """All services of the catalog on one core, as ``make run`` runs them (no demo, no signal handling).
+    The assembler's settings are read from the environment when its router is built."""
+    return all_services(settings)
 
 
 def configure_assembler(history_limit: int) -> dict[str, str]:

@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -20,7 +21,7 @@ from faststream.nats import NatsBroker
 from services.catalog import SERVICES
 from services.demo import player
 from services.render import render_reply
-from shared.bootstrap import deps_for, open_core, wait_for_stop_signal
+from shared.bootstrap import Core, deps_for, open_core, wait_for_stop_signal
 from shared.broker import make_broker, start_broker
 from shared.embedded.servers import ChildServer, start_mongo, start_nats
 from shared.settings import Settings
@@ -49,14 +50,14 @@ def start_servers(settings: Settings) -> list[ChildServer]:
     return [nats_server, mongo_server]
 
 
-async def run_stack(settings: Settings, *, demo: bool) -> None:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    servers = await asyncio.to_thread(start_servers, settings)
+@contextlib.asynccontextmanager
+async def all_services(settings: Settings) -> AsyncIterator[Core]:
+    """Every service of the catalog on one shared core, each with its own broker, plus the relay's recovery
+    loop. On exit the brokers drain in-flight work (last started, first stopped), then the core closes."""
+    core = await open_core(settings, vectors=True, embedder=True)
     brokers: list[NatsBroker] = []
-    core = None
     relay_task: asyncio.Task[None] | None = None
     try:
-        core = await open_core(settings, vectors=True, embedder=True)
         for spec in SERVICES:
             broker = make_broker(settings, spec.name)
             broker.include_router(spec.router_factory()(deps_for(core, broker)))
@@ -64,14 +65,8 @@ async def run_stack(settings: Settings, *, demo: bool) -> None:
         for broker in brokers:
             await start_broker(broker)
         relay_task = asyncio.create_task(core.relay.run())
-        print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
-        print(f"data: {settings.data_dir.resolve()}   stop: Ctrl-C", flush=True)
-        marker = settings.data_dir / "demo-played"
-        if demo and not marker.exists():
-            await play_demo(settings, marker)
-        await wait_for_stop_signal()
+        yield core
     finally:
-        print("stopping: draining in-flight work...", flush=True)
         for broker in reversed(brokers):
             with contextlib.suppress(Exception):
                 await broker.stop()
@@ -79,8 +74,24 @@ async def run_stack(settings: Settings, *, demo: bool) -> None:
             relay_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await relay_task
-        if core is not None:
-            await core.close()
+        await core.close()
+
+
+async def run_stack(settings: Settings, *, demo: bool) -> None:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    servers = await asyncio.to_thread(start_servers, settings)
+    try:
+        async with all_services(settings):
+            try:
+                print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
+                print(f"data: {settings.data_dir.resolve()}   stop: Ctrl-C", flush=True)
+                marker = settings.data_dir / "demo-played"
+                if demo and not marker.exists():
+                    await play_demo(settings, marker)
+                await wait_for_stop_signal()
+            finally:
+                print("stopping: draining in-flight work...", flush=True)
+    finally:
         for server in reversed(servers):
             await asyncio.to_thread(server.stop)
         print("stopped.", flush=True)
