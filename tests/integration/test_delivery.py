@@ -35,6 +35,7 @@ from shared.delivery import (
     DeadLetters,
     Item,
     Rejection,
+    Staged,
     retry_delay,
     subscribe_batches,
 )
@@ -93,10 +94,11 @@ class Env:
 
     async def start(
         self,
-        handle: Handler,
+        handle: Handler | Staged[int],
         delivery: DeliverySettings,
         *,
         backoff: Callable[[int], float] = retry_delay,
+        in_flight: int = 2,
     ) -> NatsBroker:
         """A service replica: its own broker and router consuming the test stream with the shared durable."""
         broker = make_broker(Settings(nats_url=self.url), self.service)
@@ -108,6 +110,7 @@ class Env:
             max_deliver=delivery.max_deliver,
             ack_wait_s=delivery.ack_wait_s,
             backoff=backoff,
+            in_flight=in_flight,
         )
         subscribe_batches(
             router,

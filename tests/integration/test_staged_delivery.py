@@ -6,41 +6,13 @@ import asyncio
 from collections import Counter
 
 import pytest
-from faststream.nats import JStream, NatsBroker, NatsRouter
 
-from shared.broker import make_broker
-from shared.delivery import BatchConsumer, Completion, DeadLetters, Item, Rejection, Staged, subscribe_batches
-from shared.settings import DeliverySettings, Settings
+from shared.delivery import Completion, Item, Rejection, Staged
+from shared.settings import DeliverySettings
 from tests.integration.test_delivery import Env, _acked_through, body, decode_n, env  # noqa: F401 (fixture)
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
-
-
-async def start(env: Env, staged: Staged[int], delivery: DeliverySettings, in_flight: int) -> NatsBroker:  # noqa: F811
-    broker = make_broker(Settings(nats_url=env.url), env.service)
-    router = NatsRouter()
-    consumer: BatchConsumer[int] = BatchConsumer(
-        decode=decode_n,
-        handle=staged,
-        dead_letters=DeadLetters(broker, env.service),
-        max_deliver=delivery.max_deliver,
-        ack_wait_s=delivery.ack_wait_s,
-        in_flight=in_flight,
-    )
-    subscribe_batches(
-        router,
-        subject=f"{env.prefix}.>",
-        stream=JStream(env.stream, declare=False),
-        durable=env.durable,
-        consumer=consumer,
-        delivery=delivery,
-        title=f"{env.service}:items",
-    )
-    broker.include_router(router)
-    await broker.start()
-    env.brokers.append(broker)
-    return broker
 
 
 async def test_stages_run_in_delivery_order_with_bounded_overlap(env: Env) -> None:  # noqa: F811
@@ -66,7 +38,7 @@ async def test_stages_run_in_delivery_order_with_bounded_overlap(env: Env) -> No
 
     for n in range(40):
         await env.publish(body(n))
-    await start(env, Staged(first), DeliverySettings(max_deliver=3, ack_wait_s=5.0, batch_size=4), in_flight=3)
+    await env.start(Staged(first), DeliverySettings(max_deliver=3, ack_wait_s=5.0, batch_size=4), in_flight=3)
     await wait_until(env.drained, "everything acked")
     firsts = [n for kind, n in events if kind == "first"]
     dones = [n for kind, n in events if kind == "done"]
@@ -96,7 +68,7 @@ async def test_graceful_stop_waits_for_background_completions(env: Env) -> None:
     for n in range(3):
         await env.publish(body(n))
     delivery = DeliverySettings(max_deliver=3, ack_wait_s=1.0, batch_size=16)
-    broker = await start(env, Staged(first), delivery, in_flight=2)
+    broker = await env.start(Staged(first), delivery, in_flight=2)
     await asyncio.wait_for(started.wait(), 30)
     await broker.stop()  # returns only once the completion in the background finished and acked
     env.brokers.remove(broker)
