@@ -37,6 +37,7 @@ from shared.settings import Settings
 from shared.sparse import document_vector
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import VectorIndex, VectorIndexUnavailable, VectorPoint
+from tests.envelopes import recorded
 
 pytestmark = pytest.mark.integration
 
@@ -58,17 +59,7 @@ LINES = [
 
 
 def env(tenant: str, stream: str, version: int, type_: str, payload: dict[str, Any]) -> EventEnvelope:
-    return EventEnvelope(
-        event_id=deterministic_id(stream, str(version)),
-        type=type_,
-        schema_version=REGISTRY.get(type_).schema_version,
-        stream_id=stream,
-        version=version,
-        tenant_id=tenant,
-        occurred_at=T0,
-        recorded_at=T0,
-        payload=payload,
-    )
+    return recorded(tenant, stream, version, type_, payload, T0)
 
 
 def message_events(tenant: str, lines: Sequence[tuple[str, str, str]]) -> list[EventEnvelope]:

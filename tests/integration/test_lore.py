@@ -21,12 +21,13 @@ from services.context_assembler.app import create_router as assembler_router
 from services.context_assembler.retrieval import AssemblerSettings
 from services.lore.app import create_router as lore_router
 from shared import subjects
-from shared.events.envelope import EventEnvelope, deterministic_id
-from shared.events.recorded import REGISTRY, bot_stream, conversation_stream
+from shared.events.envelope import EventEnvelope
+from shared.events.recorded import bot_stream, conversation_stream
 from shared.lore.importer import import_lorebook
 from shared.readmodels import ReadModels
 from shared.readmodels.lore import LoreReadModel
 from shared.runtime import Deps
+from tests.envelopes import recorded
 from tests.integration.ingest_stack import Stack, running
 
 pytestmark = pytest.mark.integration
@@ -43,17 +44,7 @@ HUB_TEXT = "The Central Hub is the core of Lythora Station"
 
 
 def _env(tenant: str, stream: str, version: int, type_: str, payload: dict[str, Any]) -> EventEnvelope:
-    return EventEnvelope(
-        event_id=deterministic_id(stream, str(version)),
-        type=type_,
-        schema_version=REGISTRY.get(type_).schema_version,
-        stream_id=stream,
-        version=version,
-        tenant_id=tenant,
-        occurred_at=T0,
-        recorded_at=T0,
-        payload=payload,
-    )
+    return recorded(tenant, stream, version, type_, payload, T0)
 
 
 async def seed(stack: Stack, tenant: str, conversation: str = CONV) -> None:
