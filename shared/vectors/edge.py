@@ -59,7 +59,12 @@ from qdrant_edge import (
 from qdrant_edge import SparseVector as EdgeSparseVector
 
 from shared.vectors.port import (
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    RRF_K,
     SPARSE_NAME,
+    TENANT_FIELD,
+    VECTOR_NAME,
     Match,
     PayloadValue,
     Range,
@@ -71,17 +76,6 @@ from shared.vectors.port import (
 )
 
 log = logging.getLogger(__name__)
-
-VECTOR_NAME = "dense"
-#: RRF's k: a hit at rank r (from 1) of one prefetch adds 1 / (k + r). 60 is the value of the RRF paper and
-#: the Qdrant server's default, so both adapters fuse alike.
-RRF_K = 60
-#: The tenant field: a keyword index with ``is_tenant`` so the engine co-locates each tenant's points.
-TENANT_FIELD = "tenant_id"
-#: Other keyword fields that filters use (``bot_ids`` is a list; a match means "contains").
-KEYWORD_FIELDS = ("user_id", "conversation_id", "kind", "bot_ids", "persona_id", "message_id")
-#: Numeric fields for ranges; times are epoch seconds as floats.
-FLOAT_FIELDS = ("created_at",)
 
 
 class EdgeVectorIndex:

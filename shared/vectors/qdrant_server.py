@@ -28,9 +28,13 @@ import httpx
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from shared.vectors.edge import FLOAT_FIELDS, KEYWORD_FIELDS, RRF_K, TENANT_FIELD, VECTOR_NAME
 from shared.vectors.port import (
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    RRF_K,
     SPARSE_NAME,
+    TENANT_FIELD,
+    VECTOR_NAME,
     Match,
     PayloadValue,
     Range,
