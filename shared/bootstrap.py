@@ -33,6 +33,7 @@ from shared.eventlog.relay import NatsJetStreamPublisher, Relay
 from shared.events.recorded import REGISTRY
 from shared.llm.factory import build_chat_model
 from shared.llm.port import ChatModel
+from shared.readmodels import ensure_all_indexes
 from shared.runtime import Deps
 from shared.settings import Settings
 from shared.vectors.factory import build_vector_index
@@ -83,6 +84,7 @@ async def open_core(settings: Settings, *, vectors: bool = False, embedder: bool
     codec = EventCodec(REGISTRY, cipher)
     store = MongoEventStore(db, codec)
     await store.ensure_indexes()
+    await ensure_all_indexes(db, cipher)
     nc = await nats.connect(settings.nats_url, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
     js = nc.jetstream()
     await ensure_streams(js)

@@ -10,8 +10,6 @@ decided and appended in delivery order, then projected and published while the n
 
 from __future__ import annotations
 
-import asyncio
-
 from faststream.nats import NatsRouter
 from nats.aio.msg import Msg
 
@@ -21,7 +19,7 @@ from services.ingest.recorder import Recorder
 from shared import subjects
 from shared.broker import CHAT_JSTREAM
 from shared.consumers import consumer_router
-from shared.delivery import Completion, Item, Staged
+from shared.delivery import Staged
 from shared.readmodels import ReadModels
 from shared.runtime import Deps
 
@@ -29,18 +27,7 @@ SERVICE = "ingest"
 
 
 def create_router(deps: Deps) -> NatsRouter:
-    read_models = ReadModels(deps.db, deps.cipher)
-    handler = IngestHandler(Recorder(deps.store, read_models, deps.publisher))
-    indexes_ready = asyncio.Lock()
-    ready: list[bool] = []
-
-    async def begin(items: list[Item[InboundCommand]]) -> Completion:
-        if not ready:  # once per process, before the first write (idempotent across replicas)
-            async with indexes_ready:
-                if not ready:
-                    await read_models.ensure_indexes()
-                    ready.append(True)
-        return await handler.begin(items)
+    handler = IngestHandler(Recorder(deps.store, ReadModels(deps.db, deps.cipher), deps.publisher))
 
     def decode(msg: Msg) -> InboundCommand:
         return decode_command(msg.subject, msg.data)
@@ -51,6 +38,6 @@ def create_router(deps: Deps) -> NatsRouter:
         subject=subjects.CHAT_STREAM_SUBJECTS[0],
         stream=CHAT_JSTREAM,
         decode=decode,
-        handle=Staged(begin),
+        handle=Staged(handler.begin),
         title="ingest: platform chat events into the event log",
     )

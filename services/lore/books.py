@@ -40,7 +40,6 @@ class LoreBooks:
         self._store = store
         self._read_model = read_model
         self._publisher = publisher
-        self._indexes_ready = False
 
     async def import_book(self, req: LoreImportRequest) -> LoreImportReply:
         """Raises ``LoreImportError`` (from ``shared.lore``) when the file cannot be read as a lorebook."""
@@ -72,9 +71,6 @@ class LoreBooks:
         )
 
     async def _record(self, tenant_id: str, lorebook_id: str, events: Sequence[NewEvent]) -> None:
-        if not self._indexes_ready:
-            await self._read_model.ensure_indexes()  # idempotent, across replicas too
-            self._indexes_ready = True
         stream = lorebook_stream(tenant_id, lorebook_id)
         for _ in range(MAX_CONFLICT_RETRIES):
             version = await self._store.stream_version(stream)

@@ -59,12 +59,8 @@ class MemoryExtractor:
         self._store = store
         self._publisher = publisher
         self._witnessed = witnessed
-        self._indexed = False
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
-        if not self._indexed:  # idempotent; done on first use because routers have no startup hook
-            await self._witnessed.ensure_indexes()
-            self._indexed = True
         rejections: list[Rejection] = []
         witnessings: list[Witnessing] = []
         witnessed: list[EventEnvelope] = []

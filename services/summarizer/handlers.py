@@ -66,12 +66,8 @@ class Summarizer:
         self._summaries = summaries
         self._settings = settings
         self._chat_model = chat_model
-        self._indexed = False
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
-        if not self._indexed:  # idempotent; on first use because routers have no startup hook
-            await self._summaries.ensure_indexes()
-            self._indexed = True
         rejections: list[Rejection] = []
         created: list[EventEnvelope] = []
         for item in items:

@@ -3,10 +3,30 @@
 ``ReadModels`` is the facade services use; ``conversation.evolve`` is the pure fold it is built on.
 """
 
+from typing import Any
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from shared.crypto import FieldCipher
 from shared.readmodels.conversation import BotPresence, ConversationState, PersonaSwitch, evolve, fold
 from shared.readmodels.messages import MessageKey, MessageStatus, MessageView, message_doc_id
 from shared.readmodels.profiles import BotView, PersonaView
 from shared.readmodels.repository import ReadModels
+
+
+async def ensure_all_indexes(db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> None:
+    """Create every read model's indexes (idempotent, any replica may call it). Called once when a service
+    opens its core, so no handler needs a first-use check; the indexes serve queries, none enforces
+    uniqueness, so a read model also works before they exist."""
+    from shared.readmodels.lore import LoreReadModel
+    from shared.readmodels.summaries import SummariesReadModel
+    from shared.readmodels.witnessed import WitnessedReadModel
+
+    await ReadModels(db, cipher).ensure_indexes()
+    await SummariesReadModel(db, cipher).ensure_indexes()
+    await WitnessedReadModel(db).ensure_indexes()
+    await LoreReadModel(db, cipher).ensure_indexes()
+
 
 __all__ = [
     "BotPresence",
@@ -18,6 +38,7 @@ __all__ = [
     "PersonaSwitch",
     "PersonaView",
     "ReadModels",
+    "ensure_all_indexes",
     "evolve",
     "fold",
     "message_doc_id",

@@ -86,3 +86,18 @@ async def test_replay_rebuilds_read_models_and_vectors_from_the_log(settings: Se
         assert points == 2, "no vectors duplicated by replaying twice"
     finally:
         await core.close()
+
+
+async def test_opening_a_core_creates_the_read_model_indexes(settings: Settings) -> None:
+    """Services open a core at start; their handlers rely on it for the read models' query indexes."""
+    core = await open_core(settings)
+    try:
+        names = {
+            "rm_messages": "conversation_index",
+            "summaries": "by_conversation",
+            "witnessed": "by_character_message",
+        }
+        for collection, index in names.items():
+            assert index in await core.db[collection].index_information(), collection
+    finally:
+        await core.close()
