@@ -138,9 +138,34 @@ class SummaryCreated(_Payload):
     method: str = Field(..., description="`extractive` (no LLM) or `llm:<model>`")
     prompt_version: str | None = Field(None, description="e.g. `summarize.v1` when an LLM wrote it")
     emotional_context: str | None = Field(None, description="the mood and how it shifted (LLM summaries)")
+    audience: list[str] = Field(
+        default_factory=lambda: [EVERYONE],
+        description="the characters (bot and persona ids) who may be shown this summary: each witnessed every "
+        "message it covers; `*` when the messages named no characters (no presence information)",
+    )
+    consolidates: list[str] = Field(
+        default_factory=list, description="summary ids this `consolidated`/`long_term` summary replaces"
+    )
 
 
+EVERYONE = "*"
 SUMMARY_CREATED = REGISTRY.register("summary.created", encrypted=("text", "emotional_context"))
+
+
+class SummaryRetired(_Payload):
+    """A summary stops being a live memory: folded into a consolidation, made stale by an edit or delete of a
+    message it covers (``replaced_by`` is its recomputation, if any), or deleted by its owner. Its vectors are
+    deleted; the ``summary.created`` event stays in the log."""
+
+    summary_id: str
+    user_id: str
+    conversation_id: str
+    reason: Literal["consolidated", "stale", "deleted"]
+    replaced_by: str | None = None
+    retired_at: datetime
+
+
+SUMMARY_RETIRED = REGISTRY.register("summary.retired")
 
 
 # --- knowledge/<tenant>/<character> -------------------------------------------------------------------
