@@ -33,6 +33,7 @@ from shared.events.recorded import (
     MessageRecorded,
     SummaryCreated,
 )
+from shared.presence import message_audience
 from shared.readmodels import MessageKey, MessageStatus
 from shared.readmodels.conversation import as_utc
 from shared.vectors.port import Match, PayloadValue, VectorFilter
@@ -110,6 +111,7 @@ def _scene(base: MessageRecorded | MessageStatus) -> dict[str, PayloadValue]:
     created = base.created_at
     return {
         "bot_ids": list(base.bot_ids),
+        "audience": message_audience(base.bot_ids),
         "persona_id": base.persona_id,
         "author_id": base.author_id,
         "role": base.role,

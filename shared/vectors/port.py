@@ -25,8 +25,18 @@ VECTOR_NAME = "dense"
 RRF_K = 60
 #: The tenant field: a keyword index with ``is_tenant`` so the engine co-locates each tenant's points.
 TENANT_FIELD = "tenant_id"
-#: Other keyword fields that filters use (``bot_ids`` is a list; a match means "contains").
-KEYWORD_FIELDS = ("user_id", "conversation_id", "kind", "bot_ids", "persona_id", "message_id")
+#: Other keyword fields that filters use (``bot_ids``, ``audience`` and ``applies_to`` are lists; a match means
+#: "contains"). ``audience`` is who may be shown the point (``shared/presence.py``).
+KEYWORD_FIELDS = (
+    "user_id",
+    "conversation_id",
+    "kind",
+    "bot_ids",
+    "persona_id",
+    "message_id",
+    "audience",
+    "applies_to",
+)
 #: Numeric fields for ranges; times are epoch seconds as floats.
 FLOAT_FIELDS = ("created_at",)
 
