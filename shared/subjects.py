@@ -24,6 +24,9 @@ CONTEXT_ASSEMBLE: Final = "mnemo.rpc.context.assemble.v1"
 LORE_IMPORT: Final = "mnemo.rpc.lore.import.v1"
 LORE_EXPORT: Final = "mnemo.rpc.lore.export.v1"
 LORE_ATTACH: Final = "mnemo.rpc.lore.attach.v1"
+MEMORY_CONVERT_TO_LORE: Final = "mnemo.rpc.memory.convert_to_lore.v1"
+MEMORY_DELETE: Final = "mnemo.rpc.memory.delete.v1"
+MEMORY_LIST: Final = "mnemo.rpc.memory.list.v1"
 
 # --- Recorded events: what the event log's relay publishes after a durable append ----------------
 LOG_PREFIX: Final = "mnemo.log"

@@ -1,0 +1,134 @@
+"""Public wire contract v1 of the memory request-reply surface: legacy lore, deletion and listing.
+
+Every request is answered with its reply model or with ``ErrorReply`` (codes: ``bad_request`` for invalid
+JSON or a request that breaks its schema, with what is wrong; ``not_found`` for a memory that does not exist
+for that tenant AND user, so another user's or tenant's ids look exactly like unknown ones; ``internal``).
+Never change a published field's meaning; add a new version of the subject instead.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from shared.events.contract import Id, _Tenanted, _Wire
+
+# --- mnemo.rpc.memory.convert_to_lore.v1 / delete.v1 / list.v1 ------------------------------------------
+LEGACY_MEMORY = "legacy_memory"
+ListSource = Literal["memory", "knowledge", "all"]
+ItemSource = Literal["memory", "legacy_lore", "knowledge"]
+ItemType = Literal[
+    "short_term",
+    "long_term",
+    "consolidated",
+    "legacy_memory",
+    "episodic",
+    "semantic",
+    "declarative",
+    "procedural",
+]
+MAX_TARGETS = 1000
+MAX_LIST_LIMIT = 200
+MAX_LIST_OFFSET = 100_000
+
+
+class _Owned(_Tenanted):
+    user_id: Id = Field(..., description="the user who owns the memory; another user's ids are not found")
+
+
+class MemoryConvertToLoreRequest(_Owned):
+    """`mnemo.rpc.memory.convert_to_lore.v1` request: keep a memory (a summary) as a `legacy_memory` lore entry."""
+
+    memory_id: Id = Field(..., description="the memory (summary id) to convert")
+    applies_to_bots: list[Id] = Field(
+        default_factory=list, max_length=MAX_TARGETS, description="bots whose conversations with this user get it"
+    )
+    applies_to_personas: list[Id] = Field(
+        default_factory=list, max_length=MAX_TARGETS, description="the user's personas it applies to"
+    )
+    title: str | None = Field(None, min_length=1, max_length=512, description="a display title (optional)")
+
+    @model_validator(mode="after")
+    def _some_target(self) -> MemoryConvertToLoreRequest:
+        if not self.applies_to_bots and not self.applies_to_personas:
+            raise ValueError("give `applies_to_bots` or `applies_to_personas` (or both): lore applies to someone")
+        return self
+
+
+class MemoryConvertToLoreReply(_Wire):
+    """`mnemo.rpc.memory.convert_to_lore.v1` reply. Converting the same memory again returns the same entry
+    (the first conversion's targets and title stand) with ``created`` false."""
+
+    legacy_id: str = Field(..., description="the legacy lore entry's id (derived from tenant, user and memory)")
+    memory_id: str
+    applies_to_bots: list[str]
+    applies_to_personas: list[str]
+    created: bool = Field(..., description="false when the memory had already been converted")
+
+
+class MemoryDeleteRequest(_Owned):
+    """`mnemo.rpc.memory.delete.v1` request: delete a memory, its legacy lore and their vectors."""
+
+    memory_id: Id = Field(..., description="the memory (summary id) to delete")
+
+
+class MemoryDeleteReply(_Wire):
+    """`mnemo.rpc.memory.delete.v1` reply; deleting again is harmless (``deleted`` is then false)."""
+
+    memory_id: str
+    deleted: bool = Field(..., description="false when the memory had already been deleted")
+    legacy_ids: list[str] = Field(default_factory=list, description="legacy lore entries deleted with it")
+
+
+class MemoryListRequest(_Owned):
+    """`mnemo.rpc.memory.list.v1` request: one page of the user's memories, legacy lore and knowledge.
+
+    ``source``: `memory` (summaries and the legacy lore made from them), `knowledge` (characters' facts) or
+    `all`. ``type``: a summary type, `legacy_memory` or a fact type; only items of that type. ``bot_id``:
+    summaries the bot took part in, legacy lore that applies to it or names it as a participant, the bot's own
+    facts. ``converted_to_lore``: when set, only summaries, converted (true) or not (false). Order: newest
+    ``end_at`` first, then id, so consecutive pages neither skip nor repeat items while nothing changes.
+    """
+
+    source: ListSource = Field("all")
+    type: ItemType | None = Field(None, description="only items of this type")
+    bot_id: Id | None = Field(None, description="only items about this bot (participant, target or character)")
+    converted_to_lore: bool | None = Field(None, description="only summaries converted (or not) to legacy lore")
+    include_retired: bool = Field(
+        False, description="also summaries folded into a consolidation or made stale (never deleted ones)"
+    )
+    limit: int = Field(50, ge=1, le=MAX_LIST_LIMIT)
+    offset: int = Field(0, ge=0, le=MAX_LIST_OFFSET)
+
+
+class MemoryItem(_Wire):
+    source: ItemSource = Field(..., description="`memory` (a summary), `legacy_lore` or `knowledge` (a fact)")
+    id: str = Field(..., description="summary id, legacy id or fact id")
+    type: str = Field(..., description="summary type, `legacy_memory` or fact type")
+    text: str
+    title: str | None = None
+    participants: list[str] = Field(default_factory=list, description="bot and persona ids present")
+    character_id: str | None = Field(None, description="the character who knows it (knowledge)")
+    applies_to: list[str] = Field(default_factory=list, description="bots and personas legacy lore applies to")
+    conversation_id: str | None = None
+    memory_id: str | None = Field(None, description="the memory a legacy lore entry was made from")
+    importance: int | None = None
+    emotional_tags: list[str] = Field(default_factory=list)
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    converted_to_lore: bool = False
+    legacy_id: str | None = Field(None, description="the legacy lore entry made from this memory, if any")
+    status: str = Field("active", description="`active`, or why a summary was retired (`consolidated`, `stale`)")
+    method: str | None = Field(None, description="how it was made: `extractive`, `llm:<model>`, ...")
+    prompt_version: str | None = None
+
+
+class MemoryListReply(_Wire):
+    """`mnemo.rpc.memory.list.v1` reply: ``total`` items match the filters; this page starts at ``offset``."""
+
+    items: list[MemoryItem]
+    total: int
+    offset: int
+    limit: int
