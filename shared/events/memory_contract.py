@@ -132,3 +132,30 @@ class MemoryListReply(_Wire):
     total: int
     offset: int
     limit: int
+
+
+# --- mnemo.rpc.memory.promote.v1 / mnemo.rpc.memory.unpromote.v1 -----------------------------------------
+class MemoryPromoteRequest(_Owned):
+    """`mnemo.rpc.memory.promote.v1` request: share one of the user's own `player:<user>` facts with a campaign
+    (scope `campaign:<campaign_id>`). Recorded as a `knowledge.fact_promoted` audit event. A fact of another
+    user or tenant is `not_found`; a fact not in the player's scope (or no longer current) is `bad_request`."""
+
+    fact_id: Id = Field(..., description="the fact to promote")
+    campaign_id: Id = Field(..., description="the shared world the fact joins")
+
+
+class MemoryUnpromoteRequest(_Owned):
+    """`mnemo.rpc.memory.unpromote.v1` request: undo a promotion, the fact returns to `player:<user>`.
+    Recorded as a `knowledge.fact_unpromoted` audit event."""
+
+    fact_id: Id = Field(..., description="the fact to bring back into the player's scope")
+
+
+class MemoryScopeReply(_Wire):
+    """Reply of promote and unpromote: the fact's scope now. A request already in effect (promoting to the
+    campaign it is in, unpromoting a private fact) changes nothing: ``changed`` false, no audit event."""
+
+    fact_id: str
+    scope: str = Field(..., description="the fact's scope after the request, e.g. `campaign:c1`")
+    previous_scope: str = Field(..., description="its scope before the request")
+    changed: bool = Field(..., description="false when the request was already in effect")
