@@ -1,9 +1,20 @@
-"""Pure summarizer logic: when a conversation is due a summary, and the extractive summary itself.
+"""Pure summarizer logic: when a conversation is due a summary, who may see it, and the extractive summary.
 
-Trigger: the first summary covers messages ``0 .. first_at-1`` and is due when the message with index
+Count trigger: the first summary covers messages ``0 .. first_at-1`` and is due when the message with index
 ``first_at-1`` is recorded; after that one summary per ``every`` messages (``first_at .. first_at+every-1``,
 ...). With the defaults (5, 20) the ranges are 0-4, 5-24, 25-44, ... A message's index is assigned by ingest
 and never reused, so each range is decided by exactly one message and a redelivery decides the same range.
+
+Token trigger: the count boundaries above cut the conversation into *segments*. Inside a segment, when the
+recorded token estimates (``MessageRecorded.tokens``) of the not yet summarized messages pass
+``token_trigger``, the message that passes it closes a range early (summarized into about ``token_target``
+tokens); the segment's count boundary then closes what is left. The decision reads only the segment's
+recorded token counts in index order, so the same log always gives the same ranges (and ids).
+
+Presence (the "hive mind" rule): a message is witnessed by the bots in its ``bot_ids`` and by its
+``persona_id``. A range's main summary is for the characters present in *every* message of the range;
+each character present in only some of them gets its own summary of just the messages it witnessed
+(:func:`presence_parts`). A message naming nobody carries no presence information and restricts nothing.
 
 Extractive summary (no LLM): the range's messages are split into sentences, every sentence is embedded, and
 the sentences closest to the centroid of all of them (cosine; with L2-normalised vectors this ranks like the
@@ -19,12 +30,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.events.envelope import deterministic_id
-from shared.events.recorded import SummaryCreated
+from shared.events.recorded import EVERYONE, SummaryCreated
 from shared.tokens import estimate_tokens
 
 
@@ -41,31 +53,95 @@ class SummarizerSettings(BaseSettings):
         0.6, ge=0, le=1, description="sentences scoring below this share of the best score are never picked"
     )
     max_sentences: int = Field(400, ge=1, description="sentences embedded per range (the rest are ignored)")
+    token_trigger: int = Field(
+        10_000, ge=1, description="unsummarized recorded tokens that close a range before the count trigger"
+    )
+    token_target: int = Field(500, ge=10, description="cap of a summary of a range closed by the token trigger")
+    max_active: int = Field(8, ge=1, description="live summaries per audience and level before consolidating")
+    consolidate_batch: int = Field(4, ge=2, description="oldest summaries folded into one consolidation")
+    consolidate_max_tokens: int = Field(250, ge=10, description="cap of an extractive consolidated summary")
+    tenants: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='per-tenant overrides, e.g. MNEMO_SUMMARIZER_TENANTS=\'{"t1": {"every": 10}}\'',
+    )
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> Self:
+        if self.consolidate_batch > self.max_active + 1:
+            raise ValueError("consolidate_batch must be at most max_active + 1, or consolidation never runs")
+        return self
+
+    def for_tenant(self, tenant_id: str) -> SummarizerSettings:
+        """These settings with the tenant's overrides applied (validated like the defaults)."""
+        override = self.tenants.get(tenant_id)
+        if not override:
+            return self
+        return SummarizerSettings.model_validate({**self.model_dump(exclude={"tenants"}), **override})
 
 
 @dataclass(frozen=True)
 class SummaryRange:
     first_index: int
     last_index: int
+    by_tokens: bool = False  # closed early by the token trigger (summarized into ``token_target``)
 
     def indexes(self) -> range:
         return range(self.first_index, self.last_index + 1)
 
 
-def due_range(index: int, settings: SummarizerSettings) -> SummaryRange | None:
-    """The range closed by the message at ``index``, or None if that message closes no range."""
+def is_count_boundary(index: int, settings: SummarizerSettings) -> bool:
+    """Whether the message at ``index`` is the last of a count segment (0-4, 5-24, ... by default)."""
     if index == settings.first_at - 1:
-        return SummaryRange(0, index)
-    if index >= settings.first_at and (index - settings.first_at + 1) % settings.every == 0:
-        return SummaryRange(index - settings.every + 1, index)
+        return True
+    return index >= settings.first_at and (index - settings.first_at + 1) % settings.every == 0
+
+
+def segment_start(index: int, settings: SummarizerSettings) -> int:
+    """First index of the count segment holding ``index``."""
+    if index < settings.first_at:
+        return 0
+    return settings.first_at + (index - settings.first_at) // settings.every * settings.every
+
+
+def due_range(
+    index: int, settings: SummarizerSettings, segment_tokens: Sequence[int] | None = None
+) -> SummaryRange | None:
+    """The range closed by the message at ``index``, or None if that message closes no range.
+
+    ``segment_tokens``: the recorded token estimates of messages ``segment_start(index) .. index`` in index
+    order; without them only the count trigger applies. Walking the segment from its start replays every
+    earlier token-closed range, so the answer depends on the log alone.
+    """
+    first = segment_start(index, settings)
+    start, used = first, 0
+    for offset, tokens in enumerate(segment_tokens or ()):
+        i = first + offset
+        if i > index:
+            break
+        used += tokens
+        if used > settings.token_trigger:
+            if i == index:
+                return SummaryRange(start, index, by_tokens=True)
+            start, used = i + 1, 0
+    if is_count_boundary(index, settings) and start <= index:
+        return SummaryRange(start, index)
     return None
 
 
-def summary_id(tenant_id: str, user_id: str, conversation_id: str, rng: SummaryRange, kind: str) -> str:
-    """Deterministic: the same range always gives the same id, so redelivery appends nothing new."""
-    return deterministic_id(
-        "summary", tenant_id, user_id, conversation_id, kind, str(rng.first_index), str(rng.last_index)
-    )
+def summary_id(
+    tenant_id: str,
+    user_id: str,
+    conversation_id: str,
+    rng: SummaryRange,
+    kind: str,
+    character_id: str | None = None,
+) -> str:
+    """Deterministic: the same range (and character, for a per-character summary) always gives the same id,
+    so redelivery appends nothing new."""
+    parts = ["summary", tenant_id, user_id, conversation_id, kind, str(rng.first_index), str(rng.last_index)]
+    if character_id is not None:
+        parts += ["for", character_id]
+    return deterministic_id(*parts)
 
 
 @dataclass(frozen=True)
@@ -78,6 +154,47 @@ class RangeMessage:
     created_at: datetime
     bot_ids: tuple[str, ...] = ()
     persona_id: str | None = None
+
+    @property
+    def witnesses(self) -> tuple[str, ...]:
+        """The characters present: the bots in the scene and the persona used (empty: no presence info)."""
+        return (*self.bot_ids, self.persona_id) if self.persona_id else self.bot_ids
+
+
+@dataclass(frozen=True)
+class AudiencePart:
+    """One summary to write for a range: its messages and the characters who may be shown it.
+
+    ``character_id`` is None for the range's main summary (all its messages), else the one character
+    present in only some of the messages, whose summary covers exactly the messages it witnessed.
+    """
+
+    audience: tuple[str, ...]
+    messages: tuple[RangeMessage, ...]
+    character_id: str | None = None
+
+
+def presence_parts(messages: Sequence[RangeMessage]) -> list[AudiencePart]:
+    """The summaries a range needs so that no summary tells a character what it did not witness.
+
+    - No message names anyone: one summary, audience ``["*"]`` (everyone).
+    - Otherwise the main summary's audience is the characters present in every message that names someone,
+      and every character present in some but not all of them gets a summary of the messages it witnessed
+      (plus those naming nobody). When nobody was present throughout there is no main summary: an empty
+      audience would read as "no presence information" to some readers, so it is never written.
+    Characters are in order of first appearance, so the result is deterministic.
+    """
+    named = [m for m in messages if m.witnesses]
+    if not named:
+        return [AudiencePart((EVERYONE,), tuple(messages))]
+    everyone = participants_of(messages)
+    common = tuple(c for c in everyone if all(c in m.witnesses for m in named))
+    parts = [AudiencePart(common, tuple(messages))] if common else []
+    for c in everyone:
+        if c not in common:
+            seen = tuple(m for m in messages if not m.witnesses or c in m.witnesses)
+            parts.append(AudiencePart((c,), seen, c))
+    return parts
 
 
 @dataclass(frozen=True)
@@ -275,12 +392,15 @@ def compose_summary(
     sentences: Sequence[Sentence],
     vectors: Sequence[Sequence[float]],
     settings: SummarizerSettings,
+    audience: Sequence[str] = (EVERYONE,),
+    max_tokens: int | None = None,
 ) -> SummaryCreated:
-    """The ``summary.created`` payload of a range (``messages`` sorted by index, non-empty)."""
+    """The ``summary.created`` payload of a range (``messages`` sorted by index, non-empty); ``max_tokens``
+    defaults to ``settings.max_tokens``."""
     picked = pick_central(
         sentences,
         vectors,
-        max_tokens=settings.max_tokens,
+        max_tokens=max_tokens or settings.max_tokens,
         duplicate_cosine=settings.duplicate_cosine,
         min_relative=settings.min_relative_centrality,
     )
@@ -299,4 +419,5 @@ def compose_summary(
         first_index=rng.first_index,
         last_index=rng.last_index,
         method="extractive",
+        audience=list(audience),
     )

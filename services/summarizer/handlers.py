@@ -2,29 +2,42 @@
 
 Contract: consumes every relayed log event on ``mnemo.log.>`` (stream ``MNEMO_LOG``, durable
 ``mnemo_summarizer_main``, explicit acks via :mod:`shared.delivery`: ack once the effect is durable, nak with
-backoff on failure, dead-letter invalid payloads).
+backoff on failure, dead-letter invalid payloads). Writes only to ``summaries/<tenant>/<user>/<conversation>``.
 
-- ``message.recorded`` whose index closes a range (``domain.due_range``) → load the range from the log
-  (``ranges.py``), embed its sentences, append ``summary.created`` (``short_term``, ``extractive``) to
-  ``summaries/<tenant>/<user>/<conversation>`` and publish it. Idempotency key: the event id is
-  ``domain.summary_id`` over the range, so a redelivery appends nothing (the log reports a duplicate) and an
-  already written summary is not even recomputed.
-- ``summary.created`` → the ``summaries`` read model (idempotent upsert keyed by summary id).
+- ``message.recorded`` whose index closes a range (``domain.due_range``: count or token trigger) → read the
+  range from the log (``ranges.py``), split it by presence (``domain.presence_parts``), write one summary per
+  part (LLM when configured, extractive otherwise) and append them in one ``summary.created`` batch. Then
+  consolidate (``consolidation.py``): while an (audience, level) group holds more than ``max_active`` live
+  summaries, append a consolidated summary and a ``summary.retired`` (``consolidated``) per child, in one
+  append at the stream version the decision was made on (a concurrent writer makes it decide again).
+- ``message.edited`` / ``message.deleted`` → every live summary covering the message is recomputed over its
+  messages as they now are (a deleted one is left out) and retired (``stale``, ``replaced_by`` the
+  recomputation; none when no message is left), in one append.
+- ``summary.created`` / ``summary.retired`` → the ``summaries`` read model.
+
+Idempotency key: every appended event id is deterministic (range and character; children; stale summary
+and the triggering event), so a redelivery appends only duplicates the log drops.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from services.summarizer import llm_summary, ranges
+from services.summarizer import consolidation, llm_summary, ranges
+from services.summarizer.consolidation import LiveSet, fold_live
 from services.summarizer.domain import (
+    AudiencePart,
     RangeMessage,
     SummarizerSettings,
     SummaryRange,
     compose_summary,
     due_range,
+    pick_central,
+    presence_parts,
+    segment_start,
     sentences_of,
     summary_id,
 )
@@ -33,21 +46,29 @@ from shared.embedders.port import Embedder
 from shared.eventlog.port import ConcurrencyError, EventStore
 from shared.events.envelope import EventEnvelope, NewEvent
 from shared.events.recorded import (
+    MESSAGE_DELETED,
+    MESSAGE_EDITED,
     MESSAGE_RECORDED,
     SUMMARY_CREATED,
+    SUMMARY_RETIRED,
+    MessageDeleted,
+    MessageEdited,
     MessageRecorded,
     SummaryCreated,
+    SummaryRetired,
     conversation_stream,
     summary_stream,
 )
 from shared.llm.port import ChatModel, LLMError
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import CommittedPublisher
+from shared.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
 MAX_CONFLICT_RETRIES = 5
 MAX_WINDOW_GROWTH = 6  # the window doubles up to this many times before reading from the stream's start
+MAX_FOLDS_PER_EVENT = 64  # consolidations per handled event (each removes batch-1 live summaries)
 
 
 class Summarizer:
@@ -66,53 +87,92 @@ class Summarizer:
         self._summaries = summaries
         self._settings = settings
         self._chat_model = chat_model
+        self._per_tenant: dict[str, SummarizerSettings] = {}
+
+    def settings_for(self, tenant_id: str) -> SummarizerSettings:
+        if tenant_id not in self._per_tenant:
+            self._per_tenant[tenant_id] = self._settings.for_tenant(tenant_id)
+        return self._per_tenant[tenant_id]
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         rejections: list[Rejection] = []
-        created: list[EventEnvelope] = []
+        projected: list[EventEnvelope] = []
         for item in items:
             env = item.value
             try:
                 if env.type == MESSAGE_RECORDED.name:
                     msg = MessageRecorded.model_validate(env.payload)
                     await self.on_message_recorded(env, msg, traceparent=item.traceparent)
+                elif env.type == MESSAGE_EDITED.name:
+                    edit = MessageEdited.model_validate(env.payload)
+                    await self.on_message_changed(env, edit, traceparent=item.traceparent)
+                elif env.type == MESSAGE_DELETED.name:
+                    deleted = MessageDeleted.model_validate(env.payload)
+                    await self.on_message_changed(env, deleted, traceparent=item.traceparent)
                 elif env.type == SUMMARY_CREATED.name:
                     SummaryCreated.model_validate(env.payload)
-                    created.append(env)
+                    projected.append(env)
+                elif env.type == SUMMARY_RETIRED.name:
+                    SummaryRetired.model_validate(env.payload)
+                    projected.append(env)
             except ValidationError as exc:
                 rejections.append(Rejection(item.msg, f"invalid {env.type} payload: {exc}"))
-        await self._summaries.apply(created)
+        await self._summaries.apply(projected)
         return rejections
 
+    # --- ranges -----------------------------------------------------------------------------------------
     async def on_message_recorded(
         self, env: EventEnvelope, msg: MessageRecorded, *, traceparent: str | None = None
     ) -> None:
-        """Summarize the range ``msg`` closes, if any; the summary continues the trace ``traceparent``."""
-        rng = due_range(msg.index, self._settings)
+        """Summarize the range ``msg`` closes, if any, then consolidate; continues the trace ``traceparent``."""
+        settings = self.settings_for(env.tenant_id)
+        first = segment_start(msg.index, settings)
+        stream = conversation_stream(env.tenant_id, msg.user_id, msg.conversation_id)
+        events = await self._read_back(env, stream, SummaryRange(first, msg.index))
+        rng = due_range(msg.index, settings, ranges.recorded_tokens(events, first, msg.index))
         if rng is None:
             return
-        sid = summary_id(env.tenant_id, msg.user_id, msg.conversation_id, rng, "short_term")
-        if await self._store.get_events([sid]):
-            return  # already summarized (redelivery); the relay publishes it if that was not confirmed
-        messages = await self._load_range(env, msg, rng)
-        payload = await self._write_summary(sid, msg, rng, messages)
-        if payload is None:
-            log.info("range %s-%s of %s has no text; no summary", rng.first_index, rng.last_index, env.stream_id)
-            return
-        event = NewEvent(
-            event_id=sid,
-            type=SUMMARY_CREATED.name,
-            tenant_id=env.tenant_id,
-            occurred_at=payload.end_at,
-            causation_id=env.event_id,
-            correlation_id=env.correlation_id or env.event_id,
-            traceparent=traceparent,
-            payload=payload.model_dump(mode="json"),
-        )
-        await self._append(summary_stream(env.tenant_id, msg.user_id, msg.conversation_id), event)
+        parts = {
+            summary_id(env.tenant_id, msg.user_id, msg.conversation_id, rng, "short_term", part.character_id): part
+            for part in presence_parts(ranges.fold_range(events, rng)[0])
+        }
+        written = {e.event_id for e in await self._store.get_events(list(parts))}  # a redelivery wrote them
+        missing = {sid: part for sid, part in parts.items() if sid not in written}
+        if missing:
+            payloads = await self._range_summaries(msg, rng, missing, settings)
+            if payloads:
+                new = [self._event(env, p.summary_id, SUMMARY_CREATED.name, p, traceparent) for p in payloads]
+                await self._append(summary_stream(env.tenant_id, msg.user_id, msg.conversation_id), new)
+            else:
+                log.info("range %s-%s of %s has no text; no summary", rng.first_index, rng.last_index, stream)
+        await self.consolidate(env, msg.user_id, msg.conversation_id, traceparent=traceparent)
+
+    async def _range_summaries(
+        self, msg: MessageRecorded, rng: SummaryRange, parts: dict[str, AudiencePart], settings: SummarizerSettings
+    ) -> list[SummaryCreated]:
+        """One summary per presence part of the range (see ``domain.presence_parts``), keyed by summary id."""
+        cap = settings.token_target if rng.by_tokens else settings.max_tokens
+        cache: dict[str, list[float]] = {}
+        out: list[SummaryCreated] = []
+        for sid, part in parts.items():
+            payload = await self._write_summary(
+                sid, msg.user_id, msg.conversation_id, rng, list(part.messages), part.audience, cap, settings, cache
+            )
+            if payload is not None:
+                out.append(payload)
+        return out
 
     async def _write_summary(
-        self, sid: str, msg: MessageRecorded, rng: SummaryRange, messages: list[RangeMessage]
+        self,
+        sid: str,
+        user_id: str,
+        conversation_id: str,
+        rng: SummaryRange,
+        messages: list[RangeMessage],
+        audience: Sequence[str],
+        cap: int,
+        settings: SummarizerSettings,
+        cache: dict[str, list[float]],
     ) -> SummaryCreated | None:
         """LLM summary when a model is configured and answers; the extractive one otherwise."""
         if self._chat_model is not None and llm_summary.transcript(messages):
@@ -123,45 +183,182 @@ class Summarizer:
             else:
                 return llm_summary.summary_from_completion(
                     summary_id=sid,
-                    user_id=msg.user_id,
-                    conversation_id=msg.conversation_id,
+                    user_id=user_id,
+                    conversation_id=conversation_id,
                     rng=rng,
                     messages=messages,
                     completion=completion,
+                    audience=audience,
                 )
-        sentences = sentences_of(messages, self._settings.max_sentences)
+        sentences = sentences_of(messages, settings.max_sentences)
         if not sentences:
             return None
-        vectors = await self._embedder.embed([s.text for s in sentences])
         return compose_summary(
             summary_id=sid,
-            user_id=msg.user_id,
-            conversation_id=msg.conversation_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
             rng=rng,
             messages=messages,
             sentences=sentences,
-            vectors=vectors,
-            settings=self._settings,
+            vectors=await self._embed([s.text for s in sentences], cache),
+            settings=settings,
+            audience=audience,
+            max_tokens=cap,
         )
 
-    async def _load_range(self, env: EventEnvelope, msg: MessageRecorded, rng: SummaryRange) -> list[RangeMessage]:
-        stream = conversation_stream(env.tenant_id, msg.user_id, msg.conversation_id)
+    async def _embed(self, texts: list[str], cache: dict[str, list[float]]) -> list[list[float]]:
+        """Vectors of ``texts``, embedding each distinct text once across a range's presence parts."""
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        if missing:
+            cache.update(zip(missing, await self._embedder.embed(missing), strict=True))
+        return [cache[t] for t in texts]
+
+    # --- consolidation --------------------------------------------------------------------------------
+    async def consolidate(
+        self, env: EventEnvelope, user_id: str, conversation_id: str, *, traceparent: str | None = None
+    ) -> None:
+        """Fold over-full (audience, level) groups until none is left (``consolidation.py``)."""
+        settings = self.settings_for(env.tenant_id)
+        stream = summary_stream(env.tenant_id, user_id, conversation_id)
+        for _ in range(MAX_FOLDS_PER_EVENT):
+            live = fold_live(await self._store.read_stream(stream))
+            batch = consolidation.due_batch(live.summaries(), settings)
+            if batch is None:
+                return
+            cid = consolidation.consolidation_id(env.tenant_id, user_id, conversation_id, [c.summary_id for c in batch])
+            merged = await self._consolidated(cid, batch, settings)
+            new = [self._event(env, cid, SUMMARY_CREATED.name, merged, traceparent)]
+            for child in batch:
+                rid, retired = consolidation.retirement(child, "consolidated", cid, merged.end_at)
+                new.append(self._event(env, rid, SUMMARY_RETIRED.name, retired, traceparent))
+            await self._append_at(stream, live, new)
+        log.warning("%s: consolidation did not settle in %d folds", stream, MAX_FOLDS_PER_EVENT)
+
+    async def _consolidated(
+        self, cid: str, children: list[SummaryCreated], settings: SummarizerSettings
+    ) -> SummaryCreated:
+        """The LLM's merge (``consolidate.v1``) when configured and answering; else an extractive one."""
+        ordered = sorted(children, key=lambda c: (c.first_index, c.last_index, c.summary_id))
+        if self._chat_model is not None:
+            try:
+                completion = await llm_summary.consolidate(self._chat_model, [c.text for c in ordered])
+            except LLMError as exc:
+                log.warning("LLM consolidation failed, falling back to extractive: %s", exc)
+            else:
+                return consolidation.consolidated_payload(
+                    summary_id=cid,
+                    children=ordered,
+                    text=completion.value.summary,
+                    method=completion.method,
+                    prompt_version=completion.prompt_version,
+                    emotional_context=completion.value.emotional_context,
+                )
+        sentences = consolidation.child_sentences(ordered, settings.max_sentences)
+        picked = pick_central(
+            sentences,
+            await self._embed([s.text for s in sentences], {}),
+            max_tokens=settings.consolidate_max_tokens,
+            duplicate_cosine=settings.duplicate_cosine,
+            min_relative=settings.min_relative_centrality,
+        )
+        text = " ".join(s.text for s in picked) or " ".join(c.text for c in ordered)
+        return consolidation.consolidated_payload(summary_id=cid, children=ordered, text=text, method="extractive")
+
+    # --- edits and deletes ----------------------------------------------------------------------------
+    async def on_message_changed(
+        self, env: EventEnvelope, change: MessageEdited | MessageDeleted, *, traceparent: str | None = None
+    ) -> None:
+        """Retire every live summary covering the changed message and recompute it over the current texts."""
+        settings = self.settings_for(env.tenant_id)
+        stream = summary_stream(env.tenant_id, change.user_id, change.conversation_id)
+        at = change.edited_at if isinstance(change, MessageEdited) else change.deleted_at
+        for _ in range(MAX_CONFLICT_RETRIES):
+            live = fold_live(await self._store.read_stream(stream))
+            stale = consolidation.stale_by(live, change.message_id, env.event_id)
+            if not stale:
+                return
+            new: list[NewEvent] = []
+            for old in stale:
+                rid = consolidation.recompute_id(
+                    env.tenant_id, change.user_id, change.conversation_id, old.summary_id, env.event_id
+                )
+                fresh = await self._recompute(env, old, rid, settings)
+                if fresh is not None:
+                    new.append(self._event(env, rid, SUMMARY_CREATED.name, fresh, traceparent))
+                eid, retired = consolidation.retirement(old, "stale", rid if fresh else None, at)
+                new.append(self._event(env, eid, SUMMARY_RETIRED.name, retired, traceparent))
+            if await self._append_at(stream, live, new):
+                return
+        raise ConcurrencyError(stream, -1)
+
+    async def _recompute(
+        self, env: EventEnvelope, old: SummaryCreated, rid: str, settings: SummarizerSettings
+    ) -> SummaryCreated | None:
+        """``old`` over its messages as the log holds them at ``env`` (same range, audience and level)."""
+        rng = SummaryRange(old.first_index, old.last_index)
+        stream = conversation_stream(env.tenant_id, old.user_id, old.conversation_id)
+        events = await self._read_back(env, stream, rng)
+        keep = set(old.message_ids)
+        messages = [m for m in ranges.fold_range(events, rng)[0] if m.message_id in keep]
+        if old.summary_type == "short_term":
+            cap = max(settings.max_tokens, min(estimate_tokens(old.text), settings.token_target))
+        else:
+            cap = settings.consolidate_max_tokens
+        fresh = await self._write_summary(
+            rid, old.user_id, old.conversation_id, rng, messages, old.audience, cap, settings, {}
+        )
+        if fresh is None:
+            return None
+        return fresh.model_copy(update={"summary_type": old.summary_type, "consolidates": list(old.consolidates)})
+
+    # --- log access -----------------------------------------------------------------------------------
+    async def _read_back(self, env: EventEnvelope, stream: str, rng: SummaryRange) -> list[EventEnvelope]:
+        """The conversation stream up to ``env``'s version, reaching back to ``rng.first_index``'s recording
+        (a window that doubles until it does, then the whole stream)."""
         factor = 2
         for _ in range(MAX_WINDOW_GROWTH):
             after = ranges.window_start(env.version, rng, factor)
             events = await self._store.read_stream(stream, after_version=after, limit=env.version - after)
-            messages, reached = ranges.fold_range(events, rng)
-            if reached or after == 0:
-                return messages
+            if after == 0 or ranges.fold_range(events, rng)[1]:
+                return events
             factor *= 2
-        events = await self._store.read_stream(stream, after_version=0, limit=env.version)
-        return ranges.fold_range(events, rng)[0]
+        return await self._store.read_stream(stream, after_version=0, limit=env.version)
 
-    async def _append(self, stream: str, event: NewEvent) -> None:
+    @staticmethod
+    def _event(
+        cause: EventEnvelope,
+        event_id: str,
+        type_name: str,
+        payload: SummaryCreated | SummaryRetired,
+        traceparent: str | None,
+    ) -> NewEvent:
+        occurred = payload.end_at if isinstance(payload, SummaryCreated) else payload.retired_at
+        return NewEvent(
+            event_id=event_id,
+            type=type_name,
+            tenant_id=cause.tenant_id,
+            occurred_at=occurred,
+            causation_id=cause.event_id,
+            correlation_id=cause.correlation_id or cause.event_id,
+            traceparent=traceparent,
+            payload=payload.model_dump(mode="json"),
+        )
+
+    async def _append_at(self, stream: str, live: LiveSet, events: list[NewEvent]) -> bool:
+        """Append at the version ``live`` was folded from; False when another writer got there first."""
+        try:
+            result = await self._store.append(stream, live.version, events)
+        except ConcurrencyError:
+            return False
+        if result.committed:
+            await self._publisher.publish_committed(result.committed)
+        return True
+
+    async def _append(self, stream: str, events: list[NewEvent]) -> None:
         for _ in range(MAX_CONFLICT_RETRIES):
             version = await self._store.stream_version(stream)
             try:
-                result = await self._store.append(stream, version, [event])
+                result = await self._store.append(stream, version, events)
             except ConcurrencyError:
                 continue  # another replica wrote to this stream meanwhile; re-read and retry
             if result.committed:

@@ -1,7 +1,8 @@
 """Summaries written by an LLM when one is configured (``MNEMO_LLM__BASE_URL``); extractive otherwise.
 
-The prompt is the versioned file ``shared/llm/prompts/summarize.v<N>.md``; the summary records the prompt
-version and the model that answered, so summaries can be told apart and regenerated when either changes.
+The prompts are the versioned files ``shared/llm/prompts/summarize.v<N>.md`` (a span of messages) and
+``consolidate.v<N>.md`` (several summaries into one); each summary records the prompt version and the model
+that answered, so summaries can be told apart and regenerated when either changes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from shared.llm.prompts import load_prompt
 from shared.llm.schemas import SummaryOutput
 
 PROMPT = "summarize"
+CONSOLIDATE_PROMPT = "consolidate"
 
 
 def transcript(messages: Sequence[RangeMessage]) -> str:
@@ -37,6 +39,7 @@ def summary_from_completion(
     rng: SummaryRange,
     messages: Sequence[RangeMessage],
     completion: Completion[SummaryOutput],
+    audience: Sequence[str],
 ) -> SummaryCreated:
     out = completion.value
     return SummaryCreated(
@@ -55,10 +58,24 @@ def summary_from_completion(
         method=completion.method,
         prompt_version=completion.prompt_version,
         emotional_context=out.emotional_context,
+        audience=list(audience),
     )
 
 
 async def summarize(chat_model: ChatModel, messages: Sequence[RangeMessage]) -> Completion[SummaryOutput]:
     """Raises ``LLMError`` when the model is unavailable or keeps answering off-schema."""
     chat, tag = prompt_messages(messages)
+    return await chat_model.complete_json(chat, SummaryOutput, prompt_version=tag)
+
+
+def consolidation_messages(texts: Sequence[str]) -> tuple[list[ChatMessage], str]:
+    """The chat messages asking to merge ``texts`` (oldest first) and the prompt tag to record."""
+    prompt = load_prompt(CONSOLIDATE_PROMPT)
+    listed = "\n\n".join(f"[{n}] {t.strip()}" for n, t in enumerate(texts, start=1))
+    return [ChatMessage.user(prompt.render(summaries=listed))], prompt.tag
+
+
+async def consolidate(chat_model: ChatModel, texts: Sequence[str]) -> Completion[SummaryOutput]:
+    """Raises ``LLMError`` when the model is unavailable or keeps answering off-schema."""
+    chat, tag = consolidation_messages(texts)
     return await chat_model.complete_json(chat, SummaryOutput, prompt_version=tag)

@@ -57,3 +57,16 @@ def fold_range(events: Sequence[EventEnvelope], rng: SummaryRange) -> tuple[list
         elif env.type == MESSAGE_DELETED.name:
             by_id.pop(MessageDeleted.model_validate(env.payload).message_id, None)
     return sorted(by_id.values(), key=lambda m: m.index), reached
+
+
+def recorded_tokens(events: Sequence[EventEnvelope], first_index: int, last_index: int) -> list[int]:
+    """The recorded token estimates of messages ``first_index .. last_index`` in index order (the token
+    trigger's input). Edits and deletions are ignored on purpose: the estimate as recorded is fixed in the
+    log, so the ranges it decides never move. A message missing from the window counts 0."""
+    tokens = dict.fromkeys(range(first_index, last_index + 1), 0)
+    for env in events:
+        if env.type == MESSAGE_RECORDED.name:
+            rec = MessageRecorded.model_validate(env.payload)
+            if rec.index in tokens:
+                tokens[rec.index] = rec.tokens
+    return [tokens[i] for i in range(first_index, last_index + 1)]

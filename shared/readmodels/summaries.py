@@ -1,9 +1,13 @@
-"""The ``summaries`` read model: one document per ``summary.created`` event, text encrypted at rest.
+"""The ``summaries`` read model: one document per summary, text encrypted at rest.
 
-A projection of the log: rebuilt by replaying ``summary.created`` events. Applying is an upsert keyed by
-``summary_id`` (itself deterministic over the range), so a redelivered or replayed event changes nothing
-that matters. The text is encrypted with the tenant's data key, bound to the summary id and field name.
-Every query takes the tenant first and filters on it: nothing crosses tenants.
+A projection of the log: rebuilt by replaying ``summary.created`` and ``summary.retired`` events. Applying is
+an upsert keyed by ``summary_id`` (itself deterministic), so a redelivered or replayed event changes nothing
+that matters: ``summary.created`` sets the content and sets ``status`` to ``active`` only when the document
+is new, and ``summary.retired`` sets ``status`` (``consolidated`` | ``stale`` | ``deleted``) and
+``replaced_by`` even before the creation arrives (a stub the creation then fills), so a late redelivered
+creation never revives a retired summary. The text and emotional context are encrypted with the tenant's
+data key, bound to the summary id and field name. Every query takes the tenant first and filters on it:
+nothing crosses tenants. ``audience`` lists the characters who may be shown a summary (``*`` = everyone).
 """
 
 from __future__ import annotations
@@ -13,14 +17,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, ReplaceOne
+from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.crypto import FieldCipher
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import SummaryCreated
+from shared.events.recorded import EVERYONE, SummaryCreated, SummaryRetired
 
 COLLECTION = "summaries"
+ACTIVE = "active"
+_CREATED = {"text": {"$exists": True}}  # not a retirement stub still waiting for its creation
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,20 @@ class SummaryView:
     first_index: int
     last_index: int
     method: str
+    audience: tuple[str, ...] = (EVERYONE,)
+    consolidates: tuple[str, ...] = ()
+    status: str = ACTIVE  # "active" | "consolidated" | "stale" | "deleted"
+    replaced_by: str | None = None
+    prompt_version: str | None = None
+    emotional_context: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status == ACTIVE
+
+    def visible_to(self, character_id: str) -> bool:
+        """Whether ``character_id`` witnessed every message this summary covers (or it is for everyone)."""
+        return EVERYONE in self.audience or character_id in self.audience
 
 
 class SummariesReadModel:
@@ -63,29 +83,39 @@ class SummariesReadModel:
         await self.ensure_indexes()
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
-        """Upsert the summaries of ``summary.created`` events (others are ignored) in one bulk write."""
-        ops: list[ReplaceOne[dict[str, Any]]] = []
+        """Project ``summary.created`` / ``summary.retired`` events (others are ignored) in one bulk write."""
+        ops: list[UpdateOne] = []
         for env in events:
-            if env.type != "summary.created":
-                continue
-            s = SummaryCreated.model_validate(env.payload)
-            tc = await self._cipher.for_tenant(env.tenant_id)
-            doc = {
-                "_id": s.summary_id,
-                "tenant_id": env.tenant_id,
-                "event_id": env.event_id,
-                **s.model_dump(exclude={"summary_id", "text"}),
-                "text": tc.encrypt(s.summary_id, "text", s.text),
-            }
-            ops.append(ReplaceOne({"_id": s.summary_id, "tenant_id": env.tenant_id}, doc, upsert=True))
+            if env.type == "summary.created":
+                ops.append(await self._created(env))
+            elif env.type == "summary.retired":
+                r = SummaryRetired.model_validate(env.payload)
+                key = {"_id": r.summary_id, "tenant_id": env.tenant_id}
+                status = {"status": r.reason, "replaced_by": r.replaced_by, "retired_at": r.retired_at}
+                ops.append(UpdateOne(key, {"$set": status}, upsert=True))
         if ops:
-            await self._col.bulk_write(ops, ordered=False)
+            await self._col.bulk_write(ops, ordered=True)
+
+    async def _created(self, env: EventEnvelope) -> UpdateOne:
+        s = SummaryCreated.model_validate(env.payload)
+        tc = await self._cipher.for_tenant(env.tenant_id)
+        emotional = s.emotional_context
+        fields = {
+            "event_id": env.event_id,
+            **s.model_dump(exclude={"summary_id", "text", "emotional_context"}),
+            "text": tc.encrypt(s.summary_id, "text", s.text),
+            "emotional_context": None
+            if emotional is None
+            else tc.encrypt(s.summary_id, "emotional_context", emotional),
+        }
+        key = {"_id": s.summary_id, "tenant_id": env.tenant_id}
+        return UpdateOne(key, {"$set": fields, "$setOnInsert": {"status": ACTIVE, "replaced_by": None}}, upsert=True)
 
     async def recent_summaries(
         self, tenant_id: str, user_id: str, conversation_id: str, limit: int = 10
     ) -> list[SummaryView]:
-        """The conversation's latest summaries, newest range first."""
-        query = {"tenant_id": tenant_id, "user_id": user_id, "conversation_id": conversation_id}
+        """The conversation's latest summaries (any status), newest range first."""
+        query = {"tenant_id": tenant_id, "user_id": user_id, "conversation_id": conversation_id, **_CREATED}
         cursor = self._col.find(query).sort("last_index", DESCENDING).limit(limit)
         return [await self._view(d) async for d in cursor]
 
@@ -100,7 +130,7 @@ class SummariesReadModel:
         """The summaries among ``summary_ids`` that belong to the tenant (and user/conversation if given)."""
         if not summary_ids:
             return []
-        query: dict[str, Any] = {"tenant_id": tenant_id, "_id": {"$in": list(summary_ids)}}
+        query: dict[str, Any] = {"tenant_id": tenant_id, "_id": {"$in": list(summary_ids)}, **_CREATED}
         if user_id is not None:
             query["user_id"] = user_id
         if conversation_id is not None:
@@ -108,8 +138,26 @@ class SummariesReadModel:
         found = {d["_id"]: await self._view(d) async for d in self._col.find(query)}
         return [found[i] for i in summary_ids if i in found]
 
+    async def live_summaries(
+        self, tenant_id: str, user_id: str, conversation_id: str, *, audience_member: str | None = None
+    ) -> list[SummaryView]:
+        """The conversation's active summaries, oldest range first; with ``audience_member``, only those that
+        character may be shown (it is in the audience, or the audience is everyone)."""
+        query: dict[str, Any] = {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "status": ACTIVE,
+            **_CREATED,
+        }
+        if audience_member is not None:
+            query["audience"] = {"$in": [audience_member, EVERYONE]}
+        cursor = self._col.find(query).sort([("first_index", ASCENDING), ("_id", ASCENDING)])
+        return [await self._view(d) async for d in cursor]
+
     async def _view(self, d: dict[str, Any]) -> SummaryView:
         tc = await self._cipher.for_tenant(d["tenant_id"])
+        emotional = d.get("emotional_context")
         return SummaryView(
             summary_id=d["_id"],
             tenant_id=d["tenant_id"],
@@ -125,4 +173,59 @@ class SummariesReadModel:
             first_index=int(d["first_index"]),
             last_index=int(d["last_index"]),
             method=d["method"],
+            audience=tuple(d.get("audience", (EVERYONE,))),
+            consolidates=tuple(d.get("consolidates", ())),
+            status=str(d.get("status", ACTIVE)),
+            replaced_by=d.get("replaced_by"),
+            prompt_version=d.get("prompt_version"),
+            emotional_context=None if emotional is None else str(tc.decrypt(d["_id"], "emotional_context", emotional)),
         )
+
+    # --- listing (mnemo.rpc.memory.list.v1) ---------------------------------------------------------------
+    async def page(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        summary_type: str | None = None,
+        participant: str | None = None,
+        only_ids: Sequence[str] | None = None,
+        except_ids: Sequence[str] | None = None,
+        include_retired: bool = False,
+        limit: int,
+        offset: int = 0,
+    ) -> tuple[list[SummaryListed], int]:
+        """One page of a user's summaries, newest ``end_at`` first then id (a total order: pages neither skip
+        nor repeat), and how many match. Deleted summaries never match; retired ones (consolidated, stale)
+        only with ``include_retired``. ``participant``: a bot or persona id among the participants;
+        ``only_ids``/``except_ids``: restrict to (or leave out) these summary ids."""
+        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, **_CREATED}
+        query["status"] = {"$ne": "deleted"} if include_retired else {"$in": [None, "active"]}
+        if summary_type is not None:
+            query["summary_type"] = summary_type
+        if participant is not None:
+            query["participants"] = participant
+        ids: dict[str, Any] = {}
+        if only_ids is not None:
+            ids["$in"] = list(only_ids)
+        if except_ids:
+            ids["$nin"] = list(except_ids)
+        if ids:
+            query["_id"] = ids
+        total = await self._col.count_documents(query)
+        if limit <= 0 or offset >= total:
+            return [], total
+        cursor = self._col.find(query).sort([("end_at", DESCENDING), ("_id", ASCENDING)]).skip(offset).limit(limit)
+        return [
+            SummaryListed(await self._view(d), str(d.get("status") or "active"), d.get("prompt_version"))
+            async for d in cursor
+        ], total
+
+
+@dataclass(frozen=True)
+class SummaryListed:
+    """A summary as the memory listing shows it: with its status and the prompt version that wrote it."""
+
+    view: SummaryView
+    status: str
+    prompt_version: str | None
