@@ -24,7 +24,7 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("ingest", "services.ingest"),
     ServiceSpec("embedding", "services.embedding", vectors=True, embedder=True),
     ServiceSpec("summarizer", "services.summarizer", embedder=True),
-    ServiceSpec("memory-extractor", "services.memory_extractor"),
+    ServiceSpec("memory-extractor", "services.memory_extractor", embedder=True),
     ServiceSpec("context-assembler", "services.context_assembler", vectors=True, embedder=True),
     ServiceSpec("lore", "services.lore"),
 )

@@ -7,63 +7,96 @@ nak with backoff on failure, dead-letter invalid payloads).
 - ``message.recorded`` → one ``knowledge.witnessed`` per (character present, message), appended for the whole
   fetched batch in ONE ``append_batch`` and then published. Idempotency key: the deterministic event id
   (see ``domain.witness_event_id``); the log reports a re-append as duplicates and nothing is published twice.
-- ``knowledge.witnessed`` → the ``witnessed`` read model (idempotent upsert keyed by event id).
+  Then the facts each character present learned (``learning.Learning.learn``).
+- ``message.edited`` / ``message.deleted`` → the facts learned from that message are retired, and
+  re-extracted from the new text after an edit (``learning.Learning.on_changed``).
+- ``knowledge.witnessed`` → the ``witnessed`` read model; ``knowledge.fact_*`` / ``knowledge.facts_consolidated``
+  → the ``knowledge`` read model (both idempotent).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Sequence
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from services.memory_extractor.domain import Witnessing, group_appends, streams_of, witnesses_of
+from services.memory_extractor.appending import MAX_CONFLICT_RETRIES, append_witnessings
+from services.memory_extractor.domain import Witnessing, witnesses_of
+from services.memory_extractor.learning import Learning, Source
 from shared.delivery import Item, Rejection
-from shared.eventlog.port import ConcurrencyError, EventStore
+from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import MESSAGE_RECORDED, MESSAGES_WITNESSED, MessageRecorded, MessagesWitnessed
+from shared.events.recorded import (
+    FACT_LEARNED,
+    FACT_PROMOTED,
+    FACT_RETIRED,
+    FACT_UNPROMOTED,
+    FACTS_CONSOLIDATED,
+    MESSAGE_DELETED,
+    MESSAGE_EDITED,
+    MESSAGE_RECORDED,
+    MESSAGES_WITNESSED,
+    FactLearned,
+    FactRetired,
+    FactsConsolidated,
+    FactScopeChanged,
+    MessageDeleted,
+    MessageEdited,
+    MessageRecorded,
+    MessagesWitnessed,
+)
+from shared.llm.port import ProgressCallback
 from shared.readmodels.witnessed import WitnessedReadModel
 from shared.runtime import CommittedPublisher
 
 log = logging.getLogger(__name__)
 
-MAX_CONFLICT_RETRIES = 5
+__all__ = ["MAX_CONFLICT_RETRIES", "MemoryExtractor", "append_witnessings", "progress_of"]
+
+_FACT_MODELS: dict[str, type[BaseModel]] = {
+    FACT_LEARNED.name: FactLearned,
+    FACTS_CONSOLIDATED.name: FactsConsolidated,
+    FACT_RETIRED.name: FactRetired,
+    FACT_PROMOTED.name: FactScopeChanged,
+    FACT_UNPROMOTED.name: FactScopeChanged,
+}
 
 
-async def append_witnessings(store: EventStore, witnessings: Sequence[Witnessing]) -> list[EventEnvelope]:
-    """Append all of them, one ``append_batch`` per attempt; streams that raced another writer are retried
-    with fresh versions (events already written come back as duplicates). Returns the newly committed."""
-    committed: list[EventEnvelope] = []
-    pending = list(witnessings)
-    for _ in range(MAX_CONFLICT_RETRIES):
-        if not pending:
-            return committed
-        streams = streams_of(pending)
-        versions = await store.stream_versions(streams)
-        appends = group_appends(pending, versions)
-        results = await store.append_batch(appends)
-        conflicted: set[str] = set()
-        for append, result in zip(appends, results, strict=True):
-            if isinstance(result, ConcurrencyError):
-                conflicted.add(append.stream_id)
-            else:
-                committed.extend(result.committed)
-        pending = [w for w in pending if w.stream_id in conflicted]
-    if pending:
-        raise ConcurrencyError(pending[0].stream_id, -1)
-    return committed
+def progress_of(items: list[Item[EventEnvelope]]) -> ProgressCallback:
+    """Tell JetStream the batch's messages are still being worked on (long LLM calls)."""
+
+    async def beat() -> None:
+        for item in items:
+            msg = item.msg
+            if msg is None or msg.is_acked:
+                continue
+            with contextlib.suppress(Exception):
+                await msg.in_progress()
+
+    return beat
 
 
 class MemoryExtractor:
-    def __init__(self, store: EventStore, publisher: CommittedPublisher, witnessed: WitnessedReadModel) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        publisher: CommittedPublisher,
+        witnessed: WitnessedReadModel,
+        learning: Learning | None = None,
+    ) -> None:
         self._store = store
         self._publisher = publisher
         self._witnessed = witnessed
+        self._learning = learning
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         rejections: list[Rejection] = []
         witnessings: list[Witnessing] = []
         witnessed: list[EventEnvelope] = []
+        facts: list[EventEnvelope] = []
+        sources: list[Source] = []
+        changes: list[tuple[EventEnvelope, MessageEdited | MessageDeleted, str | None]] = []
         for item in items:
             env = item.value
             try:
@@ -72,9 +105,17 @@ class MemoryExtractor:
                     witnessings += witnesses_of(
                         env.tenant_id, msg, causation_id=env.event_id, traceparent=item.traceparent
                     )
+                    sources.append(Source(env, msg, item.traceparent))
                 elif env.type == MESSAGES_WITNESSED.name:
                     MessagesWitnessed.model_validate(env.payload)
                     witnessed.append(env)
+                elif env.type in _FACT_MODELS:
+                    _FACT_MODELS[env.type].model_validate(env.payload)
+                    facts.append(env)
+                elif env.type == MESSAGE_EDITED.name:
+                    changes.append((env, MessageEdited.model_validate(env.payload), item.traceparent))
+                elif env.type == MESSAGE_DELETED.name:
+                    changes.append((env, MessageDeleted.model_validate(env.payload), item.traceparent))
             except ValidationError as exc:
                 rejections.append(Rejection(item.msg, f"invalid {env.type} payload: {exc}"))
         await self._witnessed.apply(witnessed)
@@ -82,4 +123,29 @@ class MemoryExtractor:
             committed = await append_witnessings(self._store, witnessings)
             if committed:
                 await self._publisher.publish_committed(committed)
+        if self._learning is not None:
+            await self._learn(items, facts, sources, changes)
         return rejections
+
+    async def _learn(
+        self,
+        items: list[Item[EventEnvelope]],
+        facts: list[EventEnvelope],
+        sources: list[Source],
+        changes: list[tuple[EventEnvelope, MessageEdited | MessageDeleted, str | None]],
+    ) -> None:
+        assert self._learning is not None
+        await self._learning.project(facts)
+        on_progress = progress_of(items)
+        await self._learning.learn(sources, on_progress)
+        for env, change, traceparent in changes:  # after the batch's new facts: an edit may retire them
+            await self._learning.on_changed(
+                env,
+                user_id=change.user_id,
+                conversation_id=change.conversation_id,
+                message_id=change.message_id,
+                new_content=change.content if isinstance(change, MessageEdited) else None,
+                new_tokens=change.tokens if isinstance(change, MessageEdited) else 0,
+                traceparent=traceparent,
+                on_progress=on_progress,
+            )

@@ -1,0 +1,269 @@
+"""What characters learn from recorded messages: extraction, dedup, the cap, edits and deletes (I/O glue).
+
+Contract (called by ``handlers.MemoryExtractor`` for each fetched batch):
+
+- ``learn``: the recorded messages of a batch → facts per character present (LLM per run of equal presence
+  when a model is configured, the ``facts.py`` patterns otherwise or when the model fails) → exact and near
+  duplicates dropped (``curation.keep_fresh``) → ``knowledge.fact_learned`` appended to the character's stream
+  ``knowledge/<tenant>/<character>`` (event id = the deterministic fact id: a redelivery appends nothing),
+  projected at once (so the next batch deduplicates against them) and published → the cap: oldest facts folded
+  into ``knowledge.facts_consolidated``.
+- ``on_edited`` / ``on_deleted``: the facts learned from that message get ``knowledge.fact_retired`` (ids
+  deterministic over fact and edit event), and after an edit the new text is extracted again (fact ids
+  include the edit's event id, so they differ from the retired ones and a redelivery is idempotent).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.ingest.domain import created_event_id
+from services.memory_extractor import llm_knowledge
+from services.memory_extractor.appending import append_witnessings
+from services.memory_extractor.curation import (
+    CONSOLIDATE_AT_LEAST,
+    DEFAULT_CAP,
+    NEAR_DUPLICATE,
+    Known,
+    consolidated_fact,
+    keep_fresh,
+    merge_extractive,
+    plan_consolidation,
+)
+from services.memory_extractor.domain import Witnessing
+from services.memory_extractor.facts import Candidate, normalise, pattern_candidates, runs_of_presence
+from shared.embedders.port import Embedder
+from shared.eventlog.port import EventStore
+from shared.events.envelope import EventEnvelope, NewEvent, deterministic_id, utcnow
+from shared.events.recorded import (
+    FACT_LEARNED,
+    FACT_RETIRED,
+    FACTS_CONSOLIDATED,
+    FactRetired,
+    MessageRecorded,
+    knowledge_stream,
+    player_scope,
+)
+from shared.llm.port import ChatModel, LLMError, ProgressCallback
+from shared.readmodels.knowledge import ACTIVE, FactView, KnowledgeReadModel
+from shared.runtime import CommittedPublisher
+
+log = logging.getLogger(__name__)
+
+
+class KnowledgeSettings(BaseSettings):
+    """``MNEMO_KNOWLEDGE_CAP``, ``MNEMO_KNOWLEDGE_NEAR_DUPLICATE``, ``MNEMO_KNOWLEDGE_CONSOLIDATE_AT_LEAST``."""
+
+    model_config = SettingsConfigDict(env_prefix="MNEMO_KNOWLEDGE_", extra="ignore")
+
+    cap: int = Field(DEFAULT_CAP, ge=2, description="current facts per character per user before consolidation")
+    near_duplicate: float = Field(NEAR_DUPLICATE, gt=0, le=1, description="cosine at which a fact is a duplicate")
+    consolidate_at_least: int = Field(CONSOLIDATE_AT_LEAST, ge=2, description="facts folded per consolidation")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A message to learn from, with the event that carried it (causation, trace) and its revision."""
+
+    env: EventEnvelope
+    msg: MessageRecorded
+    traceparent: str | None = None
+    revision: str = ""
+
+
+class Learning:
+    def __init__(
+        self,
+        store: EventStore,
+        publisher: CommittedPublisher,
+        knowledge: KnowledgeReadModel,
+        *,
+        embedder: Embedder | None = None,
+        chat_model: ChatModel | None = None,
+        settings: KnowledgeSettings | None = None,
+    ) -> None:
+        self._store = store
+        self._publisher = publisher
+        self._knowledge = knowledge
+        self._embedder = embedder
+        self._chat_model = chat_model
+        self._settings = settings or KnowledgeSettings()
+        self._vectors: dict[str, list[float]] = {}  # fact id -> vector; facts never change, so never stale
+
+    async def project(self, events: Sequence[EventEnvelope]) -> None:
+        """Fold relayed knowledge events into the read model (idempotent; others ignored)."""
+        await self._knowledge.apply(events)
+
+    # --- learning ---------------------------------------------------------------------------------------
+    async def learn(self, sources: Sequence[Source], on_progress: ProgressCallback | None = None) -> None:
+        by_tenant: dict[str, list[Source]] = {}
+        for s in sources:
+            by_tenant.setdefault(s.env.tenant_id, []).append(s)
+        for tenant_id, tenant_sources in by_tenant.items():
+            candidates = await self._extract(tenant_sources, on_progress)
+            fresh = await self._deduplicate(tenant_id, candidates)
+            origin = {s.msg.message_id: s for s in tenant_sources}
+            pending = [self._fact_event(tenant_id, c, origin.get(c.message_ids[-1])) for c in fresh]
+            await self._commit(pending)
+            for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in fresh):
+                await self._enforce_cap(tenant_id, character_id, user_id, on_progress)
+
+    async def _extract(self, sources: Sequence[Source], on_progress: ProgressCallback | None) -> list[Candidate]:
+        revision = {s.msg.message_id: s.revision for s in sources}
+        if self._chat_model is None:
+            return [c for s in sources for c in pattern_candidates(s.msg, revision=s.revision)]
+        out: list[Candidate] = []
+        for run in runs_of_presence([s.msg for s in sources]):
+            rev = "|".join(revision[m.message_id] for m in run if revision[m.message_id])
+            if not llm_knowledge.transcript(run):
+                continue
+            try:
+                completion = await llm_knowledge.extract(self._chat_model, run, on_progress)
+            except LLMError as exc:
+                log.warning("LLM knowledge extraction failed, falling back to patterns: %s", exc)
+                out += [c for m in run for c in pattern_candidates(m, revision=revision[m.message_id])]
+            else:
+                out += llm_knowledge.candidates_from_updates(run, completion, revision=rev)
+        return out
+
+    async def _deduplicate(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+        if not candidates:
+            return []
+        known: dict[tuple[str, str], Known] = {}
+        for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in candidates):
+            facts = await self._knowledge.owned(tenant_id, character_id, user_id)
+            known[(character_id, user_id)] = Known({normalise(f.text) for f in facts}, await self._vectors_of(facts))
+        if self._embedder is None:
+            vectors: list[list[float]] = [[] for _ in candidates]
+            threshold = 2.0  # no embedder: exact duplicates only
+        else:
+            vectors = await self._embedder.embed([c.text for c in candidates])
+            threshold = self._settings.near_duplicate
+        return keep_fresh(candidates, vectors, known, threshold)
+
+    async def _vectors_of(self, facts: Sequence[FactView]) -> list[Sequence[float]]:
+        if self._embedder is None or not facts:
+            return []
+        missing = [f for f in facts if f.fact_id not in self._vectors]
+        if missing:
+            for f, v in zip(missing, await self._embedder.embed([f.text for f in missing]), strict=True):
+                self._vectors[f.fact_id] = v
+        if len(self._vectors) > 100_000:
+            self._vectors.clear()  # a bounded cache; recomputing is cheap
+        return [self._vectors[f.fact_id] for f in facts if f.fact_id in self._vectors]
+
+    @staticmethod
+    def _fact_event(tenant_id: str, cand: Candidate, source: Source | None) -> Witnessing:
+        payload = cand.payload(tenant_id)
+        event = NewEvent(
+            event_id=payload.fact_id,
+            type=FACT_LEARNED.name,
+            tenant_id=tenant_id,
+            occurred_at=cand.learned_at,
+            causation_id=source.env.event_id if source else None,
+            correlation_id=(source.env.correlation_id or source.env.event_id) if source else None,
+            traceparent=source.traceparent if source else None,
+            payload=payload.model_dump(mode="json"),
+        )
+        return Witnessing(knowledge_stream(tenant_id, cand.character_id), event)
+
+    async def _commit(self, pending: Sequence[Witnessing]) -> list[EventEnvelope]:
+        """Append, project at once (the next step reads the read model), publish."""
+        if not pending:
+            return []
+        committed = await append_witnessings(self._store, pending)
+        if committed:
+            await self._knowledge.apply(committed)
+            await self._publisher.publish_committed(committed)
+        return committed
+
+    # --- the cap ----------------------------------------------------------------------------------------
+    async def _enforce_cap(
+        self, tenant_id: str, character_id: str, user_id: str, on_progress: ProgressCallback | None
+    ) -> None:
+        owned = await self._knowledge.owned(tenant_id, character_id, user_id)
+        current = [f for f in owned if f.status == ACTIVE and f.scope == player_scope(user_id)]
+        groups = plan_consolidation(current, self._settings.cap, self._settings.consolidate_at_least)
+        pending: list[Witnessing] = []
+        for group in groups:
+            text, method, prompt_version = merge_extractive(group), "extractive", None
+            if self._chat_model is not None:
+                try:
+                    done = await llm_knowledge.consolidate(self._chat_model, [f.text for f in group], on_progress)
+                except LLMError as exc:
+                    log.warning("LLM consolidation failed, merging extractively: %s", exc)
+                else:
+                    text, method, prompt_version = done.value.fact, done.method, done.prompt_version
+            newest = max(group, key=lambda f: (f.learned_at, f.fact_id))
+            fact = consolidated_fact(
+                tenant_id,
+                group,
+                character_kind=newest.character_kind,
+                user_id=user_id,
+                conversation_id=newest.conversation_id,
+                text=text,
+                method=method,
+                prompt_version=prompt_version,
+            )
+            event = NewEvent(
+                event_id=fact.fact_id,
+                type=FACTS_CONSOLIDATED.name,
+                tenant_id=tenant_id,
+                occurred_at=fact.learned_at,
+                payload=fact.model_dump(mode="json"),
+            )
+            pending.append(Witnessing(knowledge_stream(tenant_id, character_id), event))
+        await self._commit(pending)
+
+    # --- edits and deletes ------------------------------------------------------------------------------
+    async def on_changed(
+        self,
+        env: EventEnvelope,
+        *,
+        user_id: str,
+        conversation_id: str,
+        message_id: str,
+        new_content: str | None,
+        new_tokens: int = 0,
+        traceparent: str | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
+        """Retire the facts learned from the message; after an edit (``new_content``) learn from the new text."""
+        t = env.tenant_id
+        stale = await self._knowledge.derived_from(t, user_id, conversation_id, message_id)
+        reason = "deleted" if new_content is None else "stale"
+        pending = []
+        for f in stale:
+            retired = FactRetired(
+                fact_id=f.fact_id,
+                character_id=f.character_id,
+                user_id=f.user_id,
+                reason=reason,
+                message_id=message_id,
+                retired_at=env.occurred_at,
+            )
+            event = NewEvent(
+                event_id=deterministic_id(FACT_RETIRED.name, t, f.fact_id, env.event_id),
+                type=FACT_RETIRED.name,
+                tenant_id=t,
+                occurred_at=env.occurred_at or utcnow(),
+                causation_id=env.event_id,
+                traceparent=traceparent,
+                payload=retired.model_dump(mode="json"),
+            )
+            pending.append(Witnessing(knowledge_stream(t, f.character_id), event))
+        await self._commit(pending)
+        if new_content is None:
+            return
+        found = await self._store.get_events([created_event_id(t, user_id, conversation_id, message_id)])
+        if not found:
+            log.warning("edited message %s not found in the log; nothing re-extracted", message_id)
+            return
+        original = MessageRecorded.model_validate(found[0].payload)
+        edited = original.model_copy(update={"content": new_content, "tokens": new_tokens})
+        await self.learn([Source(env, edited, traceparent, revision=env.event_id)], on_progress)
