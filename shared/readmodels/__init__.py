@@ -18,6 +18,7 @@ async def ensure_all_indexes(db: AsyncDatabase[dict[str, Any]], cipher: FieldCip
     """Create every read model's indexes (idempotent, any replica may call it). Called once when a service
     opens its core, so no handler needs a first-use check; the indexes serve queries, none enforces
     uniqueness, so a read model also works before they exist."""
+    from shared.readmodels.knowledge import KnowledgeReadModel
     from shared.readmodels.lore import LoreReadModel
     from shared.readmodels.summaries import SummariesReadModel
     from shared.readmodels.witnessed import WitnessedReadModel
@@ -26,6 +27,7 @@ async def ensure_all_indexes(db: AsyncDatabase[dict[str, Any]], cipher: FieldCip
     await SummariesReadModel(db, cipher).ensure_indexes()
     await WitnessedReadModel(db).ensure_indexes()
     await LoreReadModel(db, cipher).ensure_indexes()
+    await KnowledgeReadModel(db, cipher).ensure_indexes()
 
 
 __all__ = [
