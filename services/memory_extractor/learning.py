@@ -235,7 +235,8 @@ class Learning:
     ) -> None:
         """Retire the facts learned from the message; after an edit (``new_content``) learn from the new text."""
         t = env.tenant_id
-        stale = await self._knowledge.derived_from(t, user_id, conversation_id, message_id)
+        derived = await self._knowledge.derived_from(t, user_id, conversation_id, message_id)
+        stale = [f for f in derived if f.causation_id != env.event_id]  # not those this very change taught
         reason = "deleted" if new_content is None else "stale"
         pending = []
         for f in stale:

@@ -65,6 +65,7 @@ class FactView:
     method: str
     prompt_version: str | None
     status: str  # active | superseded | consolidated | retired
+    causation_id: str | None = None  # the event it was learned from (a message, or the edit of one)
 
 
 def source_key(conversation_id: str, message_id: str) -> str:
@@ -162,6 +163,7 @@ class KnowledgeReadModel:
         return {
             "tenant_id": env.tenant_id,
             "event_id": env.event_id,
+            "causation_id": env.causation_id,
             **fact.model_dump(exclude={"fact_id", "text", "subject", "consolidates"}),
             "text": tc.encrypt(fact.fact_id, "text", fact.text),
             "subject": tc.encrypt(fact.fact_id, "subject", fact.subject),
@@ -263,4 +265,5 @@ class KnowledgeReadModel:
             method=d["method"],
             prompt_version=d.get("prompt_version"),
             status=d.get("status", ACTIVE),
+            causation_id=d.get("causation_id"),
         )

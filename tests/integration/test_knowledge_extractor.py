@@ -1,0 +1,227 @@
+"""What each character learns, against the real event log (SecantusDB) and relay (nats-server).
+
+The handler is driven with the very envelopes the log holds (what the relay would deliver): first the
+conversation's ``message.*`` events, then the knowledge events it wrote (as the relay would bring them back).
+Scene: Ana (persona ``ana``) with the bots ``bard`` and ``rook``; ``rook`` leaves before Ana tells a secret
+and comes back after it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import nats
+import pytest
+
+from services.ingest.domain import created_event_id
+from services.memory_extractor.handlers import MemoryExtractor
+from services.memory_extractor.learning import KnowledgeSettings, Learning
+from shared.crypto import FieldCipher, InMemoryKeyStore
+from shared.delivery import Item
+from shared.embedders.bundled import BundledEmbedder
+from shared.eventlog.codec import EventCodec
+from shared.eventlog.mongo import MongoEventStore
+from shared.eventlog.relay import NatsJetStreamPublisher, Relay, ensure_log_stream
+from shared.events.envelope import EventEnvelope, NewEvent
+from shared.events.recorded import REGISTRY, conversation_stream, knowledge_stream
+from shared.llm.openai import OpenAIChatModel
+from shared.llm.port import ChatModel
+from shared.readmodels.knowledge import KnowledgeReadModel
+from shared.readmodels.witnessed import WitnessedReadModel
+from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler
+
+pytestmark = pytest.mark.integration
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+SECRET = "The secret is the key is under the red stone."
+SCENE: list[tuple[str, list[str]]] = [
+    ("My name is Ana Silva and I live in Paris.", ["bard", "rook"]),
+    ("I have a cat named Bo.", ["bard", "rook"]),
+    (SECRET, ["bard"]),  # rook is away
+    ("I am a smuggler.", ["bard", "rook"]),
+]
+
+
+def message(i: int, content: str, bots: list[str], *, tenant: str = "t1", user: str = "u1") -> NewEvent:
+    return NewEvent(
+        event_id=created_event_id(tenant, user, "c1", f"m{i}"),
+        type="message.recorded",
+        tenant_id=tenant,
+        payload={
+            "user_id": user, "conversation_id": "c1", "message_id": f"m{i}", "role": "user", "author_id": "ana",
+            "author_name": "Ana", "content": content, "created_at": T0 + timedelta(minutes=i), "bot_ids": bots,
+            "persona_id": "ana", "index": i, "tokens": 10,
+        },
+    )  # fmt: skip
+
+
+class Env:
+    def __init__(self, store: MongoEventStore, relay: Relay, db: Any, cipher: FieldCipher) -> None:
+        self.store, self.relay, self.db = store, relay, db
+        self.knowledge = KnowledgeReadModel(db, cipher)
+
+    def extractor(self, chat_model: ChatModel | None = None, **settings: Any) -> MemoryExtractor:
+        learning = Learning(
+            self.store,
+            self.relay,
+            self.knowledge,
+            embedder=BundledEmbedder(),
+            chat_model=chat_model,
+            settings=KnowledgeSettings(**settings),
+        )
+        return MemoryExtractor(self.store, self.relay, WitnessedReadModel(self.db), learning)
+
+    async def knowledge_log(self, character: str, tenant: str = "t1") -> list[EventEnvelope]:
+        events = await self.store.read_stream(knowledge_stream(tenant, character))
+        return [e for e in events if e.type != "knowledge.witnessed"]
+
+    async def texts(self, character: str, user: str = "u1", tenant: str = "t1") -> list[str]:
+        return [f.text for f in await self.knowledge.facts_for(tenant, character, user_id=user)]
+
+
+@pytest.fixture
+async def env(mongo_db: Any, nats_url: str) -> AsyncIterator[Env]:
+    cipher = FieldCipher(os.urandom(32), InMemoryKeyStore())
+    codec = EventCodec(REGISTRY, cipher)
+    store = MongoEventStore(mongo_db, codec)
+    await store.ensure_indexes()
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    await ensure_log_stream(js)
+    e = Env(store, Relay(store, NatsJetStreamPublisher(js), codec), mongo_db, cipher)
+    await e.knowledge.ensure_indexes()
+    yield e
+    await nc.drain()
+
+
+def items(envelopes: list[EventEnvelope]) -> list[Item[EventEnvelope]]:
+    return [Item(e, None) for e in envelopes]  # type: ignore[arg-type]  # msg is only read for rejections
+
+
+async def record(env: Env, events: list[NewEvent], tenant: str = "t1", user: str = "u1") -> list[EventEnvelope]:
+    stream = conversation_stream(tenant, user, "c1")
+    await env.store.append(stream, await env.store.stream_version(stream), events)
+    return await env.store.read_stream(stream)
+
+
+async def test_without_llm_present_characters_learn_by_pattern_and_the_absent_one_not_the_secret(env):
+    log = await record(env, [message(i, text, bots) for i, (text, bots) in enumerate(SCENE)])
+    extractor = env.extractor()
+    assert await extractor.on_batch(items(log)) == []
+    bard_log = await env.knowledge_log("bard")
+    assert await extractor.on_batch(items(log)) == []  # redelivery
+    assert await env.knowledge_log("bard") == bard_log, "redelivery appends nothing"
+
+    bard, rook = await env.texts("bard"), await env.texts("rook")
+    assert "Ana said the secret is the key is under the red stone." in bard
+    assert not [t for t in rook if "red stone" in t], "rook was away when the secret was told"
+    assert set(rook) == {"Ana's name is Ana Silva.", "Ana lives in Paris.", "Ana has a cat named Bo.", "Ana is a smuggler."}  # fmt: skip
+    assert await env.texts("ana") == [], "the author does not learn what she said herself"
+    [secret] = [f for f in await env.knowledge.facts_for("t1", "bard", user_id="u1") if "secret" in f.tags]
+    assert (secret.scope, secret.method, secret.message_ids, secret.status) == ("player:u1", "pattern", ("m2",), "active")  # fmt: skip
+    assert await env.knowledge.facts_for("t1", "bard", user_id="u2") == [], "another user's scope"
+    assert await env.knowledge.facts_for("t2", "bard", user_id="u1") == [], "another tenant"
+    raw = await env.db["knowledge"].find_one({"_id": secret.fact_id})
+    assert raw["text"].startswith("enc1:")
+    assert raw["subject"].startswith("enc1:")
+    assert "red stone" not in str(raw)
+
+    # The relayed fact events projected again (another replica, or after a restart) change nothing.
+    before = await env.texts("bard")
+    await extractor.on_batch(items(bard_log))
+    assert await env.texts("bard") == before
+
+
+async def test_exact_duplicates_are_not_learned_again_and_newer_facts_supersede(env):
+    extractor = env.extractor()
+    await extractor.on_batch(items(await record(env, [message(0, "I live in Paris.", ["bard"])])))
+    log = await record(env, [message(1, "I live in Paris!", ["bard"]), message(2, "I live in Rome.", ["bard"])])
+    await extractor.on_batch(items(log[1:]))
+    learned = [e.payload["text"] for e in await env.knowledge_log("bard")]
+    assert learned == ["Ana lives in Paris.", "Ana lives in Rome."], "the exact duplicate was not appended"
+    assert await env.texts("bard") == ["Ana lives in Rome."], "superseded at read time"
+    page, total = await env.knowledge.page("t1", "u1", character_id="bard")
+    assert total == 2
+    assert [(f.text, f.status) for f in page] == [("Ana lives in Rome.", "active"), ("Ana lives in Paris.", "superseded")]  # fmt: skip
+
+
+async def test_the_cap_consolidates_the_oldest_facts_instead_of_dropping_them(env):
+    lines = [f"My {k} is {v}." for k, v in [("horse", "Storm"), ("sword", "Dawn"), ("ship", "Gull"), ("dog", "Rex"), ("boat", "Pike"), ("hat", "red")]]  # fmt: skip
+    log = await record(env, [message(i, line, ["bard"]) for i, line in enumerate(lines)])
+    extractor = env.extractor(cap=3, consolidate_at_least=2)
+    await extractor.on_batch(items(log))
+    events = await env.knowledge_log("bard")
+    learned = [e for e in events if e.type == "knowledge.fact_learned"]
+    [merged] = [e for e in events if e.type == "knowledge.facts_consolidated"]
+    assert len(learned) == 6, "every fact stays in the log"
+    current = await env.knowledge.facts_for("t1", "bard", user_id="u1")
+    assert len(current) <= 3
+    folded = set(merged.payload["consolidates"])
+    assert len(folded) >= 4
+    assert merged.payload["method"] == "extractive"
+    for e in learned:
+        if e.payload["fact_id"] in folded:
+            assert e.payload["text"] in merged.payload["text"], "nothing silently dropped"
+    assert merged.payload["fact_id"] in {f.fact_id for f in current}
+    await extractor.on_batch(items(log))
+    assert await env.knowledge_log("bard") == events, "redelivery: no second consolidation"
+
+
+async def test_an_edit_retires_the_facts_of_the_message_and_re_extracts_a_delete_retires(env):
+    extractor = env.extractor()
+    log = await record(env, [message(0, "I live in Paris.", ["bard"]), message(1, "I have a cat.", ["bard"])])
+    await extractor.on_batch(items(log))
+    edit = NewEvent(type="message.edited", tenant_id="t1", payload={
+        "user_id": "u1", "conversation_id": "c1", "message_id": "m0", "content": "I live in Oslo.",
+        "edited_at": T0 + timedelta(hours=1), "tokens": 4})  # fmt: skip
+    delete = NewEvent(type="message.deleted", tenant_id="t1", payload={
+        "user_id": "u1", "conversation_id": "c1", "message_id": "m1", "deleted_at": T0 + timedelta(hours=2)})  # fmt: skip
+    changes = (await record(env, [edit, delete]))[2:]
+    await extractor.on_batch(items(changes))
+    await extractor.on_batch(items(changes))  # redelivery
+    events = await env.knowledge_log("bard")
+    retired = [(e.payload["message_id"], e.payload["reason"]) for e in events if e.type == "knowledge.fact_retired"]
+    assert retired == [("m0", "stale"), ("m1", "deleted")]
+    assert await env.texts("bard") == ["Ana lives in Oslo."]
+    learned = [e.payload["text"] for e in events if e.type == "knowledge.fact_learned"]
+    assert learned == ["Ana lives in Paris.", "Ana has a cat.", "Ana lives in Oslo."], "the log keeps everything"
+
+
+def knowledge_answer(request: RecordedRequest) -> dict[str, Any]:
+    """A model that (wrongly) says every character learned what was said, including an absent one."""
+    prompt = request.json["messages"][0]["content"]
+    facts = ["The key is under the red stone."] if "red stone" in prompt else ["Ana has a cat named Bo."]
+    return {"updates": [{"character_id": c, "learned_facts": facts} for c in ("bard", "rook", "nobody")]}
+
+
+async def test_with_llm_updates_for_absent_characters_are_dropped(env):
+    log = await record(env, [message(i, text, bots) for i, (text, bots) in enumerate(SCENE)])
+    with FakeOpenAIServer() as server:
+        server.route("POST", CHAT_PATH, chat_handler(knowledge_answer, model="lore-model"))
+        model = OpenAIChatModel(server.base_url, "key", "lore-model", timeout_s=5, max_retries=0)
+        await env.extractor(model).on_batch(items(log))
+        await model.close()
+        prompts = [c.json["messages"][0]["content"] for c in server.calls(CHAT_PATH)]
+    assert len(prompts) == 3, "one call per run of equal presence: m0-m1, m2, m3"
+    assert "- rook" not in prompts[1], "the absent character is not offered to the model"
+    assert "red stone" in prompts[1]
+    assert await env.texts("bard") == ["The key is under the red stone.", "Ana has a cat named Bo."]
+    assert await env.texts("rook") == ["Ana has a cat named Bo."], "rook learns nothing from the secret message"
+    assert await env.texts("nobody") == []
+    [fact] = [f for f in await env.knowledge.facts_for("t1", "bard", user_id="u1") if "stone" in f.text]
+    assert (fact.method, fact.prompt_version, fact.message_ids) == ("llm:lore-model", "extract_knowledge.v1", ("m2",))  # fmt: skip
+
+
+async def test_llm_failure_falls_back_to_patterns(env):
+    log = await record(env, [message(0, SECRET, ["bard"])])
+    with FakeOpenAIServer() as server:
+        server.route("POST", CHAT_PATH, lambda _: Reply(503, {"error": "overloaded"}))
+        model = OpenAIChatModel(server.base_url, None, "m", timeout_s=5, max_retries=0)
+        await env.extractor(model).on_batch(items(log))
+        await model.close()
+        assert len(server.calls(CHAT_PATH)) == 1
+    [fact] = await env.knowledge.facts_for("t1", "bard", user_id="u1")
+    assert fact.method == "pattern"
+    assert "red stone" in fact.text
