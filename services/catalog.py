@@ -27,6 +27,7 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("memory-extractor", "services.memory_extractor", embedder=True),
     ServiceSpec("context-assembler", "services.context_assembler", vectors=True, embedder=True),
     ServiceSpec("lore", "services.lore"),
+    ServiceSpec("memory", "services.memory", embedder=False),
 )
 
 

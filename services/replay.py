@@ -1,9 +1,9 @@
 """`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
 
-The log is the source of truth; this drops the read models (lorebooks and their attachments included) and the
-vectors of messages and summaries, then folds every event back in, in batches, printing progress. Run it with
-the stack stopped: in embedded mode the vector index has one owner process, and live consumers would race the
-rebuild.
+The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore
+included) and the vectors of messages, summaries and legacy memories, then folds every event back in, in
+batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
+process, and live consumers would race the rebuild.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from services.stack import start_servers
 from shared.bootstrap import open_core
 from shared.events.envelope import EventEnvelope
 from shared.readmodels import ReadModels
+from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.readmodels.witnessed import WitnessedReadModel
@@ -29,7 +30,7 @@ from shared.vectors.port import Match, VectorFilter
 log = logging.getLogger("mnemo.replay")
 
 BATCH = 500
-VECTOR_KINDS = ("message", "summary")
+VECTOR_KINDS = ("message", "summary", "legacy_memory")
 
 
 def embeddable(events: Sequence[EventEnvelope]) -> list[EventEnvelope]:
@@ -55,15 +56,16 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
             summaries = SummariesReadModel(core.db, core.cipher)
             witnessed = WitnessedReadModel(core.db)
             lore = LoreReadModel(core.db, core.cipher)
+            legacy = LegacyLoreReadModel(core.db, core.cipher)
             vectors = core.vectors
             if vectors is None or core.embedder is None:
                 raise RuntimeError("replay needs the vector index and the embedder")
             embedding = EmbeddingHandler(vectors, core.embedder, read_models, chunk_strings)
-            for projection in (read_models, summaries, witnessed, lore):
+            for projection in (read_models, summaries, witnessed, lore, legacy):
                 await projection.drop_all()
             await vectors.delete(VectorFilter(must=(Match("kind", VECTOR_KINDS),)))
             return await _fold_log(
-                core.store.read_all(batch_size=BATCH), read_models, summaries, witnessed, lore, embedding
+                core.store.read_all(batch_size=BATCH), read_models, summaries, witnessed, lore, embedding, legacy
             )
         finally:
             await core.close()
@@ -79,6 +81,7 @@ async def _fold_log(
     witnessed: WitnessedReadModel,
     lore: LoreReadModel,
     embedding: EmbeddingHandler,
+    legacy: LegacyLoreReadModel,
 ) -> int:
     started = time.monotonic()
     total = 0
@@ -90,6 +93,7 @@ async def _fold_log(
         await summaries.apply(batch)
         await witnessed.apply(batch)
         await lore.apply(batch)
+        await legacy.apply(batch)
         await embedding.project(embeddable(batch))
         total += len(batch)
         batch.clear()

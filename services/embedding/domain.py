@@ -4,6 +4,9 @@
 - ``message.edited``: delete the message's points, then index the new content.
 - ``message.deleted``: delete the message's points.
 - ``summary.created``: index the summary text as ``kind="summary"`` points (``source_id`` = summary id).
+- ``legacy_lore.created``: index the entry as ``kind="legacy_memory"`` points, each chunk embedded WITH a
+  header of its metadata (participants, date range, mood), filterable by ``applies_to``; ``legacy_lore.deleted``
+  deletes them (the last event of an entry in a batch wins, as for messages).
 
 Idempotency key: point ids are ``deterministic_id("vec", kind, tenant, user, conversation, source id,
 chunk)``, so a redelivered event overwrites the same points. Within a batch only the *last* event of each
@@ -24,10 +27,14 @@ from pydantic import BaseModel, ValidationError
 
 from shared.events.envelope import EventEnvelope, deterministic_id
 from shared.events.recorded import (
+    LEGACY_LORE_CREATED,
+    LEGACY_LORE_DELETED,
     MESSAGE_DELETED,
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
     SUMMARY_CREATED,
+    LegacyLoreCreated,
+    LegacyLoreDeleted,
     MessageDeleted,
     MessageEdited,
     MessageRecorded,
@@ -45,6 +52,8 @@ PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
     MESSAGE_EDITED.name: MessageEdited,
     MESSAGE_DELETED.name: MessageDeleted,
     SUMMARY_CREATED.name: SummaryCreated,
+    LEGACY_LORE_CREATED.name: LegacyLoreCreated,
+    LEGACY_LORE_DELETED.name: LegacyLoreDeleted,
 }
 
 Chunker = Callable[[str], list[str]]
@@ -203,4 +212,71 @@ def plan_batch(
     for env in envelopes:
         if env.type == SUMMARY_CREATED.name:
             plan.points.extend(_summary_points(env, model, chunker))
+    plan_legacy(envelopes, plan, model=model, chunker=chunker)
     return plan
+
+
+# --- legacy lore (kind "legacy_memory") ------------------------------------------------------------------
+LEGACY_KIND = "legacy_memory"
+LEGACY_EVENTS = frozenset({LEGACY_LORE_CREATED.name, LEGACY_LORE_DELETED.name})
+
+
+def legacy_header(entry: LegacyLoreCreated) -> str:
+    """The metadata line embedded with each chunk, so a search for who, when or the mood finds the entry:
+    ``Memory of <participants>, <date range>, mood: <tags>`` (preceded by the title when there is one)."""
+    start, end = as_utc(entry.start_at).date(), as_utc(entry.end_at).date()
+    dates = start.isoformat() if start == end else f"{start.isoformat()} to {end.isoformat()}"
+    who = ", ".join(entry.participants) or "unknown participants"
+    line = f"Memory of {who}, {dates}"
+    if entry.emotional_tags:
+        line += f", mood: {', '.join(entry.emotional_tags)}"
+    return f"{entry.title}. {line}" if entry.title else line
+
+
+def legacy_filter(tenant_id: str, user_id: str, legacy_id: str) -> VectorFilter:
+    """Every chunk of one legacy entry (and nothing of another tenant or user)."""
+    return VectorFilter.where(tenant_id=tenant_id, user_id=user_id, kind=LEGACY_KIND, legacy_id=legacy_id)
+
+
+def _legacy_points(env: EventEnvelope, model: str, chunker: Chunker) -> list[PendingPoint]:
+    e = LegacyLoreCreated.model_validate(env.payload)
+    payload: dict[str, PayloadValue] = {
+        "tenant_id": env.tenant_id,
+        "user_id": e.user_id,
+        "conversation_id": e.conversation_id,
+        "kind": LEGACY_KIND,
+        "source_id": e.legacy_id,
+        "legacy_id": e.legacy_id,
+        "memory_id": e.memory_id,
+        "applies_to": sorted({*e.applies_to_bots, *e.applies_to_personas}),
+        "participants": list(e.participants),
+        "importance": e.importance,
+        "start_at": epoch(e.start_at),
+        "end_at": epoch(e.end_at),
+        "created_at": epoch(e.end_at),
+        "model": model,
+    }
+    header = legacy_header(e)
+    return [
+        PendingPoint(
+            point_id(LEGACY_KIND, env.tenant_id, e.user_id, "", e.legacy_id, i),
+            f"{header}\n{text}",
+            payload | {"chunk": i},
+        )
+        for i, text in enumerate(chunker(e.text) or [""])
+    ]
+
+
+def plan_legacy(envelopes: Sequence[EventEnvelope], plan: Plan, *, model: str, chunker: Chunker) -> None:
+    """Add the legacy entries' deletions and points to ``plan``; the last event of each entry counts."""
+    latest: dict[tuple[str, str, str], EventEnvelope] = {}
+    for env in envelopes:
+        if env.type in LEGACY_EVENTS:
+            key = (env.tenant_id, str(env.payload["user_id"]), str(env.payload["legacy_id"]))
+            if key not in latest or env.version > latest[key].version:
+                latest[key] = env
+    for (tenant_id, user_id, legacy_id), env in latest.items():
+        if env.type == LEGACY_LORE_DELETED.name:
+            plan.deletions.append(legacy_filter(tenant_id, user_id, legacy_id))
+        else:
+            plan.points.extend(_legacy_points(env, model, chunker))

@@ -115,12 +115,17 @@ class MemoryItem(_Wire):
     conversation_id: str | None = None
     memory_id: str | None = Field(None, description="the memory a legacy lore entry was made from")
     importance: int | None = None
-    emotional_tags: list[str] = Field(default_factory=list)
+    emotional_tags: list[str] = Field(default_factory=list, description="the mood of a legacy memory")
+    tags: list[str] = Field(default_factory=list, description="a fact's tags (knowledge)")
+    confidence: float | None = Field(None, description="a fact's confidence (knowledge)")
+    scope: str | None = Field(None, description="a fact's scope: `player:<id>`, `campaign:<id>`, `character:<id>`")
     start_at: datetime | None = None
     end_at: datetime | None = None
     converted_to_lore: bool = False
     legacy_id: str | None = Field(None, description="the legacy lore entry made from this memory, if any")
-    status: str = Field("active", description="`active`, or why a summary was retired (`consolidated`, `stale`)")
+    status: str = Field(
+        "active", description="`active`; a summary's retirement (`consolidated`, `stale`); a fact's `superseded`"
+    )
     method: str | None = Field(None, description="how it was made: `extractive`, `llm:<model>`, ...")
     prompt_version: str | None = None
 

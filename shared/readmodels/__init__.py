@@ -19,6 +19,7 @@ async def ensure_all_indexes(db: AsyncDatabase[dict[str, Any]], cipher: FieldCip
     opens its core, so no handler needs a first-use check; the indexes serve queries, none enforces
     uniqueness, so a read model also works before they exist."""
     from shared.readmodels.knowledge import KnowledgeReadModel
+    from shared.readmodels.legacy_lore import LegacyLoreReadModel
     from shared.readmodels.lore import LoreReadModel
     from shared.readmodels.summaries import SummariesReadModel
     from shared.readmodels.witnessed import WitnessedReadModel
@@ -28,6 +29,7 @@ async def ensure_all_indexes(db: AsyncDatabase[dict[str, Any]], cipher: FieldCip
     await WitnessedReadModel(db).ensure_indexes()
     await LoreReadModel(db, cipher).ensure_indexes()
     await KnowledgeReadModel(db, cipher).ensure_indexes()
+    await LegacyLoreReadModel(db, cipher).ensure_indexes()
 
 
 __all__ = [

@@ -12,7 +12,7 @@ import yaml
 from compose_spec import PyCompose
 
 ROOT = Path(__file__).resolve().parents[2]
-MNEMO_SERVICES = ("ingest", "embedding", "summarizer", "memory_extractor", "context_assembler", "lore")
+MNEMO_SERVICES = ("ingest", "embedding", "summarizer", "memory_extractor", "context_assembler", "lore", "memory")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,1 @@
+"""The memory service: request-reply over a user's memories (convert to legacy lore, delete, list)."""

@@ -1,0 +1,218 @@
+"""The memory service's I/O: check ownership, append events, project them, publish them; list the view.
+
+A memory is a summary (``summaries/<tenant>/<user>/<conversation>``); its legacy lore entry lives in its own
+stream (``legacy_lore/<tenant>/<user>/<legacy>``). Ownership: a memory is found through the summaries read
+model filtered by tenant AND user, and its state (live, retired, deleted) is then read from its stream, the
+source of truth, so a request naming another user's or tenant's memory gets ``NotFound``, exactly like an
+unknown id.
+
+Projection: the service projects its own events right after the append (the legacy entry's whole stream, and
+the ``summary.retired`` it wrote), instead of waiting for a log consumer: a reply then means the change is
+visible to the next list or context request, and a crash between the append and the projection heals on
+the retry (the append reports duplicates, the projection runs again; both are idempotent). Publishing is best
+effort: the relay republishes anything not confirmed, and the embedding service derives the vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from services.memory import domain
+from services.memory.listing import merge_page, sources_for
+from shared.eventlog.port import AppendResult, ConcurrencyError, EventStore
+from shared.events.envelope import NewEvent, utcnow
+from shared.events.memory_contract import (
+    LEGACY_MEMORY,
+    MemoryConvertToLoreReply,
+    MemoryConvertToLoreRequest,
+    MemoryDeleteReply,
+    MemoryDeleteRequest,
+    MemoryItem,
+    MemoryListReply,
+    MemoryListRequest,
+)
+from shared.events.recorded import legacy_lore_stream, summary_stream
+from shared.readmodels.legacy_lore import LegacyLoreReadModel, LegacyLoreView
+from shared.readmodels.summaries import SummariesReadModel, SummaryListed
+from shared.runtime import CommittedPublisher
+
+MAX_CONFLICT_RETRIES = 5
+
+
+class NotFound(LookupError):
+    """No such memory for this tenant and user (or it was deleted)."""
+
+
+class KnowledgeItems(Protocol):
+    async def first(
+        self, tenant_id: str, user_id: str, *, character_id: str | None, fact_type: str | None, count: int
+    ) -> tuple[list[MemoryItem], int]:
+        """The first ``count`` facts in listing order (newest first, then id) and how many match."""
+        ...
+
+
+class Memories:
+    def __init__(
+        self,
+        store: EventStore,
+        summaries: SummariesReadModel,
+        legacy: LegacyLoreReadModel,
+        publisher: CommittedPublisher,
+        knowledge: KnowledgeItems | None = None,
+    ) -> None:
+        self._store = store
+        self._summaries = summaries
+        self._legacy = legacy
+        self._publisher = publisher
+        self._knowledge = knowledge
+
+    async def _memory(self, tenant_id: str, user_id: str, memory_id: str) -> domain.MemoryState:
+        views = await self._summaries.by_ids(tenant_id, [memory_id], user_id=user_id)
+        if not views:
+            raise NotFound(f"no memory {memory_id!r} for this user")
+        events = await self._store.read_stream(summary_stream(tenant_id, user_id, views[0].conversation_id))
+        state = domain.memory_state(events, memory_id)
+        if state is None or state.created.user_id != user_id:
+            raise NotFound(f"no memory {memory_id!r} for this user")
+        return state
+
+    async def convert_to_lore(self, req: MemoryConvertToLoreRequest) -> MemoryConvertToLoreReply:
+        state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
+        if state.deleted:
+            raise NotFound(f"memory {req.memory_id!r} was deleted")
+        entry = domain.legacy_entry(req.tenant_id, req, state.created, utcnow())
+        stream = legacy_lore_stream(req.tenant_id, req.user_id, entry.legacy_id)
+        result = await self._record(stream, [domain.legacy_created_event(req.tenant_id, entry)])
+        await self._legacy.apply(await self._store.read_stream(stream))
+        await self._publish(result)
+        views = await self._legacy.by_ids(req.tenant_id, [entry.legacy_id], user_id=req.user_id)
+        if not views:  # its legacy entry was deleted: the memory is being deleted
+            raise NotFound(f"memory {req.memory_id!r} is being deleted")
+        view = views[0]
+        return MemoryConvertToLoreReply(
+            legacy_id=view.legacy_id,
+            memory_id=view.memory_id,
+            applies_to_bots=list(view.applies_to_bots),
+            applies_to_personas=list(view.applies_to_personas),
+            created=bool(result.committed),
+        )
+
+    async def delete(self, req: MemoryDeleteRequest) -> MemoryDeleteReply:
+        """Delete the legacy entry first, then retire the summary: a retry after a crash in between finds
+        the memory still there and completes both (deterministic event ids make the repeats no-ops)."""
+        state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
+        now = utcnow()
+        legacy_id = domain.legacy_id_for(req.tenant_id, req.user_id, req.memory_id)
+        legacy_stream = legacy_lore_stream(req.tenant_id, req.user_id, legacy_id)
+        live_legacy = await self._legacy.by_ids(req.tenant_id, [legacy_id], user_id=req.user_id)
+        if await self._store.stream_version(legacy_stream) > 0:
+            event = domain.legacy_deleted_event(req.tenant_id, req.user_id, req.memory_id, now)
+            result = await self._record(legacy_stream, [event])
+            await self._legacy.apply(await self._store.read_stream(legacy_stream))
+            await self._publish(result)
+        memory = state.created
+        retired = domain.memory_deleted_event(req.tenant_id, memory, now)
+        result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), [retired])
+        await self._summaries.apply(result.committed or await self._store.get_events([retired.event_id]))
+        await self._publish(result)
+        return MemoryDeleteReply(
+            memory_id=req.memory_id, deleted=not state.deleted, legacy_ids=[v.legacy_id for v in live_legacy]
+        )
+
+    async def list_items(self, req: MemoryListRequest) -> MemoryListReply:
+        sources = sources_for(req)
+        count = req.offset + req.limit  # the prefix of each source a page of the union can need
+        prefixes: list[list[MemoryItem]] = []
+        total = 0
+        if sources.summaries:
+            items, n = await self._summary_items(req, count)
+            prefixes.append(items)
+            total += n
+        if sources.legacy:
+            views, n = await self._legacy.page(req.tenant_id, req.user_id, bot_id=req.bot_id, limit=count)
+            prefixes.append([legacy_item(v) for v in views])
+            total += n
+        if sources.knowledge and self._knowledge is not None:
+            fact_type = req.type if req.type not in (None, LEGACY_MEMORY) else None
+            items, n = await self._knowledge.first(
+                req.tenant_id, req.user_id, character_id=req.bot_id, fact_type=fact_type, count=count
+            )
+            prefixes.append(items)
+            total += n
+        return MemoryListReply(
+            items=merge_page(prefixes, req.offset, req.limit), total=total, offset=req.offset, limit=req.limit
+        )
+
+    async def _summary_items(self, req: MemoryListRequest, count: int) -> tuple[list[MemoryItem], int]:
+        converted: list[str] | None = None
+        if req.converted_to_lore is not None:
+            converted = await self._legacy.converted_memory_ids(req.tenant_id, req.user_id)
+        listed, total = await self._summaries.page(
+            req.tenant_id,
+            req.user_id,
+            summary_type=req.type,
+            participant=req.bot_id,
+            only_ids=converted if req.converted_to_lore else None,
+            except_ids=converted if req.converted_to_lore is False else None,
+            include_retired=req.include_retired,
+            limit=count,
+        )
+        ids = [s.view.summary_id for s in listed]
+        legacy = await self._legacy.for_memories(req.tenant_id, ids, user_id=req.user_id)
+        return [summary_item(s, legacy.get(s.view.summary_id)) for s in listed], total
+
+    async def _record(self, stream: str, events: Sequence[NewEvent]) -> AppendResult:
+        for _ in range(MAX_CONFLICT_RETRIES):
+            version = await self._store.stream_version(stream)
+            try:
+                return await self._store.append(stream, version, events)
+            except ConcurrencyError:
+                continue  # another writer (the summarizer) appended meanwhile; re-read and retry
+        raise ConcurrencyError(stream, -1)
+
+    async def _publish(self, result: AppendResult) -> None:
+        if result.committed:
+            await self._publisher.publish_committed(result.committed)
+
+
+def summary_item(listed: SummaryListed, legacy: LegacyLoreView | None) -> MemoryItem:
+    view = listed.view
+    return MemoryItem(
+        source="memory",
+        id=view.summary_id,
+        type=view.summary_type,
+        text=view.text,
+        participants=list(view.participants),
+        conversation_id=view.conversation_id,
+        importance=view.importance,
+        start_at=view.start_at,
+        end_at=view.end_at,
+        converted_to_lore=legacy is not None,
+        legacy_id=legacy.legacy_id if legacy else None,
+        status=listed.status,
+        method=view.method,
+        prompt_version=listed.prompt_version,
+    )
+
+
+def legacy_item(view: LegacyLoreView) -> MemoryItem:
+    return MemoryItem(
+        source="legacy_lore",
+        id=view.legacy_id,
+        type=LEGACY_MEMORY,
+        text=view.text,
+        title=view.title,
+        participants=list(view.participants),
+        applies_to=list(view.applies_to),
+        conversation_id=view.conversation_id,
+        memory_id=view.memory_id,
+        importance=view.importance,
+        emotional_tags=list(view.emotional_tags),
+        start_at=view.start_at,
+        end_at=view.end_at,
+        converted_to_lore=True,
+        legacy_id=view.legacy_id,
+        method=view.method,
+        prompt_version=view.prompt_version,
+    )
