@@ -14,11 +14,15 @@ from faststream.nats import NatsBroker
 from faststream.specification import AsyncAPI
 
 from shared import subjects
-from shared.events import contract, lore_contract
+from shared.events import contract, lore_contract, memory_contract
 
 _LORE_ERRORS = (
     "Request-reply (lore service). Errors: ErrorReply {error: {code, message}} with bad_request (invalid request, "
     "or a file that is not a readable lorebook, saying what is wrong) or not_found (no such book in the tenant)."
+)
+_MEMORY_ERRORS = (
+    "Request-reply (memory service). Errors: ErrorReply {error: {code, message}} with bad_request (invalid JSON "
+    "or request, saying what is wrong) or not_found (no such memory for that tenant and user)."
 )
 
 
@@ -54,6 +58,22 @@ def build_contract_app() -> FastStream:
     @broker.subscriber(subjects.LORE_ATTACH, title=subjects.LORE_ATTACH, description=_LORE_ERRORS)
     async def lore_attach(request: lore_contract.LoreAttachRequest) -> lore_contract.LoreAttachReply:
         raise NotImplementedError("documentation only: the lore service answers this subject")
+
+    @broker.subscriber(
+        subjects.MEMORY_CONVERT_TO_LORE, title=subjects.MEMORY_CONVERT_TO_LORE, description=_MEMORY_ERRORS
+    )
+    async def memory_convert_to_lore(
+        request: memory_contract.MemoryConvertToLoreRequest,
+    ) -> memory_contract.MemoryConvertToLoreReply:
+        raise NotImplementedError("documentation only: the memory service answers this subject")
+
+    @broker.subscriber(subjects.MEMORY_DELETE, title=subjects.MEMORY_DELETE, description=_MEMORY_ERRORS)
+    async def memory_delete(request: memory_contract.MemoryDeleteRequest) -> memory_contract.MemoryDeleteReply:
+        raise NotImplementedError("documentation only: the memory service answers this subject")
+
+    @broker.subscriber(subjects.MEMORY_LIST, title=subjects.MEMORY_LIST, description=_MEMORY_ERRORS)
+    async def memory_list(request: memory_contract.MemoryListRequest) -> memory_contract.MemoryListReply:
+        raise NotImplementedError("documentation only: the memory service answers this subject")
 
     return FastStream(
         broker,

@@ -13,13 +13,17 @@ from shared import subjects
 def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> None:
     doc = asyncapi_document()
     lore = {subjects.LORE_IMPORT, subjects.LORE_EXPORT, subjects.LORE_ATTACH}
-    assert set(doc["channels"]) == {*subjects.CHAT_INBOUND, subjects.CONTEXT_ASSEMBLE, *lore}
+    memory = {subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST}
+    assert set(doc["channels"]) == {*subjects.CHAT_INBOUND, subjects.CONTEXT_ASSEMBLE, *lore, *memory}
     schemas = doc["components"]["schemas"]
     for name in ("MessageCreated", "MessageEdited", "MessageDeleted", "BotUpserted", "PersonaUpserted"):
         assert name in schemas
     created = schemas["MessageCreated"]
     assert {"tenant_id", "message_id", "content", "bot_ids", "persona_id"} <= set(created["properties"])
     assert "idempotency" in created["properties"]["message_id"]["description"]
+    assert {"source", "type", "bot_id", "converted_to_lore", "limit", "offset"} <= set(
+        schemas["MemoryListRequest"]["properties"]
+    )
     lore_import = schemas["LoreImportRequest"]["properties"]
     assert {"data", "data_base64", "attach_to_bots", "owner_user_id", "format"} <= set(lore_import)
 
