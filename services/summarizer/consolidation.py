@@ -17,7 +17,7 @@ Ids are deterministic over the children (consolidation) or over the stale summar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -166,14 +166,21 @@ def retirement(
     return retired_event_id(summary.summary_id, reason), payload
 
 
-def stale_by(live: LiveSet, message_id: str, trigger_event_id: str) -> list[SummaryCreated]:
-    """Live summaries covering ``message_id``, except those this very event already recomputed (a redelivered
-    edit finds its recomputations live; recomputing them again would append new summaries)."""
+def stale_by(
+    live: LiveSet, message_id: str, trigger_version: int, cause_versions: Mapping[str, int]
+) -> list[SummaryCreated]:
+    """Live summaries covering ``message_id`` that predate the edit or delete at ``trigger_version``.
+
+    ``cause_versions``: conversation-stream version of each summary's causing event. A summary reflects its
+    conversation up to that version (a range or a recomputation reads the log up to it; a consolidation's
+    children were brought up to date before it), so one caused at or after the trigger is already current:
+    that is what makes a redelivered (or late) edit append nothing. A summary of unknown cause is stale.
+    """
     return sorted(
         (
             x.summary
             for x in live.by_id.values()
-            if message_id in x.summary.message_ids and x.causation_id != trigger_event_id
+            if message_id in x.summary.message_ids and cause_versions.get(x.causation_id or "", 0) < trigger_version
         ),
         key=_oldest_first,
     )

@@ -274,7 +274,9 @@ class Summarizer:
         at = change.edited_at if isinstance(change, MessageEdited) else change.deleted_at
         for _ in range(MAX_CONFLICT_RETRIES):
             live = fold_live(await self._store.read_stream(stream))
-            stale = consolidation.stale_by(live, change.message_id, env.event_id)
+            causes = {x.causation_id for x in live.by_id.values() if x.causation_id}
+            versions = {e.event_id: e.version for e in await self._store.get_events(list(causes))}
+            stale = consolidation.stale_by(live, change.message_id, env.version, versions)
             if not stale:
                 return
             new: list[NewEvent] = []
