@@ -1,7 +1,7 @@
 """`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
 
-The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore
-included) and the vectors of messages, summaries and legacy memories, then folds every event back in, in
+The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore and
+characters' knowledge included) and the vectors of messages, summaries and legacy memories, then folds every event back in, in
 batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
 """
@@ -20,6 +20,7 @@ from services.stack import start_servers
 from shared.bootstrap import open_core
 from shared.events.envelope import EventEnvelope
 from shared.readmodels import ReadModels
+from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
@@ -57,15 +58,23 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
             witnessed = WitnessedReadModel(core.db)
             lore = LoreReadModel(core.db, core.cipher)
             legacy = LegacyLoreReadModel(core.db, core.cipher)
+            knowledge = KnowledgeReadModel(core.db, core.cipher)
             vectors = core.vectors
             if vectors is None or core.embedder is None:
                 raise RuntimeError("replay needs the vector index and the embedder")
             embedding = EmbeddingHandler(vectors, core.embedder, read_models, chunk_strings)
-            for projection in (read_models, summaries, witnessed, lore, legacy):
+            for projection in (read_models, summaries, witnessed, lore, legacy, knowledge):
                 await projection.drop_all()
             await vectors.delete(VectorFilter(must=(Match("kind", VECTOR_KINDS),)))
             return await _fold_log(
-                core.store.read_all(batch_size=BATCH), read_models, summaries, witnessed, lore, embedding, legacy
+                core.store.read_all(batch_size=BATCH),
+                read_models,
+                summaries,
+                witnessed,
+                lore,
+                embedding,
+                legacy,
+                knowledge,
             )
         finally:
             await core.close()
@@ -82,6 +91,7 @@ async def _fold_log(
     lore: LoreReadModel,
     embedding: EmbeddingHandler,
     legacy: LegacyLoreReadModel,
+    knowledge: KnowledgeReadModel,
 ) -> int:
     started = time.monotonic()
     total = 0
@@ -94,6 +104,7 @@ async def _fold_log(
         await witnessed.apply(batch)
         await lore.apply(batch)
         await legacy.apply(batch)
+        await knowledge.apply(batch)
         await embedding.project(embeddable(batch))
         total += len(batch)
         batch.clear()
