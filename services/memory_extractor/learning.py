@@ -136,7 +136,8 @@ class Learning:
             return []
         known: dict[tuple[str, str], Known] = {}
         for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in candidates):
-            facts = await self._knowledge.owned(tenant_id, character_id, user_id)
+            # Against CURRENT facts only: "I live in Paris" after a move to Rome is news again.
+            facts = [f for f in await self._knowledge.owned(tenant_id, character_id, user_id) if f.status == ACTIVE]
             known[(character_id, user_id)] = Known({normalise(f.text) for f in facts}, await self._vectors_of(facts))
         if self._embedder is None:
             vectors: list[list[float]] = [[] for _ in candidates]

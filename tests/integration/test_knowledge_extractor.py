@@ -145,6 +145,9 @@ async def test_exact_duplicates_are_not_learned_again_and_newer_facts_supersede(
     page, total = await env.knowledge.page("t1", "u1", character_id="bard")
     assert total == 2
     assert [(f.text, f.status) for f in page] == [("Ana lives in Rome.", "active"), ("Ana lives in Paris.", "superseded")]  # fmt: skip
+    back = await record(env, [message(3, "I live in Paris.", ["bard"])])
+    await extractor.on_batch(items(back[3:]))
+    assert await env.texts("bard") == ["Ana lives in Paris."], "moving back is news: only current facts dedup"
 
 
 async def test_the_cap_consolidates_the_oldest_facts_instead_of_dropping_them(env):
@@ -225,3 +228,15 @@ async def test_llm_failure_falls_back_to_patterns(env):
     [fact] = await env.knowledge.facts_for("t1", "bard", user_id="u1")
     assert fact.method == "pattern"
     assert "red stone" in fact.text
+
+
+async def test_near_duplicates_by_embedding_are_not_learned_again(env):
+    answers = iter([["Ana has a cat named Bo."], ["Ana owns a cat called Bo.", "Ana lives in Port Vell."]])
+    lines = [("I have a cat named Bo.", ["bard"]), ("My cat Bo is mine. I live in Port Vell.", ["bard", "rook"])]
+    log = await record(env, [message(i, text, bots) for i, (text, bots) in enumerate(lines)])
+    with FakeOpenAIServer() as server:
+        server.route("POST", CHAT_PATH, chat_handler(lambda _: {"updates": [{"character_id": "bard", "learned_facts": next(answers)}]}))  # fmt: skip
+        model = OpenAIChatModel(server.base_url, "key", "m", timeout_s=5, max_retries=0)
+        await env.extractor(model).on_batch(items(log))
+        await model.close()
+    assert await env.texts("bard") == ["Ana lives in Port Vell.", "Ana has a cat named Bo."]
