@@ -86,9 +86,13 @@ class Memories:
         result = await self._record(stream, [domain.legacy_created_event(req.tenant_id, entry)])
         await self._legacy.apply(await self._store.read_stream(stream))
         await self._publish(result)
+        if (await self._memory(req.tenant_id, req.user_id, req.memory_id)).deleted:
+            # A delete ran meanwhile and may have looked for legacy lore before this append: remove it here.
+            await self._delete_legacy(req.tenant_id, req.user_id, req.memory_id)
+            raise NotFound(f"memory {req.memory_id!r} was deleted")
         views = await self._legacy.by_ids(req.tenant_id, [entry.legacy_id], user_id=req.user_id)
-        if not views:  # its legacy entry was deleted: the memory is being deleted
-            raise NotFound(f"memory {req.memory_id!r} is being deleted")
+        if not views:
+            raise NotFound(f"memory {req.memory_id!r} was deleted")
         view = views[0]
         return MemoryConvertToLoreReply(
             legacy_id=view.legacy_id,
@@ -99,26 +103,30 @@ class Memories:
         )
 
     async def delete(self, req: MemoryDeleteRequest) -> MemoryDeleteReply:
-        """Delete the legacy entry first, then retire the summary: a retry after a crash in between finds
-        the memory still there and completes both (deterministic event ids make the repeats no-ops)."""
+        """Retire the summary first, then delete its legacy entry. A retry after a crash in between finds the
+        (deleted) memory and completes both: deterministic event ids make the repeats no-ops. A conversion
+        racing this delete checks the memory again after its own append and removes what it made, so no
+        legacy entry outlives its memory whatever the interleaving."""
         state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
-        now = utcnow()
-        legacy_id = domain.legacy_id_for(req.tenant_id, req.user_id, req.memory_id)
-        legacy_stream = legacy_lore_stream(req.tenant_id, req.user_id, legacy_id)
-        live_legacy = await self._legacy.by_ids(req.tenant_id, [legacy_id], user_id=req.user_id)
-        if await self._store.stream_version(legacy_stream) > 0:
-            event = domain.legacy_deleted_event(req.tenant_id, req.user_id, req.memory_id, now)
-            result = await self._record(legacy_stream, [event])
-            await self._legacy.apply(await self._store.read_stream(legacy_stream))
-            await self._publish(result)
         memory = state.created
-        retired = domain.memory_deleted_event(req.tenant_id, memory, now)
+        retired = domain.memory_deleted_event(req.tenant_id, memory, utcnow())
         result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), [retired])
         await self._summaries.apply(result.committed or await self._store.get_events([retired.event_id]))
         await self._publish(result)
-        return MemoryDeleteReply(
-            memory_id=req.memory_id, deleted=not state.deleted, legacy_ids=[v.legacy_id for v in live_legacy]
-        )
+        legacy_ids = await self._delete_legacy(req.tenant_id, req.user_id, req.memory_id)
+        return MemoryDeleteReply(memory_id=req.memory_id, deleted=not state.deleted, legacy_ids=legacy_ids)
+
+    async def _delete_legacy(self, tenant_id: str, user_id: str, memory_id: str) -> list[str]:
+        """Delete the memory's legacy entry if it has one; returns its id if it was live until now."""
+        legacy_id = domain.legacy_id_for(tenant_id, user_id, memory_id)
+        stream = legacy_lore_stream(tenant_id, user_id, legacy_id)
+        if await self._store.stream_version(stream) == 0:
+            return []
+        live = await self._legacy.by_ids(tenant_id, [legacy_id], user_id=user_id)
+        result = await self._record(stream, [domain.legacy_deleted_event(tenant_id, user_id, memory_id, utcnow())])
+        await self._legacy.apply(await self._store.read_stream(stream))
+        await self._publish(result)
+        return [v.legacy_id for v in live]
 
     async def list_items(self, req: MemoryListRequest) -> MemoryListReply:
         sources = sources_for(req)
