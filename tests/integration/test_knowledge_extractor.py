@@ -240,3 +240,28 @@ async def test_near_duplicates_by_embedding_are_not_learned_again(env):
         await env.extractor(model).on_batch(items(log))
         await model.close()
     assert await env.texts("bard") == ["Ana lives in Port Vell.", "Ana has a cat named Bo."]
+
+
+def extracting_or_consolidating(request: RecordedRequest) -> dict[str, Any]:
+    prompt: str = request.json["messages"][0]["content"]
+    if "fold the facts below into ONE broader statement" in prompt:
+        return {"fact": "Ana owns a horse Storm, a sword Dawn, a ship Gull and a dog Rex."}
+    line = prompt.split("<transcript>")[1].split("</transcript>")[0].strip().removeprefix("Ana: ")
+    return {"updates": [{"character_id": "bard", "learned_facts": [f"Ana said: {line}"]}]}
+
+
+async def test_with_llm_the_cap_consolidates_through_the_consolidation_prompt(env):
+    names = [("horse", "Storm"), ("sword", "Dawn"), ("ship", "Gull"), ("dog", "Rex"), ("boat", "Pike")]
+    # alternating presence: one extraction call per message
+    log = await record(env, [message(i, f"My {k} is {v}.", ["bard"] if i % 2 else ["bard", "rook"]) for i, (k, v) in enumerate(names)])  # fmt: skip
+    with FakeOpenAIServer() as server:
+        server.route("POST", CHAT_PATH, chat_handler(extracting_or_consolidating, model="m2"))
+        model = OpenAIChatModel(server.base_url, "key", "m2", timeout_s=5, max_retries=0)
+        await env.extractor(model, cap=3, consolidate_at_least=2).on_batch(items(log))
+        await model.close()
+    [merged] = [e for e in await env.knowledge_log("bard") if e.type == "knowledge.facts_consolidated"]
+    assert merged.payload["text"] == "Ana owns a horse Storm, a sword Dawn, a ship Gull and a dog Rex."
+    assert (merged.payload["method"], merged.payload["prompt_version"]) == ("llm:m2", "consolidate_facts.v1")
+    current = await env.knowledge.facts_for("t1", "bard", user_id="u1")
+    assert len(current) <= 3
+    assert merged.payload["fact_id"] in {f.fact_id for f in current}
