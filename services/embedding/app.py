@@ -13,6 +13,7 @@ from services.embedding.handlers import EmbeddingHandler
 from shared.chunking import chunk_text
 from shared.consumers import log_consumer_router
 from shared.readmodels import ReadModels
+from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
 
 SERVICE = "embedding"
@@ -24,7 +25,11 @@ def chunk_strings(text: str) -> list[str]:
 
 def create_router(deps: Deps) -> NatsRouter:
     handler = EmbeddingHandler(
-        deps.require_vectors(), deps.require_embedder(), ReadModels(deps.db, deps.cipher), chunk_strings
+        deps.require_vectors(),
+        deps.require_embedder(),
+        ReadModels(deps.db, deps.cipher),
+        chunk_strings,
+        SummariesReadModel(deps.db, deps.cipher),
     )
     return log_consumer_router(
         deps,

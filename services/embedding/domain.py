@@ -3,7 +3,9 @@
 - ``message.recorded``: chunk the content and index every chunk as a ``kind="message"`` point.
 - ``message.edited``: delete the message's points, then index the new content.
 - ``message.deleted``: delete the message's points.
-- ``summary.created``: index the summary text as ``kind="summary"`` points (``source_id`` = summary id).
+- ``summary.created``: index the summary text as ``kind="summary"`` points (``source_id`` = summary id),
+  chunked by :func:`summary_chunks`, with the summary's ``audience`` (who may be shown it) and ``summary_type``;
+  ``summary.retired`` deletes them (a summary created and retired in the same batch is not indexed).
 - ``legacy_lore.created``: index the entry as ``kind="legacy_memory"`` points, each chunk embedded WITH a
   header of its metadata (participants, date range, mood), filterable by ``applies_to``; ``legacy_lore.deleted``
   deletes them (the last event of an entry in a batch wins, as for messages).
@@ -25,6 +27,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ValidationError
 
+from shared.chunking import chunk_text
 from shared.events.envelope import EventEnvelope, deterministic_id
 from shared.events.recorded import (
     LEGACY_LORE_CREATED,
@@ -33,12 +36,14 @@ from shared.events.recorded import (
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
     SUMMARY_CREATED,
+    SUMMARY_RETIRED,
     LegacyLoreCreated,
     LegacyLoreDeleted,
     MessageDeleted,
     MessageEdited,
     MessageRecorded,
     SummaryCreated,
+    SummaryRetired,
 )
 from shared.presence import message_audience
 from shared.readmodels import MessageKey, MessageStatus
@@ -52,6 +57,7 @@ PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
     MESSAGE_EDITED.name: MessageEdited,
     MESSAGE_DELETED.name: MessageDeleted,
     SUMMARY_CREATED.name: SummaryCreated,
+    SUMMARY_RETIRED.name: SummaryRetired,
     LEGACY_LORE_CREATED.name: LegacyLoreCreated,
     LEGACY_LORE_DELETED.name: LegacyLoreDeleted,
 }
@@ -154,7 +160,23 @@ def _message_points(
     ]
 
 
-def _summary_points(env: EventEnvelope, model: str, chunker: Chunker) -> list[PendingPoint]:
+# Summary chunks: at most 256 estimated tokens (the low end of the 250-400 the summaries are specified with,
+# because the bundled embedder truncates at 256 and would not see the rest) with 25 tokens of overlap.
+SUMMARY_CHUNK_TOKENS = 256
+SUMMARY_CHUNK_OVERLAP = 25
+
+
+def summary_chunks(text: str) -> list[str]:
+    return [c.text for c in chunk_text(text, SUMMARY_CHUNK_TOKENS, SUMMARY_CHUNK_OVERLAP)]
+
+
+def summary_filter(tenant_id: str, user_id: str, conversation_id: str, summary_ids: Iterable[str]) -> VectorFilter:
+    """Every chunk of these summaries (and nothing of another tenant, user or conversation)."""
+    flt = VectorFilter.where(tenant_id=tenant_id, user_id=user_id, conversation_id=conversation_id, kind="summary")
+    return flt.and_(Match("summary_id", tuple(summary_ids)))
+
+
+def _summary_points(env: EventEnvelope, model: str) -> list[PendingPoint]:
     s = SummaryCreated.model_validate(env.payload)
     payload: dict[str, PayloadValue] = {
         "tenant_id": env.tenant_id,
@@ -164,6 +186,7 @@ def _summary_points(env: EventEnvelope, model: str, chunker: Chunker) -> list[Pe
         "source_id": s.summary_id,
         "summary_id": s.summary_id,
         "summary_type": s.summary_type,
+        "audience": list(s.audience),
         "message_ids": list(s.message_ids),
         "participants": list(s.participants),
         "first_index": s.first_index,
@@ -177,8 +200,27 @@ def _summary_points(env: EventEnvelope, model: str, chunker: Chunker) -> list[Pe
             text,
             payload | {"chunk": i},
         )
-        for i, text in enumerate(chunker(s.text))
+        for i, text in enumerate(summary_chunks(s.text))
     ]
+
+
+def plan_summaries(envelopes: Sequence[EventEnvelope], plan: Plan, *, model: str, inactive: set[str]) -> None:
+    """Add the summaries' deletions (``summary.retired``) and points (``summary.created``) to ``plan``.
+
+    ``inactive``: summary ids already retired in the summaries read model; their creation is skipped, as is
+    a creation retired later in the same batch (deletions run before upserts), so a late redelivery cannot
+    bring a retired summary back into search.
+    """
+    retired: dict[tuple[str, str, str], list[str]] = {}
+    for env in envelopes:
+        if env.type == SUMMARY_RETIRED.name:
+            r = SummaryRetired.model_validate(env.payload)
+            retired.setdefault((env.tenant_id, r.user_id, r.conversation_id), []).append(r.summary_id)
+    gone = inactive | {sid for ids in retired.values() for sid in ids}
+    plan.deletions.extend(summary_filter(*conv, ids) for conv, ids in retired.items())
+    for env in envelopes:
+        if env.type == SUMMARY_CREATED.name and str(env.payload["summary_id"]) not in gone:
+            plan.points.extend(_summary_points(env, model))
 
 
 def _is_stale(env: EventEnvelope, status: MessageStatus | None) -> bool:
@@ -192,8 +234,10 @@ def plan_batch(
     *,
     model: str,
     chunker: Chunker,
+    inactive_summaries: set[str] | None = None,
 ) -> Plan:
-    """The deletions and points for a batch; ``statuses`` (with scenes) from the messages read model."""
+    """The deletions and points for a batch; ``statuses`` (with scenes) from the messages read model;
+    ``inactive_summaries`` from the summaries read model (see :func:`plan_summaries`)."""
     plan = Plan()
     deleted_by_conversation: dict[tuple[str, str, str], list[str]] = {}
     for key, env in latest_message_events(envelopes).items():
@@ -209,9 +253,7 @@ def plan_batch(
             deleted_by_conversation.setdefault(key[:3], []).append(key.message_id)
             plan.points.extend(_message_points(env, edit.content, statuses.get(key), model, chunker))
     plan.deletions = [messages_filter(*conv, ids) for conv, ids in deleted_by_conversation.items()]
-    for env in envelopes:
-        if env.type == SUMMARY_CREATED.name:
-            plan.points.extend(_summary_points(env, model, chunker))
+    plan_summaries(envelopes, plan, model=model, inactive=inactive_summaries or set())
     plan_legacy(envelopes, plan, model=model, chunker=chunker)
     return plan
 

@@ -27,7 +27,9 @@ from services.embedding.domain import (
 from shared.delivery import Item, Rejection
 from shared.embedders.port import Embedder
 from shared.events.envelope import EventEnvelope
+from shared.events.recorded import SUMMARY_CREATED
 from shared.readmodels import ReadModels
+from shared.readmodels.summaries import SummariesReadModel
 from shared.sparse import document_vector
 from shared.vectors.port import VectorIndex, VectorPoint
 
@@ -35,11 +37,19 @@ log = logging.getLogger(__name__)
 
 
 class EmbeddingHandler:
-    def __init__(self, index: VectorIndex, embedder: Embedder, read_models: ReadModels, chunker: Chunker) -> None:
+    def __init__(
+        self,
+        index: VectorIndex,
+        embedder: Embedder,
+        read_models: ReadModels,
+        chunker: Chunker,
+        summaries: SummariesReadModel | None = None,
+    ) -> None:
         self._index = index
         self._embedder = embedder
         self._read_models = read_models
         self._chunker = chunker
+        self._summaries = summaries  # to skip a late redelivered creation of a retired summary
 
     @staticmethod
     def _valid(items: list[Item[EventEnvelope]]) -> tuple[list[EventEnvelope], list[Rejection]]:
@@ -66,7 +76,10 @@ class EmbeddingHandler:
             return
         keys = list(latest_message_events(e for e in events if e.type in MESSAGE_EVENTS))
         statuses = await self._read_models.message_status(keys, scene=True) if keys else {}
-        plan = plan_batch(events, statuses, model=self._embedder.model_id, chunker=self._chunker)
+        inactive = await self._inactive_summaries(events)
+        plan = plan_batch(
+            events, statuses, model=self._embedder.model_id, chunker=self._chunker, inactive_summaries=inactive
+        )
         for flt in plan.deletions:
             await self._index.delete(flt)
         if plan.points:
@@ -79,3 +92,16 @@ class EmbeddingHandler:
                 ]
             )
         log.debug("embedded %d chunk(s), %d deletion(s)", len(plan.points), len(plan.deletions))
+
+    async def _inactive_summaries(self, events: list[EventEnvelope]) -> set[str]:
+        """The batch's created summaries that the summaries read model already shows retired."""
+        if self._summaries is None:
+            return set()
+        by_tenant: dict[str, list[str]] = {}
+        for env in events:
+            if env.type == SUMMARY_CREATED.name:
+                by_tenant.setdefault(env.tenant_id, []).append(str(env.payload["summary_id"]))
+        out: set[str] = set()
+        for tenant_id, ids in by_tenant.items():
+            out |= await self._summaries.inactive(tenant_id, ids)
+        return out

@@ -138,6 +138,13 @@ class SummariesReadModel:
         found = {d["_id"]: await self._view(d) async for d in self._col.find(query)}
         return [found[i] for i in summary_ids if i in found]
 
+    async def inactive(self, tenant_id: str, summary_ids: Sequence[str]) -> set[str]:
+        """Those of ``summary_ids`` the tenant's projection shows retired (consolidated, stale or deleted)."""
+        if not summary_ids:
+            return set()
+        query = {"tenant_id": tenant_id, "_id": {"$in": list(summary_ids)}, "status": {"$ne": ACTIVE}}
+        return {str(d["_id"]) async for d in self._col.find(query, {"_id": 1})}
+
     async def live_summaries(
         self, tenant_id: str, user_id: str, conversation_id: str, *, audience_member: str | None = None
     ) -> list[SummaryView]:
