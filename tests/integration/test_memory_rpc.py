@@ -215,7 +215,7 @@ async def test_delete_cascades_to_legacy_lore_and_vectors(stack: Stack, tenant: 
     assert foreign["error"]["code"] == "not_found"
     assert other_tenant["error"]["code"] == "not_found"
     assert deleted == {"memory_id": "s1", "deleted": True, "legacy_ids": [converted["legacy_id"]]}
-    assert again.get("deleted") is False or again["error"]["code"] == "not_found"
+    assert again == {"memory_id": "s1", "deleted": False, "legacy_ids": []}, "deleting again is harmless"
     assert reconvert["error"]["code"] == "not_found"
 
     remaining = await call(stack.nc, subjects.MEMORY_LIST, listing(tenant))
@@ -223,6 +223,7 @@ async def test_delete_cascades_to_legacy_lore_and_vectors(stack: Stack, tenant: 
     assert remaining["total"] == 1
     await settle(stack)
     assert await index.count(legacy_vectors(tenant)) == 0
+    assert await index.count(s1_vectors) == 0
     assert await index.count(VectorFilter.where(tenant_id=tenant, kind="summary", summary_id="s2")) == 1
 
 
