@@ -50,7 +50,7 @@ from shared.events.recorded import (
     player_scope,
 )
 from shared.llm.port import ChatModel, LLMError, ProgressCallback
-from shared.readmodels.knowledge import ACTIVE, FactView, KnowledgeReadModel
+from shared.readmodels.knowledge import ACTIVE, FactView, KnowledgeReadModel, source_key
 from shared.runtime import CommittedPublisher
 
 log = logging.getLogger(__name__)
@@ -260,6 +260,10 @@ class Learning:
             )
             pending.append(Witnessing(knowledge_stream(t, f.character_id), event))
         await self._commit(pending)
+        key = source_key(conversation_id, message_id)
+        for f in stale:
+            if f.consolidates:  # what it folded from other messages stays known
+                await self._reconsolidate(env, f, await self._survivors(t, f.consolidates, key))
         if new_content is None:
             return
         found = await self._store.get_events([created_event_id(t, user_id, conversation_id, message_id)])
@@ -269,3 +273,35 @@ class Learning:
         original = MessageRecorded.model_validate(found[0].payload)
         edited = original.model_copy(update={"content": new_content, "tokens": new_tokens})
         await self.learn([Source(env, edited, traceparent, revision=env.event_id)], on_progress)
+
+    async def _survivors(self, tenant_id: str, fact_ids: Sequence[str], key: str) -> list[FactView]:
+        """The facts among ``fact_ids`` (and, through consolidations, below them) not derived from ``key``."""
+        out: list[FactView] = []
+        for f in await self._knowledge.by_ids(tenant_id, fact_ids):
+            if key not in f.source_keys:
+                out.append(f)
+            elif f.consolidates:
+                out += await self._survivors(tenant_id, f.consolidates, key)
+        return out
+
+    async def _reconsolidate(self, env: EventEnvelope, retired: FactView, survivors: list[FactView]) -> None:
+        if not survivors:
+            return
+        survivors.sort(key=lambda f: (f.learned_at, f.fact_id))
+        fact = consolidated_fact(
+            env.tenant_id,
+            survivors,
+            character_kind=retired.character_kind,
+            user_id=retired.user_id,
+            conversation_id=retired.conversation_id,
+            text=merge_extractive(survivors),
+        )
+        event = NewEvent(
+            event_id=fact.fact_id,
+            type=FACTS_CONSOLIDATED.name,
+            tenant_id=env.tenant_id,
+            occurred_at=fact.learned_at,
+            causation_id=env.event_id,
+            payload=fact.model_dump(mode="json"),
+        )
+        await self._commit([Witnessing(knowledge_stream(env.tenant_id, retired.character_id), event)])

@@ -235,9 +235,11 @@ FACT_LEARNED = REGISTRY.register("knowledge.fact_learned", encrypted=("text", "s
 class FactsConsolidated(FactLearned):
     """``knowledge.facts_consolidated``: the character's oldest facts (``consolidates``) folded into this one
     broader fact because the per-user cap was exceeded; the folded facts stop being current, nothing is
-    dropped from the log. ``method`` is ``llm:<model>`` or ``extractive``."""
+    dropped from the log. ``method`` is ``llm:<model>`` or ``extractive``. Also written when a consolidated
+    fact is retired (a source message was edited or deleted): the facts it folded that did not come from that
+    message are consolidated again (possibly just one)."""
 
-    consolidates: list[str] = Field(..., min_length=2, description="fact ids this fact replaces")
+    consolidates: list[str] = Field(..., min_length=1, description="fact ids this fact replaces")
 
 
 FACTS_CONSOLIDATED = REGISTRY.register("knowledge.facts_consolidated", encrypted=("text", "subject"))

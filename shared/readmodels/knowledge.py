@@ -66,6 +66,8 @@ class FactView:
     prompt_version: str | None
     status: str  # active | superseded | consolidated | retired
     causation_id: str | None = None  # the event it was learned from (a message, or the edit of one)
+    consolidates: tuple[str, ...] = ()  # the facts a consolidated fact folds
+    source_keys: tuple[str, ...] = ()  # ``source_key``s of every message it derives from, directly or folded
 
 
 def source_key(conversation_id: str, message_id: str) -> str:
@@ -234,6 +236,11 @@ class KnowledgeReadModel:
         doc = await self._col.find_one({"_id": fact_id, "tenant_id": tenant_id})
         return None if doc is None else await self._view(doc)
 
+    async def by_ids(self, tenant_id: str, fact_ids: Sequence[str]) -> list[FactView]:
+        """The facts among ``fact_ids`` in the tenant, whatever their status, in the order asked."""
+        found = {d["_id"]: d async for d in self._col.find({"tenant_id": tenant_id, "_id": {"$in": list(fact_ids)}})}
+        return [await self._view(found[i]) for i in fact_ids if i in found]
+
     async def derived_from(self, tenant_id: str, user_id: str, conversation_id: str, message_id: str) -> list[FactView]:
         """Facts not yet retired or consolidated that were learned from that message (directly or through a
         consolidation)."""
@@ -266,4 +273,6 @@ class KnowledgeReadModel:
             prompt_version=d.get("prompt_version"),
             status=d.get("status", ACTIVE),
             causation_id=d.get("causation_id"),
+            consolidates=tuple(d.get("consolidates", ())),
+            source_keys=tuple(d.get("source_keys", ())),
         )

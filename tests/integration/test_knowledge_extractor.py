@@ -265,3 +265,23 @@ async def test_with_llm_the_cap_consolidates_through_the_consolidation_prompt(en
     current = await env.knowledge.facts_for("t1", "bard", user_id="u1")
     assert len(current) <= 3
     assert merged.payload["fact_id"] in {f.fact_id for f in current}
+
+
+async def test_deleting_a_source_of_a_consolidated_fact_keeps_what_came_from_other_messages(env):
+    lines = ["My horse is Storm.", "My sword is Dawn.", "My ship is Gull.", "My dog is Rex.", "My hat is red."]
+    log = await record(env, [message(i, line, ["bard"]) for i, line in enumerate(lines)])
+    extractor = env.extractor(cap=3, consolidate_at_least=3)
+    await extractor.on_batch(items(log))
+    [merged] = [f for f in await env.knowledge.facts_for("t1", "bard", user_id="u1") if f.consolidates]
+    assert merged.text == "Ana's horse is Storm. Ana's sword is Dawn. Ana's ship is Gull."
+    delete = NewEvent(type="message.deleted", tenant_id="t1", payload={
+        "user_id": "u1", "conversation_id": "c1", "message_id": "m1", "deleted_at": T0 + timedelta(hours=2)})  # fmt: skip
+    [deleted] = (await record(env, [delete]))[5:]
+    await extractor.on_batch(items([deleted]))
+    await extractor.on_batch(items([deleted]))  # redelivery
+    texts = await env.texts("bard")
+    assert "Ana's horse is Storm. Ana's ship is Gull." in texts, "re-consolidated without the deleted message"
+    assert not [t for t in texts if "Dawn" in t]
+    assert {"Ana's dog is Rex.", "Ana's hat is red."} <= set(texts)
+    consolidations = [e for e in await env.knowledge_log("bard") if e.type == "knowledge.facts_consolidated"]
+    assert len(consolidations) == 2
