@@ -11,6 +11,7 @@ from faststream.nats.message import NatsMessage
 from services.memory_extractor.handlers import MemoryExtractor
 from services.memory_extractor.learning import KnowledgeSettings, Learning
 from services.memory_extractor.promotion import Promotions
+from services.memory_extractor.revisions import Revisions
 from services.memory_extractor.rpc import StrictPromote, StrictUnpromote, answer
 from shared import subjects
 from shared.consumers import log_consumer_router
@@ -38,7 +39,8 @@ def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> Nats
         chat_model=deps.chat_model,
         settings=settings or KnowledgeSettings(),
     )
-    extractor = MemoryExtractor(deps.store, deps.publisher, WitnessedReadModel(deps.db), learning)
+    revisions = Revisions(deps.store, knowledge, learning)
+    extractor = MemoryExtractor(deps.store, deps.publisher, WitnessedReadModel(deps.db), learning, revisions)
     router = log_consumer_router(
         deps,
         service=SERVICE,

@@ -9,7 +9,7 @@ nak with backoff on failure, dead-letter invalid payloads).
   (see ``domain.witness_event_id``); the log reports a re-append as duplicates and nothing is published twice.
   Then the facts each character present learned (``learning.Learning.learn``).
 - ``message.edited`` / ``message.deleted`` → the facts learned from that message are retired, and
-  re-extracted from the new text after an edit (``learning.Learning.on_changed``).
+  re-extracted from the new text after an edit (``revisions.Revisions.on_changed``).
 - ``knowledge.witnessed`` → the ``witnessed`` read model; ``knowledge.fact_*`` / ``knowledge.facts_consolidated``
   → the ``knowledge`` read model (both idempotent).
 """
@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from services.memory_extractor.appending import MAX_CONFLICT_RETRIES, append_witnessings
 from services.memory_extractor.domain import Witnessing, witnesses_of
 from services.memory_extractor.learning import Learning, Source
+from services.memory_extractor.revisions import Revisions
 from shared.delivery import Item, Rejection
 from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope
@@ -84,11 +85,13 @@ class MemoryExtractor:
         publisher: CommittedPublisher,
         witnessed: WitnessedReadModel,
         learning: Learning | None = None,
+        revisions: Revisions | None = None,
     ) -> None:
         self._store = store
         self._publisher = publisher
         self._witnessed = witnessed
         self._learning = learning
+        self._revisions = revisions
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         rejections: list[Rejection] = []
@@ -138,8 +141,10 @@ class MemoryExtractor:
         await self._learning.project(facts)
         on_progress = progress_of(items)
         await self._learning.learn(sources, on_progress)
+        if self._revisions is None:
+            return
         for env, change, traceparent in changes:  # after the batch's new facts: an edit may retire them
-            await self._learning.on_changed(
+            await self._revisions.on_changed(
                 env,
                 user_id=change.user_id,
                 conversation_id=change.conversation_id,

@@ -8,9 +8,8 @@ Contract (called by ``handlers.MemoryExtractor`` for each fetched batch):
   ``knowledge/<tenant>/<character>`` (event id = the deterministic fact id: a redelivery appends nothing),
   projected at once (so the next batch deduplicates against them) and published → the cap: oldest facts folded
   into ``knowledge.facts_consolidated``.
-- ``on_edited`` / ``on_deleted``: the facts learned from that message get ``knowledge.fact_retired`` (ids
-  deterministic over fact and edit event), and after an edit the new text is extracted again (fact ids
-  include the edit's event id, so they differ from the retired ones and a redelivery is idempotent).
+
+Edits and deletes of messages are ``revisions.py``'s.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from dataclasses import dataclass
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.ingest.domain import created_event_id
 from services.memory_extractor import llm_knowledge
 from services.memory_extractor.appending import append_witnessings
 from services.memory_extractor.curation import (
@@ -39,18 +37,16 @@ from services.memory_extractor.domain import Witnessing
 from services.memory_extractor.facts import Candidate, normalise, pattern_candidates, runs_of_presence
 from shared.embedders.port import Embedder
 from shared.eventlog.port import EventStore
-from shared.events.envelope import EventEnvelope, NewEvent, deterministic_id, utcnow
+from shared.events.envelope import EventEnvelope, NewEvent
 from shared.events.recorded import (
     FACT_LEARNED,
-    FACT_RETIRED,
     FACTS_CONSOLIDATED,
-    FactRetired,
     MessageRecorded,
     knowledge_stream,
     player_scope,
 )
 from shared.llm.port import ChatModel, LLMError, ProgressCallback
-from shared.readmodels.knowledge import ACTIVE, FactView, KnowledgeReadModel, source_key
+from shared.readmodels.knowledge import ACTIVE, FactView, KnowledgeReadModel
 from shared.runtime import CommittedPublisher
 
 log = logging.getLogger(__name__)
@@ -109,7 +105,7 @@ class Learning:
             fresh = await self._deduplicate(tenant_id, candidates)
             origin = {s.msg.message_id: s for s in tenant_sources}
             pending = [self._fact_event(tenant_id, c, origin.get(c.message_ids[-1])) for c in fresh]
-            await self._commit(pending)
+            await self.commit(pending)
             for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in fresh):
                 await self._enforce_cap(tenant_id, character_id, user_id, on_progress)
 
@@ -173,7 +169,7 @@ class Learning:
         )
         return Witnessing(knowledge_stream(tenant_id, cand.character_id), event)
 
-    async def _commit(self, pending: Sequence[Witnessing]) -> list[EventEnvelope]:
+    async def commit(self, pending: Sequence[Witnessing]) -> list[EventEnvelope]:
         """Append, project at once (the next step reads the read model), publish."""
         if not pending:
             return []
@@ -219,89 +215,4 @@ class Learning:
                 payload=fact.model_dump(mode="json"),
             )
             pending.append(Witnessing(knowledge_stream(tenant_id, character_id), event))
-        await self._commit(pending)
-
-    # --- edits and deletes ------------------------------------------------------------------------------
-    async def on_changed(
-        self,
-        env: EventEnvelope,
-        *,
-        user_id: str,
-        conversation_id: str,
-        message_id: str,
-        new_content: str | None,
-        new_tokens: int = 0,
-        traceparent: str | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> None:
-        """Retire the facts learned from the message; after an edit (``new_content``) learn from the new text."""
-        t = env.tenant_id
-        derived = await self._knowledge.derived_from(t, user_id, conversation_id, message_id)
-        stale = [f for f in derived if f.causation_id != env.event_id]  # not those this very change taught
-        reason = "deleted" if new_content is None else "stale"
-        pending = []
-        for f in stale:
-            retired = FactRetired(
-                fact_id=f.fact_id,
-                character_id=f.character_id,
-                user_id=f.user_id,
-                reason=reason,
-                message_id=message_id,
-                retired_at=env.occurred_at,
-            )
-            event = NewEvent(
-                event_id=deterministic_id(FACT_RETIRED.name, t, f.fact_id, env.event_id),
-                type=FACT_RETIRED.name,
-                tenant_id=t,
-                occurred_at=env.occurred_at or utcnow(),
-                causation_id=env.event_id,
-                traceparent=traceparent,
-                payload=retired.model_dump(mode="json"),
-            )
-            pending.append(Witnessing(knowledge_stream(t, f.character_id), event))
-        await self._commit(pending)
-        key = source_key(conversation_id, message_id)
-        for f in stale:
-            if f.consolidates:  # what it folded from other messages stays known
-                await self._reconsolidate(env, f, await self._survivors(t, f.consolidates, key))
-        if new_content is None:
-            return
-        found = await self._store.get_events([created_event_id(t, user_id, conversation_id, message_id)])
-        if not found:
-            log.warning("edited message %s not found in the log; nothing re-extracted", message_id)
-            return
-        original = MessageRecorded.model_validate(found[0].payload)
-        edited = original.model_copy(update={"content": new_content, "tokens": new_tokens})
-        await self.learn([Source(env, edited, traceparent, revision=env.event_id)], on_progress)
-
-    async def _survivors(self, tenant_id: str, fact_ids: Sequence[str], key: str) -> list[FactView]:
-        """The facts among ``fact_ids`` (and, through consolidations, below them) not derived from ``key``."""
-        out: list[FactView] = []
-        for f in await self._knowledge.by_ids(tenant_id, fact_ids):
-            if key not in f.source_keys:
-                out.append(f)
-            elif f.consolidates:
-                out += await self._survivors(tenant_id, f.consolidates, key)
-        return out
-
-    async def _reconsolidate(self, env: EventEnvelope, retired: FactView, survivors: list[FactView]) -> None:
-        if not survivors:
-            return
-        survivors.sort(key=lambda f: (f.learned_at, f.fact_id))
-        fact = consolidated_fact(
-            env.tenant_id,
-            survivors,
-            character_kind=retired.character_kind,
-            user_id=retired.user_id,
-            conversation_id=retired.conversation_id,
-            text=merge_extractive(survivors),
-        )
-        event = NewEvent(
-            event_id=fact.fact_id,
-            type=FACTS_CONSOLIDATED.name,
-            tenant_id=env.tenant_id,
-            occurred_at=fact.learned_at,
-            causation_id=env.event_id,
-            payload=fact.model_dump(mode="json"),
-        )
-        await self._commit([Witnessing(knowledge_stream(env.tenant_id, retired.character_id), event)])
+        await self.commit(pending)

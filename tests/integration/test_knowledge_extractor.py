@@ -19,6 +19,7 @@ import pytest
 from services.ingest.domain import created_event_id
 from services.memory_extractor.handlers import MemoryExtractor
 from services.memory_extractor.learning import KnowledgeSettings, Learning
+from services.memory_extractor.revisions import Revisions
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item
 from shared.embedders.bundled import BundledEmbedder
@@ -71,7 +72,8 @@ class Env:
             chat_model=chat_model,
             settings=KnowledgeSettings(**settings),
         )
-        return MemoryExtractor(self.store, self.relay, WitnessedReadModel(self.db), learning)
+        revisions = Revisions(self.store, self.knowledge, learning)
+        return MemoryExtractor(self.store, self.relay, WitnessedReadModel(self.db), learning, revisions)
 
     async def knowledge_log(self, character: str, tenant: str = "t1") -> list[EventEnvelope]:
         events = await self.store.read_stream(knowledge_stream(tenant, character))
