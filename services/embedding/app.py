@@ -13,6 +13,7 @@ from services.embedding.handlers import EmbeddingHandler
 from shared.chunking import chunk_text
 from shared.consumers import log_consumer_router
 from shared.readmodels import ReadModels
+from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
 
@@ -30,6 +31,7 @@ def create_router(deps: Deps) -> NatsRouter:
         ReadModels(deps.db, deps.cipher),
         chunk_strings,
         SummariesReadModel(deps.db, deps.cipher),
+        LegacyLoreReadModel(deps.db, deps.cipher),
     )
     return log_consumer_router(
         deps,

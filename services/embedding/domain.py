@@ -235,6 +235,7 @@ def plan_batch(
     model: str,
     chunker: Chunker,
     inactive_summaries: set[str] | None = None,
+    deleted_legacy: set[str] | None = None,
 ) -> Plan:
     """The deletions and points for a batch; ``statuses`` (with scenes) from the messages read model;
     ``inactive_summaries`` from the summaries read model (see :func:`plan_summaries`)."""
@@ -254,7 +255,7 @@ def plan_batch(
             plan.points.extend(_message_points(env, edit.content, statuses.get(key), model, chunker))
     plan.deletions = [messages_filter(*conv, ids) for conv, ids in deleted_by_conversation.items()]
     plan_summaries(envelopes, plan, model=model, inactive=inactive_summaries or set())
-    plan_legacy(envelopes, plan, model=model, chunker=chunker)
+    plan_legacy(envelopes, plan, model=model, chunker=chunker, deleted=deleted_legacy or set())
     return plan
 
 
@@ -309,8 +310,12 @@ def _legacy_points(env: EventEnvelope, model: str, chunker: Chunker) -> list[Pen
     ]
 
 
-def plan_legacy(envelopes: Sequence[EventEnvelope], plan: Plan, *, model: str, chunker: Chunker) -> None:
-    """Add the legacy entries' deletions and points to ``plan``; the last event of each entry counts."""
+def plan_legacy(
+    envelopes: Sequence[EventEnvelope], plan: Plan, *, model: str, chunker: Chunker, deleted: set[str]
+) -> None:
+    """Add the legacy entries' deletions and points to ``plan``; the last event of each entry counts, and a
+    creation of an entry in ``deleted`` (the legacy lore read model shows it deleted: a late redelivery) is
+    skipped, so it cannot come back into search."""
     latest: dict[tuple[str, str, str], EventEnvelope] = {}
     for env in envelopes:
         if env.type in LEGACY_EVENTS:
@@ -320,5 +325,5 @@ def plan_legacy(envelopes: Sequence[EventEnvelope], plan: Plan, *, model: str, c
     for (tenant_id, user_id, legacy_id), env in latest.items():
         if env.type == LEGACY_LORE_DELETED.name:
             plan.deletions.append(legacy_filter(tenant_id, user_id, legacy_id))
-        else:
+        elif legacy_id not in deleted:
             plan.points.extend(_legacy_points(env, model, chunker))

@@ -27,8 +27,9 @@ from services.embedding.domain import (
 from shared.delivery import Item, Rejection
 from shared.embedders.port import Embedder
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import SUMMARY_CREATED
+from shared.events.recorded import LEGACY_LORE_CREATED, SUMMARY_CREATED
 from shared.readmodels import ReadModels
+from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.sparse import document_vector
 from shared.vectors.port import VectorIndex, VectorPoint
@@ -44,12 +45,14 @@ class EmbeddingHandler:
         read_models: ReadModels,
         chunker: Chunker,
         summaries: SummariesReadModel | None = None,
+        legacy: LegacyLoreReadModel | None = None,
     ) -> None:
         self._index = index
         self._embedder = embedder
         self._read_models = read_models
         self._chunker = chunker
         self._summaries = summaries  # to skip a late redelivered creation of a retired summary
+        self._legacy = legacy  # the same for a deleted legacy lore entry
 
     @staticmethod
     def _valid(items: list[Item[EventEnvelope]]) -> tuple[list[EventEnvelope], list[Rejection]]:
@@ -78,7 +81,12 @@ class EmbeddingHandler:
         statuses = await self._read_models.message_status(keys, scene=True) if keys else {}
         inactive = await self._inactive_summaries(events)
         plan = plan_batch(
-            events, statuses, model=self._embedder.model_id, chunker=self._chunker, inactive_summaries=inactive
+            events,
+            statuses,
+            model=self._embedder.model_id,
+            chunker=self._chunker,
+            inactive_summaries=inactive,
+            deleted_legacy=await self._deleted_legacy(events),
         )
         for flt in plan.deletions:
             await self._index.delete(flt)
@@ -104,4 +112,17 @@ class EmbeddingHandler:
         out: set[str] = set()
         for tenant_id, ids in by_tenant.items():
             out |= await self._summaries.inactive(tenant_id, ids)
+        return out
+
+    async def _deleted_legacy(self, events: list[EventEnvelope]) -> set[str]:
+        """The batch's created legacy lore entries that the legacy lore read model already shows deleted."""
+        if self._legacy is None:
+            return set()
+        by_tenant: dict[str, list[str]] = {}
+        for env in events:
+            if env.type == LEGACY_LORE_CREATED.name:
+                by_tenant.setdefault(env.tenant_id, []).append(str(env.payload["legacy_id"]))
+        out: set[str] = set()
+        for tenant_id, ids in by_tenant.items():
+            out |= await self._legacy.deleted(tenant_id, ids)
         return out

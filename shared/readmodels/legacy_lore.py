@@ -135,6 +135,14 @@ class LegacyLoreReadModel:
             query["user_id"] = user_id
         return {d["memory_id"]: await self._view(d) async for d in self._col.find(query)}
 
+    async def deleted(self, tenant_id: str, legacy_ids: Sequence[str]) -> set[str]:
+        """Those of ``legacy_ids`` the tenant's projection shows deleted (the embedding service skips a late
+        redelivered creation of them)."""
+        if not legacy_ids:
+            return set()
+        query = {"tenant_id": tenant_id, "_id": {"$in": list(legacy_ids)}, "deleted": True}
+        return {str(d["_id"]) async for d in self._col.find(query, {"_id": 1})}
+
     async def converted_memory_ids(self, tenant_id: str, user_id: str) -> list[str]:
         """Every memory of this user that has a live legacy entry (for the `converted_to_lore` filter)."""
         cursor = self._col.find(self._live(tenant_id, user_id), {"memory_id": 1})

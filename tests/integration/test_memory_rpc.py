@@ -24,7 +24,7 @@ from shared import subjects
 from shared.crypto import TOKEN_PREFIX
 from shared.embedders.bundled import BundledEmbedder
 from shared.events.envelope import NewEvent
-from shared.events.recorded import knowledge_stream, summary_stream
+from shared.events.recorded import knowledge_stream, legacy_lore_stream, summary_stream
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import COLLECTION as LEGACY_COLLECTION
 from shared.readmodels.summaries import SummariesReadModel
@@ -224,6 +224,13 @@ async def test_delete_cascades_to_legacy_lore_and_vectors(stack: Stack, tenant: 
     await settle(stack)
     assert await index.count(legacy_vectors(tenant)) == 0
     assert await index.count(s1_vectors) == 0
+
+    # A late redelivery of the entry's creation must not bring its vectors back.
+    [created] = await stack.store.read_stream(legacy_lore_stream(tenant, U1, converted["legacy_id"]), limit=1)
+    wire = stack.codec.to_wire(await stack.codec.encode(created))
+    await stack.js.publish(subjects.log_subject("legacy_lore.created"), wire)  # no Nats-Msg-Id: not deduplicated
+    await settle(stack)
+    assert await index.count(legacy_vectors(tenant)) == 0
     assert await index.count(VectorFilter.where(tenant_id=tenant, kind="summary", summary_id="s2")) == 1
 
 

@@ -96,3 +96,10 @@ def test_an_empty_text_still_indexes_its_header() -> None:
     plan = plan_batch(events(("legacy_lore.created", entry(text="").model_dump(mode="json"))), {}, model="m",
                       chunker=split)  # fmt: skip
     assert [p.text for p in plan.points] == [f"{legacy_header(entry())}\n"]
+
+
+def test_a_creation_of_an_entry_already_deleted_is_not_indexed_again() -> None:
+    """A late redelivery of ``legacy_lore.created`` after the entry was deleted (the read model says so)."""
+    plan = plan_batch(events(CREATED), {}, model="m", chunker=split, deleted_legacy={"L1"})
+    assert plan.points == []
+    assert plan.deletions == []
