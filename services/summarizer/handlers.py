@@ -174,10 +174,12 @@ class Summarizer:
         settings: SummarizerSettings,
         cache: dict[str, list[float]],
     ) -> SummaryCreated | None:
-        """LLM summary when a model is configured and answers; the extractive one otherwise."""
+        """LLM summary when a model is configured and answers; the extractive one otherwise. A ``cap`` above
+        ``settings.max_tokens`` (token-triggered range, longer recomputation) asks the LLM for that length."""
         if self._chat_model is not None and llm_summary.transcript(messages):
+            target = cap if cap > settings.max_tokens else None
             try:
-                completion = await llm_summary.summarize(self._chat_model, messages)
+                completion = await llm_summary.summarize(self._chat_model, messages, target)
             except LLMError as exc:
                 log.warning("LLM summary failed, falling back to extractive: %s", exc)
             else:

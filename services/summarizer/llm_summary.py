@@ -1,7 +1,8 @@
 """Summaries written by an LLM when one is configured (``MNEMO_LLM__BASE_URL``); extractive otherwise.
 
-The prompts are the versioned files ``shared/llm/prompts/summarize.v<N>.md`` (a span of messages) and
-``consolidate.v<N>.md`` (several summaries into one); each summary records the prompt version and the model
+The prompts are the versioned files ``shared/llm/prompts/summarize.v<N>.md`` (a span of messages, about 120
+words), ``summarize_long.v<N>.md`` (a span closed by the token trigger, or a recomputed longer summary: about
+``words`` words) and ``consolidate.v<N>.md`` (several summaries into one); each summary records the prompt version and the model
 that answered, so summaries can be told apart and regenerated when either changes.
 """
 
@@ -16,6 +17,7 @@ from shared.llm.prompts import load_prompt
 from shared.llm.schemas import SummaryOutput
 
 PROMPT = "summarize"
+LONG_PROMPT = "summarize_long"
 CONSOLIDATE_PROMPT = "consolidate"
 
 
@@ -23,11 +25,19 @@ def transcript(messages: Sequence[RangeMessage]) -> str:
     return "\n".join(f"{(m.author_name.strip() or m.role)}: {m.content.strip()}" for m in messages if m.content.strip())
 
 
-def prompt_messages(messages: Sequence[RangeMessage]) -> tuple[list[ChatMessage], str]:
-    """The chat messages to send and the prompt tag (``summarize.v1``) to record."""
-    prompt = load_prompt(PROMPT)
+def prompt_messages(
+    messages: Sequence[RangeMessage], target_tokens: int | None = None
+) -> tuple[list[ChatMessage], str]:
+    """The chat messages to send and the prompt tag (``summarize.v1``) to record; with ``target_tokens``, the
+    long prompt asking for about that many tokens (as words: three quarters of it)."""
     names = sorted({(m.author_name.strip() or m.role) for m in messages})
-    text = prompt.render(participants="\n".join(f"- {n}" for n in names), transcript=transcript(messages))
+    values = {"participants": "\n".join(f"- {n}" for n in names), "transcript": transcript(messages)}
+    if target_tokens is None:
+        prompt = load_prompt(PROMPT)
+        text = prompt.render(**values)
+    else:
+        prompt = load_prompt(LONG_PROMPT)
+        text = prompt.render(**values, words=max(20, target_tokens * 3 // 4))
     return [ChatMessage.user(text)], prompt.tag
 
 
@@ -62,9 +72,11 @@ def summary_from_completion(
     )
 
 
-async def summarize(chat_model: ChatModel, messages: Sequence[RangeMessage]) -> Completion[SummaryOutput]:
+async def summarize(
+    chat_model: ChatModel, messages: Sequence[RangeMessage], target_tokens: int | None = None
+) -> Completion[SummaryOutput]:
     """Raises ``LLMError`` when the model is unavailable or keeps answering off-schema."""
-    chat, tag = prompt_messages(messages)
+    chat, tag = prompt_messages(messages, target_tokens)
     return await chat_model.complete_json(chat, SummaryOutput, prompt_version=tag)
 
 

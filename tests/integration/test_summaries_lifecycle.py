@@ -191,6 +191,24 @@ async def test_the_token_trigger_closes_a_range_early(env, mongo_db):
     assert {(x.first_index, x.last_index) for x in new} == {(7, 24)}, "the count boundary closes the rest"
 
 
+async def test_a_token_triggered_range_gets_a_longer_llm_summary(env, mongo_db):
+    store, relay, cipher = env
+    s = SummarizerSettings(token_trigger=1_000, token_target=200)
+    with FakeOpenAIServer() as server:
+        server.route("POST", CHAT_PATH, chat_handler(echo, model="echo-model"))
+        model = OpenAIChatModel(server.base_url, "key", "echo-model", timeout_s=5, max_retries=0)
+        drive = Driver(
+            store, Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s, model)
+        )
+        counted = created(await drive.add([recorded(i) for i in range(5)]))
+        early = created(await drive.add([recorded(5, tokens=1_200)]))
+        await model.close()
+        prompts = [c.json["messages"][0]["content"] for c in server.calls(CHAT_PATH)]
+    assert {x.prompt_version for x in counted} == {"summarize.v1"}
+    assert [(x.first_index, x.last_index, x.prompt_version) for x in early] == [(5, 5, "summarize_long.v1")]
+    assert "About 150 words" in prompts[-1]
+
+
 async def test_redelivery_appends_nothing(env, mongo_db):
     store, relay, cipher = env
     s = SummarizerSettings(max_active=2, consolidate_batch=2)

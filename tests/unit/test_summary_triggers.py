@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from services.summarizer.domain import SummarizerSettings, SummaryRange, due_range, segment_start
+from services.summarizer import llm_summary
+from services.summarizer.domain import RangeMessage, SummarizerSettings, SummaryRange, due_range, segment_start
 
 DEFAULTS = SummarizerSettings()
 
@@ -101,3 +104,14 @@ def test_per_tenant_overrides_from_the_environment(monkeypatch):
 def test_a_batch_larger_than_the_bound_allows_is_refused():
     with pytest.raises(ValidationError):
         SummarizerSettings(max_active=3, consolidate_batch=5)
+
+
+def test_a_token_triggered_range_asks_the_llm_for_its_target_length():
+    messages = [RangeMessage("m0", 0, "user", "Ana", "We sailed east.", datetime(2026, 3, 1, tzinfo=UTC))]
+    short, tag = llm_summary.prompt_messages(messages)
+    assert tag == "summarize.v1"
+    assert "About 120 words" in short[0].content
+    long, tag = llm_summary.prompt_messages(messages, target_tokens=500)
+    assert tag == "summarize_long.v1"
+    assert "About 375 words" in long[0].content
+    assert "Ana: We sailed east." in long[0].content
