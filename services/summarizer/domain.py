@@ -14,7 +14,9 @@ recorded token counts in index order, so the same log always gives the same rang
 Presence (the "hive mind" rule): a message is witnessed by the bots in its ``bot_ids`` and by its
 ``persona_id``. A range's main summary is for the characters present in *every* message of the range;
 each character present in only some of them gets its own summary of just the messages it witnessed
-(:func:`presence_parts`). A message naming nobody carries no presence information and restricts nothing.
+(:func:`presence_parts`). Missing information restricts nothing, per kind of character: a message with no
+``bot_ids`` is one every bot may be shown (``shared/presence.py``, the rule the context-assembler applies to
+the messages themselves), and one with no ``persona_id`` restricts no persona.
 
 Extractive summary (no LLM): the range's messages are split into sentences, every sentence is embedded, and
 the sentences closest to the centroid of all of them (cosine; with L2-normalised vectors this ranks like the
@@ -157,8 +159,16 @@ class RangeMessage:
 
     @property
     def witnesses(self) -> tuple[str, ...]:
-        """The characters present: the bots in the scene and the persona used (empty: no presence info)."""
+        """The characters named present: the bots in the scene and the persona used."""
         return (*self.bot_ids, self.persona_id) if self.persona_id else self.bot_ids
+
+    def seen_by_bot(self, bot_id: str) -> bool:
+        """``bot_id`` was in the scene, or the message names no bot (no scene information)."""
+        return not self.bot_ids or bot_id in self.bot_ids
+
+    def seen_by_persona(self, persona_id: str) -> bool:
+        """``persona_id`` was used, or the message names no persona."""
+        return self.persona_id is None or self.persona_id == persona_id
 
 
 @dataclass(frozen=True)
@@ -177,23 +187,25 @@ class AudiencePart:
 def presence_parts(messages: Sequence[RangeMessage]) -> list[AudiencePart]:
     """The summaries a range needs so that no summary tells a character what it did not witness.
 
-    - No message names anyone: one summary, audience ``["*"]`` (everyone).
-    - Otherwise the main summary's audience is the characters present in every message that names someone,
-      and every character present in some but not all of them gets a summary of the messages it witnessed
-      (plus those naming nobody). When nobody was present throughout there is no main summary: an empty
-      audience would read as "no presence information" to some readers, so it is never written.
-    Characters are in order of first appearance, so the result is deterministic.
+    - No message names a bot: one summary, audience ``["*"]``: every bot may be shown each of these messages,
+      so every bot may be shown their summary (personas are not told apart without scene information).
+    - Otherwise the main summary's audience is the bots, then the personas, that saw every message (see
+      :meth:`RangeMessage.seen_by_bot` / :meth:`~RangeMessage.seen_by_persona`), and every character that saw
+      only some of them gets a summary of exactly those. When nobody saw them all there is no main summary:
+      an empty audience would read as "no presence information" to some readers, so it is never written.
+    Characters are in order of first appearance (bots first), so the result is deterministic.
     """
-    named = [m for m in messages if m.witnesses]
-    if not named:
+    if not any(m.bot_ids for m in messages):
         return [AudiencePart((EVERYONE,), tuple(messages))]
-    everyone = participants_of(messages)
-    common = tuple(c for c in everyone if all(c in m.witnesses for m in named))
+    bots = list(dict.fromkeys(b for m in messages for b in m.bot_ids))
+    personas = list(dict.fromkeys(m.persona_id for m in messages if m.persona_id))
+    saw: dict[str, tuple[RangeMessage, ...]] = {
+        **{b: tuple(m for m in messages if m.seen_by_bot(b)) for b in bots},
+        **{p: tuple(m for m in messages if m.seen_by_persona(p)) for p in personas},
+    }
+    common = tuple(c for c, seen in saw.items() if len(seen) == len(messages))
     parts = [AudiencePart(common, tuple(messages))] if common else []
-    for c in everyone:
-        if c not in common:
-            seen = tuple(m for m in messages if not m.witnesses or c in m.witnesses)
-            parts.append(AudiencePart((c,), seen, c))
+    parts += [AudiencePart((c,), seen, c) for c, seen in saw.items() if c not in common]
     return parts
 
 
