@@ -105,6 +105,46 @@ def segment_start(index: int, settings: SummarizerSettings) -> int:
     return settings.first_at + (index - settings.first_at) // settings.every * settings.every
 
 
+@dataclass(frozen=True)
+class TriggerState:
+    """Where the triggers stand after message ``index``: the first unsummarized index of its segment and the
+    recorded tokens since then. A pure function of the log's recorded token counts (see :func:`advance`)."""
+
+    index: int
+    start: int
+    used: int
+
+
+def advance(
+    state: TriggerState | None, index: int, tokens: int, settings: SummarizerSettings
+) -> tuple[TriggerState, SummaryRange | None]:
+    """Fold message ``index`` (recorded with ``tokens``) into ``state``, the state after message ``index - 1``
+    (ignored, and may be None, when ``index`` starts a segment); returns the new state and the range the
+    message closes, if any."""
+    first = segment_start(index, settings)
+    start, used = (first, 0) if state is None or index == first else (state.start, state.used)
+    used += tokens
+    if used > settings.token_trigger:
+        return TriggerState(index, index + 1, 0), SummaryRange(start, index, by_tokens=True)
+    if is_count_boundary(index, settings):
+        return TriggerState(index, index + 1, 0), SummaryRange(start, index)
+    return TriggerState(index, start, used), None
+
+
+def fold_segment(
+    index: int, settings: SummarizerSettings, segment_tokens: Sequence[int] | None = None
+) -> tuple[TriggerState, SummaryRange | None]:
+    """:func:`advance` over messages ``segment_start(index) .. index`` (``segment_tokens``, in index order;
+    missing counts are 0)."""
+    first = segment_start(index, settings)
+    tokens = list(segment_tokens or ())
+    tokens += [0] * (index - first + 1 - len(tokens))
+    state, rng = advance(None, first, tokens[0], settings)
+    for i in range(first + 1, index + 1):
+        state, rng = advance(state, i, tokens[i - first], settings)
+    return state, rng
+
+
 def due_range(
     index: int, settings: SummarizerSettings, segment_tokens: Sequence[int] | None = None
 ) -> SummaryRange | None:
@@ -114,20 +154,7 @@ def due_range(
     order; without them only the count trigger applies. Walking the segment from its start replays every
     earlier token-closed range, so the answer depends on the log alone.
     """
-    first = segment_start(index, settings)
-    start, used = first, 0
-    for offset, tokens in enumerate(segment_tokens or ()):
-        i = first + offset
-        if i > index:
-            break
-        used += tokens
-        if used > settings.token_trigger:
-            if i == index:
-                return SummaryRange(start, index, by_tokens=True)
-            start, used = i + 1, 0
-    if is_count_boundary(index, settings) and start <= index:
-        return SummaryRange(start, index)
-    return None
+    return fold_segment(index, settings, segment_tokens)[1]
 
 
 def summary_id(

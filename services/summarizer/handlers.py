@@ -22,6 +22,7 @@ and the triggering event), so a redelivery appends only duplicates the log drops
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from pydantic import ValidationError
@@ -33,8 +34,10 @@ from services.summarizer.domain import (
     RangeMessage,
     SummarizerSettings,
     SummaryRange,
+    TriggerState,
+    advance,
     compose_summary,
-    due_range,
+    fold_segment,
     pick_central,
     presence_parts,
     segment_start,
@@ -68,6 +71,7 @@ log = logging.getLogger(__name__)
 
 MAX_CONFLICT_RETRIES = 5
 MAX_WINDOW_GROWTH = 6  # the window doubles up to this many times before reading from the stream's start
+MAX_TRIGGER_STATES = 50_000  # conversations whose trigger state is memoized (least recently used dropped)
 MAX_FOLDS_PER_EVENT = 64  # consolidations per handled event (each removes batch-1 live summaries)
 
 
@@ -88,6 +92,15 @@ class Summarizer:
         self._settings = settings
         self._chat_model = chat_model
         self._per_tenant: dict[str, SummarizerSettings] = {}
+        # Memo of each conversation's trigger state (a pure function of the log's recorded token counts), so
+        # the next message in order decides its range without reading the log; a miss reads the segment.
+        self._triggers: OrderedDict[tuple[str, str, str], TriggerState] = OrderedDict()
+
+    def _remember(self, key: tuple[str, str, str], state: TriggerState) -> None:
+        self._triggers[key] = state
+        self._triggers.move_to_end(key)
+        while len(self._triggers) > MAX_TRIGGER_STATES:
+            self._triggers.popitem(last=False)
 
     def settings_for(self, tenant_id: str) -> SummarizerSettings:
         if tenant_id not in self._per_tenant:
@@ -126,12 +139,22 @@ class Summarizer:
     ) -> None:
         """Summarize the range ``msg`` closes, if any, then consolidate; continues the trace ``traceparent``."""
         settings = self.settings_for(env.tenant_id)
-        first = segment_start(msg.index, settings)
         stream = conversation_stream(env.tenant_id, msg.user_id, msg.conversation_id)
-        events = await self._read_back(env, stream, SummaryRange(first, msg.index))
-        rng = due_range(msg.index, settings, ranges.recorded_tokens(events, first, msg.index))
+        key = (env.tenant_id, msg.user_id, msg.conversation_id)
+        known = self._triggers.get(key)
+        if (known is not None and known.index == msg.index - 1) or msg.index == segment_start(msg.index, settings):
+            # The next message in order (or a segment's first): no need to re-read the segment's token counts.
+            state, rng = advance(known, msg.index, msg.tokens, settings)
+            events: list[EventEnvelope] | None = None
+        else:
+            first = segment_start(msg.index, settings)
+            events = await self._read_back(env, stream, SummaryRange(first, msg.index))
+            state, rng = fold_segment(msg.index, settings, ranges.recorded_tokens(events, first, msg.index))
+        self._remember(key, state)
         if rng is None:
             return
+        if events is None:
+            events = await self._read_back(env, stream, rng)
         parts = {
             summary_id(env.tenant_id, msg.user_id, msg.conversation_id, rng, "short_term", part.character_id): part
             for part in presence_parts(ranges.fold_range(events, rng)[0])

@@ -33,6 +33,7 @@ from shared.events.envelope import EventEnvelope, NewEvent
 from shared.events.recorded import EVERYONE, REGISTRY, SummaryCreated, conversation_stream, summary_stream
 from shared.llm.openai import OpenAIChatModel
 from shared.readmodels.summaries import SummariesReadModel
+from shared.tokens import estimate_tokens
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, chat_handler
 
 pytestmark = pytest.mark.integration
@@ -182,10 +183,19 @@ async def test_two_thousand_messages_stay_bounded_and_point_at_real_messages(env
 async def test_the_token_trigger_closes_a_range_early(env, mongo_db):
     store, relay, cipher = env
     s = SummarizerSettings(token_trigger=1_000, token_target=60)
-    drive = Driver(store, Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s))
+
+    def summarizer() -> Summarizer:
+        return Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s)
+
+    drive = Driver(store, summarizer())
     await drive.add([recorded(i) for i in range(5)])
-    new = created(await drive.add([recorded(5, tokens=600), recorded(6, tokens=600)]))
+    long = " ".join(content(1_000 + k) for k in range(30))  # about 400 tokens of story
+    assert created(await drive.add([recorded(5, tokens=600, text=long)])) == []
+    drive.summarizer = summarizer()  # a fresh replica: it reads the segment's token counts from the log
+    new = created(await drive.add([recorded(6, tokens=600, text=long)]))
     assert {(x.first_index, x.last_index) for x in new} == {(5, 6)}, "1,200 recorded tokens pass 1,000 at m6"
+    [early] = new
+    assert estimate_tokens(early.text) <= 60 + 10, "summarized into about token_target (author prefixes aside)"
     assert created(await drive.add([recorded(i, tokens=10) for i in range(7, 24)])) == []
     new = created(await drive.add([recorded(24, tokens=10)]))
     assert {(x.first_index, x.last_index) for x in new} == {(7, 24)}, "the count boundary closes the rest"

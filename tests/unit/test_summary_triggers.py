@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from services.summarizer import llm_summary
-from services.summarizer.domain import RangeMessage, SummarizerSettings, SummaryRange, due_range, segment_start
+from services.summarizer.domain import (
+    RangeMessage,
+    SummarizerSettings,
+    SummaryRange,
+    advance,
+    due_range,
+    fold_segment,
+    segment_start,
+)
 
 DEFAULTS = SummarizerSettings()
 
@@ -115,3 +123,15 @@ def test_a_token_triggered_range_asks_the_llm_for_its_target_length():
     assert tag == "summarize_long.v1"
     assert "About 375 words" in long[0].content
     assert "Ana: We sailed east." in long[0].content
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 4_000), min_size=1, max_size=80), st.integers(1, 6), st.integers(1, 25))
+def test_property_stepping_message_by_message_matches_folding_the_segment(tokens, first_at, every):
+    """The handler's memo (advance from the previous message's state) decides what a cold read decides."""
+    s = SummarizerSettings(first_at=first_at, every=every, token_trigger=5_000)
+    state = None
+    for i, t in enumerate(tokens):
+        state, rng = advance(state, i, t, s)
+        first = segment_start(i, s)
+        assert (state, rng) == fold_segment(i, s, tokens[first : i + 1])
