@@ -54,7 +54,10 @@ class SummarizerSettings(BaseSettings):
     min_relative_centrality: float = Field(
         0.6, ge=0, le=1, description="sentences scoring below this share of the best score are never picked"
     )
-    max_sentences: int = Field(400, ge=1, description="sentences embedded per range (the rest are ignored)")
+    max_sentences: int = Field(400, ge=1, description="sentences embedded per summary (spread over the range)")
+    llm_max_input_tokens: int = Field(
+        16_000, ge=100, description="longer transcripts (recomputed consolidations) are summarized extractively"
+    )
     token_trigger: int = Field(
         10_000, ge=1, description="unsummarized recorded tokens that close a range before the count trigger"
     )
@@ -252,13 +255,13 @@ def split_sentences(text: str) -> list[str]:
 
 
 def sentences_of(messages: Sequence[RangeMessage], limit: int) -> list[Sentence]:
-    out: list[Sentence] = []
-    for pos, msg in enumerate(messages):
-        for text in split_sentences(msg.content):
-            if len(out) >= limit:
-                return out
-            out.append(Sentence(pos, len(out), text))
-    return out
+    """The messages' sentences in order; over ``limit``, ``limit`` of them spread evenly over the whole span
+    (a long range, or a recomputed consolidation, is then sampled from start to end, not cut after its
+    beginning)."""
+    every = [(pos, text) for pos, msg in enumerate(messages) for text in split_sentences(msg.content)]
+    if len(every) > limit:
+        every = [every[k * len(every) // limit] for k in range(limit)]
+    return [Sentence(pos, order, text) for order, (pos, text) in enumerate(every)]
 
 
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:

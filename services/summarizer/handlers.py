@@ -197,9 +197,11 @@ class Summarizer:
         settings: SummarizerSettings,
         cache: dict[str, list[float]],
     ) -> SummaryCreated | None:
-        """LLM summary when a model is configured and answers; the extractive one otherwise. A ``cap`` above
-        ``settings.max_tokens`` (token-triggered range, longer recomputation) asks the LLM for that length."""
-        if self._chat_model is not None and llm_summary.transcript(messages):
+        """LLM summary when a model is configured and answers; the extractive one otherwise (also for a
+        transcript over ``llm_max_input_tokens``). A ``cap`` above ``settings.max_tokens`` (token-triggered
+        range, longer recomputation) asks the LLM for that length."""
+        text = llm_summary.transcript(messages)
+        if self._chat_model is not None and text and estimate_tokens(text) <= settings.llm_max_input_tokens:
             target = cap if cap > settings.max_tokens else None
             try:
                 completion = await llm_summary.summarize(self._chat_model, messages, target)

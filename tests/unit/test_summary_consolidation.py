@@ -20,7 +20,7 @@ from services.summarizer.consolidation import (
     retirement,
     stale_by,
 )
-from services.summarizer.domain import SummarizerSettings
+from services.summarizer.domain import RangeMessage, SummarizerSettings, sentences_of
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import SummaryCreated, SummaryType, summary_stream
 from shared.llm.prompts import available_prompts, load_prompt
@@ -179,3 +179,13 @@ def test_consolidate_prompt_renders_and_shows_its_output_shape():
     example = json.loads(re.findall(r"^\{.*\}$", text, flags=re.MULTILINE)[-1])
     assert set(example) == set(SummaryOutput.model_fields)
     assert load_prompt("consolidate", 1).variables == {"summaries"}
+
+
+def test_sentences_over_the_limit_are_spread_over_the_whole_span():
+    messages = [RangeMessage(f"m{i}", i, "user", "Ana", f"Line {i}. More {i}.", T0) for i in range(100)]
+    picked = sentences_of(messages, 20)
+    assert len(picked) == 20
+    assert picked[0].text == "Line 0."
+    assert picked[-1].message_pos >= 90, "the end of the span is sampled too"
+    assert [s.order for s in picked] == list(range(20))
+    assert len(sentences_of(messages[:3], 20)) == 6, "under the limit: every sentence"
