@@ -1,4 +1,5 @@
-"""Summarizer wiring: one durable JetStream batch consumer on the log (see ``handlers.py``)."""
+"""Summarizer wiring: one durable JetStream batch consumer on the log (see ``handlers.py``); settings from
+``MNEMO_SUMMARIZER_*`` (``domain.SummarizerSettings``, per tenant via ``MNEMO_SUMMARIZER_TENANTS``)."""
 
 from __future__ import annotations
 
@@ -26,5 +27,5 @@ def create_router(deps: Deps, settings: SummarizerSettings | None = None) -> Nat
         deps,
         service=SERVICE,
         handle=summarizer.on_batch,
-        title="summarizer: summaries every N messages (LLM when configured, extractive otherwise)",
+        title="summarizer: presence-aware summaries (count and token triggers), consolidation, stale recompute",
     )
