@@ -330,3 +330,19 @@ async def test_a_deleted_message_leaves_consolidated_summaries_too(env, mongo_db
     assert "pirate treasure" in redo.text, "the other messages are still remembered"
     [view] = await summaries.by_ids("t1", [holder[0].summary_id])
     assert (view.status, view.replaced_by) == ("stale", redo.summary_id)
+
+
+async def test_invalid_payloads_are_rejected_not_crashing(env, mongo_db):
+    store, relay, cipher = env
+    summarizer = Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), SummarizerSettings())
+    bad = [
+        EventEnvelope(
+            event_id=f"bad-{t}", type=t, schema_version=1, stream_id=SUMS, version=1, tenant_id="t1",
+            occurred_at=T0, recorded_at=T0, payload={"summary_id": 7},
+        )
+        for t in ("summary.retired", "message.edited", "message.deleted", "summary.created")
+    ]  # fmt: skip
+    rejections = await summarizer.on_batch(items(bad))
+    assert len(rejections) == 4
+    assert all("invalid" in r.reason for r in rejections)
+    assert await store.read_stream(SUMS) == []
