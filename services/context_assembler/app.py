@@ -11,9 +11,7 @@ from services.context_assembler.reads import ReadModelReads
 from services.context_assembler.retrieval import AssemblerSettings, ContextReads, Gatherer
 from shared import subjects
 from shared.events.contract import ContextAssembleReply, ErrorReply
-from shared.readmodels import ReadModels
 from shared.readmodels.lore import LoreReadModel
-from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
 
 SERVICE = "context-assembler"
@@ -31,7 +29,7 @@ def create_router(
     router = NatsRouter()
     settings = settings or AssemblerSettings()
     gatherer = Gatherer(
-        reads or ReadModelReads(ReadModels(deps.db, deps.cipher), SummariesReadModel(deps.db, deps.cipher)),
+        reads or ReadModelReads.over(deps.db, deps.cipher),
         deps.vectors,
         deps.embedder,
         settings,

@@ -1,7 +1,9 @@
 """Pure context assembly: what was gathered (bot, persona, memories, retrieved messages, history) in, the
 ``mnemo.rpc.context.assemble.v1`` reply out. No I/O, so every budget rule is unit-tested directly.
 
-Sections, in injection order: ``system``, ``persona``, ``lore``, ``memories``, ``retrieved``, ``history``.
+Sections, in injection order: ``system``, ``persona``, ``lore``, ``knowledge``, ``memories``, ``retrieved``,
+``history``. ``knowledge`` ("What <character> knows") holds only the speaking bot's own facts; ``memories``
+holds summaries and legacy memories (summaries turned into lore).
 Empty sections are left out. ``lore`` holds every placed activated entry in the engine's insertion order: for
 now all SillyTavern positions (before/after the character, Author's Note, at-depth, example messages, outlets)
 go into this one section. Every section's ``tokens`` is :func:`shared.tokens.estimate_tokens` of its rendered
@@ -15,9 +17,11 @@ Budget (``max_tokens``), filled in priority order, whole items only (an item is 
    therefore shrunk last, after history, memories and retrieved; a constant entry left out is named in
    ``degraded`` as ``lore:<uid>`` (the book's author said it must always be there).
 3. The newest ``min_history`` history messages (the immediate thread of the conversation).
-4. ``memories`` (summaries), best score first; an item that does not fit is skipped, smaller ones may fit.
-5. ``retrieved`` (older messages of this conversation), best score first, same rule.
-6. The rest of ``history``, newest to oldest.
+4. ``knowledge``, in the order given (newest fact first); a fact that does not fit is skipped.
+5. ``memories`` (summaries and legacy memories), best score first; an item that does not fit is skipped,
+   smaller ones may fit.
+6. ``retrieved`` (older messages of this conversation), best score first, same rule.
+7. The rest of ``history``, newest to oldest.
 
 History is therefore shrunk first and always from its oldest end: the kept history is a contiguous run of
 the newest messages (filling stops at the first message that does not fit, so no gap opens in the
@@ -33,7 +37,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from services.context_assembler.items import BotProfile, ChatLine, LoreItem, MemoryItem, PersonaProfile
+from services.context_assembler.items import (
+    BotProfile,
+    ChatLine,
+    KnowledgeItem,
+    LoreItem,
+    MemoryItem,
+    PersonaProfile,
+)
 from shared.events.contract import ContextAssembleReply, Section, Source
 from shared.tokens import estimate_tokens
 
@@ -41,6 +52,7 @@ __all__ = [
     "AssemblyInput",
     "BotProfile",
     "ChatLine",
+    "KnowledgeItem",
     "LoreItem",
     "MemoryItem",
     "PersonaProfile",
@@ -65,6 +77,7 @@ class AssemblyInput:
     retrieved: Sequence[ChatLine] = ()
     history: Sequence[ChatLine] = ()  # oldest first
     lore: Sequence[LoreItem] = ()  # insertion order
+    knowledge: Sequence[KnowledgeItem] = ()  # newest first
     max_tokens: int = 8000
     min_history: int = 4
     degraded: Sequence[str] = field(default_factory=tuple)
@@ -94,6 +107,14 @@ def speaker(line: ChatLine) -> str:
     """``Name (role)`` when the author has a name, else the role alone."""
     name = line.author_name.strip()
     return f"{name} ({line.role})" if name else line.role
+
+
+def knowledge_header(bot_id: str, bot: BotProfile | None) -> str:
+    return f"What {bot.name if bot else bot_id} knows:"
+
+
+def render_fact(item: KnowledgeItem) -> str:
+    return f"- {item.text.strip()}"
 
 
 def render_memory(item: MemoryItem) -> str:
@@ -149,6 +170,17 @@ def _fill_scored(
         if budget.try_add(section, _block(header, [render(i) for i in _in_order(items, candidate)])):
             kept = candidate
     return _in_order(items, kept)
+
+
+def _fill_in_order(
+    budget: _Budget, section: str, header: str, items: Sequence[T], render: Callable[[T], str]
+) -> list[T]:
+    """In the given order, skipping what does not fit."""
+    kept: list[T] = []
+    for item in items:
+        if budget.try_add(section, _block(header, [render(i) for i in [*kept, item]])):
+            kept.append(item)
+    return kept
 
 
 def _fill_lore(budget: _Budget, items: Sequence[LoreItem]) -> tuple[list[LoreItem], list[str]]:
@@ -227,6 +259,8 @@ def assemble(inp: AssemblyInput) -> ContextAssembleReply:
         return True
 
     room = fill_history(max(0, inp.min_history))
+    known_header = knowledge_header(inp.bot_id, inp.bot)
+    kept_knowledge = _fill_in_order(budget, "knowledge", known_header, inp.knowledge, render_fact)
     kept_memories = _fill_scored(budget, "memories", MEMORIES_HEADER, memories, lambda m: m.score, render_memory)
     kept_retrieved = _fill_scored(
         budget, "retrieved", RETRIEVED_HEADER, retrieved, lambda m: m.score or 0.0, render_retrieved
@@ -242,14 +276,16 @@ def assemble(inp: AssemblyInput) -> ContextAssembleReply:
         sources.append(Source(kind="persona", id=inp.persona.persona_id))
     blocks = (
         ("lore", _block(LORE_HEADER, [i.content for i in kept_lore])),
+        ("knowledge", _block(known_header, [render_fact(f) for f in kept_knowledge])),
         ("memories", _block(MEMORIES_HEADER, [render_memory(m) for m in kept_memories])),
         ("retrieved", _block(RETRIEVED_HEADER, [render_retrieved(r) for r in kept_retrieved])),
         ("history", _block(HISTORY_HEADER, [render_line(h) for h in kept_history])),
     )
     sections += [Section(name=n, text=t, tokens=estimate_tokens(t)) for n, t in blocks if t]
     sources += [Source(kind="lore", id=i.ident, detail=i.detail) for i in kept_lore]
+    sources += [Source(kind="knowledge", id=f.fact_id, message_ids=list(f.message_ids)) for f in kept_knowledge]
     sources += [
-        Source(kind="summary", id=m.summary_id, message_ids=list(m.message_ids), score=m.score) for m in kept_memories
+        Source(kind=m.kind, id=m.summary_id, message_ids=list(m.message_ids), score=m.score) for m in kept_memories
     ]
     sources += [
         Source(kind="message", id=r.message_id, message_ids=[r.message_id], score=r.score) for r in kept_retrieved

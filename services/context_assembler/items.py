@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,16 @@ class MemoryItem:
     message_ids: tuple[str, ...] = ()
     first_index: int = 0
     start_at: datetime | None = None
+    kind: Literal["summary", "legacy_memory"] = "summary"  # a legacy memory is a summary turned into lore
+
+
+@dataclass(frozen=True)
+class KnowledgeItem:
+    """A fact the speaking character learned (only its own, only from what it witnessed or was told)."""
+
+    fact_id: str
+    text: str
+    message_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

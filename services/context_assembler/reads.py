@@ -1,4 +1,4 @@
-"""``ContextReads`` over the MongoDB read models (messages, bots, personas, conversations, summaries).
+"""``ContextReads`` over the MongoDB read models (messages, profiles, conversations, summaries, facts, legacy lore).
 
 A thin adapter: it maps read-model views to the assembler's own value types, so ``assembly.py`` depends on
 nothing but the wire contract. Every query is scoped by tenant (and by user and conversation where the
@@ -8,10 +8,17 @@ data belongs to one).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from services.context_assembler.assembly import BotProfile, ChatLine, PersonaProfile
-from services.context_assembler.retrieval import SummaryText
+from pymongo.asynchronous.database import AsyncDatabase
+
+from services.context_assembler.assembly import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
+from services.context_assembler.retrieval import LegacyText, SummaryText
+from shared.crypto import FieldCipher
+from shared.presence import bot_may_see
 from shared.readmodels import MessageView, ReadModels
+from shared.readmodels.knowledge import KnowledgeReadModel
+from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
 
 
@@ -20,9 +27,26 @@ def _line(m: MessageView) -> ChatLine:
 
 
 class ReadModelReads:
-    def __init__(self, models: ReadModels, summaries: SummariesReadModel) -> None:
+    def __init__(
+        self,
+        models: ReadModels,
+        summaries: SummariesReadModel,
+        knowledge: KnowledgeReadModel,
+        legacy: LegacyLoreReadModel,
+    ) -> None:
         self._models = models
         self._summaries = summaries
+        self._knowledge = knowledge
+        self._legacy = legacy
+
+    @classmethod
+    def over(cls, db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> ReadModelReads:
+        return cls(
+            ReadModels(db, cipher),
+            SummariesReadModel(db, cipher),
+            KnowledgeReadModel(db, cipher),
+            LegacyLoreReadModel(db, cipher),
+        )
 
     async def bot(self, tenant_id: str, bot_id: str) -> BotProfile | None:
         view = await self._models.bot(tenant_id, bot_id)
@@ -36,16 +60,38 @@ class ReadModelReads:
         state = await self._models.conversation(tenant_id, user_id, conversation_id)
         return state.persona_id if state else None
 
-    async def recent_messages(self, tenant_id: str, user_id: str, conversation_id: str, limit: int) -> list[ChatLine]:
-        return [_line(m) for m in await self._models.recent(tenant_id, user_id, conversation_id, limit)]
+    async def recent_messages(
+        self, tenant_id: str, user_id: str, conversation_id: str, limit: int, bot_id: str
+    ) -> list[ChatLine]:
+        views = await self._models.recent(tenant_id, user_id, conversation_id, limit, visible_to=bot_id)
+        return [_line(m) for m in views]
 
     async def messages_by_ids(
-        self, tenant_id: str, user_id: str, conversation_id: str, message_ids: Sequence[str]
+        self, tenant_id: str, user_id: str, conversation_id: str, message_ids: Sequence[str], bot_id: str
     ) -> list[ChatLine]:
-        return [_line(m) for m in await self._models.by_ids(tenant_id, user_id, conversation_id, message_ids)]
+        views = await self._models.by_ids(tenant_id, user_id, conversation_id, message_ids, visible_to=bot_id)
+        return [_line(m) for m in views]
 
     async def summaries_by_ids(
-        self, tenant_id: str, user_id: str, conversation_id: str, summary_ids: Sequence[str]
+        self, tenant_id: str, user_id: str, summary_ids: Sequence[str], bot_id: str
     ) -> list[SummaryText]:
-        views = await self._summaries.by_ids(tenant_id, summary_ids, user_id=user_id, conversation_id=conversation_id)
-        return [SummaryText(v.summary_id, v.text, v.message_ids, v.first_index) for v in views]
+        # The vector filter already applied the audience; checking again here means a stale or hand-made
+        # point can never show a bot a summary of messages it did not witness.
+        views = await self._summaries.by_ids(tenant_id, summary_ids, user_id=user_id)
+        return [
+            SummaryText(v.summary_id, v.conversation_id, v.text, v.message_ids, v.first_index, v.participants)
+            for v in views
+            if v.status == "active" and bot_may_see(bot_id, v.audience)
+        ]
+
+    async def legacy_memories(self, tenant_id: str, user_id: str, legacy_ids: Sequence[str]) -> list[LegacyText]:
+        views = await self._legacy.by_ids(tenant_id, legacy_ids, user_id=user_id)
+        return [LegacyText(v.legacy_id, v.text) for v in views]
+
+    async def knowledge(
+        self, tenant_id: str, user_id: str, bot_id: str, limit: int, campaign_id: str | None = None
+    ) -> list[KnowledgeItem]:
+        facts = await self._knowledge.facts_for(
+            tenant_id, bot_id, user_id=user_id, campaign_id=campaign_id, limit=limit
+        )
+        return [KnowledgeItem(f.fact_id, f.text, tuple(f.message_ids)) for f in facts]

@@ -1,4 +1,4 @@
-"""The I/O half of context assembly: gather bot, persona, history, memories and retrieved messages.
+"""The I/O half of context assembly: gather bot, persona, history, knowledge, memories and retrieved messages.
 
 Every part is fetched under its own deadline and every failure is caught, so a reply always comes: a part
 that cannot be served is left out and named in ``degraded``:
@@ -11,14 +11,25 @@ that cannot be served is left out and named in ``degraded``:
 - ``vector_index``: the vector search failed or ran past the deadline.
 - ``memories`` / ``retrieved``: the search worked but the texts could not be read back.
 - ``lore``: the lorebooks read model failed (no lore); ``lore:<uid>``: a constant entry did not fit.
+- ``knowledge`` / ``legacy_memories``: the facts or legacy-memory read model failed.
 
-Retrieval (embed + both searches) shares one deadline, ``retrieval_timeout_s``. Vector filters carry the
-tenant, user, conversation and kind inside the query, never applied afterwards. Messages already in the
-history window are excluded in the query too (``must_not``), so they do not take the retrieved slots.
+Per-character knowledge (``shared/presence.py``): everything is read as the speaking bot (``bot_id``) may
+know it. History and retrieved messages are only those it witnessed (the read model filters on the stored
+``bot_ids`` before decrypting; the vector filter on ``audience``); memories are summaries whose ``audience``
+admits it, filtered in the query and checked again on read; knowledge is its own facts only. A character that
+was away when a secret was told therefore finds the secret in no section.
+
+Retrieval (embed + the three searches) shares one deadline, ``retrieval_timeout_s``. Vector filters carry the
+tenant, user, conversation, kind and audience inside the query, never applied afterwards. Messages already in
+the history window are excluded in the query too (``must_not``), so they do not take the retrieved slots.
+Memories come from every conversation of the user with this bot (past conversations are what characters
+remember); a past conversation's memory is dropped when another persona is active now. Legacy memories are
+the user's summaries turned into lore, found when they apply to the bot or the active persona.
 
 Point payloads relied on (written by the embedding service): a message, or each chunk of a long one,
-``{tenant_id, user_id, conversation_id, kind: "message", message_id}``; a summary
-``{tenant_id, user_id, conversation_id, kind: "summary", summary_id}``. Chunks of one message are merged,
+``{tenant_id, user_id, conversation_id, kind: "message", message_id, audience}``; a summary
+``{tenant_id, user_id, conversation_id, kind: "summary", summary_id, audience}``; a legacy memory
+``{tenant_id, user_id, kind: "legacy_memory", legacy_id, applies_to}``. Chunks of one item are merged,
 keeping the best score.
 
 Hybrid retrieval: when the query has words (``shared/sparse.py``), each search is one ``hybrid_search``, a
@@ -35,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from pydantic import Field
@@ -45,6 +56,7 @@ from services.context_assembler.assembly import (
     AssemblyInput,
     BotProfile,
     ChatLine,
+    KnowledgeItem,
     LoreItem,
     MemoryItem,
     PersonaProfile,
@@ -54,6 +66,7 @@ from services.context_assembler.lore import LoreLoader, activate_lore
 from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.compiled import ActiveBook
+from shared.presence import visible_audience
 from shared.sparse import query_vector
 from shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFilter, VectorIndex
 
@@ -71,6 +84,8 @@ class AssemblerSettings(BaseSettings):
     min_history: int = Field(4, ge=0, description="newest messages placed before memories and retrieved")
     memories_limit: int = Field(4, ge=0)
     retrieved_limit: int = Field(6, ge=0)
+    legacy_limit: int = Field(2, ge=0, description="legacy memories (summaries turned into lore) searched")
+    knowledge_limit: int = Field(20, ge=0, description="newest facts of the speaking bot offered to the budget")
     min_score: float = Field(0.3, description="cosine below which a search hit is ignored")
     retrieval_timeout_s: float = Field(1.5, gt=0, description="embed + vector searches, together")
     read_timeout_s: float = Field(2.0, gt=0, description="each read-model query")
@@ -80,9 +95,18 @@ class AssemblerSettings(BaseSettings):
 @dataclass(frozen=True)
 class SummaryText:
     summary_id: str
+    conversation_id: str
     text: str
     message_ids: tuple[str, ...]
     first_index: int
+    participants: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LegacyText:
+    legacy_id: str
+    text: str
+    message_ids: tuple[str, ...] = ()
 
 
 class ContextReads(Protocol):
@@ -94,36 +118,80 @@ class ContextReads(Protocol):
 
     async def active_persona_id(self, tenant_id: str, user_id: str, conversation_id: str) -> str | None: ...
 
-    async def recent_messages(self, tenant_id: str, user_id: str, conversation_id: str, limit: int) -> list[ChatLine]:
-        """The last ``limit`` live messages, oldest first."""
+    async def recent_messages(
+        self, tenant_id: str, user_id: str, conversation_id: str, limit: int, bot_id: str
+    ) -> list[ChatLine]:
+        """The last ``limit`` live messages ``bot_id`` witnessed, oldest first."""
         ...
 
     async def messages_by_ids(
-        self, tenant_id: str, user_id: str, conversation_id: str, message_ids: Sequence[str]
-    ) -> list[ChatLine]: ...
+        self, tenant_id: str, user_id: str, conversation_id: str, message_ids: Sequence[str], bot_id: str
+    ) -> list[ChatLine]:
+        """Those of the messages that are live and that ``bot_id`` witnessed."""
+        ...
 
     async def summaries_by_ids(
-        self, tenant_id: str, user_id: str, conversation_id: str, summary_ids: Sequence[str]
-    ) -> list[SummaryText]: ...
+        self, tenant_id: str, user_id: str, summary_ids: Sequence[str], bot_id: str
+    ) -> list[SummaryText]:
+        """Those of the user's live summaries (any conversation) whose audience admits ``bot_id``."""
+        ...
+
+    async def legacy_memories(self, tenant_id: str, user_id: str, legacy_ids: Sequence[str]) -> list[LegacyText]:
+        """Those of the user's live legacy memories (lore entries made from memories)."""
+        ...
+
+    async def knowledge(
+        self, tenant_id: str, user_id: str, bot_id: str, limit: int, campaign_id: str | None = None
+    ) -> list[KnowledgeItem]:
+        """The bot's current facts visible in this user's conversations (and the campaign's), newest first."""
+        ...
 
 
-@dataclass
+@dataclass(frozen=True)
+class _Found:
+    """Search hits, best first; ``cosine`` (hybrid only) is the best dense cosine per key (summary id, ...)."""
+
+    points: list[ScoredPoint]
+    cosine: dict[str, float] | None
+
+
+@dataclass(frozen=True)
 class _Hits:
-    """Search hits, best first; ``*_cosine`` (hybrid only) is the best dense cosine per summary/message id."""
-
-    memories: list[ScoredPoint] = field(default_factory=list)
-    messages: list[ScoredPoint] = field(default_factory=list)
-    memories_cosine: dict[str, float] | None = None
-    messages_cosine: dict[str, float] | None = None
+    memories: _Found = _Found([], None)
+    messages: _Found = _Found([], None)
+    legacy: _Found = _Found([], None)
 
 
-def scope_filter(req: ContextAssembleRequest, kind: str, exclude_message_ids: Sequence[str] = ()) -> VectorFilter:
+def messages_filter(req: ContextAssembleRequest, exclude_message_ids: Sequence[str] = ()) -> VectorFilter:
+    """This conversation's messages the speaking bot witnessed, minus those already in the history."""
     flt = VectorFilter.where(
-        tenant_id=req.tenant_id, user_id=req.user_id, conversation_id=req.conversation_id, kind=kind
-    )
+        tenant_id=req.tenant_id, user_id=req.user_id, conversation_id=req.conversation_id, kind="message"
+    ).and_(Match("audience", visible_audience(req.bot_id)))
     if exclude_message_ids:
         flt = VectorFilter(flt.must, (Match("message_id", tuple(exclude_message_ids)),))
     return flt
+
+
+def memories_filter(req: ContextAssembleRequest) -> VectorFilter:
+    """The user's summaries of any conversation (past conversations are memories too) that the speaking bot
+    may be shown: every message they cover was witnessed by it."""
+    return VectorFilter.where(tenant_id=req.tenant_id, user_id=req.user_id, kind="summary").and_(
+        Match("audience", visible_audience(req.bot_id))
+    )
+
+
+def legacy_filter(req: ContextAssembleRequest) -> VectorFilter:
+    """The user's legacy memories that apply to the speaking bot or to the active persona."""
+    targets = (req.bot_id, req.persona_id) if req.persona_id else (req.bot_id,)
+    return VectorFilter.where(tenant_id=req.tenant_id, user_id=req.user_id, kind="legacy_memory").and_(
+        Match("applies_to", targets)
+    )
+
+
+def persona_took_part(summary: SummaryText, req: ContextAssembleRequest, persona_id: str | None) -> bool:
+    """A past conversation's memory is the bot's memory of the persona it met there: with another persona
+    active now, it is not shown (this conversation's summaries always are)."""
+    return summary.conversation_id == req.conversation_id or persona_id is None or persona_id in summary.participants
 
 
 def best_per_key(points: Sequence[ScoredPoint], key: str) -> dict[str, float]:
@@ -188,7 +256,9 @@ class Gatherer:
             self._read(self._reads.bot(req.tenant_id, req.bot_id), "bot_profile", degraded, None),
             self._persona(req, degraded),
             self._read(
-                self._reads.recent_messages(req.tenant_id, req.user_id, req.conversation_id, s.history_limit),
+                self._reads.recent_messages(
+                    req.tenant_id, req.user_id, req.conversation_id, s.history_limit, req.bot_id
+                ),
                 "history",
                 degraded,
                 [],
@@ -212,14 +282,20 @@ class Gatherer:
         reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore)
         shown = [h.message_id for h in reachable]
         hits = await self._search(req, query_text(req, history), shown, degraded)
-        memories = await self._memories(req, hits.memories, hits.memories_cosine, degraded)
-        retrieved = await self._retrieved(req, hits.messages, hits.messages_cosine, set(shown), degraded)
+        persona_id = req.persona_id or (persona.persona_id if persona else None)
+        memories, legacy, retrieved, knowledge = await asyncio.gather(
+            self._memories(req, persona_id, hits.memories, degraded),
+            self._legacy(req, hits.legacy, degraded),
+            self._retrieved(req, hits.messages, set(shown), degraded),
+            self._knowledge(req, degraded),
+        )
         return AssemblyInput(
             bot_id=req.bot_id,
             bot=bot,
             persona=persona,
-            memories=memories,
+            memories=[*memories, *legacy],
             retrieved=retrieved,
+            knowledge=knowledge,
             history=history,
             lore=lore,
             max_tokens=req.max_tokens,
@@ -249,45 +325,42 @@ class Gatherer:
         self, req: ContextAssembleRequest, text: str, history_ids: Sequence[str], degraded: list[str]
     ) -> _Hits:
         s = self._settings
-        hits = _Hits()
-        if not text.strip() or (s.memories_limit == 0 and s.retrieved_limit == 0):
-            return hits
+        if not text.strip() or (s.memories_limit == 0 and s.retrieved_limit == 0 and s.legacy_limit == 0):
+            return _Hits()
         if self._embedder is None:
             degraded.append("embedder")
-            return hits
+            return _Hits()
         if self._index is None:
             degraded.append("vector_index")
-            return hits
+            return _Hits()
         stage = "embedder"
         try:
             async with asyncio.timeout(s.retrieval_timeout_s):
                 [vector] = await self._embedder.embed([text])
                 stage = "vector_index"
                 sparse = query_vector(text)
-                if sparse:
-                    (hits.memories, hits.memories_cosine), (hits.messages, hits.messages_cosine) = await asyncio.gather(
-                        self._hybrid(vector, sparse, scope_filter(req, "summary"), s.memories_limit, "summary_id"),
-                        self._hybrid(
-                            vector,
-                            sparse,
-                            scope_filter(req, "message", history_ids),
-                            s.retrieved_limit * 3,
-                            "message_id",
-                        ),
-                    )
-                else:
-                    hits.memories, hits.messages = await asyncio.gather(
-                        self._index.search(vector, scope_filter(req, "summary"), s.memories_limit, s.min_score),
-                        # Several chunks of one message may match: fetch extra so dedupe still fills the slots.
-                        self._index.search(
-                            vector, scope_filter(req, "message", history_ids), s.retrieved_limit * 3, s.min_score
-                        ),
-                    )
+                memories, messages, legacy = await asyncio.gather(
+                    self._find(vector, sparse, memories_filter(req), s.memories_limit * 2, "summary_id"),
+                    # Several chunks of one message may match: fetch extra so dedupe still fills the slots.
+                    self._find(vector, sparse, messages_filter(req, history_ids), s.retrieved_limit * 3, "message_id"),
+                    self._find(vector, sparse, legacy_filter(req), s.legacy_limit * 2, "legacy_id"),
+                )
         except Exception as exc:  # TimeoutError included: retrieval is optional, the reply is not
             log.warning("retrieval skipped (%s): %s: %s", stage, type(exc).__name__, exc)
             degraded.append(stage)
             return _Hits()
-        return hits
+        return _Hits(memories, messages, legacy)
+
+    async def _find(
+        self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int, key: str
+    ) -> _Found:
+        """Hybrid when the query has words, dense only otherwise; nothing when ``limit`` is 0."""
+        assert self._index is not None
+        if limit <= 0:
+            return _Found([], None)
+        if sparse:
+            return _Found(*await self._hybrid(vector, sparse, flt, limit, key))
+        return _Found(await self._index.search(vector, flt, limit, self._settings.min_score), None)
 
     async def _hybrid(
         self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int, key: str
@@ -306,39 +379,40 @@ class Gatherer:
     async def _memories(
         self,
         req: ContextAssembleRequest,
-        points: Sequence[ScoredPoint],
-        cosine: dict[str, float] | None,
+        persona_id: str | None,
+        found: _Found,
         degraded: list[str],
     ) -> list[MemoryItem]:
-        scores = ranked_keys(points, "summary_id", self._settings.memories_limit, cosine)
+        # Twice the slots are searched: memories of a past conversation with another persona are dropped here.
+        scores = ranked_keys(found.points, "summary_id", self._settings.memories_limit * 2, found.cosine)
         if not scores:
             return []
         texts = await self._read(
-            self._reads.summaries_by_ids(req.tenant_id, req.user_id, req.conversation_id, list(scores)),
+            self._reads.summaries_by_ids(req.tenant_id, req.user_id, list(scores), req.bot_id),
             "memories",
             degraded,
             [],
         )
+        by_id = {t.summary_id: t for t in texts if persona_took_part(t, req, persona_id)}
+        taken = [sid for sid in scores if sid in by_id][: self._settings.memories_limit]
         return [
-            MemoryItem(t.summary_id, t.text, scores[t.summary_id], t.message_ids, t.first_index)
-            for t in texts
-            if t.summary_id in scores
+            MemoryItem(sid, by_id[sid].text, scores[sid], by_id[sid].message_ids, by_id[sid].first_index)
+            for sid in taken
         ]
 
     async def _retrieved(
         self,
         req: ContextAssembleRequest,
-        points: Sequence[ScoredPoint],
-        cosine: dict[str, float] | None,
+        found: _Found,
         exclude: set[str],
         degraded: list[str],
     ) -> list[ChatLine]:
-        kept = [p for p in points if p.payload.get("message_id") not in exclude]
-        scores = ranked_keys(kept, "message_id", self._settings.retrieved_limit, cosine)
+        kept = [p for p in found.points if p.payload.get("message_id") not in exclude]
+        scores = ranked_keys(kept, "message_id", self._settings.retrieved_limit, found.cosine)
         if not scores:
             return []
         lines = await self._read(
-            self._reads.messages_by_ids(req.tenant_id, req.user_id, req.conversation_id, list(scores)),
+            self._reads.messages_by_ids(req.tenant_id, req.user_id, req.conversation_id, list(scores), req.bot_id),
             "retrieved",
             degraded,
             [],
@@ -348,3 +422,28 @@ class Gatherer:
             for line in lines
             if line.message_id in scores
         ]
+
+    async def _legacy(self, req: ContextAssembleRequest, found: _Found, degraded: list[str]) -> list[MemoryItem]:
+        scores = ranked_keys(found.points, "legacy_id", self._settings.legacy_limit, found.cosine)
+        if not scores:
+            return []
+        texts = await self._read(
+            self._reads.legacy_memories(req.tenant_id, req.user_id, list(scores)), "legacy_memories", degraded, []
+        )
+        return [
+            MemoryItem(t.legacy_id, t.text, scores[t.legacy_id], t.message_ids, kind="legacy_memory")
+            for t in texts
+            if t.legacy_id in scores
+        ]
+
+    async def _knowledge(self, req: ContextAssembleRequest, degraded: list[str]) -> list[KnowledgeItem]:
+        if self._settings.knowledge_limit == 0:
+            return []
+        return await self._read(
+            self._reads.knowledge(
+                req.tenant_id, req.user_id, req.bot_id, self._settings.knowledge_limit, req.campaign_id
+            ),
+            "knowledge",
+            degraded,
+            [],
+        )

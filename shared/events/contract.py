@@ -86,6 +86,9 @@ class ContextAssembleRequest(_Tenanted):
     conversation_id: Id = Field(...)
     bot_id: Id = Field(..., description="the character about to speak")
     persona_id: Id | None = None
+    campaign_id: Id | None = Field(
+        None, description="the shared world this conversation plays in: facts promoted to it are known too"
+    )
     user_message: str = Field("", max_length=100_000, description="the message being answered")
     max_tokens: int = Field(8000, ge=64, le=1_000_000)
 
@@ -94,7 +97,7 @@ SourceKind = Literal["message", "summary", "fact", "knowledge", "lore", "legacy_
 
 
 class Section(_Wire):
-    name: str = Field(..., description="system | persona | lore | memories | knowledge | retrieved | history")
+    name: str = Field(..., description="system | persona | lore | knowledge | memories | retrieved | history")
     text: str
     tokens: int
 

@@ -31,6 +31,7 @@ from pymongo.errors import BulkWriteError
 from shared.crypto import FieldCipher
 from shared.events.envelope import EventEnvelope, stream_parts
 from shared.events.recorded import bot_stream, persona_stream
+from shared.presence import bot_may_see
 from shared.readmodels.conversation import ConversationState, fold
 from shared.readmodels.messages import (
     MESSAGE_EVENT_TYPES,
@@ -200,19 +201,29 @@ class ReadModels:
         end_index: int | None = None,
         *,
         include_deleted: bool = False,
+        visible_to: str | None = None,
     ) -> list[MessageView]:
-        """Messages with ``start_index <= index < end_index`` (open end when None), in index order."""
+        """Messages with ``start_index <= index < end_index`` (open end when None), in index order; with
+        ``visible_to``, only those that bot witnessed (``shared.presence.bot_may_see``)."""
         bounds: Doc = {"$gte": start_index}
         if end_index is not None:
             bounds["$lt"] = end_index
         query = {**self._of_conversation(tenant_id, user_id, conversation_id), "index": bounds}
         docs = await self.messages.find(query).sort("index", ASCENDING).to_list()
-        return await self._views(tenant_id, (d for d in docs if include_deleted or not d.get("deleted")))
+        return await self._views(tenant_id, (d for d in docs if _wanted(d, include_deleted, visible_to)))
 
     async def recent(
-        self, tenant_id: str, user_id: str, conversation_id: str, limit: int, *, before_index: int | None = None
+        self,
+        tenant_id: str,
+        user_id: str,
+        conversation_id: str,
+        limit: int,
+        *,
+        before_index: int | None = None,
+        visible_to: str | None = None,
     ) -> list[MessageView]:
-        """The last ``limit`` messages that are not deleted (before ``before_index`` if given), oldest first.
+        """The last ``limit`` messages that are not deleted (before ``before_index`` if given), oldest first;
+        with ``visible_to``, the last ``limit`` that bot witnessed.
 
         Reads growing index windows back from the end, so the cost follows ``limit``, not the length of
         the conversation.
@@ -228,7 +239,7 @@ class ReadModels:
         window = limit + 8
         while True:
             start = max(0, end - window)
-            found = await self.message_range(tenant_id, user_id, conversation_id, start, end)
+            found = await self.message_range(tenant_id, user_id, conversation_id, start, end, visible_to=visible_to)
             if len(found) >= limit or start == 0:
                 return found[-limit:]
             window *= 4
@@ -241,11 +252,13 @@ class ReadModels:
         message_ids: Iterable[str],
         *,
         include_deleted: bool = False,
+        visible_to: str | None = None,
     ) -> list[MessageView]:
-        """The given messages that exist (and are not deleted), in index order."""
+        """The given messages that exist (and are not deleted), in index order; with ``visible_to``, only
+        those that bot witnessed."""
         ids = [message_doc_id(tenant_id, user_id, conversation_id, m) for m in dict.fromkeys(message_ids)]
         docs = await self._find_ids(self.messages, ids, None)
-        return await self._views(tenant_id, (d for d in docs if include_deleted or not d.get("deleted")))
+        return await self._views(tenant_id, (d for d in docs if _wanted(d, include_deleted, visible_to)))
 
     # --- profiles -------------------------------------------------------------------------------------
     async def bot(self, tenant_id: str, bot_id: str) -> BotView | None:
@@ -255,3 +268,10 @@ class ReadModels:
     async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaView | None:
         doc = await self.personas.find_one({"_id": persona_stream(tenant_id, user_id, persona_id)})
         return persona_view(doc, await self._cipher.for_tenant(tenant_id)) if doc else None
+
+
+def _wanted(doc: Doc, include_deleted: bool, visible_to: str | None) -> bool:
+    """Filter on the stored (plain) flags before any text is decrypted."""
+    if doc.get("deleted") and not include_deleted:
+        return False
+    return visible_to is None or bot_may_see(visible_to, doc.get("bot_ids") or ())

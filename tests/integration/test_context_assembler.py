@@ -29,7 +29,7 @@ from shared.embedders.bundled import BundledEmbedder
 from shared.eventlog.codec import EventCodec
 from shared.eventlog.mongo import MongoEventStore
 from shared.events.envelope import EventEnvelope, deterministic_id
-from shared.events.recorded import REGISTRY, bot_stream, conversation_stream, persona_stream, summary_stream
+from shared.events.recorded import EVERYONE, REGISTRY, bot_stream, conversation_stream, persona_stream, summary_stream
 from shared.readmodels import ReadModels
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
@@ -161,7 +161,7 @@ async def seed(db: Any, cipher: FieldCipher, index: VectorIndex, embedder: Bundl
         VectorPoint(
             deterministic_id("pt", tenant, m.payload["message_id"]),
             v,
-            {**scope, "kind": "message", "message_id": m.payload["message_id"]},
+            {**scope, "kind": "message", "message_id": m.payload["message_id"], "audience": [BOT]},
             document_vector(m.payload["content"]),
         )
         for m, v in zip(messages, vectors, strict=False)
@@ -170,7 +170,7 @@ async def seed(db: Any, cipher: FieldCipher, index: VectorIndex, embedder: Bundl
         VectorPoint(
             deterministic_id("pt", tenant, sid),
             vectors[-1],
-            {**scope, "kind": "summary", "summary_id": sid},
+            {**scope, "kind": "summary", "summary_id": sid, "audience": [EVERYONE]},
             document_vector(texts[-1]),
         )
     )
@@ -285,7 +285,8 @@ async def test_failing_vector_index_and_unknown_bot_degrade_but_reply(
     finally:
         await broker.stop()
     assert reply["degraded"] == ["bot_profile", "vector_index"]
-    assert [s["name"] for s in reply["sections"]] == ["system", "persona", "history"]
+    # No history either: every seeded message names its bots, and bot-nobody was never in the scene.
+    assert [s["name"] for s in reply["sections"]] == ["system", "persona"]
     assert "roleplay" in reply["sections"][0]["text"]
     assert reply["sources"][0] == {
         "kind": "system",

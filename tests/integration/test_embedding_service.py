@@ -43,6 +43,7 @@ MESSAGE_FIELDS = {
     "user_id",
     "conversation_id",
     "message_id",
+    "audience",
     "kind",
     "source_id",
     "bot_ids",

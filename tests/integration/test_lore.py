@@ -95,7 +95,7 @@ async def seed(stack: Stack, tenant: str, conversation: str = CONV) -> None:
 
 
 def routers() -> list[Any]:
-    settings = AssemblerSettings(history_limit=6, memories_limit=0, retrieved_limit=0)
+    settings = AssemblerSettings(history_limit=6, memories_limit=0, retrieved_limit=0, legacy_limit=0)
 
     def assembler(deps: Deps) -> Any:
         return assembler_router(deps, settings)

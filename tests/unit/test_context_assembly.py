@@ -9,6 +9,7 @@ from services.context_assembler.assembly import (
     AssemblyInput,
     BotProfile,
     ChatLine,
+    KnowledgeItem,
     MemoryItem,
     PersonaProfile,
     assemble,
@@ -128,9 +129,10 @@ _text = st.text(alphabet=st.sampled_from("abc xyz.!漢字\n"), min_size=0, max_s
     hist=st.lists(_text, max_size=25),
     max_tokens=st.integers(64, 3000),
     min_history=st.integers(0, 8),
+    facts=st.lists(_text, max_size=6),
 )
 def test_total_never_exceeds_budget_unless_system_and_persona_alone_do(
-    system, persona, memories, retrieved, hist, max_tokens, min_history
+    system, persona, memories, retrieved, hist, max_tokens, min_history, facts
 ):
     inp = AssemblyInput(
         bot_id="b",
@@ -139,6 +141,7 @@ def test_total_never_exceeds_budget_unless_system_and_persona_alone_do(
         memories=[MemoryItem(f"s{i}", t, sc) for i, (t, sc) in enumerate(memories)],
         retrieved=[ChatLine(f"r{i}", i, "user", "U", t, sc) for i, (t, sc) in enumerate(retrieved)],
         history=[ChatLine(f"h{i}", 100 + i, "assistant", "Bot", t) for i, t in enumerate(hist)],
+        knowledge=[KnowledgeItem(f"f{i}", t) for i, t in enumerate(facts)],
         max_tokens=max_tokens,
         min_history=min_history,
     )
@@ -181,3 +184,43 @@ def test_assembled_history_never_reaches_past_the_reachable_window(n, max_tokens
     )
     shown = {s.id for s in assemble(inp).sources if s.kind == "message"}
     assert shown <= reachable
+
+
+def test_knowledge_section_names_the_speaking_bot_and_sits_between_lore_and_memories():
+    inp = AssemblyInput(
+        bot_id="bot-1",
+        bot=BOT,
+        persona=PERSONA,
+        knowledge=[KnowledgeItem("f2", "Tobin is a stowaway.", ("m4",)), KnowledgeItem("f1", "The map is fake.")],
+        memories=[
+            MemoryItem("s1", "Tobin hid in the cargo hold.", 0.8, ("m0",), 0),
+            MemoryItem("l1", "Long ago Tobin saved the ship.", 0.6, kind="legacy_memory"),
+        ],
+        history=history(4),
+    )
+    reply = assemble(inp)
+    assert names(reply) == ["system", "persona", "knowledge", "memories", "history"]
+    assert reply.sections[2].text == "What Captain Mirelle knows:\n- Tobin is a stowaway.\n- The map is fake."
+    kinds = [(s.kind, s.id) for s in reply.sources if s.kind in ("knowledge", "summary", "legacy_memory")]
+    assert kinds == [("knowledge", "f2"), ("knowledge", "f1"), ("legacy_memory", "l1"), ("summary", "s1")]
+    assert reply.sources[2].message_ids == ["m4"]
+
+
+def test_knowledge_comes_after_the_history_floor_and_before_memories():
+    fact = KnowledgeItem("f1", "Tobin carries a sealed letter for the queen. " * 3)
+    memory = MemoryItem("s1", "Tobin hid in the cargo hold. " * 3, 0.9)
+    floor_only = assemble(AssemblyInput(bot_id="bot-1", bot=BOT, persona=None, history=history(2)))
+    room = floor_only.token_count + estimate_tokens("What Captain Mirelle knows:\n- " + fact.text) + 2
+    reply = assemble(
+        AssemblyInput(
+            bot_id="bot-1",
+            bot=BOT,
+            persona=None,
+            knowledge=[fact],
+            memories=[memory],
+            history=history(2),
+            max_tokens=room,
+            min_history=2,
+        )
+    )
+    assert names(reply) == ["system", "knowledge", "history"], "the fact took the room the memory wanted"
