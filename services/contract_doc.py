@@ -59,6 +59,17 @@ def build_contract_app() -> FastStream:
     async def lore_attach(request: lore_contract.LoreAttachRequest) -> lore_contract.LoreAttachReply:
         raise NotImplementedError("documentation only: the lore service answers this subject")
 
+    lore_management: list[tuple[str, type[Any], type[Any]]] = [
+        (subjects.LORE_DETACH, lore_contract.LoreDetachRequest, lore_contract.LoreDetachReply),
+        (subjects.LORE_BOOK_CREATE, lore_contract.LoreBookCreateRequest, lore_contract.LoreBookCreateReply),
+        (subjects.LORE_BOOK_DELETE, lore_contract.LoreBookDeleteRequest, lore_contract.LoreDeleteReply),
+        (subjects.LORE_ENTRY_CREATE, lore_contract.LoreEntryCreateRequest, lore_contract.LoreEntryReply),
+        (subjects.LORE_ENTRY_UPDATE, lore_contract.LoreEntryUpdateRequest, lore_contract.LoreEntryReply),
+        (subjects.LORE_ENTRY_DELETE, lore_contract.LoreEntryDeleteRequest, lore_contract.LoreDeleteReply),
+    ]
+    for subject, request_model, reply_model in lore_management:
+        broker.subscriber(subject, title=subject, description=_LORE_ERRORS)(_documented(request_model, reply_model))
+
     @broker.subscriber(
         subjects.MEMORY_CONVERT_TO_LORE, title=subjects.MEMORY_CONVERT_TO_LORE, description=_MEMORY_ERRORS
     )
@@ -83,6 +94,16 @@ def build_contract_app() -> FastStream:
             description="Long-term memory and lore for chat and roleplay platforms: public wire contract v1.",
         ),
     )
+
+
+def _documented(request_model: type[Any], reply_model: type[Any]) -> Any:
+    """A documentation-only handler typed with the subject's request and reply models."""
+
+    async def handler(request: Any) -> Any:
+        raise NotImplementedError("documentation only: the lore service answers this subject")
+
+    handler.__annotations__ = {"request": request_model, "return": reply_model}
+    return handler
 
 
 def asyncapi_document() -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
 
 The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore and
-characters' knowledge included) and the vectors of messages, summaries and legacy memories, then folds every event back in, in
+characters' knowledge included) and the vectors of messages, summaries, legacy memories and lore entries, then folds every event back in, in
 batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
 """
@@ -31,7 +31,7 @@ from shared.vectors.port import Match, VectorFilter
 log = logging.getLogger("mnemo.replay")
 
 BATCH = 500
-VECTOR_KINDS = ("message", "summary", "legacy_memory")
+VECTOR_KINDS = ("message", "summary", "legacy_memory", "lore_entry")
 
 
 def embeddable(events: Sequence[EventEnvelope]) -> list[EventEnvelope]:
@@ -62,7 +62,7 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
             vectors = core.vectors
             if vectors is None or core.embedder is None:
                 raise RuntimeError("replay needs the vector index and the embedder")
-            embedding = EmbeddingHandler(vectors, core.embedder, read_models, chunk_strings)
+            embedding = EmbeddingHandler(vectors, core.embedder, read_models, chunk_strings, lore=lore)
             for projection in (read_models, summaries, witnessed, lore, legacy, knowledge):
                 await projection.drop_all()
             await vectors.delete(VectorFilter(must=(Match("kind", VECTOR_KINDS),)))

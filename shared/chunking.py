@@ -25,6 +25,11 @@ from shared.tokens import estimate_tokens
 
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_OVERLAP_TOKENS = 32
+# Lore entries (vector and hybrid activation): the issue's window, about 750 tokens with 50 of overlap. Entries
+# are written to be read whole, so a larger window keeps one entry in one chunk far more often; note that the
+# bundled embedder reads only the first 256 tokens of a chunk (an entry's opening usually says what it is about).
+LORE_MAX_TOKENS = 750
+LORE_OVERLAP_TOKENS = 50
 
 _WORD = re.compile(r"\S+")
 _PARAGRAPH_GAP = re.compile(r"\n[ \t\r\f\v]*\n")
@@ -136,3 +141,10 @@ def _overlap_start(text: str, atoms: list[tuple[int, int, int]], first: int, las
     while start - 1 > first and estimate_tokens(text[atoms[start - 1][0] : end]) <= overlap:
         start -= 1
     return start
+
+
+def chunk_strings(
+    text: str, max_tokens: int = DEFAULT_MAX_TOKENS, overlap_tokens: int = DEFAULT_OVERLAP_TOKENS
+) -> list[str]:
+    """The texts of :func:`chunk_text`'s chunks."""
+    return [c.text for c in chunk_text(text, max_tokens, overlap_tokens)]

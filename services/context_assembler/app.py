@@ -33,7 +33,7 @@ def create_router(
         deps.vectors,
         deps.embedder,
         settings,
-        LoreLoader(LoreReadModel(deps.db, deps.cipher)),
+        LoreLoader(LoreReadModel(deps.db, deps.cipher), index=deps.vectors, embedder=deps.embedder),
     )
 
     @router.subscriber(

@@ -13,20 +13,52 @@ World Info budget, ...) over the history window, oldest first, with the request'
 newest message. The probability seed is the conversation and turn, so a repeated request activates the same
 entries. Timed effects (sticky, cooldown, delay) are evaluated on an empty state: their per-conversation
 state is not persisted yet.
+
+Vector activation (``LoreLoader.similar``): when an attached book has enabled entries in ``vector`` or
+``hybrid`` mode, the last ``query_messages`` messages plus the ``user_message`` (newest first) are embedded and
+searched among the ``lore_entry`` points (written by the embedding service) with the tenant and the attached
+books' ids INSIDE the vector query; hits with a cosine of at least ``threshold`` (best chunk per entry, the
+``max_entries`` best entries) are force-activated in the engine, which then applies every non-keyword rule,
+the budget and the order exactly as for keyword hits. Their source ``detail`` is ``similarity: 0.71``. A
+failed or slow embed/search degrades to keyword-only lore and names ``lore_vectors`` in ``degraded``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from services.context_assembler.items import ChatLine, LoreItem
+from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.activation import ActivatedEntry, ChatMessage, ScanRequest, activate
 from shared.lore.compiled import ActiveBook, CompiledLore, compile_lore
 from shared.lore.model import Lorebook, WorldInfoSettings
 from shared.readmodels.lore import LorebookRef, LorebookView
+from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndex
+
+log = logging.getLogger(__name__)
+LORE_KIND = "lore_entry"  # the points of ``services.embedding.domain.lore_points``
+
+
+class LoreVectorSettings(BaseSettings):
+    """``MNEMO_LORE_VECTOR_*``: vector activation of lore entries (SillyTavern's Vector Storage defaults are
+    2 messages and 5 entries; the threshold is higher than its 0.25 because the bundled MiniLM model gives
+    unrelated sentences cosines up to about 0.25)."""
+
+    model_config = SettingsConfigDict(env_prefix="MNEMO_LORE_VECTOR_", extra="ignore")
+
+    threshold: float = Field(0.35, ge=-1.0, le=1.0, description="minimum cosine for an entry to activate")
+    query_messages: int = Field(2, ge=0, le=50, description="recent messages embedded with the user_message")
+    max_entries: int = Field(5, ge=0, le=100, description="entries activated by similarity at most")
+    timeout_s: float = Field(1.5, gt=0, description="embed + search deadline")
+
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -63,8 +95,20 @@ class _Lru(OrderedDict[K, V]):
 class LoreLoader:
     """Loads the active books of a request and compiles them, caching both per book version."""
 
-    def __init__(self, reads: LoreReads, settings: WorldInfoSettings | None = None, cache_size: int = 256) -> None:
+    def __init__(
+        self,
+        reads: LoreReads,
+        settings: WorldInfoSettings | None = None,
+        cache_size: int = 256,
+        *,
+        index: VectorIndex | None = None,
+        embedder: Embedder | None = None,
+        vector_settings: LoreVectorSettings | None = None,
+    ) -> None:
         self._reads = reads
+        self._index = index
+        self._embedder = embedder
+        self.vector_settings = vector_settings or LoreVectorSettings()
         self.settings = settings or WorldInfoSettings()
         self._books: _Lru[tuple[str, str, int], Lorebook] = _Lru(cache_size)
         self._compiled: _Lru[tuple[object, ...], CompiledLore] = _Lru(cache_size)
@@ -92,6 +136,64 @@ class LoreLoader:
             self._compiled.put(key, lore)
         return lore
 
+    async def similar(
+        self, req: ContextAssembleRequest, books: Sequence[ActiveBook], history: Sequence[ChatLine], degraded: list[str]
+    ) -> dict[str, float]:
+        """Vector activation: engine ident (``<book>@<version>.<uid>``) -> cosine of the entries to force."""
+        vs = self.vector_settings
+        eligible = [b for b in books if has_vector_entries(b.book)]
+        text = vector_query(history, req.user_message, vs.query_messages)
+        index, embedder = self._index, self._embedder
+        if not eligible or not text.strip() or vs.max_entries == 0 or index is None or embedder is None:
+            return {}
+        try:
+            search = self._search(index, embedder, req.tenant_id, eligible, text)
+            return await asyncio.wait_for(search, vs.timeout_s)
+        except Exception as exc:  # lore falls back to keywords only; the reply still comes
+            log.warning("lore vector activation unavailable: %s: %s", type(exc).__name__, exc)
+            degraded.append("lore_vectors")
+            return {}
+
+    async def _search(
+        self, index: VectorIndex, embedder: Embedder, tenant_id: str, books: Sequence[ActiveBook], text: str
+    ) -> dict[str, float]:
+        vs = self.vector_settings
+        compiled_ids = {b.book_id.split("@", 1)[0]: b.book_id for b in books}
+        [vector] = await embedder.embed([text])
+        flt = VectorFilter.where(tenant_id=tenant_id, kind=LORE_KIND).and_(
+            Match("lorebook_id", tuple(sorted(compiled_ids)))
+        )
+        points = await index.search(vector, flt, limit=vs.max_entries * 4, score_threshold=vs.threshold)
+        return best_entries(points, compiled_ids, vs.max_entries, vs.threshold)
+
+
+def has_vector_entries(book: Lorebook) -> bool:
+    return any(e.activation_mode != "keyword" and not e.disable and e.content.strip() for e in book.entries)
+
+
+def vector_query(history: Sequence[ChatLine], user_message: str, n_messages: int) -> str:
+    """The user_message and the last ``n_messages`` messages, newest first (the embedder truncates the end)."""
+    texts = [user_message] if user_message.strip() else []
+    recent = [h.content for h in history if h.content.strip()][-n_messages:] if n_messages else []
+    return "\n".join([*texts, *reversed(recent)])
+
+
+def best_entries(
+    points: Sequence[ScoredPoint], compiled_ids: Mapping[str, str], limit: int, threshold: float
+) -> dict[str, float]:
+    """Best chunk per entry, the ``limit`` best entries at or above ``threshold``, keyed by engine ident.
+    Points of books not in ``compiled_ids`` are ignored (the filter already excludes them)."""
+    best: dict[str, float] = {}
+    for p in points:
+        compiled = compiled_ids.get(str(p.payload.get("lorebook_id")))
+        uid = p.payload.get("uid")
+        if compiled is None or not isinstance(uid, int) or p.score < threshold:
+            continue
+        ident = f"{compiled}.{uid}"
+        best[ident] = max(best.get(ident, p.score), p.score)
+    top = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    return dict(top)
+
 
 def activate_lore(
     lore: CompiledLore,
@@ -102,23 +204,32 @@ def activate_lore(
     seed: str,
     user_name: str = "User",
     character: str | None = None,
+    similar: Mapping[str, float] | None = None,
 ) -> list[LoreItem]:
-    """The placed activated entries, in insertion order (pure)."""
+    """The placed activated entries, in insertion order (pure). ``similar``: entries forced by vector
+    similarity (see ``LoreLoader.similar``), engine ident -> cosine."""
+    similar = similar or {}
     messages = [ChatMessage(h.author_name or h.role, h.content) for h in history]
     if user_message.strip():
         messages.append(ChatMessage(user_name, user_message))
-    result = activate(lore, ScanRequest(messages=messages, max_context=max_tokens, seed=seed, character=character))
-    return [_item(e) for e in result.entries if e.placed]
+    scan = ScanRequest(
+        messages=messages, max_context=max_tokens, seed=seed, character=character, forced=frozenset(similar)
+    )
+    result = activate(lore, scan)
+    return [_item(e, similar) for e in result.entries if e.placed]
 
 
-def _item(e: ActivatedEntry) -> LoreItem:
+def _item(e: ActivatedEntry, similar: Mapping[str, float]) -> LoreItem:
     book_id = e.book_id.split("@", 1)[0]  # compiled under "<book>@<version>", see LoreLoader.books
-    return LoreItem(book_id, e.entry.uid, e.content, why_text(e), float(e.entry.order), e.entry.constant)
+    return LoreItem(book_id, e.entry.uid, e.content, why_text(e, similar), float(e.entry.order), e.entry.constant)
 
 
-def why_text(e: ActivatedEntry) -> str:
-    """``key: <key>`` (plus the secondary keys that matched), or the reason (``constant``, ``sticky``, ...)."""
+def why_text(e: ActivatedEntry, similar: Mapping[str, float] | None = None) -> str:
+    """``key: <key>`` (plus the secondary keys that matched), ``similarity: 0.71`` for a vector hit, or the
+    reason (``constant``, ``sticky``, ...)."""
     why = e.why
+    if why.kind == "vector" and similar and e.ident in similar:
+        return f"similarity: {similar[e.ident]:.2f}"
     if why.kind == "key":
         secondary = f" (secondary: {', '.join(why.secondary)})" if why.secondary else ""
         return f"key: {why.key}{secondary}"

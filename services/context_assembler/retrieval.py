@@ -270,6 +270,7 @@ class Gatherer:
         lore: list[LoreItem] = []
         if books and self._lore is not None:
             macros = {"char": bot.name if bot else req.bot_id, "user": persona.name if persona else "User"}
+            similar = await self._lore.similar(req, books, history, degraded)  # vector/hybrid entries
             lore = activate_lore(
                 self._lore.compiled(req.tenant_id, books, macros),
                 history,
@@ -278,6 +279,7 @@ class Gatherer:
                 seed=f"{req.conversation_id}:{history[-1].index + 1 if history else 0}",
                 user_name=macros["user"],
                 character=macros["char"],
+                similar=similar,
             )
         reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore)
         shown = [h.message_id for h in reachable]

@@ -14,6 +14,7 @@ from shared.chunking import chunk_text
 from shared.consumers import log_consumer_router
 from shared.readmodels import ReadModels
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
+from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
 
@@ -32,6 +33,7 @@ def create_router(deps: Deps) -> NatsRouter:
         chunk_strings,
         SummariesReadModel(deps.db, deps.cipher),
         LegacyLoreReadModel(deps.db, deps.cipher),
+        LoreReadModel(deps.db, deps.cipher),
     )
     return log_consumer_router(
         deps,

@@ -6,6 +6,10 @@
 - ``summary.created``: index the summary text as ``kind="summary"`` points (``source_id`` = summary id),
   chunked by :func:`summary_chunks`, with the summary's ``audience`` (who may be shown it) and ``summary_type``;
   ``summary.retired`` deletes them (a summary created and retired in the same batch is not indexed).
+- lorebook events (``lorebook.imported``, ``.created``, ``.entry_created``, ``.entry_updated``,
+  ``.entry_deleted``, ``.deleted``): the touched entries' ``kind="lore_entry"`` points are deleted, then the
+  entries in ``vector`` or ``hybrid`` mode, enabled and not empty, are indexed again FROM THE BOOK'S CURRENT
+  STATE in the lore read model (see :func:`plan_lore`), chunked by :func:`lore_chunks`.
 - ``legacy_lore.created``: index the entry as ``kind="legacy_memory"`` points, each chunk embedded WITH a
   header of its metadata (participants, date range, mood), filterable by ``applies_to``; ``legacy_lore.deleted``
   deletes them (the last event of an entry in a batch wins, as for messages).
@@ -27,11 +31,17 @@ from datetime import datetime
 
 from pydantic import BaseModel, ValidationError
 
-from shared.chunking import chunk_text
+from shared.chunking import LORE_MAX_TOKENS, LORE_OVERLAP_TOKENS, chunk_strings, chunk_text
 from shared.events.envelope import EventEnvelope, deterministic_id
 from shared.events.recorded import (
     LEGACY_LORE_CREATED,
     LEGACY_LORE_DELETED,
+    LOREBOOK_CREATED,
+    LOREBOOK_DELETED,
+    LOREBOOK_ENTRY_CREATED,
+    LOREBOOK_ENTRY_DELETED,
+    LOREBOOK_ENTRY_UPDATED,
+    LOREBOOK_IMPORTED,
     MESSAGE_DELETED,
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
@@ -39,12 +49,18 @@ from shared.events.recorded import (
     SUMMARY_RETIRED,
     LegacyLoreCreated,
     LegacyLoreDeleted,
+    LorebookCreated,
+    LorebookDeleted,
+    LorebookEntryDeleted,
+    LorebookEntryWritten,
+    LorebookImported,
     MessageDeleted,
     MessageEdited,
     MessageRecorded,
     SummaryCreated,
     SummaryRetired,
 )
+from shared.lore.history import BookState
 from shared.presence import message_audience
 from shared.readmodels import MessageKey, MessageStatus
 from shared.readmodels.conversation import as_utc
@@ -60,6 +76,12 @@ PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
     SUMMARY_RETIRED.name: SummaryRetired,
     LEGACY_LORE_CREATED.name: LegacyLoreCreated,
     LEGACY_LORE_DELETED.name: LegacyLoreDeleted,
+    LOREBOOK_IMPORTED.name: LorebookImported,
+    LOREBOOK_CREATED.name: LorebookCreated,
+    LOREBOOK_ENTRY_CREATED.name: LorebookEntryWritten,
+    LOREBOOK_ENTRY_UPDATED.name: LorebookEntryWritten,
+    LOREBOOK_ENTRY_DELETED.name: LorebookEntryDeleted,
+    LOREBOOK_DELETED.name: LorebookDeleted,
 }
 
 Chunker = Callable[[str], list[str]]
@@ -236,6 +258,7 @@ def plan_batch(
     chunker: Chunker,
     inactive_summaries: set[str] | None = None,
     deleted_legacy: set[str] | None = None,
+    lore_books: Mapping[tuple[str, str], BookState | None] | None = None,
 ) -> Plan:
     """The deletions and points for a batch; ``statuses`` (with scenes) from the messages read model;
     ``inactive_summaries`` from the summaries read model (see :func:`plan_summaries`)."""
@@ -256,6 +279,8 @@ def plan_batch(
     plan.deletions = [messages_filter(*conv, ids) for conv, ids in deleted_by_conversation.items()]
     plan_summaries(envelopes, plan, model=model, inactive=inactive_summaries or set())
     plan_legacy(envelopes, plan, model=model, chunker=chunker, deleted=deleted_legacy or set())
+    if lore_books is not None:
+        plan_lore(envelopes, plan, model=model, books=lore_books)
     return plan
 
 
@@ -327,3 +352,83 @@ def plan_legacy(
             plan.deletions.append(legacy_filter(tenant_id, user_id, legacy_id))
         elif legacy_id not in deleted:
             plan.points.extend(_legacy_points(env, model, chunker))
+
+
+# --- lore entries (kind "lore_entry"): vector and hybrid activation ------------------------------------
+LORE_KIND = "lore_entry"
+LORE_VECTOR_EVENTS = frozenset(
+    {
+        LOREBOOK_IMPORTED.name,
+        LOREBOOK_CREATED.name,
+        LOREBOOK_ENTRY_CREATED.name,
+        LOREBOOK_ENTRY_UPDATED.name,
+        LOREBOOK_ENTRY_DELETED.name,
+        LOREBOOK_DELETED.name,
+    }
+)
+_WHOLE_BOOK = frozenset({LOREBOOK_IMPORTED.name, LOREBOOK_CREATED.name, LOREBOOK_DELETED.name})
+
+
+def lore_chunks(text: str) -> list[str]:
+    """Paragraphs first, then sentences, then a word window (``shared.chunking``), ~750 tokens, 50 overlap."""
+    return chunk_strings(text, LORE_MAX_TOKENS, LORE_OVERLAP_TOKENS)
+
+
+def lore_filter(tenant_id: str, lorebook_id: str, uids: Iterable[int] | None = None) -> VectorFilter:
+    """Every chunk of these entries of one book (all of the book's with ``uids=None``), and nothing else."""
+    flt = VectorFilter.where(tenant_id=tenant_id, kind=LORE_KIND, lorebook_id=lorebook_id)
+    return flt if uids is None else flt.and_(Match("uid", tuple(sorted(uids))))
+
+
+def lore_touched(envelopes: Iterable[EventEnvelope]) -> dict[tuple[str, str], set[int] | None]:
+    """Per (tenant, book): the entry uids whose vectors a batch may change, or None for the whole book."""
+    touched: dict[tuple[str, str], set[int] | None] = {}
+    for env in envelopes:
+        if env.type not in LORE_VECTOR_EVENTS:
+            continue
+        key = (env.tenant_id, str(env.payload["lorebook_id"]))
+        if env.type in _WHOLE_BOOK:
+            touched[key] = None
+        elif (uids := touched.setdefault(key, set())) is not None:
+            uids.add(int(str(env.payload["uid"])))
+    return touched
+
+
+def lore_points(state: BookState, uids: set[int] | None, model: str) -> list[PendingPoint]:
+    """The points of the book's current vector/hybrid entries among ``uids`` (all with None)."""
+    points: list[PendingPoint] = []
+    for entry in state.book.entries:
+        if uids is not None and entry.uid not in uids:
+            continue
+        if entry.activation_mode == "keyword" or entry.disable or not entry.content.strip():
+            continue
+        payload: dict[str, PayloadValue] = {
+            "tenant_id": state.tenant_id,
+            "kind": LORE_KIND,
+            "lorebook_id": state.lorebook_id,
+            "uid": entry.uid,
+            "source_id": f"{state.lorebook_id}:{entry.uid}",
+            "model": model,
+        }
+        for i, text in enumerate(lore_chunks(entry.content)):
+            pid = point_id(LORE_KIND, state.tenant_id, "", "", f"{state.lorebook_id}:{entry.uid}", i)
+            points.append(PendingPoint(pid, text, payload | {"chunk": i}))
+    return points
+
+
+def plan_lore(
+    envelopes: Sequence[EventEnvelope],
+    plan: Plan,
+    *,
+    model: str,
+    books: Mapping[tuple[str, str], BookState | None],
+) -> None:
+    """Add the lore deletions and points to ``plan``. ``books``: the current state of each touched book (from
+    the lore read model, which the lore service writes before it publishes); the points come from it, not
+    from the events, so a late redelivery re-indexes the entry as it is now (or not at all when it is gone):
+    an old text can never come back, and a deleted entry or book never does."""
+    for (tenant_id, lorebook_id), uids in lore_touched(envelopes).items():
+        plan.deletions.append(lore_filter(tenant_id, lorebook_id, uids))
+        state = books.get((tenant_id, lorebook_id))
+        if state is not None and not state.deleted:
+            plan.points.extend(lore_points(state, uids, model))

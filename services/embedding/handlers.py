@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from services.embedding.domain import (
+    LORE_VECTOR_EVENTS,
     MESSAGE_EVENTS,
     PAYLOAD_MODELS,
     Chunker,
@@ -28,8 +29,10 @@ from shared.delivery import Item, Rejection
 from shared.embedders.port import Embedder
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import LEGACY_LORE_CREATED, SUMMARY_CREATED
+from shared.lore.history import BookState
 from shared.readmodels import ReadModels
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
+from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.sparse import document_vector
 from shared.vectors.port import VectorIndex, VectorPoint
@@ -46,6 +49,7 @@ class EmbeddingHandler:
         chunker: Chunker,
         summaries: SummariesReadModel | None = None,
         legacy: LegacyLoreReadModel | None = None,
+        lore: LoreReadModel | None = None,
     ) -> None:
         self._index = index
         self._embedder = embedder
@@ -53,6 +57,7 @@ class EmbeddingHandler:
         self._chunker = chunker
         self._summaries = summaries  # to skip a late redelivered creation of a retired summary
         self._legacy = legacy  # the same for a deleted legacy lore entry
+        self._lore = lore  # lore entries are indexed from their book's current state (None: not indexed)
 
     @staticmethod
     def _valid(items: list[Item[EventEnvelope]]) -> tuple[list[EventEnvelope], list[Rejection]]:
@@ -87,6 +92,7 @@ class EmbeddingHandler:
             chunker=self._chunker,
             inactive_summaries=inactive,
             deleted_legacy=await self._deleted_legacy(events),
+            lore_books=await self._lore_books(events),
         )
         for flt in plan.deletions:
             await self._index.delete(flt)
@@ -126,3 +132,10 @@ class EmbeddingHandler:
         for tenant_id, ids in by_tenant.items():
             out |= await self._legacy.deleted(tenant_id, ids)
         return out
+
+    async def _lore_books(self, events: list[EventEnvelope]) -> dict[tuple[str, str], BookState | None] | None:
+        """The current state of every book the batch's lorebook events touch (see ``domain.plan_lore``)."""
+        if self._lore is None:
+            return None
+        keys = {(e.tenant_id, str(e.payload["lorebook_id"])) for e in events if e.type in LORE_VECTOR_EVENTS}
+        return {key: await self._lore.state(*key) for key in sorted(keys)}

@@ -1,7 +1,8 @@
-"""Lore service wiring: three request-reply subscribers (see ``handlers.py`` for the contract).
+"""Lore service wiring: request-reply subscribers (see ``handlers.py`` for the contract).
 
-Subjects ``mnemo.rpc.lore.import.v1``, ``mnemo.rpc.lore.export.v1`` and ``mnemo.rpc.lore.attach.v1``, each in
-the queue group ``mnemo_lore`` (replicas share requests; each answered once).
+Subjects ``mnemo.rpc.lore.{import,export,attach,detach}.v1``, ``mnemo.rpc.lore.book.{create,delete}.v1`` and
+``mnemo.rpc.lore.entry.{create,update,delete}.v1``, each in the queue group ``mnemo_lore`` (replicas share
+requests; each answered once).
 """
 
 from __future__ import annotations
@@ -10,10 +11,29 @@ from faststream.nats import NatsRouter
 from faststream.nats.message import NatsMessage
 
 from services.lore.books import LoreBooks
-from services.lore.handlers import StrictAttach, StrictExport, StrictImport, answer
+from services.lore.handlers import (
+    StrictAttach,
+    StrictBookCreate,
+    StrictBookDelete,
+    StrictDetach,
+    StrictEntryCreate,
+    StrictEntryDelete,
+    StrictEntryUpdate,
+    StrictExport,
+    StrictImport,
+    answer,
+)
 from shared import subjects
 from shared.events.contract import ErrorReply
-from shared.events.lore_contract import LoreAttachReply, LoreExportReply, LoreImportReply
+from shared.events.lore_contract import (
+    LoreAttachReply,
+    LoreBookCreateReply,
+    LoreDeleteReply,
+    LoreDetachReply,
+    LoreEntryReply,
+    LoreExportReply,
+    LoreImportReply,
+)
 from shared.readmodels.lore import LoreReadModel
 from shared.runtime import Deps
 
@@ -60,5 +80,39 @@ def create_router(deps: Deps) -> NatsRouter:
     )
     async def on_lore_attach(body: bytes) -> LoreAttachReply | ErrorReply:
         return await answer(StrictAttach, body, books.attach)
+
+    @router.subscriber(subjects.LORE_DETACH, queue=queue, decoder=raw_body, title=f"lore: {subjects.LORE_DETACH}")
+    async def on_lore_detach(body: bytes) -> LoreDetachReply | ErrorReply:
+        return await answer(StrictDetach, body, books.detach)
+
+    @router.subscriber(
+        subjects.LORE_BOOK_CREATE, queue=queue, decoder=raw_body, title=f"lore: {subjects.LORE_BOOK_CREATE}"
+    )
+    async def on_book_create(body: bytes) -> LoreBookCreateReply | ErrorReply:
+        return await answer(StrictBookCreate, body, books.create_book)
+
+    @router.subscriber(
+        subjects.LORE_BOOK_DELETE, queue=queue, decoder=raw_body, title=f"lore: {subjects.LORE_BOOK_DELETE}"
+    )
+    async def on_book_delete(body: bytes) -> LoreDeleteReply | ErrorReply:
+        return await answer(StrictBookDelete, body, books.delete_book)
+
+    @router.subscriber(
+        subjects.LORE_ENTRY_CREATE, queue=queue, decoder=raw_body, title=f"lore: {subjects.LORE_ENTRY_CREATE}"
+    )
+    async def on_entry_create(body: bytes) -> LoreEntryReply | ErrorReply:
+        return await answer(StrictEntryCreate, body, books.create_entry)
+
+    @router.subscriber(
+        subjects.LORE_ENTRY_UPDATE, queue=queue, decoder=raw_body, title=f"lore: {subjects.LORE_ENTRY_UPDATE}"
+    )
+    async def on_entry_update(body: bytes) -> LoreEntryReply | ErrorReply:
+        return await answer(StrictEntryUpdate, body, books.update_entry)
+
+    @router.subscriber(
+        subjects.LORE_ENTRY_DELETE, queue=queue, decoder=raw_body, title=f"lore: {subjects.LORE_ENTRY_DELETE}"
+    )
+    async def on_entry_delete(body: bytes) -> LoreDeleteReply | ErrorReply:
+        return await answer(StrictEntryDelete, body, books.delete_entry)
 
     return router

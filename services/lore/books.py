@@ -8,15 +8,26 @@ the projection. Publishing is best effort: the relay republishes anything not co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from services.lore import domain
+from services.lore import domain, manage
+from services.lore.manage import BadRequest, NotFound
 from shared.eventlog.port import ConcurrencyError, EventStore
 from shared.events.envelope import NewEvent, utcnow
 from shared.events.lore_contract import (
     LoreAttachReply,
     LoreAttachRequest,
+    LoreBookCreateReply,
+    LoreBookCreateRequest,
+    LoreBookDeleteRequest,
+    LoreDeleteReply,
+    LoreDetachReply,
+    LoreDetachRequest,
+    LoreEntryCreateRequest,
+    LoreEntryDeleteRequest,
+    LoreEntryReply,
+    LoreEntryUpdateRequest,
     LoreExportReply,
     LoreExportRequest,
     LoreImportReply,
@@ -24,15 +35,13 @@ from shared.events.lore_contract import (
     LoreImportWarning,
 )
 from shared.events.recorded import lorebook_stream
-from shared.lore.exporter import export_world_info
+from shared.lore.exporter import entry_to_world_info, export_world_info
+from shared.lore.history import BookState
 from shared.readmodels.lore import LoreReadModel
 from shared.runtime import CommittedPublisher
 
 MAX_CONFLICT_RETRIES = 5
-
-
-class NotFound(LookupError):
-    """The book does not exist in this tenant."""
+__all__ = ["BadRequest", "LoreBooks", "NotFound"]
 
 
 class LoreBooks:
@@ -44,7 +53,10 @@ class LoreBooks:
     async def import_book(self, req: LoreImportRequest) -> LoreImportReply:
         """Raises ``LoreImportError`` (from ``shared.lore``) when the file cannot be read as a lorebook."""
         result, lorebook_id = domain.read_file(req)
-        events = domain.import_events(req, result, lorebook_id, utcnow())
+        state = await self._read_model.state(req.tenant_id, lorebook_id)
+        # A book deleted and imported again is a new generation: its event ids must not be the first import's.
+        generation = state.version if state is not None and state.deleted else 0
+        events = domain.import_events(req, result, lorebook_id, utcnow(), generation)
         await self._record(req.tenant_id, lorebook_id, events)
         return LoreImportReply(
             lorebook_id=lorebook_id,
@@ -83,3 +95,101 @@ class LoreBooks:
                 await self._publisher.publish_committed(result.committed)
             return
         raise ConcurrencyError(stream, -1)
+
+    # --- management: every change is decided on the book's folded state and appended at its version ------
+    async def _change(
+        self, tenant_id: str, lorebook_id: str, decide: Callable[[BookState | None], Sequence[NewEvent]]
+    ) -> BookState | None:
+        """Decide on the current state and append at its version; on a conflict (another change, or a read
+        model behind the log after a crash) re-project the stream and decide again. Returns the new state."""
+        stream = lorebook_stream(tenant_id, lorebook_id)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            state = await self._read_model.state(tenant_id, lorebook_id)
+            events = decide(state)
+            if not events:
+                return state
+            try:
+                result = await self._store.append(stream, state.version if state else 0, events)
+            except ConcurrencyError:
+                await self._read_model.apply(await self._store.read_stream(stream))
+                continue
+            await self._read_model.apply(await self._store.read_stream(stream))
+            if result.committed:
+                await self._publisher.publish_committed(result.committed)
+            return await self._read_model.state(tenant_id, lorebook_id)
+        raise ConcurrencyError(stream, -1)
+
+    async def create_book(self, req: LoreBookCreateRequest) -> LoreBookCreateReply:
+        lorebook_id = manage.book_id_for(req)
+        created = False
+
+        def decide(state: BookState | None) -> Sequence[NewEvent]:
+            nonlocal created
+            events = manage.create_book(state, req, utcnow())
+            created = bool(events)
+            return events
+
+        await self._change(req.tenant_id, lorebook_id, decide)
+        return LoreBookCreateReply(lorebook_id=lorebook_id, created=created)
+
+    async def delete_book(self, req: LoreBookDeleteRequest) -> LoreDeleteReply:
+        deleted = False
+
+        def decide(state: BookState | None) -> Sequence[NewEvent]:
+            nonlocal deleted
+            events = manage.delete_book(manage.owned(state, req.user_id, req.lorebook_id, allow_deleted=True), utcnow())
+            deleted = bool(events)
+            return events
+
+        await self._change(req.tenant_id, req.lorebook_id, decide)
+        return LoreDeleteReply(lorebook_id=req.lorebook_id, deleted=deleted)
+
+    async def detach(self, req: LoreDetachRequest) -> LoreDetachReply:
+        await self._change(
+            req.tenant_id,
+            req.lorebook_id,
+            lambda state: manage.detach(manage.owned(state, req.user_id, req.lorebook_id), req, utcnow()),
+        )
+        return LoreDetachReply(
+            lorebook_id=req.lorebook_id, bot_ids=sorted(set(req.bot_ids)), conversation=req.conversation
+        )
+
+    async def create_entry(self, req: LoreEntryCreateRequest) -> LoreEntryReply:
+        made: list[Any] = []
+
+        def decide(state: BookState | None) -> Sequence[NewEvent]:
+            entry, events = manage.create_entry(manage.owned(state, req.user_id, req.lorebook_id), req, utcnow())
+            made[:] = [entry, bool(events)]
+            return events
+
+        await self._change(req.tenant_id, req.lorebook_id, decide)
+        entry, changed = made
+        return LoreEntryReply(
+            lorebook_id=req.lorebook_id, uid=entry.uid, entry=entry_to_world_info(entry), changed=changed
+        )
+
+    async def update_entry(self, req: LoreEntryUpdateRequest) -> LoreEntryReply:
+        made: list[Any] = []
+
+        def decide(state: BookState | None) -> Sequence[NewEvent]:
+            entry, events = manage.update_entry(manage.owned(state, req.user_id, req.lorebook_id), req, utcnow())
+            made[:] = [entry, bool(events)]
+            return events
+
+        await self._change(req.tenant_id, req.lorebook_id, decide)
+        entry, changed = made
+        return LoreEntryReply(
+            lorebook_id=req.lorebook_id, uid=entry.uid, entry=entry_to_world_info(entry), changed=changed
+        )
+
+    async def delete_entry(self, req: LoreEntryDeleteRequest) -> LoreDeleteReply:
+        deleted = False
+
+        def decide(state: BookState | None) -> Sequence[NewEvent]:
+            nonlocal deleted
+            events = manage.delete_entry(manage.owned(state, req.user_id, req.lorebook_id), req.uid, utcnow())
+            deleted = bool(events)
+            return events
+
+        await self._change(req.tenant_id, req.lorebook_id, decide)
+        return LoreDeleteReply(lorebook_id=req.lorebook_id, uid=req.uid, deleted=deleted)

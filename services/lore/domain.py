@@ -47,8 +47,12 @@ def read_file(req: LoreImportRequest) -> tuple[ImportResult, str]:
     return result, deterministic_id("lorebook", req.tenant_id, req.owner_user_id, req.name, digest)
 
 
-def import_events(req: LoreImportRequest, result: ImportResult, lorebook_id: str, now: datetime) -> list[NewEvent]:
+def import_events(
+    req: LoreImportRequest, result: ImportResult, lorebook_id: str, now: datetime, generation: int = 0
+) -> list[NewEvent]:
+    """``generation``: 0, or the stream version when the book was deleted and is imported again."""
     stream = lorebook_stream(req.tenant_id, lorebook_id)
+    suffix = (str(generation),) if generation else ()
     imported = LorebookImported(
         lorebook_id=lorebook_id,
         owner_user_id=req.owner_user_id,
@@ -61,7 +65,7 @@ def import_events(req: LoreImportRequest, result: ImportResult, lorebook_id: str
     )
     events = [
         NewEvent(
-            event_id=deterministic_id(stream, "imported"),
+            event_id=deterministic_id(stream, "imported", *suffix),
             type=LOREBOOK_IMPORTED.name,
             tenant_id=req.tenant_id,
             occurred_at=now,
@@ -73,7 +77,7 @@ def import_events(req: LoreImportRequest, result: ImportResult, lorebook_id: str
         attached = LorebookAttached(lorebook_id=lorebook_id, bot_ids=bots, attached_at=now)
         events.append(
             NewEvent(
-                event_id=deterministic_id(stream, "attached", *bots),
+                event_id=deterministic_id(stream, "attached", *bots, *suffix),
                 type=LOREBOOK_ATTACHED.name,
                 tenant_id=req.tenant_id,
                 occurred_at=now,

@@ -1,9 +1,10 @@
 """Request-reply handlers of the lore service: decode, call ``LoreBooks``, map failures to ``ErrorReply``.
 
-Contract: ``mnemo.rpc.lore.{import,export,attach}.v1`` (see ``shared.events.lore_contract``). Bodies are taken
+Contract: ``mnemo.rpc.lore.{import,export,attach,detach}.v1``, ``mnemo.rpc.lore.book.{create,delete}.v1`` and
+``mnemo.rpc.lore.entry.{create,update,delete}.v1`` (see ``shared.events.lore_contract``). Bodies are taken
 as raw bytes so that invalid JSON still gets an answer. Every request gets a reply: the reply model, or
 ``ErrorReply`` with ``bad_request`` (invalid request, or a file that is not a readable lorebook, with what is
-wrong), ``not_found`` (no such book in the tenant) or ``internal``.
+wrong), ``not_found`` (no such book in the tenant, or not the acting user's) or ``internal``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,19 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from services.lore.books import NotFound
+from services.lore.books import BadRequest, NotFound
 from shared.events.contract import ErrorBody, ErrorReply
-from shared.events.lore_contract import LoreAttachRequest, LoreExportRequest, LoreImportRequest
+from shared.events.lore_contract import (
+    LoreAttachRequest,
+    LoreBookCreateRequest,
+    LoreBookDeleteRequest,
+    LoreDetachRequest,
+    LoreEntryCreateRequest,
+    LoreEntryDeleteRequest,
+    LoreEntryUpdateRequest,
+    LoreExportRequest,
+    LoreImportRequest,
+)
 from shared.lore.convert import LoreImportError
 
 log = logging.getLogger(__name__)
@@ -33,6 +44,30 @@ class StrictExport(LoreExportRequest):
 
 
 class StrictAttach(LoreAttachRequest):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StrictDetach(LoreDetachRequest):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StrictBookCreate(LoreBookCreateRequest):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StrictBookDelete(LoreBookDeleteRequest):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StrictEntryCreate(LoreEntryCreateRequest):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StrictEntryUpdate(LoreEntryUpdateRequest):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StrictEntryDelete(LoreEntryDeleteRequest):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -56,6 +91,8 @@ async def answer(model: type[Req], body: bytes, call: Callable[[Req], Awaitable[
         return await call(request)
     except LoreImportError as exc:
         return error("bad_request", f"{type(exc).__name__}: {exc}")
+    except BadRequest as exc:
+        return error("bad_request", str(exc))
     except NotFound as exc:
         return error("not_found", str(exc))
     except Exception:  # the caller gets an answer in every case

@@ -1,8 +1,10 @@
-"""Public wire contract v1 of lorebooks: import, export and attach (request-reply).
+"""Public wire contract v1 of lorebooks: import, export, attach/detach, and management of books and entries
+(request-reply).
 
 Every request is answered with its reply model or with ``ErrorReply`` (codes: ``bad_request`` for an invalid
 request or a file that is not a readable lorebook, with the reason; ``not_found`` for an unknown book in the
-tenant; ``internal``). Never change a published field's meaning; add a new version of the subject instead.
+tenant, or one the acting user does not own; ``internal``). Never change a published field's meaning; add a
+new version of the subject instead.
 """
 
 from __future__ import annotations
@@ -95,3 +97,96 @@ class LoreAttachReply(_Wire):
     lorebook_id: str
     bot_ids: list[str]
     conversation: ConversationRef | None = None
+
+
+# --- management (every change is an event in the book's stream; only the owner may change a book) ---------
+# A request naming a book the user does not own gets ``not_found``, exactly as an unknown book: a user cannot
+# probe another user's book ids.
+
+
+class LoreDetachRequest(_Tenanted):
+    """`mnemo.rpc.lore.detach.v1` request: the book no longer applies to these bots and/or that conversation."""
+
+    user_id: Id = Field(..., description="the acting user; must be the book's owner")
+    lorebook_id: Id = Field(...)
+    bot_ids: list[Id] = Field(default_factory=list, max_length=1000)
+    conversation: ConversationRef | None = Field(None)
+
+    @model_validator(mode="after")
+    def _some_target(self) -> LoreDetachRequest:
+        if not self.bot_ids and self.conversation is None:
+            raise ValueError("give `bot_ids` or `conversation` (or both)")
+        return self
+
+
+class LoreBookCreateRequest(_Tenanted):
+    """`mnemo.rpc.lore.book.create.v1` request: an empty book (add entries with `entry.create`)."""
+
+    owner_user_id: Id = Field(..., description="the user creating the book (its owner)")
+    name: str = Field(..., min_length=1, max_length=512)
+    description: str = Field("", max_length=20_000)
+    lorebook_id: Id | None = Field(
+        None, description="optional id; by default derived from owner and name, so a retried create is idempotent"
+    )
+    attach_to_bots: list[Id] = Field(default_factory=list, max_length=1000)
+
+
+class LoreBookCreateReply(_Wire):
+    lorebook_id: str
+    created: bool = Field(..., description="false when the book already existed (a retry): nothing was recorded")
+
+
+class LoreBookDeleteRequest(_Tenanted):
+    """`mnemo.rpc.lore.book.delete.v1` request: entries, attachments and vectors all go."""
+
+    user_id: Id = Field(..., description="the acting user; must be the book's owner")
+    lorebook_id: Id = Field(...)
+
+
+class LoreEntryCreateRequest(_Tenanted):
+    """`mnemo.rpc.lore.entry.create.v1` request. ``entry`` takes World Info fields (camelCase as SillyTavern
+    writes them, or snake_case) plus `activationMode` (`keyword`, `vector` or `hybrid`); unknown fields are
+    refused. Without `uid` the next free uid is used; with a `uid` already in the book the request is refused,
+    unless the entry is identical (a retry: nothing is recorded)."""
+
+    user_id: Id = Field(..., description="the acting user; must be the book's owner")
+    lorebook_id: Id = Field(...)
+    entry: dict[str, Any] = Field(..., description="the entry's fields (defaults: SillyTavern's entry template)")
+
+
+class LoreEntryUpdateRequest(_Tenanted):
+    """`mnemo.rpc.lore.entry.update.v1` request: the given fields replace the entry's (others are kept)."""
+
+    user_id: Id = Field(..., description="the acting user; must be the book's owner")
+    lorebook_id: Id = Field(...)
+    uid: int = Field(..., ge=0)
+    changes: dict[str, Any] = Field(..., min_length=1, description="fields to change, as in `entry.create`")
+
+
+class LoreEntryReply(_Wire):
+    """Reply of `entry.create` and `entry.update`: the entry as stored, in World Info shape."""
+
+    lorebook_id: str
+    uid: int
+    entry: dict[str, Any]
+    changed: bool = Field(..., description="false when the request changed nothing (nothing recorded)")
+
+
+class LoreEntryDeleteRequest(_Tenanted):
+    """`mnemo.rpc.lore.entry.delete.v1` request."""
+
+    user_id: Id = Field(..., description="the acting user; must be the book's owner")
+    lorebook_id: Id = Field(...)
+    uid: int = Field(..., ge=0)
+
+
+class LoreDeleteReply(_Wire):
+    """Reply of `entry.delete` and `book.delete`; deleting again answers `deleted: false`."""
+
+    lorebook_id: str
+    uid: int | None = None
+    deleted: bool
+
+
+class LoreDetachReply(LoreAttachReply):
+    """`mnemo.rpc.lore.detach.v1` reply: what was asked to be detached (detaching twice is harmless)."""

@@ -319,6 +319,65 @@ class LorebookAttached(_Payload):
 LOREBOOK_ATTACHED = REGISTRY.register("lorebook.attached")
 
 
+class LorebookCreated(_Payload):
+    """An empty book was created (entries come as ``lorebook.entry_created``)."""
+
+    lorebook_id: str
+    owner_user_id: str
+    name: str
+    description: str = ""
+    created_at: datetime
+
+
+LOREBOOK_CREATED = REGISTRY.register("lorebook.created", encrypted=("name", "description"))
+
+
+class LorebookEntryWritten(_Payload):
+    """The whole entry after the change (``shared.lore.model.LoreEntry`` dumped by field name): the fold
+    replaces the entry with the same uid, so a replayed log never needs the request that made it."""
+
+    lorebook_id: str
+    uid: int
+    entry: dict[str, object]
+    at: datetime
+
+
+LOREBOOK_ENTRY_CREATED = REGISTRY.register("lorebook.entry_created", encrypted=("entry",))
+LOREBOOK_ENTRY_UPDATED = REGISTRY.register("lorebook.entry_updated", encrypted=("entry",))
+
+
+class LorebookEntryDeleted(_Payload):
+    lorebook_id: str
+    uid: int
+    at: datetime
+
+
+LOREBOOK_ENTRY_DELETED = REGISTRY.register("lorebook.entry_deleted")
+
+
+class LorebookDeleted(_Payload):
+    """The book is gone: its entries, its attachments and its vectors (the fold keeps a tombstone)."""
+
+    lorebook_id: str
+    at: datetime
+
+
+LOREBOOK_DELETED = REGISTRY.register("lorebook.deleted")
+
+
+class LorebookDetached(_Payload):
+    """The book no longer applies to these bots and/or to that conversation (ids only)."""
+
+    lorebook_id: str
+    bot_ids: list[str]
+    user_id: str | None = None
+    conversation_id: str | None = None
+    detached_at: datetime
+
+
+LOREBOOK_DETACHED = REGISTRY.register("lorebook.detached")
+
+
 # --- legacy_lore/<tenant>/<user>/<legacy> -----------------------------------------------------------------
 def legacy_lore_stream(tenant_id: str, user_id: str, legacy_id: str) -> str:
     return stream_id("legacy_lore", tenant_id, user_id, legacy_id)

@@ -1,14 +1,16 @@
 """Lorebooks read model: the books of each tenant (user text encrypted) and the attachment index.
 
-Two collections, both rebuilt by ``mnemo replay`` from the ``lorebook/<tenant>/<book>`` streams:
+Two collections, both rebuilt by ``mnemo replay`` from the ``lorebook/<tenant>/<book>`` streams, folded by
+``shared.lore.history.fold`` (import, create, entry create/update/delete, attach/detach, delete):
 
 - ``rm_lorebooks``: one document per book, ``_id`` = its stream id (also the AES-GCM associated data of the
-  encrypted ``name``, ``book`` and ``original``). ``version`` is the log version of the import it holds, so a
-  consumer can cache anything derived from a book per ``(lorebook_id, version)``; a stale write fails the
-  version filter and its upsert hits the ``_id`` index (a duplicate key, ignored).
+  encrypted ``name``, ``book`` and ``original``). ``version`` is the log version of the last event folded, so
+  a consumer can cache anything derived from a book per ``(lorebook_id, version)``; a stale write fails the
+  version filter and its upsert hits the ``_id`` index (a duplicate key: the write is dropped). A deleted
+  book stays as a tombstone (``deleted: true``, no text) that every read skips.
 - ``rm_lore_attachments``: one document per (target, book), where a target is a bot (``bot/<tenant>/<bot>``)
-  or a conversation (``conversation/<tenant>/<user>/<conversation>``). Inserts only, so re-applying an
-  attachment is a no-op. Targets are stream ids, which start with the tenant: a lookup can never reach
+  or a conversation (``conversation/<tenant>/<user>/<conversation>``), kept equal to the book's folded
+  targets after each write. Targets are stream ids, which start with the tenant: a lookup can never reach
   another tenant's books, and a book attached to one bot is invisible to the others.
 """
 
@@ -18,23 +20,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pymongo import ASCENDING, IndexModel, InsertOne, ReplaceOne
+from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
 
 from shared.crypto import FieldCipher
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import (
-    LOREBOOK_ATTACHED,
-    LOREBOOK_IMPORTED,
-    LorebookAttached,
-    LorebookImported,
-    bot_stream,
-    conversation_stream,
-    lorebook_stream,
-)
+from shared.events.recorded import bot_stream, conversation_stream, lorebook_stream
+from shared.lore.history import LORE_EVENTS, BookState, fold_all
 from shared.lore.model import Lorebook
-from shared.readmodels.repository import _bulk
 
 LOREBOOKS = "rm_lorebooks"
 LORE_ATTACHMENTS = "rm_lore_attachments"
@@ -62,6 +57,7 @@ class LorebookView:
     version: int
     book: Lorebook
     original: dict[str, Any]
+    deleted: bool = False
 
 
 class LoreReadModel:
@@ -81,33 +77,77 @@ class LoreReadModel:
         await self.ensure_indexes()
 
     async def apply(self, envelopes: Iterable[EventEnvelope]) -> None:
-        """Project lorebook events (other types are ignored); idempotent, any order across streams."""
-        book_ops: list[ReplaceOne[Doc]] = []
-        attach_ops: list[InsertOne[Doc]] = []
-        for env in envelopes:
-            if env.type == LOREBOOK_IMPORTED.name:
-                book_ops.append(await self._book_write(env))
-            elif env.type == LOREBOOK_ATTACHED.name:
-                attach_ops += attachment_writes(env)
-        await _bulk(self.books, book_ops, ordered=False)
-        await _bulk(self.attachments, attach_ops, ordered=False)
+        """Fold lorebook events into each book's state (``shared.lore.history.fold``); other types are ignored.
 
-    async def _book_write(self, env: EventEnvelope) -> ReplaceOne[Doc]:
-        imported = LorebookImported.model_validate(env.payload)
-        doc_id = lorebook_stream(env.tenant_id, imported.lorebook_id)
+        Per book, the fold starts from scratch when the batch holds the stream's first event, else from the
+        stored state, and only events newer than it count: idempotent, and any order across streams. The
+        book is written only if no newer version is stored (a stale writer hits the ``_id`` index and stops),
+        then its attachment documents are made to match its targets (upserts, and deletes of the others).
+        """
+        by_book: dict[tuple[str, str], list[EventEnvelope]] = {}
+        for env in envelopes:
+            if env.type in LORE_EVENTS:
+                by_book.setdefault((env.tenant_id, str(env.payload["lorebook_id"])), []).append(env)
+        for (tenant_id, lorebook_id), events in by_book.items():
+            first = min(e.version for e in events)
+            base = None if first == 1 else await self.state(tenant_id, lorebook_id)
+            state = fold_all(base, events)
+            fresh = state is not None and (base is None or state.version > base.version)
+            if state is not None and fresh and await self._write(state):
+                await self._sync_attachments(state)
+
+    async def _write(self, s: BookState) -> bool:
+        """Store the state unless a newer version is stored; False when it is stale."""
+        doc_id = lorebook_stream(s.tenant_id, s.lorebook_id)
         doc = {
-            "tenant_id": env.tenant_id,
-            "lorebook_id": imported.lorebook_id,
-            "owner_user_id": imported.owner_user_id,
-            "name": imported.name,
-            "format": imported.format,
-            "entries": len(imported.book.get("entries") or []),  # type: ignore[arg-type]
-            "book": imported.book,
-            "original": imported.original,
+            "tenant_id": s.tenant_id,
+            "lorebook_id": s.lorebook_id,
+            "owner_user_id": s.owner_user_id,
+            "name": s.name,
+            "format": s.format,
+            "entries": len(s.book.entries),
+            "book": s.book.model_dump(mode="json"),
+            "original": s.original,
+            "targets": s.targets,
+            "deleted": s.deleted,
         }
-        cipher = await self._cipher.for_tenant(env.tenant_id)
-        encrypted = {**cipher.encrypt_fields(doc_id, doc, ENCRYPTED), "version": env.version}
-        return ReplaceOne({"_id": doc_id, "version": {"$lt": env.version}}, encrypted, upsert=True)
+        cipher = await self._cipher.for_tenant(s.tenant_id)
+        encrypted = {**cipher.encrypt_fields(doc_id, doc, ENCRYPTED), "version": s.version}
+        try:
+            await self.books.replace_one({"_id": doc_id, "version": {"$lte": s.version}}, encrypted, upsert=True)
+        except DuplicateKeyError:
+            return False  # a newer version is stored
+        return True
+
+    async def _sync_attachments(self, s: BookState) -> None:
+        for target in s.targets:
+            await self.attachments.replace_one(
+                {"_id": f"{target}|{s.lorebook_id}"},
+                {"tenant_id": s.tenant_id, "target": target, "lorebook_id": s.lorebook_id},
+                upsert=True,
+            )
+        await self.attachments.delete_many(
+            {"tenant_id": s.tenant_id, "lorebook_id": s.lorebook_id, "target": {"$nin": list(s.targets)}}
+        )
+
+    async def state(self, tenant_id: str, lorebook_id: str) -> BookState | None:
+        """The stored state of a book (a deleted one too: ``deleted`` is set), decrypted."""
+        doc = await self.books.find_one({"_id": lorebook_stream(tenant_id, lorebook_id)})
+        if doc is None:
+            return None
+        plain = (await self._cipher.for_tenant(tenant_id)).decrypt_fields(doc["_id"], doc, ENCRYPTED)
+        return BookState(
+            tenant_id=plain["tenant_id"],
+            lorebook_id=plain["lorebook_id"],
+            owner_user_id=plain["owner_user_id"],
+            name=plain.get("name") or "",
+            format=plain.get("format") or "",
+            book=Lorebook.model_validate(plain.get("book") or {}),
+            original=plain.get("original") or {},
+            targets=list(plain.get("targets") or []),
+            deleted=bool(plain.get("deleted")),
+            version=int(plain["version"]),
+        )
 
     # --- reads ----------------------------------------------------------------------------------------
     async def book(self, tenant_id: str, lorebook_id: str) -> LorebookView | None:
@@ -119,7 +159,7 @@ class LoreReadModel:
         ids = [lorebook_stream(tenant_id, b) for b in dict.fromkeys(lorebook_ids)]
         if not ids:
             return {}
-        docs = await self.books.find({"_id": {"$in": ids}}).to_list()
+        docs = await self.books.find({"_id": {"$in": ids}, "deleted": {"$ne": True}}).to_list()
         cipher = await self._cipher.for_tenant(tenant_id)
         out: dict[str, LorebookView] = {}
         for doc in docs:
@@ -152,24 +192,7 @@ class LoreReadModel:
         if not sources:
             return []
         ids = [lorebook_stream(tenant_id, b) for b in sources]
-        docs = await self.books.find({"_id": {"$in": ids}}, {"lorebook_id": 1, "version": 1}).to_list()
+        live = {"_id": {"$in": ids}, "deleted": {"$ne": True}}
+        docs = await self.books.find(live, {"lorebook_id": 1, "version": 1}).to_list()
         versions = {d["lorebook_id"]: int(d["version"]) for d in docs}
         return [LorebookRef(b, versions[b], s) for b, s in sorted(sources.items()) if b in versions]
-
-
-def attachment_writes(env: EventEnvelope) -> list[InsertOne[Doc]]:
-    attached = LorebookAttached.model_validate(env.payload)
-    targets = [bot_stream(env.tenant_id, b) for b in attached.bot_ids]
-    if attached.user_id is not None and attached.conversation_id is not None:
-        targets.append(conversation_stream(env.tenant_id, attached.user_id, attached.conversation_id))
-    return [
-        InsertOne(
-            {
-                "_id": f"{target}|{attached.lorebook_id}",
-                "tenant_id": env.tenant_id,
-                "target": target,
-                "lorebook_id": attached.lorebook_id,
-            }
-        )
-        for target in targets
-    ]

@@ -1,0 +1,140 @@
+"""The lore state of one book, folded from its stream (``lorebook/<tenant>/<book>``): pure and deterministic.
+
+Contract of :func:`fold`: given the state after version ``n`` (or ``None`` before the first event) and the
+event at version ``n + 1``, the state after it. Folding the whole stream gives the book as it is now, and
+folding a prefix gives it as it was then, so ``mnemo replay`` rebuilds the read model from the log alone.
+
+- ``lorebook.imported``: the book, its original document, name, owner and format (a re-import after a
+  deletion brings the book back; attachments are kept, an import never detaches).
+- ``lorebook.created``: an empty book.
+- ``lorebook.entry_created`` / ``lorebook.entry_updated``: the entry with that uid is replaced (or appended,
+  keeping the book's order). A created entry also drops the original raw entry of the same uid, so export
+  cannot mix a deleted entry's unknown keys into a new one.
+- ``lorebook.entry_deleted``: the entry and its original raw entry go.
+- ``lorebook.attached`` / ``lorebook.detached``: targets (``bot/<tenant>/<bot>``,
+  ``conversation/<tenant>/<user>/<conversation>``) are added / removed.
+- ``lorebook.deleted``: a tombstone: no entries, no original, no name, no targets; the owner stays so that a
+  repeated delete by the owner answers ``deleted: false`` instead of ``not_found``.
+
+Events of other types are ignored (the version still advances).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.events.envelope import EventEnvelope
+from shared.events.recorded import (
+    LOREBOOK_ATTACHED,
+    LOREBOOK_CREATED,
+    LOREBOOK_DELETED,
+    LOREBOOK_DETACHED,
+    LOREBOOK_ENTRY_CREATED,
+    LOREBOOK_ENTRY_DELETED,
+    LOREBOOK_ENTRY_UPDATED,
+    LOREBOOK_IMPORTED,
+    LorebookAttached,
+    LorebookCreated,
+    LorebookDetached,
+    LorebookEntryDeleted,
+    LorebookEntryWritten,
+    LorebookImported,
+    bot_stream,
+    conversation_stream,
+)
+from shared.lore.model import Lorebook, LoreEntry
+
+LORE_EVENTS = frozenset(
+    {
+        LOREBOOK_IMPORTED.name,
+        LOREBOOK_CREATED.name,
+        LOREBOOK_ENTRY_CREATED.name,
+        LOREBOOK_ENTRY_UPDATED.name,
+        LOREBOOK_ENTRY_DELETED.name,
+        LOREBOOK_ATTACHED.name,
+        LOREBOOK_DETACHED.name,
+        LOREBOOK_DELETED.name,
+    }
+)
+
+
+@dataclass
+class BookState:
+    tenant_id: str
+    lorebook_id: str
+    owner_user_id: str = ""
+    name: str = ""
+    format: str = ""
+    book: Lorebook = field(default_factory=Lorebook)
+    original: dict[str, Any] = field(default_factory=dict)
+    targets: list[str] = field(default_factory=list)  # sorted attachment targets (stream ids)
+    deleted: bool = False
+    version: int = 0
+
+    def entry(self, uid: int) -> LoreEntry | None:
+        return next((e for e in self.book.entries if e.uid == uid), None)
+
+
+def targets_of(tenant_id: str, bot_ids: list[str], user_id: str | None, conversation_id: str | None) -> set[str]:
+    out = {bot_stream(tenant_id, b) for b in bot_ids}
+    if user_id is not None and conversation_id is not None:
+        out.add(conversation_stream(tenant_id, user_id, conversation_id))
+    return out
+
+
+def fold(state: BookState | None, env: EventEnvelope) -> BookState:
+    """The state after ``env`` (see the module docstring); ``state`` is not modified."""
+    lorebook_id = str(env.payload.get("lorebook_id", state.lorebook_id if state else ""))
+    s = copy.deepcopy(state) if state is not None else BookState(env.tenant_id, lorebook_id)
+    s.version = env.version
+    t = env.type
+    if t == LOREBOOK_IMPORTED.name:
+        imp = LorebookImported.model_validate(env.payload)
+        s.owner_user_id, s.name, s.format, s.deleted = imp.owner_user_id, imp.name, imp.format, False
+        s.book, s.original = Lorebook.model_validate(imp.book), dict(imp.original)
+    elif t == LOREBOOK_CREATED.name:
+        created = LorebookCreated.model_validate(env.payload)
+        s.owner_user_id, s.name, s.format, s.deleted = created.owner_user_id, created.name, "mnemo", False
+        s.book, s.original = Lorebook(name=created.name, description=created.description), {}
+    elif t in (LOREBOOK_ENTRY_CREATED.name, LOREBOOK_ENTRY_UPDATED.name):
+        written = LorebookEntryWritten.model_validate(env.payload)
+        entry = LoreEntry.model_validate({**written.entry, "uid": written.uid})
+        if t == LOREBOOK_ENTRY_CREATED.name:
+            _drop_raw(s, written.uid)
+        entries = list(s.book.entries)
+        at = next((i for i, e in enumerate(entries) if e.uid == written.uid), None)
+        if at is None:
+            entries.append(entry)
+        else:
+            entries[at] = entry
+        s.book = s.book.model_copy(update={"entries": entries})
+    elif t == LOREBOOK_ENTRY_DELETED.name:
+        gone = LorebookEntryDeleted.model_validate(env.payload)
+        _drop_raw(s, gone.uid)
+        s.book = s.book.model_copy(update={"entries": [e for e in s.book.entries if e.uid != gone.uid]})
+    elif t == LOREBOOK_ATTACHED.name:
+        a = LorebookAttached.model_validate(env.payload)
+        s.targets = sorted(set(s.targets) | targets_of(env.tenant_id, a.bot_ids, a.user_id, a.conversation_id))
+    elif t == LOREBOOK_DETACHED.name:
+        d = LorebookDetached.model_validate(env.payload)
+        s.targets = sorted(set(s.targets) - targets_of(env.tenant_id, d.bot_ids, d.user_id, d.conversation_id))
+    elif t == LOREBOOK_DELETED.name:
+        s.name, s.book, s.original, s.targets, s.deleted = "", Lorebook(), {}, [], True
+    return s
+
+
+def fold_all(state: BookState | None, envelopes: list[EventEnvelope]) -> BookState | None:
+    """Fold the events newer than ``state`` (by version, in version order)."""
+    start = state.version if state is not None else 0
+    for env in sorted(envelopes, key=lambda e: e.version):
+        if env.version > start:
+            state = fold(state, env)
+    return state
+
+
+def _drop_raw(s: BookState, uid: int) -> None:
+    raw = s.original.get("entries")
+    if isinstance(raw, dict) and str(uid) in raw:
+        s.original = {**s.original, "entries": {k: v for k, v in raw.items() if k != str(uid)}}
