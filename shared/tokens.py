@@ -1,4 +1,9 @@
-"""Token estimation when no tokenizer of the configured LLM is available.
+"""Token counting: the configured LLM's own tokenizer where one is available, a documented estimator otherwise.
+
+``TokenCounter`` is the port (``count(text) -> int``). ``EstimatedTokens`` (the default) is the estimator
+below; ``HfTokenizerTokens`` counts with a Hugging Face ``tokenizers`` ``tokenizer.json`` file, the one that
+matches the configured LLM (the file is read from disk once; nothing is downloaded at run time).
+``token_counter(path)`` chooses between them.
 
 The estimator: the larger of (characters / 4) and (words * 4 / 3), rounded up. English prose averages about
 4 characters and 0.75 words per BPE token; taking the larger of the two keeps code, CJK text (few spaces,
@@ -9,6 +14,8 @@ purpose: a budget that is slightly too generous to the LLM is cheaper than a tru
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any, Protocol
 
 
 def estimate_tokens(text: str) -> int:
@@ -19,3 +26,41 @@ def estimate_tokens(text: str) -> int:
     # CJK and similar scripts: about one token per character.
     wide = sum(1 for ch in text if ord(ch) >= 0x2E80)
     return max(1, math.ceil(max(by_chars, by_words, wide)))
+
+
+class TokenCounter(Protocol):
+    def count(self, text: str) -> int:
+        """Tokens ``text`` takes in the LLM's prompt (0 for the empty string)."""
+        ...
+
+
+class EstimatedTokens:
+    """:func:`estimate_tokens`: no tokenizer needed, errs on the high side."""
+
+    def count(self, text: str) -> int:
+        return estimate_tokens(text)
+
+
+class HfTokenizerTokens:
+    """Exact counts with a Hugging Face ``tokenizer.json`` (special tokens such as BOS are not counted: the
+    chat template adds them once per prompt, not per section). Truncation and padding in the file are
+    switched off, or a long section would count as the model's maximum length."""
+
+    def __init__(self, path: str | Path) -> None:
+        from tokenizers import Tokenizer  # only when configured
+
+        tok: Any = Tokenizer.from_file(str(path))
+        tok.no_truncation()
+        tok.no_padding()
+        self._tokenizer = tok
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def token_counter(tokenizer_file: str | Path | None) -> TokenCounter:
+    """The tokenizer in ``tokenizer_file`` when one is named, else the estimator. A named file that is
+    missing or invalid raises: a misconfigured tokenizer must fail at start, not silently fall back."""
+    return HfTokenizerTokens(tokenizer_file) if tokenizer_file else EstimatedTokens()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from faststream.nats import NatsRouter
 from faststream.nats.message import NatsMessage
 
+from services.context_assembler.faults import SwitchableIndex
 from services.context_assembler.handlers import answer
 from services.context_assembler.lore import LoreLoader
 from services.context_assembler.reads import ReadModelReads
@@ -13,6 +14,7 @@ from shared import subjects
 from shared.events.contract import ContextAssembleReply, ErrorReply
 from shared.readmodels.lore import LoreReadModel
 from shared.runtime import Deps
+from shared.tokens import token_counter
 
 SERVICE = "context-assembler"
 
@@ -28,12 +30,17 @@ def create_router(
 ) -> NatsRouter:
     router = NatsRouter()
     settings = settings or AssemblerSettings()
+    index = deps.vectors
+    if index is not None and settings.fault_file is not None:
+        index = SwitchableIndex(index, settings.fault_file)  # end-to-end tests of degraded service only
     gatherer = Gatherer(
         reads or ReadModelReads.over(deps.db, deps.cipher),
-        deps.vectors,
+        index,
         deps.embedder,
         settings,
         LoreLoader(LoreReadModel(deps.db, deps.cipher), index=deps.vectors, embedder=deps.embedder),
+        # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
+        token_counter(settings.tokenizer_file),
     )
 
     @router.subscriber(

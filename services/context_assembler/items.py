@@ -12,6 +12,9 @@ class BotProfile:
     bot_id: str
     name: str
     system_prompt: str
+    gender: str | None = None
+    age: str | None = None
+    knowledge_sharing: str | None = None  # open | guarded | secretive (BotUpserted)
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,7 @@ class PersonaProfile:
     name: str
     description: str = ""
     traits: tuple[str, ...] = ()
+    instructions: str = ""  # the user's custom instructions while playing this persona
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,10 @@ class KnowledgeItem:
 
 @dataclass(frozen=True)
 class ChatLine:
-    """One message of this conversation (history, or retrieved with a ``score``)."""
+    """One message of this conversation (history, or retrieved with a ``score``).
+
+    ``persona_id`` is the user's persona that wrote a user message and ``persona_name`` its name as now
+    recorded (empty when unknown): history lines are labelled with it, so a persona switch is visible."""
 
     message_id: str
     index: int
@@ -54,6 +61,9 @@ class ChatLine:
     author_name: str
     content: str
     score: float | None = None
+    author_id: str | None = None
+    persona_id: str | None = None
+    persona_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,13 @@ class LoreItem:
     detail: str
     order: float = 100
     constant: bool = False
+    # Where it goes (SillyTavern World Info, ``shared.lore.model.Position``/``Role``): 0 before and 1 after the
+    # character definition, 2/3 Author's Note top/bottom, 4 at ``depth`` in the history as ``role`` (0 system,
+    # 1 user, 2 assistant), 5/6 example messages top/bottom, 7 outlet. The default keeps an entry in the lore
+    # section (Author's Note top), as all entries were placed before positions were honoured.
+    position: int = 2
+    depth: int = 4
+    role: int = 0
 
     @property
     def ident(self) -> str:

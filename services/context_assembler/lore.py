@@ -221,7 +221,17 @@ def activate_lore(
 
 def _item(e: ActivatedEntry, similar: Mapping[str, float]) -> LoreItem:
     book_id = e.book_id.split("@", 1)[0]  # compiled under "<book>@<version>", see LoreLoader.books
-    return LoreItem(book_id, e.entry.uid, e.content, why_text(e, similar), float(e.entry.order), e.entry.constant)
+    return LoreItem(
+        book_id,
+        e.entry.uid,
+        e.content,
+        why_text(e, similar),
+        float(e.entry.order),
+        e.entry.constant,
+        position=e.entry.position,
+        depth=e.entry.depth,
+        role=e.entry.role,
+    )
 
 
 def why_text(e: ActivatedEntry, similar: Mapping[str, float] | None = None) -> str:

@@ -23,7 +23,12 @@ from shared.readmodels.summaries import SummariesReadModel
 
 
 def _line(m: MessageView) -> ChatLine:
-    return ChatLine(m.message_id, m.index, m.role, m.author_name, m.content)
+    # The persona that wrote a user message: the one active when it was posted (the contract's author_id is
+    # the persona id for user messages when no persona_id was given). Its name is filled in by the gatherer.
+    persona_id = (m.persona_id or m.author_id) if m.role == "user" else None
+    return ChatLine(
+        m.message_id, m.index, m.role, m.author_name, m.content, author_id=m.author_id, persona_id=persona_id
+    )
 
 
 class ReadModelReads:
@@ -50,11 +55,15 @@ class ReadModelReads:
 
     async def bot(self, tenant_id: str, bot_id: str) -> BotProfile | None:
         view = await self._models.bot(tenant_id, bot_id)
-        return BotProfile(view.bot_id, view.name, view.system_prompt) if view else None
+        if view is None:
+            return None
+        return BotProfile(view.bot_id, view.name, view.system_prompt, view.gender, view.age, view.knowledge_sharing)
 
     async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaProfile | None:
         view = await self._models.persona(tenant_id, user_id, persona_id)
-        return PersonaProfile(view.persona_id, view.name, view.description, tuple(view.traits)) if view else None
+        if view is None:
+            return None
+        return PersonaProfile(view.persona_id, view.name, view.description, tuple(view.traits), view.instructions)
 
     async def active_persona_id(self, tenant_id: str, user_id: str, conversation_id: str) -> str | None:
         state = await self._models.conversation(tenant_id, user_id, conversation_id)

@@ -10,8 +10,15 @@ that cannot be served is left out and named in ``degraded``:
   are skipped).
 - ``vector_index``: the vector search failed or ran past the deadline.
 - ``memories`` / ``retrieved``: the search worked but the texts could not be read back.
-- ``lore``: the lorebooks read model failed (no lore); ``lore:<uid>``: a constant entry did not fit.
+- ``lore``: the lorebooks read model failed (no lore).
 - ``knowledge`` / ``legacy_memories``: the facts or legacy-memory read model failed.
+- ``persona_labels``: the names of the other personas in the history could not be read (their lines keep
+  the platform's author name). ``lore:<uid>`` and ``knowledge:<fact_id>`` (or ``knowledge:+<n>``) come from
+  the budget (``assembly.py``): a constant lore entry or a fact of the bot that did not fit.
+
+Deadlines: the whole gathering has ``deadline_s`` and each read-model query ``read_timeout_s``, whichever ends
+first, so a slow MongoDB delays the reply by at most that; the search (embed + vector queries) has
+``retrieval_timeout_s`` of its own. A part that is late is given up, like a part that failed.
 
 Per-character knowledge (``shared/presence.py``): everything is read as the speaking bot (``bot_id``) may
 know it. History and retrieved messages are only those it witnessed (the read model filters on the stored
@@ -44,9 +51,11 @@ below ``min_score``. Without words (e.g. only emoji) the search is dense only, a
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 from pydantic import Field
@@ -68,11 +77,14 @@ from shared.events.contract import ContextAssembleRequest
 from shared.lore.compiled import ActiveBook
 from shared.presence import visible_audience
 from shared.sparse import query_vector
+from shared.tokens import EstimatedTokens, TokenCounter
 from shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFilter, VectorIndex
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# When the request being gathered must be answered (event loop time); a read never waits past it.
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("assembler_deadline", default=None)
 
 
 class AssemblerSettings(BaseSettings):
@@ -89,6 +101,17 @@ class AssemblerSettings(BaseSettings):
     min_score: float = Field(0.3, description="cosine below which a search hit is ignored")
     retrieval_timeout_s: float = Field(1.5, gt=0, description="embed + vector searches, together")
     read_timeout_s: float = Field(2.0, gt=0, description="each read-model query")
+    deadline_s: float = Field(
+        4.0, gt=0, description="the whole gathering: a read-model query gets at most the time that is left"
+    )
+    tokenizer_file: Path | None = Field(
+        None, description="the configured LLM's tokenizer.json (Hugging Face tokenizers); unset: the estimator"
+    )
+    fault_file: Path | None = Field(
+        None,
+        description="testing only: while this file exists the assembler's vector index is stopped, "
+        "see services/context_assembler/faults.py",
+    )
     max_workers: int = Field(32, ge=1, description="requests answered concurrently per replica")
 
 
@@ -233,24 +256,33 @@ class Gatherer:
         embedder: Embedder | None,
         settings: AssemblerSettings,
         lore: LoreLoader | None = None,
+        counter: TokenCounter | None = None,
     ) -> None:
         self._reads = reads
+        self._counter = counter or EstimatedTokens()
         self._lore = lore
         self._index = index
         self._embedder = embedder
         self._settings = settings
 
     async def _read(self, aw: Awaitable[T], part: str, degraded: list[str], default: T) -> T:
+        timeout = self._settings.read_timeout_s
+        deadline = _deadline.get()
+        if deadline is not None:
+            timeout = max(0.0, min(timeout, deadline - asyncio.get_running_loop().time()))
         try:
-            return await asyncio.wait_for(aw, self._settings.read_timeout_s)
+            return await asyncio.wait_for(aw, timeout)
         except Exception as exc:  # a read model failure degrades that part, never the reply
             log.warning("context part %s unavailable: %s: %s", part, type(exc).__name__, exc)
             degraded.append(part)
             return default
 
     async def gather(self, req: ContextAssembleRequest) -> AssemblyInput:
+        """Everything the assembly needs, within ``deadline_s`` (plus the retrieval's own deadline when the
+        search starts late): each read model query is bounded by what is left of it."""
         degraded: list[str] = []
         s = self._settings
+        _deadline.set(asyncio.get_running_loop().time() + s.deadline_s)
         lore_books = self._read(self._lore.books(req), "lore", degraded, []) if self._lore else _nothing()
         bot, persona, history, books = await asyncio.gather(
             self._read(self._reads.bot(req.tenant_id, req.bot_id), "bot_profile", degraded, None),
@@ -267,6 +299,7 @@ class Gatherer:
         )
         if bot is None and "bot_profile" not in degraded:
             degraded.append("bot_profile")
+        history = await self._label_personas(req, history, persona, degraded)
         lore: list[LoreItem] = []
         if books and self._lore is not None:
             macros = {"char": bot.name if bot else req.bot_id, "user": persona.name if persona else "User"}
@@ -281,7 +314,7 @@ class Gatherer:
                 character=macros["char"],
                 similar=similar,
             )
-        reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore)
+        reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore, self._counter)
         shown = [h.message_id for h in reachable]
         hits = await self._search(req, query_text(req, history), shown, degraded)
         persona_id = req.persona_id or (persona.persona_id if persona else None)
@@ -303,7 +336,30 @@ class Gatherer:
             max_tokens=req.max_tokens,
             min_history=s.min_history,
             degraded=degraded,
+            counter=self._counter,
         )
+
+    async def _label_personas(
+        self,
+        req: ContextAssembleRequest,
+        history: list[ChatLine],
+        persona: PersonaProfile | None,
+        degraded: list[str],
+    ) -> list[ChatLine]:
+        """Each user line gets the current name of the persona that wrote it (the active one is known; the
+        others are read, under the deadline). A name that cannot be read leaves the platform's author name
+        as the label, and ``persona_labels`` in ``degraded``."""
+        names = {persona.persona_id: persona.name} if persona is not None else {}
+        others = list(dict.fromkeys(h.persona_id for h in history if h.persona_id and h.persona_id not in names))
+        if others:
+            found = await self._read(
+                asyncio.gather(*(self._reads.persona(req.tenant_id, req.user_id, pid) for pid in others)),
+                "persona_labels",
+                degraded,
+                [],
+            )
+            names.update({p.persona_id: p.name for p in found if p is not None})
+        return [replace(h, persona_name=names[h.persona_id]) if h.persona_id in names else h for h in history]
 
     async def _persona(self, req: ContextAssembleRequest, degraded: list[str]) -> PersonaProfile | None:
         persona_id = req.persona_id

@@ -207,6 +207,9 @@ def decide_profile(cmd: BotUpserted | PersonaUpserted) -> Decision:
             name=cmd.name,
             system_prompt=cmd.system_prompt,
             updated_at=cmd.updated_at,
+            gender=cmd.gender,
+            age=cmd.age,
+            knowledge_sharing=cmd.knowledge_sharing,
         )
         event_id = deterministic_id(cmd.tenant_id, "bot", cmd.bot_id, "upserted", _content_key(cmd))
         event = NewEvent(
@@ -224,6 +227,7 @@ def decide_profile(cmd: BotUpserted | PersonaUpserted) -> Decision:
         description=cmd.description,
         traits=list(cmd.traits),
         updated_at=cmd.updated_at,
+        instructions=cmd.instructions,
     )
     event_id = deterministic_id(cmd.tenant_id, cmd.user_id, "persona", cmd.persona_id, "upserted", _content_key(cmd))
     event = NewEvent(

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 Role = Literal["user", "assistant", "system", "narrator"]
+KnowledgeSharing = Literal["open", "guarded", "secretive"]
 
 
 class _Wire(BaseModel):
@@ -65,6 +66,13 @@ class BotUpserted(_Tenanted):
     owner_user_id: Id | None = Field(None, description="the creator, if the platform tracks one")
     name: str = Field(..., min_length=1, max_length=512)
     system_prompt: str = Field("", max_length=100_000, description="the character's instructions")
+    gender: str | None = Field(None, max_length=64, description="as the character presents (`female`, ...)")
+    age: str | None = Field(None, max_length=64, description="free text: `34`, `looks 20, is 300`")
+    knowledge_sharing: KnowledgeSharing | None = Field(
+        None,
+        description="how freely it shares what it knows: `open` (when asked), `guarded` (only with those it "
+        "trusts, when it serves them), `secretive` (only when pressed hard); null says nothing about it",
+    )
     updated_at: datetime
 
 
@@ -76,6 +84,9 @@ class PersonaUpserted(_Tenanted):
     name: str = Field(..., min_length=1, max_length=512)
     description: str = Field("", max_length=50_000)
     traits: list[str] = Field(default_factory=list, max_length=200)
+    instructions: str = Field(
+        "", max_length=50_000, description="the user's custom instructions while playing this persona"
+    )
     updated_at: datetime
 
 
@@ -97,9 +108,19 @@ SourceKind = Literal["message", "summary", "fact", "knowledge", "lore", "legacy_
 
 
 class Section(_Wire):
-    name: str = Field(..., description="system | persona | lore | knowledge | memories | retrieved | history")
+    name: str = Field(
+        ...,
+        description="system | persona | lore | legacy_memories | memories | knowledge | retrieved | history",
+    )
     text: str
     tokens: int
+
+
+class ChatMessage(_Wire):
+    """One message of the chat-completions form of the context."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
 
 
 class Source(_Wire):
@@ -119,7 +140,16 @@ class ContextAssembleReply(_Wire):
     sections: list[Section]
     sources: list[Source]
     token_count: int
-    degraded: list[str] = Field(default_factory=list, description="parts that could not be served")
+    degraded: list[str] = Field(
+        default_factory=list,
+        description="parts that could not be served: `vector_index`, `embedder`, `history`, ...; "
+        "`lore:<uid>` a constant lore entry and `knowledge:<fact_id>` a fact that did not fit in max_tokens",
+    )
+    messages: list[ChatMessage] = Field(
+        default_factory=list,
+        description="the same context for a chat-completions API: one system message with every section "
+        "but history, then the history as user/assistant messages (at-depth lore inserted at its depth)",
+    )
 
 
 class ErrorBody(_Wire):

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.events.contract import Role
+from shared.events.contract import KnowledgeSharing, Role
 from shared.events.envelope import EventRegistry, stream_id
 
 REGISTRY = EventRegistry()
@@ -87,14 +87,20 @@ def bot_stream(tenant_id: str, bot_id: str) -> str:
 
 
 class BotRecorded(_Payload):
+    """``bot.recorded``: a bot profile as upserted. ``gender``, ``age`` and ``knowledge_sharing`` were added
+    later with null defaults, so older events read as "not given" (no new schema version needed)."""
+
     bot_id: str
     owner_user_id: str | None
     name: str
     system_prompt: str
     updated_at: datetime
+    gender: str | None = None
+    age: str | None = None
+    knowledge_sharing: KnowledgeSharing | None = None
 
 
-BOT_RECORDED = REGISTRY.register("bot.recorded", encrypted=("name", "system_prompt"))
+BOT_RECORDED = REGISTRY.register("bot.recorded", encrypted=("name", "system_prompt", "gender", "age"))
 
 
 # --- persona/<tenant>/<user>/<persona> -----------------------------------------------------------------
@@ -103,15 +109,18 @@ def persona_stream(tenant_id: str, user_id: str, persona_id: str) -> str:
 
 
 class PersonaRecorded(_Payload):
+    """``persona.recorded``: a persona as upserted; ``instructions`` (added later) defaults to empty."""
+
     user_id: str
     persona_id: str
     name: str
     description: str
     traits: list[str]
     updated_at: datetime
+    instructions: str = ""
 
 
-PERSONA_RECORDED = REGISTRY.register("persona.recorded", encrypted=("name", "description", "traits"))
+PERSONA_RECORDED = REGISTRY.register("persona.recorded", encrypted=("name", "description", "traits", "instructions"))
 
 
 # --- summaries/<tenant>/<user>/<conversation> (own stream: no contention with ingest) ---------------

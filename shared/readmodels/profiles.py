@@ -26,8 +26,8 @@ from shared.events.recorded import (
 )
 from shared.readmodels.conversation import as_utc
 
-BOT_ENCRYPTED = frozenset({"name", "system_prompt"})
-PERSONA_ENCRYPTED = frozenset({"name", "description", "traits"})
+BOT_ENCRYPTED = frozenset({"name", "system_prompt", "gender", "age"})
+PERSONA_ENCRYPTED = frozenset({"name", "description", "traits", "instructions"})
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,9 @@ class BotView:
     name: str
     system_prompt: str
     updated_at: datetime
+    gender: str | None = None
+    age: str | None = None
+    knowledge_sharing: str | None = None  # open | guarded | secretive (see the BotUpserted contract)
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class PersonaView:
     description: str
     traits: list[str]
     updated_at: datetime
+    instructions: str = ""
 
 
 def _replace_if_newer(doc_id: str, version: int, doc: dict[str, Any]) -> ReplaceOne[dict[str, Any]]:
@@ -66,6 +70,9 @@ def bot_write(envelope: EventEnvelope, cipher: TenantCipher) -> ReplaceOne[dict[
         "owner_user_id": bot.owner_user_id,
         "name": bot.name,
         "system_prompt": bot.system_prompt,
+        "gender": bot.gender,
+        "age": bot.age,
+        "knowledge_sharing": bot.knowledge_sharing,
         "updated_at": as_utc(bot.updated_at),
     }
     return _replace_if_newer(doc_id, envelope.version, cipher.encrypt_fields(doc_id, doc, BOT_ENCRYPTED))
@@ -83,6 +90,7 @@ def persona_write(envelope: EventEnvelope, cipher: TenantCipher) -> ReplaceOne[d
         "name": persona.name,
         "description": persona.description,
         "traits": list(persona.traits),
+        "instructions": persona.instructions,
         "updated_at": as_utc(persona.updated_at),
     }
     return _replace_if_newer(doc_id, envelope.version, cipher.encrypt_fields(doc_id, doc, PERSONA_ENCRYPTED))
@@ -97,6 +105,9 @@ def bot_view(doc: dict[str, Any], cipher: TenantCipher) -> BotView:
         name=plain["name"],
         system_prompt=plain.get("system_prompt") or "",
         updated_at=as_utc(plain["updated_at"]),
+        gender=plain.get("gender"),
+        age=plain.get("age"),
+        knowledge_sharing=plain.get("knowledge_sharing"),
     )
 
 
@@ -110,4 +121,5 @@ def persona_view(doc: dict[str, Any], cipher: TenantCipher) -> PersonaView:
         description=plain.get("description") or "",
         traits=[str(t) for t in plain.get("traits") or []],
         updated_at=as_utc(plain["updated_at"]),
+        instructions=plain.get("instructions") or "",
     )

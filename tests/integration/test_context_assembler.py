@@ -185,14 +185,23 @@ async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
 
 
 async def start_assembler(
-    nats_url: str, db: Any, cipher: FieldCipher, index: Any, embedder: Any, min_score: float = 0.3
+    nats_url: str,
+    db: Any,
+    cipher: FieldCipher,
+    index: Any,
+    embedder: Any,
+    min_score: float = 0.3,
+    settings: AssemblerSettings | None = None,
+    reads: Any = None,
 ) -> NatsBroker:
-    settings = Settings(nats_url=nats_url)
     broker = NatsBroker(nats_url, logger=None)
     codec = EventCodec(REGISTRY, cipher)
-    deps = Deps(settings, broker, db, MongoEventStore(db, codec), codec, publisher=None, cipher=cipher)  # type: ignore[arg-type]
+    deps = Deps(
+        Settings(nats_url=nats_url), broker, db, MongoEventStore(db, codec), codec, publisher=None, cipher=cipher
+    )  # type: ignore[arg-type]
     deps.vectors, deps.embedder = index, embedder
-    broker.include_router(create_router(deps, AssemblerSettings(history_limit=6, min_score=min_score)))
+    settings = settings or AssemblerSettings(history_limit=6, min_score=min_score)
+    broker.include_router(create_router(deps, settings, reads))
     await start_broker(broker)
     return broker
 
@@ -315,3 +324,121 @@ async def test_a_word_match_is_retrieved_below_min_score_with_its_cosine(
     cosine = sum(a * b for a, b in zip(q, m2, strict=True))
     assert retrieved["m2"] == pytest.approx(cosine, abs=1e-3)  # the dense cosine, not the RRF score
     assert retrieved["m2"] < 0.99
+
+
+async def test_profile_fields_persona_labels_and_chat_messages_over_nats(
+    nats_url, mongo_db, cipher, index, embedder, nc, tenant
+):
+    """Two personas in one conversation: lines are labelled with each persona's recorded name (not the
+    platform's author name), the system section notes the switch, the chat messages follow the history."""
+    await seed(mongo_db, cipher, index, embedder, tenant)
+    models = ReadModels(mongo_db, cipher)
+    await models.apply([
+        env(tenant, bot_stream(tenant, BOT), 2, "bot.recorded", {
+            "bot_id": BOT, "owner_user_id": None, "name": "Captain Mirelle", "system_prompt": "Speak tersely.",
+            "gender": "female", "age": "52", "knowledge_sharing": "guarded", "updated_at": T0,
+        }),
+        env(tenant, persona_stream(tenant, USER, PERSONA), 2, "persona.recorded", {
+            "user_id": USER, "persona_id": PERSONA, "name": "Tobin", "description": "", "traits": [],
+            "instructions": "Call me Captain Tobin.", "updated_at": T0,
+        }),
+        env(tenant, persona_stream(tenant, USER, "p-aria"), 1, "persona.recorded", {
+            "user_id": USER, "persona_id": "p-aria", "name": "Aria", "description": "", "traits": [],
+            "updated_at": T0,
+        }),
+    ])  # fmt: skip
+    switch = [("user", "someone", "I am Aria now, singing by the mast."), ("assistant", "Mirelle", "Sing then.")]
+    events = message_events(tenant, LINES + switch)[len(LINES) :]
+    events[0] = env(tenant, events[0].stream_id, events[0].version, events[0].type,
+                    {**events[0].payload, "persona_id": "p-aria", "author_id": "p-aria"})  # fmt: skip
+    await models.apply(events)
+    broker = await start_assembler(nats_url, mongo_db, cipher, index, embedder)
+    try:
+        reply = await ask(nc, request(tenant, user_message="", persona_id=None))
+    finally:
+        await broker.stop()
+    assert reply["degraded"] == []
+    texts = {s["name"]: s["text"] for s in reply["sections"]}
+    assert texts["system"].startswith("You are Captain Mirelle.\nGender: female. Age: 52.\nSpeak tersely.")
+    assert "only with those they trust" in texts["system"]
+    assert "more than one persona in this conversation (Tobin, Aria)" in texts["system"]
+    assert "Call me Captain Tobin." in texts["persona"], "the conversation's active persona, with its instructions"
+    assert "Aria (user persona): I am Aria now, singing by the mast." in texts["history"]
+    assert "Tobin (user persona): We talk about rope and knots, part 14." in texts["history"]
+    messages = reply["messages"]
+    assert messages[0] == {"role": "system", "content": "\n\n".join(
+        s["text"] for s in reply["sections"] if s["name"] != "history")}  # fmt: skip
+    assert messages[-2:] == [
+        {"role": "user", "content": "Aria: I am Aria now, singing by the mast."},
+        {"role": "assistant", "content": "Sing then."},
+    ]
+    assert len(messages) == 1 + sum(1 for s in reply["sources"] if s["kind"] == "message" and s["score"] is None)
+
+
+class HangingReads:
+    """Read models that never answer for the parts named (a MongoDB that accepts queries and stalls):
+    fault injection around the real adapter."""
+
+    def __init__(self, real: Any, hang: set[str]) -> None:
+        self._real = real
+        self._hang = hang
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._real, name)
+        if name not in self._hang:
+            return method
+
+        async def stalled(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.Event().wait()
+
+        return stalled
+
+
+async def test_stalled_read_models_are_bounded_by_the_deadline(nats_url, mongo_db, cipher, index, embedder, nc, tenant):
+    """A read that never returns cannot hold the reply: it is given up at the deadline and named. The reply
+    arriving at all is the proof (these reads would wait forever)."""
+    from services.context_assembler.reads import ReadModelReads
+
+    await seed(mongo_db, cipher, index, embedder, tenant)
+    reads = HangingReads(ReadModelReads.over(mongo_db, cipher), {"recent_messages", "knowledge", "summaries_by_ids"})
+    settings = AssemblerSettings(history_limit=6, read_timeout_s=0.3)
+    broker = await start_assembler(nats_url, mongo_db, cipher, index, embedder, settings=settings, reads=reads)
+    everything = HangingReads(ReadModelReads.over(mongo_db, cipher), {"bot", "persona", "recent_messages"})
+    tight = AssemblerSettings(read_timeout_s=60, deadline_s=0.3)
+    try:
+        reply = await ask(nc, request(tenant))
+    finally:
+        await broker.stop()
+    broker = await start_assembler(nats_url, mongo_db, cipher, index, embedder, settings=tight, reads=everything)
+    try:
+        whole = await ask(nc, request(tenant))
+    finally:
+        await broker.stop()
+    assert sorted(reply["degraded"]) == ["history", "knowledge", "memories"]
+    assert [s["name"] for s in reply["sections"]] == ["system", "persona", "retrieved"]
+    # Past the deadline nothing more is read: the parts read after the search are given up at once.
+    assert set(whole["degraded"]) == {"bot_profile", "persona", "history", "memories", "retrieved", "knowledge"}
+    assert [s["name"] for s in whole["sections"]] == ["system"]
+
+
+async def test_the_fault_switch_stops_and_restarts_the_index(
+    nats_url, mongo_db, cipher, index, embedder, nc, tenant, tmp_path
+):
+    switch = tmp_path / "vector_index.fault"
+    await seed(mongo_db, cipher, index, embedder, tenant)
+    settings = AssemblerSettings(history_limit=6, retrieval_timeout_s=0.3, fault_file=switch)
+    broker = await start_assembler(nats_url, mongo_db, cipher, index, embedder, settings=settings)
+    try:
+        switch.write_text("hang")
+        hung = await ask(nc, request(tenant))
+        switch.write_text("down")
+        down = await ask(nc, request(tenant))
+        switch.unlink()
+        back = await ask(nc, request(tenant))
+    finally:
+        await broker.stop()
+    for reply in (hung, down):
+        assert reply["degraded"] == ["vector_index"]
+        assert [s["name"] for s in reply["sections"]] == ["system", "persona", "history"]
+    assert back["degraded"] == []
+    assert "retrieved" in [s["name"] for s in back["sections"]]

@@ -186,7 +186,7 @@ def test_assembled_history_never_reaches_past_the_reachable_window(n, max_tokens
     assert shown <= reachable
 
 
-def test_knowledge_section_names_the_speaking_bot_and_sits_between_lore_and_memories():
+def test_knowledge_section_names_the_speaking_bot_and_follows_the_memories():
     inp = AssemblyInput(
         bot_id="bot-1",
         bot=BOT,
@@ -199,18 +199,20 @@ def test_knowledge_section_names_the_speaking_bot_and_sits_between_lore_and_memo
         history=history(4),
     )
     reply = assemble(inp)
-    assert names(reply) == ["system", "persona", "knowledge", "memories", "history"]
-    assert reply.sections[2].text == "What Captain Mirelle knows:\n- Tobin is a stowaway.\n- The map is fake."
+    assert names(reply) == ["system", "persona", "legacy_memories", "memories", "knowledge", "history"]
+    assert reply.sections[2].text == "Long-term memories:\n- [60% relevant] Long ago Tobin saved the ship."
+    assert reply.sections[3].text == "Memories of past conversations:\n- [80% relevant] Tobin hid in the cargo hold."
+    assert reply.sections[4].text == "What Captain Mirelle knows:\n- Tobin is a stowaway.\n- The map is fake."
     kinds = [(s.kind, s.id) for s in reply.sources if s.kind in ("knowledge", "summary", "legacy_memory")]
-    assert kinds == [("knowledge", "f2"), ("knowledge", "f1"), ("legacy_memory", "l1"), ("summary", "s1")]
-    assert reply.sources[2].message_ids == ["m4"]
+    assert kinds == [("legacy_memory", "l1"), ("summary", "s1"), ("knowledge", "f2"), ("knowledge", "f1")]
+    assert next(s for s in reply.sources if s.id == "f2").message_ids == ["m4"]
 
 
-def test_knowledge_comes_after_the_history_floor_and_before_memories():
+def test_knowledge_comes_before_the_history_floor_and_the_memories():
     fact = KnowledgeItem("f1", "Tobin carries a sealed letter for the queen. " * 3)
     memory = MemoryItem("s1", "Tobin hid in the cargo hold. " * 3, 0.9)
-    floor_only = assemble(AssemblyInput(bot_id="bot-1", bot=BOT, persona=None, history=history(2)))
-    room = floor_only.token_count + estimate_tokens("What Captain Mirelle knows:\n- " + fact.text) + 2
+    system_only = assemble(AssemblyInput(bot_id="bot-1", bot=BOT, persona=None))
+    room = system_only.token_count + estimate_tokens("What Captain Mirelle knows:\n- " + fact.text) + 2
     reply = assemble(
         AssemblyInput(
             bot_id="bot-1",
@@ -223,4 +225,5 @@ def test_knowledge_comes_after_the_history_floor_and_before_memories():
             min_history=2,
         )
     )
-    assert names(reply) == ["system", "knowledge", "history"], "the fact took the room the memory wanted"
+    assert names(reply) == ["system", "knowledge"], "the fact took the room the history and memory wanted"
+    assert reply.degraded == []

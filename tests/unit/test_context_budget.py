@@ -1,0 +1,195 @@
+"""Pure context assembly: the token budget shrinks parts in their documented order, names what must never go
+silently, and holds with any token counter."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from services.context_assembler.assembly import (
+    AssemblyInput,
+    BotProfile,
+    ChatLine,
+    KnowledgeItem,
+    LoreItem,
+    MemoryItem,
+    PersonaProfile,
+    assemble,
+    reachable_history,
+)
+
+BOT = BotProfile("bot-1", "Mirelle", "You are a weary airship captain.")
+PERSONA = PersonaProfile("p-1", "Tobin", "A stowaway.")
+SENTENCE = "the storm wall over the northern sea grows darker by the hour"
+
+
+def full_input(min_history: int = 2) -> AssemblyInput:
+    return AssemblyInput(
+        bot_id="bot-1",
+        bot=BOT,
+        persona=PERSONA,
+        lore=[
+            LoreItem("book", 1, f"Constant lore: {SENTENCE}. " * 3, "constant", 10, constant=True),
+            LoreItem("book", 2, f"Keyword lore: {SENTENCE}.", "key: storm", 50),
+        ],
+        knowledge=[KnowledgeItem(f"f{i}", f"Fact {i}: {SENTENCE}.") for i in range(2)],
+        memories=[
+            *[MemoryItem(f"s{i}", f"Memory {i}: {SENTENCE}.", 0.9 - i / 10, first_index=i) for i in range(2)],
+            *[MemoryItem(f"l{i}", f"Legacy {i}: {SENTENCE}.", 0.8 - i / 10, kind="legacy_memory") for i in range(2)],
+        ],
+        retrieved=[ChatLine(f"r{i}", i, "user", "Tobin", f"Old {i}: {SENTENCE}.", 0.7) for i in range(2)],
+        history=[ChatLine(f"h{i}", 10 + i, "assistant", "Mirelle", f"Now {i}: {SENTENCE}.") for i in range(6)],
+        min_history=min_history,
+    )
+
+
+def kept(reply) -> dict[str, int]:
+    ids = [s.id for s in reply.sources]
+    hist = sum(1 for i in ids if i.startswith("h"))
+    return {
+        "history": hist,
+        "retrieved": sum(1 for i in ids if i.startswith("r")),
+        "memories": sum(1 for i in ids if i.startswith("s")),
+        "legacy_memories": sum(1 for i in ids if i.startswith("l")),
+        "lore": int("book.2" in ids),
+        "knowledge": sum(1 for i in ids if i.startswith("f")),
+        "constant_lore": int("book.1" in ids),
+    }
+
+
+def cut_order(inp: AssemblyInput) -> list[str]:
+    """Step the budget down one token at a time; the parts in the order they first lose an item."""
+    full = assemble(AssemblyInput(**{**inp.__dict__, "max_tokens": 100_000}))
+    everything = kept(full)
+    order: list[str] = []
+    for budget in range(full.token_count, 63, -1):
+        reply = assemble(AssemblyInput(**{**inp.__dict__, "max_tokens": budget}))
+        assert reply.token_count <= budget or budget < 64
+        now = kept(reply)
+        for part, n in now.items():
+            if n < everything[part] and part not in order:
+                order.append(part)
+        if now["history"] < inp.min_history and "history_floor" not in order:
+            order.append("history_floor")
+    return order
+
+
+def test_budget_cuts_history_then_retrieved_memories_legacy_floor_lore_knowledge_constant_lore():
+    assert cut_order(full_input(min_history=2)) == [
+        "history",
+        "retrieved",
+        "memories",
+        "legacy_memories",
+        "history_floor",
+        "lore",
+        "knowledge",
+        "constant_lore",
+    ]
+
+
+def test_without_a_history_floor_the_order_is_history_memories_legacy_lore():
+    order = cut_order(full_input(min_history=0))
+    assert order[:5] == ["history", "retrieved", "memories", "legacy_memories", "lore"]
+
+
+def fixed_tokens() -> int:
+    return assemble(AssemblyInput(bot_id="bot-1", bot=BOT, persona=PERSONA)).token_count
+
+
+def test_system_and_persona_survive_every_cut():
+    reply = assemble(AssemblyInput(**{**full_input().__dict__, "max_tokens": fixed_tokens()}))
+    assert [s.name for s in reply.sections] == ["system", "persona"]
+    past = assemble(AssemblyInput(**{**full_input().__dict__, "max_tokens": fixed_tokens() - 10}))
+    assert [s.name for s in past.sections] == ["system", "persona"]
+    assert past.token_count == fixed_tokens(), "whole, even past the budget"
+
+
+def test_a_constant_entry_and_facts_that_cannot_fit_are_named_in_degraded():
+    inp = full_input()
+    reply = assemble(AssemblyInput(**{**inp.__dict__, "max_tokens": fixed_tokens(), "degraded": ("vector_index",)}))
+    assert reply.degraded == ["vector_index", "lore:1", "knowledge:f0", "knowledge:f1"]
+    non_constant_only = AssemblyInput(
+        **{**inp.__dict__, "knowledge": (), "lore": inp.lore[1:], "max_tokens": fixed_tokens()}
+    )
+    assert assemble(non_constant_only).degraded == [], "a keyword entry or a memory left out is not degraded"
+
+
+def test_more_than_five_missing_facts_are_counted():
+    facts = [KnowledgeItem(f"f{i}", f"Fact {i}: {SENTENCE}.") for i in range(9)]
+    reply = assemble(AssemblyInput(bot_id="bot-1", bot=BOT, persona=None, knowledge=facts, max_tokens=64))
+    kept = [s.id for s in reply.sources if s.kind == "knowledge"]
+    assert kept == ["f0", "f1"], "newest facts first, as many as fit"
+    assert reply.degraded == [f"knowledge:f{i}" for i in range(2, 7)] + ["knowledge:+2"]
+
+
+class CharCounter:
+    """One token per character: a stand-in tokenizer that counts very differently from the estimator."""
+
+    def count(self, text: str) -> int:
+        return len(text)
+
+
+def test_the_configured_counter_counts_every_section_and_bounds_the_budget():
+    inp = AssemblyInput(**{**full_input().__dict__, "counter": CharCounter(), "max_tokens": 900})
+    reply = assemble(inp)
+    assert all(s.tokens == len(s.text) for s in reply.sections)
+    assert reply.token_count <= 900
+    with_estimator = assemble(AssemblyInput(**{**full_input().__dict__, "max_tokens": 900}))
+    assert len(reply.sources) < len(with_estimator.sources), "characters are more tokens than the estimate"
+    reach = reachable_history("bot-1", BOT, PERSONA, full_input().history, 300, counter=CharCounter())
+    assert len(reach) < len(reachable_history("bot-1", BOT, PERSONA, full_input().history, 300))
+
+
+_text = st.text(alphabet=st.sampled_from("abc xyz.!漢\n"), min_size=1, max_size=120)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lore=st.lists(st.tuples(_text, st.booleans(), st.integers(0, 7), st.integers(0, 6), st.integers(0, 2)), max_size=6),
+    facts=st.lists(_text, max_size=8),
+    memories=st.lists(st.tuples(_text, st.floats(0, 1), st.booleans()), max_size=6),
+    hist=st.lists(st.tuples(_text, st.sampled_from(["p-a", "p-b", None])), max_size=20),
+    max_tokens=st.integers(64, 1500),
+    min_history=st.integers(0, 6),
+)
+def test_budget_holds_and_only_constant_lore_and_facts_left_out_are_named(
+    lore, facts, memories, hist, max_tokens, min_history
+):
+    items = [LoreItem("b", i, t, "x", 100, c, position=p, depth=d, role=r) for i, (t, c, p, d, r) in enumerate(lore)]
+    history = [
+        ChatLine(f"h{i}", i, "user" if p else "assistant", "N", t, persona_id=p, persona_name=(p or "")[-1:])
+        for i, (t, p) in enumerate(hist)
+    ]
+    inp = AssemblyInput(
+        bot_id="bot-1",
+        bot=BOT,
+        persona=PERSONA,
+        lore=items,
+        knowledge=[KnowledgeItem(f"f{i}", t) for i, t in enumerate(facts)],
+        memories=[
+            MemoryItem(f"s{i}", t, sc, kind="legacy_memory" if leg else "summary")
+            for i, (t, sc, leg) in enumerate(memories)
+        ],
+        history=history,
+        max_tokens=max_tokens,
+        min_history=min_history,
+    )
+    reply = assemble(inp)
+    fixed = sum(s.tokens for s in reply.sections if s.name in ("system", "persona"))
+    assert reply.token_count == sum(s.tokens for s in reply.sections)
+    if fixed <= max_tokens:
+        assert reply.token_count <= max_tokens
+    shown = [int(s.id[1:]) for s in reply.sources if s.kind == "message"]
+    assert shown == list(range(len(hist) - len(shown), len(hist))), "the newest contiguous run"
+    reachable = reachable_history("bot-1", BOT, PERSONA, history, max_tokens, items)
+    assert {f"h{i}" for i in shown} <= {h.message_id for h in reachable}
+    kept_ids = {s.id for s in reply.sources}
+    lost_constants = [
+        f"lore:{i.uid}" for i in sorted(items, key=lambda i: -i.order) if i.constant and i.ident not in kept_ids
+    ]
+    lost_facts = [f.fact_id for f in inp.knowledge if f.fact_id not in kept_ids]
+    named = [f"knowledge:{f}" for f in lost_facts[:5]] + (
+        [f"knowledge:+{len(lost_facts) - 5}"] if len(lost_facts) > 5 else []
+    )
+    assert reply.degraded == lost_constants + named
+    assert reply.messages[0].content == "\n\n".join(s.text for s in reply.sections if s.name != "history")
