@@ -1,0 +1,206 @@
+"""Lore management and vector activation over real NATS, SecantusDB and Qdrant Edge with the bundled model.
+
+The lore service and the context-assembler run as routers on one broker; the embedding handler projects the
+log (as its consumer would, and as ``mnemo replay`` does) between steps, so each step's vectors are known to
+be written before the context is asked for.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.embedding.app import chunk_strings
+from services.embedding.domain import PAYLOAD_MODELS
+from services.embedding.handlers import EmbeddingHandler
+from shared import subjects
+from shared.embedders.bundled import BundledEmbedder
+from shared.readmodels import ReadModels
+from shared.readmodels.lore import LoreReadModel
+from shared.vectors.edge import EdgeVectorIndex
+from shared.vectors.port import ScoredPoint, VectorFilter
+from tests.integration.ingest_stack import Stack, running
+from tests.integration.test_lore import BOT, CONV, OTHER_BOT, USER, call, routers, seed
+
+pytestmark = pytest.mark.integration
+
+OWNER = "creator-1"
+REEF = "The coral reef beneath the station glows blue at night, lit by bioluminescent plankton that rise with the tide."
+REACTOR = "The station's reactor runs on geothermal vents deep below the seabed, with batteries for storms."
+ASK_REEF = "Why does the water under the base shine in the dark?"
+ASK_POWER = "How is the outpost powered when the sun is gone?"
+
+
+@pytest.fixture
+def tenant() -> str:
+    return f"tenant-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> BundledEmbedder:
+    return BundledEmbedder()
+
+
+async def project(stack: Stack, index: EdgeVectorIndex, embedder: BundledEmbedder) -> None:
+    """Project the whole log into the vectors, as the embedding consumer does live."""
+    lore = LoreReadModel(stack.db, stack.deps.cipher)
+    handler = EmbeddingHandler(index, embedder, ReadModels(stack.db, stack.deps.cipher), chunk_strings, lore=lore)
+    await handler.project([e async for e in stack.store.read_all() if e.type in PAYLOAD_MODELS])
+
+
+async def lore_points(index: EdgeVectorIndex, embedder: BundledEmbedder, tenant: str) -> list[ScoredPoint]:
+    [vector] = await embedder.embed(["anything"])
+    return await index.search(vector, VectorFilter.where(tenant_id=tenant, kind="lore_entry"), limit=100)
+
+
+def ask(tenant: str, message: str, bot: str = BOT) -> dict[str, Any]:
+    return {"tenant_id": tenant, "user_id": USER, "conversation_id": CONV, "bot_id": bot, "persona_id": None,
+            "user_message": message, "max_tokens": 3000}  # fmt: skip
+
+
+def lore_details(reply: dict[str, Any]) -> dict[str, str]:
+    assert "error" not in reply, reply
+    return {s["id"]: s["detail"] for s in reply["sources"] if s["kind"] == "lore"}
+
+
+def mine(tenant: str, book_id: str, **fields: Any) -> dict[str, Any]:
+    return {"tenant_id": tenant, "user_id": OWNER, "lorebook_id": book_id, **fields}
+
+
+async def make_book(stack: Stack, tenant: str, entries: Sequence[dict[str, Any]]) -> str:
+    created = await call(
+        stack.nc,
+        subjects.LORE_BOOK_CREATE,
+        {"tenant_id": tenant, "owner_user_id": OWNER, "name": "Reef station", "attach_to_bots": [BOT]},
+    )
+    for entry in entries:
+        reply = await call(stack.nc, subjects.LORE_ENTRY_CREATE, mine(tenant, created["lorebook_id"], entry=entry))
+        assert reply["changed"], reply
+    return str(created["lorebook_id"])
+
+
+async def test_manage_a_book_owner_only_and_rebuild_it_from_the_log(nats_url, mongo_url, db_name, tenant):
+    async with running(nats_url, mongo_url, db_name, routers()) as stack:
+        await seed(stack, tenant)
+        book_id = await make_book(stack, tenant, [{"key": ["Research Labs"], "content": "Labs: marine, geology."}])
+        nc = stack.nc
+        again = await call(
+            nc, subjects.LORE_BOOK_CREATE, {"tenant_id": tenant, "owner_user_id": OWNER, "name": "Reef station"}
+        )
+        second = await call(
+            nc, subjects.LORE_ENTRY_CREATE, mine(tenant, book_id, entry={"content": "Docks.", "uid": 5})
+        )
+        retry = await call(nc, subjects.LORE_ENTRY_CREATE, mine(tenant, book_id, entry={"content": "Docks.", "uid": 5}))
+        taken = await call(nc, subjects.LORE_ENTRY_CREATE, mine(tenant, book_id, entry={"content": "X", "uid": 5}))
+        bad = await call(nc, subjects.LORE_ENTRY_CREATE, mine(tenant, book_id, entry={"activationMode": "psychic"}))
+        stranger = {**mine(tenant, book_id, uid=0, changes={"content": "hijacked"}), "user_id": "someone-else"}
+        not_owner = await call(nc, subjects.LORE_ENTRY_UPDATE, stranger)
+        other_tenant = await call(nc, subjects.LORE_ENTRY_UPDATE, {**stranger, "user_id": OWNER, "tenant_id": "t-x"})
+        garbage = await call(nc, subjects.LORE_ENTRY_UPDATE, b"{nope")
+        updated = await call(
+            nc, subjects.LORE_ENTRY_UPDATE, mine(tenant, book_id, uid=0, changes={"content": "Labs: marine only."})
+        )
+        same = await call(
+            nc, subjects.LORE_ENTRY_UPDATE, mine(tenant, book_id, uid=0, changes={"content": "Labs: marine only."})
+        )
+        with_lore = await call(nc, subjects.CONTEXT_ASSEMBLE, ask(tenant, "Hello"))
+        deleted_entry = await call(nc, subjects.LORE_ENTRY_DELETE, mine(tenant, book_id, uid=5))
+        deleted_again = await call(nc, subjects.LORE_ENTRY_DELETE, mine(tenant, book_id, uid=5))
+        exported = await call(nc, subjects.LORE_EXPORT, {"tenant_id": tenant, "lorebook_id": book_id})
+
+        live = await LoreReadModel(stack.db, stack.deps.cipher).state(tenant, book_id)
+        rebuilt_model = LoreReadModel(stack.db, stack.deps.cipher)
+        await rebuilt_model.drop_all()
+        await rebuilt_model.apply([e async for e in stack.store.read_all()])
+        rebuilt = await rebuilt_model.state(tenant, book_id)
+
+        detached = await call(nc, subjects.LORE_DETACH, mine(tenant, book_id, bot_ids=[BOT]))
+        after_detach = await call(nc, subjects.CONTEXT_ASSEMBLE, ask(tenant, "Hello"))
+        stranger_delete = await call(nc, subjects.LORE_BOOK_DELETE, {**mine(tenant, book_id), "user_id": "x"})
+        await call(nc, subjects.LORE_ATTACH, {"tenant_id": tenant, "lorebook_id": book_id, "bot_ids": [BOT]})
+        book_deleted = await call(nc, subjects.LORE_BOOK_DELETE, mine(tenant, book_id))
+        book_deleted_again = await call(nc, subjects.LORE_BOOK_DELETE, mine(tenant, book_id))
+        after_delete = await call(nc, subjects.CONTEXT_ASSEMBLE, ask(tenant, "Hello"))
+        export_deleted = await call(nc, subjects.LORE_EXPORT, {"tenant_id": tenant, "lorebook_id": book_id})
+        edit_deleted = await call(nc, subjects.LORE_ENTRY_UPDATE, mine(tenant, book_id, uid=0, changes={"order": 1}))
+
+    assert again == {"lorebook_id": book_id, "created": False}, "a retried create records nothing"
+    assert (second["uid"], second["changed"], retry["changed"]) == (5, True, False)
+    assert taken["error"]["code"] == "bad_request"
+    assert "uid 5" in taken["error"]["message"]
+    assert bad["error"]["code"] == "bad_request"
+    assert "activationMode" in bad["error"]["message"]
+    assert not_owner["error"]["code"] == other_tenant["error"]["code"] == "not_found"
+    assert garbage["error"]["code"] == "bad_request"
+    assert (updated["changed"], same["changed"]) == (True, False)
+    assert updated["entry"]["content"] == "Labs: marine only."
+    assert updated["entry"]["key"] == ["Research Labs"], "fields not named in `changes` are kept"
+    assert lore_details(with_lore) == {f"{book_id}.0": "key: Research Labs"}
+    assert "Labs: marine only." in with_lore["context"]
+    assert (deleted_entry["deleted"], deleted_again["deleted"]) == (True, False)
+    assert list(exported["data"]["entries"]) == ["0"]
+    assert exported["data"]["entries"]["0"]["content"] == "Labs: marine only."
+    assert live is not None
+    assert rebuilt == live, "the lore state is rebuilt from the log alone"
+    assert detached["bot_ids"] == [BOT]
+    assert lore_details(after_detach) == {}
+    assert stranger_delete["error"]["code"] == "not_found"
+    assert (book_deleted["deleted"], book_deleted_again["deleted"]) == (True, False)
+    assert lore_details(after_delete) == {}, "a deleted book is attached to nothing"
+    assert export_deleted["error"]["code"] == edit_deleted["error"]["code"] == "not_found"
+
+
+async def test_vector_entries_activate_on_paraphrase_follow_edits_and_leave_with_deletes(
+    nats_url, mongo_url, db_name, tenant, tmp_path: Path, embedder: BundledEmbedder
+):
+    index = EdgeVectorIndex(tmp_path, "vectors")
+    await index.ensure_collection(embedder.dimensions)
+    other_tenant = f"{tenant}-other"
+    entries = [
+        {"content": REEF, "activationMode": "vector", "comment": "reef"},
+        {"content": REACTOR, "activationMode": "hybrid", "key": ["reactor"], "comment": "power"},
+        {"content": "Keyword entry about the docks.", "key": ["docks"]},
+    ]
+    async with running(nats_url, mongo_url, db_name, routers(), vectors=index, embedder=embedder) as stack:
+        await seed(stack, tenant)
+        await seed(stack, other_tenant)
+        book_id = await make_book(stack, tenant, entries)
+        await make_book(stack, other_tenant, entries)  # same texts in another tenant: never this tenant's hits
+        await project(stack, index, embedder)
+        points = {(p.payload["lorebook_id"], p.payload["uid"]) for p in await lore_points(index, embedder, tenant)}
+        reef = await call(stack.nc, subjects.CONTEXT_ASSEMBLE, ask(tenant, ASK_REEF))
+        reef_other_bot = await call(stack.nc, subjects.CONTEXT_ASSEMBLE, ask(tenant, ASK_REEF, bot=OTHER_BOT))
+        keyword = await call(stack.nc, subjects.CONTEXT_ASSEMBLE, ask(tenant, "Is the reactor near the docks?"))
+
+        edit = {"content": REACTOR.replace("reactor", "power plant")}
+        await call(stack.nc, subjects.LORE_ENTRY_UPDATE, mine(tenant, book_id, uid=0, changes=edit))
+        await project(stack, index, embedder)
+        reef_after_edit = await call(stack.nc, subjects.CONTEXT_ASSEMBLE, ask(tenant, ASK_REEF))
+        power_after_edit = await call(stack.nc, subjects.CONTEXT_ASSEMBLE, ask(tenant, ASK_POWER))
+
+        await call(stack.nc, subjects.LORE_ENTRY_DELETE, mine(tenant, book_id, uid=0))
+        await project(stack, index, embedder)
+        after_delete = {p.payload["uid"] for p in await lore_points(index, embedder, tenant)}
+        await call(stack.nc, subjects.LORE_BOOK_DELETE, mine(tenant, book_id))
+        await project(stack, index, embedder)
+        after_book_delete = await lore_points(index, embedder, tenant)
+        other_tenant_left = await lore_points(index, embedder, other_tenant)
+
+    assert points == {(book_id, 0), (book_id, 1)}, "vector and hybrid entries only, this tenant's only"
+    details = lore_details(reef)
+    assert set(details) == {f"{book_id}.0"}, details
+    assert details[f"{book_id}.0"].startswith("similarity: ")
+    assert float(details[f"{book_id}.0"].removeprefix("similarity: ")) >= 0.35
+    assert REEF in reef["context"]
+    assert lore_details(reef_other_bot) == {}, "the book is attached to another bot"
+    assert f"{book_id}.1" in lore_details(keyword), "hybrid: keys or similarity"
+    assert lore_details(keyword)[f"{book_id}.2"] == "key: docks"
+    assert f"{book_id}.0" not in lore_details(reef_after_edit), "the old text's vectors are gone"
+    assert lore_details(power_after_edit).get(f"{book_id}.0", "").startswith("similarity: ")
+    assert after_delete == {1}
+    assert after_book_delete == []
+    assert len(other_tenant_left) == 2
