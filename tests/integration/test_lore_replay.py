@@ -1,0 +1,113 @@
+"""`mnemo replay` rebuilds the lore state and the lore vectors from the log alone: the book as last changed
+(an edited entry with its new text, a deleted entry gone), vectors only for the live vector/hybrid entries, a
+deleted book with neither; and replaying twice changes nothing."""
+
+from __future__ import annotations
+
+import base64
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from services.lore import manage
+from services.replay import replay
+from shared.bootstrap import open_core
+from shared.events.envelope import NewEvent
+from shared.events.lore_contract import LoreBookCreateRequest, LoreEntryCreateRequest, LoreEntryUpdateRequest
+from shared.events.recorded import lorebook_stream
+from shared.lore.history import BookState, fold_all
+from shared.readmodels.lore import LoreReadModel
+from shared.settings import Settings
+from shared.vectors.port import VectorFilter
+from tests.envelopes import recorded
+
+pytestmark = pytest.mark.integration
+T0 = datetime(2026, 5, 1, tzinfo=UTC)
+TENANT, OWNER = "t-lore-replay", "u1"
+
+
+@pytest.fixture
+def settings(nats_url: str, mongo_url: str, tmp_path: Path) -> Settings:
+    return Settings(
+        nats_url=nats_url,
+        mongodb_url=mongo_url,
+        mongodb_db=f"replay_{uuid.uuid4().hex[:10]}",
+        data_dir=tmp_path,
+        kek=SecretStr(base64.b64encode(os.urandom(32)).decode()),
+    )
+
+
+def book_events(name: str, delete_book: bool) -> tuple[str, list[NewEvent]]:
+    """A book with a keyword, a vector and a hybrid entry; the vector one edited, the hybrid one deleted."""
+    create = LoreBookCreateRequest(tenant_id=TENANT, owner_user_id=OWNER, name=name, attach_to_bots=["b1"])
+    book_id = manage.book_id_for(create)
+    events: list[NewEvent] = []
+    state: BookState | None = None
+
+    def take(new: list[NewEvent]) -> None:
+        nonlocal state
+        stream = lorebook_stream(TENANT, book_id)
+        start = state.version if state else 0
+        log = [recorded(TENANT, stream, start + i + 1, e.type, e.payload, T0) for i, e in enumerate(new)]
+        state = fold_all(state, log)
+        events.extend(new)
+
+    take(manage.create_book(None, create, T0))
+    for fields in (
+        {"key": ["gate"], "content": "The gate."},
+        {"content": "The reef glows.", "activationMode": "vector"},
+        {"content": "Storm lore.", "activationMode": "hybrid"},
+    ):
+        assert state is not None
+        req = LoreEntryCreateRequest(tenant_id=TENANT, user_id=OWNER, lorebook_id=book_id, entry=fields)
+        take(manage.create_entry(state, req, T0)[1])
+    assert state is not None
+    edit = LoreEntryUpdateRequest(
+        tenant_id=TENANT, user_id=OWNER, lorebook_id=book_id, uid=1, changes={"content": "The reef glows blue."}
+    )
+    take(manage.update_entry(state, edit, T0)[1])
+    assert state is not None
+    take(manage.delete_entry(state, 2, T0))
+    if delete_book:
+        assert state is not None
+        take(manage.delete_book(state, T0))
+    return book_id, events
+
+
+async def test_replay_rebuilds_lore_books_and_their_vectors(settings: Settings) -> None:
+    core = await open_core(settings)
+    try:
+        kept, kept_events = book_events("kept", delete_book=False)
+        gone, gone_events = book_events("gone", delete_book=True)
+        await core.store.append(lorebook_stream(TENANT, kept), 0, kept_events)
+        await core.store.append(lorebook_stream(TENANT, gone), 0, gone_events)
+    finally:
+        await core.close()
+
+    total = len(kept_events) + len(gone_events)
+    assert await replay(settings, embedded=False) == total
+    assert await replay(settings, embedded=False) == total, "a second replay rebuilds the same state"
+
+    core = await open_core(settings, vectors=True)
+    try:
+        lore = LoreReadModel(core.db, core.cipher)
+        state = await lore.state(TENANT, kept)
+        assert state is not None
+        assert [(e.uid, e.content) for e in state.book.entries] == [(0, "The gate."), (1, "The reef glows blue.")]
+        assert [r.lorebook_id for r in await lore.attached(TENANT, "b1")] == [kept]
+        deleted = await lore.state(TENANT, gone)
+        assert deleted is not None
+        assert deleted.deleted
+        assert deleted.book.entries == []
+        assert core.vectors is not None
+        counts = {
+            book: await core.vectors.count(VectorFilter.where(tenant_id=TENANT, kind="lore_entry", lorebook_id=book))
+            for book in (kept, gone)
+        }
+        assert counts == {kept: 1, gone: 0}, "only the live vector entry; the hybrid one was deleted"
+    finally:
+        await core.close()
