@@ -112,6 +112,7 @@ class LoreLoader:
         self.settings = settings or WorldInfoSettings()
         self._books: _Lru[tuple[str, str, int], Lorebook] = _Lru(cache_size)
         self._compiled: _Lru[tuple[object, ...], CompiledLore] = _Lru(cache_size)
+        self._vectorized: _Lru[tuple[str, str], bool] = _Lru(cache_size)  # (tenant, book@version) -> any?
 
     async def books(self, req: ContextAssembleRequest) -> list[ActiveBook]:
         refs = await self._reads.attached(req.tenant_id, req.bot_id, req.user_id, req.conversation_id)
@@ -141,7 +142,7 @@ class LoreLoader:
     ) -> dict[str, float]:
         """Vector activation: engine ident (``<book>@<version>.<uid>``) -> cosine of the entries to force."""
         vs = self.vector_settings
-        eligible = [b for b in books if has_vector_entries(b.book)]
+        eligible = [b for b in books if self._has_vector_entries(req.tenant_id, b)]
         text = vector_query(history, req.user_message, vs.query_messages)
         index, embedder = self._index, self._embedder
         if not eligible or not text.strip() or vs.max_entries == 0 or index is None or embedder is None:
@@ -153,6 +154,14 @@ class LoreLoader:
             log.warning("lore vector activation unavailable: %s: %s", type(exc).__name__, exc)
             degraded.append("lore_vectors")
             return {}
+
+    def _has_vector_entries(self, tenant_id: str, book: ActiveBook) -> bool:
+        key = (tenant_id, book.book_id)  # the compiled id carries the version, so an edit is a new key
+        found = self._vectorized.get_fresh(key)
+        if found is None:
+            found = has_vector_entries(book.book)
+            self._vectorized.put(key, found)
+        return found
 
     async def _search(
         self, index: VectorIndex, embedder: Embedder, tenant_id: str, books: Sequence[ActiveBook], text: str

@@ -75,7 +75,8 @@ class LoreBooks:
         return LoreExportReply(lorebook_id=view.lorebook_id, name=view.name, data=data)
 
     async def attach(self, req: LoreAttachRequest) -> LoreAttachReply:
-        if await self._read_model.book(req.tenant_id, req.lorebook_id) is None:
+        view = await self._read_model.book(req.tenant_id, req.lorebook_id)
+        if view is None or (req.user_id is not None and view.owner_user_id != req.user_id):
             raise NotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
         await self._record(req.tenant_id, req.lorebook_id, [domain.attach_event(req, utcnow())])
         return LoreAttachReply(

@@ -81,6 +81,9 @@ class LoreAttachRequest(_Tenanted):
     """`mnemo.rpc.lore.attach.v1` request: attach a book to bots, and/or to one conversation."""
 
     lorebook_id: Id = Field(...)
+    user_id: Id | None = Field(
+        None, description="the acting user; when given, it must be the book's owner (else `not_found`)"
+    )
     bot_ids: list[Id] = Field(default_factory=list, max_length=1000, description="every chat with these bots")
     conversation: ConversationRef | None = Field(None, description="one conversation (a user's own book)")
 

@@ -7,6 +7,7 @@ be written before the context is asked for.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -204,3 +205,31 @@ async def test_vector_entries_activate_on_paraphrase_follow_edits_and_leave_with
     assert after_delete == {1}
     assert after_book_delete == []
     assert len(other_tenant_left) == 2
+
+
+async def test_attach_checks_a_given_owner_and_a_deleted_import_can_come_back(
+    nats_url, mongo_url, db_name, tenant, shared_dir: Path
+):
+    book = json.loads((shared_dir / "fixtures/lorebooks/chub-wi_lythora-station.json").read_text())
+    request = {"tenant_id": tenant, "owner_user_id": OWNER, "name": "Lythora", "data": book, "attach_to_bots": [BOT]}
+    async with running(nats_url, mongo_url, db_name, routers()) as stack:
+        await seed(stack, tenant)
+        nc = stack.nc
+        book_id = (await call(nc, subjects.LORE_IMPORT, request))["lorebook_id"]
+        attach = {"tenant_id": tenant, "lorebook_id": book_id, "bot_ids": [OTHER_BOT]}
+        by_stranger = await call(nc, subjects.LORE_ATTACH, {**attach, "user_id": "someone-else"})
+        by_owner = await call(nc, subjects.LORE_ATTACH, {**attach, "user_id": OWNER})
+        deleted = await call(nc, subjects.LORE_BOOK_DELETE, mine(tenant, book_id))
+        after_delete = await call(nc, subjects.CONTEXT_ASSEMBLE, ask(tenant, "Hello"))
+        attach_deleted = await call(nc, subjects.LORE_ATTACH, attach)
+        again = await call(nc, subjects.LORE_IMPORT, request)
+        back = await call(nc, subjects.CONTEXT_ASSEMBLE, ask(tenant, "Hello"))
+
+    assert by_stranger["error"]["code"] == "not_found"
+    assert by_owner["bot_ids"] == [OTHER_BOT]
+    assert deleted["deleted"]
+    assert lore_details(after_delete) == {}
+    assert attach_deleted["error"]["code"] == "not_found"
+    assert again["lorebook_id"] == book_id
+    assert again["entries"] == 8
+    assert f"{book_id}.4" in lore_details(back), "imported again after its deletion: attached and active again"
