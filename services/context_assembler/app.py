@@ -38,7 +38,7 @@ def create_router(
         index,
         deps.embedder,
         settings,
-        LoreLoader(LoreReadModel(deps.db, deps.cipher), index=deps.vectors, embedder=deps.embedder),
+        LoreLoader(LoreReadModel(deps.db, deps.cipher), index=index, embedder=deps.embedder),
         # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
         token_counter(settings.tokenizer_file),
     )
