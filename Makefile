@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run test lint typecheck fmt install asyncapi bench-ingest bench-embedding bench-lore bench-retrieval up down clean
+.PHONY: run test lint typecheck fmt install asyncapi bench-ingest bench-embedding bench-lore bench-retrieval bench-context up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ bench-lore: $(STAMP)
 ## Retrieval recall on a LoCoMo-family file or folder (default: the REALTALK dev set beside the repo).
 bench-retrieval: $(STAMP)
 	$(PY) -m bench.retrieval --data $(DATA) $(ARGS)
+
+## Context request latency with 100,000 indexed items and a 400-entry lorebook (quick: ARGS="--items 20000").
+bench-context: $(STAMP)
+	$(PY) -m bench.context $(ARGS)
 
 ## Distributed mode (needs a Docker engine).
 up:
