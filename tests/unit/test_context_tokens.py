@@ -34,3 +34,11 @@ def test_a_tokenizer_file_counts_exactly_without_special_tokens_or_truncation():
 def test_a_named_tokenizer_that_is_missing_fails_at_start(tmp_path: Path):
     with pytest.raises(Exception, match=r"No such file|os error"):
         token_counter(tmp_path / "missing.json")
+
+
+def test_the_estimator_takes_the_largest_of_characters_words_and_wide_characters():
+    assert estimate_tokens("abcdefgh") == 2  # 8 characters / 4
+    assert estimate_tokens("a b c d e f") == 8  # 6 words * 4 / 3
+    assert estimate_tokens("漢字漢字漢字") == 6  # one per CJK character
+    assert estimate_tokens("é" * 8) == 2, "accented Latin is not wide"
+    assert estimate_tokens("😀😀😀") == 3
