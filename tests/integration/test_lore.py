@@ -162,10 +162,10 @@ async def test_import_export_and_keyword_lore_in_context(nats_url, mongo_url, db
     assert foreign_export["error"]["code"] == "not_found"
 
     names = [s["name"] for s in with_bot["sections"]]
-    assert names == ["system", "lore", "history"]
-    lore = with_bot["sections"][1]["text"]
-    assert LAB_TEXT in lore
-    assert HUB_TEXT not in lore, "entry 3 (position 10) is activated but inserted nowhere, as in SillyTavern"
+    assert names == ["system", "history"], "entry 4 is placed before the character (position 0): in `system`"
+    system = with_bot["sections"][0]["text"]
+    assert LAB_TEXT in system
+    assert HUB_TEXT not in with_bot["context"], "entry 3 (position 10) is activated but inserted nowhere, as in ST"
     lab = next(s for s in with_bot["sources"] if s["kind"] == "lore" and s["id"] == f"{book_id}.4")
     assert lab["detail"] == "key: Research Labs (secondary: Marine Lab)"
     assert with_bot["degraded"] == []
