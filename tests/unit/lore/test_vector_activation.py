@@ -3,19 +3,21 @@ long entries, and how the context-assembler turns search hits into forced activa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from services.context_assembler.items import ChatLine
-from services.context_assembler.lore import activate_lore, best_entries, vector_query
+from services.context_assembler.lore import LoreLoader, activate_lore, best_entries, vector_query
 from services.embedding.domain import LORE_KIND, Plan, lore_chunks, plan_lore
 from shared.chunking import LORE_MAX_TOKENS
+from shared.events.contract import ContextAssembleRequest
 from shared.events.recorded import lorebook_stream
 from shared.lore.compiled import ActiveBook, compile_lore
 from shared.lore.history import BookState
 from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 from shared.tokens import estimate_tokens
-from shared.vectors.port import Match, ScoredPoint
+from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndexUnavailable
 from tests.envelopes import recorded
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -152,3 +154,66 @@ def test_vector_hits_go_through_the_same_budget_and_rules_as_keyword_hits() -> N
     forced = {"b@4.1": 0.9, "b@4.2": 0.5, "b@4.3": 0.99}
     items = activate_lore(lore, [], "hello", max_tokens=400, seed="s", similar=forced)
     assert [i.uid for i in items] == [2], "the budget (25% of 400) cuts the long entry; disabled never fires"
+
+
+class RecordingIndex:
+    """Answers ``search`` with fixed points and records the filter it was given (or fails)."""
+
+    def __init__(self, points: list[ScoredPoint], fail: bool = False) -> None:
+        self.points, self.fail = points, fail
+        self.filters: list[VectorFilter] = []
+
+    async def search(
+        self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
+    ) -> list[ScoredPoint]:
+        if self.fail:
+            raise VectorIndexUnavailable("down")
+        self.filters.append(flt)
+        return [p for p in self.points if score_threshold is None or p.score >= score_threshold]
+
+
+class OneVector:
+    dimensions, model_id = 2, "fake"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+    async def close(self) -> None:
+        return None
+
+
+class NoReads:
+    async def attached(self, *args: Any) -> list[Any]:
+        return []
+
+    async def books_by_ids(self, *args: Any) -> dict[str, Any]:
+        return {}
+
+
+REQ = ContextAssembleRequest(tenant_id="t1", user_id="u", conversation_id="c", bot_id="b", user_message="hi")
+VECTOR_BOOK = Lorebook(entries=[LoreEntry(uid=1, content="The reef glows.", activation_mode="vector")])
+KEYWORD_BOOK = Lorebook(entries=[LoreEntry(uid=1, content="Keys.", key=["k"])])
+
+
+async def test_the_search_filters_on_the_tenant_and_the_attached_books_inside_the_query() -> None:
+    index = RecordingIndex([hit("b1", 1, 0.8), hit("b1", 2, 0.2)])
+    loader = LoreLoader(NoReads(), index=cast(Any, index), embedder=OneVector())
+    books = [ActiveBook("b1@3", VECTOR_BOOK), ActiveBook("b2@1", VECTOR_BOOK), ActiveBook("b3@1", KEYWORD_BOOK)]
+    degraded: list[str] = []
+    found = await loader.similar(REQ, books, [], degraded)
+    assert found == {"b1@3.1": 0.8}
+    [flt] = index.filters
+    assert Match("tenant_id", ("t1",)) in flt.must
+    assert Match("kind", ("lore_entry",)) in flt.must
+    assert Match("lorebook_id", ("b1", "b2")) in flt.must, "only the attached books with vector entries"
+    assert degraded == []
+
+
+async def test_no_vector_entries_means_no_search_and_a_failed_search_degrades_to_keywords() -> None:
+    index = RecordingIndex([], fail=True)
+    loader = LoreLoader(NoReads(), index=cast(Any, index), embedder=OneVector())
+    degraded: list[str] = []
+    assert await loader.similar(REQ, [ActiveBook("b3@1", KEYWORD_BOOK)], [], degraded) == {}
+    assert degraded == [], "keyword-only books never reach the index"
+    assert await loader.similar(REQ, [ActiveBook("b1@1", VECTOR_BOOK)], [], degraded) == {}
+    assert degraded == ["lore_vectors"]
