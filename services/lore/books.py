@@ -1,9 +1,9 @@
 """The lore service's I/O: append lorebook events, project them, publish them; read books for export.
 
-Every change is an event in the book's stream (``lorebook/<tenant>/<book>``). The service projects the whole
-stream into the read model right after its append (idempotent), so a reply means the book is readable (the
-context-assembler sees it on the next request) even when an earlier attempt crashed between the append and
-the projection. Publishing is best effort: the relay republishes anything not confirmed.
+Every change is an event in the book's stream (``lorebook/<tenant>/<book>``). The service projects its new
+events into the read model right after its append (idempotent; the whole stream when they do not follow the
+stored state), so a reply means the book is readable (the context-assembler sees it on the next request)
+even when an earlier attempt crashed between the append and the projection. Publishing is best effort: the relay republishes anything not confirmed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from services.lore import domain, manage
 from services.lore.manage import BadRequest, NotFound
 from shared.eventlog.port import ConcurrencyError, EventStore
-from shared.events.envelope import NewEvent, utcnow
+from shared.events.envelope import EventEnvelope, NewEvent, utcnow
 from shared.events.lore_contract import (
     LoreAttachReply,
     LoreAttachRequest,
@@ -36,7 +36,7 @@ from shared.events.lore_contract import (
 )
 from shared.events.recorded import lorebook_stream
 from shared.lore.exporter import entry_to_world_info, export_world_info
-from shared.lore.history import BookState
+from shared.lore.history import BookState, VersionGap
 from shared.readmodels.lore import LoreReadModel
 from shared.runtime import CommittedPublisher
 
@@ -91,11 +91,22 @@ class LoreBooks:
                 result = await self._store.append(stream, version, events)
             except ConcurrencyError:
                 continue  # another request changed this book meanwhile; re-read and retry
-            await self._read_model.apply(await self._store.read_stream(stream))
+            await self._project(stream, result.committed)
             if result.committed:
                 await self._publisher.publish_committed(result.committed)
             return
         raise ConcurrencyError(stream, -1)
+
+    async def _project(self, stream: str, committed: Sequence[EventEnvelope]) -> None:
+        """Fold just the new events onto the stored state; the whole stream when they do not follow it (a
+        retry after a crash between append and projection: nothing new, or the read model is behind)."""
+        if committed:
+            try:
+                await self._read_model.apply(committed)
+                return
+            except VersionGap:
+                pass
+        await self._read_model.apply(await self._store.read_stream(stream))
 
     # --- management: every change is decided on the book's folded state and appended at its version ------
     async def _change(
@@ -114,7 +125,7 @@ class LoreBooks:
             except ConcurrencyError:
                 await self._read_model.apply(await self._store.read_stream(stream))
                 continue
-            await self._read_model.apply(await self._store.read_stream(stream))
+            await self._project(stream, result.committed)
             if result.committed:
                 await self._publisher.publish_committed(result.committed)
             return await self._read_model.state(tenant_id, lorebook_id)

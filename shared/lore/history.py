@@ -86,8 +86,36 @@ def targets_of(tenant_id: str, bot_ids: list[str], user_id: str | None, conversa
 
 def fold(state: BookState | None, env: EventEnvelope) -> BookState:
     """The state after ``env`` (see the module docstring); ``state`` is not modified."""
-    lorebook_id = str(env.payload.get("lorebook_id", state.lorebook_id if state else ""))
-    s = copy.deepcopy(state) if state is not None else BookState(env.tenant_id, lorebook_id)
+    s = copy.deepcopy(state) if state is not None else BookState(env.tenant_id, str(env.payload["lorebook_id"]))
+    _apply(s, env)
+    return s
+
+
+def fold_all(state: BookState | None, envelopes: list[EventEnvelope]) -> BookState | None:
+    """Fold the events newer than ``state`` (by version, in version order); ``state`` is not modified.
+
+    Raises :class:`VersionGap` when the first newer event does not follow ``state`` (events are missing)."""
+    start = state.version if state is not None else 0
+    newer = sorted((e for e in envelopes if e.version > start), key=lambda e: e.version)
+    if not newer:
+        return state
+    if newer[0].version != start + 1:
+        raise VersionGap(f"book state at version {start}, next event at {newer[0].version}")
+    s = (
+        copy.deepcopy(state)
+        if state is not None
+        else BookState(newer[0].tenant_id, str(newer[0].payload["lorebook_id"]))
+    )
+    for env in newer:  # one copy for the whole fold: a big book is not copied per event
+        _apply(s, env)
+    return s
+
+
+class VersionGap(ValueError):
+    """The events given do not continue the state: fold from the stream's start instead."""
+
+
+def _apply(s: BookState, env: EventEnvelope) -> None:
     s.version = env.version
     t = env.type
     if t == LOREBOOK_IMPORTED.name:
@@ -122,16 +150,6 @@ def fold(state: BookState | None, env: EventEnvelope) -> BookState:
         s.targets = sorted(set(s.targets) - targets_of(env.tenant_id, d.bot_ids, d.user_id, d.conversation_id))
     elif t == LOREBOOK_DELETED.name:
         s.name, s.book, s.original, s.targets, s.deleted = "", Lorebook(), {}, [], True
-    return s
-
-
-def fold_all(state: BookState | None, envelopes: list[EventEnvelope]) -> BookState | None:
-    """Fold the events newer than ``state`` (by version, in version order)."""
-    start = state.version if state is not None else 0
-    for env in sorted(envelopes, key=lambda e: e.version):
-        if env.version > start:
-            state = fold(state, env)
-    return state
 
 
 def _drop_raw(s: BookState, uid: int) -> None:

@@ -80,7 +80,8 @@ class LoreReadModel:
         """Fold lorebook events into each book's state (``shared.lore.history.fold``); other types are ignored.
 
         Per book, the fold starts from scratch when the batch holds the stream's first event, else from the
-        stored state, and only events newer than it count: idempotent, and any order across streams. The
+        stored state, and only events newer than it count: idempotent, and any order across streams (events
+        that do not follow the stored state raise ``VersionGap``: give the whole stream instead). The
         book is written only if no newer version is stored (a stale writer hits the ``_id`` index and stops),
         then its attachment documents are made to match its targets (upserts, and deletes of the others).
         """

@@ -20,7 +20,7 @@ from shared.events.lore_contract import (
     LoreEntryUpdateRequest,
 )
 from shared.events.recorded import bot_stream, conversation_stream, lorebook_stream
-from shared.lore.history import BookState, fold, fold_all
+from shared.lore.history import BookState, VersionGap, fold, fold_all
 from shared.lore.model import Lorebook, LoreEntry
 from tests.envelopes import recorded
 
@@ -169,6 +169,8 @@ def test_folding_a_prefix_gives_the_book_as_it_was_then() -> None:
     assert now.entry(0).content == "v2"  # type: ignore[union-attr]
     assert state.entry(0).content == "v1"  # type: ignore[union-attr]
     assert fold_all(now, history) == now, "events at or below the state's version are ignored"
+    with pytest.raises(VersionGap):  # events that do not follow the state are never folded over a gap
+        fold_all(None, history)
 
 
 def test_a_created_entry_drops_the_original_raw_entry_of_its_uid() -> None:
