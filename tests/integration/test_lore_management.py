@@ -18,8 +18,12 @@ import pytest
 from services.embedding.app import chunk_strings
 from services.embedding.domain import PAYLOAD_MODELS
 from services.embedding.handlers import EmbeddingHandler
+from services.lore import manage
 from shared import subjects
 from shared.embedders.bundled import BundledEmbedder
+from shared.events.envelope import utcnow
+from shared.events.lore_contract import LoreEntryUpdateRequest
+from shared.events.recorded import lorebook_stream
 from shared.readmodels import ReadModels
 from shared.readmodels.lore import LoreReadModel
 from shared.vectors.edge import EdgeVectorIndex
@@ -233,3 +237,29 @@ async def test_attach_checks_a_given_owner_and_a_deleted_import_can_come_back(
     assert again["lorebook_id"] == book_id
     assert again["entries"] == 8
     assert f"{book_id}.4" in lore_details(back), "imported again after its deletion: attached and active again"
+
+
+async def test_a_change_appended_but_never_projected_is_folded_in_by_the_next_request(
+    nats_url, mongo_url, db_name, tenant
+):
+    """A crash between the append and the projection leaves the read model behind the log: the next change
+    conflicts on the version, re-projects the stream and decides again, so neither change is lost."""
+    async with running(nats_url, mongo_url, db_name, routers()) as stack:
+        book_id = await make_book(stack, tenant, [{"content": "one"}, {"content": "two"}])
+        model = LoreReadModel(stack.db, stack.deps.cipher)
+        state = await model.state(tenant, book_id)
+        assert state is not None
+        req = LoreEntryUpdateRequest(
+            tenant_id=tenant, user_id=OWNER, lorebook_id=book_id, uid=0, changes={"content": "one, edited"}
+        )
+        _, events = manage.update_entry(state, req, utcnow())
+        await stack.store.append(lorebook_stream(tenant, book_id), state.version, events)  # "crash": no projection
+        reply = await call(
+            stack.nc, subjects.LORE_ENTRY_UPDATE, mine(tenant, book_id, uid=1, changes={"content": "two, edited"})
+        )
+        after = await model.state(tenant, book_id)
+
+    assert reply["changed"], reply
+    assert after is not None
+    assert [e.content for e in after.book.entries] == ["one, edited", "two, edited"]
+    assert after.version == state.version + 2
