@@ -120,7 +120,12 @@ def detach(state: BookState, req: LoreDetachRequest, now: datetime) -> list[NewE
 
 
 def _camel(fields: dict[str, Any]) -> dict[str, Any]:
-    return {_ALIASES.get(k, k): v for k, v in fields.items()}
+    """Field names as SillyTavern writes them; SillyTavern's `vectorized` without `activationMode` sets the
+    mode as an import does (`hybrid` when true: keys still work; `keyword` when false)."""
+    out = {_ALIASES.get(k, k): v for k, v in fields.items()}
+    if "vectorized" in out and "activationMode" not in out and isinstance(out["vectorized"], bool):
+        out["activationMode"] = "hybrid" if out["vectorized"] else "keyword"
+    return out
 
 
 def _validated(fields: dict[str, Any]) -> LoreEntry:

@@ -95,6 +95,14 @@ def test_update_takes_camel_or_snake_case_and_keeps_other_fields() -> None:
     assert update(after, 0, content="new")[1] == [], "a change to the same value records nothing"
 
 
+def test_sillytavern_vectorized_sets_the_mode_as_an_import_does_unless_the_mode_is_given() -> None:
+    state = created_book(
+        {"content": "a", "vectorized": True}, {"content": "b", "vectorized": True, "activationMode": "vector"}
+    )
+    assert [e.activation_mode for e in state.book.entries] == ["hybrid", "vector"]
+    assert update(state, 0, vectorized=False)[0].activation_mode == "keyword"
+
+
 @pytest.mark.parametrize(
     ("changes", "problem"),
     [
