@@ -42,10 +42,14 @@ keeping the best score.
 Hybrid retrieval: when the query has words (``shared/sparse.py``), each search is one ``hybrid_search``, a
 reciprocal rank fusion of the dense and the lexical prefetch, both filtered inside the query; it decides
 WHICH summaries and messages are taken (the fused order, best chunk per message). RRF scores are
-rank-based, not similarities, so they are never shown: each taken item's ``score`` is its best dense cosine,
-read by a second, dense search restricted to the taken ids (sub-millisecond in-process). ``min_score``
-bounds the dense side only (a lexical match enters with any cosine), so a retrieved item's score may be
-below ``min_score``. Without words (e.g. only emoji) the search is dense only, as before.
+rank-based, not similarities, so they are never shown. A summary's or legacy memory's ``score`` is its best
+dense cosine, read by a second, dense search restricted to the taken ids (sub-millisecond in-process).
+Messages are searched as a pool of three times their slots, read back, and re-ranked by ``ranking.py``
+(fused rank, conversation neighbours, the participant the query names, the time it refers to, near-duplicate
+removal, MMR, an optional re-ranking model from ``rerank.py``); a retrieved message's ``score`` is that
+relevance in [0, 1], the order it is packed in. ``min_score`` bounds the dense side only (a lexical match
+enters with any cosine). Without words (e.g. only emoji) the search is dense only. The query is the user's
+message; a short follow-up takes its topic from the last history messages (:func:`query_text`).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -72,11 +77,13 @@ from services.context_assembler.assembly import (
     reachable_history,
 )
 from services.context_assembler.lore import LoreLoader, activate_lore
+from services.context_assembler.ranking import Candidate, rank_candidates
+from services.context_assembler.rerank import NoRerank, Reranker
 from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.compiled import ActiveBook
 from shared.presence import visible_audience
-from shared.sparse import query_vector
+from shared.sparse import query_vector, tokens, weighted_query_vector
 from shared.tokens import EstimatedTokens, TokenCounter
 from shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFilter, VectorIndex
 
@@ -237,11 +244,51 @@ def ranked_keys(
     return {k: cosine.get(k, 0.0) for k, _ in best}
 
 
+def created_at_by_key(points: Sequence[ScoredPoint], key: str) -> dict[str, float]:
+    """The ``created_at`` (epoch seconds) of each ``key`` value, from the first of its points that has one."""
+    out: dict[str, float] = {}
+    for p in points:
+        value, when = p.payload.get(key), p.payload.get("created_at")
+        if isinstance(value, str) and isinstance(when, int | float) and value not in out:
+            out[value] = float(when)
+    return out
+
+
+def candidates(pool: Sequence[str], lines: dict[str, ChatLine], created_at: dict[str, float]) -> list[Candidate]:
+    """The pool (fused order) as ranking candidates; ids the read model did not return (deleted, or not
+    witnessed by the bot) are left out, the others keep their fused rank."""
+    return [
+        Candidate(key, rank, lines[key].index, created_at.get(key), lines[key].author_name, lines[key].content)
+        for rank, key in enumerate(pool, start=1)
+        if key in lines
+    ]
+
+
+#: A user message with fewer content words than this is a follow-up ("Why?", "tell me more"): the query then
+#: takes its topic from the last history messages, at ``HISTORY_WEIGHT`` of the message's own words.
+SHORT_QUERY_WORDS = 3
+HISTORY_MESSAGES = 2
+HISTORY_WEIGHT = 0.3
+
+
 def query_text(req: ContextAssembleRequest, history: Sequence[ChatLine]) -> str:
-    """The user's message, or when it is empty the last user message of the history."""
-    if req.user_message.strip():
+    """The text the search embeds: the user's message; a short one (a follow-up such as "why?") after the
+    last ``HISTORY_MESSAGES`` history messages, which carry its topic; an empty one: the last user message of
+    the history. A standalone message is searched alone: history words would only dilute it."""
+    if not req.user_message.strip():
+        return next((h.content for h in reversed(history) if h.role == "user" and h.content.strip()), "")
+    if len(tokens(req.user_message)) >= SHORT_QUERY_WORDS:
         return req.user_message
-    return next((h.content for h in reversed(history) if h.role == "user" and h.content.strip()), "")
+    recent = [h.content for h in history[-HISTORY_MESSAGES:] if h.content.strip()]
+    return "\n".join([*recent, req.user_message])
+
+
+def query_sparse(req: ContextAssembleRequest, text: str) -> SparseVector:
+    """The lexical query: the user's words at weight 1, the other words of ``text`` (history taken in by
+    :func:`query_text`) at ``HISTORY_WEIGHT``."""
+    if text == req.user_message or not req.user_message.strip():
+        return query_vector(text)
+    return weighted_query_vector([(req.user_message, 1.0), (text, HISTORY_WEIGHT)])
 
 
 async def _nothing() -> list[ActiveBook]:
@@ -257,8 +304,10 @@ class Gatherer:
         settings: AssemblerSettings,
         lore: LoreLoader | None = None,
         counter: TokenCounter | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self._reads = reads
+        self._reranker: Reranker = reranker or NoRerank()
         self._counter = counter or EstimatedTokens()
         self._lore = lore
         self._index = index
@@ -396,7 +445,7 @@ class Gatherer:
             async with asyncio.timeout(s.retrieval_timeout_s):
                 [vector] = await self._embedder.embed([text])
                 stage = "vector_index"
-                sparse = query_vector(text)
+                sparse = query_sparse(req, text)
                 memories, messages, legacy = await asyncio.gather(
                     self._find(vector, sparse, memories_filter(req), s.memories_limit * 2, "summary_id"),
                     # Several chunks of one message may match: fetch extra so dedupe still fills the slots.
@@ -465,21 +514,42 @@ class Gatherer:
         exclude: set[str],
         degraded: list[str],
     ) -> list[ChatLine]:
+        """The pool of searched messages (several times the slots, fused order) read back and re-ranked by
+        ``ranking.rank_candidates``: neighbours, the named participant, the referred time, near-duplicates;
+        each line's ``score`` is its relevance in [0, 1], monotone with the order it is packed in."""
         kept = [p for p in found.points if p.payload.get("message_id") not in exclude]
-        scores = ranked_keys(kept, "message_id", self._settings.retrieved_limit, found.cosine)
-        if not scores:
+        pool = list(best_per_key(kept, "message_id"))
+        if not pool or self._settings.retrieved_limit == 0:
             return []
         lines = await self._read(
-            self._reads.messages_by_ids(req.tenant_id, req.user_id, req.conversation_id, list(scores), req.bot_id),
+            self._reads.messages_by_ids(req.tenant_id, req.user_id, req.conversation_id, pool, req.bot_id),
             "retrieved",
             degraded,
             [],
         )
-        return [
-            ChatLine(line.message_id, line.index, line.role, line.author_name, line.content, scores[line.message_id])
-            for line in lines
-            if line.message_id in scores
-        ]
+        by_id = {line.message_id: line for line in lines}
+        ranked = rank_candidates(
+            req.user_message,
+            candidates(pool, by_id, created_at_by_key(kept, "message_id")),
+            self._settings.retrieved_limit,
+            now=time.time(),
+            rerank=await self._rerank(req.user_message, [by_id[k] for k in pool if k in by_id]),
+        )
+        return [replace(by_id[key], score=score) for key, score in ranked]
+
+    async def _rerank(self, query: str, lines: Sequence[ChatLine]) -> dict[str, float] | None:
+        """The re-ranking model's scores by message id, or None (no model, no query, or it failed: the
+        fused order stands, a re-ranker is an improvement, never a dependency)."""
+        if not query.strip() or not lines:
+            return None
+        try:
+            scores = await self._reranker.rerank(query, [line.content for line in lines])
+        except Exception as exc:
+            log.warning("re-ranker skipped: %s: %s", type(exc).__name__, exc)
+            return None
+        if scores is None or len(scores) != len(lines):
+            return None
+        return {line.message_id: score for line, score in zip(lines, scores, strict=True)}
 
     async def _legacy(self, req: ContextAssembleRequest, found: _Found, degraded: list[str]) -> list[MemoryItem]:
         scores = ranked_keys(found.points, "legacy_id", self._settings.legacy_limit, found.cosine)

@@ -9,11 +9,30 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.sparse import AVGDL, K1, document_vector, query_vector, term_id, tokens
+from shared.sparse import AVGDL, K1, document_vector, query_vector, stem, term_id, tokens, weighted_query_vector
 
 
 def test_tokens_are_lowercased_unicode_words_without_stop_words() -> None:
     assert tokens("The Café in São Paulo, at 7pm!") == ["café", "são", "paulo", "7pm"]
+
+
+def test_stemming_joins_inflections_of_a_word() -> None:
+    assert stem("hiking") == stem("hiked") == stem("hikes") == stem("hike")
+    assert stem("games") == stem("game")
+    assert stem("running") == "run"
+    assert stem("stories") == "story"
+    assert stem("watches") == "watch"
+    assert stem("class") == stem("classes") == "class"
+    # Short words, numbers and non-ASCII words are kept as they are.
+    assert [stem(w) for w in ("bus", "2023", "são", "was")] == ["bus", "2023", "são", "was"]
+    # So a document about hiking matches a question that says "hiked".
+    assert set(query_vector("When were you hiked?").indices) <= set(document_vector("I love hiking").indices)
+
+
+def test_weighted_query_keeps_the_highest_weight_of_a_term() -> None:
+    v = weighted_query_vector([("skiing trip", 1.0), ("ski lessons", 0.3), ("ignored", 0.0)])
+    weights = dict(zip(v.indices, v.values, strict=True))
+    assert weights == {term_id("ski"): 1.0, term_id("trip"): 1.0, term_id("lesson"): 0.3}
 
 
 def test_term_ids_are_stable_across_processes() -> None:

@@ -1,0 +1,33 @@
+"""The re-ranking port: a model that scores (query, passage) pairs, e.g. a cross-encoder.
+
+``ranking.rank_candidates`` uses its scores, where given, as the base score of each candidate instead of the
+fused rank (the neighbour, participant and time levers still apply on top). The default is :class:`NoRerank`:
+no model ships inside a package this project can install offline (the candidates named "rerank" on PyPI
+download their weights from a model hub at run time, which fails on these machines), so the port is here
+for a deployment that has one; an adapter for an ONNX cross-encoder would implement :meth:`Reranker.rerank`
+with onnxruntime (already a dependency, for the bundled embedder) and squash its logits into [0, 1].
+
+Contract: ``rerank`` returns one score in [0, 1] per passage, in the passages' order, higher is more
+relevant; or None when it has nothing to say. A failure or a wrong length is ignored by the caller (the
+fused order stands), so a re-ranker can improve retrieval but never break it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+__all__ = ["NoRerank", "Reranker"]
+
+
+class Reranker(Protocol):
+    async def rerank(self, query: str, passages: Sequence[str]) -> list[float] | None:
+        """One relevance in [0, 1] per passage (same order), or None to keep the fused order."""
+        ...
+
+
+class NoRerank:
+    """The default: no re-ranking model, the fused order stands."""
+
+    async def rerank(self, query: str, passages: Sequence[str]) -> list[float] | None:
+        return None
