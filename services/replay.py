@@ -1,8 +1,8 @@
 """`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
 
-The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore and
-characters' knowledge included) and the vectors of messages, summaries, legacy memories and lore entries, then folds every event back in, in
-batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
+The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore,
+characters' knowledge and lore timed effects included) and the vectors of messages, summaries, legacy memories
+and lore entries, then folds every event back in, in batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
 """
 
@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
 
 from services.embedding.app import chunk_strings
 from services.embedding.domain import PAYLOAD_MODELS, payload_error
@@ -23,6 +24,7 @@ from shared.readmodels import ReadModels
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.lore import LoreReadModel
+from shared.readmodels.lore_timed import LoreTimedReadModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.readmodels.witnessed import WitnessedReadModel
 from shared.settings import Settings
@@ -63,19 +65,11 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
             if vectors is None or core.embedder is None:
                 raise RuntimeError("replay needs the vector index and the embedder")
             embedding = EmbeddingHandler(vectors, core.embedder, read_models, chunk_strings, lore=lore)
-            for projection in (read_models, summaries, witnessed, lore, legacy, knowledge):
+            projections = (read_models, summaries, witnessed, lore, legacy, knowledge, LoreTimedReadModel(core.db))
+            for projection in projections:
                 await projection.drop_all()
             await vectors.delete(VectorFilter(must=(Match("kind", VECTOR_KINDS),)))
-            return await _fold_log(
-                core.store.read_all(batch_size=BATCH),
-                read_models,
-                summaries,
-                witnessed,
-                lore,
-                embedding,
-                legacy,
-                knowledge,
-            )
+            return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding)
         finally:
             await core.close()
     finally:
@@ -83,15 +77,14 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
             await asyncio.to_thread(server.stop)
 
 
+class Projection(Protocol):
+    async def drop_all(self) -> None: ...
+
+    async def apply(self, events: Sequence[EventEnvelope], /) -> object: ...
+
+
 async def _fold_log(
-    events: AsyncIterator[EventEnvelope],
-    read_models: ReadModels,
-    summaries: SummariesReadModel,
-    witnessed: WitnessedReadModel,
-    lore: LoreReadModel,
-    embedding: EmbeddingHandler,
-    legacy: LegacyLoreReadModel,
-    knowledge: KnowledgeReadModel,
+    events: AsyncIterator[EventEnvelope], projections: Sequence[Projection], embedding: EmbeddingHandler
 ) -> int:
     started = time.monotonic()
     total = 0
@@ -99,12 +92,8 @@ async def _fold_log(
 
     async def flush() -> None:
         nonlocal total
-        await read_models.apply(batch)
-        await summaries.apply(batch)
-        await witnessed.apply(batch)
-        await lore.apply(batch)
-        await legacy.apply(batch)
-        await knowledge.apply(batch)
+        for projection in projections:  # in this order: later ones may read earlier ones (lore, messages)
+            await projection.apply(batch)
         await embedding.project(embeddable(batch))
         total += len(batch)
         batch.clear()

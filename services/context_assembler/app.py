@@ -10,9 +10,11 @@ from services.context_assembler.handlers import answer
 from services.context_assembler.lore import LoreLoader
 from services.context_assembler.reads import ReadModelReads
 from services.context_assembler.retrieval import AssemblerSettings, ContextReads, Gatherer
+from services.context_assembler.timed import TimedStates
 from shared import subjects
 from shared.events.contract import ContextAssembleReply, ErrorReply
 from shared.readmodels.lore import LoreReadModel
+from shared.readmodels.lore_timed import LoreTimedReadModel
 from shared.runtime import Deps
 from shared.tokens import token_counter
 
@@ -38,7 +40,12 @@ def create_router(
         index,
         deps.embedder,
         settings,
-        LoreLoader(LoreReadModel(deps.db, deps.cipher), index=index, embedder=deps.embedder),
+        LoreLoader(
+            LoreReadModel(deps.db, deps.cipher),
+            index=index,
+            embedder=deps.embedder,
+            timed=TimedStates(deps.store, LoreTimedReadModel(deps.db), deps.publisher),
+        ),
         # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
         token_counter(settings.tokenizer_file),
     )

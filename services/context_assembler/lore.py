@@ -11,8 +11,10 @@ bot the book is not attached to, never sees it; the caches are keyed by tenant t
 Activation (``activate_lore``, pure): SillyTavern's global defaults (scan depth 2, 25% of the context as the
 World Info budget, ...) over the history window, oldest first, with the request's ``user_message`` as the
 newest message. The probability seed is the conversation and turn, so a repeated request activates the same
-entries. Timed effects (sticky, cooldown, delay) are evaluated on an empty state: their per-conversation
-state is not persisted yet.
+entries. Entries that opt into the persona's description or the character's description (``matchPersona
+Description``, ``matchCharacterDescription``) scan the active persona's description and the bot's instructions;
+mnemo models no separate personality, scenario, depth prompt or creator notes, so those flags scan nothing.
+Timed effects (sticky, cooldown, delay) use the conversation's stored state and length (``timed.py``).
 
 Vector activation (``LoreLoader.similar``): when an attached book has enabled entries in ``vector`` or
 ``hybrid`` mode, the last ``query_messages`` messages plus the ``user_message`` (newest first) are embedded and
@@ -28,22 +30,27 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.context_assembler.items import ChatLine, LoreItem
+from services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
+from services.context_assembler.timed import TimedStates
 from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.activation import ActivatedEntry, ChatMessage, ScanRequest, activate
 from shared.lore.compiled import ActiveBook, CompiledLore, compile_lore
 from shared.lore.model import Lorebook, WorldInfoSettings
+from shared.lore.timed import TimedState
 from shared.readmodels.lore import LorebookRef, LorebookView
+from shared.readmodels.lore_timed import EMPTY as EMPTY_TIMED
 from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndex
 
 log = logging.getLogger(__name__)
+TIMED_TIMEOUT_S = 1.0  # each of the timed state's read and write (a read-model lookup, one append)
 LORE_KIND = "lore_entry"  # the points of ``services.embedding.domain.lore_points``
 
 
@@ -104,12 +111,15 @@ class LoreLoader:
         index: VectorIndex | None = None,
         embedder: Embedder | None = None,
         vector_settings: LoreVectorSettings | None = None,
+        timed: TimedStates | None = None,
     ) -> None:
         self._reads = reads
+        self._timed = timed
         self._index = index
         self._embedder = embedder
         self.vector_settings = vector_settings or LoreVectorSettings()
         self.settings = settings or WorldInfoSettings()
+        self.timed_timeout_s = TIMED_TIMEOUT_S
         self._books: _Lru[tuple[str, str, int], Lorebook] = _Lru(cache_size)
         self._compiled: _Lru[tuple[object, ...], CompiledLore] = _Lru(cache_size)
         self._vectorized: _Lru[tuple[str, str], bool] = _Lru(cache_size)  # (tenant, book@version) -> any?
@@ -128,6 +138,55 @@ class LoreLoader:
             if book is not None:
                 out.append(ActiveBook(f"{ref.lorebook_id}@{versions[ref.lorebook_id]}", book, ref.source))
         return out
+
+    async def activate(
+        self,
+        req: ContextAssembleRequest,
+        books: Sequence[ActiveBook],
+        history: Sequence[ChatLine],
+        *,
+        bot: BotProfile | None,
+        persona: PersonaProfile | None,
+        similar: Mapping[str, float],
+        degraded: list[str],
+    ) -> list[LoreItem]:
+        """Activate the books on the chat with the conversation's timed effects, and record the new ones.
+
+        The chat's length is the newest history message's index + 1 (+ 1 for ``user_message``). The timed
+        state is read and written under ``timed_timeout_s``; if either fails, the scan runs on an empty
+        state or its state is not kept, and ``lore_timed`` is named in ``degraded``.
+        """
+        macros = {"char": bot.name if bot else req.bot_id, "user": persona.name if persona else "User"}
+        turn = history[-1].index + 1 if history else 0
+        count = turn + (1 if req.user_message.strip() else 0)
+        before = EMPTY_TIMED
+        if self._timed is not None:
+            try:
+                before = await asyncio.wait_for(self._timed.load(req), self.timed_timeout_s)
+            except Exception as exc:  # the lore still comes, as on a fresh chat
+                log.warning("timed lore state unavailable: %s: %s", type(exc).__name__, exc)
+                degraded.append("lore_timed")
+        activation = activate_lore_state(
+            self.compiled(req.tenant_id, books, macros),
+            history,
+            req.user_message,
+            max_tokens=req.max_tokens,
+            seed=f"{req.conversation_id}:{turn}",
+            user_name=macros["user"],
+            character=macros["char"],
+            similar=similar,
+            timed=versioned(before.state, books),
+            message_count=count,
+            scan_data=scan_texts(bot, persona),
+        )
+        if self._timed is not None and "lore_timed" not in degraded:
+            try:
+                after = unversioned(activation.timed)
+                await asyncio.wait_for(self._timed.save(req, before, after, count), self.timed_timeout_s)
+            except Exception as exc:  # the context is built; only the effects' next turn is at stake
+                log.warning("timed lore state not recorded: %s: %s", type(exc).__name__, exc)
+                degraded.append("lore_timed")
+        return activation.items
 
     def compiled(self, tenant_id: str, books: Sequence[ActiveBook], macros: Mapping[str, str]) -> CompiledLore:
         key = (tenant_id, tuple((b.book_id, b.source) for b in books), tuple(sorted(macros.items())))
@@ -215,17 +274,105 @@ def activate_lore(
     character: str | None = None,
     similar: Mapping[str, float] | None = None,
 ) -> list[LoreItem]:
-    """The placed activated entries, in insertion order (pure). ``similar``: entries forced by vector
-    similarity (see ``LoreLoader.similar``), engine ident -> cosine."""
+    """The placed activated entries, in insertion order (pure), with no timed-effect state."""
+    return activate_lore_state(
+        lore,
+        history,
+        user_message,
+        max_tokens=max_tokens,
+        seed=seed,
+        user_name=user_name,
+        character=character,
+        similar=similar,
+    ).items
+
+
+def unversioned(state: TimedState) -> TimedState:
+    """Timed records keyed ``<book>.<uid>``: the engine's idents carry the book version the loader compiled
+    (``<book>@<version>.<uid>``), and an edit of the book must not orphan its running effects."""
+
+    def strip(ident: str) -> str:
+        book, uid = ident.rsplit(".", 1)
+        return f"{book.split('@', 1)[0]}.{uid}"
+
+    return _rekey(strip)(state)
+
+
+def versioned(state: TimedState, books: Sequence[ActiveBook]) -> TimedState:
+    """The stored records keyed by the idents of the books as compiled now (inverse of :func:`unversioned`)."""
+    current = {b.book_id.split("@", 1)[0]: b.book_id for b in books}
+
+    def add(ident: str) -> str:
+        book, uid = ident.rsplit(".", 1)
+        return f"{current.get(book, book)}.{uid}"
+
+    return _rekey(add)(state)
+
+
+def _rekey(key: Callable[[str], str]) -> Callable[[TimedState], TimedState]:
+    def apply(state: TimedState) -> TimedState:
+        return TimedState(
+            sticky={key(k): v for k, v in state.sticky.items()},
+            cooldown={key(k): v for k, v in state.cooldown.items()},
+        )
+
+    return apply
+
+
+def scan_texts(bot: BotProfile | None, persona: PersonaProfile | None) -> dict[str, str]:
+    """The extra texts entries may opt into: the persona's description and the character's description (the
+    bot's instructions)."""
+    texts: dict[str, str] = {}
+    if persona is not None and persona.description.strip():
+        texts["persona_description"] = persona.description
+    if bot is not None and bot.system_prompt.strip():
+        texts["character_description"] = bot.system_prompt
+    return texts
+
+
+@dataclass(frozen=True)
+class LoreActivation:
+    items: list[LoreItem]
+    timed: TimedState  # the conversation's timed effects after this scan, to persist
+
+
+def activate_lore_state(
+    lore: CompiledLore,
+    history: Sequence[ChatLine],
+    user_message: str,
+    *,
+    max_tokens: int,
+    seed: str,
+    user_name: str = "User",
+    character: str | None = None,
+    similar: Mapping[str, float] | None = None,
+    timed: TimedState | None = None,
+    message_count: int | None = None,
+    scan_data: Mapping[str, str] | None = None,
+) -> LoreActivation:
+    """The placed activated entries, in insertion order, and the timed state after the scan (pure).
+
+    ``similar``: entries forced by vector similarity (see ``LoreLoader.similar``), engine ident -> cosine.
+    ``timed`` and ``message_count``: the conversation's stored timed effects and its length (the history is
+    only a window of it). ``scan_data``: the extra texts entries may opt into (``persona_description``,
+    ``character_description``; see ``shared.lore.compiled.EXTRA_FLAGS``).
+    """
     similar = similar or {}
     messages = [ChatMessage(h.author_name or h.role, h.content) for h in history]
     if user_message.strip():
         messages.append(ChatMessage(user_name, user_message))
     scan = ScanRequest(
-        messages=messages, max_context=max_tokens, seed=seed, character=character, forced=frozenset(similar)
+        messages=messages,
+        max_context=max_tokens,
+        seed=seed,
+        character=character,
+        forced=frozenset(similar),
+        timed=timed or TimedState(),
+        message_count=message_count,
+        scan_data=dict(scan_data or {}),
     )
     result = activate(lore, scan)
-    return [_item(e, similar) for e in result.entries if e.placed]
+    return LoreActivation([_item(e, similar) for e in result.entries if e.placed], result.timed)
 
 
 def _item(e: ActivatedEntry, similar: Mapping[str, float]) -> LoreItem:

@@ -76,7 +76,7 @@ from services.context_assembler.assembly import (
     PersonaProfile,
     reachable_history,
 )
-from services.context_assembler.lore import LoreLoader, activate_lore
+from services.context_assembler.lore import LoreLoader
 from services.context_assembler.ranking import Candidate, rank_candidates
 from services.context_assembler.rerank import NoRerank, Reranker
 from shared.embedders.port import Embedder
@@ -351,17 +351,9 @@ class Gatherer:
         history = await self._label_personas(req, history, persona, degraded)
         lore: list[LoreItem] = []
         if books and self._lore is not None:
-            macros = {"char": bot.name if bot else req.bot_id, "user": persona.name if persona else "User"}
             similar = await self._lore.similar(req, books, history, degraded)  # vector/hybrid entries
-            lore = activate_lore(
-                self._lore.compiled(req.tenant_id, books, macros),
-                history,
-                req.user_message,
-                max_tokens=req.max_tokens,
-                seed=f"{req.conversation_id}:{history[-1].index + 1 if history else 0}",
-                user_name=macros["user"],
-                character=macros["char"],
-                similar=similar,
+            lore = await self._lore.activate(
+                req, books, history, bot=bot, persona=persona, similar=similar, degraded=degraded
             )
         reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore, self._counter)
         shown = [h.message_id for h in reachable]

@@ -49,7 +49,7 @@ class _Scan:
     def __init__(self, lore: CompiledLore, req: ScanRequest) -> None:
         self.lore, self.req, self.s = lore, req, lore.settings
         self.chat = [(f"{m.name}: {m.text}" if self.s.include_names else m.text).strip() for m in req.messages][::-1]
-        self.n_messages = len(req.messages)
+        self.n_messages = req.message_count if req.message_count is not None else len(req.messages)
         self.rng = seeded_rng(req.seed)
         self.by_ident = lore.by_ident
         if req.dry_run:

@@ -44,6 +44,9 @@ class ScanRequest:
     character: str | None = None  # avatar name, for character filters
     character_tags: Sequence[str] | None = None
     forced: frozenset[str] = frozenset()  # "<book>.<uid>" hits from vector activation
+    # The chat's length L for timed effects and delay (spec §3.9). SillyTavern scans the whole chat, so L is
+    # len(messages); a caller that passes only a recent window passes the chat's real length here.
+    message_count: int | None = None
     dry_run: bool = False
     count_tokens: Callable[[str], int] = estimate_tokens
 

@@ -21,6 +21,7 @@ async def ensure_all_indexes(db: AsyncDatabase[dict[str, Any]], cipher: FieldCip
     from shared.readmodels.knowledge import KnowledgeReadModel
     from shared.readmodels.legacy_lore import LegacyLoreReadModel
     from shared.readmodels.lore import LoreReadModel
+    from shared.readmodels.lore_timed import LoreTimedReadModel
     from shared.readmodels.summaries import SummariesReadModel
     from shared.readmodels.witnessed import WitnessedReadModel
 
@@ -30,6 +31,7 @@ async def ensure_all_indexes(db: AsyncDatabase[dict[str, Any]], cipher: FieldCip
     await LoreReadModel(db, cipher).ensure_indexes()
     await KnowledgeReadModel(db, cipher).ensure_indexes()
     await LegacyLoreReadModel(db, cipher).ensure_indexes()
+    await LoreTimedReadModel(db).ensure_indexes()
 
 
 __all__ = [
