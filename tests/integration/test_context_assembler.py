@@ -438,3 +438,20 @@ async def test_the_fault_switch_stops_and_restarts_the_index(
         assert [s["name"] for s in reply["sections"]] == ["system", "persona", "history"]
     assert back["degraded"] == []
     assert "retrieved" in [s["name"] for s in back["sections"]]
+
+
+async def test_a_configured_tokenizer_counts_the_sections(nats_url, mongo_db, cipher, index, embedder, nc, tenant):
+    """``MNEMO_ASSEMBLER_TOKENIZER_FILE``: the bundled model's tokenizer.json stands in for an LLM's."""
+    from shared.embedders.bundled import tokenizer_path
+    from shared.tokens import HfTokenizerTokens
+
+    await seed(mongo_db, cipher, index, embedder, tenant)
+    settings = AssemblerSettings(history_limit=6, tokenizer_file=tokenizer_path())
+    broker = await start_assembler(nats_url, mongo_db, cipher, index, embedder, settings=settings)
+    try:
+        reply = await ask(nc, request(tenant, max_tokens=200))
+    finally:
+        await broker.stop()
+    counter = HfTokenizerTokens(tokenizer_path())
+    assert all(s["tokens"] == counter.count(s["text"]) for s in reply["sections"])
+    assert reply["token_count"] <= 200
