@@ -71,8 +71,17 @@ def deleted_event_id(cmd: MessageDeleted) -> str:
     return deterministic_id(cmd.tenant_id, cmd.user_id, cmd.conversation_id, cmd.message_id, "deleted")
 
 
+# Profile fields added after v1 was published: they enter the content key only when given, so an upsert
+# recorded before they existed keeps its event id when it is delivered again (nothing new is appended).
+LATER_PROFILE_FIELDS = ("gender", "age", "knowledge_sharing", "instructions")
+
+
 def _content_key(cmd: BotUpserted | PersonaUpserted) -> str:
-    return _digest(json.dumps(cmd.model_dump(mode="json"), sort_keys=True, ensure_ascii=False))
+    data = cmd.model_dump(mode="json")
+    for name in LATER_PROFILE_FIELDS:
+        if data.get(name) in (None, ""):
+            data.pop(name, None)
+    return _digest(json.dumps(data, sort_keys=True, ensure_ascii=False))
 
 
 @dataclass(frozen=True)

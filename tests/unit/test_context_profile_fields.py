@@ -4,6 +4,7 @@ without them still read."""
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, datetime
 
@@ -63,3 +64,20 @@ def test_events_recorded_before_the_fields_existed_still_read(cipher: TenantCiph
 def test_an_unknown_knowledge_sharing_value_is_rejected_at_the_contract():
     with pytest.raises(ValueError, match="knowledge_sharing"):
         BotUpserted(tenant_id="t1", bot_id="b1", name="Eli", knowledge_sharing="telepathic", updated_at=T0)
+
+
+def test_an_upsert_without_the_new_fields_keeps_the_event_id_it_had_before_they_existed():
+    from services.ingest.domain import _digest
+    from shared.events.envelope import deterministic_id
+
+    bot = BotUpserted(tenant_id="t1", bot_id="b1", name="Eli", system_prompt="Be kind.", updated_at=T0)
+    before = {k: v for k, v in bot.model_dump(mode="json").items() if k not in ("gender", "age", "knowledge_sharing")}
+    key = _digest(json.dumps(before, sort_keys=True, ensure_ascii=False))
+    assert decide_profile(bot).events[0].event_id == deterministic_id("t1", "bot", "b1", "upserted", key)
+    given = BotUpserted(tenant_id="t1", bot_id="b1", name="Eli", system_prompt="Be kind.", age="30", updated_at=T0)
+    assert decide_profile(given).events[0].event_id != decide_profile(bot).events[0].event_id
+    persona = PersonaUpserted(tenant_id="t1", user_id="u1", persona_id="p1", name="T", updated_at=T0)
+    old = {k: v for k, v in persona.model_dump(mode="json").items() if k != "instructions"}
+    old_key = _digest(json.dumps(old, sort_keys=True, ensure_ascii=False))
+    expected = deterministic_id("t1", "u1", "persona", "p1", "upserted", old_key)
+    assert decide_profile(persona).events[0].event_id == expected
