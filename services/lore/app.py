@@ -8,7 +8,6 @@ requests; each answered once).
 from __future__ import annotations
 
 from faststream.nats import NatsRouter
-from faststream.nats.message import NatsMessage
 
 from services.lore.books import LoreBooks
 from services.lore.handlers import (
@@ -35,14 +34,10 @@ from shared.events.lore_contract import (
     LoreImportReply,
 )
 from shared.readmodels.lore import LoreReadModel
+from shared.rpc import raw_body
 from shared.runtime import Deps
 
 SERVICE = "lore"
-
-
-async def raw_body(message: NatsMessage) -> bytes:
-    """Keep the body as bytes, so that invalid JSON still gets an ErrorReply (FastStream would drop it)."""
-    return message.body
 
 
 def create_router(deps: Deps) -> NatsRouter:

@@ -9,14 +9,14 @@ wrong), ``not_found`` (no such book in the tenant, or not the acting user's) or 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from services.lore.books import BadRequest, NotFound
-from shared.events.contract import ErrorBody, ErrorReply
+from shared import rpc
+from shared.events.contract import ErrorReply
 from shared.events.lore_contract import (
     LoreAttachRequest,
     LoreBookCreateRequest,
@@ -30,7 +30,6 @@ from shared.events.lore_contract import (
 )
 from shared.lore.convert import LoreImportError
 
-log = logging.getLogger(__name__)
 Req = TypeVar("Req", bound=BaseModel)
 Rep = TypeVar("Rep", bound=BaseModel)
 
@@ -71,30 +70,8 @@ class StrictEntryDelete(LoreEntryDeleteRequest):
     model_config = ConfigDict(extra="forbid")
 
 
-def error(code: str, message: str) -> ErrorReply:
-    return ErrorReply(error=ErrorBody(code=code, message=message[:2000]))
-
-
-def parse(model: type[Req], body: bytes) -> Req | ErrorReply:
-    try:
-        return model.model_validate_json(body)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<body>'}: {e['msg']}" for e in exc.errors()[:10])
-        return error("bad_request", problems)
+ERRORS: dict[type[Exception], str] = {LoreImportError: "bad_request", BadRequest: "bad_request", NotFound: "not_found"}
 
 
 async def answer(model: type[Req], body: bytes, call: Callable[[Req], Awaitable[Rep]]) -> Rep | ErrorReply:
-    request = parse(model, body)
-    if isinstance(request, ErrorReply):
-        return request
-    try:
-        return await call(request)
-    except LoreImportError as exc:
-        return error("bad_request", f"{type(exc).__name__}: {exc}")
-    except BadRequest as exc:
-        return error("bad_request", str(exc))
-    except NotFound as exc:
-        return error("not_found", str(exc))
-    except Exception:  # the caller gets an answer in every case
-        log.exception("lore request failed (%s)", model.__name__)
-        return error("internal", "lore request failed; see the service log")
+    return await rpc.answer(model, body, call, errors=ERRORS, service="lore")

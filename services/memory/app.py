@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from faststream.nats import NatsRouter
 
-from services.lore.app import raw_body
 from services.memory.handlers import StrictConvert, StrictDelete, StrictList, answer
 from services.memory.knowledge_items import FactItems
 from services.memory.memories import Memories
@@ -20,6 +19,7 @@ from shared.events.memory_contract import MemoryConvertToLoreReply, MemoryDelete
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
+from shared.rpc import raw_body
 from shared.runtime import Deps
 
 SERVICE = "memory"

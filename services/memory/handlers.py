@@ -9,18 +9,16 @@ memory is indistinguishable from an unknown one) or ``internal``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from services.lore.handlers import error, parse
 from services.memory.memories import NotFound
+from shared import rpc
 from shared.events.contract import ErrorReply
 from shared.events.memory_contract import MemoryConvertToLoreRequest, MemoryDeleteRequest, MemoryListRequest
 
-log = logging.getLogger(__name__)
 Req = TypeVar("Req", bound=BaseModel)
 Rep = TypeVar("Rep", bound=BaseModel)
 
@@ -38,13 +36,4 @@ class StrictList(MemoryListRequest):
 
 
 async def answer(model: type[Req], body: bytes, call: Callable[[Req], Awaitable[Rep]]) -> Rep | ErrorReply:
-    request = parse(model, body)
-    if isinstance(request, ErrorReply):
-        return request
-    try:
-        return await call(request)
-    except NotFound as exc:
-        return error("not_found", str(exc))
-    except Exception:  # the caller gets an answer in every case
-        log.exception("memory request failed (%s)", model.__name__)
-        return error("internal", "memory request failed; see the service log")
+    return await rpc.answer(model, body, call, errors={NotFound: "not_found"}, service="memory")

@@ -6,7 +6,6 @@ each answered once)."""
 from __future__ import annotations
 
 from faststream.nats import NatsRouter
-from faststream.nats.message import NatsMessage
 
 from services.memory_extractor.handlers import MemoryExtractor
 from services.memory_extractor.learning import KnowledgeSettings, Learning
@@ -19,14 +18,10 @@ from shared.events.contract import ErrorReply
 from shared.events.memory_contract import MemoryScopeReply
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.witnessed import WitnessedReadModel
+from shared.rpc import raw_body
 from shared.runtime import Deps
 
 SERVICE = "memory-extractor"
-
-
-async def raw_body(message: NatsMessage) -> bytes:
-    """Keep the body as bytes, so that invalid JSON still gets an ErrorReply (FastStream would drop it)."""
-    return message.body
 
 
 def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> NatsRouter:

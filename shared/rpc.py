@@ -1,0 +1,66 @@
+"""Request-reply plumbing every answering service shares: raw bodies, strict parsing, one reply per request.
+
+The contract (README): every request on a ``mnemo.rpc.*`` subject gets exactly one reply, the reply model or
+an ``ErrorReply``, never silence. So bodies are taken as raw bytes (FastStream would otherwise parse JSON
+itself and drop an invalid request without a reply), parsed here with the request model (unknown fields
+refused when the model forbids them), and every exception becomes an error code: the ones a service names in
+``errors`` (``bad_request``, ``not_found``) with their message, anything else ``internal`` with the details
+in the service log only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
+
+from faststream.nats.message import NatsMessage
+from pydantic import BaseModel, ValidationError
+
+from shared.events.contract import ErrorBody, ErrorReply
+
+log = logging.getLogger(__name__)
+Req = TypeVar("Req", bound=BaseModel)
+Rep = TypeVar("Rep", bound=BaseModel)
+MAX_MESSAGE = 2000
+
+
+async def raw_body(message: NatsMessage) -> bytes:
+    """A subscriber decoder that keeps the body as bytes, so that invalid JSON still gets an ErrorReply."""
+    return message.body
+
+
+def error(code: str, message: str) -> ErrorReply:
+    return ErrorReply(error=ErrorBody(code=code, message=message[:MAX_MESSAGE]))
+
+
+def parse(model: type[Req], body: bytes) -> Req | ErrorReply:
+    """The request, or a ``bad_request`` naming the first problems (field path and what is wrong)."""
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<body>'}: {e['msg']}" for e in exc.errors()[:10])
+        return error("bad_request", problems)
+
+
+async def answer(
+    model: type[Req],
+    body: bytes,
+    call: Callable[[Req], Awaitable[Rep]],
+    *,
+    errors: Mapping[type[Exception], str],
+    service: str,
+) -> Rep | ErrorReply:
+    """Parse ``body``, run ``call``; an exception of a type in ``errors`` (first match in order) becomes that
+    code with its message, any other ``internal``."""
+    request = parse(model, body)
+    if isinstance(request, ErrorReply):
+        return request
+    try:
+        return await call(request)
+    except Exception as exc:  # the caller gets an answer in every case
+        for kind, code in errors.items():
+            if isinstance(exc, kind):
+                return error(code, str(exc))
+        log.exception("%s request failed (%s)", service, model.__name__)
+        return error("internal", f"{service} request failed; see the service log")
