@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -69,7 +70,7 @@ from nats.js import JetStreamContext
 from bench.common import embedded_backends, machine, percentile, print_result
 from bench.context_data import lore_keys, lorebook_of_size, lorebook_parts, user_messages
 from bench.context_load import BulkLayout, bulk_load, single_chunk
-from bench.context_profile import as_json, breakdown, cpu_profile, print_breakdown, print_cpu
+from bench.context_profile import as_json, breakdown, capture_gatherer, cpu_profile, print_breakdown, print_cpu
 from bench.retrieval import Chat, load_chats, slug, wait_quiet
 from services.context_assembler.retrieval import messages_filter
 from services.stack import all_services
@@ -314,7 +315,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         f" {args.requests} requests",
         flush=True,
     )
-    async with embedded_backends() as settings, all_services(settings) as core:
+    async with contextlib.AsyncExitStack() as stack:
+        settings = await stack.enter_async_context(embedded_backends())
+        with capture_gatherer() as built:
+            core = await stack.enter_async_context(all_services(settings))
         assert core.vectors is not None
         assert core.embedder is not None
         nc = await nats.connect(settings.nats_url)
@@ -374,7 +378,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             if args.profile or p95 > GOAL_P95_MS:
                 print(f"p95 {p95:.1f} ms vs goal {GOAL_P95_MS:.0f} ms: where one request's time goes ...", flush=True)
                 reqs = [ContextAssembleRequest.model_validate(scene.request(m)) for m in messages[:50]]
-                parts = await breakdown(core, reqs)
+                parts = await breakdown(built[0], reqs)
                 print_breakdown(parts)
                 cpu = await cpu_profile(send, nc, bodies[:50])
                 print_cpu(cpu)

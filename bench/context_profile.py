@@ -2,11 +2,14 @@
 
 Two views, both on the running stack's own objects (same index, embedder, read models, lore loader):
 
-- Wall time per part: a ``Gatherer`` built as ``services/context_assembler/app.py`` builds it, with its reads,
-  index, embedder and lore loader wrapped in timing proxies, and ``activate_lore`` / ``reachable_history`` /
+- Wall time per part: a ``Gatherer`` built with the very arguments ``services/context_assembler/app.py`` gave
+  the live one (captured when the stack starts), its reads, index, embedder and lore loader wrapped in timing
+  proxies, and ``activate_lore`` / ``reachable_history`` /
   ``assemble`` timed by wrapping the module attributes for the duration of the run. Requests run one at a
   time. Parts awaited together (``asyncio.gather`` in ``Gatherer.gather``) overlap, so parts do not add up to
-  the total; each line says how long that part itself took.
+  the total; each line says how long that part took inside the request, and ("alone") how long the same call
+  with the same arguments takes when nothing else runs: the difference is queueing on the one event loop and
+  on SecantusDB, a single-threaded server.
 - CPU: ``cProfile`` over requests sent through NATS (the services run in this process and thread), the
   functions with the most own time, each with its costliest caller. Read it with care: the profiler charges a
   fixed overhead per call, so code making millions of tiny calls looks far costlier than it is
@@ -25,31 +28,41 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, cast
+from typing import Any
 
 from nats.aio.client import Client as NatsClient
 
+from services.context_assembler import app as app_module
 from services.context_assembler import assembly
 from services.context_assembler import retrieval as gatherer_module
-from services.context_assembler.lore import LoreLoader
-from services.context_assembler.reads import ReadModelReads
-from services.context_assembler.retrieval import AssemblerSettings, Gatherer
+from services.context_assembler.retrieval import Gatherer
 from shared import tokens
-from shared.bootstrap import Core
 from shared.events.contract import ContextAssembleRequest
-from shared.readmodels.lore import LoreReadModel
 
 Timings = defaultdict[str, list[float]]
 
 
-class Timed:
-    """Proxy recording the wall time of every method call of ``target`` under ``name.method``."""
+@dataclass(frozen=True)
+class Call:
+    """One awaited call as it was made during a request, to be made again alone."""
 
-    def __init__(self, target: Any, name: str, timings: Timings) -> None:
+    key: str
+    fn: Callable[..., Awaitable[Any]]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+class Timed:
+    """Proxy recording the wall time of every method call of ``target`` under ``name.method`` (and, in
+    ``calls``, every awaited call with its arguments)."""
+
+    def __init__(self, target: Any, name: str, timings: Timings, calls: list[Call] | None = None) -> None:
         self._target = target
         self._name = name
         self._timings = timings
+        self._calls = calls
 
     def __getattr__(self, attr: str) -> Any:
         value = getattr(self._target, attr)
@@ -60,6 +73,8 @@ class Timed:
 
             @functools.wraps(value)
             async def timed_async(*args: Any, **kwargs: Any) -> Any:
+                if self._calls is not None:
+                    self._calls.append(Call(key, value, args, kwargs))
                 start = time.perf_counter()
                 try:
                     return await value(*args, **kwargs)
@@ -77,6 +92,33 @@ class Timed:
                 self._timings[key].append((time.perf_counter() - start) * 1000)
 
         return timed_sync
+
+
+@dataclass(frozen=True)
+class GathererArgs:
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+@contextlib.contextmanager
+def capture_gatherer() -> Iterator[list[GathererArgs]]:
+    """While open, every ``Gatherer`` that ``services/context_assembler/app.py`` builds is recorded with its
+    arguments, so the breakdown builds the same one (same reads, index, embedder, lore loader and caches,
+    token counter, ...) whatever the app passes, with timing proxies around the first parts."""
+    captured: list[GathererArgs] = []
+    namespace = vars(app_module)  # the name the app's module looks up when it builds the router
+    original = namespace["Gatherer"]
+
+    def factory(*args: Any, **kwargs: Any) -> Gatherer:
+        captured.append(GathererArgs(args, kwargs))
+        built: Gatherer = original(*args, **kwargs)
+        return built
+
+    namespace["Gatherer"] = factory
+    try:
+        yield captured
+    finally:
+        namespace["Gatherer"] = original
 
 
 @contextlib.contextmanager
@@ -108,29 +150,50 @@ def timed_functions(timings: Timings, targets: Sequence[tuple[ModuleType, str]])
             setattr(module, name, original)
 
 
-def summarize(timings: Timings, requests: int) -> list[tuple[str, float, float, float]]:
-    """(part, calls per request, median ms, total ms per request), most costly per request first."""
-    rows = [(key, len(v) / requests, statistics.median(v), sum(v) / requests) for key, v in timings.items() if v]
+Row = tuple[str, float, float, float, float | None]
+
+
+def summarize(timings: Timings, alone: Timings, requests: int) -> list[Row]:
+    """(part, calls per request, median ms, total ms per request, median ms when run alone), most costly per
+    request first."""
+    rows: list[Row] = [
+        (
+            key,
+            len(v) / requests,
+            statistics.median(v),
+            sum(v) / requests,
+            statistics.median(alone[key]) if alone.get(key) else None,
+        )
+        for key, v in timings.items()
+        if v
+    ]
     return sorted(rows, key=lambda r: -r[3])
 
 
-async def breakdown(core: Core, requests: Sequence[ContextAssembleRequest]) -> list[tuple[str, float, float, float]]:
-    """Wall time per part of ``Gatherer.gather`` + ``assemble`` + reply serialisation, requests one at a time."""
-    assert core.vectors is not None
-    assert core.embedder is not None
+PARTS = ("reads", "index", "embedder", "settings", "lore")  # Gatherer's first parameters, in order
+
+
+async def breakdown(built: GathererArgs, requests: Sequence[ContextAssembleRequest]) -> list[Row]:
+    """Wall time per part of ``Gatherer.gather`` + ``assemble`` + reply serialisation, requests one at a time;
+    then every awaited part again, alone, with the same arguments (its own cost, without the parts it
+    overlapped with competing for the event loop and the single-threaded SecantusDB)."""
     timings: Timings = defaultdict(list)
-    gatherer = Gatherer(
-        Timed(ReadModelReads.over(core.db, core.cipher), "reads", timings),
-        Timed(core.vectors, "index", timings),
-        Timed(core.embedder, "embedder", timings),
-        AssemblerSettings(),
-        cast(LoreLoader, Timed(LoreLoader(LoreReadModel(core.db, core.cipher)), "lore", timings)),
-    )
+    calls: list[Call] = []
+    args, kwargs = list(built.args), dict(built.kwargs)
+    for pos, name in enumerate(PARTS):
+        if name == "settings":
+            continue
+        if pos < len(args) and args[pos] is not None:
+            args[pos] = Timed(args[pos], name, timings, calls)
+        elif kwargs.get(name) is not None:
+            kwargs[name] = Timed(kwargs[name], name, timings, calls)
+    gatherer = Gatherer(*args, **kwargs)
     # ``estimate_tokens`` is looked up in its module by the token counter the assembler uses by default, so
     # this times every token count of the assembly (not the lore engine's, which holds its own reference).
     targets = [(gatherer_module, "activate_lore"), (gatherer_module, "reachable_history"), (tokens, "estimate_tokens")]
     await gatherer.gather(requests[0])  # warm the lore caches, as a running replica has them
     timings.clear()
+    calls.clear()
     with timed_functions(timings, targets):
         for req in requests:
             start = time.perf_counter()
@@ -143,7 +206,12 @@ async def breakdown(core: Core, requests: Sequence[ContextAssembleRequest]) -> l
             timings["TOTAL gather"].append((gathered - start) * 1000)
             timings["TOTAL assemble"].append((assembled - gathered) * 1000)
             timings["TOTAL serialise reply"].append((done - assembled) * 1000)
-    return summarize(timings, len(requests))
+    alone: Timings = defaultdict(list)
+    for call in calls:
+        start = time.perf_counter()
+        await call.fn(*call.args, **call.kwargs)
+        alone[call.key].append((time.perf_counter() - start) * 1000)
+    return summarize(timings, alone, len(requests))
 
 
 async def cpu_profile(
@@ -171,10 +239,13 @@ def short(path: str) -> str:
     return path.split("site-packages/")[-1].split("/work/main/")[-1].split("lib/python3.11/")[-1]
 
 
-def print_breakdown(rows: Sequence[tuple[str, float, float, float]]) -> None:
-    print(f"\n{'part (wall time, one request at a time)':<44}{'calls/req':>10}{'median ms':>11}{'ms/req':>9}")
-    for key, calls, median, per_request in rows:
-        print(f"{key:<44}{calls:>10.1f}{median:>11.2f}{per_request:>9.2f}")
+def print_breakdown(rows: Sequence[Row]) -> None:
+    print(
+        f"\n{'part (wall time, one request at a time)':<44}{'calls/req':>10}{'median ms':>11}{'ms/req':>9}{'alone':>8}"
+    )
+    for key, calls, median, per_request, alone in rows:
+        alone_text = f"{alone:8.2f}" if alone is not None else " " * 8
+        print(f"{key:<44}{calls:>10.1f}{median:>11.2f}{per_request:>9.2f}{alone_text}")
 
 
 def print_cpu(rows: Sequence[tuple[str, int, float, float]]) -> None:
@@ -183,5 +254,9 @@ def print_cpu(rows: Sequence[tuple[str, int, float, float]]) -> None:
         print(f"{where[-120:]:<120}{calls:>9}{own:>8.2f}{cum:>8.2f}")
 
 
-def as_json(rows: Sequence[tuple[str, float, float, float]]) -> dict[str, float]:
-    return {key: round(per_request, 2) for key, _c, _m, per_request in rows}
+def as_json(rows: Sequence[Row]) -> dict[str, list[float | None]]:
+    """part -> [ms per request in the request, median ms alone]."""
+    return {
+        key: [round(per_request, 2), round(alone, 2) if alone is not None else None]
+        for key, _c, _m, per_request, alone in rows
+    }
