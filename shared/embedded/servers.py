@@ -109,11 +109,20 @@ def _spawn(name: str, argv: list[str], log_path: Path) -> subprocess.Popen[bytes
         )
 
 
+#: Largest message the embedded nats-server accepts (its default is 1 MB). Real lorebooks and character cards
+#: pass 1 MB (the fixtures hold a 1.6 MB World Info file and a 1.4 MB PNG card, 1.9 MB once base64-encoded in
+#: an import request), and the log event of an import carries the book twice (normalised and original).
+#: deploy/nats.conf sets the same value for the distributed mode.
+MAX_PAYLOAD = "8MB"
+
+
 def start_nats(data_dir: Path, host: str = "127.0.0.1", port: int = 4222, timeout: float = 20.0) -> ChildServer:
-    """nats-server with JetStream, its store under ``data_dir``."""
+    """nats-server with JetStream, its store under ``data_dir``, messages up to :data:`MAX_PAYLOAD`."""
     store = data_dir / "nats"
     store.mkdir(parents=True, exist_ok=True)
-    argv = [find_binary("nats-server"), "-js", "-sd", str(store), "-a", host, "-p", str(port)]
+    config = data_dir / "nats.conf"
+    config.write_text(f"max_payload: {MAX_PAYLOAD}\n")
+    argv = [find_binary("nats-server"), "-c", str(config), "-js", "-sd", str(store), "-a", host, "-p", str(port)]
     log_path = data_dir / "logs" / "nats-server.log"
     server = ChildServer("nats-server", f"nats://{host}:{port}", _spawn("nats-server", argv, log_path), log_path)
     _wait_for_port(server, host, port, timeout)
