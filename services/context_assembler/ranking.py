@@ -201,7 +201,7 @@ def rank_candidates(
     base = {k: rank_base(c.rank) for k, c in unique.items()}
     if rerank:
         base |= {k: float(v) for k, v in rerank.items() if k in base}
-    near = neighbour_scores(base, {k: c.position for k, c in unique.items()})
+    near = neighbour_scores(base, {k: c.position for k, c in unique.items()}, NEIGHBOUR_WIDTH, NEIGHBOUR_DECAY)
     named = named_participant(query, sorted({c.author for c in unique.values() if c.author}))
     window = referred_window(query, now)
     best_possible = (1 + (PARTICIPANT_BOOST if named else 0.0)) * (1 + (TIME_BOOST if window else 0.0))
@@ -218,8 +218,8 @@ def rank_candidates(
     for k in sorted(relevance, key=lambda key: -relevance[key]):
         if relevance[k] < MIN_RELEVANCE:
             break
-        if unique[k].text and near_duplicate(words[k], [words[o] for o in kept if unique[o].text]):
+        if unique[k].text and near_duplicate(words[k], [words[o] for o in kept if unique[o].text], DUPLICATE_JACCARD):
             continue
         kept[k] = relevance[k]
-    order = mmr(kept, lambda a, b: jaccard(words[a], words[b]), limit)
+    order = mmr(kept, lambda a, b: jaccard(words[a], words[b]), limit, MMR_LAMBDA)
     return [(k, kept[k]) for k in order]

@@ -2,9 +2,10 @@
 
 ``ranking.rank_candidates`` uses its scores, where given, as the base score of each candidate instead of the
 fused rank (the neighbour, participant and time levers still apply on top). The default is :class:`NoRerank`:
-no model ships inside a package this project can install offline (the candidates named "rerank" on PyPI
-download their weights from a model hub at run time, which fails on these machines), so the port is here
-for a deployment that has one; an adapter for an ONNX cross-encoder would implement :meth:`Reranker.rerank`
+we found no cross-encoder whose weights ship inside a package this project can install offline (the
+re-ranking packages we looked at, e.g. flashrank, and fastembed, download their models from a hub at run
+time, which fails on these machines; see the shared infra guide), so the port is here for a deployment
+that has one; an adapter for an ONNX cross-encoder would implement :meth:`Reranker.rerank`
 with onnxruntime (already a dependency, for the bundled embedder) and squash its logits into [0, 1].
 
 Contract: ``rerank`` returns one score in [0, 1] per passage, in the passages' order, higher is more

@@ -79,13 +79,14 @@ from services.context_assembler.assembly import (
 from services.context_assembler.lore import LoreLoader
 from services.context_assembler.ranking import Candidate, rank_candidates
 from services.context_assembler.rerank import NoRerank, Reranker
+from services.context_assembler.timerefs import referred_window
 from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.compiled import ActiveBook
 from shared.presence import visible_audience
 from shared.sparse import query_vector, tokens, weighted_query_vector
 from shared.tokens import EstimatedTokens, TokenCounter
-from shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFilter, VectorIndex
+from shared.vectors.port import Match, Range, ScoredPoint, SparseVector, VectorFilter, VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -291,6 +292,20 @@ def query_sparse(req: ContextAssembleRequest, text: str) -> SparseVector:
     return weighted_query_vector([(req.user_message, 1.0), (text, HISTORY_WEIGHT)])
 
 
+async def _no_points() -> list[ScoredPoint]:
+    return []
+
+
+def dated_filter(flt: VectorFilter, message: str, now: float) -> VectorFilter | None:
+    """``flt`` narrowed to the dated window ``message`` refers to (``timerefs.py``), or None when it names
+    none, or only a month or day without a year (no range to filter on: ranking boosts those instead)."""
+    window = referred_window(message, now)
+    if window is None or (window.start is None and window.end is None):
+        return None
+    end = None if window.end is None else window.end - 0.001  # Range bounds are inclusive; the window's end is not
+    return flt.and_(Range("created_at", gte=window.start, lte=end))
+
+
 async def _nothing() -> list[ActiveBook]:
     return []
 
@@ -438,17 +453,34 @@ class Gatherer:
                 [vector] = await self._embedder.embed([text])
                 stage = "vector_index"
                 sparse = query_sparse(req, text)
-                memories, messages, legacy = await asyncio.gather(
+                in_window = dated_filter(messages_filter(req, history_ids), req.user_message, time.time())
+                memories, messages, dated, legacy = await asyncio.gather(
                     self._find(vector, sparse, memories_filter(req), s.memories_limit * 2, "summary_id"),
-                    # Several chunks of one message may match: fetch extra so dedupe still fills the slots.
-                    self._find(vector, sparse, messages_filter(req, history_ids), s.retrieved_limit * 3, "message_id"),
+                    # A pool of three times the slots, re-ranked in _retrieved (and several chunks of one
+                    # message may match).
+                    self._pool(vector, sparse, messages_filter(req, history_ids), s.retrieved_limit * 3),
+                    # The time the message refers to ("on 29 Dec 2023") searched on its own, so messages of
+                    # that day compete even when the whole conversation has better matches.
+                    self._pool(vector, sparse, in_window, s.retrieved_limit) if in_window else _no_points(),
                     self._find(vector, sparse, legacy_filter(req), s.legacy_limit * 2, "legacy_id"),
                 )
         except Exception as exc:  # TimeoutError included: retrieval is optional, the reply is not
             log.warning("retrieval skipped (%s): %s: %s", stage, type(exc).__name__, exc)
             degraded.append(stage)
             return _Hits()
-        return _Hits(memories, messages, legacy)
+        # Both lists carry fusion scores of the same scale; best_per_key interleaves them by score.
+        return _Hits(memories, _Found([*messages, *dated], None), legacy)
+
+    async def _pool(
+        self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int
+    ) -> list[ScoredPoint]:
+        """Candidate messages, best first: hybrid (RRF scores) when the query has words, else dense."""
+        assert self._index is not None
+        if limit <= 0:
+            return []
+        if sparse:
+            return await self._index.hybrid_search(vector, sparse, flt, limit, self._settings.min_score)
+        return await self._index.search(vector, flt, limit, self._settings.min_score)
 
     async def _find(
         self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int, key: str

@@ -73,3 +73,20 @@ def test_no_time_no_window() -> None:
 def test_never_raises(text: str) -> None:
     w = referred_window(text, NOW)
     assert w is None or isinstance(w, TimeWindow)
+
+
+def test_a_dated_message_narrows_the_search_to_its_window() -> None:
+    from services.context_assembler.retrieval import dated_filter
+    from shared.vectors.port import Range, VectorFilter
+
+    base = VectorFilter.where(tenant_id="t", kind="message")
+    flt = dated_filter(base, "What did Elise buy on 7 Jan 2024?", NOW)
+    assert flt is not None
+    assert flt.must[:-1] == base.must
+    assert flt.must[-1] == Range("created_at", gte=ts(2024, 1, 7), lte=ts(2024, 1, 8) - 0.001)
+    assert dated_filter(base, "before 4 January 2024", NOW) == base.and_(
+        Range("created_at", lte=ts(2024, 1, 4) - 0.001)
+    )
+    # No year, no range (ranking boosts that month instead); no date, no filter.
+    assert dated_filter(base, "What did we do in May?", NOW) is None
+    assert dated_filter(base, "What are Kate's hobbies?", NOW) is None

@@ -1,0 +1,151 @@
+"""`python -m bench.retrieval_ablation`: what each ranking lever of the context assembler adds, offline.
+
+The full benchmark (``bench.retrieval``) replays every chat through the services, which takes many minutes
+per run; measuring each lever that way would take hours. This script replays only the retrieval arithmetic,
+in process, on the same data and with the same code where it matters:
+
+- the same sparse vectors (``shared.sparse``: tokens, stemmer, BM25 saturation) with the engine's IDF
+  (``ln(1 + (N - n + 0.5) / (n + 0.5))`` over every turn of the run), and the same bundled model's vectors
+  (brute-force cosine, as the baselines of ``bench.retrieval``);
+- the same fusion as the vector query: reciprocal rank fusion (k = 60) of the dense and the lexical top
+  ``pool`` (three times the 20 slots), the last ``history`` turns excluded as the history window is;
+- the same re-ranking: ``services.context_assembler.ranking.rank_candidates`` on that pool.
+
+What it does not model: chunking of long turns, the separate dated search of ``retrieval.py``, summaries
+and facts in the collection (they change the IDF a little). Its figures are therefore close to, not equal
+to, the full benchmark's; use it to compare levers, and the full benchmark for the system's figure.
+
+Each row switches levers off one at a time from the full system (and the first rows build up from the
+plain fused order), so each line shows what that lever is worth with the others present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import services.context_assembler.ranking as ranking
+import shared.sparse as sparse
+from bench.retrieval import DEFAULT_DATA, KS, Chat, load_chats, mean, recall
+from bench.retrieval_baselines import top_k
+from shared.embedders.bundled import BundledEmbedder
+
+RRF_K = 60
+
+
+@contextlib.contextmanager
+def levers(**values: Any) -> Iterator[None]:
+    """Temporarily set module constants (``ranking.NEIGHBOUR_WEIGHT=0``, ``stem=None`` for no stemming)."""
+    saved: dict[tuple[Any, str], Any] = {}
+    for name, value in values.items():
+        module: Any = sparse if name == "stem" else ranking
+        saved[(module, name)] = getattr(module, name)
+        setattr(module, name, (lambda w: w) if name == "stem" and value is None else value)
+    try:
+        yield
+    finally:
+        for (module, name), value in saved.items():
+            setattr(module, name, value)
+
+
+def sparse_scores(chats: Sequence[Chat]) -> Callable[[Chat, str], np.ndarray]:
+    """Lexical score of every turn of a chat for a query, with the IDF over all turns of the run."""
+    docs: dict[str, list[dict[int, float]]] = {}
+    df: Counter[int] = Counter()
+    for chat in chats:
+        vecs = [
+            dict(zip(v.indices, v.values, strict=True))
+            for v in map(sparse.document_vector, (t.text for t in chat.turns))
+        ]
+        docs[chat.key] = vecs
+        for v in vecs:
+            df.update(v.keys())
+    n = sum(len(v) for v in docs.values())
+    idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def score(chat: Chat, query: str) -> np.ndarray:
+        q = sparse.query_vector(query).indices
+        return np.array([sum(idf.get(t, 0.0) * d.get(t, 0.0) for t in q) for d in docs[chat.key]])
+
+    return score
+
+
+def fused_pool(dense: np.ndarray, lexical: np.ndarray, pool: int) -> list[int]:
+    """RRF (k = 60) of the dense and the lexical top ``pool`` (a lexical score of 0 is no match), best first."""
+    fused: dict[int, float] = {}
+    for rank, i in enumerate(top_k(dense, pool), start=1):
+        fused[i] = fused.get(i, 0.0) + 1 / (RRF_K + rank)
+    for rank, i in enumerate(top_k(lexical, pool), start=1):
+        if lexical[i] > 0:
+            fused[i] = fused.get(i, 0.0) + 1 / (RRF_K + rank)
+    return sorted(fused, key=lambda i: -fused[i])[:pool]
+
+
+def run(
+    chats: Sequence[Chat], vectors: dict[str, tuple[np.ndarray, np.ndarray]], history: int, pool: int
+) -> dict[str, float]:
+    lexical = sparse_scores(chats)
+    found: dict[int, list[float]] = {k: [] for k in KS}
+    for chat in chats:
+        docs, queries = vectors[chat.key]
+        n = len(chat.turns) - history
+        for q, qv in zip(chat.questions, queries, strict=True):
+            order = fused_pool(docs[:n] @ qv, lexical(chat, q.text)[:n], pool)
+            cands = [
+                ranking.Candidate(
+                    chat.turns[i].dia_id,
+                    r,
+                    i,
+                    chat.turns[i].created_at.timestamp(),
+                    chat.turns[i].speaker,
+                    chat.turns[i].text,
+                )
+                for r, i in enumerate(order, start=1)
+            ]
+            ranked = [k for k, _ in ranking.rank_candidates(q.text, cands, max(KS), now=0.0)]
+            for k in KS:
+                found[k].append(recall(q.evidence, ranked[:k]))
+    return {f"recall@{k}": mean(v) for k, v in found.items()}
+
+
+def main(data: Path, limit: int | None, history: int, pool: int) -> None:
+    chats = load_chats(data, limit)
+    embedder = BundledEmbedder()
+    vectors = {
+        c.key: (embedder.embed_array([t.text for t in c.turns]), embedder.embed_array([q.text for q in c.questions]))
+        for c in chats
+    }
+    print(f"{len(chats)} chats, {sum(len(c.questions) for c in chats)} questions; pool {pool}, history {history}")
+    plain = {"NEIGHBOUR_WEIGHT": 0.0, "PARTICIPANT_BOOST": 0.0, "TIME_BOOST": 0.0, "DUPLICATE_JACCARD": 1.01}
+    rows: list[tuple[str, dict[str, Any]]] = [
+        ("fused order only, no stemming", {**plain, "stem": None}),
+        ("fused order only", plain),
+        ("full system", {}),
+        ("  without stemming", {"stem": None}),
+        ("  without neighbours", {"NEIGHBOUR_WEIGHT": 0.0}),
+        ("  without the named participant", {"PARTICIPANT_BOOST": 0.0}),
+        ("  without the referred time", {"TIME_BOOST": 0.0}),
+        ("  without near-duplicate removal", {"DUPLICATE_JACCARD": 1.01}),
+        ("  with MMR (lambda 0.8)", {"MMR_LAMBDA": 0.8}),
+    ]
+    for name, values in rows:
+        with levers(**values):
+            result = run(chats, vectors, history, pool)
+        print(f"{name:<36}" + "".join(f"{k} {v:.3f}   " for k, v in result.items()), flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--limit-chats", type=int, default=None)
+    parser.add_argument("--history-limit", type=int, default=4)
+    parser.add_argument("--pool", type=int, default=3 * max(KS))
+    args = parser.parse_args()
+    main(args.data, args.limit_chats, args.history_limit, args.pool)
