@@ -203,7 +203,25 @@ async def start_assembler(
     settings = settings or AssemblerSettings(history_limit=6, min_score=min_score)
     broker.include_router(create_router(deps, settings, reads))
     await start_broker(broker)
+    await until_answering(nats_url)
     return broker
+
+
+async def until_answering(nats_url: str) -> None:
+    """Readiness probe: an invalid body until its bad_request reply comes. On a loaded machine a request sent
+    right after ``start_broker`` still got "no responders" about once in 40 starts (the subscription not yet
+    registered despite the flush), which no test here is about."""
+    client = await nats.connect(nats_url)
+    try:
+        for _ in range(200):
+            try:
+                await client.request(subjects.CONTEXT_ASSEMBLE, b"probe", timeout=5)
+                return
+            except nats.errors.NoRespondersError:
+                await asyncio.sleep(0.02)
+        raise AssertionError("the assembler never subscribed")
+    finally:
+        await client.drain()
 
 
 @pytest.fixture
