@@ -178,6 +178,16 @@ def query_vector(text: str) -> SparseVector:
     return _by_id(dict.fromkeys((term_id(t) for t in tokens(text)), 1.0))
 
 
+def terms_vector(weights: dict[str, float]) -> SparseVector:
+    """A query vector from terms already made by :func:`tokens` and their weights (those <= 0 are left out)."""
+    out: dict[int, float] = {}
+    for term, weight in weights.items():
+        if weight > 0:
+            tid = term_id(term)
+            out[tid] = max(out.get(tid, 0.0), weight)
+    return _by_id(out)
+
+
 def weighted_query_vector(parts: list[tuple[str, float]]) -> SparseVector:
     """Distinct terms of several texts, each at the highest weight of a text it appears in (weights > 0).
 

@@ -57,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import re
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
@@ -84,7 +85,7 @@ from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.compiled import ActiveBook
 from shared.presence import visible_audience
-from shared.sparse import query_vector, tokens, weighted_query_vector
+from shared.sparse import terms_vector, tokens
 from shared.tokens import EstimatedTokens, TokenCounter
 from shared.vectors.port import Match, Range, ScoredPoint, SparseVector, VectorFilter, VectorIndex
 
@@ -272,24 +273,51 @@ HISTORY_MESSAGES = 2
 HISTORY_WEIGHT = 0.3
 
 
+def participant_names(history: Sequence[ChatLine]) -> set[str]:
+    """First names (lowercased, 3 letters or more) of who speaks in the history: authors and personas."""
+    names: set[str] = set()
+    for line in history:
+        for name in (line.author_name, line.persona_name):
+            first = name.split()[0].lower() if name.split() else ""
+            if len(first) >= 3:
+                names.add(first)
+    return names
+
+
+def without_names(text: str, names: set[str]) -> str:
+    """``text`` without the participants' names (and their possessive ``'s``); unchanged when nothing else
+    would be left."""
+    if not names:
+        return text
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")(?:['’]s)?\b", re.IGNORECASE)
+    stripped = " ".join(pattern.sub(" ", text).split())
+    return stripped if tokens(stripped) else text
+
+
 def query_text(req: ContextAssembleRequest, history: Sequence[ChatLine]) -> str:
     """The text the search embeds: the user's message; a short one (a follow-up such as "why?") after the
     last ``HISTORY_MESSAGES`` history messages, which carry its topic; an empty one: the last user message of
-    the history. A standalone message is searched alone: history words would only dilute it."""
+    the history. A standalone message is searched alone: history words would only dilute it.
+
+    The names of the conversation's participants (as the history shows them) are taken out: in their own
+    conversation they carry no topic, and they pull the query towards greetings that name them ("Hey
+    Kate!") rather than what that person said (their own messages never name them). Who is asked about is
+    used by the ranking instead (``ranking.named_participant``, from the unchanged user message)."""
+    names = participant_names(history)
     if not req.user_message.strip():
-        return next((h.content for h in reversed(history) if h.role == "user" and h.content.strip()), "")
+        last = next((h.content for h in reversed(history) if h.role == "user" and h.content.strip()), "")
+        return without_names(last, names)
     if len(tokens(req.user_message)) >= SHORT_QUERY_WORDS:
-        return req.user_message
+        return without_names(req.user_message, names)
     recent = [h.content for h in history[-HISTORY_MESSAGES:] if h.content.strip()]
-    return "\n".join([*recent, req.user_message])
+    return without_names("\n".join([*recent, req.user_message]), names)
 
 
 def query_sparse(req: ContextAssembleRequest, text: str) -> SparseVector:
-    """The lexical query: the user's words at weight 1, the other words of ``text`` (history taken in by
-    :func:`query_text`) at ``HISTORY_WEIGHT``."""
-    if text == req.user_message or not req.user_message.strip():
-        return query_vector(text)
-    return weighted_query_vector([(req.user_message, 1.0), (text, HISTORY_WEIGHT)])
+    """The lexical query: the words of ``text`` (see :func:`query_text`), those of the user's own message at
+    weight 1, those only from the history at ``HISTORY_WEIGHT``."""
+    own = set(tokens(req.user_message))
+    return terms_vector({t: 1.0 if not own or t in own else HISTORY_WEIGHT for t in tokens(text)})
 
 
 async def _no_points() -> list[ScoredPoint]:
