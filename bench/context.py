@@ -11,10 +11,10 @@ What it does, and why each choice:
   lorebook imported with ``mnemo.rpc.lore.import.v1`` and attached to the measured bot. The book is the real
   Monster Hunter World Info file (387 entries, ``../shared/fixtures/lorebooks/``, read by path, its
   ``originalData`` left out) grown to 400 entries by 13 varied copies of its first entries
-  (``bench/context_data.lorebook_of_size``). It is imported as ``--lore-parts`` (4) files of 100 entries, all
-  attached to the bot: imported whole, its ``lorebook.imported`` log event (normalised book + original file,
-  encrypted) is about 1.5 MB, over NATS's 1 MB max payload, so the relay retries it every second forever and
-  that load would be measured too (``--lore-parts 1`` shows it). The assembler sees the same 400 entries.
+  (``bench/context_data.lorebook_of_size``), imported as one file. Its ``lorebook.imported`` log event
+  (normalised book + original file, encrypted) is about 1.5 MB: it needs the 8 MB ``max_payload`` the
+  embedded nats-server is configured with (with NATS's default 1 MB the relay could never publish it and
+  would retry every second). ``--lore-parts N`` imports it as N files attached to the same bot instead.
 - The realistic share through the pipeline: two REALTALK chats (``../shared/eval/realtalk``) published as
   ``mnemo.chat.message.created.v1`` for ONE user with two bots: Chat 5 (1,548 turns, the measured
   conversation, with the lorebook's bot) and Chat 6 (1,511 turns, a second conversation). Ingest, embedding,
@@ -72,15 +72,15 @@ from bench.context_data import lore_keys, lorebook_of_size, lorebook_parts, user
 from bench.context_load import BulkLayout, bulk_load, single_chunk
 from bench.context_profile import as_json, breakdown, capture_gatherer, cpu_profile, print_breakdown, print_cpu
 from bench.retrieval import Chat, load_chats, slug, wait_quiet
-from services.context_assembler.retrieval import messages_filter
 from services.stack import all_services
 from shared import subjects
 from shared.bootstrap import Core
 from shared.events.contract import ContextAssembleRequest
 from shared.events.recorded import bot_stream
+from shared.presence import visible_audience
 from shared.readmodels import ReadModels
 from shared.sparse import query_vector
-from shared.vectors.port import VectorFilter
+from shared.vectors.port import Match, VectorFilter
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT / "shared" / "eval" / "realtalk"
@@ -260,7 +260,11 @@ async def raw_references(core: Core, scene: Scene, messages: list[str]) -> dict[
     assert core.vectors is not None
     assert core.embedder is not None
     index, embedder = core.vectors, core.embedder
-    flt: VectorFilter = messages_filter(ContextAssembleRequest.model_validate(scene.request("x")))
+    # The assembler's message filter (services/context_assembler/retrieval.messages_filter), built here from
+    # the port so the reference does not depend on the assembler's internals.
+    flt = VectorFilter.where(
+        tenant_id=scene.tenant, user_id=scene.user_id, conversation_id=scene.conversation_id, kind="message"
+    ).and_(Match("audience", visible_audience(scene.bot_id)))
     out: dict[str, list[float]] = {"embed": [], "dense": [], "hybrid": []}
     await embedder.embed(messages[:5])  # warm
     for text in messages:
@@ -431,7 +435,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--users", type=int, default=8, help="users the bulk conversations are spread over")
     parser.add_argument("--conversation-size", type=int, default=500, help="messages per bulk conversation")
     parser.add_argument("--lore-size", type=int, default=400, help="entries of the attached lorebook")
-    parser.add_argument("--lore-parts", type=int, default=4, help="import the book as this many files (see docs)")
+    parser.add_argument("--lore-parts", type=int, default=1, help="import the book as this many files")
     parser.add_argument("--lorebook", type=Path, default=DEFAULT_LOREBOOK, help="a SillyTavern World Info file")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the REALTALK folder")
     parser.add_argument("--profile", action="store_true", help="print the time breakdown even if p95 is met")

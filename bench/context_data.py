@@ -3,7 +3,7 @@
 - :func:`lorebook_of_size`: a real SillyTavern World Info file (read by the caller) grown to ``size`` entries by
   varied copies of its own entries (new uid, keys and content suffixed ``" (variant N)"``), so the book keeps
   its real keys, contents, constants and settings and only the tail is derived; :func:`lorebook_parts` cuts it
-  into files small enough to import (see there).
+  into smaller files if needed (see there).
 - :func:`user_messages`: the requests' ``user_message`` values, a shuffled mix of real questions about the
   chats (REALTALK ``qa``) and short lines naming lorebook keys (so keyword activation has work to do).
 - :func:`perturb`: a pool embedding moved by a small random step and renormalised (cosine about 0.98 to the
@@ -62,10 +62,9 @@ def lorebook_of_size(world_info: dict[str, Any], size: int) -> dict[str, Any]:
 
 def lorebook_parts(world_info: dict[str, Any], parts: int) -> list[dict[str, Any]]:
     """The entries split into ``parts`` World Info files of consecutive entries (uids kept), every entry in
-    exactly one part. Why: the lore service logs an import as ONE ``lorebook.imported`` event holding the
-    normalised book and the original file, and for a 400-entry book of real size that event is over NATS's
-    default 1 MB max payload, so the relay can never publish it (it retries every second, which would load
-    the measured process); parts attached to the same bot give the assembler the same 400 entries."""
+    exactly one part. For a server with NATS's default 1 MB max payload: the lore service logs an import as
+    ONE ``lorebook.imported`` event (normalised book + original file), about 1.5 MB for 400 real entries;
+    parts attached to the same bot give the assembler the same entries."""
     if parts < 1:
         raise ValueError("parts must be at least 1")
     items = list(world_info["entries"].items())
