@@ -34,7 +34,11 @@ def test_timed_proxy_passes_calls_through_and_records_them() -> None:
     # Only awaited calls are kept for the replay, with their arguments, on the real object.
     [call] = calls
     assert (call.key, call.args, call.kwargs) == ("reads.bot", ("t1",), {"bot_id": "b1"})
-    assert asyncio.run(call.fn(*call.args, **call.kwargs)) == "t1/b1"
+
+    async def again() -> Any:
+        return await call.fn(*call.args, **call.kwargs)
+
+    assert asyncio.run(again()) == "t1/b1"
 
 
 def test_timed_functions_wraps_and_restores_module_attributes() -> None:
