@@ -9,6 +9,8 @@ in process, on the same data and with the same code where it matters:
   (brute-force cosine, as the baselines of ``bench.retrieval``);
 - the same fusion as the vector query: reciprocal rank fusion (k = 60) of the dense and the lexical top
   ``pool`` (three times the 20 slots), the last ``history`` turns excluded as the history window is;
+- the same query: ``retrieval.query_text`` takes the names of who speaks in the history window out of the
+  question (for the dense and the lexical query alike), ``rank_candidates`` sees the question as asked;
 - the same re-ranking: ``services.context_assembler.ranking.rank_candidates`` on that pool.
 
 What it does not model: chunking of long turns, the separate dated search of ``retrieval.py``, summaries
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -35,9 +38,15 @@ import services.context_assembler.ranking as ranking
 import shared.sparse as sparse
 from bench.retrieval import DEFAULT_DATA, KS, Chat, load_chats, mean, recall
 from bench.retrieval_baselines import top_k
+from services.context_assembler.items import ChatLine
+from services.context_assembler.retrieval import participant_names, without_names
 from shared.embedders.bundled import BundledEmbedder
 
 RRF_K = 60
+#: Whether the query loses the participants' names (a lever like the others; see ``levers``).
+STRIP_NAMES = True
+#: Per chat: turn vectors, question vectors as asked, question vectors as searched (names out).
+Vectors = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 @contextlib.contextmanager
@@ -45,7 +54,7 @@ def levers(**values: Any) -> Iterator[None]:
     """Temporarily set module constants (``ranking.NEIGHBOUR_WEIGHT=0``, ``stem=None`` for no stemming)."""
     saved: dict[tuple[Any, str], Any] = {}
     for name, value in values.items():
-        module: Any = sparse if name == "stem" else ranking
+        module: Any = sparse if name == "stem" else sys.modules[__name__] if name == "STRIP_NAMES" else ranking
         saved[(module, name)] = getattr(module, name)
         setattr(module, name, (lambda w: w) if name == "stem" and value is None else value)
     try:
@@ -53,6 +62,14 @@ def levers(**values: Any) -> Iterator[None]:
     finally:
         for (module, name), value in saved.items():
             setattr(module, name, value)
+
+
+def search_text(chat: Chat, question: str, history: int) -> str:
+    """The question as ``retrieval.query_text`` searches it (names of the history window's speakers out)."""
+    if not STRIP_NAMES or history <= 0:
+        return question
+    window = [ChatLine(t.dia_id, i, t.role, t.speaker, t.text) for i, t in enumerate(chat.turns[-history:])]
+    return without_names(question, participant_names(window))
 
 
 def sparse_scores(chats: Sequence[Chat]) -> Callable[[Chat, str], np.ndarray]:
@@ -88,16 +105,15 @@ def fused_pool(dense: np.ndarray, lexical: np.ndarray, pool: int) -> list[int]:
     return sorted(fused, key=lambda i: -fused[i])[:pool]
 
 
-def run(
-    chats: Sequence[Chat], vectors: dict[str, tuple[np.ndarray, np.ndarray]], history: int, pool: int
-) -> dict[str, float]:
+def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dict[str, float]:
     lexical = sparse_scores(chats)
     found: dict[int, list[float]] = {k: [] for k in KS}
     for chat in chats:
-        docs, queries = vectors[chat.key]
+        docs, asked, stripped = vectors[chat.key]
+        queries = stripped if STRIP_NAMES else asked
         n = len(chat.turns) - history
         for q, qv in zip(chat.questions, queries, strict=True):
-            order = fused_pool(docs[:n] @ qv, lexical(chat, q.text)[:n], pool)
+            order = fused_pool(docs[:n] @ qv, lexical(chat, search_text(chat, q.text, history))[:n], pool)
             cands = [
                 ranking.Candidate(
                     chat.turns[i].dia_id,
@@ -118,17 +134,20 @@ def run(
 def main(data: Path, limit: int | None, history: int, pool: int) -> None:
     chats = load_chats(data, limit)
     embedder = BundledEmbedder()
-    vectors = {
-        c.key: (embedder.embed_array([t.text for t in c.turns]), embedder.embed_array([q.text for q in c.questions]))
-        for c in chats
-    }
+    vectors: Vectors = {}
+    for c in chats:
+        docs = embedder.embed_array([t.text for t in c.turns])
+        asked = embedder.embed_array([q.text for q in c.questions])
+        stripped = embedder.embed_array([search_text(c, q.text, history) for q in c.questions])
+        vectors[c.key] = (docs, asked, stripped)
     print(f"{len(chats)} chats, {sum(len(c.questions) for c in chats)} questions; pool {pool}, history {history}")
     plain = {"NEIGHBOUR_WEIGHT": 0.0, "PARTICIPANT_BOOST": 0.0, "TIME_BOOST": 0.0, "DUPLICATE_JACCARD": 1.01}
     rows: list[tuple[str, dict[str, Any]]] = [
-        ("fused order only, no stemming", {**plain, "stem": None}),
-        ("fused order only", plain),
+        ("fused order only, no stemming", {**plain, "stem": None, "STRIP_NAMES": False}),
+        ("fused order only", {**plain, "STRIP_NAMES": False}),
         ("full system", {}),
         ("  without stemming", {"stem": None}),
+        ("  names left in the query", {"STRIP_NAMES": False}),
         ("  without neighbours", {"NEIGHBOUR_WEIGHT": 0.0}),
         ("  without the named participant", {"PARTICIPANT_BOOST": 0.0}),
         ("  without the referred time", {"TIME_BOOST": 0.0}),

@@ -19,8 +19,8 @@ the same term ids in any process, on any machine, in any release:
   the true corpus average is per tenant and moves over time, and a vector written today must not need
   rewriting tomorrow, so the length normalisation is against a constant;
 - query value: 1.0 per distinct term, so the engine's score is ``sum(idf(t) * saturated_tf(t, doc))``,
-  the BM25 formula; :func:`weighted_query_vector` lets secondary text (recent history) add its terms at a
-  lower weight.
+  the BM25 formula; :func:`terms_vector` lets secondary text (recent history) add its terms at a lower
+  weight.
 
 Changing any of this (tokeniser, stop list, hash, constants) changes stored vectors: it needs a replay.
 """
@@ -186,18 +186,3 @@ def terms_vector(weights: dict[str, float]) -> SparseVector:
             tid = term_id(term)
             out[tid] = max(out.get(tid, 0.0), weight)
     return _by_id(out)
-
-
-def weighted_query_vector(parts: list[tuple[str, float]]) -> SparseVector:
-    """Distinct terms of several texts, each at the highest weight of a text it appears in (weights > 0).
-
-    ``[(user_message, 1.0), (recent_history, 0.3)]`` keeps the user's words first while the history adds
-    its topic words at a lower weight (the engine multiplies each weight by the term's IDF).
-    """
-    weights: dict[int, float] = {}
-    for text, weight in parts:
-        if weight <= 0:
-            continue
-        for tid in {term_id(t) for t in tokens(text)}:
-            weights[tid] = max(weights.get(tid, 0.0), weight)
-    return _by_id(weights)

@@ -9,7 +9,7 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.sparse import AVGDL, K1, document_vector, query_vector, stem, term_id, tokens, weighted_query_vector
+from shared.sparse import AVGDL, K1, document_vector, query_vector, stem, term_id, terms_vector, tokens
 
 
 def test_tokens_are_lowercased_unicode_words_without_stop_words() -> None:
@@ -29,10 +29,10 @@ def test_stemming_joins_inflections_of_a_word() -> None:
     assert set(query_vector("When were you hiked?").indices) <= set(document_vector("I love hiking").indices)
 
 
-def test_weighted_query_keeps_the_highest_weight_of_a_term() -> None:
-    v = weighted_query_vector([("skiing trip", 1.0), ("ski lessons", 0.3), ("ignored", 0.0)])
-    weights = dict(zip(v.indices, v.values, strict=True))
-    assert weights == {term_id("ski"): 1.0, term_id("trip"): 1.0, term_id("lesson"): 0.3}
+def test_terms_vector_weighs_given_terms() -> None:
+    v = terms_vector({"ski": 1.0, "lesson": 0.3, "ignored": 0.0})
+    assert dict(zip(v.indices, v.values, strict=True)) == {term_id("ski"): 1.0, term_id("lesson"): 0.3}
+    assert v.indices == sorted(v.indices)
 
 
 def test_term_ids_are_stable_across_processes() -> None:
