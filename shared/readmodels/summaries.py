@@ -130,12 +130,16 @@ class SummariesReadModel:
         """The summaries among ``summary_ids`` that belong to the tenant (and user/conversation if given)."""
         if not summary_ids:
             return []
-        query: dict[str, Any] = {"tenant_id": tenant_id, "_id": {"$in": list(summary_ids)}, **_CREATED}
-        if user_id is not None:
-            query["user_id"] = user_id
-        if conversation_id is not None:
-            query["conversation_id"] = conversation_id
-        found = {d["_id"]: await self._view(d) async for d in self._col.find(query)}
+        # Looked up by ``_id`` alone, the scope checked on the documents: SecantusDB answers ``_id $in`` from
+        # its primary index but scans for the same query with more fields (3 ms against 26 ms for 600 ids).
+        # Nothing is decrypted before the checks.
+        wanted = {"tenant_id": tenant_id, "user_id": user_id, "conversation_id": conversation_id}
+        docs = [
+            d
+            async for d in self._col.find({"_id": {"$in": list(dict.fromkeys(summary_ids))}})
+            if "text" in d and all(v is None or d.get(k) == v for k, v in wanted.items())
+        ]
+        found = {d["_id"]: await self._view(d) for d in docs}
         return [found[i] for i in summary_ids if i in found]
 
     async def inactive(self, tenant_id: str, summary_ids: Sequence[str]) -> set[str]:
