@@ -375,53 +375,58 @@ class Gatherer:
         degraded: list[str] = []
         s = self._settings
         _deadline.set(asyncio.get_running_loop().time() + s.deadline_s)
-        lore_books = self._read(self._lore.books(req), "lore", degraded, []) if self._lore else _nothing()
-        bot, persona, history, books = await asyncio.gather(
-            self._read(self._reads.bot(req.tenant_id, req.bot_id), "bot_profile", degraded, None),
-            self._persona(req, degraded),
-            self._read(
-                self._reads.recent_messages(
-                    req.tenant_id, req.user_id, req.conversation_id, s.history_limit, req.bot_id
+        # The bot's facts depend on nothing else: read them while the rest is gathered and searched.
+        knowing = asyncio.ensure_future(self._knowledge(req, degraded))
+        try:
+            lore_books = self._read(self._lore.books(req), "lore", degraded, []) if self._lore else _nothing()
+            bot, persona, history, books = await asyncio.gather(
+                self._read(self._reads.bot(req.tenant_id, req.bot_id), "bot_profile", degraded, None),
+                self._persona(req, degraded),
+                self._read(
+                    self._reads.recent_messages(
+                        req.tenant_id, req.user_id, req.conversation_id, s.history_limit, req.bot_id
+                    ),
+                    "history",
+                    degraded,
+                    [],
                 ),
-                "history",
-                degraded,
-                [],
-            ),
-            lore_books,
-        )
-        if bot is None and "bot_profile" not in degraded:
-            degraded.append("bot_profile")
-        history = await self._label_personas(req, history, persona, degraded)
-        lore: list[LoreItem] = []
-        if books and self._lore is not None:
-            similar = await self._lore.similar(req, books, history, degraded)  # vector/hybrid entries
-            lore = await self._lore.activate(
-                req, books, history, bot=bot, persona=persona, similar=similar, degraded=degraded
+                lore_books,
             )
-        reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore, self._counter)
-        shown = [h.message_id for h in reachable]
-        hits = await self._search(req, query_text(req, history), shown, degraded)
-        persona_id = req.persona_id or (persona.persona_id if persona else None)
-        memories, legacy, retrieved, knowledge = await asyncio.gather(
-            self._memories(req, persona_id, hits.memories, degraded),
-            self._legacy(req, hits.legacy, degraded),
-            self._retrieved(req, hits.messages, set(shown), degraded),
-            self._knowledge(req, degraded),
-        )
-        return AssemblyInput(
-            bot_id=req.bot_id,
-            bot=bot,
-            persona=persona,
-            memories=[*memories, *legacy],
-            retrieved=retrieved,
-            knowledge=knowledge,
-            history=history,
-            lore=lore,
-            max_tokens=req.max_tokens,
-            min_history=s.min_history,
-            degraded=degraded,
-            counter=self._counter,
-        )
+            if bot is None and "bot_profile" not in degraded:
+                degraded.append("bot_profile")
+            history = await self._label_personas(req, history, persona, degraded)
+            lore: list[LoreItem] = []
+            if books and self._lore is not None:
+                similar = await self._lore.similar(req, books, history, degraded)  # vector/hybrid entries
+                lore = await self._lore.activate(
+                    req, books, history, bot=bot, persona=persona, similar=similar, degraded=degraded
+                )
+            reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore, self._counter)
+            shown = [h.message_id for h in reachable]
+            hits = await self._search(req, query_text(req, history), shown, degraded)
+            persona_id = req.persona_id or (persona.persona_id if persona else None)
+            memories, legacy, retrieved, knowledge = await asyncio.gather(
+                self._memories(req, persona_id, hits.memories, degraded),
+                self._legacy(req, hits.legacy, degraded),
+                self._retrieved(req, hits.messages, set(shown), degraded),
+                knowing,
+            )
+            return AssemblyInput(
+                bot_id=req.bot_id,
+                bot=bot,
+                persona=persona,
+                memories=[*memories, *legacy],
+                retrieved=retrieved,
+                knowledge=knowledge,
+                history=history,
+                lore=lore,
+                max_tokens=req.max_tokens,
+                min_history=s.min_history,
+                degraded=degraded,
+                counter=self._counter,
+            )
+        finally:
+            knowing.cancel()  # only if the gathering failed before awaiting it
 
     async def _label_personas(
         self,
