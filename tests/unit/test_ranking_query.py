@@ -52,3 +52,22 @@ def test_a_follow_up_takes_its_topic_from_the_history_at_a_lower_weight() -> Non
 
 def test_an_empty_message_searches_the_last_user_message() -> None:
     assert query_text(req(""), HISTORY) == "I went hiking near the lighthouse"
+
+
+def test_the_pool_keeps_fused_ranks_and_drops_what_the_read_model_did_not_return() -> None:
+    from services.context_assembler.ranking import Candidate
+    from services.context_assembler.retrieval import candidates, created_at_by_key
+    from shared.vectors.port import ScoredPoint
+
+    points = [
+        ScoredPoint("p1", 0.9, {"message_id": "m2", "created_at": 200.0}),
+        ScoredPoint("p2", 0.8, {"message_id": "gone", "created_at": 150.0}),
+        ScoredPoint("p3", 0.7, {"message_id": "m1"}),
+    ]
+    created = created_at_by_key(points, "message_id")
+    assert created == {"m2": 200.0, "gone": 150.0}
+    lines = {line.message_id: line for line in HISTORY}
+    assert candidates(["m2", "gone", "m1"], lines, created) == [
+        Candidate("m2", 1, 2, 200.0, "Elise", "Which trail did you take?"),
+        Candidate("m1", 3, 1, None, "Kate Miller", "I went hiking near the lighthouse"),
+    ]
