@@ -20,3 +20,23 @@ async def wait_until(condition: Callable[[], Any], what: str, timeout: float = 6
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for: {what}")
         await asyncio.sleep(0.05)
+
+
+async def request_reply(nc: Any, subject: str, data: bytes, timeout: float = 20.0, **kwargs: Any) -> Any:
+    """``nc.request``, asked again while the server answers "no responders" (for up to ``timeout``).
+
+    Right after a subscriber starts, a client that already published to the subject while no one listened
+    (a previous broker of the same test) is now and then told "no responders" although the server has
+    confirmed the new subscription (``shared.broker.start_broker`` flushes): seen about once in ten restarts
+    on a loaded machine, never with a fresh client. A platform retries the same way; a test must not flake.
+    """
+    from nats.errors import NoRespondersError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await nc.request(subject, data, timeout=timeout, **kwargs)
+        except NoRespondersError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)

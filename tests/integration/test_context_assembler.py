@@ -38,6 +38,7 @@ from shared.sparse import document_vector
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import VectorIndex, VectorIndexUnavailable, VectorPoint
 from tests.envelopes import recorded
+from tests.waiting import request_reply
 
 pytestmark = pytest.mark.integration
 
@@ -236,7 +237,7 @@ def tenant() -> str:
 
 async def ask(nc: NatsClient, body: bytes | dict[str, Any]) -> dict[str, Any]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    reply = await nc.request(subjects.CONTEXT_ASSEMBLE, data, timeout=20)
+    reply = await request_reply(nc, subjects.CONTEXT_ASSEMBLE, data, timeout=20)
     result: dict[str, Any] = json.loads(reply.data)
     return result
 

@@ -21,7 +21,7 @@ from shared.events.envelope import NewEvent
 from shared.events.recorded import conversation_stream, knowledge_stream
 from shared.readmodels.knowledge import FactView, KnowledgeReadModel
 from tests.integration.ingest_stack import Stack, running
-from tests.waiting import wait_until
+from tests.waiting import request_reply, wait_until
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -29,7 +29,7 @@ T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 async def call(nc: NatsClient, subject: str, body: bytes | dict[str, Any]) -> dict[str, Any]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    reply = await nc.request(subject, data, timeout=20)
+    reply = await request_reply(nc, subject, data, timeout=20)
     result: dict[str, Any] = json.loads(reply.data)
     return result
 

@@ -29,6 +29,7 @@ from shared.readmodels.lore import LoreReadModel
 from shared.runtime import Deps
 from tests.envelopes import recorded
 from tests.integration.ingest_stack import Stack, running
+from tests.waiting import request_reply
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +106,7 @@ def routers() -> list[Any]:
 
 async def call(nc: NatsClient, subject: str, body: bytes | dict[str, Any]) -> dict[str, Any]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    reply = await nc.request(subject, data, timeout=20)
+    reply = await request_reply(nc, subject, data, timeout=20)
     result: dict[str, Any] = json.loads(reply.data)
     return result
 

@@ -16,6 +16,7 @@ from services.lore.app import create_router as lore_router
 from shared import subjects
 from shared.lore.importer import import_lorebook
 from tests.integration.ingest_stack import running
+from tests.waiting import request_reply
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +24,7 @@ LARGE = ["st-wi_monster-hunter_with-originalData.json", "card-v2-png_sakana.png"
 
 
 async def request(nc: Any, subject: str, body: dict[str, Any]) -> dict[str, Any]:
-    reply = await nc.request(subject, json.dumps(body).encode(), timeout=60)
+    reply = await request_reply(nc, subject, json.dumps(body).encode(), timeout=60)
     result: dict[str, Any] = json.loads(reply.data)
     return result
 

@@ -31,7 +31,7 @@ from shared.readmodels.summaries import SummariesReadModel
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import Match, VectorFilter
 from tests.integration.ingest_stack import Stack, drained, running
-from tests.waiting import wait_until
+from tests.waiting import request_reply, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -107,7 +107,7 @@ async def seed(stack: Stack, tenant: str, payloads: list[dict[str, Any]]) -> Non
 
 async def call(nc: NatsClient, subject: str, body: bytes | dict[str, Any]) -> dict[str, Any]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    reply = await nc.request(subject, data, timeout=20)
+    reply = await request_reply(nc, subject, data, timeout=20)
     result: dict[str, Any] = json.loads(reply.data)
     return result
 
