@@ -1,8 +1,8 @@
 """`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
 
 The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore,
-characters' knowledge and lore timed effects included) and the vectors of messages, summaries, legacy memories
-and lore entries, then folds every event back in, in batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
+characters' knowledge and lore timed effects included) and the vectors of messages, summaries, legacy memories,
+lore entries and characters' facts, then folds every event back in, in batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
 """
 
@@ -33,7 +33,7 @@ from shared.vectors.port import Match, VectorFilter
 log = logging.getLogger("mnemo.replay")
 
 BATCH = 500
-VECTOR_KINDS = ("message", "summary", "legacy_memory", "lore_entry")
+VECTOR_KINDS = ("message", "summary", "legacy_memory", "lore_entry", "fact")
 
 
 def embeddable(events: Sequence[EventEnvelope]) -> list[EventEnvelope]:
@@ -64,7 +64,10 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
             vectors = core.vectors
             if vectors is None or core.embedder is None:
                 raise RuntimeError("replay needs the vector index and the embedder")
-            embedding = EmbeddingHandler(vectors, core.embedder, read_models, chunk_strings, lore=lore)
+            # The knowledge read model is folded before the embedding in each batch, so facts are indexed from it.
+            embedding = EmbeddingHandler(
+                vectors, core.embedder, read_models, chunk_strings, lore=lore, knowledge=knowledge
+            )
             projections = (read_models, summaries, witnessed, lore, legacy, knowledge, LoreTimedReadModel(core.db))
             for projection in projections:
                 await projection.drop_all()

@@ -23,7 +23,8 @@ first, so a slow MongoDB delays the reply by at most that; the search (embed + v
 Per-character knowledge (``shared/presence.py``): everything is read as the speaking bot (``bot_id``) may
 know it. History and retrieved messages are only those it witnessed (the read model filters on the stored
 ``bot_ids`` before decrypting; the vector filter on ``audience``); memories are summaries whose ``audience``
-admits it, filtered in the query and checked again on read; knowledge is its own facts only. A character that
+admits it, filtered in the query and checked again on read; knowledge is its own facts only (the fact search
+filters ``audience`` on the bot itself, never ``*``). A character that
 was away when a secret was told therefore finds the secret in no section.
 
 Retrieval (embed + the three searches) shares one deadline, ``retrieval_timeout_s``. Vector filters carry the
@@ -36,8 +37,14 @@ the user's summaries turned into lore, found when they apply to the bot or the a
 Point payloads relied on (written by the embedding service): a message, or each chunk of a long one,
 ``{tenant_id, user_id, conversation_id, kind: "message", message_id, audience}``; a summary
 ``{tenant_id, user_id, conversation_id, kind: "summary", summary_id, audience}``; a legacy memory
-``{tenant_id, user_id, kind: "legacy_memory", legacy_id, applies_to}``. Chunks of one item are merged,
-keeping the best score.
+``{tenant_id, user_id, kind: "legacy_memory", legacy_id, applies_to}``; a fact ``{tenant_id, kind: "fact",
+fact_id, audience: [character], scope}``. Chunks of one item are merged, keeping the best score.
+
+Knowledge: the bot's current facts come from the read model (``facts_for``: the source of truth for what is
+current and visible); the fact search (:func:`facts_filter`, same query and deadline as the others) only
+orders them: the facts it finds first, most relevant first, then the rest newest first, ``knowledge_limit`` in
+all (:func:`relevant_first`). A found fact the read model does not list is not shown. Without a query or when
+the search fails (named ``embedder`` / ``vector_index`` as for the others) the newest facts are shown.
 
 Hybrid retrieval: when the query has words (``shared/sparse.py``), each search is one ``hybrid_search``, a
 reciprocal rank fusion of the dense and the lexical prefetch, both filtered inside the query; it decides
@@ -83,6 +90,7 @@ from services.context_assembler.rerank import NoRerank, Reranker
 from services.context_assembler.timerefs import referred_window
 from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
+from shared.events.recorded import campaign_scope, character_scope, player_scope
 from shared.lore.compiled import ActiveBook
 from shared.presence import visible_audience
 from shared.sparse import terms_vector, tokens
@@ -96,6 +104,12 @@ T = TypeVar("T")
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("assembler_deadline", default=None)
 
 
+#: How many of the bot's current facts are read for the search to order: far above what one user's scope
+#: holds (the extractor folds beyond 50 per user), so a relevant old fact is never cut before it is ranked.
+#: ``facts_for`` decrypts every current fact anyway (supersession is computed on read), so this costs nothing.
+KNOWLEDGE_POOL = 500
+
+
 class AssemblerSettings(BaseSettings):
     """``MNEMO_ASSEMBLER_*``."""
 
@@ -106,7 +120,9 @@ class AssemblerSettings(BaseSettings):
     memories_limit: int = Field(4, ge=0)
     retrieved_limit: int = Field(6, ge=0)
     legacy_limit: int = Field(2, ge=0, description="legacy memories (summaries turned into lore) searched")
-    knowledge_limit: int = Field(20, ge=0, description="newest facts of the speaking bot offered to the budget")
+    knowledge_limit: int = Field(
+        20, ge=0, description="facts of the speaking bot offered to the budget, most relevant to the query first"
+    )
     min_score: float = Field(0.3, description="cosine below which a search hit is ignored")
     retrieval_timeout_s: float = Field(1.5, gt=0, description="embed + vector searches, together")
     read_timeout_s: float = Field(2.0, gt=0, description="each read-model query")
@@ -175,7 +191,8 @@ class ContextReads(Protocol):
     async def knowledge(
         self, tenant_id: str, user_id: str, bot_id: str, limit: int, campaign_id: str | None = None
     ) -> list[KnowledgeItem]:
-        """The bot's current facts visible in this user's conversations (and the campaign's), newest first."""
+        """The bot's current facts visible in this user's conversations (and the campaign's), newest first, at
+        most ``limit``."""
         ...
 
 
@@ -192,6 +209,7 @@ class _Hits:
     memories: _Found = _Found([], None)
     messages: _Found = _Found([], None)
     legacy: _Found = _Found([], None)
+    facts: tuple[ScoredPoint, ...] = ()  # the bot's facts, best first (order only: no score is shown)
 
 
 def messages_filter(req: ContextAssembleRequest, exclude_message_ids: Sequence[str] = ()) -> VectorFilter:
@@ -218,6 +236,30 @@ def legacy_filter(req: ContextAssembleRequest) -> VectorFilter:
     return VectorFilter.where(tenant_id=req.tenant_id, user_id=req.user_id, kind="legacy_memory").and_(
         Match("applies_to", targets)
     )
+
+
+def facts_filter(req: ContextAssembleRequest) -> VectorFilter:
+    """The speaking bot's own facts (``audience`` is exactly the fact's character: never ``*``) in the scopes
+    this request may see: this user's private ``player:<user>`` scope (the user id is in the value, so
+    another user's private facts cannot match), the bot's ``character:<bot>`` scope and, with a campaign,
+    ``campaign:<id>``. The read model's ``facts_for`` applies the same scopes again on read."""
+    scopes = [player_scope(req.user_id), character_scope(req.bot_id)]
+    if req.campaign_id is not None:
+        scopes.append(campaign_scope(req.campaign_id))
+    return VectorFilter.where(tenant_id=req.tenant_id, kind="fact").and_(
+        Match("audience", (req.bot_id,)), Match("scope", tuple(scopes))
+    )
+
+
+def relevant_first(facts: Sequence[KnowledgeItem], found: Sequence[str], limit: int) -> list[KnowledgeItem]:
+    """``facts`` (the bot's current facts, newest first) with those among ``found`` (fact ids, most relevant
+    first) moved to the front in that order, then the rest newest first, at most ``limit``. A found id that is
+    not among ``facts`` (retired, superseded, or not visible here) is ignored: ``facts`` decides what may be
+    shown, the search only the order."""
+    by_id = {f.fact_id: f for f in facts}
+    first = [by_id[i] for i in dict.fromkeys(found) if i in by_id]
+    taken = {f.fact_id for f in first}
+    return [*first, *(f for f in facts if f.fact_id not in taken)][: max(0, limit)]
 
 
 def persona_took_part(summary: SummaryText, req: ContextAssembleRequest, persona_id: str | None) -> bool:
@@ -405,12 +447,13 @@ class Gatherer:
             shown = [h.message_id for h in reachable]
             hits = await self._search(req, query_text(req, history), shown, degraded)
             persona_id = req.persona_id or (persona.persona_id if persona else None)
-            memories, legacy, retrieved, knowledge = await asyncio.gather(
+            memories, legacy, retrieved, facts = await asyncio.gather(
                 self._memories(req, persona_id, hits.memories, degraded),
                 self._legacy(req, hits.legacy, degraded),
                 self._retrieved(req, hits.messages, set(shown), degraded),
                 knowing,
             )
+            knowledge = relevant_first(facts, list(best_per_key(hits.facts, "fact_id")), s.knowledge_limit)
             return AssemblyInput(
                 bot_id=req.bot_id,
                 bot=bot,
@@ -472,13 +515,14 @@ class Gatherer:
         self, req: ContextAssembleRequest, text: str, history_ids: Sequence[str], degraded: list[str]
     ) -> _Hits:
         s = self._settings
-        if not text.strip() or (s.memories_limit == 0 and s.retrieved_limit == 0 and s.legacy_limit == 0):
+        sections = any((s.memories_limit, s.retrieved_limit, s.legacy_limit))  # the parts only search fills
+        if not text.strip() or not (sections or s.knowledge_limit):
             return _Hits()
-        if self._embedder is None:
-            degraded.append("embedder")
-            return _Hits()
-        if self._index is None:
-            degraded.append("vector_index")
+        if self._embedder is None or self._index is None:
+            # The facts are shown without the search (newest first): a missing search degrades only the
+            # sections that need it.
+            if sections:
+                degraded.append("embedder" if self._embedder is None else "vector_index")
             return _Hits()
         stage = "embedder"
         try:
@@ -487,7 +531,7 @@ class Gatherer:
                 stage = "vector_index"
                 sparse = query_sparse(req, text)
                 in_window = dated_filter(messages_filter(req, history_ids), req.user_message, time.time())
-                memories, messages, dated, legacy = await asyncio.gather(
+                memories, messages, dated, legacy, facts = await asyncio.gather(
                     self._find(vector, sparse, memories_filter(req), s.memories_limit * 2, "summary_id"),
                     # A pool of three times the slots, re-ranked in _retrieved (and several chunks of one
                     # message may match).
@@ -496,13 +540,14 @@ class Gatherer:
                     # that day compete even when the whole conversation has better matches.
                     self._pool(vector, sparse, in_window, s.retrieved_limit) if in_window else _no_points(),
                     self._find(vector, sparse, legacy_filter(req), s.legacy_limit * 2, "legacy_id"),
+                    self._pool(vector, sparse, facts_filter(req), s.knowledge_limit),
                 )
         except Exception as exc:  # TimeoutError included: retrieval is optional, the reply is not
             log.warning("retrieval skipped (%s): %s: %s", stage, type(exc).__name__, exc)
             degraded.append(stage)
             return _Hits()
         # Both lists carry fusion scores of the same scale; best_per_key interleaves them by score.
-        return _Hits(memories, _Found([*messages, *dated], None), legacy)
+        return _Hits(memories, _Found([*messages, *dated], None), legacy, tuple(facts))
 
     async def _pool(
         self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int
@@ -622,11 +667,17 @@ class Gatherer:
         ]
 
     async def _knowledge(self, req: ContextAssembleRequest, degraded: list[str]) -> list[KnowledgeItem]:
+        """ALL the bot's current facts visible here (newest first, up to ``KNOWLEDGE_POOL``): the search
+        (``facts_filter``) may rank any of them among the ``knowledge_limit`` shown (``relevant_first``)."""
         if self._settings.knowledge_limit == 0:
             return []
         return await self._read(
             self._reads.knowledge(
-                req.tenant_id, req.user_id, req.bot_id, self._settings.knowledge_limit, req.campaign_id
+                req.tenant_id,
+                req.user_id,
+                req.bot_id,
+                max(KNOWLEDGE_POOL, self._settings.knowledge_limit),
+                req.campaign_id,
             ),
             "knowledge",
             degraded,

@@ -13,6 +13,7 @@ from services.embedding.handlers import EmbeddingHandler
 from shared.chunking import chunk_text
 from shared.consumers import log_consumer_router
 from shared.readmodels import ReadModels
+from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
@@ -34,10 +35,11 @@ def create_router(deps: Deps) -> NatsRouter:
         SummariesReadModel(deps.db, deps.cipher),
         LegacyLoreReadModel(deps.db, deps.cipher),
         LoreReadModel(deps.db, deps.cipher),
+        KnowledgeReadModel(deps.db, deps.cipher),
     )
     return log_consumer_router(
         deps,
         service=SERVICE,
         handle=handler.on_log_batch,
-        title="embedding: chunk and embed messages and summaries into the vector index",
+        title="embedding: chunk and embed messages, summaries, lore and facts into the vector index",
     )

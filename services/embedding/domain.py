@@ -13,6 +13,10 @@
 - ``legacy_lore.created``: index the entry as ``kind="legacy_memory"`` points, each chunk embedded WITH a
   header of its metadata (participants, date range, mood), filterable by ``applies_to``; ``legacy_lore.deleted``
   deletes them (the last event of an entry in a batch wins, as for messages).
+- knowledge events (``knowledge.fact_learned``, ``.facts_consolidated``, ``.fact_retired``, ``.fact_promoted``,
+  ``.fact_unpromoted``): a character's current fact is one ``kind="fact"`` point with ``audience`` = that
+  character and its ``scope``; retired or folded facts lose their points, a scope change rewrites them
+  (see :func:`plan_facts`).
 
 Idempotency key: point ids are ``deterministic_id("vec", kind, tenant, user, conversation, source id,
 chunk)``, so a redelivered event overwrites the same points. Within a batch only the *last* event of each
@@ -34,6 +38,11 @@ from pydantic import BaseModel, ValidationError
 from shared.chunking import LORE_MAX_TOKENS, LORE_OVERLAP_TOKENS, chunk_strings, chunk_text
 from shared.events.envelope import EventEnvelope, deterministic_id
 from shared.events.recorded import (
+    FACT_LEARNED,
+    FACT_PROMOTED,
+    FACT_RETIRED,
+    FACT_UNPROMOTED,
+    FACTS_CONSOLIDATED,
     LEGACY_LORE_CREATED,
     LEGACY_LORE_DELETED,
     LOREBOOK_CREATED,
@@ -47,6 +56,10 @@ from shared.events.recorded import (
     MESSAGE_RECORDED,
     SUMMARY_CREATED,
     SUMMARY_RETIRED,
+    FactLearned,
+    FactRetired,
+    FactsConsolidated,
+    FactScopeChanged,
     LegacyLoreCreated,
     LegacyLoreDeleted,
     LorebookCreated,
@@ -82,6 +95,11 @@ PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
     LOREBOOK_ENTRY_UPDATED.name: LorebookEntryWritten,
     LOREBOOK_ENTRY_DELETED.name: LorebookEntryDeleted,
     LOREBOOK_DELETED.name: LorebookDeleted,
+    FACT_LEARNED.name: FactLearned,
+    FACTS_CONSOLIDATED.name: FactsConsolidated,
+    FACT_RETIRED.name: FactRetired,
+    FACT_PROMOTED.name: FactScopeChanged,
+    FACT_UNPROMOTED.name: FactScopeChanged,
 }
 
 Chunker = Callable[[str], list[str]]
@@ -259,9 +277,11 @@ def plan_batch(
     inactive_summaries: set[str] | None = None,
     deleted_legacy: set[str] | None = None,
     lore_books: Mapping[tuple[str, str], BookState | None] | None = None,
+    facts: Mapping[tuple[str, str], FactState] | None = None,
 ) -> Plan:
     """The deletions and points for a batch; ``statuses`` (with scenes) from the messages read model;
-    ``inactive_summaries`` from the summaries read model (see :func:`plan_summaries`)."""
+    ``inactive_summaries`` from the summaries read model (see :func:`plan_summaries`); ``facts`` from the
+    knowledge read model (None: facts are not indexed; see :func:`plan_facts`)."""
     plan = Plan()
     deleted_by_conversation: dict[tuple[str, str, str], list[str]] = {}
     for key, env in latest_message_events(envelopes).items():
@@ -281,6 +301,8 @@ def plan_batch(
     plan_legacy(envelopes, plan, model=model, chunker=chunker, deleted=deleted_legacy or set())
     if lore_books is not None:
         plan_lore(envelopes, plan, model=model, books=lore_books)
+    if facts is not None:
+        plan_facts(envelopes, plan, model=model, chunker=chunker, states=facts)
     return plan
 
 
@@ -432,3 +454,127 @@ def plan_lore(
         state = books.get((tenant_id, lorebook_id))
         if state is not None and not state.deleted:
             plan.points.extend(lore_points(state, uids, model))
+
+
+# --- characters' facts (kind "fact") -------------------------------------------------------------------
+FACT_KIND = "fact"
+FACT_EVENTS = frozenset(
+    {FACT_LEARNED.name, FACTS_CONSOLIDATED.name, FACT_RETIRED.name, FACT_PROMOTED.name, FACT_UNPROMOTED.name}
+)
+_FACT_CREATED = frozenset({FACT_LEARNED.name, FACTS_CONSOLIDATED.name})
+_FACT_SCOPED = frozenset({FACT_PROMOTED.name, FACT_UNPROMOTED.name})
+
+
+@dataclass(frozen=True)
+class FactState:
+    """What the knowledge read model shows of a fact (the extractor writes it right after appending)."""
+
+    fact_id: str
+    user_id: str
+    character_id: str
+    text: str
+    scope: str
+    scope_version: int  # log version of the event that set ``scope``
+    current: bool  # not retired and not consolidated away (superseded facts stay current here)
+
+
+def fact_filter(tenant_id: str, fact_ids: Iterable[str]) -> VectorFilter:
+    """Every point of these facts of one tenant (and nothing else)."""
+    return VectorFilter.where(tenant_id=tenant_id, kind=FACT_KIND).and_(Match("fact_id", tuple(sorted(fact_ids))))
+
+
+def fact_points(
+    tenant_id: str, fact_id: str, user_id: str, character_id: str, text: str, scope: str, model: str, chunker: Chunker
+) -> list[PendingPoint]:
+    """The points of one fact: its text (a sentence: one chunk), visible to its character only."""
+    payload: dict[str, PayloadValue] = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "kind": FACT_KIND,
+        "fact_id": fact_id,
+        "source_id": fact_id,
+        "character_id": character_id,
+        "audience": [character_id],
+        "scope": scope,
+        "model": model,
+    }
+    return [
+        PendingPoint(point_id(FACT_KIND, tenant_id, user_id, "", fact_id, i), chunk, payload | {"chunk": i})
+        for i, chunk in enumerate(chunker(text) or [text])
+    ]
+
+
+def fact_ids_touched(envelopes: Iterable[EventEnvelope]) -> dict[str, set[str]]:
+    """Per tenant: the fact ids a batch's knowledge events name (created, folded, retired or re-scoped), whose
+    read model state :func:`plan_facts` needs."""
+    out: dict[str, set[str]] = {}
+    for env in envelopes:
+        if env.type in FACT_EVENTS:
+            ids = out.setdefault(env.tenant_id, set())
+            ids.add(str(env.payload["fact_id"]))
+            if env.type == FACTS_CONSOLIDATED.name:
+                ids.update(str(i) for i in env.payload.get("consolidates", ()))
+    return out
+
+
+def plan_facts(
+    envelopes: Sequence[EventEnvelope],
+    plan: Plan,
+    *,
+    model: str,
+    chunker: Chunker,
+    states: Mapping[tuple[str, str], FactState],
+) -> None:
+    """Add the facts' deletions and points to ``plan``. ``states``: (tenant, fact id) -> the knowledge read
+    model's view of the fact, for the facts of :func:`fact_ids_touched` it holds.
+
+    - ``knowledge.fact_learned`` / ``.facts_consolidated``: the fact's points, with its scope; a consolidation
+      also deletes the points of the facts it folds.
+    - ``knowledge.fact_retired``: the fact's points are deleted.
+    - ``knowledge.fact_promoted`` / ``_unpromoted``: the fact's points are written again with the new scope
+      (same ids: an overwrite), the text taken from the read model (the event carries none).
+
+    Late redeliveries cannot undo later changes: a fact retired or folded in this batch, or no longer current
+    in the read model, is not indexed (deletions run before upserts); the scope is the newest among the
+    batch's events and the read model's (``scope_version``), so an old promotion redelivered after its undo,
+    or an old creation after a promotion, keeps the current scope. Superseded facts keep their points: the
+    read side takes only the current facts of the read model.
+    """
+    gone: dict[str, set[str]] = {}
+    created: dict[tuple[str, str], FactLearned] = {}
+    scope: dict[tuple[str, str], tuple[int, str]] = {}  # newest (version, scope) known per fact
+
+    def newer(key: tuple[str, str], version: int, value: str) -> None:
+        if key not in scope or version > scope[key][0]:
+            scope[key] = (version, value)
+
+    for env in envelopes:
+        t = env.tenant_id
+        if env.type in _FACT_CREATED:
+            fact = (FactsConsolidated if env.type == FACTS_CONSOLIDATED.name else FactLearned).model_validate(
+                env.payload
+            )
+            created[(t, fact.fact_id)] = fact
+            newer((t, fact.fact_id), env.version, fact.scope)
+            if isinstance(fact, FactsConsolidated):
+                gone.setdefault(t, set()).update(fact.consolidates)
+        elif env.type == FACT_RETIRED.name:
+            gone.setdefault(t, set()).add(FactRetired.model_validate(env.payload).fact_id)
+        elif env.type in _FACT_SCOPED:
+            change = FactScopeChanged.model_validate(env.payload)
+            newer((t, change.fact_id), env.version, change.to_scope)
+    for (t, fid), known in states.items():
+        if (t, fid) in scope:
+            newer((t, fid), known.scope_version, known.scope)
+    plan.deletions.extend(fact_filter(t, ids) for t, ids in sorted(gone.items()) if ids)
+    for (t, fid), (_, current_scope) in scope.items():
+        state = states.get((t, fid))
+        if fid in gone.get(t, set()) or (state is not None and not state.current):
+            continue
+        if (t, fid) in created:
+            f = created[(t, fid)]
+            plan.points.extend(fact_points(t, fid, f.user_id, f.character_id, f.text, current_scope, model, chunker))
+        elif state is not None:  # a scope change of a fact learned in an earlier batch
+            plan.points.extend(
+                fact_points(t, fid, state.user_id, state.character_id, state.text, current_scope, model, chunker)
+            )

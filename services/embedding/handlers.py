@@ -21,6 +21,8 @@ from services.embedding.domain import (
     MESSAGE_EVENTS,
     PAYLOAD_MODELS,
     Chunker,
+    FactState,
+    fact_ids_touched,
     latest_message_events,
     payload_error,
     plan_batch,
@@ -31,6 +33,7 @@ from shared.events.envelope import EventEnvelope
 from shared.events.recorded import LEGACY_LORE_CREATED, SUMMARY_CREATED
 from shared.lore.history import BookState
 from shared.readmodels import ReadModels
+from shared.readmodels.knowledge import ACTIVE, KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
@@ -50,6 +53,7 @@ class EmbeddingHandler:
         summaries: SummariesReadModel | None = None,
         legacy: LegacyLoreReadModel | None = None,
         lore: LoreReadModel | None = None,
+        knowledge: KnowledgeReadModel | None = None,
     ) -> None:
         self._index = index
         self._embedder = embedder
@@ -58,6 +62,7 @@ class EmbeddingHandler:
         self._summaries = summaries  # to skip a late redelivered creation of a retired summary
         self._legacy = legacy  # the same for a deleted legacy lore entry
         self._lore = lore  # lore entries are indexed from their book's current state (None: not indexed)
+        self._knowledge = knowledge  # facts' current status, scope and text (None: facts are not indexed)
 
     @staticmethod
     def _valid(items: list[Item[EventEnvelope]]) -> tuple[list[EventEnvelope], list[Rejection]]:
@@ -93,6 +98,7 @@ class EmbeddingHandler:
             inactive_summaries=inactive,
             deleted_legacy=await self._deleted_legacy(events),
             lore_books=await self._lore_books(events),
+            facts=await self._fact_states(events),
         )
         for flt in plan.deletions:
             await self._index.delete(flt)
@@ -139,3 +145,24 @@ class EmbeddingHandler:
             return None
         keys = {(e.tenant_id, str(e.payload["lorebook_id"])) for e in events if e.type in LORE_VECTOR_EVENTS}
         return {key: await self._lore.state(*key) for key in sorted(keys)}
+
+    async def _fact_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], FactState] | None:
+        """The knowledge read model's view of every fact the batch's knowledge events name (see
+        ``domain.plan_facts``); facts it does not hold yet are absent."""
+        if self._knowledge is None:
+            return None
+        out: dict[tuple[str, str], FactState] = {}
+        for tenant_id, ids in sorted(fact_ids_touched(events).items()):
+            wanted = sorted(ids)
+            versions = await self._knowledge.scope_versions(tenant_id, wanted)
+            for v in await self._knowledge.by_ids(tenant_id, wanted):
+                out[(tenant_id, v.fact_id)] = FactState(
+                    v.fact_id,
+                    v.user_id,
+                    v.character_id,
+                    v.text,
+                    v.scope,
+                    versions.get(v.fact_id, 0),
+                    v.status == ACTIVE,
+                )
+        return out

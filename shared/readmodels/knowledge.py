@@ -241,6 +241,12 @@ class KnowledgeReadModel:
         found = {d["_id"]: d async for d in self._col.find({"tenant_id": tenant_id, "_id": {"$in": list(fact_ids)}})}
         return [await self._view(found[i]) for i in fact_ids if i in found]
 
+    async def scope_versions(self, tenant_id: str, fact_ids: Sequence[str]) -> dict[str, int]:
+        """The log version of the event that last set each fact's scope (the embedding service compares it
+        with the events it indexes, so a late redelivery cannot restore an older scope)."""
+        query = {"tenant_id": tenant_id, "_id": {"$in": list(fact_ids)}}
+        return {d["_id"]: int(d.get("scope_version", 0)) async for d in self._col.find(query, {"scope_version": 1})}
+
     async def derived_from(self, tenant_id: str, user_id: str, conversation_id: str, message_id: str) -> list[FactView]:
         """Facts not yet retired or consolidated that were learned from that message (directly or through a
         consolidation)."""

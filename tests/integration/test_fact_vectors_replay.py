@@ -1,0 +1,95 @@
+"""`mnemo replay` rebuilds the facts' points from the log: current facts indexed with their latest scope,
+retired and folded facts not at all."""
+
+from __future__ import annotations
+
+import base64
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from services.replay import replay
+from shared.bootstrap import open_core
+from shared.events.envelope import NewEvent
+from shared.events.recorded import (
+    FactLearned,
+    FactPromoted,
+    FactRetired,
+    FactsConsolidated,
+    knowledge_stream,
+    player_scope,
+)
+from shared.settings import Settings
+from shared.vectors.port import Match, VectorFilter
+
+pytestmark = pytest.mark.integration
+T0 = datetime(2026, 5, 1, tzinfo=UTC)
+FACTS = VectorFilter.where(tenant_id="t-facts", kind="fact")
+
+
+def fact(fid: str, text: str) -> FactLearned:
+    return FactLearned(
+        fact_id=fid, character_id="bard", character_kind="bot", user_id="u1", conversation_id="c1", text=text,
+        subject=f"s:{fid}", fact_type="semantic", confidence=0.9, learned_at=T0, scope=player_scope("u1"),
+        message_ids=[f"m-{fid}"], method="pattern",
+    )  # fmt: skip
+
+
+def event(kind: str, payload: object) -> NewEvent:
+    return NewEvent(type=kind, tenant_id="t-facts", payload=payload.model_dump(mode="json"))  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def settings(nats_url: str, mongo_url: str, tmp_path: Path) -> Settings:
+    return Settings(
+        nats_url=nats_url,
+        mongodb_url=mongo_url,
+        mongodb_db=f"replay_{uuid.uuid4().hex[:10]}",
+        data_dir=tmp_path,
+        kek=SecretStr(base64.b64encode(os.urandom(32)).decode()),
+    )
+
+
+async def test_replay_rebuilds_the_current_facts_points(settings: Settings) -> None:
+    retired = FactRetired(
+        fact_id="f-gone", character_id="bard", user_id="u1", reason="deleted", message_id="m-f-gone", retired_at=T0
+    )
+    merged = FactsConsolidated(**fact("f-merged", "Ana knows the harbour well.").model_dump(), consolidates=["a", "b"])
+    promoted = FactPromoted(
+        fact_id="f-shared", character_id="bard", owner_user_id="u1", by_user_id="u1",
+        from_scope=player_scope("u1"), to_scope="campaign:k", at=T0,
+    )  # fmt: skip
+    core = await open_core(settings)
+    try:
+        await core.store.append(
+            knowledge_stream("t-facts", "bard"),
+            0,
+            [
+                event("knowledge.fact_learned", fact("f-gone", "Ana lost her red scarf.")),
+                event("knowledge.fact_learned", fact("a", "Ana sails.")),
+                event("knowledge.fact_learned", fact("b", "Ana fishes.")),
+                event("knowledge.fact_learned", fact("f-shared", "The lighthouse key hides under the blue stone.")),
+                event("knowledge.fact_retired", retired),
+                event("knowledge.facts_consolidated", merged),
+                event("knowledge.fact_promoted", promoted),
+            ],
+        )
+    finally:
+        await core.close()
+
+    assert await replay(settings, embedded=False) == 7
+    core = await open_core(settings, vectors=True)
+    try:
+        assert core.vectors is not None
+        points = await core.vectors.count(FACTS)
+        assert points == 2, "only the consolidated fact and the promoted one are current"
+        assert await core.vectors.count(FACTS.and_(Match("fact_id", ("f-merged",)))) == 1
+        assert (
+            await core.vectors.count(FACTS.and_(Match("scope", ("campaign:k",)), Match("fact_id", ("f-shared",)))) == 1
+        )
+    finally:
+        await core.close()

@@ -1,0 +1,236 @@
+"""Fact vectors (pure): the embedding plan for knowledge events, and the assembler's fact filter and order."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from services.context_assembler.assembly import KnowledgeItem
+from services.context_assembler.retrieval import facts_filter, relevant_first
+from services.embedding.domain import (
+    FACT_KIND,
+    FactState,
+    Plan,
+    fact_filter,
+    fact_ids_touched,
+    payload_error,
+    plan_batch,
+    point_id,
+)
+from shared.events.contract import ContextAssembleRequest
+from shared.events.envelope import EventEnvelope
+from shared.events.recorded import (
+    FactLearned,
+    FactPromoted,
+    FactRetired,
+    FactsConsolidated,
+    FactUnpromoted,
+    knowledge_stream,
+)
+from shared.vectors.port import Match, VectorFilter
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def envelope(version: int, type_: str, payload: dict[str, object], tenant: str = "t") -> EventEnvelope:
+    return EventEnvelope(
+        event_id=f"e-{type_}-{version}",
+        type=type_,
+        schema_version=1,
+        stream_id=knowledge_stream(tenant, "bard"),
+        version=version,
+        tenant_id=tenant,
+        occurred_at=T0,
+        recorded_at=T0,
+        payload=payload,
+    )
+
+
+def fact(fid: str, text: str = "Ana lives in Port Vell.", scope: str = "player:u", user: str = "u") -> FactLearned:
+    return FactLearned(
+        fact_id=fid,
+        character_id="bard",
+        character_kind="bot",
+        user_id=user,
+        conversation_id="c",
+        text=text,
+        subject=f"ana:{fid}",
+        fact_type="semantic",
+        confidence=0.9,
+        learned_at=T0,
+        scope=scope,
+        message_ids=["m1"],
+        method="pattern",
+    )
+
+
+def learned(fid: str, version: int, **kw: str) -> EventEnvelope:
+    return envelope(version, "knowledge.fact_learned", fact(fid, **kw).model_dump(mode="json"))
+
+
+def consolidated(fid: str, version: int, folds: list[str]) -> EventEnvelope:
+    merged = FactsConsolidated(**fact(fid, text="Ana knows the harbour.").model_dump(), consolidates=folds)
+    return envelope(version, "knowledge.facts_consolidated", merged.model_dump(mode="json"))
+
+
+def retired(fid: str, version: int) -> EventEnvelope:
+    r = FactRetired(fact_id=fid, character_id="bard", user_id="u", reason="deleted", message_id="m1", retired_at=T0)
+    return envelope(version, "knowledge.fact_retired", r.model_dump(mode="json"))
+
+
+def rescoped(fid: str, version: int, to_scope: str) -> EventEnvelope:
+    promote = to_scope.startswith("campaign:")
+    model = FactPromoted if promote else FactUnpromoted
+    frm = "player:u" if promote else "campaign:k"
+    c = model(
+        fact_id=fid, character_id="bard", owner_user_id="u", by_user_id="u", from_scope=frm, to_scope=to_scope, at=T0
+    )
+    return envelope(
+        version, "knowledge.fact_promoted" if promote else "knowledge.fact_unpromoted", c.model_dump(mode="json")
+    )
+
+
+def state(fid: str, scope: str = "player:u", version: int = 1, current: bool = True) -> FactState:
+    return FactState(fid, "u", "bard", f"stored text of {fid}", scope, version, current)
+
+
+def plan(events: list[EventEnvelope], states: dict[tuple[str, str], FactState] | None = None) -> Plan:
+    return plan_batch(events, {}, model="m", chunker=lambda s: [s], facts=states if states is not None else {})
+
+
+def scopes(p: Plan) -> dict[str, object]:
+    return {str(pt.payload["fact_id"]): pt.payload["scope"] for pt in p.points}
+
+
+def test_a_learned_fact_is_one_point_for_its_character_only() -> None:
+    p = plan([learned("f1", 1)])
+    assert p.deletions == []
+    [pt] = p.points
+    assert pt.id == point_id(FACT_KIND, "t", "u", "", "f1", 0)
+    assert pt.text == "Ana lives in Port Vell."
+    assert pt.payload == {
+        "tenant_id": "t",
+        "user_id": "u",
+        "kind": "fact",
+        "fact_id": "f1",
+        "source_id": "f1",
+        "character_id": "bard",
+        "audience": ["bard"],
+        "scope": "player:u",
+        "model": "m",
+        "chunk": 0,
+    }
+
+
+def test_facts_are_not_indexed_without_the_knowledge_read_model() -> None:
+    assert plan_batch([learned("f1", 1)], {}, model="m", chunker=lambda s: [s]).points == []
+
+
+def test_retirement_deletes_and_a_fact_retired_in_the_same_batch_is_not_indexed() -> None:
+    p = plan([learned("f1", 1), learned("f2", 2), retired("f1", 3)])
+    assert p.deletions == [fact_filter("t", ["f1"])]
+    assert list(scopes(p)) == ["f2"]
+
+
+def test_a_late_redelivered_creation_of_a_retired_fact_stays_out() -> None:
+    p = plan([learned("f1", 1)], {("t", "f1"): state("f1", current=False)})
+    assert p.points == []
+
+
+def test_consolidation_indexes_the_merged_fact_and_deletes_the_folded_ones() -> None:
+    p = plan([learned("a", 1), learned("b", 2), consolidated("m", 3, ["a", "b"])])
+    assert p.deletions == [fact_filter("t", ["a", "b"])]
+    assert list(scopes(p)) == ["m"]
+    assert p.points[0].text == "Ana knows the harbour."
+
+
+def test_a_promotion_rewrites_the_point_with_the_new_scope_and_the_stored_text() -> None:
+    p = plan([rescoped("f1", 2, "campaign:k")], {("t", "f1"): state("f1", "campaign:k", 2)})
+    [pt] = p.points
+    assert pt.id == point_id(FACT_KIND, "t", "u", "", "f1", 0)  # same id: an overwrite
+    assert pt.payload["scope"] == "campaign:k"
+    assert pt.text == "stored text of f1"
+    assert p.deletions == []
+
+
+def test_the_newest_scope_wins_against_late_redeliveries() -> None:
+    # The read model already holds the undo (version 3): a redelivered promotion (2) does not restore it.
+    undone = {("t", "f1"): state("f1", "player:u", 3)}
+    assert scopes(plan([rescoped("f1", 2, "campaign:k")], undone)) == {"f1": "player:u"}
+    # A creation redelivered after its promotion keeps the promoted scope.
+    promoted = {("t", "f1"): state("f1", "campaign:k", 2)}
+    assert scopes(plan([learned("f1", 1)], promoted)) == {"f1": "campaign:k"}
+    # The read model lagging behind the batch: the batch's newer event wins.
+    lagging = {("t", "f1"): state("f1", "player:u", 1)}
+    assert scopes(plan([rescoped("f1", 2, "campaign:k")], lagging)) == {"f1": "campaign:k"}
+    # Promotion and undo in one batch: the last one counts.
+    both = [rescoped("f1", 2, "campaign:k"), rescoped("f1", 3, "player:u")]
+    assert scopes(plan(both, lagging)) == {"f1": "player:u"}
+
+
+def test_a_scope_change_of_an_unknown_or_retired_fact_indexes_nothing() -> None:
+    assert plan([rescoped("f1", 2, "campaign:k")]).points == []
+    assert plan([rescoped("f1", 2, "campaign:k")], {("t", "f1"): state("f1", current=False)}).points == []
+
+
+def test_touched_ids_include_the_folded_facts_per_tenant() -> None:
+    events = [
+        consolidated("m", 3, ["a", "b"]),
+        envelope(1, "knowledge.fact_learned", fact("x").model_dump(mode="json"), "t2"),
+    ]
+    assert fact_ids_touched(events) == {"t": {"m", "a", "b"}, "t2": {"x"}}
+
+
+def test_an_invalid_fact_payload_is_reported() -> None:
+    assert payload_error(envelope(1, "knowledge.fact_retired", {"fact_id": "f1"})) is not None
+    assert payload_error(learned("f1", 1)) is None
+
+
+def request(campaign: str | None = None) -> ContextAssembleRequest:
+    return ContextAssembleRequest(
+        tenant_id="t", user_id="u", conversation_id="c", bot_id="bard", user_message="hi", campaign_id=campaign
+    )
+
+
+def test_the_fact_filter_is_the_bot_itself_and_the_visible_scopes() -> None:
+    assert facts_filter(request()) == VectorFilter(
+        must=(
+            Match("tenant_id", ("t",)),
+            Match("kind", ("fact",)),
+            Match("audience", ("bard",)),
+            Match("scope", ("player:u", "character:bard")),
+        )
+    )
+    assert facts_filter(request("k")).must[-1] == Match("scope", ("player:u", "character:bard", "campaign:k"))
+
+
+def items(*ids: str) -> list[KnowledgeItem]:
+    return [KnowledgeItem(i, f"text {i}", ()) for i in ids]
+
+
+def test_found_facts_come_first_then_the_rest_newest_first() -> None:
+    facts = items("n1", "n2", "n3", "n4")  # newest first
+    assert [f.fact_id for f in relevant_first(facts, ["n3", "n1"], 3)] == ["n3", "n1", "n2"]
+
+
+def test_found_ids_not_among_the_current_facts_are_ignored() -> None:
+    facts = items("n1", "n2")
+    assert [f.fact_id for f in relevant_first(facts, ["gone", "n2", "n2"], 5)] == ["n2", "n1"]
+    assert relevant_first(facts, ["n1"], 0) == []
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_ordering_is_a_permutation_prefix_of_the_current_facts(seed: int) -> None:
+    rnd = random.Random(seed)
+    facts = items(*(f"f{i}" for i in range(rnd.randint(0, 12))))
+    found = [f"f{rnd.randint(0, 15)}" for _ in range(rnd.randint(0, 8))]
+    limit = rnd.randint(0, 14)
+    out = [f.fact_id for f in relevant_first(facts, found, limit)]
+    current = [f.fact_id for f in facts]
+    assert len(out) == min(limit, len(facts))
+    assert len(set(out)) == len(out)
+    assert set(out) <= set(current)
+    expected_first = [i for i in dict.fromkeys(found) if i in current]
+    assert out == [*expected_first, *(i for i in current if i not in expected_first)][:limit]
