@@ -119,7 +119,7 @@ async def main(n: int, batch_size: int) -> dict[str, Any]:
         pipeline, points = await measure_pipeline(settings, len(texts))
     raw_after = await asyncio.to_thread(measure_raw_model, texts, batch_size)
     raw = (raw_before + raw_after) / 2
-    window = settings.delivery.batch_size
+    window = settings.delivery.embedding_batch_size
     raw_windowed = await asyncio.to_thread(measure_raw_model_windowed, texts, batch_size, window)
     if points < len(texts):
         raise SystemExit(f"only {points} of {len(texts)} texts were indexed")

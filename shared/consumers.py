@@ -32,8 +32,13 @@ def consumer_router(
     decode: Decoder[T],
     handle: BatchHandler[T] | Staged[T],
     title: str,
+    batch_size: int | None = None,
 ) -> NatsRouter:
+    """``batch_size``: messages per pull, when the service wants other than ``delivery.batch_size``."""
     router = NatsRouter()
+    delivery = deps.settings.delivery
+    if batch_size is not None:
+        delivery = delivery.model_copy(update={"batch_size": batch_size})
     consumer: BatchConsumer[T] = BatchConsumer(
         decode=decode,
         handle=handle,
@@ -49,13 +54,20 @@ def consumer_router(
         stream=stream,
         durable=subjects.durable(service),
         consumer=consumer,
-        delivery=deps.settings.delivery,
+        delivery=delivery,
         title=title,
     )
     return router
 
 
-def log_consumer_router(deps: Deps, *, service: str, handle: BatchHandler[EventEnvelope], title: str) -> NatsRouter:
+def log_consumer_router(
+    deps: Deps,
+    *,
+    service: str,
+    handle: BatchHandler[EventEnvelope] | Staged[EventEnvelope],
+    title: str,
+    batch_size: int | None = None,
+) -> NatsRouter:
     """A consumer of every event the relay publishes (``mnemo.log.>``), decrypted and upcast by the codec;
     an event that cannot be decoded (unknown type, damaged) is dead-lettered with the reason."""
 
@@ -63,5 +75,12 @@ def log_consumer_router(deps: Deps, *, service: str, handle: BatchHandler[EventE
         return await deps.codec.from_wire(msg.data)
 
     return consumer_router(
-        deps, service=service, subject=subjects.LOG_ALL, stream=LOG_JSTREAM, decode=decode, handle=handle, title=title
+        deps,
+        service=service,
+        subject=subjects.LOG_ALL,
+        stream=LOG_JSTREAM,
+        decode=decode,
+        handle=handle,
+        title=title,
+        batch_size=batch_size,
     )

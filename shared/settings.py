@@ -43,6 +43,12 @@ class DeliverySettings(BaseModel):
     max_deliver: int = Field(5, description="tries before a message goes to the dead-letter subject")
     ack_wait_s: float = Field(30.0, description="JetStream redelivers after this without an ack or progress")
     batch_size: int = Field(256, ge=1, description="messages fetched per pull")
+    embedding_batch_size: int = Field(
+        1024,
+        ge=1,
+        description="messages the embedding service fetches per pull: the more texts it sorts by length at "
+        "once, the less padding the model computes (make bench-embedding: +10-15 % texts/s over 256)",
+    )
     pipeline_depth: int = Field(
         2, ge=1, description="batches a staged consumer (ingest) holds at once, overlapping their stages"
     )

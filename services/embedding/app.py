@@ -2,7 +2,9 @@
 
 Subject ``mnemo.log.>`` on stream MNEMO_LOG, durable ``mnemo_embedding_main`` shared by the replicas. Ack
 policy: manual via ``BatchConsumer`` (ack once vectors are written; undecodable events and invalid payloads
-to ``mnemo.dlq.embedding.v1`` with the reason; failures naked with backoff, then dead-lettered).
+to ``mnemo.dlq.embedding.v1`` with the reason; failures naked with backoff, then dead-lettered). The handler
+is staged (``EmbeddingHandler.begin``): a batch is embedded while the previous one's vectors are written, and
+it fetches ``delivery.embedding_batch_size`` (1,024) events per pull.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from faststream.nats import NatsRouter
 from services.embedding.handlers import EmbeddingHandler
 from shared.chunking import chunk_text
 from shared.consumers import log_consumer_router
+from shared.delivery import Staged
 from shared.readmodels import ReadModels
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
@@ -40,6 +43,7 @@ def create_router(deps: Deps) -> NatsRouter:
     return log_consumer_router(
         deps,
         service=SERVICE,
-        handle=handler.on_log_batch,
+        handle=Staged(handler.begin),
         title="embedding: chunk and embed messages, summaries, lore and facts into the vector index",
+        batch_size=deps.settings.delivery.embedding_batch_size,
     )

@@ -15,6 +15,7 @@ carries a sparse lexical vector of its chunk (``shared/sparse.py``) for hybrid s
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from services.embedding.domain import (
     LORE_VECTOR_EVENTS,
@@ -22,12 +23,13 @@ from services.embedding.domain import (
     PAYLOAD_MODELS,
     Chunker,
     FactState,
+    Plan,
     fact_ids_touched,
     latest_message_events,
     payload_error,
     plan_batch,
 )
-from shared.delivery import Item, Rejection
+from shared.delivery import Completion, Item, Rejection
 from shared.embedders.port import Embedder
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import LEGACY_LORE_CREATED, SUMMARY_CREATED
@@ -41,6 +43,14 @@ from shared.sparse import document_vector
 from shared.vectors.port import VectorIndex, VectorPoint
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A batch between its two stages: what to delete and upsert, and the points' vectors."""
+
+    plan: Plan
+    vectors: list[list[float]]
 
 
 class EmbeddingHandler:
@@ -79,14 +89,31 @@ class EmbeddingHandler:
         return events, rejections
 
     async def on_log_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
+        """Both stages of :meth:`begin` back to back."""
+        return list(await (await self.begin(items))())
+
+    async def begin(self, items: list[Item[EventEnvelope]]) -> Completion:
+        """The staged form (``shared.delivery.Staged``): plan and embed this batch, and return the index writes
+        as its completion. The consumer runs completions one at a time in delivery order, so deletions and
+        upserts reach the index in log order, while the next batch is embedded: the model (onnxruntime
+        releases the GIL) and the index writes (Qdrant Edge holds it) then use both cores."""
         events, rejections = self._valid(items)
-        await self.project(events)
-        return rejections
+        prepared = await self.prepare(events)
+
+        async def finish() -> list[Rejection]:
+            await self.write(prepared)
+            return rejections
+
+        return finish
 
     async def project(self, events: list[EventEnvelope]) -> None:
         """Bring the index in line with ``events`` (valid, handled types): used live and by ``mnemo replay``."""
+        await self.write(await self.prepare(events))
+
+    async def prepare(self, events: list[EventEnvelope]) -> Prepared:
+        """The plan of ``events`` and the vectors of its points; nothing is written yet."""
         if not events:
-            return
+            return Prepared(Plan(), [])
         keys = list(latest_message_events(e for e in events if e.type in MESSAGE_EVENTS))
         statuses = await self._read_models.message_status(keys, scene=True) if keys else {}
         inactive = await self._inactive_summaries(events)
@@ -100,15 +127,20 @@ class EmbeddingHandler:
             lore_books=await self._lore_books(events),
             facts=await self._fact_states(events),
         )
+        vectors = await self._embedder.embed([p.text for p in plan.points]) if plan.points else []
+        return Prepared(plan, vectors)
+
+    async def write(self, prepared: Prepared) -> None:
+        """The deletions, then the upserts, of a prepared batch."""
+        plan = prepared.plan
         for flt in plan.deletions:
             await self._index.delete(flt)
         if plan.points:
-            vectors = await self._embedder.embed([p.text for p in plan.points])
             await self._index.upsert(
                 [
                     # The lexical vector comes from the same chunk text, so hybrid search can match its words.
                     VectorPoint(p.id, v, p.payload, document_vector(p.text))
-                    for p, v in zip(plan.points, vectors, strict=True)
+                    for p, v in zip(plan.points, prepared.vectors, strict=True)
                 ]
             )
         log.debug("embedded %d chunk(s), %d deletion(s)", len(plan.points), len(plan.deletions))
