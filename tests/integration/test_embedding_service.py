@@ -17,15 +17,19 @@ import pytest
 from services.embedding.app import chunk_strings
 from services.embedding.app import create_router as embedding_router
 from services.embedding.domain import point_id
+from services.embedding.handlers import EmbeddingHandler
 from services.ingest.app import create_router as ingest_router
 from shared import subjects
-from shared.delivery import DLQ_REASON
+from shared.crypto import FieldCipher, InMemoryKeyStore
+from shared.delivery import DLQ_REASON, Item
 from shared.embedders.bundled import BundledEmbedder
 from shared.events.envelope import NewEvent
 from shared.events.recorded import conversation_stream, summary_stream
+from shared.readmodels import ReadModels
 from shared.sparse import query_vector
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import Match, VectorFilter
+from tests.envelopes import recorded
 from tests.integration.ingest_stack import Stack, dead_letters, drained, running
 from tests.waiting import wait_until
 
@@ -214,3 +218,25 @@ async def test_unknown_event_types_are_dead_lettered_and_others_ignored(stack: S
     [letter] = await dead_letters(stack.js, "embedding")
     assert "spell.cast" in (letter.headers or {}).get(DLQ_REASON, "")
     assert await index.count(VectorFilter.where(tenant_id="t1")) == 1
+
+
+async def test_a_staged_batch_writes_its_vectors_only_in_its_completion(tmp_path: Path, mongo_db: Any) -> None:
+    """The consumer embeds the next batch while this one's completion writes: nothing may reach the index in
+    the first stage, or a later batch's deletions could overtake an earlier batch's upserts."""
+    embedder = BundledEmbedder()
+    index = EdgeVectorIndex(tmp_path, "staged")
+    await index.ensure_collection(embedder.dimensions)
+    try:
+        handler = EmbeddingHandler(
+            index, embedder, ReadModels(mongo_db, FieldCipher(bytes(32), InMemoryKeyStore())), chunk_strings
+        )
+        payload = {**message("m1", 0, "The lighthouse keeper lit the lamp."), "created_at": T0, "index": 0}
+        payload.pop("tenant_id")
+        payload["tokens"] = 8
+        event = recorded("t1", conversation_stream("t1", "u1", "c1"), 1, "message.recorded", payload, T0)
+        finish = await handler.begin([Item(event, None)])  # type: ignore[arg-type]  # msg is only read on rejection
+        assert await index.count(of_message("m1")) == 0, "the first stage only plans and embeds"
+        assert list(await finish()) == []
+        assert await index.count(of_message("m1")) == 1
+    finally:
+        await index.close()
