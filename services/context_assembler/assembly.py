@@ -33,7 +33,8 @@ Budget (``max_tokens``), filled in priority order, whole items only (an item is 
 
 1. ``system`` (without its lore) and ``persona`` always go in full, even past the budget.
 2. Constant lore entries (the book's author said they must always be there), in ``order`` descending.
-3. The speaking bot's knowledge, newest fact first.
+3. The speaking bot's knowledge, in the order given (the facts most relevant to the request first, then the
+   newest).
 4. The other lore entries, ``order`` descending (SillyTavern's priority).
 5. The newest ``min_history`` history messages (the immediate thread of the conversation).
 6. Legacy memories, best score first.
@@ -115,7 +116,7 @@ class AssemblyInput:
     retrieved: Sequence[ChatLine] = ()
     history: Sequence[ChatLine] = ()  # oldest first
     lore: Sequence[LoreItem] = ()  # insertion order
-    knowledge: Sequence[KnowledgeItem] = ()  # newest first
+    knowledge: Sequence[KnowledgeItem] = ()  # most relevant first, then newest
     max_tokens: int = 8000
     min_history: int = 4
     degraded: Sequence[str] = field(default_factory=tuple)

@@ -27,7 +27,7 @@ admits it, filtered in the query and checked again on read; knowledge is its own
 filters ``audience`` on the bot itself, never ``*``). A character that
 was away when a secret was told therefore finds the secret in no section.
 
-Retrieval (embed + the three searches) shares one deadline, ``retrieval_timeout_s``. Vector filters carry the
+Retrieval (embed + the vector searches) shares one deadline, ``retrieval_timeout_s``. Vector filters carry the
 tenant, user, conversation, kind and audience inside the query, never applied afterwards. Messages already in
 the history window are excluded in the query too (``must_not``), so they do not take the retrieved slots.
 Memories come from every conversation of the user with this bot (past conversations are what characters

@@ -36,6 +36,8 @@ KEYWORD_FIELDS = (
     "message_id",
     "audience",
     "applies_to",
+    "scope",
+    "fact_id",
 )
 #: Numeric fields for ranges; times are epoch seconds as floats.
 FLOAT_FIELDS = ("created_at",)
