@@ -88,7 +88,7 @@ __all__ = [
 
 LORE_HEADER = "World and character lore:"
 LEGACY_HEADER = "Long-term memories:"
-MEMORIES_HEADER = "Memories of this and past conversations:"
+MEMORIES_HEADER = "Memories of past conversations:"
 RETRIEVED_HEADER = "Earlier messages that may be relevant:"
 HISTORY_HEADER = "Recent conversation:"
 SECTION_ORDER = ("system", "persona", "lore", "legacy_memories", "memories", "knowledge", "retrieved", "history")

@@ -201,10 +201,7 @@ def test_knowledge_section_names_the_speaking_bot_and_follows_the_memories():
     reply = assemble(inp)
     assert names(reply) == ["system", "persona", "legacy_memories", "memories", "knowledge", "history"]
     assert reply.sections[2].text == "Long-term memories:\n- [60% relevant] Long ago Tobin saved the ship."
-    assert (
-        reply.sections[3].text
-        == "Memories of this and past conversations:\n- [80% relevant] Tobin hid in the cargo hold."
-    )
+    assert reply.sections[3].text == "Memories of past conversations:\n- [80% relevant] Tobin hid in the cargo hold."
     assert reply.sections[4].text == "What Captain Mirelle knows:\n- Tobin is a stowaway.\n- The map is fake."
     kinds = [(s.kind, s.id) for s in reply.sources if s.kind in ("knowledge", "summary", "legacy_memory")]
     assert kinds == [("legacy_memory", "l1"), ("summary", "s1"), ("knowledge", "f2"), ("knowledge", "f1")]
