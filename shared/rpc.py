@@ -1,5 +1,7 @@
 """Request-reply plumbing every answering service shares: raw bodies, strict parsing, one reply per request.
 
+``serve`` declares one subscriber: ``serve(router, subject, service=..., request=Model, call=..., errors=...)``.
+
 The contract (README): every request on a ``mnemo.rpc.*`` subject gets exactly one reply, the reply model or
 an ``ErrorReply``, never silence. So bodies are taken as raw bytes (FastStream would otherwise parse JSON
 itself and drop an invalid request without a reply), parsed here with the request model (unknown fields
@@ -10,13 +12,16 @@ in the service log only.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from faststream.nats import NatsRouter
 from faststream.nats.message import NatsMessage
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from shared import subjects
 from shared.events.contract import ErrorBody, ErrorReply
 
 log = logging.getLogger(__name__)
@@ -28,6 +33,16 @@ MAX_MESSAGE = 2000
 async def raw_body(message: NatsMessage) -> bytes:
     """A subscriber decoder that keeps the body as bytes, so that invalid JSON still gets an ErrorReply."""
     return message.body
+
+
+@functools.cache
+def strict(model: type[Req]) -> type[Req]:
+    """``model`` refusing unknown fields: on a versioned subject a field this version does not know is a client
+    bug (``max_token`` for ``max_tokens``) that silently ignoring would hide. The public models themselves
+    ignore extras, so that a newer producer's events still read."""
+    config = ConfigDict(**{**model.model_config, "extra": "forbid"})
+    subclass: type[Req] = type(f"Strict{model.__name__}", (model,), {"model_config": config})
+    return subclass
 
 
 def error(code: str, message: str) -> ErrorReply:
@@ -64,3 +79,29 @@ async def answer(
                 return error(code, str(exc))
         log.exception("%s request failed (%s)", service, model.__name__)
         return error("internal", f"{service} request failed; see the service log")
+
+
+def serve(
+    router: NatsRouter,
+    subject: str,
+    *,
+    service: str,
+    request: type[Req],
+    call: Callable[[Req], Awaitable[BaseModel]],
+    errors: Mapping[type[Exception], str],
+    max_workers: int = 1,
+) -> None:
+    """Answer ``subject`` in the service's queue group (replicas share requests, each answered once): the body
+    parsed strictly as ``request``, then ``call``'s reply or an ``ErrorReply`` (see :func:`answer`)."""
+    model = strict(request)
+
+    @router.subscriber(
+        subject,
+        queue=subjects.queue_group(service),
+        decoder=raw_body,
+        max_workers=max_workers,
+        title=f"{service}: {subject}",
+        description=f"Request {request.__name__}; reply its reply model or ErrorReply.",
+    )
+    async def on_request(body: bytes) -> Any:
+        return await answer(model, body, call, errors=errors, service=service)

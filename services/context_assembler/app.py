@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from faststream.nats import NatsRouter
-from faststream.nats.message import NatsMessage
 
 from services.context_assembler.faults import SwitchableIndex
 from services.context_assembler.handlers import answer
@@ -15,16 +14,11 @@ from shared import subjects
 from shared.events.contract import ContextAssembleReply, ErrorReply
 from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.lore_timed import LoreTimedReadModel
+from shared.rpc import raw_body
 from shared.runtime import Deps
 from shared.tokens import token_counter
 
 SERVICE = "context-assembler"
-
-
-async def raw_body(message: NatsMessage) -> bytes:
-    """Keep the body as bytes: FastStream would otherwise parse JSON itself and drop invalid requests
-    without a reply, and the contract promises an error reply for those."""
-    return message.body
 
 
 def create_router(

@@ -13,37 +13,20 @@ from __future__ import annotations
 
 import logging
 
-from pydantic import ConfigDict, ValidationError
-
 from services.context_assembler.assembly import assemble
 from services.context_assembler.retrieval import Gatherer
-from shared.events.contract import ContextAssembleReply, ContextAssembleRequest, ErrorBody, ErrorReply
+from shared import rpc
+from shared.events.contract import ContextAssembleReply, ContextAssembleRequest, ErrorReply
 
 log = logging.getLogger(__name__)
 
 
-class StrictAssembleRequest(ContextAssembleRequest):
-    model_config = ConfigDict(extra="forbid")
-
-
-def error(code: str, message: str) -> ErrorReply:
-    return ErrorReply(error=ErrorBody(code=code, message=message))
-
-
-def parse_request(body: bytes) -> ContextAssembleRequest | ErrorReply:
-    try:
-        return StrictAssembleRequest.model_validate_json(body)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<body>'}: {e['msg']}" for e in exc.errors()[:10])
-        return error("bad_request", problems[:2000])
-
-
 async def answer(body: bytes, gatherer: Gatherer) -> ContextAssembleReply | ErrorReply:
-    request = parse_request(body)
+    request = rpc.parse(rpc.strict(ContextAssembleRequest), body)
     if isinstance(request, ErrorReply):
         return request
     try:
         return assemble(await gatherer.gather(request))
     except Exception:  # the caller gets an answer in every case
         log.exception("context assembly failed for conversation %s", request.conversation_id)
-        return error("internal", "context assembly failed; see the service log")
+        return rpc.error("internal", "context assembly failed; see the service log")

@@ -1,25 +1,27 @@
-"""Memory service wiring: three request-reply subscribers (see ``handlers.py`` for the contract).
+"""Memory service wiring: three request-reply subscribers (``shared.rpc.serve``).
 
 Subjects ``mnemo.rpc.memory.convert_to_lore.v1``, ``mnemo.rpc.memory.delete.v1`` and
 ``mnemo.rpc.memory.list.v1``, each in the queue group ``mnemo_memory`` (replicas share requests; each is
-answered once). The service needs MongoDB and the log only: vectors follow from the events it appends
+answered once). Every request gets a reply: the reply model, or ``ErrorReply`` with ``bad_request`` (invalid
+JSON, unknown fields or a schema violation, saying what is wrong), ``not_found`` (no such memory for that
+tenant and user) or ``internal``. The service needs MongoDB and the log only: vectors follow from the events it appends
 (the embedding service consumes them).
 """
 
 from __future__ import annotations
 
+import functools
+
 from faststream.nats import NatsRouter
 
-from services.memory.handlers import StrictConvert, StrictDelete, StrictList, answer
 from services.memory.knowledge_items import FactItems
-from services.memory.memories import Memories
+from services.memory.memories import Memories, NotFound
 from shared import subjects
-from shared.events.contract import ErrorReply
-from shared.events.memory_contract import MemoryConvertToLoreReply, MemoryDeleteReply, MemoryListReply
+from shared.events.memory_contract import MemoryConvertToLoreRequest, MemoryDeleteRequest, MemoryListRequest
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
-from shared.rpc import raw_body
+from shared.rpc import serve
 from shared.runtime import Deps
 
 SERVICE = "memory"
@@ -34,37 +36,9 @@ def create_router(deps: Deps) -> NatsRouter:
         deps.publisher,
         FactItems(KnowledgeReadModel(deps.db, deps.cipher)),
     )
-    queue = subjects.queue_group(SERVICE)
-
-    @router.subscriber(
-        subjects.MEMORY_CONVERT_TO_LORE,
-        queue=queue,
-        decoder=raw_body,
-        title=f"memory: {subjects.MEMORY_CONVERT_TO_LORE}",
-        description="Request MemoryConvertToLoreRequest; reply MemoryConvertToLoreReply or ErrorReply.",
-    )
-    async def on_memory_convert_to_lore(body: bytes) -> MemoryConvertToLoreReply | ErrorReply:
-        return await answer(StrictConvert, body, memories.convert_to_lore)
-
-    @router.subscriber(
-        subjects.MEMORY_DELETE,
-        queue=queue,
-        decoder=raw_body,
-        title=f"memory: {subjects.MEMORY_DELETE}",
-        description="Request MemoryDeleteRequest; reply MemoryDeleteReply or ErrorReply.",
-    )
-    async def on_memory_delete(body: bytes) -> MemoryDeleteReply | ErrorReply:
-        return await answer(StrictDelete, body, memories.delete)
-
-    @router.subscriber(
-        subjects.MEMORY_LIST,
-        queue=queue,
-        decoder=raw_body,
-        max_workers=4,
-        title=f"memory: {subjects.MEMORY_LIST}",
-        description="Request MemoryListRequest; reply MemoryListReply or ErrorReply.",
-    )
-    async def on_memory_list(body: bytes) -> MemoryListReply | ErrorReply:
-        return await answer(StrictList, body, memories.list_items)
-
+    # Another user's or tenant's memory is indistinguishable from an unknown one: not_found.
+    on = functools.partial(serve, router, service=SERVICE, errors={NotFound: "not_found"})
+    on(subjects.MEMORY_CONVERT_TO_LORE, request=MemoryConvertToLoreRequest, call=memories.convert_to_lore)
+    on(subjects.MEMORY_DELETE, request=MemoryDeleteRequest, call=memories.delete)
+    on(subjects.MEMORY_LIST, request=MemoryListRequest, call=memories.list_items, max_workers=4)
     return router

@@ -1,24 +1,24 @@
 """Memory-extractor wiring: one durable JetStream batch consumer on the log (see ``handlers.py``) and two
-request-reply subscribers (see ``rpc.py``): ``mnemo.rpc.memory.promote.v1`` and
+request-reply subscribers (``shared.rpc.serve``): ``mnemo.rpc.memory.promote.v1`` and
 ``mnemo.rpc.memory.unpromote.v1``, in the queue group ``mnemo_memory_extractor`` (replicas share requests;
 each answered once)."""
 
 from __future__ import annotations
 
+import functools
+
 from faststream.nats import NatsRouter
 
 from services.memory_extractor.handlers import MemoryExtractor
 from services.memory_extractor.learning import KnowledgeSettings, Learning
-from services.memory_extractor.promotion import Promotions
+from services.memory_extractor.promotion import NotAllowed, NotFound, Promotions
 from services.memory_extractor.revisions import Revisions
-from services.memory_extractor.rpc import StrictPromote, StrictUnpromote, answer
 from shared import subjects
 from shared.consumers import log_consumer_router
-from shared.events.contract import ErrorReply
-from shared.events.memory_contract import MemoryScopeReply
+from shared.events.memory_contract import MemoryPromoteRequest, MemoryUnpromoteRequest
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.witnessed import WitnessedReadModel
-from shared.rpc import raw_body
+from shared.rpc import serve
 from shared.runtime import Deps
 
 SERVICE = "memory-extractor"
@@ -43,26 +43,8 @@ def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> Nats
         title="memory-extractor: who witnessed each recorded message and what each character learned",
     )
     promotions = Promotions(deps.store, deps.publisher, knowledge)
-    queue = subjects.queue_group(SERVICE)
-
-    @router.subscriber(
-        subjects.MEMORY_PROMOTE,
-        queue=queue,
-        decoder=raw_body,
-        title=f"memory-extractor: {subjects.MEMORY_PROMOTE}",
-        description="Request MemoryPromoteRequest; reply MemoryScopeReply or ErrorReply.",
-    )
-    async def on_memory_promote(body: bytes) -> MemoryScopeReply | ErrorReply:
-        return await answer(StrictPromote, body, promotions.promote)
-
-    @router.subscriber(
-        subjects.MEMORY_UNPROMOTE,
-        queue=queue,
-        decoder=raw_body,
-        title=f"memory-extractor: {subjects.MEMORY_UNPROMOTE}",
-        description="Request MemoryUnpromoteRequest; reply MemoryScopeReply or ErrorReply.",
-    )
-    async def on_memory_unpromote(body: bytes) -> MemoryScopeReply | ErrorReply:
-        return await answer(StrictUnpromote, body, promotions.unpromote)
-
+    # not_found: no such fact for that tenant and user; bad_request: a change the fact's state does not allow.
+    on = functools.partial(serve, router, service=SERVICE, errors={NotFound: "not_found", NotAllowed: "bad_request"})
+    on(subjects.MEMORY_PROMOTE, request=MemoryPromoteRequest, call=promotions.promote)
+    on(subjects.MEMORY_UNPROMOTE, request=MemoryUnpromoteRequest, call=promotions.unpromote)
     return router
