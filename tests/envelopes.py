@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from shared.events.envelope import EventEnvelope, deterministic_id
-from shared.events.recorded import REGISTRY
+from shared.events.recorded import REGISTRY, conversation_stream
 
 
 def recorded(
@@ -24,3 +25,39 @@ def recorded(
         recorded_at=at,
         payload=payload,
     )
+
+
+def message_recorded(
+    tenant: str,
+    user_id: str,
+    conversation_id: str,
+    index: int,
+    content: str,
+    *,
+    created_at: datetime,
+    role: str = "user",
+    author_id: str | None = None,
+    author_name: str = "",
+    bot_ids: Sequence[str] = (),
+    persona_id: str | None = None,
+    message_id: str | None = None,
+    tokens: int = 10,
+) -> EventEnvelope:
+    """The ``message.recorded`` of message ``index`` (id ``m<index>`` unless given), at stream version
+    ``index + 1`` of its conversation, as ingest would have recorded it."""
+    payload = {
+        "user_id": user_id,
+        "conversation_id": conversation_id,
+        "message_id": message_id or f"m{index}",
+        "role": role,
+        "author_id": author_id,
+        "author_name": author_name,
+        "content": content,
+        "created_at": created_at,
+        "bot_ids": list(bot_ids),
+        "persona_id": persona_id,
+        "index": index,
+        "tokens": tokens,
+    }
+    stream = conversation_stream(tenant, user_id, conversation_id)
+    return recorded(tenant, stream, index + 1, "message.recorded", payload, created_at)

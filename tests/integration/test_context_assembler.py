@@ -29,7 +29,7 @@ from shared.embedders.bundled import BundledEmbedder
 from shared.eventlog.codec import EventCodec
 from shared.eventlog.mongo import MongoEventStore
 from shared.events.envelope import EventEnvelope, deterministic_id
-from shared.events.recorded import EVERYONE, REGISTRY, bot_stream, conversation_stream, persona_stream, summary_stream
+from shared.events.recorded import EVERYONE, REGISTRY, bot_stream, persona_stream, summary_stream
 from shared.readmodels import ReadModels
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
@@ -37,7 +37,7 @@ from shared.settings import Settings
 from shared.sparse import document_vector
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import VectorIndex, VectorIndexUnavailable, VectorPoint
-from tests.envelopes import recorded
+from tests.envelopes import message_recorded, recorded
 from tests.waiting import request_reply
 
 pytestmark = pytest.mark.integration
@@ -64,27 +64,19 @@ def env(tenant: str, stream: str, version: int, type_: str, payload: dict[str, A
 
 
 def message_events(tenant: str, lines: Sequence[tuple[str, str, str]]) -> list[EventEnvelope]:
-    stream = conversation_stream(tenant, USER, CONV)
     return [
-        env(
+        message_recorded(
             tenant,
-            stream,
-            i + 1,
-            "message.recorded",
-            {
-                "user_id": USER,
-                "conversation_id": CONV,
-                "message_id": f"m{i}",
-                "role": role,
-                "author_id": BOT if role == "assistant" else PERSONA,
-                "author_name": name,
-                "content": text,
-                "created_at": T0 + timedelta(minutes=i),
-                "bot_ids": [BOT],
-                "persona_id": PERSONA,
-                "index": i,
-                "tokens": 10,
-            },
+            USER,
+            CONV,
+            i,
+            text,
+            created_at=T0 + timedelta(minutes=i),
+            role=role,
+            author_id=BOT if role == "assistant" else PERSONA,
+            author_name=name,
+            bot_ids=[BOT],
+            persona_id=PERSONA,
         )
         for i, (role, name, text) in enumerate(lines)
     ]

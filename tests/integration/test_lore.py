@@ -22,12 +22,12 @@ from services.context_assembler.retrieval import AssemblerSettings
 from services.lore.app import create_router as lore_router
 from shared import subjects
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import bot_stream, conversation_stream
+from shared.events.recorded import bot_stream
 from shared.lore.importer import import_lorebook
 from shared.readmodels import ReadModels
 from shared.readmodels.lore import LoreReadModel
 from shared.runtime import Deps
-from tests.envelopes import recorded
+from tests.envelopes import message_recorded, recorded
 from tests.integration.ingest_stack import Stack, running
 from tests.waiting import request_reply
 
@@ -66,27 +66,18 @@ async def seed(stack: Stack, tenant: str, conversation: str = CONV) -> None:
         )
         for b, name in ((BOT, "Ada"), (OTHER_BOT, "Bram"))
     ]
-    stream = conversation_stream(tenant, USER, conversation)
     events += [
-        _env(
+        message_recorded(
             tenant,
-            stream,
-            i + 1,
-            "message.recorded",
-            {
-                "user_id": USER,
-                "conversation_id": conversation,
-                "message_id": f"m{i}",
-                "role": role,
-                "author_id": BOT if role == "assistant" else None,
-                "author_name": name,
-                "content": text,
-                "created_at": T0 + timedelta(minutes=i),
-                "bot_ids": [BOT, OTHER_BOT],
-                "persona_id": None,
-                "index": i,
-                "tokens": 10,
-            },
+            USER,
+            conversation,
+            i,
+            text,
+            created_at=T0 + timedelta(minutes=i),
+            role=role,
+            author_id=BOT if role == "assistant" else None,
+            author_name=name,
+            bot_ids=[BOT, OTHER_BOT],
         )
         for i, (role, name, text) in enumerate(LINES)
     ]

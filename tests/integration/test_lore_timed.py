@@ -17,11 +17,11 @@ from services.context_assembler.app import create_router as assembler_router
 from services.context_assembler.retrieval import AssemblerSettings
 from services.lore.app import create_router as lore_router
 from shared import subjects
-from shared.events.recorded import bot_stream, conversation_stream, lore_timed_stream
+from shared.events.recorded import bot_stream, lore_timed_stream
 from shared.readmodels import ReadModels
 from shared.readmodels.lore_timed import LoreTimedReadModel
 from shared.runtime import Deps
-from tests.envelopes import recorded
+from tests.envelopes import message_recorded, recorded
 from tests.integration.ingest_stack import Stack, running
 from tests.integration.test_lore import T0, call
 
@@ -38,12 +38,9 @@ BOOK = {
 
 async def say(stack: Stack, tenant: str, index: int, text: str) -> None:
     """Record message ``index`` of the conversation (the bot present) in the read models."""
-    payload = {
-        "user_id": USER, "conversation_id": CONV, "message_id": f"m{index}", "role": "user", "author_id": None,
-        "author_name": "Mira", "content": text, "created_at": T0, "bot_ids": [BOT], "persona_id": None,
-        "index": index, "tokens": 5,
-    }  # fmt: skip
-    event = recorded(tenant, conversation_stream(tenant, USER, CONV), index + 1, "message.recorded", payload, T0)
+    event = message_recorded(
+        tenant, USER, CONV, index, text, created_at=T0, author_name="Mira", bot_ids=[BOT], tokens=5
+    )
     await ReadModels(stack.db, stack.deps.cipher).apply([event])
 
 

@@ -18,12 +18,12 @@ from services.context_assembler.retrieval import AssemblerSettings
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.embedders.bundled import BundledEmbedder
 from shared.events.envelope import EventEnvelope, deterministic_id
-from shared.events.recorded import conversation_stream
 from shared.readmodels import ReadModels
 from shared.sparse import document_vector
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import VectorIndex, VectorPoint
-from tests.integration.test_context_assembler import BOT, CONV, PERSONA, T0, USER, ask, env, request, start_assembler
+from tests.envelopes import message_recorded
+from tests.integration.test_context_assembler import BOT, CONV, PERSONA, T0, USER, ask, request, start_assembler
 
 
 @pytest.fixture(scope="module")
@@ -70,27 +70,19 @@ LINES = [
 
 
 def events(tenant: str) -> list[EventEnvelope]:
-    stream = conversation_stream(tenant, USER, CONV)
     return [
-        env(
+        message_recorded(
             tenant,
-            stream,
-            i + 1,
-            "message.recorded",
-            {
-                "user_id": USER,
-                "conversation_id": CONV,
-                "message_id": f"m{i}",
-                "role": "assistant" if author == "Mirelle" else "user",
-                "author_id": BOT if author == "Mirelle" else PERSONA,
-                "author_name": author,
-                "content": text,
-                "created_at": T0 + timedelta(days=days, minutes=i),
-                "bot_ids": [BOT],
-                "persona_id": PERSONA,
-                "index": i,
-                "tokens": 10,
-            },
+            USER,
+            CONV,
+            i,
+            text,
+            created_at=T0 + timedelta(days=days, minutes=i),
+            role="assistant" if author == "Mirelle" else "user",
+            author_id=BOT if author == "Mirelle" else PERSONA,
+            author_name=author,
+            bot_ids=[BOT],
+            persona_id=PERSONA,
         )
         for i, (author, text, days) in enumerate(LINES)
     ]
