@@ -10,7 +10,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,7 +25,7 @@ from shared import subjects
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.eventlog.codec import EventCodec
 from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import MSG_ID_HEADER, NatsJetStreamPublisher, Relay, ensure_log_stream
+from shared.eventlog.relay import MSG_ID_HEADER, NatsJetStreamPublisher, Outgoing, Relay, ensure_log_stream
 from shared.events.envelope import EventEnvelope, NewEvent
 from shared.events.recorded import REGISTRY, conversation_stream
 
@@ -159,10 +159,9 @@ class FailingPublisher:
         self.fail_ids = fail_ids
         self.sent: list[str] = []
 
-    async def publish(self, subject: str, data: bytes, msg_id: str, traceparent: str | None = None) -> None:
-        if msg_id in self.fail_ids:
-            raise ConnectionError("nats down")
-        self.sent.append(msg_id)
+    async def publish_all(self, messages: Sequence[Outgoing]) -> list[BaseException | None]:
+        self.sent += [m.msg_id for m in messages if m.msg_id not in self.fail_ids]
+        return [ConnectionError("nats down") if m.msg_id in self.fail_ids else None for m in messages]
 
 
 async def test_failed_publishes_stay_unpublished_for_recovery(store: MongoEventStore) -> None:
@@ -177,3 +176,14 @@ async def test_failed_publishes_stay_unpublished_for_recovery(store: MongoEventS
     publisher.fail_ids.clear()
     assert await Relay(store, publisher, store.codec, min_age_s=0).recover_once() == 1
     assert await store.unpublished(0, 10) == []
+
+
+async def test_the_nats_publisher_reports_each_message_that_jetstream_did_not_take(js: JetStreamContext) -> None:
+    stored = Outgoing("mnemo.log.message.recorded.v1", b"{}", f"ok-{uuid.uuid4().hex}")
+    nowhere = Outgoing(f"no.stream.{uuid.uuid4().hex}", b"{}", f"lost-{uuid.uuid4().hex}")  # no stream takes it
+
+    outcomes = await NatsJetStreamPublisher(js, timeout=2.0).publish_all([stored, nowhere, stored])
+
+    assert outcomes[0] is None
+    assert outcomes[2] is None
+    assert isinstance(outcomes[1], Exception)

@@ -6,6 +6,7 @@ the document shape they always had.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from opentelemetry.sdk.trace import TracerProvider
@@ -14,7 +15,7 @@ from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item
 from shared.eventlog.codec import EventCodec
 from shared.eventlog.inmemory import InMemoryEventStore
-from shared.eventlog.relay import Relay
+from shared.eventlog.relay import Outgoing, Relay
 from shared.events.envelope import EventEnvelope, EventRegistry, NewEvent
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -66,8 +67,9 @@ class RecordingPublisher:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str | None]] = []
 
-    async def publish(self, subject: str, data: bytes, msg_id: str, traceparent: str | None = None) -> None:
-        self.sent.append((msg_id, traceparent))
+    async def publish_all(self, messages: Sequence[Outgoing]) -> list[BaseException | None]:
+        self.sent += [(m.msg_id, m.traceparent) for m in messages]
+        return [None] * len(messages)
 
 
 async def test_relay_publishes_the_traceparent_on_the_fast_path_and_in_recovery() -> None:
