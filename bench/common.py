@@ -11,6 +11,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +28,86 @@ def machine() -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "machine": platform.machine(), "python": platform.python_version()}
 
 
+@dataclass(frozen=True)
+class Backends:
+    settings: Settings
+    pids: dict[str, int]  # server name -> process id (for CPU accounting)
+
+
 @contextlib.asynccontextmanager
-async def embedded_backends() -> AsyncIterator[Settings]:
+async def embedded_servers() -> AsyncIterator[Backends]:
     """Fresh nats-server and SecantusDB under a temporary directory; settings pointing at them."""
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as tmp:
         data_dir = Path(tmp)
         nats_server = await asyncio.to_thread(start_nats, data_dir, "127.0.0.1", free_port())
         mongo_server = await asyncio.to_thread(start_mongo, data_dir, "127.0.0.1", free_port())
         try:
-            yield Settings(nats_url=nats_server.url, mongodb_url=mongo_server.url, data_dir=data_dir)
+            yield Backends(
+                Settings(nats_url=nats_server.url, mongodb_url=mongo_server.url, data_dir=data_dir),
+                {"nats-server": nats_server.process.pid, "secantusdb": mongo_server.process.pid},
+            )
         finally:
             await asyncio.to_thread(mongo_server.stop)
             await asyncio.to_thread(nats_server.stop)
+
+
+@contextlib.asynccontextmanager
+async def embedded_backends() -> AsyncIterator[Settings]:
+    async with embedded_servers() as backends:
+        yield backends.settings
+
+
+def _cpu_seconds(pid: int, *, descendants: bool = True) -> float:
+    """User + system CPU seconds of ``pid`` (and its descendants) so far (Linux /proc; 0 elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, cpu seconds)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            stats[int(stat.parent.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        total += stats.get(current, (0, 0.0))[1]
+        if descendants:
+            todo += [child for child, (parent, _) in stats.items() if parent == current]
+    return total
+
+
+_THIS = "this process"
+
+
+class CpuMeter:
+    """CPU seconds each process (this one and the servers) spent between ``start`` and ``stop``.
+
+    Shows where a run's bound is: a process near 1.0 CPU-second per second is saturated, and the sum of
+    CPU per item says how fast the work could go if every core were busy all the time."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = {_THIS: os.getpid(), **pids}
+        self._start: dict[str, float] = {}
+        self._began = 0.0
+        self.used: dict[str, float] = {}
+        self.elapsed = 0.0
+
+    def start(self) -> None:
+        self._began = time.perf_counter()
+        self._start = self._now()
+
+    def stop(self) -> None:
+        self.elapsed = time.perf_counter() - self._began
+        self.used = {name: used - self._start[name] for name, used in self._now().items()}
+
+    def _now(self) -> dict[str, float]:
+        # The servers are this process's children: count them apart, not in this process's total.
+        return {name: _cpu_seconds(pid, descendants=name != _THIS) for name, pid in self.pids.items()}
+
+    def report(self, items: int) -> dict[str, Any]:
+        """Per process: CPU microseconds per item and its share of one core over the run."""
+        return {
+            name: {"cpu_us_per_item": round(used / items * 1e6), "busy": round(used / self.elapsed, 2)}
+            for name, used in self.used.items()
+        }
 
 
 @contextlib.asynccontextmanager

@@ -6,6 +6,11 @@ the same publishing pattern (pipelined publishes, each awaiting its JetStream ac
 - ingest: publishing N messages to `mnemo.chat.message.created.v1` with the ingest service running, until
   the ingest consumer has acknowledged all of them (it acks only after the journaled append to the log and
   the read-model update), checked against the number of events in the log.
+
+Beside the rates it reports where the CPU went during the ingest run: per process (this one: the publisher
+and the ingest service; SecantusDB; nats-server), CPU microseconds per message and the share of one core it
+kept busy, and ``cpu_bound_msgs_per_s``: the rate if every core of the machine were busy all the time at
+those costs, an upper bound that no overlap of the stages can beat.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,7 +26,7 @@ from typing import Any
 import nats
 from nats.js import JetStreamContext
 
-from bench.common import embedded_backends, machine, print_result, running_service, wait_until
+from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_until
 from shared import subjects
 from shared.streams import ensure_stream
 
@@ -65,39 +71,50 @@ async def measure_raw(js: JetStreamContext, bodies: list[bytes]) -> float:
     return len(bodies) / (time.perf_counter() - start)
 
 
-async def measure_ingest(settings: Any, js: JetStreamContext, bodies: list[bytes]) -> tuple[float, int]:
+async def measure_ingest(settings: Any, js: JetStreamContext, bodies: list[bytes], cpu: CpuMeter) -> tuple[float, int]:
     async with running_service(settings, "ingest") as (core, _broker):
 
         async def all_acked() -> bool:
             info = await js.consumer_info(subjects.CHAT_STREAM, subjects.durable("ingest"))
             return info.ack_floor.stream_seq >= len(bodies) and not info.num_pending and not info.num_ack_pending
 
+        cpu.start()
         start = time.perf_counter()
         await publish_all(js, subjects.MESSAGE_CREATED, bodies)
         await wait_until(all_acked, timeout_s=600)
         elapsed = time.perf_counter() - start
+        cpu.stop()
         recorded = await core.db["events"].count_documents({"type": "message.recorded"})
     return len(bodies) / elapsed, recorded
 
 
 async def main(n: int, conversations: int) -> dict[str, Any]:
     bodies = payloads(n, conversations)
-    async with embedded_backends() as settings:
-        nc = await nats.connect(settings.nats_url)
+    async with embedded_servers() as backends:
+        cpu = CpuMeter(backends.pids)
+        nc = await nats.connect(backends.settings.nats_url)
         try:
             js = nc.jetstream(timeout=30)
             raw = await measure_raw(js, bodies)
-            ingest, recorded = await measure_ingest(settings, js, bodies)
+            ingest, recorded = await measure_ingest(backends.settings, js, bodies, cpu)
         finally:
             await nc.drain()
     if recorded != n:
         raise SystemExit(f"ingest recorded {recorded} of {n} messages")
+    per_process = cpu.report(n)
+    total_us = sum(p["cpu_us_per_item"] for p in per_process.values())
+    cpu_bound = (os.cpu_count() or 1) * 1e6 / total_us if total_us else 0.0
     print(f"raw JetStream publish: {raw:,.0f} msgs/s")
     print(f"ingest (publish -> durable append): {ingest:,.0f} msgs/s ({ingest / raw:.2f} of raw)")
+    for name, p in per_process.items():
+        print(f"  {name}: {p['cpu_us_per_item']} CPU-us per message, {p['busy']:.0%} of a core")
+    print(f"  all cores busy at these costs: {cpu_bound:,.0f} msgs/s")
     return {
         "ingest_msgs_per_s": round(ingest, 1),
         "raw_jetstream_msgs_per_s": round(raw, 1),
         "ratio": round(ingest / raw, 3),
+        "cpu": per_process,
+        "cpu_bound_msgs_per_s": round(cpu_bound),
         "messages": n,
         "conversations": conversations,
         **machine(),
