@@ -22,6 +22,13 @@ async def _undecoded(message: StreamMessage[Any]) -> Any:
     return message.body
 
 
+def max_ack_pending(delivery: DeliverySettings) -> int:
+    """Unacked messages JetStream lets one durable hold: every batch a staged consumer keeps in flight, plus
+    the one being fetched. Its default (1,000) is below one embedding batch (1,024): the next fetch then got
+    nothing until the previous batch was acked, and the stages never overlapped."""
+    return delivery.batch_size * (delivery.pipeline_depth + 1)
+
+
 def subscribe_batches(
     router: NatsRouter,
     *,
@@ -49,6 +56,7 @@ def subscribe_batches(
             ack_wait=delivery.ack_wait_s,
             max_deliver=delivery.max_deliver + 5,
             deliver_policy=DeliverPolicy.ALL,
+            max_ack_pending=max_ack_pending(delivery),
         ),
         title=title,
     )
