@@ -3,9 +3,9 @@
 Subject ``mnemo.chat.>`` on stream MNEMO_CHAT, durable ``mnemo_ingest_main`` shared by all replicas (pull
 consumer: JetStream spreads batches across them). Ack policy: manual, via ``BatchConsumer`` (ack after the
 append is durable and projected; invalid payloads and refused commands to ``mnemo.dlq.ingest.v1`` with the
-reason; failures naked with backoff, then dead-lettered). The handler is staged (``Staged``): a batch is
-decided and appended in delivery order, then projected and published while the next batch is decided
-(``delivery.pipeline_depth`` batches at once).
+reason; failures naked with backoff, then dead-lettered); ``delivery.ingest_batch_size`` (1,024) messages per
+pull. The handler is staged (``Staged``): a batch is decided and appended in delivery order, then projected
+and published while the next batch is decided (``delivery.pipeline_depth`` batches at once).
 """
 
 from __future__ import annotations
@@ -40,4 +40,5 @@ def create_router(deps: Deps) -> NatsRouter:
         decode=decode,
         handle=Staged(handler.begin),
         title="ingest: platform chat events into the event log",
+        batch_size=deps.settings.delivery.ingest_batch_size,
     )

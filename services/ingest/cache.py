@@ -16,7 +16,7 @@ from services.ingest.domain import KnownMessage, known_from_events
 from shared.events.envelope import EventEnvelope
 from shared.readmodels import ConversationState
 
-DEFAULT_CACHE_SIZE = 10_000  # conversations; must exceed the streams of the batches in flight (2 x 256)
+DEFAULT_CACHE_SIZE = 10_000  # conversations; must exceed the streams of the batches in flight (2 x 1,024)
 
 
 @dataclass
