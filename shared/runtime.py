@@ -16,6 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.crypto import FieldCipher
 from shared.embedders.port import Embedder
+from shared.eventlog.codec import StoredDoc
 from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope
 from shared.llm.port import ChatModel
@@ -30,8 +31,9 @@ class EventDecoder(Protocol):
 
 
 class CommittedPublisher(Protocol):
-    async def publish_committed(self, events: Sequence[EventEnvelope]) -> None:
-        """Publish freshly committed events to JetStream; on failure the relay's recovery loop retries."""
+    async def publish_committed(self, events: Sequence[EventEnvelope | StoredDoc]) -> None:
+        """Publish freshly committed events (envelopes, or ``AppendResult.stored`` documents, which need no
+        second encryption) to JetStream; on failure the relay's recovery loop retries."""
         ...
 
 

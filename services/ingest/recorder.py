@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 from services.ingest.cache import DEFAULT_CACHE_SIZE, ConversationCache
 from services.ingest.domain import InboundCommand, KnownMessage, decide_stream, known_from_events, stream_of
+from shared.eventlog.codec import StoredDoc
 from shared.eventlog.port import Append, ConcurrencyError, EventStore
 from shared.events.contract import BotUpserted, PersonaUpserted
 from shared.events.envelope import EventEnvelope
@@ -88,6 +89,7 @@ class _Decided:
     reasons: list[str | None]
     settled: list[StreamContext]
     committed: list[EventEnvelope]
+    stored: list[StoredDoc]  # ``committed`` as written: what the relay publishes
 
 
 class Recorder:
@@ -147,11 +149,12 @@ class Recorder:
         contexts = await self._load(commands)
         conversations = [c.stream_id for c in contexts.values() if c.state is not None]
         committed: list[EventEnvelope] = []
+        stored: list[StoredDoc] = []
         settled: dict[str, StreamContext] = {}
         pending = list(contexts.values())
         try:
             for attempt in range(1, self._max_attempts + 1):
-                lost = await self._append(pending, commands, traces, reasons, committed)
+                lost = await self._append(pending, commands, traces, reasons, committed, stored)
                 lost_ids = {c.stream_id for c in lost}
                 settled.update({c.stream_id: c for c in pending if c.stream_id not in lost_ids})
                 if not lost:
@@ -170,7 +173,7 @@ class Recorder:
                 entry = self._cache.entry(sid)
                 entry.state = None
                 entry.remember(contexts[sid].tail)
-        return _Decided(reasons, list(settled.values()), committed), unsettled
+        return _Decided(reasons, list(settled.values()), committed, stored), unsettled
 
     async def _load(self, commands: Sequence[InboundCommand]) -> dict[str, StreamContext]:
         contexts: dict[str, StreamContext] = {}
@@ -242,6 +245,7 @@ class Recorder:
         traces: Sequence[str | None],
         reasons: list[str | None],
         committed: list[EventEnvelope],
+        stored: list[StoredDoc],
     ) -> list[StreamContext]:
         """Decide and append every context's commands in one ``append_batch``; the contexts that lost a race."""
         appends: list[tuple[StreamContext, Append]] = []
@@ -264,6 +268,7 @@ class Recorder:
                 lost.append(ctx)
             else:
                 committed.extend(result.committed)
+                stored.extend(result.stored)
                 ctx.committed = list(result.committed)
                 ctx.log_version = result.version
                 ctx.saw_duplicates = bool(result.duplicates)
@@ -297,7 +302,7 @@ class Recorder:
                 self._cache.entry(sid).projected = None
             raise
         if decided.committed:
-            await self._publisher.publish_committed(decided.committed)
+            await self._publisher.publish_committed(decided.stored)
 
     async def _project(self, settled: Sequence[StreamContext], committed: list[EventEnvelope]) -> None:
         """Project the new events, plus the log tail the read model lacks, folding from what it holds.

@@ -62,6 +62,7 @@ class InMemoryEventStore:
             self.docs[env.event_id] = {**doc, "version": next_version}
             slots[next_version] = env.event_id
             result.committed.append(self.codec.readable(env.model_copy(update={"version": next_version})))
+            result.stored.append(self.docs[env.event_id])
             result.version = next_version
             next_version += 1
         return result

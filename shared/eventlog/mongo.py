@@ -89,6 +89,7 @@ class _Pending:
         self.known: dict[str, tuple[str, int]] = {}  # event id -> (stream, version) already in the log
         self.result = AppendResult(append.stream_id, version=append.expected_version)
         self.conflict = False
+        self._sent: list[StoredDoc] = []  # the documents of the last ``run``
 
     @property
     def done(self) -> bool:
@@ -117,12 +118,15 @@ class _Pending:
             doc.pop("event_id", None)
             out.append({"_id": self.ids[i], **doc, "version": self.next_version + len(out)})
             i += 1
+        self._sent = out
         return out
 
     def inserted(self, count: int) -> None:
-        for _ in range(count):
+        """The first ``count`` documents of the last ``run`` are stored."""
+        for doc in self._sent[:count]:
             env = self.envelopes[self.idx].model_copy(update={"version": self.next_version})
             self.result.committed.append(self.codec.readable(env))
+            self.result.stored.append(doc)
             self.result.version = self.next_version
             self.next_version += 1
             self.idx += 1

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from shared.eventlog.codec import StoredDoc
 from shared.events.envelope import EventEnvelope, NewEvent
 
 OUTBOX_MARGIN_S = 5.0
@@ -67,6 +68,9 @@ class AppendResult:
     committed: list[EventEnvelope] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)  # event ids already in the log
     version: int = 0  # the stream's version after this append
+    # ``committed`` as written (encrypted, the codec's stored form), in the same order: what the relay
+    # publishes, so a fresh append is not encrypted a second time for the bus.
+    stored: list[StoredDoc] = field(default_factory=list)
 
 
 class EventStore(Protocol):

@@ -275,6 +275,17 @@ async def test_append_batch_commits_ok_streams_and_reports_the_conflicting_one(h
     }
 
 
+async def test_stored_holds_the_committed_events_as_written(h: Harness) -> None:
+    first = message(0, conv="s")
+    await h.store.append(stream("s"), 0, [first])
+    [result] = await h.store.append_batch([Append(stream("s"), 1, [first, message(1, conv="s"), message(2, conv="s")])])
+
+    assert isinstance(result, AppendResult)
+    assert [await h.codec.decode(d) for d in result.stored] == result.committed  # the duplicate is in neither
+    assert [d["version"] for d in result.stored] == [2, 3]
+    assert all("secret" not in str(d["payload"]) for d in result.stored)  # still encrypted
+
+
 async def test_append_batch_retry_is_idempotent(h: Harness) -> None:
     appends = [Append(stream(s), 0, [message(i, conv=s) for i in range(2)]) for s in "pq"]
     await h.store.append_batch(appends)
