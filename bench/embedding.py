@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import embedded_backends, machine, print_result, running_service, wait_until
+from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_until
 from bench.embedding_raw import measure_raw_model, measure_raw_model_windowed
 from shared import subjects
 from shared.bootstrap import open_core
@@ -90,7 +90,7 @@ async def record(settings: Any, appends: list[Append]) -> None:
         await core.close()
 
 
-async def measure_pipeline(settings: Any, n: int) -> tuple[float, int]:
+async def measure_pipeline(settings: Any, n: int, cpu: CpuMeter) -> tuple[float, int]:
     async with running_service(settings, "embedding") as (core, _broker):
         js = core.nc.jetstream()
 
@@ -98,9 +98,11 @@ async def measure_pipeline(settings: Any, n: int) -> tuple[float, int]:
             info = await js.consumer_info(subjects.LOG_STREAM, subjects.durable("embedding"))
             return info.ack_floor.stream_seq >= n and not info.num_pending and not info.num_ack_pending
 
+        cpu.start()
         start = time.perf_counter()
         await wait_until(all_acked, timeout_s=1800, poll_s=0.05)
         elapsed = time.perf_counter() - start
+        cpu.stop()
         assert core.vectors is not None
         points = await core.vectors.count(VectorFilter.where(tenant_id="bench"))
     return n / elapsed, points
@@ -111,12 +113,13 @@ async def main(n: int, batch_size: int) -> dict[str, Any]:
     # The raw reference is measured before and after the pipeline and averaged: on a shared 2-core machine
     # the load can drift during a run, and bracketing the pipeline keeps the ratio honest.
     raw_before = await asyncio.to_thread(measure_raw_model, texts, batch_size)
-    async with embedded_backends() as settings:
-        settings = settings.model_copy(
-            update={"embedder": settings.embedder.model_copy(update={"batch_size": batch_size})}
+    async with embedded_servers() as backends:
+        settings = backends.settings.model_copy(
+            update={"embedder": backends.settings.embedder.model_copy(update={"batch_size": batch_size})}
         )
+        cpu = CpuMeter(backends.pids)
         await record(settings, recorded_events(texts, conversations=20))
-        pipeline, points = await measure_pipeline(settings, len(texts))
+        pipeline, points = await measure_pipeline(settings, len(texts), cpu)
     raw_after = await asyncio.to_thread(measure_raw_model, texts, batch_size)
     raw = (raw_before + raw_after) / 2
     window = settings.delivery.embedding_batch_size
@@ -126,6 +129,9 @@ async def main(n: int, batch_size: int) -> dict[str, Any]:
     print(f"raw model (batch {batch_size}): {raw:,.1f} texts/s")
     print(f"raw model, {window} texts at a time: {raw_windowed:,.1f} texts/s")
     print(f"pipeline (JetStream -> decrypt -> chunk -> embed -> upsert): {pipeline:,.1f} texts/s")
+    per_process = cpu.report(len(texts))
+    for name, p in per_process.items():
+        print(f"  {name}: {p['cpu_us_per_item']} CPU-us per text, {p['busy']:.0%} of a core")
     return {
         "pipeline_texts_per_s": round(pipeline, 1),
         "raw_model_texts_per_s": round(raw, 1),
@@ -135,6 +141,7 @@ async def main(n: int, batch_size: int) -> dict[str, Any]:
         "raw_model_per_window_texts_per_s": round(raw_windowed, 1),
         "ratio_same_window": round(pipeline / raw_windowed, 3),
         "window": window,
+        "cpu": per_process,
         "texts": len(texts),
         "points": points,
         "batch_size": batch_size,
