@@ -100,17 +100,16 @@ class Decision:
 
 def known_from_events(envelopes: Iterable[EventEnvelope]) -> dict[str, KnownMessage]:
     """Messages recorded or deleted by these conversation events (the log tail a read model lacks)."""
+    # Read straight from the payloads (decoded, upcast envelopes always carry these keys): validating whole
+    # payload models here cost ingest ~3 % of its CPU, for two fields.
     known: dict[str, KnownMessage] = {}
     for env in sorted(envelopes, key=lambda e: e.version):
         if env.type == MESSAGE_RECORDED.name:
-            msg = MessageRecorded.model_validate(env.payload)
-            known[msg.message_id] = KnownMessage(msg.index, deleted=False)
+            known[str(env.payload["message_id"])] = KnownMessage(int(env.payload["index"]), deleted=False)
         elif env.type == MESSAGE_DELETED.name:
-            gone = MessageDeletedPayload.model_validate(env.payload)
-            if gone.message_id in known:
-                known[gone.message_id] = KnownMessage(known[gone.message_id].index, deleted=True)
-            else:
-                known[gone.message_id] = KnownMessage(-1, deleted=True)
+            message_id = str(env.payload["message_id"])
+            before = known.get(message_id)
+            known[message_id] = KnownMessage(before.index if before else -1, deleted=True)
     return known
 
 
