@@ -57,10 +57,9 @@ class DeliverySettings(BaseModel):
         "once, the less padding the model computes (make bench-embedding: +10-15 % texts/s over 256)",
     )
     pipeline_depth: int = Field(
-        3,
+        2,
         ge=1,
-        description="batches a staged consumer (ingest, embedding) holds at once: one completing, one in its "
-        "first stage, the next fetched and decoded meanwhile",
+        description="batches a staged consumer (ingest, embedding) holds at once, overlapping their stages",
     )
 
 

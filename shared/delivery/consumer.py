@@ -6,7 +6,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Generic
 
 from nats.aio.msg import Msg
@@ -17,6 +16,7 @@ from shared.delivery.dead_letters import DeadLetters, heartbeat, retry_delay
 from shared.delivery.types import (
     _PROPAGATOR,
     BatchHandler,
+    Completion,
     Decoder,
     Item,
     Rejection,
@@ -27,29 +27,13 @@ from shared.delivery.types import (
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class _InFlight:
-    """A staged batch in the background: ``began`` is set once its first stage (or, when that failed, its
-    one-by-one retry) is over, so the next batch may begin; ``task`` ends after its acks."""
-
-    began: asyncio.Event
-    task: asyncio.Task[None] | None = None
-
-
-async def _done(batch: _InFlight | None) -> None:
-    """Wait for ``batch`` (and so for every batch before it) to be settled."""
-    if batch is not None and batch.task is not None and not batch.task.done():
-        await asyncio.wait({batch.task})
-
-
 class BatchConsumer(Generic[T]):
     """Runs one fetched batch through ``decode`` then ``handle`` with the semantics in the module doc.
 
     ``backoff(attempt)`` is the nak delay in seconds after the ``attempt``-th failed delivery. ``tracer``
     records the per-message spans; services pass their own provider's (``shared.telemetry``), the default
     is the global one (a no-op unless the process configured OpenTelemetry). ``in_flight`` bounds the
-    batches a ``Staged`` handler holds at once, counting the one being decoded (3: one completing, one in
-    its first stage, the next decoded and waiting; 1: no overlap); a plain handler takes one batch at a time.
+    batches a ``Staged`` handler holds at once (1: no overlap); a plain handler takes one batch at a time.
     """
 
     def __init__(
@@ -74,12 +58,11 @@ class BatchConsumer(Generic[T]):
         self._tracer = tracer or trace.get_tracer(__name__)
         self._slots = asyncio.Semaphore(max(1, in_flight))
         self._completing: set[asyncio.Task[None]] = set()
-        self._last: _InFlight | None = None  # the latest staged batch: the next one runs after it
+        self._last: asyncio.Task[None] | None = None  # the latest completion: the next one runs after it
 
     async def __call__(self, msgs: Sequence[Msg], hold: AbstractContextManager[object] | None = None) -> None:
-        """Process one fetched batch. With a ``Staged`` handler this returns once the batch is decoded and
-        queued behind the earlier ones; ``hold`` (the subscriber's graceful-shutdown lock) is then held until
-        the batch is settled."""
+        """Process one fetched batch. With a ``Staged`` handler this returns after the first stage; ``hold``
+        (the subscriber's graceful-shutdown lock) is then held until the batch's completion is done."""
         if self._staged is not None:
             await self._staged_call(self._staged, msgs, hold)
             return
@@ -119,10 +102,6 @@ class BatchConsumer(Generic[T]):
     async def _staged_call(
         self, staged: Staged[T], msgs: Sequence[Msg], hold: AbstractContextManager[object] | None
     ) -> None:
-        """Decode, then hand the batch to a background task and return, so the subscriber fetches and decodes
-        the next batch while this one's first stage runs. Fetching and decoding took 20-30 ms per 256 messages
-        on ingest's critical path before; ``make bench-ingest`` (1,024 per pull, interleaved runs) went from
-        1,298-1,707 to 1,514-1,877 msgs/s, ahead in 4 of 5 pairs."""
         async with heartbeat(msgs, self._beat_every):
             await self._slots.acquire()  # backpressure: wait for a batch in flight to complete
         spans: list[Span] = []
@@ -131,13 +110,21 @@ class BatchConsumer(Generic[T]):
             items = await self._items(msgs, spans)
             if not items:
                 return
+            try:
+                async with heartbeat([i.msg for i in items], self._beat_every):
+                    completion = await staged.first(items)
+            except Exception as exc:
+                # Retried right here (after every earlier completion), before the next batch is fetched.
+                async with heartbeat([i.msg for i in items], self._beat_every):
+                    await self._after_earlier()
+                await self._failed(items, exc)
+                return
             if hold is not None:
                 hold.__enter__()
-            earlier, batch = self._last, _InFlight(asyncio.Event())
-            batch.task = asyncio.create_task(self._staged_batch(staged, items, spans, earlier, batch, hold))
-            self._last = batch
-            self._completing.add(batch.task)
-            batch.task.add_done_callback(self._completing.discard)
+            task = asyncio.create_task(self._complete(items, spans, completion, self._last, hold))
+            self._last = task
+            self._completing.add(task)
+            task.add_done_callback(self._completing.discard)
             handed_over = True
         finally:
             if not handed_over:
@@ -145,33 +132,22 @@ class BatchConsumer(Generic[T]):
                     span.end()
                 self._slots.release()
 
-    async def _staged_batch(
+    async def _after_earlier(self) -> None:
+        if self._last is not None and not self._last.done():
+            await asyncio.wait({self._last})
+
+    async def _complete(
         self,
-        staged: Staged[T],
         items: list[Item[T]],
         spans: list[Span],
-        earlier: _InFlight | None,
-        batch: _InFlight,
+        completion: Completion,
+        previous: asyncio.Task[None] | None,
         hold: AbstractContextManager[object] | None,
     ) -> None:
-        """One batch in the background: its first stage after the earlier batch's, its completion after the
-        earlier completion; then acks and dead letters."""
-        msgs = [i.msg for i in items]
         try:
-            async with heartbeat(msgs, self._beat_every):
-                try:
-                    if earlier is not None:
-                        await earlier.began.wait()
-                    try:
-                        completion = await staged.first(items)
-                    except Exception as exc:
-                        # Retried right here (after every earlier completion), before a later batch begins.
-                        await _done(earlier)
-                        await self._failed(items, exc)
-                        return
-                finally:
-                    batch.began.set()
-                await _done(earlier)
+            async with heartbeat([i.msg for i in items], self._beat_every):
+                if previous is not None and not previous.done():
+                    await asyncio.wait({previous})
                 try:
                     rejections = await completion()
                 except Exception as exc:

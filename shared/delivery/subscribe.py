@@ -24,8 +24,8 @@ async def _undecoded(message: StreamMessage[Any]) -> Any:
 
 def max_ack_pending(delivery: DeliverySettings) -> int:
     """Unacked messages JetStream lets one durable hold: every batch a staged consumer keeps in flight, plus
-    the one being fetched. Its default (1,000) is below one embedding batch (1,024): the next fetch then got
-    nothing until the previous batch was acked, and the stages never overlapped."""
+    the one being fetched. Its default (1,000) is below one embedding or ingest batch (1,024): the next fetch
+    then got nothing until the previous batch was acked, and the stages never overlapped."""
     return delivery.batch_size * (delivery.pipeline_depth + 1)
 
 
