@@ -11,11 +11,15 @@ from faststream.nats import JStream, NatsBroker
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig
+from nats.js.errors import NotFoundError
 
 from shared import subjects
 from shared.settings import Settings
 from shared.streams import ensure_streams
 from shared.telemetry import tracer_provider
+
+log = logging.getLogger(__name__)
 
 
 def _fetch_raising_nats_timeouts() -> None:
@@ -68,13 +72,45 @@ def make_broker(settings: Settings, service: str) -> NatsBroker:
     )
 
 
+# The durable settings a deployment may change between versions; JetStream lets an existing durable take
+# new values for these (the others, such as the filter and deliver policy, are fixed at creation).
+_EDITABLE = ("max_ack_pending", "ack_wait", "max_deliver")
+
+
+async def update_durables(broker: NatsBroker) -> None:
+    """Give the durables that already exist the settings this version subscribes with.
+
+    FastStream (through nats-py's ``pull_subscribe``) binds to an existing durable as it is, so a durable
+    created by an older version kept its old settings: e.g. JetStream's default ``max_ack_pending`` of
+    1,000 below today's 1,024-message batches, which stops the next fetch until the previous batch is acked.
+    Durables that do not exist yet are left to FastStream, which creates them with these settings."""
+    js = broker.config.connection_state.connection.jetstream()
+    for sub in broker.subscribers:
+        config: ConsumerConfig | None = getattr(sub, "config", None)
+        stream = getattr(getattr(sub, "stream", None), "name", None)
+        if config is None or not config.durable_name or not stream:
+            continue
+        try:
+            current = (await js.consumer_info(stream, config.durable_name)).config
+        except NotFoundError:
+            continue
+        wanted = {f: getattr(config, f) for f in _EDITABLE if getattr(config, f) is not None}
+        changed = {f: v for f, v in wanted.items() if getattr(current, f) != v}
+        if changed:
+            await js.add_consumer(stream, config=current.evolve(**changed))
+            log.info("durable %s on %s updated: %s", config.durable_name, stream, changed)
+
+
 async def start_broker(broker: NatsBroker) -> None:
     """Start ``broker`` and return only once the server has registered its subscriptions.
 
-    ``broker.start()`` sends the SUB protocol lines but does not wait for the server to process them; a
-    request sent right after (a readiness probe, a test, the demo) could get "no responders". NATS handles
-    a connection's protocol in order, so a completed PING/PONG flush proves every earlier SUB is in place.
+    Existing durables get this version's settings first (``update_durables``). ``broker.start()`` sends the
+    SUB protocol lines but does not wait for the server to process them; a request sent right after (a
+    readiness probe, a test, the demo) could get "no responders". NATS handles a connection's protocol in
+    order, so a completed PING/PONG flush proves every earlier SUB is in place.
     """
+    await broker.connect()
+    await update_durables(broker)
     await broker.start()
     await broker.config.connection_state.connection.flush()
 

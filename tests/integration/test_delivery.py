@@ -25,7 +25,7 @@ from nats.js.api import ConsumerInfo, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from shared import subjects
-from shared.broker import ensure_streams, make_broker
+from shared.broker import ensure_streams, make_broker, start_broker
 from shared.delivery import (
     DLQ_ATTEMPTS,
     DLQ_REASON,
@@ -122,7 +122,7 @@ class Env:
             title=f"{self.service}:items",
         )
         broker.include_router(router)
-        await broker.start()
+        await start_broker(broker)
         self.brokers.append(broker)
         return broker
 

@@ -6,8 +6,10 @@ import asyncio
 from collections import Counter
 
 import pytest
+from nats.js.api import AckPolicy, ConsumerConfig
 
 from shared.delivery import Completion, Item, Rejection, Staged
+from shared.delivery.subscribe import max_ack_pending
 from shared.settings import DeliverySettings
 from tests.integration.test_delivery import Env, _acked_through, body, decode_n, env  # noqa: F401 (fixture)
 from tests.waiting import wait_until
@@ -68,6 +70,38 @@ async def test_the_next_batch_arrives_while_a_big_batch_completes(env: Env) -> N
     await asyncio.gather(*(env.publish(body(n)) for n in range(2 * batch)))
     await env.start(Staged(first), DeliverySettings(max_deliver=3, ack_wait_s=30.0, batch_size=batch))
     await wait_until(env.drained, "everything acked", 60.0)
+
+
+async def test_a_durable_created_by_an_older_version_gets_todays_settings(env: Env) -> None:  # noqa: F811
+    await env.js.add_consumer(
+        env.stream,
+        ConsumerConfig(
+            durable_name=env.durable,
+            filter_subject=f"{env.prefix}.>",
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=30.0,
+            max_deliver=7,
+        ),
+    )
+    assert (await env.consumer()).config.max_ack_pending == 1_000  # JetStream's default
+
+    delivery = DeliverySettings(max_deliver=3, ack_wait_s=12.0, batch_size=600)
+
+    async def first(items: list[Item[int]]) -> Completion:
+        async def complete() -> list[Rejection]:
+            return []
+
+        return complete
+
+    await env.start(Staged(first), delivery)
+
+    config = (await env.consumer()).config
+    assert config.max_ack_pending == max_ack_pending(delivery) == 1_800
+    assert config.ack_wait == 12.0
+    assert config.max_deliver == 3 + 5
+    assert config.filter_subject == f"{env.prefix}.>"  # fixed at creation: untouched
+    await env.publish(body(1))
+    await wait_until(env.drained, "the updated durable still delivers")
 
 
 async def test_graceful_stop_waits_for_background_completions(env: Env) -> None:  # noqa: F811
