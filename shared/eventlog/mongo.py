@@ -18,7 +18,7 @@ Why this shape:
   ordered ``insert_many`` (grouped by stream, each stream in order): it stops at the first refused event,
   so the prefix rule holds, and in the common case (no conflict, no duplicate) a whole batch costs one
   insert. Round trips are what SecantusDB charges most for under load: each one queues for its
-  interpreter lock behind the other connections' work (measured in ``make bench-ingest``: 15 ms per
+  interpreter lock behind the other connections' work (timed during ``make bench-ingest``: 15 ms per
   insert round under load against 2 ms alone). After a refusal the rest goes in "waves": wave ``k`` holds
   the ``k``-th pending event of every stream in one unordered ``insert_many``, so a conflict on one stream
   never blocks another more than once, and a stream's later event is never stored after its earlier one
