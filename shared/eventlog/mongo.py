@@ -89,7 +89,6 @@ class _Pending:
         self.known: dict[str, tuple[str, int]] = {}  # event id -> (stream, version) already in the log
         self.result = AppendResult(append.stream_id, version=append.expected_version)
         self.conflict = False
-        self._sent: list[StoredDoc] = []  # the documents of the last ``run``
 
     @property
     def done(self) -> bool:
@@ -118,12 +117,11 @@ class _Pending:
             doc.pop("event_id", None)
             out.append({"_id": self.ids[i], **doc, "version": self.next_version + len(out)})
             i += 1
-        self._sent = out
         return out
 
-    def inserted(self, count: int) -> None:
-        """The first ``count`` documents of the last ``run`` are stored."""
-        for doc in self._sent[:count]:
+    def inserted(self, docs: Sequence[StoredDoc]) -> None:
+        """``docs``, the first documents of the last ``run``, are stored."""
+        for doc in docs:
             env = self.envelopes[self.idx].model_copy(update={"version": self.next_version})
             self.result.committed.append(self.codec.readable(env))
             self.result.stored.append(doc)
@@ -210,9 +208,9 @@ class MongoEventStore:
                 return
             try:
                 await self.events.insert_many(docs, ordered=True)
-                p.inserted(len(docs))
+                p.inserted(docs)
             except BulkWriteError as exc:
-                p.inserted(_dup_errors(exc)[0]["index"])
+                p.inserted(docs[: _dup_errors(exc)[0]["index"]])
                 await self._learn([p])
                 p.failed()
 
@@ -229,10 +227,10 @@ class MongoEventStore:
             stored = _dup_errors(exc)[0]["index"]
         for p, run in runs:
             if stored >= len(run):
-                p.inserted(len(run))
+                p.inserted(run)
                 stored -= len(run)
                 continue
-            p.inserted(stored)  # the refused event is this stream's next one; later streams were not tried
+            p.inserted(run[:stored])  # the refused event is this stream's next one; later streams were not tried
             await self._learn([p])
             p.failed()
             return
@@ -247,9 +245,9 @@ class MongoEventStore:
             await self.events.insert_many([d for _, d in slots], ordered=False)
         except BulkWriteError as exc:
             refused = {e["index"] for e in _dup_errors(exc)}
-        for i, (p, _) in enumerate(slots):
+        for i, (p, doc) in enumerate(slots):
             if i not in refused:
-                p.inserted(1)
+                p.inserted([doc])
         losers = [slots[i][0] for i in sorted(refused)]
         if losers:
             await self._learn(losers)
