@@ -9,7 +9,8 @@ even when an earlier attempt crashed between the append and the projection. Publ
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, TypeVar
 
 from services.lore import domain, manage
 from services.lore.manage import BadRequest, NotFound
@@ -37,9 +38,11 @@ from shared.events.lore_contract import (
 from shared.events.recorded import lorebook_stream
 from shared.lore.exporter import entry_to_world_info, export_world_info
 from shared.lore.history import BookState, VersionGap
+from shared.lore.model import LoreEntry
 from shared.readmodels.lore import LoreReadModel
 from shared.runtime import CommittedPublisher
 
+_EntryRequest = TypeVar("_EntryRequest", LoreEntryCreateRequest, LoreEntryUpdateRequest)
 MAX_CONFLICT_RETRIES = 5
 __all__ = ["BadRequest", "LoreBooks", "NotFound"]
 
@@ -167,24 +170,22 @@ class LoreBooks:
         )
 
     async def create_entry(self, req: LoreEntryCreateRequest) -> LoreEntryReply:
-        made: list[Any] = []
-
-        def decide(state: BookState | None) -> Sequence[NewEvent]:
-            entry, events = manage.create_entry(manage.owned(state, req.user_id, req.lorebook_id), req, utcnow())
-            made[:] = [entry, bool(events)]
-            return events
-
-        await self._change(req.tenant_id, req.lorebook_id, decide)
-        entry, changed = made
-        return LoreEntryReply(
-            lorebook_id=req.lorebook_id, uid=entry.uid, entry=entry_to_world_info(entry), changed=changed
-        )
+        return await self._entry_change(req, manage.create_entry)
 
     async def update_entry(self, req: LoreEntryUpdateRequest) -> LoreEntryReply:
+        return await self._entry_change(req, manage.update_entry)
+
+    async def _entry_change(
+        self,
+        req: _EntryRequest,
+        change: Callable[[BookState, _EntryRequest, datetime], tuple[LoreEntry, list[NewEvent]]],
+    ) -> LoreEntryReply:
+        """Create or update one entry of an owned book (``change`` is ``manage.create_entry`` or
+        ``manage.update_entry``); the reply carries the entry as it now is."""
         made: list[Any] = []
 
         def decide(state: BookState | None) -> Sequence[NewEvent]:
-            entry, events = manage.update_entry(manage.owned(state, req.user_id, req.lorebook_id), req, utcnow())
+            entry, events = change(manage.owned(state, req.user_id, req.lorebook_id), req, utcnow())
             made[:] = [entry, bool(events)]
             return events
 
