@@ -98,6 +98,10 @@ class CpuMeter:
         self.elapsed = time.perf_counter() - self._began
         self.used = {name: used - self._start[name] for name, used in self._now().items()}
 
+    def add(self, name: str, cpu_seconds: float) -> None:
+        """CPU a process measured itself over the run (one that may have exited before ``stop``)."""
+        self.used[name] = cpu_seconds
+
     def _now(self) -> dict[str, float]:
         # The servers are this process's children: count them apart, not in this process's total.
         return {name: _cpu_seconds(pid, descendants=name != _THIS) for name, pid in self.pids.items()}

@@ -1,14 +1,15 @@
 """`make bench-ingest`: messages/s from publish to durable log append, beside raw JetStream publishing.
 
 Both figures are measured in the same run, on the same fresh embedded servers, with the same payloads and
-the same publishing pattern (pipelined publishes, each awaiting its JetStream ack):
+the same publisher (``bench.publisher``: its own process, as a platform is, with pipelined publishes each
+awaiting its JetStream ack):
 - raw: publishing N messages to a plain JetStream stream;
 - ingest: publishing N messages to `mnemo.chat.message.created.v1` with the ingest service running, until
   the ingest consumer has acknowledged all of them (it acks only after the journaled append to the log and
   the read-model update), checked against the number of events in the log.
 
-Beside the rates it reports where the CPU went during the ingest run: per process (this one: the publisher
-and the ingest service; SecantusDB; nats-server), CPU microseconds per message and the share of one core it
+Beside the rates it reports where the CPU went during the ingest run: per process (the publisher; this one:
+the ingest service; SecantusDB; nats-server), CPU microseconds per message and the share of one core it
 kept busy, and ``cpu_bound_msgs_per_s``: the rate if every core of the machine were busy all the time at
 those costs, an upper bound that no overlap of the stages can beat.
 """
@@ -27,6 +28,7 @@ import nats
 from nats.js import JetStreamContext
 
 from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_until
+from bench.publisher import publisher_process
 from shared import subjects
 from shared.streams import ensure_stream
 
@@ -55,24 +57,18 @@ def payloads(n: int, conversations: int) -> list[bytes]:
     return out
 
 
-async def publish_all(js: JetStreamContext, subject: str, bodies: list[bytes], window: int = 256) -> None:
-    """Pipelined publishing: up to ``window`` publishes in flight, every one awaiting its ack."""
-    for i in range(0, len(bodies), window):
-        chunk = bodies[i : i + window]
-        await asyncio.gather(
-            *(js.publish(subject, body, headers={"Nats-Msg-Id": f"{subject}:{i + k}"}) for k, body in enumerate(chunk))
-        )
-
-
-async def measure_raw(js: JetStreamContext, bodies: list[bytes]) -> float:
+async def measure_raw(settings: Any, js: JetStreamContext, bodies: list[bytes]) -> float:
     await ensure_stream(js, "BENCH_RAW", ["bench.raw.>"])
-    start = time.perf_counter()
-    await publish_all(js, "bench.raw.messages", bodies)
-    return len(bodies) / (time.perf_counter() - start)
+    async with publisher_process(settings.nats_url, "bench.raw.messages", bodies) as publisher:
+        published = await publisher.publish()
+    return len(bodies) / published.seconds
 
 
 async def measure_ingest(settings: Any, js: JetStreamContext, bodies: list[bytes], cpu: CpuMeter) -> tuple[float, int]:
-    async with running_service(settings, "ingest") as (core, _broker):
+    async with (
+        running_service(settings, "ingest") as (core, _broker),
+        publisher_process(settings.nats_url, subjects.MESSAGE_CREATED, bodies) as publisher,
+    ):
 
         async def all_acked() -> bool:
             info = await js.consumer_info(subjects.CHAT_STREAM, subjects.durable("ingest"))
@@ -80,10 +76,11 @@ async def measure_ingest(settings: Any, js: JetStreamContext, bodies: list[bytes
 
         cpu.start()
         start = time.perf_counter()
-        await publish_all(js, subjects.MESSAGE_CREATED, bodies)
+        published = await publisher.publish()
         await wait_until(all_acked, timeout_s=600)
         elapsed = time.perf_counter() - start
         cpu.stop()
+        cpu.add("publisher", published.cpu_seconds)
         recorded = await core.db["events"].count_documents({"type": "message.recorded"})
     return len(bodies) / elapsed, recorded
 
@@ -95,7 +92,7 @@ async def main(n: int, conversations: int) -> dict[str, Any]:
         nc = await nats.connect(backends.settings.nats_url)
         try:
             js = nc.jetstream(timeout=30)
-            raw = await measure_raw(js, bodies)
+            raw = await measure_raw(backends.settings, js, bodies)
             ingest, recorded = await measure_ingest(backends.settings, js, bodies, cpu)
         finally:
             await nc.drain()
