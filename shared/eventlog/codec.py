@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 from shared.crypto import FieldCipher
 from shared.events.envelope import EventEnvelope, EventRegistry, EventType, NewEvent, UnknownEventType
@@ -94,7 +94,10 @@ class EventCodec:
 
     def readable(self, envelope: EventEnvelope) -> EventEnvelope:
         """What a read returns for a just-written ``envelope``: normalised and upcast (no crypto round trip)."""
-        env = self.normalize(envelope)
+        return self.upcast(self.normalize(envelope))
+
+    def upcast(self, env: EventEnvelope) -> EventEnvelope:
+        """``env`` (already ``normalize``d) at its type's current schema version."""
         et = self.event_type(env.type, env.event_id)
         if env.schema_version == et.schema_version:
             return env
@@ -102,8 +105,12 @@ class EventCodec:
         return env.model_copy(update={"payload": payload, "schema_version": et.schema_version})
 
     async def encode(self, envelope: EventEnvelope) -> StoredDoc:
-        et = self.event_type(envelope.type, envelope.event_id)
-        env = self.normalize(envelope)
+        return await self.encode_normalized(self.normalize(envelope))
+
+    async def encode_normalized(self, env: EventEnvelope) -> StoredDoc:
+        """The stored form of ``env``, which ``normalize`` returned (the event log keeps both, so it
+        normalises once)."""
+        et = self.event_type(env.type, env.event_id)
         payload = env.payload
         if et.encrypted_fields:
             tenant = await self.cipher.for_tenant(env.tenant_id)
@@ -146,7 +153,7 @@ class EventCodec:
         wire = {name: doc[name] for name in _ENVELOPE_FIELDS if name in doc}
         if "event_id" not in wire and "_id" in doc:
             wire["event_id"] = doc["_id"]
-        return json.dumps(to_jsonable_python(wire), ensure_ascii=False, separators=(",", ":")).encode()
+        return to_json(wire)  # compact UTF-8 JSON, datetimes in ISO 8601
 
     async def from_wire(self, data: bytes) -> EventEnvelope:
         try:

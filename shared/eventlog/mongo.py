@@ -78,6 +78,7 @@ class _Pending:
     """One append on its way through insert rounds: which events are stored, known duplicates, next slot."""
 
     def __init__(self, codec: EventCodec, append: Append, envelopes: list[EventEnvelope], docs: list[StoredDoc]):
+        """``envelopes``: the append's events, ``normalize``d and numbered from its expected version."""
         self.codec = codec
         self.stream_id = append.stream_id
         self.expected = append.expected_version
@@ -122,8 +123,10 @@ class _Pending:
     def inserted(self, docs: Sequence[StoredDoc]) -> None:
         """``docs``, the first documents of the last ``run``, are stored."""
         for doc in docs:
-            env = self.envelopes[self.idx].model_copy(update={"version": self.next_version})
-            self.result.committed.append(self.codec.readable(env))
+            env = self.envelopes[self.idx]
+            if env.version != self.next_version:  # an earlier event of the append was a duplicate
+                env = env.model_copy(update={"version": self.next_version})
+            self.result.committed.append(self.codec.upcast(env))
             self.result.stored.append(doc)
             self.result.version = self.next_version
             self.next_version += 1
@@ -180,8 +183,8 @@ class MongoEventStore:
         for i, ev in enumerate(append.events):
             et = self.codec.event_type(ev.type, ev.event_id)
             v = append.expected_version + 1 + i
-            envs.append(envelope_of(ev, append.stream_id, v, recorded_at, et.schema_version))
-        docs = [await self.codec.encode(e) for e in envs]
+            envs.append(self.codec.normalize(envelope_of(ev, append.stream_id, v, recorded_at, et.schema_version)))
+        docs = [await self.codec.encode_normalized(e) for e in envs]
         return _Pending(self.codec, append, envs, docs)
 
     async def _intend(self, pendings: Sequence[_Pending]) -> None:
