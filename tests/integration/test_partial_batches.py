@@ -3,12 +3,14 @@
 FastStream's batch pull loop fetches again with the *remaining* window after a partial batch and stops on
 ``nats.errors.TimeoutError``. With a short remaining window nats-py raises the builtin ``TimeoutError``
 instead, the loop's task dies, and the partial batch it already holds is only redelivered after
-``ack_wait``. These tests pin both halves: the fetch contract FastStream relies on, and the outcome.
+``ack_wait``. These tests pin both halves: the fetch contract FastStream relies on, and the outcome. The shim also tops a
+fetch cut short by its deadline up with the messages already delivered to it (``_top_up``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 
 import nats
@@ -18,7 +20,7 @@ from faststream.nats import JStream, NatsRouter
 from nats.aio.msg import Msg
 
 import shared.broker  # noqa: F401 - importing it installs the fetch shim, as every service does
-from shared.broker import make_broker
+from shared.broker import _top_up, make_broker
 from shared.delivery import BatchConsumer, DeadLetters, Item, Rejection, subscribe_batches
 from shared.settings import DeliverySettings, Settings
 from shared.streams import ensure_streams
@@ -95,3 +97,35 @@ async def test_partial_batch_is_handled_on_first_delivery(nats_url: str) -> None
     finally:
         await broker.stop()
         await nc.drain()
+
+
+async def test_a_fetch_cut_short_takes_the_messages_already_delivered(nats_url: str) -> None:
+    """A fetch that reached its deadline while the event loop was busy leaves messages the server already sent
+    in the subscription's queue; the shim hands them over with the batch, in order, without status messages."""
+    tag = uuid.uuid4().hex[:8]
+    nc = await nats.connect(nats_url)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name=f"TOPUP_{tag}", subjects=[f"topup.{tag}.>"])
+        for i in range(10):
+            await js.publish(f"topup.{tag}.x", str(i).encode())
+        psub = await js.pull_subscribe(f"topup.{tag}.>", durable=f"topup_{tag}")
+        # The pull request a cut-short fetch leaves behind: 20 asked, 10 delivered, then "no messages".
+        await nc.publish(psub._nms, json.dumps({"batch": 20, "no_wait": True}).encode(), reply=psub._deliver)
+        queue = psub._sub._pending_queue
+        for _ in range(200):
+            if queue.qsize() >= 11:
+                break
+            await asyncio.sleep(0.01)
+        assert queue.qsize() == 11, "ten messages and the status message should be queued"
+
+        first = queue.get_nowait()
+        psub._sub._pending_size -= len(first.data)
+        batch = _top_up(psub, [first], 20)
+
+        assert [m.data for m in batch] == [str(i).encode() for i in range(10)]
+        assert queue.empty()
+        assert psub._sub._pending_size == 0
+        assert _top_up(psub, [], 20) == []
+    finally:
+        await nc.close()
