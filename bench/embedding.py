@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_until
+from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_for_acks
 from bench.embedding_raw import measure_raw_model, measure_raw_model_windowed
 from shared import subjects
 from shared.bootstrap import open_core
@@ -93,14 +93,9 @@ async def record(settings: Any, appends: list[Append]) -> None:
 async def measure_pipeline(settings: Any, n: int, cpu: CpuMeter) -> tuple[float, int]:
     async with running_service(settings, "embedding") as (core, _broker):
         js = core.nc.jetstream()
-
-        async def all_acked() -> bool:
-            info = await js.consumer_info(subjects.LOG_STREAM, subjects.durable("embedding"))
-            return info.ack_floor.stream_seq >= n and not info.num_pending and not info.num_ack_pending
-
         cpu.start()
         start = time.perf_counter()
-        await wait_until(all_acked, timeout_s=1800, poll_s=0.05)
+        await wait_for_acks(js, subjects.LOG_STREAM, subjects.durable("embedding"), n, timeout_s=1800)
         elapsed = time.perf_counter() - start
         cpu.stop()
         assert core.vectors is not None

@@ -27,7 +27,7 @@ from typing import Any
 import nats
 from nats.js import JetStreamContext
 
-from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_until
+from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_for_acks
 from bench.publisher import publisher_process
 from shared import subjects
 from shared.streams import ensure_stream
@@ -69,15 +69,10 @@ async def measure_ingest(settings: Any, js: JetStreamContext, bodies: list[bytes
         running_service(settings, "ingest") as (core, _broker),
         publisher_process(settings.nats_url, subjects.MESSAGE_CREATED, bodies) as publisher,
     ):
-
-        async def all_acked() -> bool:
-            info = await js.consumer_info(subjects.CHAT_STREAM, subjects.durable("ingest"))
-            return info.ack_floor.stream_seq >= len(bodies) and not info.num_pending and not info.num_ack_pending
-
         cpu.start()
         start = time.perf_counter()
         published = await publisher.publish()
-        await wait_until(all_acked, timeout_s=600)
+        await wait_for_acks(js, subjects.CHAT_STREAM, subjects.durable("ingest"), len(bodies), timeout_s=600)
         elapsed = time.perf_counter() - start
         cpu.stop()
         cpu.add("publisher", published.cpu_seconds)
