@@ -3,9 +3,11 @@
 Texts are real chat turns from the REALTALK dev set (`../shared/eval/realtalk`, read by path). The messages
 are first recorded in the log and relayed to JetStream (not timed); then the embedding service starts and
 the clock runs until its consumer has acknowledged every event (it acks after the vectors are upserted),
-checked against the number of points in the index. The raw figure is the bundled model alone
-(`embed_sync` on all texts at once, so it can sort all of them by length: the pipeline only sees one fetched
-window at a time) on the same texts at the same batch size, measured before and after the pipeline.
+checked against the number of points in the index. The raw figure is the bundled model alone, configured as
+the service runs it (`embed_sync` on all texts at once, so it can sort all of them by length: the pipeline
+only sees one fetched window at a time) on the same texts at the same batch size, measured before and after
+the pipeline. Beside it: the model with onnxruntime's spinning threads (`embedder.spin_threads`), its
+fastest alone, which the service does not use because spinning threads take the cores its other work needs.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from shared.bootstrap import open_core
 from shared.eventlog.port import Append
 from shared.events.envelope import NewEvent, deterministic_id
 from shared.events.recorded import MESSAGE_RECORDED, conversation_stream
+from shared.settings import Settings
 from shared.tokens import estimate_tokens
 from shared.vectors.port import VectorFilter
 
@@ -107,7 +110,8 @@ async def main(n: int, batch_size: int) -> dict[str, Any]:
     texts = realtalk_texts(n)
     # The raw reference is measured before and after the pipeline and averaged: on a shared 2-core machine
     # the load can drift during a run, and bracketing the pipeline keeps the ratio honest.
-    raw_before = await asyncio.to_thread(measure_raw_model, texts, batch_size)
+    spin = Settings().embedder.spin_threads  # the service's configuration (MNEMO_EMBEDDER__SPIN_THREADS)
+    raw_before = await asyncio.to_thread(measure_raw_model, texts, batch_size, spin=spin)
     async with embedded_servers() as backends:
         settings = backends.settings.model_copy(
             update={"embedder": backends.settings.embedder.model_copy(update={"batch_size": batch_size})}
@@ -115,14 +119,16 @@ async def main(n: int, batch_size: int) -> dict[str, Any]:
         cpu = CpuMeter(backends.pids)
         await record(settings, recorded_events(texts, conversations=20))
         pipeline, points = await measure_pipeline(settings, len(texts), cpu)
-    raw_after = await asyncio.to_thread(measure_raw_model, texts, batch_size)
+    raw_after = await asyncio.to_thread(measure_raw_model, texts, batch_size, spin=spin)
     raw = (raw_before + raw_after) / 2
     window = settings.delivery.embedding_batch_size
-    raw_windowed = await asyncio.to_thread(measure_raw_model_windowed, texts, batch_size, window)
+    raw_windowed = await asyncio.to_thread(measure_raw_model_windowed, texts, batch_size, window, spin=spin)
+    raw_spinning = raw if spin else await asyncio.to_thread(measure_raw_model, texts, batch_size, spin=True)
     if points < len(texts):
         raise SystemExit(f"only {points} of {len(texts)} texts were indexed")
-    print(f"raw model (batch {batch_size}): {raw:,.1f} texts/s")
+    print(f"raw model (batch {batch_size}, spinning threads {'on' if spin else 'off'}): {raw:,.1f} texts/s")
     print(f"raw model, {window} texts at a time: {raw_windowed:,.1f} texts/s")
+    print(f"raw model with spinning threads (fastest alone): {raw_spinning:,.1f} texts/s")
     print(f"pipeline (JetStream -> decrypt -> chunk -> embed -> upsert): {pipeline:,.1f} texts/s")
     per_process = cpu.report(len(texts))
     for name, p in per_process.items():
@@ -136,6 +142,9 @@ async def main(n: int, batch_size: int) -> dict[str, Any]:
         "raw_model_per_window_texts_per_s": round(raw_windowed, 1),
         "ratio_same_window": round(pipeline / raw_windowed, 3),
         "window": window,
+        "spin_threads": spin,
+        "raw_model_spinning_texts_per_s": round(raw_spinning, 1),
+        "ratio_vs_spinning": round(pipeline / raw_spinning, 3),
         "cpu": per_process,
         "texts": len(texts),
         "points": points,

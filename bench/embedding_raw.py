@@ -12,21 +12,23 @@ from collections.abc import Sequence
 from shared.embedders.bundled import BundledEmbedder
 
 
-def measure_raw_model(texts: Sequence[str], batch_size: int, *, threads: int | None = None) -> float:
+def measure_raw_model(
+    texts: Sequence[str], batch_size: int, *, threads: int | None = None, spin: bool = False
+) -> float:
     """Texts/s of ``embed_sync`` over ``texts`` at ``batch_size`` (session load and a warm-up excluded)."""
     if not texts:
         raise ValueError("need at least one text")
-    embedder = BundledEmbedder(batch_size=batch_size, threads=threads)
+    embedder = BundledEmbedder(batch_size=batch_size, threads=threads, spin=spin)
     embedder.embed_sync(list(texts[:batch_size]))  # load the session and warm the kernels
     started = time.perf_counter()
     embedder.embed_sync(texts)
     return len(texts) / (time.perf_counter() - started)
 
 
-def measure_raw_model_windowed(texts: Sequence[str], batch_size: int, window: int) -> float:
+def measure_raw_model_windowed(texts: Sequence[str], batch_size: int, window: int, *, spin: bool = False) -> float:
     """Texts/s of ``embed_sync`` called on consecutive windows of ``window`` texts, as a streaming consumer
     sees them (it can only sort one fetched window by length, not the whole stream)."""
-    embedder = BundledEmbedder(batch_size=batch_size)
+    embedder = BundledEmbedder(batch_size=batch_size, spin=spin)
     embedder.embed_sync(list(texts[:batch_size]))
     started = time.perf_counter()
     for start in range(0, len(texts), window):

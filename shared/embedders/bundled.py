@@ -81,13 +81,19 @@ def padded_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 
 
 class BundledEmbedder:
-    """``Embedder`` running all-MiniLM-L6-v2 int8 locally. ``threads=None`` lets onnxruntime use every core."""
+    """``Embedder`` running all-MiniLM-L6-v2 int8 locally. ``threads=None`` lets onnxruntime use every core.
 
-    def __init__(self, batch_size: int = 32, threads: int | None = None) -> None:
+    ``spin`` lets onnxruntime's worker threads busy-wait for the next batch instead of sleeping. Off by
+    default: alone the model runs 3-5% faster with it, but the spinning threads keep both cores busy while
+    the service decodes, plans and writes between model calls, and in embedded mode while the other services
+    work (bench-embedding: the pipeline ~3% faster and ~8% less CPU per text without it)."""
+
+    def __init__(self, batch_size: int = 32, threads: int | None = None, *, spin: bool = False) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self._batch_size = batch_size
         self._threads = threads
+        self._spin = spin
         self._init_lock = threading.Lock()
         self._run_lock = threading.Lock()
         self._session: Any = None
@@ -115,6 +121,7 @@ class BundledEmbedder:
                     options = ort.SessionOptions()
                     if self._threads is not None:
                         options.intra_op_num_threads = self._threads
+                    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self._spin else "0")
                     session = ort.InferenceSession(
                         str(model_path()), sess_options=options, providers=["CPUExecutionProvider"]
                     )

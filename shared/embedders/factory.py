@@ -14,7 +14,7 @@ def build_embedder(settings: Settings) -> Embedder:
     if cfg.provider == "bundled":
         if cfg.dimensions != DIMENSIONS:
             raise ValueError(f"the bundled model makes {DIMENSIONS}-d vectors, settings say {cfg.dimensions}")
-        return BundledEmbedder(batch_size=cfg.batch_size)
+        return BundledEmbedder(batch_size=cfg.batch_size, spin=cfg.spin_threads)
     if not cfg.base_url:
         raise ValueError("embedder provider 'openai' needs MNEMO_EMBEDDER__BASE_URL")
     return OpenAIEmbedder(

@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared.embedders.bundled import DIMENSIONS, MAX_TOKENS, TOKENS_PER_ROW, BundledEmbedder, padded_batches
+from shared.embedders.factory import build_embedder
+from shared.settings import EmbedderSettings, Settings
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +110,13 @@ def test_padded_batches_keep_short_lines_together_and_long_texts_apart():
     batches = padded_batches(lengths, 32)
     assert any(len(b) == 64 for b in batches), "64 short lines fit one call (64 x 10 <= 32 x 64)"
     assert all(len(b) <= 8 for b in batches if max(lengths[i] for i in b) == 250)
+
+
+@pytest.mark.parametrize(("spin_threads", "entry"), [(False, "0"), (True, "1")])
+def test_spinning_threads_follow_the_settings(spin_threads: bool, entry: str) -> None:
+    """Off by default: onnxruntime's threads would busy-wait between batches on cores the service needs."""
+    embedder = build_embedder(Settings(embedder=EmbedderSettings(spin_threads=spin_threads)))
+    assert isinstance(embedder, BundledEmbedder)
+    _, session = embedder._load()
+    assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == entry
+    assert EmbedderSettings().spin_threads is False
