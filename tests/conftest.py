@@ -6,14 +6,17 @@ name and its own subject/stream prefix where it needs isolation, so tests do not
 
 from __future__ import annotations
 
+import base64
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from shared.embedded.servers import ChildServer, free_port, start_mongo, start_nats
+from shared.settings import Settings
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -45,6 +48,19 @@ def mongo_url(mongo_server: ChildServer) -> str:
 @pytest.fixture
 def db_name() -> str:
     return f"t_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def core_settings(nats_url: str, mongo_url: str, tmp_path: Path) -> Settings:
+    """Settings for ``open_core`` and ``mnemo replay`` on the session's servers: a database, a data directory
+    and a key-encryption key of the test's own."""
+    return Settings(
+        nats_url=nats_url,
+        mongodb_url=mongo_url,
+        mongodb_db=f"replay_{uuid.uuid4().hex[:10]}",
+        data_dir=tmp_path,
+        kek=SecretStr(base64.b64encode(os.urandom(32)).decode()),
+    )
 
 
 @pytest.fixture

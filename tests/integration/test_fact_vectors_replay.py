@@ -3,14 +3,9 @@ retired and folded facts not at all."""
 
 from __future__ import annotations
 
-import base64
-import os
-import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
 from services.replay import replay
 from shared.bootstrap import open_core
@@ -43,18 +38,7 @@ def event(kind: str, payload: object) -> NewEvent:
     return NewEvent(type=kind, tenant_id="t-facts", payload=payload.model_dump(mode="json"))  # type: ignore[attr-defined]
 
 
-@pytest.fixture
-def settings(nats_url: str, mongo_url: str, tmp_path: Path) -> Settings:
-    return Settings(
-        nats_url=nats_url,
-        mongodb_url=mongo_url,
-        mongodb_db=f"replay_{uuid.uuid4().hex[:10]}",
-        data_dir=tmp_path,
-        kek=SecretStr(base64.b64encode(os.urandom(32)).decode()),
-    )
-
-
-async def test_replay_rebuilds_the_current_facts_points(settings: Settings) -> None:
+async def test_replay_rebuilds_the_current_facts_points(core_settings: Settings) -> None:
     retired = FactRetired(
         fact_id="f-gone", character_id="bard", user_id="u1", reason="deleted", message_id="m-f-gone", retired_at=T0
     )
@@ -63,7 +47,7 @@ async def test_replay_rebuilds_the_current_facts_points(settings: Settings) -> N
         fact_id="f-shared", character_id="bard", owner_user_id="u1", by_user_id="u1",
         from_scope=player_scope("u1"), to_scope="campaign:k", at=T0,
     )  # fmt: skip
-    core = await open_core(settings)
+    core = await open_core(core_settings)
     try:
         await core.store.append(
             knowledge_stream("t-facts", "bard"),
@@ -81,8 +65,8 @@ async def test_replay_rebuilds_the_current_facts_points(settings: Settings) -> N
     finally:
         await core.close()
 
-    assert await replay(settings, embedded=False) == 7
-    core = await open_core(settings, vectors=True)
+    assert await replay(core_settings, embedded=False) == 7
+    core = await open_core(core_settings, vectors=True)
     try:
         assert core.vectors is not None
         points = await core.vectors.count(FACTS)

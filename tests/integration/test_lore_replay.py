@@ -4,14 +4,9 @@ deleted book with neither; and replaying twice changes nothing."""
 
 from __future__ import annotations
 
-import base64
-import os
-import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
 from services.lore import manage
 from services.replay import replay
@@ -28,17 +23,6 @@ from tests.envelopes import recorded
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 TENANT, OWNER = "t-lore-replay", "u1"
-
-
-@pytest.fixture
-def settings(nats_url: str, mongo_url: str, tmp_path: Path) -> Settings:
-    return Settings(
-        nats_url=nats_url,
-        mongodb_url=mongo_url,
-        mongodb_db=f"replay_{uuid.uuid4().hex[:10]}",
-        data_dir=tmp_path,
-        kek=SecretStr(base64.b64encode(os.urandom(32)).decode()),
-    )
 
 
 def book_events(name: str, delete_book: bool) -> tuple[str, list[NewEvent]]:
@@ -78,8 +62,8 @@ def book_events(name: str, delete_book: bool) -> tuple[str, list[NewEvent]]:
     return book_id, events
 
 
-async def test_replay_rebuilds_lore_books_and_their_vectors(settings: Settings) -> None:
-    core = await open_core(settings)
+async def test_replay_rebuilds_lore_books_and_their_vectors(core_settings: Settings) -> None:
+    core = await open_core(core_settings)
     try:
         kept, kept_events = book_events("kept", delete_book=False)
         gone, gone_events = book_events("gone", delete_book=True)
@@ -89,10 +73,10 @@ async def test_replay_rebuilds_lore_books_and_their_vectors(settings: Settings) 
         await core.close()
 
     total = len(kept_events) + len(gone_events)
-    assert await replay(settings, embedded=False) == total
-    assert await replay(settings, embedded=False) == total, "a second replay rebuilds the same state"
+    assert await replay(core_settings, embedded=False) == total
+    assert await replay(core_settings, embedded=False) == total, "a second replay rebuilds the same state"
 
-    core = await open_core(settings, vectors=True)
+    core = await open_core(core_settings, vectors=True)
     try:
         lore = LoreReadModel(core.db, core.cipher)
         state = await lore.state(TENANT, kept)

@@ -3,15 +3,10 @@ back readable and indexed, a deleted one stays gone (no text, no vectors), and r
 
 from __future__ import annotations
 
-import base64
-import os
-import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 
 from services.memory import domain
 from services.replay import replay
@@ -28,17 +23,6 @@ T0 = datetime(2026, 5, 1, tzinfo=UTC)
 TENANT = "t-legacy-replay"
 
 
-@pytest.fixture
-def settings(nats_url: str, mongo_url: str, tmp_path: Path) -> Settings:
-    return Settings(
-        nats_url=nats_url,
-        mongodb_url=mongo_url,
-        mongodb_db=f"replay_{uuid.uuid4().hex[:10]}",
-        data_dir=tmp_path,
-        kek=SecretStr(base64.b64encode(os.urandom(32)).decode()),
-    )
-
-
 def memory(summary_id: str) -> SummaryCreated:
     payload: dict[str, Any] = {
         "summary_id": summary_id, "user_id": "u1", "conversation_id": "c1", "summary_type": "short_term",
@@ -49,8 +33,8 @@ def memory(summary_id: str) -> SummaryCreated:
     return SummaryCreated.model_validate(payload)
 
 
-async def test_replay_rebuilds_legacy_lore_and_its_vectors(settings: Settings) -> None:
-    core = await open_core(settings)
+async def test_replay_rebuilds_legacy_lore_and_its_vectors(core_settings: Settings) -> None:
+    core = await open_core(core_settings)
     try:
         ids = {}
         for summary_id in ("s-kept", "s-deleted"):
@@ -66,10 +50,10 @@ async def test_replay_rebuilds_legacy_lore_and_its_vectors(settings: Settings) -
     finally:
         await core.close()
 
-    assert await replay(settings, embedded=False) == 3
-    assert await replay(settings, embedded=False) == 3, "a second replay rebuilds the same state"
+    assert await replay(core_settings, embedded=False) == 3
+    assert await replay(core_settings, embedded=False) == 3, "a second replay rebuilds the same state"
 
-    core = await open_core(settings, vectors=True)
+    core = await open_core(core_settings, vectors=True)
     try:
         legacy = LegacyLoreReadModel(core.db, core.cipher)
         [kept] = await legacy.by_ids(TENANT, list(ids.values()), user_id="u1")

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import base64
-import os
-import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
 from services.replay import replay
 from shared.bootstrap import open_core
@@ -35,19 +30,8 @@ def recorded(i: int, text: str) -> NewEvent:
     )  # fmt: skip
 
 
-@pytest.fixture
-def settings(nats_url: str, mongo_url: str, tmp_path: Path) -> Settings:
-    return Settings(
-        nats_url=nats_url,
-        mongodb_url=mongo_url,
-        mongodb_db=f"replay_{uuid.uuid4().hex[:10]}",
-        data_dir=tmp_path,
-        kek=SecretStr(base64.b64encode(os.urandom(32)).decode()),
-    )
-
-
-async def test_replay_rebuilds_read_models_and_vectors_from_the_log(settings: Settings) -> None:
-    core = await open_core(settings)
+async def test_replay_rebuilds_read_models_and_vectors_from_the_log(core_settings: Settings) -> None:
+    core = await open_core(core_settings)
     try:
         stream = conversation_stream("t-replay", "u1", "c1")
         edit = NewEvent(
@@ -66,10 +50,10 @@ async def test_replay_rebuilds_read_models_and_vectors_from_the_log(settings: Se
     finally:
         await core.close()
 
-    assert await replay(settings, embedded=False) == 5
-    assert await replay(settings, embedded=False) == 5, "a second replay rebuilds the same state"
+    assert await replay(core_settings, embedded=False) == 5
+    assert await replay(core_settings, embedded=False) == 5, "a second replay rebuilds the same state"
 
-    core = await open_core(settings, vectors=True)
+    core = await open_core(core_settings, vectors=True)
     try:
         messages = await ReadModels(core.db, core.cipher).recent("t-replay", "u1", "c1", 10)
         assert [(m.message_id, m.content) for m in messages] == [
@@ -88,9 +72,9 @@ async def test_replay_rebuilds_read_models_and_vectors_from_the_log(settings: Se
         await core.close()
 
 
-async def test_opening_a_core_creates_the_read_model_indexes(settings: Settings) -> None:
+async def test_opening_a_core_creates_the_read_model_indexes(core_settings: Settings) -> None:
     """Services open a core at start; their handlers rely on it for the read models' query indexes."""
-    core = await open_core(settings)
+    core = await open_core(core_settings)
     try:
         names = {
             "rm_messages": "conversation_index",
