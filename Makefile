@@ -32,7 +32,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy shared services
+	$(VENV)/bin/mypy shared services runtime
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -18,10 +18,10 @@ from typing import Any
 from faststream.nats import NatsBroker
 from nats.js import JetStreamContext
 
-from services.catalog import spec
+from runtime.catalog import spec
+from runtime.servers import free_port, start_mongo, start_nats
 from shared.bootstrap import Core, deps_for, open_core
 from shared.broker import make_broker, start_broker
-from shared.embedded.servers import free_port, start_mongo, start_nats
 from shared.settings import Settings
 
 

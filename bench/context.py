@@ -72,7 +72,7 @@ from bench.context_data import lore_keys, lorebook_of_size, lorebook_parts, user
 from bench.context_load import BulkLayout, bulk_load, single_chunk
 from bench.context_profile import as_json, breakdown, capture_gatherer, cpu_profile, print_breakdown, print_cpu
 from bench.retrieval import Chat, load_chats, slug, wait_quiet
-from services.stack import all_services
+from runtime.stack import all_services
 from shared import subjects
 from shared.bootstrap import Core
 from shared.events.contract import ContextAssembleRequest

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from shared.lore.activation import ChatMessage, ScanRequest, activate
-from shared.lore.compiled import ActiveBook, compile_lore
+from services.context_assembler.activation.activation import ChatMessage, ScanRequest, activate
+from services.context_assembler.activation.compiled import ActiveBook, compile_lore
 from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
 SIZES = (100, 1_000, 10_000)

@@ -51,7 +51,7 @@ from nats.js import JetStreamContext
 
 from bench.common import embedded_backends, machine, print_result
 from bench.retrieval_baselines import BM25, dense_rank
-from services.stack import all_services
+from runtime.stack import all_services
 from shared import subjects
 from shared.bootstrap import Core
 from shared.embedders.bundled import BundledEmbedder

@@ -2,7 +2,7 @@
 
 ``open_core`` opens what services share (MongoDB, the event log, the cipher, the relay, and optionally
 the vector index and embedder); ``deps_for`` adds a service's own broker. ``run_service`` is what
-``python -m services.<name>`` calls in the distributed mode; the embedded stack (services/stack.py)
+``python -m services.<name>`` calls in the distributed mode; the embedded stack (runtime/stack.py)
 opens one core and runs every service on it.
 """
 
@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,8 @@ from shared.vectors.port import VectorIndex
 log = logging.getLogger(__name__)
 
 RouterFactory = Callable[[Deps], NatsRouter]
+# A service's setup of the read models only it owns (``ensure_own_indexes`` in its app.py).
+IndexSetup = Callable[[AsyncDatabase[dict[str, Any]]], Awaitable[None]]
 
 
 def resolve_kek(settings: Settings) -> bytes:
@@ -129,10 +131,19 @@ async def wait_for_stop_signal() -> None:
     await stop.wait()
 
 
-async def serve(name: str, create_router: RouterFactory, *, vectors: bool = False, embedder: bool = False) -> None:
+async def serve(
+    name: str,
+    create_router: RouterFactory,
+    *,
+    vectors: bool = False,
+    embedder: bool = False,
+    own_indexes: IndexSetup | None = None,
+) -> None:
     """Run one service until SIGINT/SIGTERM, then drain in-flight work and close everything."""
     settings = Settings(service_name=name)
     core = await open_core(settings, vectors=vectors, embedder=embedder)
+    if own_indexes is not None:
+        await own_indexes(core.db)
     broker = make_broker(settings, name)
     broker.include_router(create_router(deps_for(core, broker)))
     relay_task = asyncio.create_task(core.relay.run())
@@ -149,6 +160,13 @@ async def serve(name: str, create_router: RouterFactory, *, vectors: bool = Fals
         await core.close()
 
 
-def run_service(name: str, create_router: RouterFactory, *, vectors: bool = False, embedder: bool = False) -> None:
+def run_service(
+    name: str,
+    create_router: RouterFactory,
+    *,
+    vectors: bool = False,
+    embedder: bool = False,
+    own_indexes: IndexSetup | None = None,
+) -> None:
     configure_logging()
-    asyncio.run(serve(name, create_router, vectors=vectors, embedder=embedder))
+    asyncio.run(serve(name, create_router, vectors=vectors, embedder=embedder, own_indexes=own_indexes))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from shared.embedded.servers import ChildServer, free_port, start_mongo, start_nats
+from runtime.servers import ChildServer, free_port, start_mongo, start_nats
 from shared.settings import Settings
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from faststream.nats import NatsRouter
+from pymongo.asynchronous.database import AsyncDatabase
 
 from services.context_assembler.faults import SwitchableIndex
 from services.context_assembler.handlers import answer
@@ -10,15 +13,20 @@ from services.context_assembler.lore import LoreLoader
 from services.context_assembler.reads import ReadModelReads
 from services.context_assembler.retrieval import AssemblerSettings, ContextReads, Gatherer
 from services.context_assembler.timed import TimedStates
+from services.context_assembler.timed_readmodel import LoreTimedReadModel
 from shared import subjects
 from shared.events.contract import ContextAssembleReply, ErrorReply
 from shared.readmodels.lore import LoreReadModel
-from shared.readmodels.lore_timed import LoreTimedReadModel
 from shared.rpc import raw_body
 from shared.runtime import Deps
 from shared.tokens import token_counter
 
 SERVICE = "context-assembler"
+
+
+async def ensure_own_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
+    """Indexes of the read model only this service reads (see ``shared.bootstrap.IndexSetup``)."""
+    await LoreTimedReadModel(db).ensure_indexes()
 
 
 def create_router(

@@ -1,7 +1,7 @@
 """Lore for the context: the books attached to the bot and the conversation, keyword-activated on the chat.
 
 I/O is two read-model queries per request: the attachments with each book's version (no decryption), then
-only the books this process has not cached at that version. Compiled lore (``shared.lore.compile_lore``) is
+only the books this process has not cached at that version. Compiled lore (``activation.compiled.compile_lore``) is
 cached per (books at their versions, macros), so a request over unchanged books only scans text.
 
 Scoping: attachments are looked up by target ids that start with the tenant (``bot/<tenant>/<bot>``,
@@ -37,16 +37,16 @@ from typing import Protocol, TypeVar
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.context_assembler.activation.activation import ActivatedEntry, ChatMessage, ScanRequest, activate
+from services.context_assembler.activation.compiled import ActiveBook, CompiledLore, compile_lore
+from services.context_assembler.activation.timed import TimedState
 from services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
 from services.context_assembler.timed import TimedStates
+from services.context_assembler.timed_readmodel import EMPTY as EMPTY_TIMED
 from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
-from shared.lore.activation import ActivatedEntry, ChatMessage, ScanRequest, activate
-from shared.lore.compiled import ActiveBook, CompiledLore, compile_lore
 from shared.lore.model import Lorebook, WorldInfoSettings
-from shared.lore.timed import TimedState
 from shared.readmodels.lore import LorebookRef, LorebookView
-from shared.readmodels.lore_timed import EMPTY as EMPTY_TIMED
 from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndex
 
 log = logging.getLogger(__name__)
@@ -355,7 +355,7 @@ def activate_lore_state(
     ``similar``: entries forced by vector similarity (see ``LoreLoader.similar``), engine ident -> cosine.
     ``timed`` and ``message_count``: the conversation's stored timed effects and its length (the history is
     only a window of it). ``scan_data``: the extra texts entries may opt into (``persona_description``,
-    ``character_description``; see ``shared.lore.compiled.EXTRA_FLAGS``).
+    ``character_description``; see ``services.context_assembler.activation.compiled.EXTRA_FLAGS``).
     """
     similar = similar or {}
     messages = [ChatMessage(h.author_name or h.role, h.content) for h in history]

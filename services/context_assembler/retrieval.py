@@ -74,6 +74,7 @@ from typing import Protocol, TypeVar
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.context_assembler.activation.compiled import ActiveBook
 from services.context_assembler.assembly import (
     AssemblyInput,
     BotProfile,
@@ -91,7 +92,6 @@ from services.context_assembler.timerefs import referred_window
 from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
 from shared.events.recorded import campaign_scope, character_scope, player_scope
-from shared.lore.compiled import ActiveBook
 from shared.presence import visible_audience
 from shared.sparse import terms_vector, tokens
 from shared.tokens import EstimatedTokens, TokenCounter

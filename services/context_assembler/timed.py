@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 
+from services.context_assembler.activation.timed import TimedState
+from services.context_assembler.timed_readmodel import LoreTimedReadModel, TimedView
 from shared.eventlog.port import ConcurrencyError, EventStore
 from shared.events.contract import ContextAssembleRequest
 from shared.events.envelope import NewEvent, utcnow
 from shared.events.recorded import LORE_TIMED_STATE_RECORDED, LoreTimedStateRecorded, lore_timed_stream
-from shared.lore.timed import TimedState
-from shared.readmodels.lore_timed import LoreTimedReadModel, TimedView
 from shared.runtime import CommittedPublisher
 
 log = logging.getLogger(__name__)

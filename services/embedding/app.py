@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from faststream.nats import NatsRouter
 
+from services.embedding.chunking import chunk_text
 from services.embedding.handlers import EmbeddingHandler
-from shared.chunking import chunk_text
 from shared.consumers import log_consumer_router
 from shared.delivery import Staged
 from shared.readmodels import ReadModels

@@ -35,7 +35,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ValidationError
 
-from shared.chunking import LORE_MAX_TOKENS, LORE_OVERLAP_TOKENS, chunk_strings, chunk_text
+from services.embedding.chunking import LORE_MAX_TOKENS, LORE_OVERLAP_TOKENS, chunk_strings, chunk_text
 from shared.events.envelope import EventEnvelope, deterministic_id
 from shared.events.recorded import (
     FACT_LEARNED,
@@ -392,7 +392,7 @@ _WHOLE_BOOK = frozenset({LOREBOOK_IMPORTED.name, LOREBOOK_CREATED.name, LOREBOOK
 
 
 def lore_chunks(text: str) -> list[str]:
-    """Paragraphs first, then sentences, then a word window (``shared.chunking``), ~750 tokens, 50 overlap."""
+    """Paragraphs first, then sentences, then a word window (``services.embedding.chunking``), ~750 tokens, 50 overlap."""
     return chunk_strings(text, LORE_MAX_TOKENS, LORE_OVERLAP_TOKENS)
 
 

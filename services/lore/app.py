@@ -15,6 +15,7 @@ import functools
 from faststream.nats import NatsRouter
 
 from services.lore.books import BadRequest, LoreBooks, NotFound
+from services.lore.formats.convert import LoreImportError
 from shared import subjects
 from shared.events.lore_contract import (
     LoreAttachRequest,
@@ -27,7 +28,6 @@ from shared.events.lore_contract import (
     LoreExportRequest,
     LoreImportRequest,
 )
-from shared.lore.convert import LoreImportError
 from shared.readmodels.lore import LoreReadModel
 from shared.rpc import serve
 from shared.runtime import Deps

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from services.lore import domain, manage
+from services.lore.formats.exporter import entry_to_world_info, export_world_info
 from services.lore.manage import BadRequest, NotFound
 from shared.eventlog.port import ConcurrencyError, EventStore
 from shared.events.envelope import EventEnvelope, NewEvent, utcnow
@@ -36,7 +37,6 @@ from shared.events.lore_contract import (
     LoreImportWarning,
 )
 from shared.events.recorded import lorebook_stream
-from shared.lore.exporter import entry_to_world_info, export_world_info
 from shared.lore.history import BookState, VersionGap
 from shared.lore.model import LoreEntry
 from shared.readmodels.lore import LoreReadModel
@@ -54,7 +54,7 @@ class LoreBooks:
         self._publisher = publisher
 
     async def import_book(self, req: LoreImportRequest) -> LoreImportReply:
-        """Raises ``LoreImportError`` (from ``shared.lore``) when the file cannot be read as a lorebook."""
+        """Raises ``LoreImportError`` (from ``formats.importer``) when the file cannot be read as a lorebook."""
         result, lorebook_id = domain.read_file(req)
         state = await self._read_model.state(req.tenant_id, lorebook_id)
         # A book deleted and imported again is a new generation: its event ids must not be the first import's.

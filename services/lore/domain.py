@@ -14,6 +14,8 @@ import json
 from datetime import datetime
 from typing import Any
 
+from services.lore.formats.convert import ImportResult, MalformedFileError
+from services.lore.formats.importer import import_lorebook
 from shared.events.envelope import NewEvent, deterministic_id
 from shared.events.lore_contract import LoreAttachRequest, LoreImportRequest
 from shared.events.recorded import (
@@ -23,8 +25,6 @@ from shared.events.recorded import (
     LorebookImported,
     lorebook_stream,
 )
-from shared.lore.convert import ImportResult, MalformedFileError
-from shared.lore.importer import import_lorebook
 
 
 def file_bytes(req: LoreImportRequest) -> bytes | None:

@@ -6,22 +6,29 @@ each answered once)."""
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from faststream.nats import NatsRouter
+from pymongo.asynchronous.database import AsyncDatabase
 
 from services.memory_extractor.handlers import MemoryExtractor
 from services.memory_extractor.learning import KnowledgeSettings, Learning
 from services.memory_extractor.promotion import NotAllowed, NotFound, Promotions
 from services.memory_extractor.revisions import Revisions
+from services.memory_extractor.witnessed import WitnessedReadModel
 from shared import subjects
 from shared.consumers import log_consumer_router
 from shared.events.memory_contract import MemoryPromoteRequest, MemoryUnpromoteRequest
 from shared.readmodels.knowledge import KnowledgeReadModel
-from shared.readmodels.witnessed import WitnessedReadModel
 from shared.rpc import serve
 from shared.runtime import Deps
 
 SERVICE = "memory-extractor"
+
+
+async def ensure_own_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
+    """Indexes of the read model only this service reads (see ``shared.bootstrap.IndexSetup``)."""
+    await WitnessedReadModel(db).ensure_indexes()
 
 
 def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> NatsRouter:

@@ -25,6 +25,7 @@ from services.memory_extractor.appending import MAX_CONFLICT_RETRIES, append_wit
 from services.memory_extractor.domain import Witnessing, witnesses_of
 from services.memory_extractor.learning import Learning, Source
 from services.memory_extractor.revisions import Revisions
+from services.memory_extractor.witnessed import WitnessedReadModel
 from shared.delivery import Item, Rejection
 from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope
@@ -48,7 +49,6 @@ from shared.events.recorded import (
     MessagesWitnessed,
 )
 from shared.llm.port import ProgressCallback
-from shared.readmodels.witnessed import WitnessedReadModel
 from shared.runtime import CommittedPublisher
 
 log = logging.getLogger(__name__)

@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.memory_extractor.facts import Candidate, present_characters
+from services.memory_extractor.schemas import KnowledgeUpdates
 from shared.events.recorded import MessageRecorded
 from shared.llm.port import ChatMessage, ChatModel, Completion, ProgressCallback
-from shared.llm.prompts import load_prompt
-from shared.llm.schemas import KnowledgeUpdates
+from shared.llm.prompts import PromptLibrary
 
+PROMPTS = PromptLibrary("services.memory_extractor")
 PROMPT = "extract_knowledge"
 LLM_CONFIDENCE = 0.8
 MAX_FACTS_PER_CHARACTER = 20  # per call: a runaway answer does not flood a character's knowledge
@@ -39,7 +40,7 @@ def character_names(messages: Sequence[MessageRecorded]) -> dict[str, str]:
 
 def prompt_messages(messages: Sequence[MessageRecorded]) -> tuple[list[ChatMessage], str]:
     """The chat messages to send and the prompt tag (``extract_knowledge.v1``) to record."""
-    prompt = load_prompt(PROMPT)
+    prompt = PROMPTS.load(PROMPT)
     names = character_names(messages)
     text = prompt.render(
         characters="\n".join(f"- {cid}: {name}" for cid, name in names.items()),
@@ -106,7 +107,7 @@ async def consolidate(
     chat_model: ChatModel, texts: Sequence[str], on_progress: ProgressCallback | None = None
 ) -> Completion[ConsolidatedFact]:
     """Fold ``texts`` (oldest first) into one fact. Raises ``LLMError`` (the caller merges extractively)."""
-    prompt = load_prompt(CONSOLIDATE_PROMPT)
+    prompt = PROMPTS.load(CONSOLIDATE_PROMPT)
     text = prompt.render(facts="\n".join(f"- {t}" for t in texts))
     return await chat_model.complete_json(
         [ChatMessage.user(text)], ConsolidatedFact, prompt_version=prompt.tag, on_progress=on_progress

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from services.summarizer.domain import RangeMessage, SummaryRange, participants_of
+from services.summarizer.schemas import SummaryOutput
 from shared.events.recorded import SummaryCreated
 from shared.llm.port import ChatMessage, ChatModel, Completion
-from shared.llm.prompts import load_prompt
-from shared.llm.schemas import SummaryOutput
+from shared.llm.prompts import PromptLibrary
 
+PROMPTS = PromptLibrary("services.summarizer")
 PROMPT = "summarize"
 LONG_PROMPT = "summarize_long"
 CONSOLIDATE_PROMPT = "consolidate"
@@ -33,10 +34,10 @@ def prompt_messages(
     names = sorted({(m.author_name.strip() or m.role) for m in messages})
     values = {"participants": "\n".join(f"- {n}" for n in names), "transcript": transcript(messages)}
     if target_tokens is None:
-        prompt = load_prompt(PROMPT)
+        prompt = PROMPTS.load(PROMPT)
         text = prompt.render(**values)
     else:
-        prompt = load_prompt(LONG_PROMPT)
+        prompt = PROMPTS.load(LONG_PROMPT)
         text = prompt.render(**values, words=max(20, target_tokens * 3 // 4))
     return [ChatMessage.user(text)], prompt.tag
 
@@ -82,7 +83,7 @@ async def summarize(
 
 def consolidation_messages(texts: Sequence[str]) -> tuple[list[ChatMessage], str]:
     """The chat messages asking to merge ``texts`` (oldest first) and the prompt tag to record."""
-    prompt = load_prompt(CONSOLIDATE_PROMPT)
+    prompt = PROMPTS.load(CONSOLIDATE_PROMPT)
     listed = "\n\n".join(f"[{n}] {t.strip()}" for n, t in enumerate(texts, start=1))
     return [ChatMessage.user(prompt.render(summaries=listed))], prompt.tag
 

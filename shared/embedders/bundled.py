@@ -7,7 +7,7 @@ Why this shape:
 - Truncation at 256 word pieces. The position table holds 512, but the model was fine-tuned on sequences of
   at most 128 tokens and sentence-transformers' own configuration for it truncates at 256; matching 256 keeps
   vectors identical to the reference implementation, and anything longer is past what the model learned to
-  summarise (``shared/chunking.py`` cuts messages into chunks of at most 256 tokens for that reason).
+  summarise (``services/embedding/chunking.py`` cuts messages into chunks of at most 256 tokens for that reason).
   The shipped ``tokenizer.json`` truncates and pads to a fixed 128; both settings are replaced here.
 - Texts are sorted by token length before batching, so each batch pads only to its own longest text, and
   the vectors are put back in input order. Pooling is the model's: mean over the attention mask, then L2

@@ -1,4 +1,6 @@
-"""Lorebooks: SillyTavern-compatible World Info import/export and the pure keyword activation engine.
+"""The lorebook contract several services read: the normalised model (``model``), the key syntax the
+importer validates and activation compiles (``keys``), and the fold of a book's stream (``history``).
 
-Everything in this package is pure (no I/O, no clocks): the services own storage and transport.
+Reading and writing file formats belongs to the lore service (``services/lore/formats``), activation to the
+context-assembler (``services/context_assembler/activation``).
 """

@@ -15,23 +15,20 @@ from shared.readmodels.repository import ReadModels
 
 
 async def ensure_all_indexes(db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> None:
-    """Create every read model's indexes (idempotent, any replica may call it). Called once when a service
-    opens its core, so no handler needs a first-use check; the indexes serve queries, none enforces
-    uniqueness, so a read model also works before they exist."""
+    """Create the indexes of every read model in this package (idempotent, any replica may call it). Called
+    once when a service opens its core, so no handler needs a first-use check; the indexes serve queries,
+    none enforces uniqueness, so a read model also works before they exist. A read model one service owns
+    is set up by that service (``ensure_own_indexes`` in its ``app.py``)."""
     from shared.readmodels.knowledge import KnowledgeReadModel
     from shared.readmodels.legacy_lore import LegacyLoreReadModel
     from shared.readmodels.lore import LoreReadModel
-    from shared.readmodels.lore_timed import LoreTimedReadModel
     from shared.readmodels.summaries import SummariesReadModel
-    from shared.readmodels.witnessed import WitnessedReadModel
 
     await ReadModels(db, cipher).ensure_indexes()
     await SummariesReadModel(db, cipher).ensure_indexes()
-    await WitnessedReadModel(db).ensure_indexes()
     await LoreReadModel(db, cipher).ensure_indexes()
     await KnowledgeReadModel(db, cipher).ensure_indexes()
     await LegacyLoreReadModel(db, cipher).ensure_indexes()
-    await LoreTimedReadModel(db).ensure_indexes()
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Starts the embedded stack as a separate process (`python -m services.cli run`), like a user would,
+"""Starts the embedded stack as a separate process (`python -m runtime.cli run`), like a user would,
 so end-to-end tests talk to it only over NATS. Standard library only."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class StackProcess:
         self.log_path = self.data_dir / f"stack-{int(time.time() * 1000)}.log"
         out = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its whole life
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "services.cli", "run", "--no-demo"],
+            [sys.executable, "-m", "runtime.cli", "run", "--no-demo"],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,

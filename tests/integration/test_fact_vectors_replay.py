@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.replay import replay
+from runtime.replay import replay
 from shared.bootstrap import open_core
 from shared.events.envelope import NewEvent
 from shared.events.recorded import (

@@ -20,6 +20,7 @@ from services.ingest.domain import created_event_id
 from services.memory_extractor.handlers import MemoryExtractor
 from services.memory_extractor.learning import KnowledgeSettings, Learning
 from services.memory_extractor.revisions import Revisions
+from services.memory_extractor.witnessed import WitnessedReadModel
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item
 from shared.embedders.bundled import BundledEmbedder
@@ -31,7 +32,6 @@ from shared.events.recorded import REGISTRY, conversation_stream, knowledge_stre
 from shared.llm.openai import OpenAIChatModel
 from shared.llm.port import ChatModel
 from shared.readmodels.knowledge import KnowledgeReadModel
-from shared.readmodels.witnessed import WitnessedReadModel
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler
 
 pytestmark = pytest.mark.integration

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pymongo import AsyncMongoClient
 
+from runtime.servers import ChildServer
 from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.embedded.servers import ChildServer
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import knowledge_stream
 from shared.readmodels.knowledge import KnowledgeReadModel

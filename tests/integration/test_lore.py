@@ -20,10 +20,10 @@ from nats.aio.client import Client as NatsClient
 from services.context_assembler.app import create_router as assembler_router
 from services.context_assembler.retrieval import AssemblerSettings
 from services.lore.app import create_router as lore_router
+from services.lore.formats.importer import import_lorebook
 from shared import subjects
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import bot_stream
-from shared.lore.importer import import_lorebook
 from shared.readmodels import ReadModels
 from shared.readmodels.lore import LoreReadModel
 from shared.runtime import Deps

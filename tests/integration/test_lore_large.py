@@ -1,6 +1,6 @@
 """Books past NATS' 1 MB default go through the lore service: the two largest real fixtures (a 1.6 MB World
 Info file, a 1.4 MB PNG card) import over ``mnemo.rpc.lore.import.v1`` and export to a file that imports to
-the same entries. Needs the nats-server's ``max_payload`` raised (``shared/embedded/servers.py``)."""
+the same entries. Needs the nats-server's ``max_payload`` raised (``runtime/servers.py``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from services.lore.app import create_router as lore_router
+from services.lore.formats.importer import import_lorebook
 from shared import subjects
-from shared.lore.importer import import_lorebook
 from tests.integration.ingest_stack import running
 from tests.waiting import request_reply
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from runtime.replay import replay
 from services.lore import manage
-from services.replay import replay
 from shared.bootstrap import open_core
 from shared.events.envelope import NewEvent
 from shared.events.lore_contract import LoreBookCreateRequest, LoreEntryCreateRequest, LoreEntryUpdateRequest

@@ -15,11 +15,11 @@ import pytest
 
 from services.context_assembler.app import create_router as assembler_router
 from services.context_assembler.retrieval import AssemblerSettings
+from services.context_assembler.timed_readmodel import LoreTimedReadModel
 from services.lore.app import create_router as lore_router
 from shared import subjects
 from shared.events.recorded import bot_stream, lore_timed_stream
 from shared.readmodels import ReadModels
-from shared.readmodels.lore_timed import LoreTimedReadModel
 from shared.runtime import Deps
 from tests.envelopes import message_recorded, recorded
 from tests.integration.ingest_stack import Stack, running

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from runtime.replay import replay
 from services.memory import domain
-from services.replay import replay
 from shared.bootstrap import open_core
 from shared.events.envelope import NewEvent
 from shared.events.memory_contract import MemoryConvertToLoreRequest

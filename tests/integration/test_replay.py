@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.replay import replay
+from runtime.replay import replay
 from shared.bootstrap import open_core
 from shared.events.envelope import NewEvent
 from shared.events.recorded import MESSAGE_DELETED, MESSAGE_EDITED, MESSAGE_RECORDED, conversation_stream

@@ -15,6 +15,7 @@ import nats
 import pytest
 
 from services.memory_extractor.handlers import MemoryExtractor
+from services.memory_extractor.witnessed import WitnessedReadModel
 from services.summarizer.domain import SummarizerSettings
 from services.summarizer.handlers import Summarizer
 from shared.crypto import FieldCipher, InMemoryKeyStore
@@ -27,7 +28,6 @@ from shared.events.envelope import EventEnvelope, NewEvent
 from shared.events.recorded import REGISTRY, conversation_stream, knowledge_stream, summary_stream
 from shared.llm.openai import OpenAIChatModel
 from shared.readmodels.summaries import SummariesReadModel
-from shared.readmodels.witnessed import WitnessedReadModel
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, Reply, chat_handler
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.chunking import Chunk, chunk_text
+from services.embedding.chunking import Chunk, chunk_text
 from shared.tokens import estimate_tokens
 
 

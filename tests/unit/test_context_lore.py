@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from services.context_assembler.activation.compiled import ActiveBook
 from services.context_assembler.assembly import (
     AssemblyInput,
     BotProfile,
@@ -20,7 +21,6 @@ from services.context_assembler.assembly import (
 )
 from services.context_assembler.lore import LoreLoader, activate_lore
 from shared.events.contract import ContextAssembleRequest
-from shared.lore.compiled import ActiveBook
 from shared.lore.model import Lorebook, LoreEntry
 from shared.readmodels.lore import LorebookRef, LorebookView
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.contract_doc import asyncapi_document
+from runtime.contract_doc import asyncapi_document
 from shared import subjects
 
 

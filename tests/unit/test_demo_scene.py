@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from services.demo import player
+from runtime.demo import player
+from services.lore.formats.importer import import_lorebook
 from shared import subjects
 from shared.events import contract
 from shared.events.lore_contract import LoreImportRequest
-from shared.lore.importer import import_lorebook
 
 MODELS = {
     subjects.MESSAGE_CREATED: contract.MessageCreated,

@@ -13,9 +13,9 @@ from services.memory_extractor.facts import (
     subject_of,
 )
 from services.memory_extractor.llm_knowledge import candidates_from_updates, character_names, prompt_messages
+from services.memory_extractor.schemas import KnowledgeUpdates
 from shared.events.recorded import MessageRecorded
 from shared.llm.port import Completion
-from shared.llm.schemas import KnowledgeUpdates
 
 
 def msg(

@@ -8,31 +8,35 @@ import re
 import pytest
 from pydantic import BaseModel
 
-from shared.llm.prompts import Prompt, PromptError, available_prompts, load_prompt
-from shared.llm.schemas import KnowledgeUpdates, SummaryOutput
+from services.memory_extractor.schemas import KnowledgeUpdates
+from services.summarizer.schemas import SummaryOutput
+from shared.llm.prompts import Prompt, PromptError, PromptLibrary
+
+SUMMARIZER = PromptLibrary("services.summarizer")
+EXTRACTOR = PromptLibrary("services.memory_extractor")
 
 
 def test_shipped_prompts_and_versions() -> None:
-    shipped = available_prompts()
-    assert shipped["summarize"][0] == 1
-    assert shipped["extract_knowledge"][0] == 1
-    assert all(v == sorted(v) for v in shipped.values())
+    assert SUMMARIZER.available()["summarize"][0] == 1
+    assert EXTRACTOR.available()["extract_knowledge"][0] == 1
+    for library in (SUMMARIZER, EXTRACTOR):
+        assert all(v == sorted(v) for v in library.available().values())
 
 
 def test_load_latest_and_pinned_version() -> None:
-    latest = load_prompt("summarize")
-    assert latest.version == available_prompts()["summarize"][-1]
-    pinned = load_prompt("summarize", version=1)
+    latest = SUMMARIZER.load("summarize")
+    assert latest.version == SUMMARIZER.available()["summarize"][-1]
+    pinned = SUMMARIZER.load("summarize", version=1)
     assert (pinned.name, pinned.version, pinned.tag) == ("summarize", 1, "summarize.v1")
     assert pinned.text.strip()
-    assert load_prompt("summarize", version=1) is pinned  # cached: files never change once released
+    assert SUMMARIZER.load("summarize", version=1) is pinned  # cached: files never change once released
 
 
 def test_unknown_prompt_or_version_is_a_clear_error() -> None:
     with pytest.raises(PromptError, match=r"no prompt named 'nope'.*summarize"):
-        load_prompt("nope")
+        SUMMARIZER.load("nope")
     with pytest.raises(PromptError, match="has no version 99"):
-        load_prompt("summarize", version=99)
+        SUMMARIZER.load("summarize", version=99)
 
 
 def test_render_substitutes_and_keeps_doubled_braces_literal() -> None:
@@ -52,17 +56,17 @@ def test_render_rejects_missing_and_unexpected_variables() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "variables", "schema"),
+    ("library", "name", "variables", "schema"),
     [
-        ("summarize", {"participants", "transcript"}, SummaryOutput),
-        ("extract_knowledge", {"characters", "transcript"}, KnowledgeUpdates),
+        (SUMMARIZER, "summarize", {"participants", "transcript"}, SummaryOutput),
+        (EXTRACTOR, "extract_knowledge", {"characters", "transcript"}, KnowledgeUpdates),
     ],
 )
 def test_every_shipped_version_renders_and_shows_its_output_shape(
-    name: str, variables: set[str], schema: type[BaseModel]
+    library: PromptLibrary, name: str, variables: set[str], schema: type[BaseModel]
 ) -> None:
-    for version in available_prompts()[name]:
-        prompt = load_prompt(name, version)
+    for version in library.available()[name]:
+        prompt = library.load(name, version)
         assert prompt.variables == variables
         text = prompt.render(**{v: f"<{v} value>" for v in variables})
         assert "<transcript value>" in text

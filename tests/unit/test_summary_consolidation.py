@@ -21,10 +21,9 @@ from services.summarizer.consolidation import (
     stale_by,
 )
 from services.summarizer.domain import RangeMessage, SummarizerSettings, sentences_of
+from services.summarizer.schemas import SummaryOutput
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import SummaryCreated, SummaryType, summary_stream
-from shared.llm.prompts import available_prompts, load_prompt
-from shared.llm.schemas import SummaryOutput
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 DEFAULTS = SummarizerSettings()
@@ -170,7 +169,7 @@ def test_property_live_count_stays_within_three_levels_of_max_active(n, n_audien
 
 
 def test_consolidate_prompt_renders_and_shows_its_output_shape():
-    assert available_prompts()["consolidate"][0] == 1
+    assert llm_summary.PROMPTS.available()["consolidate"][0] == 1
     chat, tag = llm_summary.consolidation_messages(["Ana found a map.", "Ana sailed east."])
     assert tag == "consolidate.v1"
     text = chat[0].content
@@ -178,7 +177,7 @@ def test_consolidate_prompt_renders_and_shows_its_output_shape():
     assert "[2] Ana sailed east." in text
     example = json.loads(re.findall(r"^\{.*\}$", text, flags=re.MULTILINE)[-1])
     assert set(example) == set(SummaryOutput.model_fields)
-    assert load_prompt("consolidate", 1).variables == {"summaries"}
+    assert llm_summary.PROMPTS.load("consolidate", 1).variables == {"summaries"}
 
 
 def test_sentences_over_the_limit_are_spread_over_the_whole_span():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.lore.activation import ActivationResult, ChatMessage, ScanRequest, activate
-from shared.lore.compiled import ActiveBook, compile_lore
+from services.context_assembler.activation.activation import ActivationResult, ChatMessage, ScanRequest, activate
+from services.context_assembler.activation.compiled import ActiveBook, compile_lore
+from services.context_assembler.activation.timed import TimedState
 from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
-from shared.lore.timed import TimedState
 
 
 def book(*entries: dict[str, Any], name: str = "b") -> Lorebook:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from shared.lore.activation import token_budget
-from shared.lore.compiled import ActiveBook
+from services.context_assembler.activation.activation import token_budget
+from services.context_assembler.activation.compiled import ActiveBook
+from services.context_assembler.activation.timed import TimedState
 from shared.lore.model import Position
-from shared.lore.timed import TimedState
 from tests.unit.lore.helpers import activated, book, scan, uids
 
 WORDS = " ".join(["word"] * 40)  # 40 words -> 54 estimated tokens

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from shared.lore.convert import MalformedFileError, NotALorebookError, UnsupportedFormatError
-from shared.lore.exporter import export_world_info
-from shared.lore.importer import import_lorebook
+from services.lore.formats.convert import MalformedFileError, NotALorebookError, UnsupportedFormatError
+from services.lore.formats.exporter import export_world_info
+from services.lore.formats.importer import import_lorebook
 
 
 def png(chunks: dict[str, dict[str, Any]]) -> bytes:

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from services.context_assembler.activation.compiled import ActiveBook, compile_lore
 from services.context_assembler.items import ChatLine
 from services.context_assembler.lore import LoreLoader, activate_lore, best_entries, vector_query
+from services.embedding.chunking import LORE_MAX_TOKENS
 from services.embedding.domain import LORE_KIND, Plan, lore_chunks, plan_lore
-from shared.chunking import LORE_MAX_TOKENS
 from shared.events.contract import ContextAssembleRequest
 from shared.events.recorded import lorebook_stream
-from shared.lore.compiled import ActiveBook, compile_lore
 from shared.lore.history import BookState
 from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 from shared.tokens import estimate_tokens

@@ -10,8 +10,14 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from shared.lore.cards import PNG_SIGNATURE, book_from_card, card_from_png, png_text_chunks, read_character_book
-from shared.lore.convert import (
+from services.lore.formats.cards import (
+    PNG_SIGNATURE,
+    book_from_card,
+    card_from_png,
+    png_text_chunks,
+    read_character_book,
+)
+from services.lore.formats.convert import (
     ImportResult,
     LoreImportError,
     MalformedFileError,
@@ -19,9 +25,9 @@ from shared.lore.convert import (
     Sink,
     UnsupportedFormatError,
 )
-from shared.lore.foreign import read_agnai, read_novelai, read_risu
+from services.lore.formats.foreign import read_agnai, read_novelai, read_risu
+from services.lore.formats.st_format import read_world_info
 from shared.lore.model import Lorebook
-from shared.lore.st_format import read_world_info
 
 Format = Literal["auto", "sillytavern", "chub", "card", "character_book", "lorebook_v3", "novelai", "agnai", "risu"]
 __all__ = ["Format", "ImportResult", "LoreImportError", "import_lorebook"]

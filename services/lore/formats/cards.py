@@ -12,10 +12,18 @@ import struct
 import zlib
 from typing import Any
 
-from shared.lore.convert import MISSING, MalformedFileError, Sink, UnsupportedFormatError, number, string_list, truthy
-from shared.lore.fields import FIELDS, coerce
+from services.lore.formats.convert import (
+    MISSING,
+    MalformedFileError,
+    Sink,
+    UnsupportedFormatError,
+    number,
+    string_list,
+    truthy,
+)
+from services.lore.formats.fields import FIELDS, coerce
+from services.lore.formats.st_format import check_semantics, normalise_probability, split_mnemo_extensions
 from shared.lore.model import Lorebook, LoreEntry
-from shared.lore.st_format import check_semantics, normalise_probability, split_mnemo_extensions
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Card-book defaults where `convertCharacterBook` differs from the World Info template.

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.lore.compiled import CompiledEntry
+from services.context_assembler.activation.compiled import CompiledEntry
 
 
 class TimedRecord(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.lore.convert import MalformedFileError, Sink, number, string_list, truthy
+from services.lore.formats.convert import MalformedFileError, Sink, number, string_list, truthy
 from shared.lore.model import Lorebook, LoreEntry
 
 

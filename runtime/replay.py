@@ -14,19 +14,19 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
+from runtime.stack import start_servers
+from services.context_assembler.timed_readmodel import LoreTimedReadModel
 from services.embedding.app import chunk_strings
 from services.embedding.domain import PAYLOAD_MODELS, payload_error
 from services.embedding.handlers import EmbeddingHandler
-from services.stack import start_servers
+from services.memory_extractor.witnessed import WitnessedReadModel
 from shared.bootstrap import open_core
 from shared.events.envelope import EventEnvelope
 from shared.readmodels import ReadModels
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.lore import LoreReadModel
-from shared.readmodels.lore_timed import LoreTimedReadModel
 from shared.readmodels.summaries import SummariesReadModel
-from shared.readmodels.witnessed import WitnessedReadModel
 from shared.settings import Settings
 from shared.vectors.port import Match, VectorFilter
 

@@ -16,7 +16,7 @@ from shared import subjects
 
 
 def load_scene() -> dict[str, Any]:
-    scene: dict[str, Any] = json.loads(resources.files("services.demo").joinpath("scene.json").read_text())
+    scene: dict[str, Any] = json.loads(resources.files("runtime.demo").joinpath("scene.json").read_text())
     return scene
 
 

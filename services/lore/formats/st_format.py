@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.lore.convert import MISSING, MalformedFileError, Sink, number, string_list, truthy
-from shared.lore.fields import FIELDS, coerce
+from services.lore.formats.convert import MISSING, MalformedFileError, Sink, number, string_list, truthy
+from services.lore.formats.fields import FIELDS, coerce
 from shared.lore.keys import regex_key_problem
 from shared.lore.model import Lorebook, LoreEntry, Position
 

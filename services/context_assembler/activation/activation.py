@@ -15,11 +15,11 @@ Deliberate differences from SillyTavern, each a bug the spec names or a recommen
 
 from __future__ import annotations
 
-from shared.lore.compiled import CompiledEntry, CompiledLore, Key
-from shared.lore.groups import filter_groups
-from shared.lore.matcher import normalise
-from shared.lore.placement import Placed, place
-from shared.lore.scan_types import (
+from services.context_assembler.activation.compiled import CompiledEntry, CompiledLore, Key
+from services.context_assembler.activation.groups import filter_groups
+from services.context_assembler.activation.matcher import normalise
+from services.context_assembler.activation.placement import Placed, place
+from services.context_assembler.activation.scan_types import (
     MAX_SCAN_DEPTH,
     ActivatedEntry,
     ActivationResult,
@@ -30,7 +30,7 @@ from shared.lore.scan_types import (
     seeded_rng,
     token_budget,
 )
-from shared.lore.timed import check_effects, delayed, set_effects
+from services.context_assembler.activation.timed import check_effects, delayed, set_effects
 from shared.tokens import estimate_tokens
 
 __all__ = [

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Literal
 
+from services.context_assembler.activation.placement import Placement
+from services.context_assembler.activation.timed import TimedState
 from shared.lore.model import LoreEntry
-from shared.lore.placement import Placement
-from shared.lore.timed import TimedState
 from shared.tokens import estimate_tokens
 
 MAX_SCAN_DEPTH = 1000

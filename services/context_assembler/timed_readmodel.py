@@ -16,9 +16,9 @@ from typing import Any
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from services.context_assembler.activation.timed import TimedState
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import LORE_TIMED_STATE_RECORDED, LoreTimedStateRecorded, lore_timed_stream
-from shared.lore.timed import TimedState
 
 COLLECTION = "lore_timed"
 

@@ -25,7 +25,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from services.stack import run_stack
+    from runtime.stack import run_stack
 
     settings = _settings(args)
     asyncio.run(run_stack(settings, demo=not args.no_demo))
@@ -33,7 +33,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from services.replay import replay
+    from runtime.replay import replay
 
     settings = _settings(args)
     asyncio.run(replay(settings, embedded=not args.external))
@@ -41,7 +41,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_asyncapi(args: argparse.Namespace) -> int:
-    from services.contract_doc import asyncapi_document
+    from runtime.contract_doc import asyncapi_document
 
     doc = json.dumps(asyncapi_document(), indent=2)
     if args.out == "-":

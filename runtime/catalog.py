@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from shared.bootstrap import RouterFactory
+from shared.bootstrap import IndexSetup, RouterFactory
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,11 @@ class ServiceSpec:
     def router_factory(self) -> RouterFactory:
         factory: RouterFactory = importlib.import_module(f"{self.module}.app").create_router
         return factory
+
+    def own_indexes(self) -> IndexSetup | None:
+        """The service's setup of the read models only it owns, if it has any."""
+        setup: IndexSetup | None = getattr(importlib.import_module(f"{self.module}.app"), "ensure_own_indexes", None)
+        return setup
 
 
 SERVICES: tuple[ServiceSpec, ...] = (

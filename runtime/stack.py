@@ -18,12 +18,12 @@ from urllib.parse import urlparse
 
 from faststream.nats import NatsBroker
 
-from services.catalog import SERVICES
-from services.demo import player
-from services.render import render_reply
+from runtime.catalog import SERVICES
+from runtime.demo import player
+from runtime.render import render_reply
+from runtime.servers import ChildServer, start_mongo, start_nats
 from shared.bootstrap import Core, deps_for, open_core, wait_for_stop_signal
 from shared.broker import make_broker, start_broker
-from shared.embedded.servers import ChildServer, start_mongo, start_nats
 from shared.settings import Settings
 
 log = logging.getLogger("mnemo.stack")
@@ -59,6 +59,9 @@ async def all_services(settings: Settings) -> AsyncIterator[Core]:
     relay_task: asyncio.Task[None] | None = None
     try:
         for spec in SERVICES:
+            own_indexes = spec.own_indexes()
+            if own_indexes is not None:
+                await own_indexes(core.db)
             broker = make_broker(settings, spec.name)
             broker.include_router(spec.router_factory()(deps_for(core, broker)))
             brokers.append(broker)

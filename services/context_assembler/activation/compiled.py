@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from services.context_assembler.activation.matcher import KeySet, normalise
 from shared.lore.keys import compile_js_regex, parse_regex_key
-from shared.lore.matcher import KeySet, normalise
 from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
 Source = Literal["global", "character", "chat", "persona"]

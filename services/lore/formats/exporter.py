@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from services.lore.formats.st_format import MNEMO_EXT
 from shared.lore.model import Lorebook, LoreEntry
-from shared.lore.st_format import MNEMO_EXT
 
 
 def export_world_info(book: Lorebook, original: dict[str, Any] | None = None) -> dict[str, Any]:

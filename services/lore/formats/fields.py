@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from shared.lore.convert import MISSING, Sink, number, truthy
+from services.lore.formats.convert import MISSING, Sink, number, truthy
 
 Kind = Literal["bool", "strict_bool", "opt_bool", "int", "opt_int", "num", "str", "timed", "level", "list"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable
 
-from shared.lore.compiled import CompiledEntry
+from services.context_assembler.activation.compiled import CompiledEntry
 
 
 def filter_groups(

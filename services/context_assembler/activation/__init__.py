@@ -1,0 +1,1 @@
+"""SillyTavern World Info activation: compiled keys, scanning, groups, timed effects, placement. Pure."""
