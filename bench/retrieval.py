@@ -226,11 +226,11 @@ def embedded_stack(settings: Settings) -> contextlib.AbstractAsyncContextManager
 def configure_assembler(history_limit: int) -> dict[str, str]:
     """Environment for ``AssemblerSettings`` (read when the router is built, so this runs before)."""
     env = {
-        "MNEMO_ASSEMBLER_RETRIEVED_LIMIT": str(max(KS)),
-        "MNEMO_ASSEMBLER_MIN_SCORE": "0",
-        "MNEMO_ASSEMBLER_HISTORY_LIMIT": str(history_limit),
+        "MNEMO_CONTEXT_ASSEMBLER__RETRIEVED_LIMIT": str(max(KS)),
+        "MNEMO_CONTEXT_ASSEMBLER__MIN_SCORE": "0",
+        "MNEMO_CONTEXT_ASSEMBLER__HISTORY_LIMIT": str(history_limit),
         # min_history above the history window would be meaningless; keep them consistent.
-        "MNEMO_ASSEMBLER_MIN_HISTORY": str(min(history_limit, 4)),
+        "MNEMO_CONTEXT_ASSEMBLER__MIN_HISTORY": str(min(history_limit, 4)),
     }
     os.environ.update(env)
     return env
@@ -556,7 +556,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo-family .json file or a folder")
     parser.add_argument("--limit-chats", type=int, default=None, help="only the first N chats (a quick run)")
-    parser.add_argument("--history-limit", type=int, default=4, help="MNEMO_ASSEMBLER_HISTORY_LIMIT for the run")
+    parser.add_argument(
+        "--history-limit", type=int, default=4, help="MNEMO_CONTEXT_ASSEMBLER__HISTORY_LIMIT for the run"
+    )
     parser.add_argument("--concurrency", type=int, default=8, help="questions in flight at once")
     args = parser.parse_args()
     print_result(asyncio.run(main(args.data, args.limit_chats, args.history_limit, args.concurrency)))

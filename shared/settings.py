@@ -1,15 +1,18 @@
-"""One settings object for every service, read from the environment.
+"""One settings tree for every service, read from the environment once at start and passed down.
 
 Variables use the prefix ``MNEMO_`` and ``__`` between nested groups, e.g. ``MNEMO_EMBEDDER__BASE_URL``
 (pydantic-settings applies only the top-level config, so groups are plain models, see its issue #279).
+:class:`Settings` holds what the infrastructure needs; each service owns its section of the tree in its
+``settings.py`` (a plain model, e.g. ``MNEMO_SUMMARIZER__EVERY``), read with :func:`read_section`, so
+shared code never imports a service. ``docs/settings.md`` lists every variable (``mnemo settings-doc``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, create_model
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -73,9 +76,15 @@ class TelemetrySettings(BaseModel):
     otlp_endpoint: str = "http://localhost:4318/v1/traces"
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="MNEMO_", env_nested_delimiter="__", extra="ignore")
+_TREE = SettingsConfigDict(env_prefix="MNEMO_", env_nested_delimiter="__", extra="ignore")
+Section = TypeVar("Section", bound=BaseModel)
 
+
+class _Tree(BaseSettings):
+    model_config = _TREE
+
+
+class Settings(_Tree):
     nats_url: str = "nats://127.0.0.1:4222"
     mongodb_url: str = Field(
         "mongodb://127.0.0.1:27017/?directConnection=true",
@@ -94,3 +103,12 @@ class Settings(BaseSettings):
     delivery: DeliverySettings = DeliverySettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     service_name: str = "mnemo"
+
+
+def read_section(name: str, model: type[Section]) -> Section:
+    """The section ``name`` of the tree (``MNEMO_<NAME>__<KEY>``, nested groups with ``__`` again), read from
+    the environment like :class:`Settings`; a service's composition root calls it once at start."""
+    field: dict[str, Any] = {name: (model, model())}
+    tree = create_model(f"{model.__name__}Tree", __base__=_Tree, **field)
+    section: Section = getattr(tree(), name)
+    return section

@@ -11,7 +11,8 @@ from services.context_assembler.faults import SwitchableIndex
 from services.context_assembler.handlers import answer
 from services.context_assembler.lore import LoreLoader
 from services.context_assembler.reads import ReadModelReads
-from services.context_assembler.retrieval import AssemblerSettings, ContextReads, Gatherer
+from services.context_assembler.retrieval import ContextReads, Gatherer
+from services.context_assembler.settings import SECTION, AssemblerSettings
 from services.context_assembler.timed import TimedStates
 from services.context_assembler.timed_readmodel import LoreTimedReadModel
 from shared import subjects
@@ -19,6 +20,7 @@ from shared.events.contract import ContextAssembleReply, ErrorReply
 from shared.readmodels.lore import LoreReadModel
 from shared.rpc import raw_body
 from shared.runtime import Deps
+from shared.settings import read_section
 from shared.tokens import token_counter
 
 SERVICE = "context-assembler"
@@ -33,7 +35,7 @@ def create_router(
     deps: Deps, settings: AssemblerSettings | None = None, reads: ContextReads | None = None
 ) -> NatsRouter:
     router = NatsRouter()
-    settings = settings or AssemblerSettings()
+    settings = settings or read_section(SECTION, AssemblerSettings)
     index = deps.vectors
     if index is not None and settings.fault_file is not None:
         index = SwitchableIndex(index, settings.fault_file)  # end-to-end tests of degraded service only
@@ -46,6 +48,7 @@ def create_router(
             LoreReadModel(deps.db, deps.cipher),
             index=index,
             embedder=deps.embedder,
+            vector_settings=settings.lore_vector,
             timed=TimedStates(deps.store, LoreTimedReadModel(deps.db), deps.publisher),
         ),
         # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).

@@ -9,7 +9,7 @@ index the assembler uses and, while ``path`` exists, behaves as a stopped Qdrant
   assembler's own deadline ends it.
 
 Removing the file brings the index back. Only the assembler's view is affected (the embedding service keeps
-indexing). Wired only when ``MNEMO_ASSEMBLER_FAULT_FILE`` is set; never in production.
+indexing). Wired only when ``MNEMO_CONTEXT_ASSEMBLER__FAULT_FILE`` is set; never in production.
 """
 
 from __future__ import annotations

@@ -34,13 +34,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
 from services.context_assembler.activation.activation import ActivatedEntry, ChatMessage, ScanRequest, activate
 from services.context_assembler.activation.compiled import ActiveBook, CompiledLore, compile_lore
 from services.context_assembler.activation.timed import TimedState
 from services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
+from services.context_assembler.settings import LoreVectorSettings
 from services.context_assembler.timed import TimedStates
 from services.context_assembler.timed_readmodel import EMPTY as EMPTY_TIMED
 from shared.embedders.port import Embedder
@@ -52,19 +50,6 @@ from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndex
 log = logging.getLogger(__name__)
 TIMED_TIMEOUT_S = 1.0  # each of the timed state's read and write (a read-model lookup, one append)
 LORE_KIND = "lore_entry"  # the points of ``services.embedding.domain.lore_points``
-
-
-class LoreVectorSettings(BaseSettings):
-    """``MNEMO_LORE_VECTOR_*``: vector activation of lore entries (SillyTavern's Vector Storage defaults are
-    2 messages and 5 entries; the threshold is higher than its 0.25 because the bundled MiniLM model gives
-    unrelated sentences cosines up to about 0.25)."""
-
-    model_config = SettingsConfigDict(env_prefix="MNEMO_LORE_VECTOR_", extra="ignore")
-
-    threshold: float = Field(0.35, ge=-1.0, le=1.0, description="minimum cosine for an entry to activate")
-    query_messages: int = Field(2, ge=0, le=50, description="recent messages embedded with the user_message")
-    max_entries: int = Field(5, ge=0, le=100, description="entries activated by similarity at most")
-    timeout_s: float = Field(1.5, gt=0, description="embed + search deadline")
 
 
 K = TypeVar("K")

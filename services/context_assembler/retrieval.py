@@ -68,11 +68,7 @@ import re
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Protocol, TypeVar
-
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.context_assembler.activation.compiled import ActiveBook
 from services.context_assembler.assembly import (
@@ -88,6 +84,7 @@ from services.context_assembler.assembly import (
 from services.context_assembler.lore import LoreLoader
 from services.context_assembler.ranking import Candidate, rank_candidates
 from services.context_assembler.rerank import NoRerank, Reranker
+from services.context_assembler.settings import AssemblerSettings
 from services.context_assembler.timerefs import referred_window
 from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
@@ -108,36 +105,6 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("assemb
 #: holds (the extractor folds beyond 50 per user), so a relevant old fact is never cut before it is ranked.
 #: ``facts_for`` decrypts every current fact anyway (supersession is computed on read), so this costs nothing.
 KNOWLEDGE_POOL = 500
-
-
-class AssemblerSettings(BaseSettings):
-    """``MNEMO_ASSEMBLER_*``."""
-
-    model_config = SettingsConfigDict(env_prefix="MNEMO_ASSEMBLER_", extra="ignore")
-
-    history_limit: int = Field(40, ge=0, description="most recent messages loaded as the history window")
-    min_history: int = Field(4, ge=0, description="newest messages placed before memories and retrieved")
-    memories_limit: int = Field(4, ge=0)
-    retrieved_limit: int = Field(6, ge=0)
-    legacy_limit: int = Field(2, ge=0, description="legacy memories (summaries turned into lore) searched")
-    knowledge_limit: int = Field(
-        20, ge=0, description="facts of the speaking bot offered to the budget, most relevant to the query first"
-    )
-    min_score: float = Field(0.3, description="cosine below which a search hit is ignored")
-    retrieval_timeout_s: float = Field(1.5, gt=0, description="embed + vector searches, together")
-    read_timeout_s: float = Field(2.0, gt=0, description="each read-model query")
-    deadline_s: float = Field(
-        4.0, gt=0, description="the whole gathering: a read-model query gets at most the time that is left"
-    )
-    tokenizer_file: Path | None = Field(
-        None, description="the configured LLM's tokenizer.json (Hugging Face tokenizers); unset: the estimator"
-    )
-    fault_file: Path | None = Field(
-        None,
-        description="testing only: while this file exists the assembler's vector index is stopped, "
-        "see services/context_assembler/faults.py",
-    )
-    max_workers: int = Field(32, ge=1, description="requests answered concurrently per replica")
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from faststream.nats import NatsRouter
 from pymongo.asynchronous.database import AsyncDatabase
 
 from services.memory_extractor.handlers import MemoryExtractor
-from services.memory_extractor.learning import KnowledgeSettings, Learning
+from services.memory_extractor.learning import Learning
 from services.memory_extractor.promotion import NotAllowed, NotFound, Promotions
 from services.memory_extractor.revisions import Revisions
+from services.memory_extractor.settings import SECTION, KnowledgeSettings
 from services.memory_extractor.witnessed import WitnessedReadModel
 from shared import subjects
 from shared.consumers import log_consumer_router
@@ -22,6 +23,7 @@ from shared.events.memory_contract import MemoryPromoteRequest, MemoryUnpromoteR
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.rpc import serve
 from shared.runtime import Deps
+from shared.settings import read_section
 
 SERVICE = "memory-extractor"
 
@@ -39,7 +41,7 @@ def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> Nats
         knowledge,
         embedder=deps.embedder,
         chat_model=deps.chat_model,
-        settings=settings or KnowledgeSettings(),
+        settings=settings or read_section(SECTION, KnowledgeSettings),
     )
     revisions = Revisions(deps.store, knowledge, learning)
     extractor = MemoryExtractor(deps.store, deps.publisher, WitnessedReadModel(deps.db), learning, revisions)

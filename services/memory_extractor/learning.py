@@ -18,15 +18,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
 from services.memory_extractor import llm_knowledge
 from services.memory_extractor.appending import append_witnessings
 from services.memory_extractor.curation import (
-    CONSOLIDATE_AT_LEAST,
-    DEFAULT_CAP,
-    NEAR_DUPLICATE,
     Known,
     consolidated_fact,
     keep_fresh,
@@ -35,6 +29,7 @@ from services.memory_extractor.curation import (
 )
 from services.memory_extractor.domain import Witnessing
 from services.memory_extractor.facts import Candidate, normalise, pattern_candidates, runs_of_presence
+from services.memory_extractor.settings import KnowledgeSettings
 from shared.embedders.port import Embedder
 from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope, NewEvent
@@ -50,16 +45,6 @@ from shared.readmodels.knowledge import ACTIVE, FactView, KnowledgeReadModel
 from shared.runtime import CommittedPublisher
 
 log = logging.getLogger(__name__)
-
-
-class KnowledgeSettings(BaseSettings):
-    """``MNEMO_KNOWLEDGE_CAP``, ``MNEMO_KNOWLEDGE_NEAR_DUPLICATE``, ``MNEMO_KNOWLEDGE_CONSOLIDATE_AT_LEAST``."""
-
-    model_config = SettingsConfigDict(env_prefix="MNEMO_KNOWLEDGE_", extra="ignore")
-
-    cap: int = Field(DEFAULT_CAP, ge=2, description="current facts per character per user before consolidation")
-    near_duplicate: float = Field(NEAR_DUPLICATE, gt=0, le=1, description="cosine at which a fact is a duplicate")
-    consolidate_at_least: int = Field(CONSOLIDATE_AT_LEAST, ge=2, description="facts folded per consolidation")
 
 
 @dataclass(frozen=True)

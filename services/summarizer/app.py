@@ -1,15 +1,17 @@
 """Summarizer wiring: one durable JetStream batch consumer on the log (see ``handlers.py``); settings from
-``MNEMO_SUMMARIZER_*`` (``domain.SummarizerSettings``, per tenant via ``MNEMO_SUMMARIZER_TENANTS``)."""
+the ``summarizer`` section (``MNEMO_SUMMARIZER__<KEY>``, per tenant via ``MNEMO_SUMMARIZER__TENANTS``), read
+once here unless the caller passes them."""
 
 from __future__ import annotations
 
 from faststream.nats import NatsRouter
 
-from services.summarizer.domain import SummarizerSettings
 from services.summarizer.handlers import Summarizer
+from services.summarizer.settings import SECTION, SummarizerSettings
 from shared.consumers import log_consumer_router
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
+from shared.settings import read_section
 
 SERVICE = "summarizer"
 
@@ -20,7 +22,7 @@ def create_router(deps: Deps, settings: SummarizerSettings | None = None) -> Nat
         deps.publisher,
         deps.require_embedder(),
         SummariesReadModel(deps.db, deps.cipher),
-        settings or SummarizerSettings(),
+        settings or read_section(SECTION, SummarizerSettings),
         deps.chat_model,
     )
     return log_consumer_router(

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from services.summarizer.domain import Sentence, SummarizerSettings, split_sentences
+from services.summarizer.domain import Sentence, split_sentences
+from services.summarizer.settings import SummarizerSettings
 from shared.events.envelope import EventEnvelope, deterministic_id
 from shared.events.recorded import (
     SUMMARY_CREATED,

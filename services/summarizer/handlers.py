@@ -32,7 +32,6 @@ from services.summarizer.consolidation import LiveSet, fold_live
 from services.summarizer.domain import (
     AudiencePart,
     RangeMessage,
-    SummarizerSettings,
     SummaryRange,
     TriggerState,
     advance,
@@ -44,6 +43,7 @@ from services.summarizer.domain import (
     sentences_of,
     summary_id,
 )
+from services.summarizer.settings import SummarizerSettings
 from shared.delivery import Item, Rejection
 from shared.embedders.port import Embedder
 from shared.eventlog.port import ConcurrencyError, EventStore

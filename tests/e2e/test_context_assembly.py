@@ -10,7 +10,7 @@
   they come and go as the budget moves.
 - The vector index stopped mid-test. The embedded stack runs Qdrant Edge inside its own process and no Qdrant
   server binary is installable here (see the infra guide), so there is no server process to stop. The stack is
-  started with ``MNEMO_ASSEMBLER_FAULT_FILE`` (``services/context_assembler/faults.py``): while that file
+  started with ``MNEMO_CONTEXT_ASSEMBLER__FAULT_FILE`` (``services/context_assembler/faults.py``): while that file
   exists, the index as the context-assembler sees it is stopped: ``down`` fails every call at once, ``hang``
   never answers (a server that accepts connections and stalls). The answer still comes with ``vector_index``
   in ``degraded`` and the history and keyword lore served; for ``hang`` the answer arriving at all shows the
@@ -64,7 +64,7 @@ def fault_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def stack(tmp_path_factory: pytest.TempPathFactory, fault_file: Path) -> Iterator[StackProcess]:
     """The embedded stack with the assembler's fault switch wired (inactive until the file exists)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MNEMO_ASSEMBLER_FAULT_FILE", str(fault_file))
+        mp.setenv("MNEMO_CONTEXT_ASSEMBLER__FAULT_FILE", str(fault_file))
         proc = StackProcess(Path(tmp_path_factory.mktemp("stack")))
         proc.start()
     try:

@@ -21,7 +21,7 @@ from faststream.nats import NatsBroker
 from nats.aio.client import Client as NatsClient
 
 from services.context_assembler.app import create_router
-from services.context_assembler.retrieval import AssemblerSettings
+from services.context_assembler.settings import AssemblerSettings
 from shared import subjects
 from shared.broker import start_broker
 from shared.crypto import FieldCipher, InMemoryKeyStore
@@ -453,7 +453,7 @@ async def test_the_fault_switch_stops_and_restarts_the_index(
 
 
 async def test_a_configured_tokenizer_counts_the_sections(nats_url, mongo_db, cipher, index, embedder, nc, tenant):
-    """``MNEMO_ASSEMBLER_TOKENIZER_FILE``: the bundled model's tokenizer.json stands in for an LLM's."""
+    """``MNEMO_CONTEXT_ASSEMBLER__TOKENIZER_FILE``: the bundled model's tokenizer.json stands in for an LLM's."""
     from shared.embedders.bundled import tokenizer_path
     from shared.tokens import HfTokenizerTokens
 

@@ -18,8 +18,9 @@ import pytest
 
 from services.ingest.domain import created_event_id
 from services.memory_extractor.handlers import MemoryExtractor
-from services.memory_extractor.learning import KnowledgeSettings, Learning
+from services.memory_extractor.learning import Learning
 from services.memory_extractor.revisions import Revisions
+from services.memory_extractor.settings import KnowledgeSettings
 from services.memory_extractor.witnessed import WitnessedReadModel
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item

@@ -18,7 +18,7 @@ import pytest
 from nats.aio.client import Client as NatsClient
 
 from services.context_assembler.app import create_router as assembler_router
-from services.context_assembler.retrieval import AssemblerSettings
+from services.context_assembler.settings import AssemblerSettings
 from services.lore.app import create_router as lore_router
 from services.lore.formats.importer import import_lorebook
 from shared import subjects

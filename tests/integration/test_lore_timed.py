@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from services.context_assembler.app import create_router as assembler_router
-from services.context_assembler.retrieval import AssemblerSettings
+from services.context_assembler.settings import AssemblerSettings
 from services.context_assembler.timed_readmodel import LoreTimedReadModel
 from services.lore.app import create_router as lore_router
 from shared import subjects

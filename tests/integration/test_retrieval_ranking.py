@@ -14,7 +14,7 @@ import nats
 import pytest
 from nats.aio.client import Client as NatsClient
 
-from services.context_assembler.retrieval import AssemblerSettings
+from services.context_assembler.settings import AssemblerSettings
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.embedders.bundled import BundledEmbedder
 from shared.events.envelope import EventEnvelope, deterministic_id

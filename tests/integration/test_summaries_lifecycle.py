@@ -21,8 +21,8 @@ import nats
 import pytest
 
 from services.summarizer.consolidation import fold_live
-from services.summarizer.domain import SummarizerSettings
 from services.summarizer.handlers import Summarizer
+from services.summarizer.settings import SummarizerSettings
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item
 from shared.embedders.bundled import BundledEmbedder

@@ -18,8 +18,8 @@ from services.embedding.app import chunk_strings
 from services.embedding.domain import point_id
 from services.embedding.handlers import EmbeddingHandler
 from services.summarizer.consolidation import fold_live
-from services.summarizer.domain import SummarizerSettings
 from services.summarizer.handlers import Summarizer
+from services.summarizer.settings import SummarizerSettings
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item
 from shared.embedders.bundled import BundledEmbedder

@@ -16,8 +16,8 @@ import pytest
 
 from services.memory_extractor.handlers import MemoryExtractor
 from services.memory_extractor.witnessed import WitnessedReadModel
-from services.summarizer.domain import SummarizerSettings
 from services.summarizer.handlers import Summarizer
+from services.summarizer.settings import SummarizerSettings
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item
 from shared.embedders.bundled import BundledEmbedder

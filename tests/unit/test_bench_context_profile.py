@@ -9,7 +9,7 @@ from typing import Any
 
 from bench.context_profile import Call, Timed, Timings, capture_gatherer, summarize, timed_functions
 from services.context_assembler import app as app_module
-from services.context_assembler.retrieval import AssemblerSettings
+from services.context_assembler.settings import AssemblerSettings
 
 
 class Reads:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from services.context_assembler.items import ChatLine
 from services.context_assembler.rerank import NoRerank
-from services.context_assembler.retrieval import AssemblerSettings, Gatherer
+from services.context_assembler.retrieval import Gatherer
+from services.context_assembler.settings import AssemblerSettings
 
 LINES = [ChatLine("m1", 1, "user", "Kate", "I love skiing"), ChatLine("m2", 2, "assistant", "Elise", "Me too")]
 

@@ -20,8 +20,9 @@ from services.summarizer.consolidation import (
     retirement,
     stale_by,
 )
-from services.summarizer.domain import RangeMessage, SummarizerSettings, sentences_of
+from services.summarizer.domain import RangeMessage, sentences_of
 from services.summarizer.schemas import SummaryOutput
+from services.summarizer.settings import SummarizerSettings
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import SummaryCreated, SummaryType, summary_stream
 

@@ -12,13 +12,14 @@ from pydantic import ValidationError
 from services.summarizer import llm_summary
 from services.summarizer.domain import (
     RangeMessage,
-    SummarizerSettings,
     SummaryRange,
     advance,
     due_range,
     fold_segment,
     segment_start,
 )
+from services.summarizer.settings import SECTION, SummarizerSettings
+from shared.settings import read_section
 
 DEFAULTS = SummarizerSettings()
 
@@ -101,9 +102,9 @@ def test_per_tenant_overrides():
 
 
 def test_per_tenant_overrides_from_the_environment(monkeypatch):
-    monkeypatch.setenv("MNEMO_SUMMARIZER_TENANTS", '{"t1": {"every": 10}}')
-    monkeypatch.setenv("MNEMO_SUMMARIZER_TOKEN_TRIGGER", "4000")
-    s = SummarizerSettings()
+    monkeypatch.setenv("MNEMO_SUMMARIZER__TENANTS", '{"t1": {"every": 10}}')
+    monkeypatch.setenv("MNEMO_SUMMARIZER__TOKEN_TRIGGER", "4000")
+    s = read_section(SECTION, SummarizerSettings)
     assert s.token_trigger == 4_000
     assert s.for_tenant("t1").every == 10
     assert s.for_tenant("t1").token_trigger == 4_000
