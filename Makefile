@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run test lint typecheck fmt install asyncapi bench-ingest bench-embedding bench-lore bench-retrieval bench-context up down clean
+.PHONY: run test lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ fmt: $(STAMP)
 ## FastStream's AsyncAPI document of the public contract, written to asyncapi.json.
 asyncapi: $(STAMP)
 	$(VENV)/bin/mnemo asyncapi --out asyncapi.json
+
+## The settings reference, docs/settings.md (a test fails when it differs from the settings models).
+docs: $(STAMP)
+	$(VENV)/bin/mnemo settings-doc --out docs/settings.md
 
 bench-ingest: $(STAMP)
 	$(PY) -m bench.ingest $(ARGS)

@@ -1,4 +1,5 @@
-"""`mnemo` command line: run the embedded stack, replay the log into the projections, write AsyncAPI."""
+"""`mnemo` command line: run the embedded stack, replay the log into the projections, write AsyncAPI and the
+settings reference."""
 
 from __future__ import annotations
 
@@ -52,6 +53,17 @@ def cmd_asyncapi(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_settings_doc(args: argparse.Namespace) -> int:
+    from runtime.settings_doc import settings_markdown
+
+    if args.out == "-":
+        print(settings_markdown(), end="")
+    else:
+        Path(args.out).write_text(settings_markdown())
+        print(f"wrote {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mnemo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -76,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     doc = sub.add_parser("asyncapi", help="write the AsyncAPI document of the public contract")
     doc.add_argument("--out", default="asyncapi.json", help="file to write, or - for stdout")
     doc.set_defaults(func=cmd_asyncapi)
+
+    ref = sub.add_parser("settings-doc", help="write the settings reference (every MNEMO_* variable)")
+    ref.add_argument("--out", default="docs/settings.md", help="file to write, or - for stdout")
+    ref.set_defaults(func=cmd_settings_doc)
     return parser
 
 

@@ -23,26 +23,28 @@ class EmbedderSettings(BaseModel):
         "bundled", description="`bundled` runs all-MiniLM-L6-v2 int8 on onnxruntime in-process"
     )
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://host:8000/v1")
-    api_key: SecretStr | None = None
-    model: str = "text-embedding-3-small"
+    api_key: SecretStr | None = Field(None, description="the OpenAI-compatible endpoint's key")
+    model: str = Field("text-embedding-3-small", description="model name sent to the OpenAI-compatible endpoint")
     dimensions: int = Field(384, description="vector size; must match the model")
-    batch_size: int = Field(32, ge=1, le=2048)
+    batch_size: int = Field(32, ge=1, le=2048, description="texts per request to an HTTP embedding provider")
     spin_threads: bool = Field(
         False,
         description="bundled model: let onnxruntime's threads busy-wait between batches (3-5% faster alone, "
         "but they then burn the cores the pipeline and the other services need)",
     )
-    timeout_s: float = 30.0
+    timeout_s: float = Field(30.0, description="an HTTP embedding request's deadline")
 
 
 class LLMSettings(BaseModel):
     """Chat-completion provider; without a base URL the services use their no-LLM fallbacks."""
 
-    base_url: str | None = None
-    api_key: SecretStr | None = None
-    model: str = "gpt-4o-mini"
-    timeout_s: float = 60.0
-    max_retries: int = 3
+    base_url: str | None = Field(
+        None, description="OpenAI-compatible chat completions endpoint, e.g. http://host:8000/v1"
+    )
+    api_key: SecretStr | None = Field(None, description="the endpoint's key")
+    model: str = Field("gpt-4o-mini", description="model name sent to the endpoint")
+    timeout_s: float = Field(60.0, description="one completion's deadline")
+    max_retries: int = Field(3, description="retries of a failed or invalid completion before the no-LLM fallback")
 
 
 class DeliverySettings(BaseModel):
@@ -72,8 +74,8 @@ class DeliverySettings(BaseModel):
 
 
 class TelemetrySettings(BaseModel):
-    exporter: Literal["none", "console", "otlp"] = "none"
-    otlp_endpoint: str = "http://localhost:4318/v1/traces"
+    exporter: Literal["none", "console", "otlp"] = Field("none", description="where spans go; none records none")
+    otlp_endpoint: str = Field("http://localhost:4318/v1/traces", description="OTLP/HTTP traces endpoint")
 
 
 _TREE = SettingsConfigDict(env_prefix="MNEMO_", env_nested_delimiter="__", extra="ignore")
@@ -85,24 +87,24 @@ class _Tree(BaseSettings):
 
 
 class Settings(_Tree):
-    nats_url: str = "nats://127.0.0.1:4222"
+    nats_url: str = Field("nats://127.0.0.1:4222", description="the NATS server (JetStream) every service connects to")
     mongodb_url: str = Field(
         "mongodb://127.0.0.1:27017/?directConnection=true",
         description="the event log and read models; journaled writes are requested per operation",
     )
-    mongodb_db: str = "mnemo"
+    mongodb_db: str = Field("mnemo", description="database holding the log, the keys and the read models")
     qdrant_url: str | None = Field(None, description="a Qdrant server; unset selects in-process Qdrant Edge")
-    qdrant_api_key: SecretStr | None = None
+    qdrant_api_key: SecretStr | None = Field(None, description="the Qdrant server's API key")
     data_dir: Path = Field(Path(".data"), description="embedded mode: servers' data, Qdrant Edge, keys")
     kek: SecretStr | None = Field(
         None, description="base64 32-byte key-encryption key; embedded mode generates one in data_dir"
     )
-    vector_collection: str = "mnemo"
+    vector_collection: str = Field("mnemo", description="the Qdrant collection (one for every tenant, filtered)")
     embedder: EmbedderSettings = EmbedderSettings()
     llm: LLMSettings = LLMSettings()
     delivery: DeliverySettings = DeliverySettings()
     telemetry: TelemetrySettings = TelemetrySettings()
-    service_name: str = "mnemo"
+    service_name: str = Field("mnemo", description="set by each process for its logs, spans and connection names")
 
 
 def read_section(name: str, model: type[Section]) -> Section:

@@ -29,8 +29,8 @@ class AssemblerSettings(BaseModel):
 
     history_limit: int = Field(40, ge=0, description="most recent messages loaded as the history window")
     min_history: int = Field(4, ge=0, description="newest messages placed before memories and retrieved")
-    memories_limit: int = Field(4, ge=0)
-    retrieved_limit: int = Field(6, ge=0)
+    memories_limit: int = Field(4, ge=0, description="summaries searched for the memories section")
+    retrieved_limit: int = Field(6, ge=0, description="older messages retrieved by search")
     legacy_limit: int = Field(2, ge=0, description="legacy memories (summaries turned into lore) searched")
     knowledge_limit: int = Field(
         20, ge=0, description="facts of the speaking bot offered to the budget, most relevant to the query first"
