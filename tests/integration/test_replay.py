@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from runtime.catalog import SERVICES
 from runtime.replay import replay
 from shared.bootstrap import open_core
 from shared.events.envelope import NewEvent
@@ -73,9 +74,14 @@ async def test_replay_rebuilds_read_models_and_vectors_from_the_log(core_setting
 
 
 async def test_opening_a_core_creates_the_read_model_indexes(core_settings: Settings) -> None:
-    """Services open a core at start; their handlers rely on it for the read models' query indexes."""
+    """Services open a core at start, then set up the read models only they own (as ``serve`` and the stack
+    do); their handlers rely on it for the read models' query indexes."""
     core = await open_core(core_settings)
     try:
+        for spec in SERVICES:
+            own_indexes = spec.own_indexes()
+            if own_indexes is not None:
+                await own_indexes(core.db)
         names = {
             "rm_messages": "conversation_index",
             "summaries": "by_conversation",
