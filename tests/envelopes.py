@@ -14,15 +14,35 @@ def recorded(
     tenant: str, stream: str, version: int, type_: str, payload: dict[str, Any], at: datetime
 ) -> EventEnvelope:
     """An event as the log would return it: deterministic id, current schema version, times ``at``."""
+    schema_version = REGISTRY.get(type_).schema_version
+    event_id = deterministic_id(stream, str(version))
+    return numbered(tenant, stream, version, type_, payload, at, schema_version=schema_version, event_id=event_id)
+
+
+def numbered(
+    tenant: str,
+    stream: str,
+    version: int,
+    type_: str,
+    payload: dict[str, Any],
+    at: datetime,
+    *,
+    schema_version: int = 1,
+    causation: str | None = None,
+    event_id: str | None = None,
+) -> EventEnvelope:
+    """An event at ``version`` of ``stream`` with the id given (else the plain ``e<version>``), the schema
+    version given (1 unless told) and times ``at``."""
     return EventEnvelope(
-        event_id=deterministic_id(stream, str(version)),
+        event_id=event_id or f"e{version}",
         type=type_,
-        schema_version=REGISTRY.get(type_).schema_version,
+        schema_version=schema_version,
         stream_id=stream,
         version=version,
         tenant_id=tenant,
         occurred_at=at,
         recorded_at=at,
+        causation_id=causation,
         payload=payload,
     )
 

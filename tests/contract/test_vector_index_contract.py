@@ -8,9 +8,10 @@ another tenant's points, even when those are closer to the query vector.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from qdrant_client import AsyncQdrantClient
 
 from shared.sparse import document_vector, query_vector
 from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.port import Match, Range, SparseVector, VectorFilter, VectorIndex, VectorPoint
+from shared.vectors.port import Match, Range, ScoredPoint, SparseVector, VectorFilter, VectorIndex, VectorPoint
 from shared.vectors.qdrant_server import QdrantServerIndex
 
 DIM = 8
@@ -42,6 +43,22 @@ async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     idx = await make_index(request.param, tmp_path)
     yield idx
     await idx.close()
+
+
+@contextlib.contextmanager
+def sync_index(kind: str, tmp_path: Path) -> Iterator[tuple[asyncio.Runner, VectorIndex]]:
+    """An index and the event loop it runs on, for Hypothesis' synchronous tests; closed afterwards."""
+    with asyncio.Runner() as runner:
+        idx = runner.run(make_index(kind, tmp_path))
+        try:
+            yield runner, idx
+        finally:
+            runner.run(idx.close())
+
+
+def assert_best_first(hits: list[ScoredPoint]) -> None:
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
 
 
 def pid() -> str:
@@ -238,8 +255,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_filtered_search_returns_exactly_the_matching_points(kind: str, tmp_path: Path) -> None:
-    with asyncio.Runner() as runner:
-        idx = runner.run(make_index(kind, tmp_path))
+    with sync_index(kind, tmp_path) as (runner, idx):
 
         @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(scenarios())
@@ -260,13 +276,9 @@ def test_filtered_search_returns_exactly_the_matching_points(kind: str, tmp_path
             hits = runner.run(idx.search(query, VectorFilter.where(**equals), limit=100))
             assert {h.id for h in hits} == expected  # nothing leaked in, nothing matching left out
             assert all(all(h.payload[k] == v for k, v in equals.items()) for h in hits)
-            scores = [h.score for h in hits]
-            assert scores == sorted(scores, reverse=True)
+            assert_best_first(hits)
 
-        try:
-            check()
-        finally:
-            runner.run(idx.close())
+        check()
 
 
 async def test_factory_picks_the_adapter_from_settings(tmp_path: Path) -> None:
@@ -369,8 +381,7 @@ Words = st.sampled_from(["alpha", "bravo", "charlie", "delta", "echo"])
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_hybrid_search_returns_only_the_matching_points(kind: str, tmp_path: Path) -> None:
-    with asyncio.Runner() as runner:
-        idx = runner.run(make_index(kind, tmp_path))
+    with sync_index(kind, tmp_path) as (runner, idx):
 
         @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(
@@ -398,10 +409,6 @@ def test_hybrid_search_returns_only_the_matching_points(kind: str, tmp_path: Pat
             expected = {p.id for p in points if p.payload["tenant_id"] == f"{run}-t{tenant}"}
             hits = runner.run(idx.hybrid_search(query, query_vector(" ".join(words)), flt, limit=100))
             assert {h.id for h in hits} == expected  # the dense side sees every matching point; nothing leaks
-            scores = [h.score for h in hits]
-            assert scores == sorted(scores, reverse=True)
+            assert_best_first(hits)
 
-        try:
-            check()
-        finally:
-            runner.run(idx.close())
+        check()

@@ -10,9 +10,10 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-import nats
 from faststream.nats import NatsBroker, NatsRouter
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
@@ -28,11 +29,12 @@ from shared.embedders.port import Embedder
 from shared.eventlog.codec import EventCodec
 from shared.eventlog.keystore import MongoKeyStore
 from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import NatsJetStreamPublisher, Relay
-from shared.events.recorded import REGISTRY
+from shared.eventlog.relay import Relay
 from shared.runtime import Deps
 from shared.settings import DeliverySettings, Settings
+from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import VectorIndex
+from tests.integration.event_log import connect
 
 
 async def reset_streams(js: JetStreamContext) -> None:
@@ -71,12 +73,15 @@ class Stack:
     relay: Relay
 
 
+Routers = Callable[[Deps], NatsRouter] | Sequence[Callable[[Deps], NatsRouter]]
+
+
 @contextlib.asynccontextmanager
 async def running(
     nats_url: str,
     mongo_url: str,
     db_name: str,
-    create_router: Callable[[Deps], NatsRouter] | Sequence[Callable[[Deps], NatsRouter]],
+    create_router: Routers,
     *,
     vectors: VectorIndex | None = None,
     embedder: Embedder | None = None,
@@ -90,22 +95,56 @@ async def running(
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_url, tz_aware=True)
     db = client[db_name]
     cipher = FieldCipher(os.urandom(32), MongoKeyStore(db))
-    codec = EventCodec(REGISTRY, cipher)
-    store = MongoEventStore(db, codec)
-    await store.ensure_indexes()
-    nc = await nats.connect(nats_url)
-    js = nc.jetstream()
-    await reset_streams(js)
-    relay = Relay(store, NatsJetStreamPublisher(js), codec)
+    log = await connect(db, nats_url, cipher, reset_streams)
     broker = NatsBroker(nats_url)
-    deps = Deps(settings, broker, db, store, codec, relay, cipher, vectors, embedder)
+    deps = Deps(settings, broker, db, log.store, log.codec, log.relay, cipher, vectors, embedder)
     for factory in create_router if isinstance(create_router, Sequence) else [create_router]:
         broker.include_router(factory(deps))
     await start_broker(broker)  # returns once the server has the subscriptions (no 'no responders')
     try:
-        yield Stack(deps, nc, js, db, store, codec, relay)
+        yield Stack(deps, log.nc, log.js, db, log.store, log.codec, log.relay)
     finally:
         await broker.stop()
-        await nc.drain()
+        await log.nc.drain()
         await client.drop_database(db_name)
         await client.close()
+
+
+StackFactory = Callable[[Routers], contextlib.AbstractAsyncContextManager[Stack]]
+
+
+@contextlib.asynccontextmanager
+async def running_with_vectors(
+    nats_url: str,
+    mongo_url: str,
+    db_name: str,
+    create_router: Routers,
+    path: Path,
+    embedder: Embedder,
+) -> AsyncIterator[Stack]:
+    """:func:`running` with a Qdrant Edge index at ``path`` sized for ``embedder``, closed afterwards."""
+    index = EdgeVectorIndex(path, "vectors")
+    await index.ensure_collection(embedder.dimensions)
+    try:
+        async with running(nats_url, mongo_url, db_name, create_router, vectors=index, embedder=embedder) as s:
+            yield s
+    finally:
+        await index.close()
+
+
+def message_created(message_id: str, content: str, created_at: datetime, **fields: Any) -> dict[str, Any]:
+    """A ``message.created`` body in conversation c1 of user u1 (tenant t1): Sir Ann (author ``knight``)
+    writes in a scene with the bot ``eli``; ``fields`` add to it or replace."""
+    return {
+        "tenant_id": "t1",
+        "user_id": "u1",
+        "conversation_id": "c1",
+        "message_id": message_id,
+        "role": "user",
+        "author_id": "knight",
+        "author_name": "Sir Ann",
+        "content": content,
+        "created_at": created_at.isoformat(),
+        "bot_ids": ["eli"],
+        **fields,
+    }

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import nats
@@ -24,7 +21,7 @@ from services.context_assembler.app import create_router
 from services.context_assembler.settings import AssemblerSettings
 from shared import subjects
 from shared.broker import start_broker
-from shared.crypto import FieldCipher, InMemoryKeyStore
+from shared.crypto import FieldCipher
 from shared.embedders.bundled import BundledEmbedder
 from shared.eventlog.codec import EventCodec
 from shared.eventlog.mongo import MongoEventStore
@@ -35,7 +32,6 @@ from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
 from shared.settings import Settings
 from shared.sparse import document_vector
-from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import VectorIndex, VectorIndexUnavailable, VectorPoint
 from tests.envelopes import message_recorded, recorded
 from tests.waiting import request_reply
@@ -63,21 +59,18 @@ def env(tenant: str, stream: str, version: int, type_: str, payload: dict[str, A
     return recorded(tenant, stream, version, type_, payload, T0)
 
 
+def scene_message(tenant: str, i: int, role: str, name: str, text: str, created_at: datetime) -> EventEnvelope:
+    """Message ``i`` of the conversation: the user (as the persona) or the bot, both present."""
+    author_id = BOT if role == "assistant" else PERSONA
+    return message_recorded(
+        tenant, USER, CONV, i, text, created_at=created_at, role=role, author_id=author_id, author_name=name,
+        bot_ids=[BOT], persona_id=PERSONA,
+    )  # fmt: skip
+
+
 def message_events(tenant: str, lines: Sequence[tuple[str, str, str]]) -> list[EventEnvelope]:
     return [
-        message_recorded(
-            tenant,
-            USER,
-            CONV,
-            i,
-            text,
-            created_at=T0 + timedelta(minutes=i),
-            role=role,
-            author_id=BOT if role == "assistant" else PERSONA,
-            author_name=name,
-            bot_ids=[BOT],
-            persona_id=PERSONA,
-        )
+        scene_message(tenant, i, role, name, text, T0 + timedelta(minutes=i))
         for i, (role, name, text) in enumerate(lines)
     ]
 
@@ -104,14 +97,6 @@ def summary_event(tenant: str, summary_id: str, text: str) -> EventEnvelope:
 @pytest.fixture(scope="module")
 def embedder() -> BundledEmbedder:
     return BundledEmbedder(batch_size=16)
-
-
-@pytest.fixture
-async def index(tmp_path: Path) -> AsyncIterator[EdgeVectorIndex]:
-    idx = EdgeVectorIndex(tmp_path / "qdrant", "ctx")
-    await idx.ensure_collection(384)
-    yield idx
-    await idx.close()
 
 
 class BrokenIndex:
@@ -170,13 +155,6 @@ async def seed(db: Any, cipher: FieldCipher, index: VectorIndex, embedder: Bundl
     await index.upsert(points)
 
 
-@pytest.fixture
-async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
-    client = await nats.connect(nats_url)
-    yield client
-    await client.drain()
-
-
 async def start_assembler(
     nats_url: str,
     db: Any,
@@ -215,16 +193,6 @@ async def until_answering(nats_url: str) -> None:
         raise AssertionError("the assembler never subscribed")
     finally:
         await client.drain()
-
-
-@pytest.fixture
-def cipher() -> FieldCipher:
-    return FieldCipher(os.urandom(32), InMemoryKeyStore())
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"tenant-{uuid.uuid4().hex[:8]}"
 
 
 async def ask(nc: NatsClient, body: bytes | dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from shared.sparse import query_vector
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import Match, VectorFilter
 from tests.envelopes import recorded
-from tests.integration.ingest_stack import Stack, dead_letters, drained, running
+from tests.integration.ingest_stack import Stack, StackFactory, dead_letters, drained, message_created
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -61,46 +61,14 @@ MESSAGE_FIELDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def embedder() -> BundledEmbedder:
-    return BundledEmbedder()
-
-
 @pytest.fixture
-async def stack(
-    nats_url: str, mongo_url: str, db_name: str, tmp_path: Path, embedder: BundledEmbedder
-) -> AsyncIterator[Stack]:
-    index = EdgeVectorIndex(tmp_path, "vectors")
-    await index.ensure_collection(embedder.dimensions)
-    try:
-        async with running(
-            nats_url,
-            mongo_url,
-            db_name,
-            [ingest_router, embedding_router],
-            vectors=index,
-            embedder=embedder,
-        ) as s:
-            yield s
-    finally:
-        await index.close()
+async def stack(vector_stack: StackFactory) -> AsyncIterator[Stack]:
+    async with vector_stack([ingest_router, embedding_router]) as s:
+        yield s
 
 
 def message(message_id: str, minute: int, content: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "tenant_id": "t1",
-        "user_id": "u1",
-        "conversation_id": "c1",
-        "message_id": message_id,
-        "role": "user",
-        "author_id": "knight",
-        "author_name": "Sir Ann",
-        "content": content,
-        "created_at": (T0 + timedelta(minutes=minute)).isoformat(),
-        "bot_ids": ["eli"],
-        "persona_id": "knight",
-        **extra,
-    }
+    return message_created(message_id, content, T0 + timedelta(minutes=minute), **{"persona_id": "knight", **extra})
 
 
 async def chat(stack: Stack, subject: str, body: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ from shared.events.envelope import NewEvent
 from shared.events.recorded import conversation_stream
 from shared.readmodels import ReadModels
 from shared.tokens import estimate_tokens
-from tests.integration.ingest_stack import Stack, dead_letters, drained, running
+from tests.integration.ingest_stack import Stack, dead_letters, drained, message_created, running
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -40,20 +40,8 @@ async def stack(nats_url: str, mongo_url: str, db_name: str) -> AsyncIterator[St
 
 
 def message(message_id: str, index_minute: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "tenant_id": "t1",
-        "user_id": "u1",
-        "conversation_id": "c1",
-        "message_id": message_id,
-        "role": "user",
-        "author_id": "knight",
-        "author_name": "Sir Ann",
-        "content": f"{SECRET} ({message_id})",
-        "created_at": (T0 + timedelta(minutes=index_minute)).isoformat(),
-        "bot_ids": ["eli"],
-        "persona_id": "knight",
-        **extra,
-    }
+    created_at = T0 + timedelta(minutes=index_minute)
+    return message_created(message_id, f"{SECRET} ({message_id})", created_at, **{"persona_id": "knight", **extra})
 
 
 async def publish(stack: Stack, subject: str, body: dict[str, Any] | bytes) -> None:
@@ -158,14 +146,20 @@ async def test_invalid_payloads_are_dead_lettered_and_valid_ones_still_recorded(
     assert [(m.message_id, m.index) for m in recent] == [("ok1", 0), ("ok2", 1)]
 
 
-async def test_a_lagging_projection_is_caught_up_from_the_log(stack: Stack) -> None:
-    # Another replica appended m0 and crashed before projecting it: the read models know nothing of it.
+async def append_unprojected_m0(stack: Stack) -> str:
+    """Record m0 (7 tokens) in the log only, the read models knowing nothing of it; returns its stream."""
     sid = conversation_stream("t1", "u1", "c1")
     payload = {k: v for k, v in message("m0", 0).items() if k != "tenant_id"} | {"index": 0, "tokens": 7}
     m0 = NewEvent(
         event_id=created_event_id("t1", "u1", "c1", "m0"), type="message.recorded", tenant_id="t1", payload=payload
     )
     await stack.store.append(sid, 0, [m0])
+    return sid
+
+
+async def test_a_lagging_projection_is_caught_up_from_the_log(stack: Stack) -> None:
+    # Another replica appended m0 and crashed before projecting it: the read models know nothing of it.
+    sid = await append_unprojected_m0(stack)
     await publish(stack, subjects.MESSAGE_CREATED, message("m0", 0))  # its redelivery: must stay one message
     await publish(stack, subjects.MESSAGE_CREATED, message("m1", 1))
     await settle(stack)
@@ -198,12 +192,7 @@ async def test_read_models_rebuild_from_the_log(stack: Stack) -> None:
 async def test_a_redelivery_beside_a_new_message_heals_a_lagging_projection(stack: Stack) -> None:
     # Same lagging log as above, but the redelivery and a new message are decided in ONE batch: the
     # redelivery is a duplicate in the log and the projection must still end up complete.
-    sid = conversation_stream("t1", "u1", "c1")
-    payload = {k: v for k, v in message("m0", 0).items() if k != "tenant_id"} | {"index": 0, "tokens": 7}
-    m0 = NewEvent(
-        event_id=created_event_id("t1", "u1", "c1", "m0"), type="message.recorded", tenant_id="t1", payload=payload
-    )
-    await stack.store.append(sid, 0, [m0])
+    sid = await append_unprojected_m0(stack)
     rm = models(stack)
     recorder = Recorder(stack.store, rm, stack.relay)
     commands = [MessageCreated.model_validate(message("m0", 0)), MessageCreated.model_validate(message("m1", 1))]

@@ -8,12 +8,10 @@ and comes back after it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import nats
 import pytest
 
 from services.ingest.domain import created_event_id
@@ -22,18 +20,17 @@ from services.memory_extractor.learning import Learning
 from services.memory_extractor.revisions import Revisions
 from services.memory_extractor.settings import KnowledgeSettings
 from services.memory_extractor.witnessed import WitnessedReadModel
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.delivery import Item
+from shared.crypto import FieldCipher
 from shared.embedders.bundled import BundledEmbedder
-from shared.eventlog.codec import EventCodec
 from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import NatsJetStreamPublisher, Relay, ensure_log_stream
+from shared.eventlog.relay import Relay
 from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.recorded import REGISTRY, conversation_stream, knowledge_stream
+from shared.events.recorded import conversation_stream, knowledge_stream
 from shared.llm.openai import OpenAIChatModel
 from shared.llm.port import ChatModel
 from shared.readmodels.knowledge import KnowledgeReadModel
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler
+from tests.integration.event_log import event_log, items
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -86,21 +83,10 @@ class Env:
 
 @pytest.fixture
 async def env(mongo_db: Any, nats_url: str) -> AsyncIterator[Env]:
-    cipher = FieldCipher(os.urandom(32), InMemoryKeyStore())
-    codec = EventCodec(REGISTRY, cipher)
-    store = MongoEventStore(mongo_db, codec)
-    await store.ensure_indexes()
-    nc = await nats.connect(nats_url)
-    js = nc.jetstream()
-    await ensure_log_stream(js)
-    e = Env(store, Relay(store, NatsJetStreamPublisher(js), codec), mongo_db, cipher)
-    await e.knowledge.ensure_indexes()
-    yield e
-    await nc.drain()
-
-
-def items(envelopes: list[EventEnvelope]) -> list[Item[EventEnvelope]]:
-    return [Item(e, None) for e in envelopes]  # type: ignore[arg-type]  # msg is only read for rejections
+    async with event_log(mongo_db, nats_url) as log:
+        e = Env(log.store, log.relay, mongo_db, log.cipher)
+        await e.knowledge.ensure_indexes()
+        yield e
 
 
 async def record(env: Env, events: list[NewEvent], tenant: str = "t1", user: str = "u1") -> list[EventEnvelope]:

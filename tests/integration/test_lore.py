@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -111,11 +110,6 @@ def assemble_request(tenant: str, bot: str = BOT, conversation: str = CONV) -> d
 def book(shared_dir: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((shared_dir / "fixtures/lorebooks/chub-wi_lythora-station.json").read_text())
     return data
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"tenant-{uuid.uuid4().hex[:8]}"
 
 
 def import_request(tenant: str, book: dict[str, Any], **over: Any) -> dict[str, Any]:

@@ -8,7 +8,6 @@ be written before the context is asked for.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,16 +37,6 @@ REEF = "The coral reef beneath the station glows blue at night, lit by biolumine
 REACTOR = "The station's reactor runs on geothermal vents deep below the seabed, with batteries for storms."
 ASK_REEF = "Why does the water under the base shine in the dark?"
 ASK_POWER = "How is the outpost powered when the sun is gone?"
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"tenant-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> BundledEmbedder:
-    return BundledEmbedder()
 
 
 async def project(stack: Stack, index: EdgeVectorIndex, embedder: BundledEmbedder) -> None:

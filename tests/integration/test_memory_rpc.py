@@ -9,10 +9,8 @@ them through the relay, so the embedding service indexes them as in production.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,9 +26,8 @@ from shared.events.recorded import knowledge_stream, legacy_lore_stream, summary
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import COLLECTION as LEGACY_COLLECTION
 from shared.readmodels.summaries import SummariesReadModel
-from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import Match, VectorFilter
-from tests.integration.ingest_stack import Stack, drained, running
+from tests.integration.ingest_stack import Stack, StackFactory, drained
 from tests.waiting import request_reply, wait_until
 
 pytestmark = pytest.mark.integration
@@ -40,29 +37,10 @@ EMBEDDING = subjects.durable("embedding")
 U1, U2, BOT_A, BOT_B, PERSONA = "u1", "u2", "bot-ada", "bot-bram", "p-mira"
 
 
-@pytest.fixture(scope="module")
-def embedder() -> BundledEmbedder:
-    return BundledEmbedder()
-
-
 @pytest.fixture
-def tenant() -> str:
-    return f"tenant-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-async def stack(
-    nats_url: str, mongo_url: str, db_name: str, tmp_path: Path, embedder: BundledEmbedder
-) -> AsyncIterator[Stack]:
-    index = EdgeVectorIndex(tmp_path, "vectors")
-    await index.ensure_collection(embedder.dimensions)
-    try:
-        async with running(
-            nats_url, mongo_url, db_name, [memory_router, embedding_router], vectors=index, embedder=embedder
-        ) as s:
-            yield s
-    finally:
-        await index.close()
+async def stack(vector_stack: StackFactory) -> AsyncIterator[Stack]:
+    async with vector_stack([memory_router, embedding_router]) as s:
+        yield s
 
 
 def summary(

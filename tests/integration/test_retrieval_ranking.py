@@ -3,57 +3,32 @@ a date or a participant brings that day's or that person's message first, and th
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
-from nats.aio.client import Client as NatsClient
 
 from services.context_assembler.settings import AssemblerSettings
-from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.embedders.bundled import BundledEmbedder
 from shared.events.envelope import EventEnvelope, deterministic_id
 from shared.readmodels import ReadModels
 from shared.sparse import document_vector
-from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import VectorIndex, VectorPoint
-from tests.envelopes import message_recorded
-from tests.integration.test_context_assembler import BOT, CONV, PERSONA, T0, USER, ask, request, start_assembler
+from tests.integration.test_context_assembler import (
+    BOT,
+    CONV,
+    T0,
+    USER,
+    ask,
+    request,
+    scene_message,
+    start_assembler,
+)
 
 
 @pytest.fixture(scope="module")
 def embedder() -> BundledEmbedder:
     return BundledEmbedder(batch_size=16)
-
-
-@pytest.fixture
-async def index(tmp_path: Path) -> AsyncIterator[EdgeVectorIndex]:
-    idx = EdgeVectorIndex(tmp_path / "qdrant", "ranking")
-    await idx.ensure_collection(384)
-    yield idx
-    await idx.close()
-
-
-@pytest.fixture
-def cipher() -> FieldCipher:
-    return FieldCipher(os.urandom(32), InMemoryKeyStore())
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"tenant-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
-    client = await nats.connect(nats_url)
-    yield client
-    await client.drain()
 
 
 # (author, text, days after T0): the dated and the named message are not the best word matches.
@@ -71,18 +46,13 @@ LINES = [
 
 def events(tenant: str) -> list[EventEnvelope]:
     return [
-        message_recorded(
+        scene_message(
             tenant,
-            USER,
-            CONV,
             i,
+            "assistant" if author == "Mirelle" else "user",
+            author,
             text,
-            created_at=T0 + timedelta(days=days, minutes=i),
-            role="assistant" if author == "Mirelle" else "user",
-            author_id=BOT if author == "Mirelle" else PERSONA,
-            author_name=author,
-            bot_ids=[BOT],
-            persona_id=PERSONA,
+            T0 + timedelta(days=days, minutes=i),
         )
         for i, (author, text, days) in enumerate(LINES)
     ]

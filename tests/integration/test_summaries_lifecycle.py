@@ -9,7 +9,6 @@ messages, and the stale/recompute cycle of edits and deletes.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from collections import Counter
@@ -17,24 +16,22 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import nats
 import pytest
 
 from services.summarizer.consolidation import fold_live
 from services.summarizer.handlers import Summarizer
 from services.summarizer.settings import SummarizerSettings
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.delivery import Item
+from shared.crypto import FieldCipher
 from shared.embedders.bundled import BundledEmbedder
-from shared.eventlog.codec import EventCodec
 from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import NatsJetStreamPublisher, Relay, ensure_log_stream
+from shared.eventlog.relay import Relay
 from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.recorded import EVERYONE, REGISTRY, SummaryCreated, conversation_stream, summary_stream
+from shared.events.recorded import EVERYONE, SummaryCreated, conversation_stream, summary_stream
 from shared.llm.openai import OpenAIChatModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.tokens import estimate_tokens
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, chat_handler
+from tests.integration.event_log import event_log, items
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -80,19 +77,8 @@ def recorded(i: int, *, tokens: int | None = None, text: str | None = None) -> N
 
 @pytest.fixture
 async def env(mongo_db: Any, nats_url: str) -> AsyncIterator[tuple[MongoEventStore, Relay, FieldCipher]]:
-    cipher = FieldCipher(os.urandom(32), InMemoryKeyStore())
-    codec = EventCodec(REGISTRY, cipher)
-    store = MongoEventStore(mongo_db, codec)
-    await store.ensure_indexes()
-    nc = await nats.connect(nats_url)
-    js = nc.jetstream()
-    await ensure_log_stream(js)
-    yield store, Relay(store, NatsJetStreamPublisher(js), codec), cipher
-    await nc.drain()
-
-
-def items(envelopes: list[EventEnvelope]) -> list[Item[EventEnvelope]]:
-    return [Item(e, None) for e in envelopes]  # type: ignore[arg-type]  # msg is only read for rejections
+    async with event_log(mongo_db, nats_url) as log:
+        yield log.store, log.relay, log.cipher
 
 
 class Driver:

@@ -5,13 +5,11 @@ retired summaries leave the index, and a late redelivered creation of a retired 
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 
 from services.embedding.app import chunk_strings
@@ -20,18 +18,14 @@ from services.embedding.handlers import EmbeddingHandler
 from services.summarizer.consolidation import fold_live
 from services.summarizer.handlers import Summarizer
 from services.summarizer.settings import SummarizerSettings
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.delivery import Item
 from shared.embedders.bundled import BundledEmbedder
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import NatsJetStreamPublisher, Relay, ensure_log_stream
-from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.recorded import REGISTRY, conversation_stream, summary_stream
+from shared.events.envelope import NewEvent
+from shared.events.recorded import conversation_stream, summary_stream
 from shared.readmodels import ReadModels
 from shared.readmodels.summaries import SummariesReadModel
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import Match, VectorFilter
+from tests.integration.event_log import event_log, items
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -56,37 +50,26 @@ def recorded(i: int) -> NewEvent:
 
 @pytest.fixture
 async def world(mongo_db: Any, nats_url: str, tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
-    cipher = FieldCipher(os.urandom(32), InMemoryKeyStore())
-    codec = EventCodec(REGISTRY, cipher)
-    store = MongoEventStore(mongo_db, codec)
-    await store.ensure_indexes()
-    nc = await nats.connect(nats_url)
-    js = nc.jetstream()
-    await ensure_log_stream(js)
-    embedder = BundledEmbedder()
-    index = EdgeVectorIndex(tmp_path, "vectors")
-    await index.ensure_collection(embedder.dimensions)
-    summaries = SummariesReadModel(mongo_db, cipher)
-    yield {
-        "query": (await embedder.embed(["the password at the gate"]))[0],
-        "store": store,
-        "index": index,
-        "summaries": summaries,
-        "summarizer": Summarizer(
-            store,
-            Relay(store, NatsJetStreamPublisher(js), codec),
-            embedder,
-            summaries,
-            SummarizerSettings(first_at=5, every=10, max_active=2, consolidate_batch=2),
-        ),
-        "embedding": EmbeddingHandler(index, embedder, ReadModels(mongo_db, cipher), chunk_strings, summaries),
-    }
-    await index.close()
-    await nc.drain()
-
-
-def items(envelopes: list[EventEnvelope]) -> list[Item[EventEnvelope]]:
-    return [Item(e, None) for e in envelopes]  # type: ignore[arg-type]  # msg is only read for rejections
+    async with event_log(mongo_db, nats_url) as log:
+        embedder = BundledEmbedder()
+        index = EdgeVectorIndex(tmp_path, "vectors")
+        await index.ensure_collection(embedder.dimensions)
+        summaries = SummariesReadModel(mongo_db, log.cipher)
+        yield {
+            "query": (await embedder.embed(["the password at the gate"]))[0],
+            "store": log.store,
+            "index": index,
+            "summaries": summaries,
+            "summarizer": Summarizer(
+                log.store,
+                log.relay,
+                embedder,
+                summaries,
+                SummarizerSettings(first_at=5, every=10, max_active=2, consolidate_batch=2),
+            ),
+            "embedding": EmbeddingHandler(index, embedder, ReadModels(mongo_db, log.cipher), chunk_strings, summaries),
+        }
+        await index.close()
 
 
 async def summary_ids(index: EdgeVectorIndex, query: list[float], flt: VectorFilter) -> set[str]:

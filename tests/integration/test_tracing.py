@@ -30,8 +30,7 @@ from shared import subjects
 from shared.events.recorded import MESSAGE_RECORDED, MESSAGES_WITNESSED
 from shared.settings import TelemetrySettings
 from shared.telemetry import shutdown_all, tracer_provider
-from shared.vectors.edge import EdgeVectorIndex
-from tests.integration.ingest_stack import Stack, drained, running
+from tests.integration.ingest_stack import Stack, drained, message_created, running_with_vectors
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -67,37 +66,14 @@ def spans() -> Iterator[InMemorySpanExporter]:
 
 @pytest.fixture
 async def stack(nats_url: str, mongo_url: str, db_name: str, tmp_path: Path) -> AsyncIterator[Stack]:
-    index = EdgeVectorIndex(tmp_path, "vectors")
-    await index.ensure_collection(DIMENSIONS)
-    try:
-        async with running(
-            nats_url,
-            mongo_url,
-            db_name,
-            [ingest.create_router, embedding.create_router, memory_extractor.create_router],
-            vectors=index,
-            embedder=ConstantEmbedder(),
-        ) as s:
-            yield s
-    finally:
-        await index.close()
+    routers = [ingest.create_router, embedding.create_router, memory_extractor.create_router]
+    async with running_with_vectors(nats_url, mongo_url, db_name, routers, tmp_path, ConstantEmbedder()) as s:
+        yield s
 
 
 def created(message_id: str) -> bytes:
-    return json.dumps(
-        {
-            "tenant_id": "t1",
-            "user_id": "u1",
-            "conversation_id": "c1",
-            "message_id": message_id,
-            "role": "user",
-            "author_id": "knight",
-            "author_name": "Sir Ann",
-            "content": f"The dragon sleeps under the old mill ({message_id}).",
-            "created_at": datetime(2024, 5, 1, 12, 0, tzinfo=UTC).isoformat(),
-            "bot_ids": ["eli"],
-        }
-    ).encode()
+    content = f"The dragon sleeps under the old mill ({message_id})."
+    return json.dumps(message_created(message_id, content, datetime(2024, 5, 1, 12, 0, tzinfo=UTC))).encode()
 
 
 def consumer_spans(exporter: InMemorySpanExporter, service: str, subject: str) -> list[ReadableSpan]:

@@ -5,17 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.context_assembler.assembly import (
-    AssemblyInput,
-    BotProfile,
-    ChatLine,
-    KnowledgeItem,
-    MemoryItem,
-    PersonaProfile,
-    assemble,
-    reachable_history,
-)
+from services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
+from services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, MemoryItem, PersonaProfile
 from shared.tokens import estimate_tokens
+from tests.budget_checks import assert_newest_history, assert_within_budget
 
 BOT = BotProfile("bot-1", "Captain Mirelle", "You are a weary airship captain. Speak tersely.")
 PERSONA = PersonaProfile("p-1", "Tobin", "A young stowaway with a secret.", ("curious", "nimble"))
@@ -146,14 +139,9 @@ def test_total_never_exceeds_budget_unless_system_and_persona_alone_do(
         min_history=min_history,
     )
     reply = assemble(inp)
-    fixed = sum(s.tokens for s in reply.sections if s.name in ("system", "persona"))
-    assert reply.token_count == sum(s.tokens for s in reply.sections)
-    if fixed <= max_tokens:
-        assert reply.token_count <= max_tokens
-    else:
+    if not assert_within_budget(reply, max_tokens):
         assert [s.name for s in reply.sections] == ["system", "persona"][: len(reply.sections)]
-    kept = [int(s.id[1:]) for s in reply.sources if s.kind == "message" and s.id.startswith("h")]
-    assert kept == list(range(len(hist) - len(kept), len(hist))), "history kept is the newest contiguous run"
+    assert_newest_history(reply, len(hist))
 
 
 def test_reachable_history_is_the_newest_run_that_fits_the_room_left():

@@ -6,17 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.context_assembler.assembly import (
-    AssemblyInput,
-    BotProfile,
-    ChatLine,
-    KnowledgeItem,
-    LoreItem,
-    MemoryItem,
-    PersonaProfile,
-    assemble,
-    reachable_history,
-)
+from services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
+from services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, LoreItem, MemoryItem, PersonaProfile
+from tests.budget_checks import assert_newest_history, assert_within_budget
 
 BOT = BotProfile("bot-1", "Mirelle", "You are a weary airship captain.")
 PERSONA = PersonaProfile("p-1", "Tobin", "A stowaway.")
@@ -175,12 +167,8 @@ def test_budget_holds_and_only_constant_lore_and_facts_left_out_are_named(
         min_history=min_history,
     )
     reply = assemble(inp)
-    fixed = sum(s.tokens for s in reply.sections if s.name in ("system", "persona"))
-    assert reply.token_count == sum(s.tokens for s in reply.sections)
-    if fixed <= max_tokens:
-        assert reply.token_count <= max_tokens
-    shown = [int(s.id[1:]) for s in reply.sources if s.kind == "message"]
-    assert shown == list(range(len(hist) - len(shown), len(hist))), "the newest contiguous run"
+    assert_within_budget(reply, max_tokens)
+    shown = assert_newest_history(reply, len(hist))  # no retrieved messages here: every message source
     reachable = reachable_history("bot-1", BOT, PERSONA, history, max_tokens, items)
     assert {f"h{i}" for i in shown} <= {h.message_id for h in reachable}
     kept_ids = {s.id for s in reply.sources}

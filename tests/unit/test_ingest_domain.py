@@ -24,6 +24,7 @@ from shared.events.envelope import EventEnvelope
 from shared.events.recorded import REGISTRY, MessageRecorded, conversation_stream
 from shared.readmodels import ConversationState
 from shared.tokens import estimate_tokens
+from tests.envelopes import numbered
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 IDS = {"tenant_id": "t1", "user_id": "u1", "conversation_id": "c1"}
@@ -152,17 +153,8 @@ def test_every_decided_payload_validates_against_the_registry() -> None:
 
 def test_known_from_events_replays_the_tail() -> None:
     def env(version: int, type_: str, payload: dict[str, Any]) -> EventEnvelope:
-        return EventEnvelope(
-            event_id=f"e{version}",
-            type=type_,
-            schema_version=2 if type_ == "message.recorded" else 1,
-            stream_id=conversation_stream("t1", "u1", "c1"),
-            version=version,
-            tenant_id="t1",
-            occurred_at=T0,
-            recorded_at=T0,
-            payload=payload,
-        )
+        schema = 2 if type_ == "message.recorded" else 1
+        return numbered("t1", conversation_stream("t1", "u1", "c1"), version, type_, payload, T0, schema_version=schema)
 
     rec = ConversationDecider(state(4), {}).decide(created("m1")).events[0]
     gone = ConversationDecider(state(), {"m1": KnownMessage(4, False)}).decide(deleted("m1")).events[0]

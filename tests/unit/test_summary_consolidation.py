@@ -25,6 +25,7 @@ from services.summarizer.schemas import SummaryOutput
 from services.summarizer.settings import SummarizerSettings
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import SummaryCreated, SummaryType, summary_stream
+from tests.envelopes import numbered
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 DEFAULTS = SummarizerSettings()
@@ -57,18 +58,7 @@ def summary(
 
 
 def envelope(version: int, type_: str, payload: dict[str, object], causation: str | None = None) -> EventEnvelope:
-    return EventEnvelope(
-        event_id=f"e{version}",
-        type=type_,
-        schema_version=1,
-        stream_id=summary_stream("t", "u", "c"),
-        version=version,
-        tenant_id="t",
-        occurred_at=T0,
-        recorded_at=T0,
-        causation_id=causation,
-        payload=payload,
-    )
+    return numbered("t", summary_stream("t", "u", "c"), version, type_, payload, T0, causation=causation)
 
 
 def test_fold_live_drops_retired_summaries():

@@ -17,6 +17,7 @@ from services.embedding.domain import (
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import SummaryCreated, SummaryRetired, summary_stream
 from shared.tokens import estimate_tokens
+from tests.envelopes import numbered
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 LONG = " ".join(f"Sentence {i} tells how the caravan crossed the salt flats and counted the wells." for i in range(60))
@@ -52,17 +53,7 @@ def retired(sid: str, version: int) -> EventEnvelope:
 
 
 def envelope(version: int, type_: str, payload: dict[str, object]) -> EventEnvelope:
-    return EventEnvelope(
-        event_id=f"e{version}",
-        type=type_,
-        schema_version=1,
-        stream_id=summary_stream("t", "u", "c"),
-        version=version,
-        tenant_id="t",
-        occurred_at=T0,
-        recorded_at=T0,
-        payload=payload,
-    )
+    return numbered("t", summary_stream("t", "u", "c"), version, type_, payload, T0)
 
 
 def plan(events: list[EventEnvelope], inactive: set[str] | None = None) -> Plan:
