@@ -15,7 +15,6 @@ import nats
 import pytest
 
 from services.embedding.app import chunk_strings
-from services.embedding.domain import point_id
 from services.embedding.handlers import EmbeddingHandler
 from services.summarizer.consolidation import fold_live
 from services.summarizer.handlers import Summarizer
@@ -31,6 +30,7 @@ from shared.events.recorded import REGISTRY, conversation_stream, summary_stream
 from shared.readmodels import ReadModels
 from shared.readmodels.summaries import SummariesReadModel
 from shared.vectors.edge import EdgeVectorIndex
+from shared.vectors.points import point_id
 from shared.vectors.port import Match, VectorFilter
 
 pytestmark = pytest.mark.integration
