@@ -8,21 +8,9 @@ Scoping: attachments are looked up by target ids that start with the tenant (``b
 ``conversation/<tenant>/<user>/<conversation>``) and books by ids under the tenant, so another tenant, or a
 bot the book is not attached to, never sees it; the caches are keyed by tenant too.
 
-Activation (``activate_lore``, pure): SillyTavern's global defaults (scan depth 2, 25% of the context as the
-World Info budget, ...) over the history window, oldest first, with the request's ``user_message`` as the
-newest message. The probability seed is the conversation and turn, so a repeated request activates the same
-entries. Entries that opt into the persona's description or the character's description (``matchPersona
-Description``, ``matchCharacterDescription``) scan the active persona's description and the bot's instructions;
-mnemo models no separate personality, scenario, depth prompt or creator notes, so those flags scan nothing.
-Timed effects (sticky, cooldown, delay) use the conversation's stored state and length (``timed.py``).
-
-Vector activation (``LoreLoader.similar``): when an attached book has enabled entries in ``vector`` or
-``hybrid`` mode, the last ``query_messages`` messages plus the ``user_message`` (newest first) are embedded and
-searched among the ``lore_entry`` points (written by the embedding service) with the tenant and the attached
-books' ids INSIDE the vector query; hits with a cosine of at least ``threshold`` (best chunk per entry, the
-``max_entries`` best entries) are force-activated in the engine, which then applies every non-keyword rule,
-the budget and the order exactly as for keyword hits. Their source ``detail`` is ``similarity: 0.71``. A
-failed or slow embed/search degrades to keyword-only lore and names ``lore_vectors`` in ``degraded``.
+Activation (:func:`activate_lore_state`, pure) follows SillyTavern's global defaults over the history window;
+timed effects (sticky, cooldown, delay) use the conversation's stored state (``timed.py``). Vector activation
+(:meth:`LoreLoader.similar`) forces the entries whose ``lore_entry`` points are close to the chat.
 """
 
 from __future__ import annotations
@@ -45,11 +33,11 @@ from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.model import Lorebook, WorldInfoSettings
 from shared.readmodels.lore import LorebookRef, LorebookView
-from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndex
+from shared.vectors import points as vp
+from shared.vectors.port import ScoredPoint, VectorIndex
 
 log = logging.getLogger(__name__)
 TIMED_TIMEOUT_S = 1.0  # each of the timed state's read and write (a read-model lookup, one append)
-LORE_KIND = "lore_entry"  # the points of ``services.embedding.domain.lore_points``
 
 
 K = TypeVar("K")
@@ -184,7 +172,17 @@ class LoreLoader:
     async def similar(
         self, req: ContextAssembleRequest, books: Sequence[ActiveBook], history: Sequence[ChatLine], degraded: list[str]
     ) -> dict[str, float]:
-        """Vector activation: engine ident (``<book>@<version>.<uid>``) -> cosine of the entries to force."""
+        """Vector activation: engine ident (``<book>@<version>.<uid>``) -> cosine of the entries to force.
+
+        When an attached book has enabled entries in ``vector`` or ``hybrid`` mode, the last ``query_messages``
+        messages plus the ``user_message`` (newest first) are embedded and searched among the ``lore_entry``
+        points (written by the embedding service) with the tenant and the attached books' ids INSIDE the vector
+        query (``shared.vectors.points.lore_books``); hits with a cosine of at least ``threshold`` (best chunk
+        per entry, the ``max_entries`` best entries) are force-activated in the engine, which then applies
+        every non-keyword rule, the budget and the order exactly as for keyword hits. Their source ``detail``
+        is ``similarity: 0.71``. A failed or slow embed/search degrades to keyword-only lore and names
+        ``lore_vectors`` in ``degraded``.
+        """
         vs = self.vector_settings
         eligible = [b for b in books if self._has_vector_entries(req.tenant_id, b)]
         text = vector_query(history, req.user_message, vs.query_messages)
@@ -213,9 +211,7 @@ class LoreLoader:
         vs = self.vector_settings
         compiled_ids = {b.book_id.split("@", 1)[0]: b.book_id for b in books}
         [vector] = await embedder.embed([text])
-        flt = VectorFilter.where(tenant_id=tenant_id, kind=LORE_KIND).and_(
-            Match("lorebook_id", tuple(sorted(compiled_ids)))
-        )
+        flt = vp.lore_books(tenant_id, compiled_ids)
         points = await index.search(vector, flt, limit=vs.max_entries * 4, score_threshold=vs.threshold)
         return best_entries(points, compiled_ids, vs.max_entries, vs.threshold)
 
@@ -238,8 +234,8 @@ def best_entries(
     Points of books not in ``compiled_ids`` are ignored (the filter already excludes them)."""
     best: dict[str, float] = {}
     for p in points:
-        compiled = compiled_ids.get(str(p.payload.get("lorebook_id")))
-        uid = p.payload.get("uid")
+        compiled = compiled_ids.get(str(p.payload.get(vp.LOREBOOK_ID)))
+        uid = p.payload.get(vp.UID)
         if compiled is None or not isinstance(uid, int) or p.score < threshold:
             continue
         ident = f"{compiled}.{uid}"
@@ -336,6 +332,15 @@ def activate_lore_state(
     scan_data: Mapping[str, str] | None = None,
 ) -> LoreActivation:
     """The placed activated entries, in insertion order, and the timed state after the scan (pure).
+
+    SillyTavern's global defaults (scan depth 2, 25% of the context as the World Info budget, ...) over the
+    history window, oldest first, with ``user_message`` as the newest message. The probability ``seed`` is
+    the conversation and turn (see ``LoreLoader.activate``), so a repeated request activates the same entries.
+    Entries that opt into the persona's description or the character's description (``matchPersona
+    Description``, ``matchCharacterDescription``) scan the active persona's description and the bot's
+    instructions; mnemo models no separate personality, scenario, depth prompt or creator notes, so those
+    flags scan nothing. Timed effects (sticky, cooldown, delay) use the conversation's stored state and
+    length (``timed.py``).
 
     ``similar``: entries forced by vector similarity (see ``LoreLoader.similar``), engine ident -> cosine.
     ``timed`` and ``message_count``: the conversation's stored timed effects and its length (the history is

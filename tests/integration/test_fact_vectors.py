@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from services.context_assembler.reads import ReadModelReads
-from services.context_assembler.retrieval import Gatherer, facts_filter
+from services.context_assembler.retrieval import Gatherer
+from services.context_assembler.search_filters import facts_filter
 from services.context_assembler.settings import AssemblerSettings
 from services.embedding.app import chunk_strings
 from services.embedding.handlers import EmbeddingHandler

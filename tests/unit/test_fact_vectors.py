@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from services.context_assembler.assembly import KnowledgeItem
-from services.context_assembler.retrieval import facts_filter, relevant_first
+from services.context_assembler.hits import relevant_first
+from services.context_assembler.search_filters import facts_filter
 from services.embedding.domain import payload_error, plan_batch
 from services.embedding.facts import FactState, fact_ids_touched
 from services.embedding.plan import Plan
