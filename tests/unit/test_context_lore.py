@@ -19,7 +19,8 @@ from services.context_assembler.assembly import (
     assemble,
     reachable_history,
 )
-from services.context_assembler.lore import LoreLoader, activate_lore
+from services.context_assembler.lore import LoreLoader
+from services.context_assembler.lore_activation import activate_lore
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.model import Lorebook, LoreEntry
 from shared.readmodels.lore import LorebookRef, LorebookView

@@ -9,7 +9,9 @@ from typing import Any, cast
 
 from services.context_assembler.activation.compiled import ActiveBook, compile_lore
 from services.context_assembler.items import ChatLine
-from services.context_assembler.lore import LoreLoader, activate_lore, best_entries, vector_query
+from services.context_assembler.lore import LoreLoader
+from services.context_assembler.lore_activation import activate_lore
+from services.context_assembler.lore_vectors import best_entries, vector_query
 from services.embedding.chunking import LORE_MAX_TOKENS
 from services.embedding.lore_entries import lore_chunks, plan_lore
 from services.embedding.plan import Plan
