@@ -69,6 +69,8 @@ async def _nothing() -> list[ActiveBook]:
 
 
 class Gatherer:
+    """Gathers what one request's context is assembled from (:meth:`gather`); never fails a request."""
+
     def __init__(
         self,
         reads: ContextReads,
