@@ -77,10 +77,10 @@ from shared import subjects
 from shared.bootstrap import Core
 from shared.events.contract import ContextAssembleRequest
 from shared.events.recorded import bot_stream
-from shared.presence import visible_audience
 from shared.readmodels import ReadModels
 from shared.sparse import query_vector
-from shared.vectors.port import Match, VectorFilter
+from shared.vectors import points
+from shared.vectors.port import VectorFilter
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT / "shared" / "eval" / "realtalk"
@@ -260,11 +260,9 @@ async def raw_references(core: Core, scene: Scene, messages: list[str]) -> dict[
     assert core.vectors is not None
     assert core.embedder is not None
     index, embedder = core.vectors, core.embedder
-    # The assembler's message filter (services/context_assembler/retrieval.messages_filter), built here from
-    # the port so the reference does not depend on the assembler's internals.
-    flt = VectorFilter.where(
-        tenant_id=scene.tenant, user_id=scene.user_id, conversation_id=scene.conversation_id, kind="message"
-    ).and_(Match("audience", visible_audience(scene.bot_id)))
+    # The assembler's message filter (services/context_assembler/search_filters.messages_filter), built here
+    # from the shared point schema so the reference does not depend on the assembler's internals.
+    flt = points.witnessed_messages(scene.tenant, scene.user_id, scene.conversation_id, scene.bot_id)
     out: dict[str, list[float]] = {"embed": [], "dense": [], "hybrid": []}
     await embedder.embed(messages[:5])  # warm
     for text in messages:

@@ -9,11 +9,11 @@ in process, on the same data and with the same code where it matters:
   (brute-force cosine, as the baselines of ``bench.retrieval``);
 - the same fusion as the vector query: reciprocal rank fusion (k = 60) of the dense and the lexical top
   ``pool`` (three times the 20 slots), the last ``history`` turns excluded as the history window is;
-- the same query: ``retrieval.query_text`` takes the names of who speaks in the history window out of the
+- the same query: ``search_query.query_text`` takes the names of who speaks in the history window out of the
   question (for the dense and the lexical query alike), ``rank_candidates`` sees the question as asked;
 - the same re-ranking: ``services.context_assembler.ranking.rank_candidates`` on that pool.
 
-What it does not model: chunking of long turns, the separate dated search of ``retrieval.py``, summaries
+What it does not model: chunking of long turns, the separate dated search of ``search.py``, summaries
 and facts in the collection (they change the IDF a little). Its figures are therefore close to, not equal
 to, the full benchmark's; use it to compare levers, and the full benchmark for the system's figure.
 
@@ -39,7 +39,7 @@ import shared.sparse as sparse
 from bench.retrieval import DEFAULT_DATA, KS, Chat, load_chats, mean, recall
 from bench.retrieval_baselines import top_k
 from services.context_assembler.items import ChatLine
-from services.context_assembler.retrieval import participant_names, without_names
+from services.context_assembler.search_query import participant_names, without_names
 from shared.embedders.bundled import BundledEmbedder
 
 RRF_K = 60
@@ -65,7 +65,7 @@ def levers(**values: Any) -> Iterator[None]:
 
 
 def search_text(chat: Chat, question: str, history: int) -> str:
-    """The question as ``retrieval.query_text`` searches it (names of the history window's speakers out)."""
+    """The question as ``search_query.query_text`` searches it (names of the history window's speakers out)."""
     if not STRIP_NAMES or history <= 0:
         return question
     window = [ChatLine(t.dia_id, i, t.role, t.speaker, t.text) for i, t in enumerate(chat.turns[-history:])]

@@ -28,12 +28,11 @@ from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.settings import Settings
-from shared.vectors.port import Match, VectorFilter
+from shared.vectors import points
 
 log = logging.getLogger("mnemo.replay")
 
 BATCH = 500
-VECTOR_KINDS = ("message", "summary", "legacy_memory", "lore_entry", "fact")
 
 
 def embeddable(events: Sequence[EventEnvelope]) -> list[EventEnvelope]:
@@ -71,7 +70,7 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
             projections = (read_models, summaries, witnessed, lore, legacy, knowledge, LoreTimedReadModel(core.db))
             for projection in projections:
                 await projection.drop_all()
-            await vectors.delete(VectorFilter(must=(Match("kind", VECTOR_KINDS),)))
+            await vectors.delete(points.all_kinds())
             return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding)
         finally:
             await core.close()

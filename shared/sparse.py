@@ -14,10 +14,7 @@ the same term ids in any process, on any machine, in any release:
   "hiking" finds "hiked" and "games" finds "game" (+0.04 R@10 for BM25 alone on the REALTALK dev set);
 - term id: the first 4 bytes of ``blake2b(token)`` as an unsigned 32-bit integer (never Python's
   ``hash()``, which is salted per process). Collisions at 2**32 are negligible for a chat vocabulary;
-- document value: BM25 term-frequency saturation ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl))``
-  with ``k1 = 1.2``, ``b = 0.75`` and a FIXED ``avgdl = 16`` tokens (about a chat message after stop words):
-  the true corpus average is per tenant and moves over time, and a vector written today must not need
-  rewriting tomorrow, so the length normalisation is against a constant;
+- document value: BM25 term-frequency saturation with a FIXED average length (:func:`document_vector`);
 - query value: 1.0 per distinct term, so the engine's score is ``sum(idf(t) * saturated_tf(t, doc))``,
   the BM25 formula; :func:`terms_vector` lets secondary text (recent history) add its terms at a lower
   weight.
@@ -163,7 +160,13 @@ def _by_id(weights: dict[int, float]) -> SparseVector:
 
 
 def document_vector(text: str) -> SparseVector:
-    """BM25-saturated term frequencies of ``text`` (empty when it has no words)."""
+    """BM25-saturated term frequencies of ``text`` (empty when it has no words).
+
+    ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl))`` with ``k1 = 1.2``, ``b = 0.75`` and a FIXED
+    ``avgdl = 16`` tokens (about a chat message after stop words): the true corpus average is per tenant and
+    moves over time, and a vector written today must not need rewriting tomorrow, so the length
+    normalisation is against a constant.
+    """
     toks = tokens(text)
     norm = K1 * (1 - B + B * len(toks) / AVGDL)
     weights: dict[int, float] = {}

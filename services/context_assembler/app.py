@@ -7,11 +7,12 @@ from typing import Any
 from faststream.nats import NatsRouter
 from pymongo.asynchronous.database import AsyncDatabase
 
+from services.context_assembler.context_reads import ContextReads
 from services.context_assembler.faults import SwitchableIndex
 from services.context_assembler.handlers import answer
 from services.context_assembler.lore import LoreLoader
 from services.context_assembler.reads import ReadModelReads
-from services.context_assembler.retrieval import ContextReads, Gatherer
+from services.context_assembler.retrieval import Gatherer
 from services.context_assembler.settings import SECTION, AssemblerSettings
 from services.context_assembler.timed import TimedStates
 from services.context_assembler.timed_readmodel import LoreTimedReadModel

@@ -8,21 +8,10 @@ Scoping: attachments are looked up by target ids that start with the tenant (``b
 ``conversation/<tenant>/<user>/<conversation>``) and books by ids under the tenant, so another tenant, or a
 bot the book is not attached to, never sees it; the caches are keyed by tenant too.
 
-Activation (``activate_lore``, pure): SillyTavern's global defaults (scan depth 2, 25% of the context as the
-World Info budget, ...) over the history window, oldest first, with the request's ``user_message`` as the
-newest message. The probability seed is the conversation and turn, so a repeated request activates the same
-entries. Entries that opt into the persona's description or the character's description (``matchPersona
-Description``, ``matchCharacterDescription``) scan the active persona's description and the bot's instructions;
-mnemo models no separate personality, scenario, depth prompt or creator notes, so those flags scan nothing.
-Timed effects (sticky, cooldown, delay) use the conversation's stored state and length (``timed.py``).
-
-Vector activation (``LoreLoader.similar``): when an attached book has enabled entries in ``vector`` or
-``hybrid`` mode, the last ``query_messages`` messages plus the ``user_message`` (newest first) are embedded and
-searched among the ``lore_entry`` points (written by the embedding service) with the tenant and the attached
-books' ids INSIDE the vector query; hits with a cosine of at least ``threshold`` (best chunk per entry, the
-``max_entries`` best entries) are force-activated in the engine, which then applies every non-keyword rule,
-the budget and the order exactly as for keyword hits. Their source ``detail`` is ``similarity: 0.71``. A
-failed or slow embed/search degrades to keyword-only lore and names ``lore_vectors`` in ``degraded``.
+Activation (``lore_activation.py``, pure) follows SillyTavern's global defaults over the history window;
+timed effects (sticky, cooldown, delay) use the conversation's stored state (``timed.py``). Vector activation
+(:meth:`LoreLoader.similar`, ``lore_vectors.py``) forces the entries whose ``lore_entry`` points are close
+to the chat.
 """
 
 from __future__ import annotations
@@ -30,14 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar
 
-from services.context_assembler.activation.activation import ActivatedEntry, ChatMessage, ScanRequest, activate
 from services.context_assembler.activation.compiled import ActiveBook, CompiledLore, compile_lore
-from services.context_assembler.activation.timed import TimedState
 from services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
+from services.context_assembler.lore_activation import activate_lore_state, scan_texts, unversioned, versioned
+from services.context_assembler.lore_vectors import best_entries, has_vector_entries, vector_query
 from services.context_assembler.settings import LoreVectorSettings
 from services.context_assembler.timed import TimedStates
 from services.context_assembler.timed_readmodel import EMPTY as EMPTY_TIMED
@@ -45,11 +33,11 @@ from shared.embedders.port import Embedder
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.model import Lorebook, WorldInfoSettings
 from shared.readmodels.lore import LorebookRef, LorebookView
-from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndex
+from shared.vectors import points as vp
+from shared.vectors.port import VectorIndex
 
 log = logging.getLogger(__name__)
 TIMED_TIMEOUT_S = 1.0  # each of the timed state's read and write (a read-model lookup, one append)
-LORE_KIND = "lore_entry"  # the points of ``services.embedding.domain.lore_points``
 
 
 K = TypeVar("K")
@@ -184,7 +172,17 @@ class LoreLoader:
     async def similar(
         self, req: ContextAssembleRequest, books: Sequence[ActiveBook], history: Sequence[ChatLine], degraded: list[str]
     ) -> dict[str, float]:
-        """Vector activation: engine ident (``<book>@<version>.<uid>``) -> cosine of the entries to force."""
+        """Vector activation: engine ident (``<book>@<version>.<uid>``) -> cosine of the entries to force.
+
+        When an attached book has enabled entries in ``vector`` or ``hybrid`` mode, the last ``query_messages``
+        messages plus the ``user_message`` (newest first) are embedded and searched among the ``lore_entry``
+        points (written by the embedding service) with the tenant and the attached books' ids INSIDE the vector
+        query (``shared.vectors.points.lore_books``); hits with a cosine of at least ``threshold`` (best chunk
+        per entry, the ``max_entries`` best entries) are force-activated in the engine, which then applies
+        every non-keyword rule, the budget and the order exactly as for keyword hits. Their source ``detail``
+        is ``similarity: 0.71``. A failed or slow embed/search degrades to keyword-only lore and names
+        ``lore_vectors`` in ``degraded``.
+        """
         vs = self.vector_settings
         eligible = [b for b in books if self._has_vector_entries(req.tenant_id, b)]
         text = vector_query(history, req.user_message, vs.query_messages)
@@ -213,175 +211,6 @@ class LoreLoader:
         vs = self.vector_settings
         compiled_ids = {b.book_id.split("@", 1)[0]: b.book_id for b in books}
         [vector] = await embedder.embed([text])
-        flt = VectorFilter.where(tenant_id=tenant_id, kind=LORE_KIND).and_(
-            Match("lorebook_id", tuple(sorted(compiled_ids)))
-        )
+        flt = vp.lore_books(tenant_id, compiled_ids)
         points = await index.search(vector, flt, limit=vs.max_entries * 4, score_threshold=vs.threshold)
         return best_entries(points, compiled_ids, vs.max_entries, vs.threshold)
-
-
-def has_vector_entries(book: Lorebook) -> bool:
-    return any(e.activation_mode != "keyword" and not e.disable and e.content.strip() for e in book.entries)
-
-
-def vector_query(history: Sequence[ChatLine], user_message: str, n_messages: int) -> str:
-    """The user_message and the last ``n_messages`` messages, newest first (the embedder truncates the end)."""
-    texts = [user_message] if user_message.strip() else []
-    recent = [h.content for h in history if h.content.strip()][-n_messages:] if n_messages else []
-    return "\n".join([*texts, *reversed(recent)])
-
-
-def best_entries(
-    points: Sequence[ScoredPoint], compiled_ids: Mapping[str, str], limit: int, threshold: float
-) -> dict[str, float]:
-    """Best chunk per entry, the ``limit`` best entries at or above ``threshold``, keyed by engine ident.
-    Points of books not in ``compiled_ids`` are ignored (the filter already excludes them)."""
-    best: dict[str, float] = {}
-    for p in points:
-        compiled = compiled_ids.get(str(p.payload.get("lorebook_id")))
-        uid = p.payload.get("uid")
-        if compiled is None or not isinstance(uid, int) or p.score < threshold:
-            continue
-        ident = f"{compiled}.{uid}"
-        best[ident] = max(best.get(ident, p.score), p.score)
-    top = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-    return dict(top)
-
-
-def activate_lore(
-    lore: CompiledLore,
-    history: Sequence[ChatLine],
-    user_message: str,
-    *,
-    max_tokens: int,
-    seed: str,
-    user_name: str = "User",
-    character: str | None = None,
-    similar: Mapping[str, float] | None = None,
-) -> list[LoreItem]:
-    """The placed activated entries, in insertion order (pure), with no timed-effect state."""
-    return activate_lore_state(
-        lore,
-        history,
-        user_message,
-        max_tokens=max_tokens,
-        seed=seed,
-        user_name=user_name,
-        character=character,
-        similar=similar,
-    ).items
-
-
-def unversioned(state: TimedState) -> TimedState:
-    """Timed records keyed ``<book>.<uid>``: the engine's idents carry the book version the loader compiled
-    (``<book>@<version>.<uid>``), and an edit of the book must not orphan its running effects."""
-
-    def strip(ident: str) -> str:
-        book, uid = ident.rsplit(".", 1)
-        return f"{book.split('@', 1)[0]}.{uid}"
-
-    return _rekey(strip)(state)
-
-
-def versioned(state: TimedState, books: Sequence[ActiveBook]) -> TimedState:
-    """The stored records keyed by the idents of the books as compiled now (inverse of :func:`unversioned`)."""
-    current = {b.book_id.split("@", 1)[0]: b.book_id for b in books}
-
-    def add(ident: str) -> str:
-        book, uid = ident.rsplit(".", 1)
-        return f"{current.get(book, book)}.{uid}"
-
-    return _rekey(add)(state)
-
-
-def _rekey(key: Callable[[str], str]) -> Callable[[TimedState], TimedState]:
-    def apply(state: TimedState) -> TimedState:
-        return TimedState(
-            sticky={key(k): v for k, v in state.sticky.items()},
-            cooldown={key(k): v for k, v in state.cooldown.items()},
-        )
-
-    return apply
-
-
-def scan_texts(bot: BotProfile | None, persona: PersonaProfile | None) -> dict[str, str]:
-    """The extra texts entries may opt into: the persona's description and the character's description (the
-    bot's instructions)."""
-    texts: dict[str, str] = {}
-    if persona is not None and persona.description.strip():
-        texts["persona_description"] = persona.description
-    if bot is not None and bot.system_prompt.strip():
-        texts["character_description"] = bot.system_prompt
-    return texts
-
-
-@dataclass(frozen=True)
-class LoreActivation:
-    items: list[LoreItem]
-    timed: TimedState  # the conversation's timed effects after this scan, to persist
-
-
-def activate_lore_state(
-    lore: CompiledLore,
-    history: Sequence[ChatLine],
-    user_message: str,
-    *,
-    max_tokens: int,
-    seed: str,
-    user_name: str = "User",
-    character: str | None = None,
-    similar: Mapping[str, float] | None = None,
-    timed: TimedState | None = None,
-    message_count: int | None = None,
-    scan_data: Mapping[str, str] | None = None,
-) -> LoreActivation:
-    """The placed activated entries, in insertion order, and the timed state after the scan (pure).
-
-    ``similar``: entries forced by vector similarity (see ``LoreLoader.similar``), engine ident -> cosine.
-    ``timed`` and ``message_count``: the conversation's stored timed effects and its length (the history is
-    only a window of it). ``scan_data``: the extra texts entries may opt into (``persona_description``,
-    ``character_description``; see ``services.context_assembler.activation.compiled.EXTRA_FLAGS``).
-    """
-    similar = similar or {}
-    messages = [ChatMessage(h.author_name or h.role, h.content) for h in history]
-    if user_message.strip():
-        messages.append(ChatMessage(user_name, user_message))
-    scan = ScanRequest(
-        messages=messages,
-        max_context=max_tokens,
-        seed=seed,
-        character=character,
-        forced=frozenset(similar),
-        timed=timed or TimedState(),
-        message_count=message_count,
-        scan_data=dict(scan_data or {}),
-    )
-    result = activate(lore, scan)
-    return LoreActivation([_item(e, similar) for e in result.entries if e.placed], result.timed)
-
-
-def _item(e: ActivatedEntry, similar: Mapping[str, float]) -> LoreItem:
-    book_id = e.book_id.split("@", 1)[0]  # compiled under "<book>@<version>", see LoreLoader.books
-    return LoreItem(
-        book_id,
-        e.entry.uid,
-        e.content,
-        why_text(e, similar),
-        float(e.entry.order),
-        e.entry.constant,
-        position=e.entry.position,
-        depth=e.entry.depth,
-        role=e.entry.role,
-    )
-
-
-def why_text(e: ActivatedEntry, similar: Mapping[str, float] | None = None) -> str:
-    """``key: <key>`` (plus the secondary keys that matched), ``similarity: 0.71`` for a vector hit, or the
-    reason (``constant``, ``sticky``, ...)."""
-    why = e.why
-    if why.kind == "vector" and similar and e.ident in similar:
-        return f"similarity: {similar[e.ident]:.2f}"
-    if why.kind == "key":
-        secondary = f" (secondary: {', '.join(why.secondary)})" if why.secondary else ""
-        return f"key: {why.key}{secondary}"
-    return why.kind

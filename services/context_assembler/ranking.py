@@ -1,30 +1,11 @@
 """Pure ranking of retrieved messages: which of the hybrid search's candidates are shown, and their relevance.
 
-The vector query (``retrieval.py``) returns a pool of candidates in the order of its reciprocal rank fusion
+The vector query (``search.py``) returns a pool of candidates in the order of its reciprocal rank fusion
 of a dense and a lexical search, filtered inside the query (tenant, conversation, what the speaking bot
 witnessed, not in the history window). The pool is several times the slots; this module re-ranks it with
-what the index alone does not know, then cuts it to the slots. Each lever was measured on the REALTALK dev
-set (``make bench-retrieval``; the README lists its gain):
-
-1. Fused order (:func:`rank_base`): a candidate's base score is ``(K + 1) / (K + rank)`` of its place in the
-   fused list (1.0 for the first), not its dense cosine: the fusion is what found it.
-2. Conversation neighbours (:func:`neighbour_scores`): a message right before or after a strong candidate is
-   often part of the same exchange ("Where did you go?" / "To Miami!"), so each candidate is lifted
-   ``NEIGHBOUR_WEIGHT`` of the way towards the best base score of its neighbours in the pool (up to
-   ``NEIGHBOUR_WIDTH`` positions away, decaying with the distance); never past it, so a run of weak
-   neighbours cannot overtake the best match.
-3. Named participant (:func:`named_participant`): when the query names exactly one author of the candidates
-   ("What are Kate's hobbies?"), that author's messages are boosted by ``PARTICIPANT_BOOST``: what a
-   person said about themselves is the likeliest evidence about them.
-4. Time the query refers to (:func:`referred_window`, ``timerefs.py``): "on 29 Dec
-   2023", "in May", "yesterday", "last week" (relative to ``now``) give a window; candidates written in it
-   are boosted by ``TIME_BOOST``.
-5. Near-duplicate removal (:func:`near_duplicate`): a candidate whose words are nearly those of a better one
-   (Jaccard of stemmed content words at least ``DUPLICATE_JACCARD``) is dropped: it would spend a slot and
-   tokens on nothing new.
-6. Diversity (:func:`mmr`): maximal marginal relevance over the word sets, ``MMR_LAMBDA`` of relevance
-   against ``1 - MMR_LAMBDA`` of similarity to what is already taken.
-7. Minimum relevance: candidates under ``MIN_RELEVANCE`` are never shown.
+what the index alone does not know (the conversation's neighbours, who and when the query names,
+near-duplicates, diversity), then cuts it to the slots: see :func:`rank_candidates` for each lever. Each lever
+was measured on the REALTALK dev set (``make bench-retrieval``; the README lists its gain).
 
 The relevance returned is in [0, 1]: the combined score divided by its maximum possible value (the first of
 the fused list, by the named author, in the referred time), so it is comparable
@@ -188,7 +169,27 @@ def rank_candidates(
     now: float,
     rerank: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
-    """The ``limit`` best candidates as ``(key, relevance)``, best first (see the module docstring).
+    """The ``limit`` best candidates as ``(key, relevance)``, best first, relevance in [0, 1].
+
+    1. Fused order (:func:`rank_base`): a candidate's base score is ``(K + 1) / (K + rank)`` of its place in the
+       fused list (1.0 for the first), not its dense cosine: the fusion is what found it.
+    2. Conversation neighbours (:func:`neighbour_scores`): a message right before or after a strong candidate is
+       often part of the same exchange ("Where did you go?" / "To Miami!"), so each candidate is lifted
+       ``NEIGHBOUR_WEIGHT`` of the way towards the best base score of its neighbours in the pool (up to
+       ``NEIGHBOUR_WIDTH`` positions away, decaying with the distance); never past it, so a run of weak
+       neighbours cannot overtake the best match.
+    3. Named participant (:func:`named_participant`): when the query names exactly one author of the candidates
+       ("What are Kate's hobbies?"), that author's messages are boosted by ``PARTICIPANT_BOOST``: what a
+       person said about themselves is the likeliest evidence about them.
+    4. Time the query refers to (:func:`referred_window`, ``timerefs.py``): "on 29 Dec
+       2023", "in May", "yesterday", "last week" (relative to ``now``) give a window; candidates written in it
+       are boosted by ``TIME_BOOST``.
+    5. Near-duplicate removal (:func:`near_duplicate`): a candidate whose words are nearly those of a better one
+       (Jaccard of stemmed content words at least ``DUPLICATE_JACCARD``) is dropped: it would spend a slot and
+       tokens on nothing new.
+    6. Diversity (:func:`mmr`): maximal marginal relevance over the word sets, ``MMR_LAMBDA`` of relevance
+       against ``1 - MMR_LAMBDA`` of similarity to what is already taken.
+    7. Minimum relevance: candidates under ``MIN_RELEVANCE`` are never shown.
 
     ``rerank`` (a re-ranking model's score in [0, 1] per key, when one is configured) replaces the fused
     rank as the base score of the keys it covers. ``now`` (epoch seconds) anchors relative times in the

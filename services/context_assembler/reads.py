@@ -12,8 +12,8 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from services.context_assembler.assembly import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
-from services.context_assembler.retrieval import LegacyText, SummaryText
+from services.context_assembler.context_reads import LegacyText, SummaryText
+from services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
 from shared.crypto import FieldCipher
 from shared.presence import bot_may_see
 from shared.readmodels import MessageView, ReadModels

@@ -5,7 +5,7 @@ codec). Unknown event types or undecodable events are dead-lettered by the consu
 does not handle are acked and ignored; a handled event whose payload fails its model is dead-lettered with
 the reason. Everything else is acked once its vectors are written; a failure (embedder or index
 unavailable) naks the batch for a retry with backoff. Idempotency key: deterministic point ids (see
-``domain.py``).
+``shared/vectors/points.py``).
 
 Throughput: every text of the fetched batch goes to the embedder in ONE call (the embedder batches
 internally), so the per-message overhead is a dict and a chunk split, not a model call. Each point also
@@ -17,22 +17,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from services.embedding.domain import (
-    LORE_VECTOR_EVENTS,
-    MESSAGE_EVENTS,
-    PAYLOAD_MODELS,
-    Chunker,
-    FactState,
-    Plan,
-    fact_ids_touched,
-    latest_message_events,
-    payload_error,
-    plan_batch,
-)
+from services.embedding.domain import PAYLOAD_MODELS, payload_error, plan_batch
+from services.embedding.facts import FactState, fact_ids_touched
+from services.embedding.legacy_memories import created_legacy_ids
+from services.embedding.lore_entries import lore_touched
+from services.embedding.messages import latest_message_events
+from services.embedding.plan import Chunker, Plan
+from services.embedding.summaries import created_summary_ids
 from shared.delivery import Completion, Item, Rejection
 from shared.embedders.port import Embedder
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import LEGACY_LORE_CREATED, SUMMARY_CREATED
 from shared.lore.history import BookState
 from shared.readmodels import ReadModels
 from shared.readmodels.knowledge import ACTIVE, KnowledgeReadModel
@@ -114,7 +108,7 @@ class EmbeddingHandler:
         """The plan of ``events`` and the vectors of its points; nothing is written yet."""
         if not events:
             return Prepared(Plan(), [])
-        keys = list(latest_message_events(e for e in events if e.type in MESSAGE_EVENTS))
+        keys = list(latest_message_events(events))
         statuses = await self._read_models.message_status(keys, scene=True) if keys else {}
         inactive = await self._inactive_summaries(events)
         plan = plan_batch(
@@ -149,10 +143,7 @@ class EmbeddingHandler:
         """The batch's created summaries that the summaries read model already shows retired."""
         if self._summaries is None:
             return set()
-        by_tenant: dict[str, list[str]] = {}
-        for env in events:
-            if env.type == SUMMARY_CREATED.name:
-                by_tenant.setdefault(env.tenant_id, []).append(str(env.payload["summary_id"]))
+        by_tenant = created_summary_ids(events)
         out: set[str] = set()
         for tenant_id, ids in by_tenant.items():
             out |= await self._summaries.inactive(tenant_id, ids)
@@ -162,25 +153,21 @@ class EmbeddingHandler:
         """The batch's created legacy lore entries that the legacy lore read model already shows deleted."""
         if self._legacy is None:
             return set()
-        by_tenant: dict[str, list[str]] = {}
-        for env in events:
-            if env.type == LEGACY_LORE_CREATED.name:
-                by_tenant.setdefault(env.tenant_id, []).append(str(env.payload["legacy_id"]))
+        by_tenant = created_legacy_ids(events)
         out: set[str] = set()
         for tenant_id, ids in by_tenant.items():
             out |= await self._legacy.deleted(tenant_id, ids)
         return out
 
     async def _lore_books(self, events: list[EventEnvelope]) -> dict[tuple[str, str], BookState | None] | None:
-        """The current state of every book the batch's lorebook events touch (see ``domain.plan_lore``)."""
+        """The current state of every book the batch's lorebook events touch (see ``lore_entries.plan_lore``)."""
         if self._lore is None:
             return None
-        keys = {(e.tenant_id, str(e.payload["lorebook_id"])) for e in events if e.type in LORE_VECTOR_EVENTS}
-        return {key: await self._lore.state(*key) for key in sorted(keys)}
+        return {key: await self._lore.state(*key) for key in sorted(lore_touched(events))}
 
     async def _fact_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], FactState] | None:
         """The knowledge read model's view of every fact the batch's knowledge events name (see
-        ``domain.plan_facts``); facts it does not hold yet are absent."""
+        ``facts.plan_facts``); facts it does not hold yet are absent."""
         if self._knowledge is None:
             return None
         out: dict[tuple[str, str], FactState] = {}

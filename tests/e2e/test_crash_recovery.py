@@ -17,10 +17,10 @@ import nats
 import pytest
 from pymongo import AsyncMongoClient
 
-from services.embedding.domain import point_id
 from shared.events.recorded import conversation_stream
 from shared.settings import Settings
 from shared.vectors.factory import build_vector_index
+from shared.vectors.points import point_id
 from shared.vectors.port import VectorFilter
 from tests.e2e.stackproc import StackProcess
 

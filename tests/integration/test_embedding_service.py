@@ -16,7 +16,6 @@ import pytest
 
 from services.embedding.app import chunk_strings
 from services.embedding.app import create_router as embedding_router
-from services.embedding.domain import point_id
 from services.embedding.handlers import EmbeddingHandler
 from services.ingest.app import create_router as ingest_router
 from shared import subjects
@@ -28,6 +27,7 @@ from shared.events.recorded import conversation_stream, summary_stream
 from shared.readmodels import ReadModels
 from shared.sparse import query_vector
 from shared.vectors.edge import EdgeVectorIndex
+from shared.vectors.points import point_id
 from shared.vectors.port import Match, VectorFilter
 from tests.envelopes import recorded
 from tests.integration.ingest_stack import Stack, StackFactory, dead_letters, drained, message_created

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from services.context_assembler.reads import ReadModelReads
-from services.context_assembler.retrieval import Gatherer, facts_filter
+from services.context_assembler.retrieval import Gatherer
+from services.context_assembler.search_filters import facts_filter
 from services.context_assembler.settings import AssemblerSettings
 from services.embedding.app import chunk_strings
-from services.embedding.domain import point_id
 from services.embedding.handlers import EmbeddingHandler
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.embedders.bundled import BundledEmbedder
@@ -41,6 +41,7 @@ from shared.events.recorded import (
 from shared.readmodels import ReadModels
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.vectors.edge import EdgeVectorIndex
+from shared.vectors.points import point_id
 from shared.vectors.port import Match, VectorFilter
 
 pytestmark = pytest.mark.integration

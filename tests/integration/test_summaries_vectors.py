@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from services.embedding.app import chunk_strings
-from services.embedding.domain import point_id
 from services.embedding.handlers import EmbeddingHandler
 from services.summarizer.consolidation import fold_live
 from services.summarizer.handlers import Summarizer
@@ -24,6 +23,7 @@ from shared.events.recorded import conversation_stream, summary_stream
 from shared.readmodels import ReadModels
 from shared.readmodels.summaries import SummariesReadModel
 from shared.vectors.edge import EdgeVectorIndex
+from shared.vectors.points import point_id
 from shared.vectors.port import Match, VectorFilter
 from tests.integration.event_log import event_log, items
 

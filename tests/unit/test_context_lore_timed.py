@@ -6,7 +6,7 @@ from __future__ import annotations
 from services.context_assembler.activation.compiled import ActiveBook, compile_lore
 from services.context_assembler.activation.timed import TimedState
 from services.context_assembler.items import BotProfile, ChatLine, PersonaProfile
-from services.context_assembler.lore import activate_lore_state, scan_texts, unversioned, versioned
+from services.context_assembler.lore_activation import activate_lore_state, scan_texts, unversioned, versioned
 from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
 BOOK = Lorebook(

@@ -8,17 +8,11 @@ from datetime import UTC, datetime
 import pytest
 
 from services.context_assembler.assembly import KnowledgeItem
-from services.context_assembler.retrieval import facts_filter, relevant_first
-from services.embedding.domain import (
-    FACT_KIND,
-    FactState,
-    Plan,
-    fact_filter,
-    fact_ids_touched,
-    payload_error,
-    plan_batch,
-    point_id,
-)
+from services.context_assembler.hits import relevant_first
+from services.context_assembler.search_filters import facts_filter
+from services.embedding.domain import payload_error, plan_batch
+from services.embedding.facts import FactState, fact_ids_touched
+from services.embedding.plan import Plan
 from shared.events.contract import ContextAssembleRequest
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import (
@@ -29,6 +23,7 @@ from shared.events.recorded import (
     FactUnpromoted,
     knowledge_stream,
 )
+from shared.vectors.points import FACT, facts_by_id, point_id
 from shared.vectors.port import Match, VectorFilter
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -108,7 +103,7 @@ def test_a_learned_fact_is_one_point_for_its_character_only() -> None:
     p = plan([learned("f1", 1)])
     assert p.deletions == []
     [pt] = p.points
-    assert pt.id == point_id(FACT_KIND, "t", "u", "", "f1", 0)
+    assert pt.id == point_id(FACT, "t", "u", "", "f1", 0)
     assert pt.text == "Ana lives in Port Vell."
     assert pt.payload == {
         "tenant_id": "t",
@@ -130,7 +125,7 @@ def test_facts_are_not_indexed_without_the_knowledge_read_model() -> None:
 
 def test_retirement_deletes_and_a_fact_retired_in_the_same_batch_is_not_indexed() -> None:
     p = plan([learned("f1", 1), learned("f2", 2), retired("f1", 3)])
-    assert p.deletions == [fact_filter("t", ["f1"])]
+    assert p.deletions == [facts_by_id("t", ["f1"])]
     assert list(scopes(p)) == ["f2"]
 
 
@@ -141,7 +136,7 @@ def test_a_late_redelivered_creation_of_a_retired_fact_stays_out() -> None:
 
 def test_consolidation_indexes_the_merged_fact_and_deletes_the_folded_ones() -> None:
     p = plan([learned("a", 1), learned("b", 2), consolidated("m", 3, ["a", "b"])])
-    assert p.deletions == [fact_filter("t", ["a", "b"])]
+    assert p.deletions == [facts_by_id("t", ["a", "b"])]
     assert list(scopes(p)) == ["m"]
     assert p.points[0].text == "Ana knows the harbour."
 
@@ -149,7 +144,7 @@ def test_consolidation_indexes_the_merged_fact_and_deletes_the_folded_ones() -> 
 def test_a_promotion_rewrites_the_point_with_the_new_scope_and_the_stored_text() -> None:
     p = plan([rescoped("f1", 2, "campaign:k")], {("t", "f1"): state("f1", "campaign:k", 2)})
     [pt] = p.points
-    assert pt.id == point_id(FACT_KIND, "t", "u", "", "f1", 0)  # same id: an overwrite
+    assert pt.id == point_id(FACT, "t", "u", "", "f1", 0)  # same id: an overwrite
     assert pt.payload["scope"] == "campaign:k"
     assert pt.text == "stored text of f1"
     assert p.deletions == []

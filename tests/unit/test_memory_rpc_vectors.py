@@ -6,8 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from services.embedding.domain import LEGACY_KIND, legacy_filter, legacy_header, plan_batch, point_id
+from services.embedding.domain import plan_batch
+from services.embedding.legacy_memories import legacy_header
 from shared.events.recorded import LegacyLoreCreated, legacy_lore_stream
+from shared.vectors.points import LEGACY_MEMORY, legacy_by_id, point_id
 from shared.vectors.port import Match
 from tests.envelopes import recorded
 
@@ -63,7 +65,7 @@ def test_created_entries_become_points_with_their_metadata() -> None:
         f"{legacy_header(entry())}\nsecond part.",
     ]
     first = plan.points[0]
-    assert first.id == point_id(LEGACY_KIND, "t1", "u1", "", "L1", 0)
+    assert first.id == point_id(LEGACY_MEMORY, "t1", "u1", "", "L1", 0)
     assert first.payload == {
         "tenant_id": "t1",
         "user_id": "u1",
@@ -86,7 +88,7 @@ def test_created_entries_become_points_with_their_metadata() -> None:
 def test_the_last_event_of_an_entry_in_a_batch_wins() -> None:
     deleted = plan_batch(events(CREATED, DELETED), {}, model="m", chunker=split)
     assert deleted.points == []
-    assert deleted.deletions == [legacy_filter("t1", "u1", "L1")]
+    assert deleted.deletions == [legacy_by_id("t1", "u1", "L1")]
     flt = deleted.deletions[0]
     assert Match("kind", ("legacy_memory",)) in flt.must
     assert Match("tenant_id", ("t1",)) in flt.must

@@ -76,7 +76,7 @@ def test_never_raises(text: str) -> None:
 
 
 def test_a_dated_message_narrows_the_search_to_its_window() -> None:
-    from services.context_assembler.retrieval import dated_filter
+    from services.context_assembler.search_filters import dated_filter
     from shared.vectors.port import Range, VectorFilter
 
     base = VectorFilter.where(tenant_id="t", kind="message")

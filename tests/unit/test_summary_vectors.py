@@ -5,18 +5,13 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 
-from services.embedding.domain import (
-    SUMMARY_CHUNK_OVERLAP,
-    SUMMARY_CHUNK_TOKENS,
-    Plan,
-    plan_batch,
-    point_id,
-    summary_chunks,
-    summary_filter,
-)
+from services.embedding.domain import plan_batch
+from services.embedding.plan import Plan
+from services.embedding.summaries import SUMMARY_CHUNK_OVERLAP, SUMMARY_CHUNK_TOKENS, summary_chunks
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import SummaryCreated, SummaryRetired, summary_stream
 from shared.tokens import estimate_tokens
+from shared.vectors.points import point_id, summaries_by_id
 from tests.envelopes import numbered
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -85,7 +80,7 @@ def test_long_summaries_are_chunked_with_overlap():
 def test_retirement_deletes_the_summarys_points():
     p = plan([retired("s1", 5)])
     assert p.points == []
-    assert p.deletions == [summary_filter("t", "u", "c", ["s1"])]
+    assert p.deletions == [summaries_by_id("t", "u", "c", ["s1"])]
 
 
 def test_created_then_retired_in_one_batch_is_not_indexed():

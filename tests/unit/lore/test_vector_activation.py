@@ -9,14 +9,18 @@ from typing import Any, cast
 
 from services.context_assembler.activation.compiled import ActiveBook, compile_lore
 from services.context_assembler.items import ChatLine
-from services.context_assembler.lore import LoreLoader, activate_lore, best_entries, vector_query
+from services.context_assembler.lore import LoreLoader
+from services.context_assembler.lore_activation import activate_lore
+from services.context_assembler.lore_vectors import best_entries, vector_query
 from services.embedding.chunking import LORE_MAX_TOKENS
-from services.embedding.domain import LORE_KIND, Plan, lore_chunks, plan_lore
+from services.embedding.lore_entries import lore_chunks, plan_lore
+from services.embedding.plan import Plan
 from shared.events.contract import ContextAssembleRequest
 from shared.events.recorded import lorebook_stream
 from shared.lore.history import BookState
 from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 from shared.tokens import estimate_tokens
+from shared.vectors.points import LORE_ENTRY
 from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndexUnavailable
 from tests.envelopes import recorded
 
@@ -56,7 +60,7 @@ def test_an_entry_change_deletes_that_entrys_points_and_indexes_its_current_cont
     [point] = plan.points
     assert point.payload == {
         "tenant_id": TENANT,
-        "kind": LORE_KIND,
+        "kind": LORE_ENTRY,
         "lorebook_id": BOOK,
         "uid": 1,
         "source_id": f"{BOOK}:1",

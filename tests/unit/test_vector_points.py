@@ -1,0 +1,333 @@
+"""Writer and readers agree on the vector point schema (``shared/vectors/points.py``).
+
+For every kind, a point the embedding service plans is found by the filter its reader searches with, for the
+same tenant, user, conversation and speaking bot, and not for another tenant; the writer's own deletions
+find it too. A key renamed on one side only (``audience``, ``applies_to``, ``lorebook_id``, ...) fails here
+instead of silently emptying retrieval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from services.context_assembler.activation.compiled import ActiveBook
+from services.context_assembler.lore import LoreLoader
+from services.context_assembler.search_filters import facts_filter, legacy_filter, memories_filter, messages_filter
+from services.embedding.domain import plan_batch
+from services.embedding.plan import Plan
+from shared.events.contract import ContextAssembleRequest
+from shared.events.envelope import EventEnvelope
+from shared.events.recorded import (
+    FactLearned,
+    FactRetired,
+    LegacyLoreCreated,
+    SummaryCreated,
+    SummaryRetired,
+    character_scope,
+    conversation_stream,
+    knowledge_stream,
+    legacy_lore_stream,
+    lorebook_stream,
+    player_scope,
+    summary_stream,
+)
+from shared.lore.history import BookState
+from shared.lore.model import Lorebook, LoreEntry
+from shared.vectors import points as vp
+from shared.vectors.port import (
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    TENANT_FIELD,
+    Match,
+    PayloadValue,
+    Range,
+    ScoredPoint,
+    VectorFilter,
+)
+from tests.envelopes import message_recorded, recorded
+
+T0 = datetime(2026, 4, 1, 12, 0, tzinfo=UTC)
+USER, CONVERSATION, BOT, PERSONA, BOOK = "u1", "c1", "bard", "p1", "book-1"
+
+
+def matches(flt: VectorFilter, payload: Mapping[str, PayloadValue]) -> bool:
+    """The port's filter semantics (``shared/vectors/port.py``, held by every adapter in
+    ``tests/contract``): every ``must`` holds and no ``must_not``; a match on a list field means "contains"."""
+
+    def holds(cond: Match | Range) -> bool:
+        value = payload.get(cond.key)
+        if isinstance(cond, Range):
+            return (
+                isinstance(value, int | float)
+                and (cond.gte is None or value >= cond.gte)
+                and (cond.lte is None or value <= cond.lte)
+            )
+        if isinstance(value, list):
+            return any(v in cond.values for v in value)
+        return value is not None and value in cond.values
+
+    return all(holds(c) for c in flt.must) and not any(holds(c) for c in flt.must_not)
+
+
+def request(tenant: str) -> ContextAssembleRequest:
+    return ContextAssembleRequest(
+        tenant_id=tenant,
+        user_id=USER,
+        conversation_id=CONVERSATION,
+        bot_id=BOT,
+        persona_id=PERSONA,
+        user_message="What did we find at the reef?",
+    )
+
+
+def event(tenant: str, stream: str, type_: str, payload: dict[str, Any], version: int = 1) -> EventEnvelope:
+    return recorded(tenant, stream, version, type_, payload, T0)
+
+
+def summary(tenant: str) -> list[EventEnvelope]:
+    created = SummaryCreated(
+        summary_id="s1",
+        user_id=USER,
+        conversation_id=CONVERSATION,
+        summary_type="short_term",
+        text="They found a glowing reef.",
+        importance=5,
+        participants=[BOT, PERSONA],
+        start_at=T0,
+        end_at=T0 + timedelta(minutes=5),
+        message_ids=["m0"],
+        first_index=0,
+        last_index=0,
+        method="extractive",
+        audience=[BOT],
+    )
+    return [
+        event(tenant, summary_stream(tenant, USER, CONVERSATION), "summary.created", created.model_dump(mode="json"))
+    ]
+
+
+def legacy(tenant: str) -> list[EventEnvelope]:
+    created = LegacyLoreCreated(
+        legacy_id="L1",
+        user_id=USER,
+        memory_id="s0",
+        conversation_id=CONVERSATION,
+        text="The reef glowed the night they met.",
+        participants=[BOT, PERSONA],
+        start_at=T0,
+        end_at=T0,
+        importance=6,
+        emotional_tags=[],
+        applies_to_bots=[BOT],
+        applies_to_personas=[],
+        summary_type="short_term",
+        method="extractive",
+        created_at=T0,
+    )
+    stream = legacy_lore_stream(tenant, USER, "L1")
+    return [event(tenant, stream, "legacy_lore.created", created.model_dump(mode="json"))]
+
+
+def fact(tenant: str) -> FactLearned:
+    return FactLearned(
+        fact_id="f1",
+        character_id=BOT,
+        character_kind="bot",
+        user_id=USER,
+        conversation_id=CONVERSATION,
+        text="The reef glows at night.",
+        subject="reef",
+        fact_type="semantic",
+        confidence=0.9,
+        learned_at=T0,
+        scope=player_scope(USER),
+        message_ids=["m0"],
+        method="pattern",
+    )
+
+
+def facts(tenant: str) -> list[EventEnvelope]:
+    stream = knowledge_stream(tenant, BOT)
+    return [event(tenant, stream, "knowledge.fact_learned", fact(tenant).model_dump(mode="json"))]
+
+
+def message(tenant: str) -> list[EventEnvelope]:
+    return [
+        message_recorded(
+            tenant, USER, CONVERSATION, 0, "We found the reef glowing.", created_at=T0, bot_ids=[BOT], author_id=PERSONA
+        )
+    ]
+
+
+def lore_entry(tenant: str) -> list[EventEnvelope]:
+    stream = lorebook_stream(tenant, BOOK)
+    return [event(tenant, stream, "lorebook.entry_created", {"lorebook_id": BOOK, "uid": 1, "at": T0, "entry": {}})]
+
+
+BOOK_STATE = Lorebook(entries=[LoreEntry(uid=1, content="The reef glows at night.", activation_mode="vector")])
+
+
+def planned(tenant: str, events: Sequence[EventEnvelope]) -> Plan:
+    """The writer's plan, as the embedding service makes it (every source on)."""
+    books = {(tenant, BOOK): BookState(tenant, BOOK, owner_user_id=USER, book=BOOK_STATE, version=2)}
+    return plan_batch(events, {}, model="m", chunker=lambda t: [t], lore_books=books, facts={})
+
+
+class RecordingIndex:
+    """Records the filter of every search (the lore reader builds its own inside ``LoreLoader``)."""
+
+    def __init__(self) -> None:
+        self.filters: list[VectorFilter] = []
+
+    async def search(
+        self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
+    ) -> list[ScoredPoint]:
+        self.filters.append(flt)
+        return []
+
+
+class OneVector:
+    dimensions, model_id = 2, "fake"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+    async def close(self) -> None:
+        return None
+
+
+async def lore_filter(req: ContextAssembleRequest) -> VectorFilter:
+    """The filter the lore reader (``LoreLoader.similar``) searches the attached book with."""
+    index = RecordingIndex()
+    loader = LoreLoader(None, index=index, embedder=OneVector())  # type: ignore[arg-type]
+    degraded: list[str] = []
+    await loader.similar(req, [ActiveBook(f"{BOOK}@2", BOOK_STATE)], [], degraded)
+    assert degraded == []
+    [flt] = index.filters
+    return flt
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str
+    events: Any  # tenant -> the events that write the kind's points
+
+
+KINDS = (
+    Kind(vp.MESSAGE, message),
+    Kind(vp.SUMMARY, summary),
+    Kind(vp.LEGACY_MEMORY, legacy),
+    Kind(vp.LORE_ENTRY, lore_entry),
+    Kind(vp.FACT, facts),
+)
+
+
+async def reader_filter(kind: str, req: ContextAssembleRequest) -> VectorFilter:
+    """The filter the reader of ``kind`` searches with for ``req``."""
+    readers = {
+        vp.MESSAGE: lambda: messages_filter(req),
+        vp.SUMMARY: lambda: memories_filter(req),
+        vp.LEGACY_MEMORY: lambda: legacy_filter(req),
+        vp.FACT: lambda: facts_filter(req),
+    }
+    if kind == vp.LORE_ENTRY:
+        return await lore_filter(req)
+    return readers[kind]()
+
+
+def test_every_kind_the_writer_writes_has_a_reader_here() -> None:
+    assert sorted(k.kind for k in KINDS) == sorted(vp.KINDS)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+async def test_the_reader_finds_the_writers_points_of_its_tenant_only(kind: Kind) -> None:
+    mine, theirs = planned("t1", kind.events("t1")).points, planned("t2", kind.events("t2")).points
+    assert mine
+    assert theirs
+    assert {p.payload[vp.KIND] for p in mine} == {kind.kind}
+    flt = await reader_filter(kind.kind, request("t1"))
+    assert all(matches(flt, p.payload) for p in mine), f"the {kind.kind} reader misses the writer's points"
+    assert not any(matches(flt, p.payload) for p in theirs), f"the {kind.kind} reader sees another tenant"
+    assert all(matches(vp.all_kinds(), p.payload) for p in [*mine, *theirs]), "replay would not wipe them"
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+async def test_the_reader_does_not_see_another_users_or_characters_points(kind: Kind) -> None:
+    mine = planned("t1", kind.events("t1")).points
+    other_user = request("t1").model_copy(update={"user_id": "u2"})
+    other_bot = request("t1").model_copy(update={"bot_id": "elise", "persona_id": None})
+    for req in (other_user, other_bot):
+        if kind.kind == vp.LORE_ENTRY:
+            continue  # lore is scoped by the attached books, not by user or character
+        flt = await reader_filter(kind.kind, req)
+        assert not any(matches(flt, p.payload) for p in mine), (kind.kind, req.user_id, req.bot_id)
+
+
+def deletions(tenant: str) -> dict[str, list[VectorFilter]]:
+    """Per kind: the deletions the writer plans when that kind's item goes away."""
+    retired = SummaryRetired(
+        summary_id="s1",
+        user_id=USER,
+        conversation_id=CONVERSATION,
+        reason="consolidated",
+        replaced_by="x",
+        retired_at=T0,
+    )
+    gone = FactRetired(fact_id="f1", character_id=BOT, user_id=USER, reason="deleted", message_id="m0", retired_at=T0)
+    events = {
+        vp.MESSAGE: event(
+            tenant,
+            conversation_stream(tenant, USER, CONVERSATION),
+            "message.deleted",
+            {"user_id": USER, "conversation_id": CONVERSATION, "message_id": "m0", "deleted_at": T0},
+            version=2,
+        ),
+        vp.SUMMARY: event(
+            tenant, summary_stream(tenant, USER, CONVERSATION), "summary.retired", retired.model_dump(mode="json"), 2
+        ),
+        vp.LEGACY_MEMORY: event(
+            tenant,
+            legacy_lore_stream(tenant, USER, "L1"),
+            "legacy_lore.deleted",
+            {"legacy_id": "L1", "user_id": USER, "memory_id": "s0", "deleted_at": T0.isoformat()},
+            2,
+        ),
+        vp.LORE_ENTRY: event(
+            tenant,
+            lorebook_stream(tenant, BOOK),
+            "lorebook.entry_deleted",
+            {"lorebook_id": BOOK, "uid": 1, "at": T0},
+            2,
+        ),
+        vp.FACT: event(
+            tenant, knowledge_stream(tenant, BOT), "knowledge.fact_retired", gone.model_dump(mode="json"), 2
+        ),
+    }
+    return {kind: planned(tenant, [env]).deletions for kind, env in events.items()}
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+def test_the_writers_deletions_find_its_points_of_its_tenant_only(kind: Kind) -> None:
+    mine, theirs = planned("t1", kind.events("t1")).points, planned("t2", kind.events("t2")).points
+    [flt] = deletions("t1")[kind.kind]
+    assert all(matches(flt, p.payload) for p in mine)
+    assert not any(matches(flt, p.payload) for p in theirs)
+
+
+def test_scopes_the_fact_reader_accepts_include_the_character_scope() -> None:
+    learned = fact("t1").model_copy(update={"scope": character_scope(BOT)})
+    env = event("t1", knowledge_stream("t1", BOT), "knowledge.fact_learned", learned.model_dump(mode="json"))
+    [point] = planned("t1", [env]).points
+    assert matches(facts_filter(request("t1")), point.payload)
+
+
+def test_every_indexed_payload_field_is_written() -> None:
+    """The adapters index these fields (``shared/vectors/port.py``); one the writer no longer writes would
+    leave its filters matching nothing."""
+    written = {key for k in KINDS for p in planned("t1", k.events("t1")).points for key in p.payload}
+    assert {TENANT_FIELD, *KEYWORD_FIELDS, *FLOAT_FIELDS} <= written
