@@ -4,7 +4,7 @@ server; like ``LoreTimedReadModel`` it keeps per conversation the state of the n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from services.context_assembler.activation.timed import TimedState
 from services.context_assembler.timed_readmodel import EMPTY, TimedPort, TimedView
@@ -14,7 +14,7 @@ from shared.events.recorded import LORE_TIMED_STATE_RECORDED, LoreTimedStateReco
 
 class InMemoryLoreTimed:
     def __init__(self) -> None:
-        self.views: dict[str, tuple[str, TimedView]] = {}  # stream id -> (tenant, view)
+        self.docs: dict[str, dict[str, Any]] = {}  # stream id -> the newest recorded state, as recorded
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         for env in events:
@@ -22,16 +22,22 @@ class InMemoryLoreTimed:
                 continue
             p = LoreTimedStateRecorded.model_validate(env.payload)
             stream = lore_timed_stream(env.tenant_id, p.user_id, p.conversation_id)
-            stored = self.views.get(stream)
-            if stored is None or stored[1].version < env.version:
-                state = TimedState.model_validate({"sticky": p.sticky, "cooldown": p.cooldown})
-                self.views[stream] = (env.tenant_id, TimedView(state, env.version, p.message_count))
+            stored = self.docs.get(stream)
+            if stored is None or stored["version"] < env.version:
+                self.docs[stream] = {
+                    "tenant_id": env.tenant_id,
+                    "version": env.version,
+                    "message_count": p.message_count,
+                    "sticky": p.sticky,
+                    "cooldown": p.cooldown,
+                }
 
     async def state(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView:
-        stored = self.views.get(lore_timed_stream(tenant_id, user_id, conversation_id))
-        if stored is None or stored[0] != tenant_id:
+        doc = self.docs.get(lore_timed_stream(tenant_id, user_id, conversation_id))
+        if doc is None or doc["tenant_id"] != tenant_id:
             return EMPTY
-        return stored[1]
+        state = TimedState.model_validate({"sticky": doc["sticky"], "cooldown": doc["cooldown"]})
+        return TimedView(state, int(doc["version"]), int(doc["message_count"]))
 
 
 if TYPE_CHECKING:
