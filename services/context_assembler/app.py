@@ -10,12 +10,12 @@ from pymongo.asynchronous.database import AsyncDatabase
 from services.context_assembler.context_reads import ContextReads
 from services.context_assembler.faults import SwitchableIndex
 from services.context_assembler.handlers import answer
-from services.context_assembler.lore import LoreLoader
+from services.context_assembler.lore import LoreLoader, LoreReads
 from services.context_assembler.reads import ReadModelReads
 from services.context_assembler.retrieval import Gatherer
 from services.context_assembler.settings import SECTION, AssemblerSettings
 from services.context_assembler.timed import TimedStates
-from services.context_assembler.timed_readmodel import LoreTimedReadModel
+from services.context_assembler.timed_readmodel import LoreTimedReadModel, TimedPort
 from shared import subjects
 from shared.events.contract import ContextAssembleReply, ErrorReply
 from shared.readmodels.lore import LoreReadModel
@@ -33,8 +33,14 @@ async def ensure_own_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
 
 
 def create_router(
-    deps: Deps, settings: AssemblerSettings | None = None, reads: ContextReads | None = None
+    deps: Deps,
+    settings: AssemblerSettings | None = None,
+    reads: ContextReads | None = None,
+    *,
+    lore: LoreReads | None = None,
+    timed: TimedPort | None = None,
 ) -> NatsRouter:
+    """``reads``, ``lore``, ``timed``: read models to use instead of the MongoDB ones (component tests)."""
     router = NatsRouter()
     settings = settings or read_section(SECTION, AssemblerSettings)
     index = deps.vectors
@@ -46,11 +52,11 @@ def create_router(
         deps.embedder,
         settings,
         LoreLoader(
-            LoreReadModel(deps.db, deps.cipher),
+            lore or LoreReadModel(deps.db, deps.cipher),
             index=index,
             embedder=deps.embedder,
             vector_settings=settings.lore_vector,
-            timed=TimedStates(deps.store, LoreTimedReadModel(deps.db), deps.publisher),
+            timed=TimedStates(deps.store, timed or LoreTimedReadModel(deps.db), deps.publisher),
         ),
         # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
         token_counter(settings.tokenizer_file),

@@ -19,6 +19,7 @@ from shared.presence import bot_may_see
 from shared.readmodels import MessageView, ReadModels
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
+from shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, SummariesPort
 from shared.readmodels.summaries import SummariesReadModel
 
 
@@ -34,10 +35,10 @@ def _line(m: MessageView) -> ChatLine:
 class ReadModelReads:
     def __init__(
         self,
-        models: ReadModels,
-        summaries: SummariesReadModel,
-        knowledge: KnowledgeReadModel,
-        legacy: LegacyLoreReadModel,
+        models: ConversationReadModel,
+        summaries: SummariesPort,
+        knowledge: KnowledgePort,
+        legacy: LegacyLorePort,
     ) -> None:
         self._models = models
         self._summaries = summaries

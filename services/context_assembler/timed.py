@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 from services.context_assembler.activation.timed import TimedState
-from services.context_assembler.timed_readmodel import LoreTimedReadModel, TimedView
+from services.context_assembler.timed_readmodel import TimedPort, TimedView
 from shared.eventlog.port import ConcurrencyError, EventStore
 from shared.events.contract import ContextAssembleRequest
 from shared.events.envelope import NewEvent, utcnow
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 class TimedStates:
-    def __init__(self, store: EventStore, model: LoreTimedReadModel, publisher: CommittedPublisher | None) -> None:
+    def __init__(self, store: EventStore, model: TimedPort, publisher: CommittedPublisher | None) -> None:
         self._store = store
         self._model = model
         self._publisher = publisher

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
@@ -31,6 +31,15 @@ class TimedView:
 
 
 EMPTY = TimedView(TimedState(), 0, 0)
+
+
+class TimedPort(Protocol):
+    """What ``TimedStates`` calls on the read model; adapters: ``LoreTimedReadModel`` and the in-memory fake
+    (``services.context_assembler.inmemory``), both run through ``tests/contract/test_readmodels_contract.py``."""
+
+    async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
+
+    async def state(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView: ...
 
 
 class LoreTimedReadModel:

@@ -28,11 +28,8 @@ from shared.delivery import Completion, Item, Rejection
 from shared.embedders.port import Embedder
 from shared.events.envelope import EventEnvelope
 from shared.lore.history import BookState
-from shared.readmodels import ReadModels
-from shared.readmodels.knowledge import ACTIVE, KnowledgeReadModel
-from shared.readmodels.legacy_lore import LegacyLoreReadModel
-from shared.readmodels.lore import LoreReadModel
-from shared.readmodels.summaries import SummariesReadModel
+from shared.readmodels.knowledge import ACTIVE
+from shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
 from shared.sparse import document_vector
 from shared.vectors.port import VectorIndex, VectorPoint
 
@@ -52,12 +49,12 @@ class EmbeddingHandler:
         self,
         index: VectorIndex,
         embedder: Embedder,
-        read_models: ReadModels,
+        read_models: ConversationReadModel,
         chunker: Chunker,
-        summaries: SummariesReadModel | None = None,
-        legacy: LegacyLoreReadModel | None = None,
-        lore: LoreReadModel | None = None,
-        knowledge: KnowledgeReadModel | None = None,
+        summaries: SummariesPort | None = None,
+        legacy: LegacyLorePort | None = None,
+        lore: LorePort | None = None,
+        knowledge: KnowledgePort | None = None,
     ) -> None:
         self._index = index
         self._embedder = embedder

@@ -21,13 +21,16 @@ from shared.broker import CHAT_JSTREAM
 from shared.consumers import consumer_router
 from shared.delivery import Staged
 from shared.readmodels import ReadModels
+from shared.readmodels.ports import ConversationReadModel
 from shared.runtime import Deps
 
 SERVICE = "ingest"
 
 
-def create_router(deps: Deps) -> NatsRouter:
-    handler = IngestHandler(Recorder(deps.store, ReadModels(deps.db, deps.cipher), deps.publisher))
+def create_router(deps: Deps, *, read_models: ConversationReadModel | None = None) -> NatsRouter:
+    """``read_models``: the projection to use instead of the MongoDB one (component tests)."""
+    models = read_models or ReadModels(deps.db, deps.cipher)
+    handler = IngestHandler(Recorder(deps.store, models, deps.publisher))
 
     def decode(msg: Msg) -> InboundCommand:
         return decode_command(msg.subject, msg.data)

@@ -51,7 +51,8 @@ from shared.eventlog.codec import StoredDoc
 from shared.eventlog.port import Append, ConcurrencyError, EventStore
 from shared.events.contract import BotUpserted, PersonaUpserted
 from shared.events.envelope import EventEnvelope
-from shared.readmodels import ConversationState, MessageKey, ReadModels, fold
+from shared.readmodels import ConversationState, MessageKey, fold
+from shared.readmodels.ports import ConversationReadModel
 from shared.runtime import CommittedPublisher
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class Recorder:
     def __init__(
         self,
         store: EventStore,
-        read_models: ReadModels,
+        read_models: ConversationReadModel,
         publisher: CommittedPublisher,
         *,
         max_attempts: int = 5,

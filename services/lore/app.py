@@ -29,6 +29,7 @@ from shared.events.lore_contract import (
     LoreImportRequest,
 )
 from shared.readmodels.lore import LoreReadModel
+from shared.readmodels.ports import LorePort
 from shared.rpc import serve
 from shared.runtime import Deps
 
@@ -36,9 +37,10 @@ SERVICE = "lore"
 ERRORS: dict[type[Exception], str] = {LoreImportError: "bad_request", BadRequest: "bad_request", NotFound: "not_found"}
 
 
-def create_router(deps: Deps) -> NatsRouter:
+def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRouter:
+    """``read_model``: the lorebooks projection to use instead of the MongoDB one (component tests)."""
     router = NatsRouter()
-    books = LoreBooks(deps.store, LoreReadModel(deps.db, deps.cipher), deps.publisher)
+    books = LoreBooks(deps.store, read_model or LoreReadModel(deps.db, deps.cipher), deps.publisher)
     on = functools.partial(serve, router, service=SERVICE, errors=ERRORS)
     on(subjects.LORE_IMPORT, request=LoreImportRequest, call=books.import_book, max_workers=4)
     on(subjects.LORE_EXPORT, request=LoreExportRequest, call=books.export_book)

@@ -39,7 +39,7 @@ from shared.events.lore_contract import (
 from shared.events.recorded import lorebook_stream
 from shared.lore.history import BookState, VersionGap
 from shared.lore.model import LoreEntry
-from shared.readmodels.lore import LoreReadModel
+from shared.readmodels.ports import LorePort
 from shared.runtime import CommittedPublisher
 
 _EntryRequest = TypeVar("_EntryRequest", LoreEntryCreateRequest, LoreEntryUpdateRequest)
@@ -48,7 +48,7 @@ __all__ = ["BadRequest", "LoreBooks", "NotFound"]
 
 
 class LoreBooks:
-    def __init__(self, store: EventStore, read_model: LoreReadModel, publisher: CommittedPublisher) -> None:
+    def __init__(self, store: EventStore, read_model: LorePort, publisher: CommittedPublisher) -> None:
         self._store = store
         self._read_model = read_model
         self._publisher = publisher

@@ -20,6 +20,7 @@ from shared import subjects
 from shared.events.memory_contract import MemoryConvertToLoreRequest, MemoryDeleteRequest, MemoryListRequest
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
+from shared.readmodels.ports import KnowledgePort, LegacyLorePort, SummariesPort
 from shared.readmodels.summaries import SummariesReadModel
 from shared.rpc import serve
 from shared.runtime import Deps
@@ -27,14 +28,22 @@ from shared.runtime import Deps
 SERVICE = "memory"
 
 
-def create_router(deps: Deps) -> NatsRouter:
+def create_router(
+    deps: Deps,
+    *,
+    summaries: SummariesPort | None = None,
+    legacy: LegacyLorePort | None = None,
+    knowledge: KnowledgePort | None = None,
+) -> NatsRouter:
+    """``summaries``, ``legacy``, ``knowledge``: read models to use instead of the MongoDB ones (component
+    tests)."""
     router = NatsRouter()
     memories = Memories(
         deps.store,
-        SummariesReadModel(deps.db, deps.cipher),
-        LegacyLoreReadModel(deps.db, deps.cipher),
+        summaries or SummariesReadModel(deps.db, deps.cipher),
+        legacy or LegacyLoreReadModel(deps.db, deps.cipher),
         deps.publisher,
-        FactItems(KnowledgeReadModel(deps.db, deps.cipher)),
+        FactItems(knowledge or KnowledgeReadModel(deps.db, deps.cipher)),
     )
     # Another user's or tenant's memory is indistinguishable from an unknown one: not_found.
     on = functools.partial(serve, router, service=SERVICE, errors={NotFound: "not_found"})

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from services.memory.listing import order_key
 from shared.events.memory_contract import MemoryItem
-from shared.readmodels.knowledge import FactView, KnowledgeReadModel
+from shared.readmodels.knowledge import FactView
+from shared.readmodels.ports import KnowledgePort
 
 TIE_PAGE = 100
 
 
 class FactItems:
-    def __init__(self, knowledge: KnowledgeReadModel) -> None:
+    def __init__(self, knowledge: KnowledgePort) -> None:
         self._knowledge = knowledge
 
     async def first(

@@ -33,8 +33,9 @@ from shared.events.memory_contract import (
     MemoryListRequest,
 )
 from shared.events.recorded import legacy_lore_stream, summary_stream
-from shared.readmodels.legacy_lore import LegacyLoreReadModel, LegacyLoreView
-from shared.readmodels.summaries import SummariesReadModel, SummaryListed
+from shared.readmodels.legacy_lore import LegacyLoreView
+from shared.readmodels.ports import LegacyLorePort, SummariesPort
+from shared.readmodels.summaries import SummaryListed
 from shared.runtime import CommittedPublisher
 
 MAX_CONFLICT_RETRIES = 5
@@ -56,8 +57,8 @@ class Memories:
     def __init__(
         self,
         store: EventStore,
-        summaries: SummariesReadModel,
-        legacy: LegacyLoreReadModel,
+        summaries: SummariesPort,
+        legacy: LegacyLorePort,
         publisher: CommittedPublisher,
         knowledge: KnowledgeItems | None = None,
     ) -> None:

@@ -16,11 +16,12 @@ from services.memory_extractor.learning import Learning
 from services.memory_extractor.promotion import NotAllowed, NotFound, Promotions
 from services.memory_extractor.revisions import Revisions
 from services.memory_extractor.settings import SECTION, KnowledgeSettings
-from services.memory_extractor.witnessed import WitnessedReadModel
+from services.memory_extractor.witnessed import WitnessedPort, WitnessedReadModel
 from shared import subjects
 from shared.consumers import log_consumer_router
 from shared.events.memory_contract import MemoryPromoteRequest, MemoryUnpromoteRequest
 from shared.readmodels.knowledge import KnowledgeReadModel
+from shared.readmodels.ports import KnowledgePort
 from shared.rpc import serve
 from shared.runtime import Deps
 from shared.settings import read_section
@@ -33,8 +34,15 @@ async def ensure_own_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
     await WitnessedReadModel(db).ensure_indexes()
 
 
-def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> NatsRouter:
-    knowledge = KnowledgeReadModel(deps.db, deps.cipher)
+def create_router(
+    deps: Deps,
+    settings: KnowledgeSettings | None = None,
+    *,
+    knowledge: KnowledgePort | None = None,
+    witnessed: WitnessedPort | None = None,
+) -> NatsRouter:
+    """``knowledge``, ``witnessed``: read models to use instead of the MongoDB ones (component tests)."""
+    knowledge = knowledge or KnowledgeReadModel(deps.db, deps.cipher)
     learning = Learning(
         deps.store,
         deps.publisher,
@@ -44,7 +52,9 @@ def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> Nats
         settings=settings or read_section(SECTION, KnowledgeSettings),
     )
     revisions = Revisions(deps.store, knowledge, learning)
-    extractor = MemoryExtractor(deps.store, deps.publisher, WitnessedReadModel(deps.db), learning, revisions)
+    extractor = MemoryExtractor(
+        deps.store, deps.publisher, witnessed or WitnessedReadModel(deps.db), learning, revisions
+    )
     router = log_consumer_router(
         deps,
         service=SERVICE,

@@ -25,7 +25,7 @@ from services.memory_extractor.appending import MAX_CONFLICT_RETRIES, append_wit
 from services.memory_extractor.domain import Witnessing, witnesses_of
 from services.memory_extractor.learning import Learning, Source
 from services.memory_extractor.revisions import Revisions
-from services.memory_extractor.witnessed import WitnessedReadModel
+from services.memory_extractor.witnessed import WitnessedPort
 from shared.delivery import Item, Rejection
 from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope
@@ -83,7 +83,7 @@ class MemoryExtractor:
         self,
         store: EventStore,
         publisher: CommittedPublisher,
-        witnessed: WitnessedReadModel,
+        witnessed: WitnessedPort,
         learning: Learning | None = None,
         revisions: Revisions | None = None,
     ) -> None:

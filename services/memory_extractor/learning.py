@@ -41,7 +41,8 @@ from shared.events.recorded import (
     player_scope,
 )
 from shared.llm.port import ChatModel, LLMError, ProgressCallback
-from shared.readmodels.knowledge import ACTIVE, FactView, KnowledgeReadModel
+from shared.readmodels.knowledge import ACTIVE, FactView
+from shared.readmodels.ports import KnowledgePort
 from shared.runtime import CommittedPublisher
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class Learning:
         self,
         store: EventStore,
         publisher: CommittedPublisher,
-        knowledge: KnowledgeReadModel,
+        knowledge: KnowledgePort,
         *,
         embedder: Embedder | None = None,
         chat_model: ChatModel | None = None,

@@ -24,7 +24,8 @@ from shared.events.recorded import (
     knowledge_stream,
     player_scope,
 )
-from shared.readmodels.knowledge import ACTIVE, FactView, KnowledgeReadModel
+from shared.readmodels.knowledge import ACTIVE, FactView
+from shared.readmodels.ports import KnowledgePort
 from shared.runtime import CommittedPublisher
 
 MAX_CONFLICT_RETRIES = 5
@@ -39,7 +40,7 @@ class NotAllowed(ValueError):
 
 
 class Promotions:
-    def __init__(self, store: EventStore, publisher: CommittedPublisher, knowledge: KnowledgeReadModel) -> None:
+    def __init__(self, store: EventStore, publisher: CommittedPublisher, knowledge: KnowledgePort) -> None:
         self._store = store
         self._publisher = publisher
         self._knowledge = knowledge

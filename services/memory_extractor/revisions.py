@@ -28,13 +28,14 @@ from shared.events.recorded import (
     knowledge_stream,
 )
 from shared.llm.port import ProgressCallback
-from shared.readmodels.knowledge import FactView, KnowledgeReadModel, source_key
+from shared.readmodels.knowledge import FactView, source_key
+from shared.readmodels.ports import KnowledgePort
 
 log = logging.getLogger(__name__)
 
 
 class Revisions:
-    def __init__(self, store: EventStore, knowledge: KnowledgeReadModel, learning: Learning) -> None:
+    def __init__(self, store: EventStore, knowledge: KnowledgePort, learning: Learning) -> None:
         self._store = store
         self._knowledge = knowledge
         self._learning = learning

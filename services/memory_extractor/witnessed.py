@@ -8,7 +8,7 @@ event twice is a no-op. No user text is stored here. Every query takes the tenan
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pymongo import ASCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
@@ -17,6 +17,25 @@ from shared.events.envelope import EventEnvelope
 from shared.events.recorded import MESSAGES_WITNESSED, MessagesWitnessed
 
 COLLECTION = "witnessed"
+
+
+class WitnessedPort(Protocol):
+    """What the extractor calls on the read model; adapters: ``WitnessedReadModel`` and the in-memory fake
+    (``services.memory_extractor.inmemory``), both run through ``tests/contract/test_readmodels_contract.py``."""
+
+    async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
+
+    async def witnesses(self, tenant_id: str, character_id: str, message_ids: Sequence[str]) -> set[str]: ...
+
+    async def known_message_ids(
+        self,
+        tenant_id: str,
+        character_id: str,
+        *,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[str]: ...
 
 
 class WitnessedReadModel:

@@ -63,7 +63,7 @@ from shared.events.recorded import (
     summary_stream,
 )
 from shared.llm.port import ChatModel, LLMError
-from shared.readmodels.summaries import SummariesReadModel
+from shared.readmodels.ports import SummariesPort
 from shared.runtime import CommittedPublisher
 from shared.tokens import estimate_tokens
 
@@ -81,7 +81,7 @@ class Summarizer:
         store: EventStore,
         publisher: CommittedPublisher,
         embedder: Embedder,
-        summaries: SummariesReadModel,
+        summaries: SummariesPort,
         settings: SummarizerSettings,
         chat_model: ChatModel | None = None,
     ) -> None:

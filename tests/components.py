@@ -1,0 +1,105 @@
+"""What the component tests (``tests/<service>/component/``) share: a service's ``Deps`` with no server behind it.
+
+The event log is the in-memory store (it still encrypts and decrypts through the codec), the read models are
+the in-memory fakes (``shared.readmodels.inmemory``), each checked against its MongoDB adapter by
+``tests/contract/test_readmodels_contract.py``, and what a service publishes to JetStream is kept in
+``Published`` so a test can hand it on to the next consumer, as the relay would. RPC services run on
+FastStream's ``TestNatsBroker`` (in memory, no acks or redelivery: these tests cover logic, not delivery);
+batch consumers are driven through their batch handlers with ``items``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from faststream.nats import NatsBroker, NatsRouter, TestNatsBroker
+
+from shared.crypto import FieldCipher, InMemoryKeyStore
+from shared.delivery import Item
+from shared.eventlog.codec import EventCodec, StoredDoc
+from shared.eventlog.inmemory import InMemoryEventStore
+from shared.events.envelope import EventEnvelope
+from shared.events.recorded import REGISTRY
+from shared.runtime import Deps
+from shared.settings import Settings
+
+
+class Published:
+    """A ``CommittedPublisher`` that keeps what would have gone to JetStream, decoded, in order."""
+
+    def __init__(self, codec: EventCodec) -> None:
+        self._codec = codec
+        self.events: list[EventEnvelope] = []
+
+    async def publish_committed(self, events: Sequence[EventEnvelope | StoredDoc]) -> None:
+        for e in events:
+            self.events.append(e if isinstance(e, EventEnvelope) else await self._codec.decode(e))
+
+    def take(self) -> list[EventEnvelope]:
+        """The events published since the last ``take``."""
+        taken, self.events = self.events, []
+        return taken
+
+    def of_type(self, *types: str) -> list[EventEnvelope]:
+        return [e for e in self.events if e.type in types]
+
+
+def deps(**extra: Any) -> Deps:
+    """Deps over the in-memory event store, with no database (read models are passed to the routers)."""
+    cipher = FieldCipher(os.urandom(32), InMemoryKeyStore())
+    codec = EventCodec(REGISTRY, cipher)
+    return Deps(
+        settings=Settings(),
+        broker=NatsBroker(),
+        db=None,  # type: ignore[arg-type]  # every read model is an in-memory fake here
+        store=InMemoryEventStore(codec),
+        codec=codec,
+        publisher=Published(codec),
+        cipher=cipher,
+        **extra,
+    )
+
+
+def published(d: Deps) -> Published:
+    assert isinstance(d.publisher, Published)
+    return d.publisher
+
+
+class Msg:
+    """Stands for the JetStream message of an item: rejections name it, nothing else reads it."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __repr__(self) -> str:
+        return f"Msg({self.label})"
+
+
+def items(values: Sequence[Any]) -> list[Item[Any]]:
+    return [Item(v, Msg(str(i))) for i, v in enumerate(values)]  # type: ignore[arg-type]
+
+
+class Rpc:
+    """Request-reply on a ``TestNatsBroker``: ``await rpc(subject, body)`` is the decoded JSON reply."""
+
+    def __init__(self, broker: NatsBroker) -> None:
+        self.broker = broker
+
+    async def __call__(self, subject: str, body: bytes | dict[str, Any]) -> dict[str, Any]:
+        data = body if isinstance(body, bytes) else json.dumps(body, default=str).encode()
+        reply = await self.broker.request(data, subject, timeout=10)
+        result: dict[str, Any] = json.loads(reply.body)
+        return result
+
+
+def broker_with(*routers: NatsRouter) -> NatsBroker:
+    broker = NatsBroker()
+    for r in routers:
+        broker.include_router(r)
+    return broker
+
+
+__all__ = ["Msg", "Published", "Rpc", "TestNatsBroker", "broker_with", "deps", "items", "published"]

@@ -1,0 +1,120 @@
+"""Ingest, embedding and the context-assembler chained in memory (Qdrant Edge in a temporary folder, the bundled
+model, ``TestNatsBroker`` for the request): an old message out of the history window comes back by meaning.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.context_assembler.app import create_router
+from services.context_assembler.inmemory import InMemoryLoreTimed
+from services.context_assembler.reads import ReadModelReads
+from services.context_assembler.settings import AssemblerSettings
+from services.embedding.app import chunk_strings
+from services.embedding.handlers import EmbeddingHandler
+from services.ingest.handlers import IngestHandler, decode_command
+from services.ingest.recorder import Recorder
+from shared import subjects
+from shared.embedders.bundled import BundledEmbedder
+from shared.readmodels.inmemory import (
+    InMemoryKnowledge,
+    InMemoryLegacyLore,
+    InMemoryLore,
+    InMemoryReadModels,
+    InMemorySummaries,
+)
+from shared.vectors.edge import EdgeVectorIndex
+from tests.components import Rpc, TestNatsBroker, broker_with, deps, items, published
+
+T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
+T, U, C = "t1", "u1", "c1"
+DRAGON = "The dragon sleeps under the old mill, guarding a chest of silver."
+FILLER = [
+    "We bought bread at the market.", "The weather turned cold by noon.", "A bard sang about the harvest.",
+    "The innkeeper lost his keys again.", "Our horses needed new shoes.", "We played dice until late.",
+    "The bridge was repaired last spring.", "Children chased geese along the river.",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def embedder() -> BundledEmbedder:
+    return BundledEmbedder(batch_size=16)
+
+
+@pytest.fixture
+async def chain(tmp_path, embedder):
+    index = EdgeVectorIndex(tmp_path, "vectors")
+    await index.ensure_collection(embedder.dimensions)
+    d = deps(vectors=index, embedder=embedder)
+    models = InMemoryReadModels()
+    ingest = IngestHandler(Recorder(d.store, models, d.publisher))
+    legacy, summaries = InMemoryLegacyLore(), InMemorySummaries()
+    embedding = EmbeddingHandler(index, embedder, models, chunk_strings, summaries, legacy, InMemoryLore(), None)
+    router = create_router(
+        d,
+        AssemblerSettings(history_limit=4, min_history=2, retrieval_timeout_s=30, read_timeout_s=30, deadline_s=60),
+        ReadModelReads(models, summaries, InMemoryKnowledge(), legacy),
+        lore=InMemoryLore(),
+        timed=InMemoryLoreTimed(),
+    )
+    broker = broker_with(router)
+    try:
+        async with TestNatsBroker(broker):
+            yield ingest, embedding, Rpc(broker), d
+    finally:
+        await index.close()
+
+
+def created(i: int, content: str, bots: list[str]) -> bytes:
+    return json.dumps({
+        "tenant_id": T, "user_id": U, "conversation_id": C, "message_id": f"m{i}", "role": "user",
+        "author_name": "Mira", "content": content, "created_at": (T0 + timedelta(minutes=i)).isoformat(),
+        "bot_ids": bots,
+    }).encode()  # fmt: skip
+
+
+async def record(chain, lines: list[tuple[str, list[str]]]) -> None:
+    ingest, embedding, _, d = chain
+    commands = [
+        decode_command(subjects.BOT_UPSERTED, json.dumps({"tenant_id": T, "bot_id": b, "name": b.title(),
+                       "updated_at": T0.isoformat()}).encode())
+        for b in ("ada", "bram")
+    ]  # fmt: skip
+    commands += [
+        decode_command(subjects.MESSAGE_CREATED, created(i, text, bots)) for i, (text, bots) in enumerate(lines)
+    ]
+    assert await ingest.on_chat_batch(items(commands)) == []
+    assert await embedding.on_log_batch(items(published(d).take())) == []  # what the relay delivers
+
+
+def request(bot: str) -> dict:
+    return {"tenant_id": T, "user_id": U, "conversation_id": C, "bot_id": bot,
+            "user_message": "Where does the dragon sleep?", "max_tokens": 3000}  # fmt: skip
+
+
+async def test_an_old_message_out_of_the_window_is_retrieved_by_meaning(chain):
+    await record(chain, [(DRAGON, ["ada"])] + [(line, ["ada"]) for line in FILLER])
+    rpc = chain[2]
+
+    reply = await rpc(subjects.CONTEXT_ASSEMBLE, request("ada"))
+
+    assert "error" not in reply
+    assert reply["degraded"] == []
+    assert DRAGON in reply["context"]
+    assert DRAGON not in (next(s["text"] for s in reply["sections"] if s["name"] == "history"))
+    scored = [s for s in reply["sources"] if "m0" in s["message_ids"]]
+    assert scored
+    assert scored[0]["score"] is not None
+
+
+async def test_a_bot_that_was_absent_does_not_retrieve_it(chain):
+    await record(chain, [(DRAGON, ["ada"])] + [(line, ["ada", "bram"]) for line in FILLER])
+    rpc = chain[2]
+
+    reply = await rpc(subjects.CONTEXT_ASSEMBLE, request("bram"))
+
+    assert "error" not in reply
+    assert "dragon" not in reply["context"].lower()

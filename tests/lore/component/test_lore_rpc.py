@@ -1,0 +1,141 @@
+"""The lore service on an in-memory broker, log and read model: import, export, attach and edit books."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.lore.app import create_router
+from services.lore.formats.importer import import_lorebook
+from shared import subjects
+from shared.events.recorded import bot_stream, conversation_stream
+from shared.readmodels.inmemory import InMemoryLore
+from tests.components import Rpc, TestNatsBroker, broker_with, deps, published
+
+T, OWNER = "t1", "creator-1"
+WORLD_INFO = {
+    "entries": {
+        "0": {"uid": 0, "key": ["harbour", "docks"], "content": "The harbour of Port Vell is older than the city.",
+              "comment": "Harbour", "order": 100, "position": 0},
+        "1": {"uid": 1, "key": ["lighthouse"], "keysecondary": ["storm"], "selective": True,
+              "content": "The lighthouse keeper sees every ship.", "comment": "Lighthouse", "order": 90},
+    }
+}  # fmt: skip
+
+
+@pytest.fixture
+async def lore():
+    d = deps()
+    model = InMemoryLore()
+    broker = broker_with(create_router(d, read_model=model))
+    async with TestNatsBroker(broker):
+        yield Rpc(broker), model, d
+
+
+def import_request(**over):
+    return {"tenant_id": T, "owner_user_id": OWNER, "name": "Port Vell", "data": WORLD_INFO,
+            "attach_to_bots": ["b1"]} | over  # fmt: skip
+
+
+async def test_import_then_export_round_trips_the_entries(lore):
+    rpc, model, d = lore
+
+    imported = await rpc(subjects.LORE_IMPORT, import_request())
+    exported = await rpc(subjects.LORE_EXPORT, {"tenant_id": T, "lorebook_id": imported["lorebook_id"]})
+
+    assert imported["entries"] == 2
+    assert exported["name"] == "Port Vell"
+    assert import_lorebook(exported["data"]).book.entries == import_lorebook(WORLD_INFO).book.entries
+    refs = await model.attached(T, "b1")
+    assert [r.lorebook_id for r in refs] == [imported["lorebook_id"]]
+    # What the other services learn of it: the import and the attachment, through the log.
+    events = published(d).events
+    assert [e.type for e in events][:1] == ["lorebook.imported"]
+    assert all(e.tenant_id == T for e in events)
+
+
+async def test_importing_the_same_file_again_records_nothing_new(lore):
+    rpc, _, d = lore
+    first = await rpc(subjects.LORE_IMPORT, import_request())
+    count = len(published(d).events)
+
+    again = await rpc(subjects.LORE_IMPORT, import_request())
+
+    assert again == first
+    assert len(published(d).events) == count
+
+
+async def test_a_book_is_invisible_to_another_tenant(lore):
+    rpc, _, _ = lore
+    imported = await rpc(subjects.LORE_IMPORT, import_request())
+
+    reply = await rpc(subjects.LORE_EXPORT, {"tenant_id": "t2", "lorebook_id": imported["lorebook_id"]})
+
+    assert reply["error"]["code"] == "not_found"
+
+
+async def test_attach_to_a_conversation_and_detach(lore):
+    rpc, model, _ = lore
+    book = (await rpc(subjects.LORE_IMPORT, import_request(attach_to_bots=[])))["lorebook_id"]
+    conversation = {"user_id": "u1", "conversation_id": "c1"}
+
+    attached = await rpc(subjects.LORE_ATTACH, {"tenant_id": T, "lorebook_id": book, "conversation": conversation})
+    in_chat = await model.attached(T, "b7", "u1", "c1")
+    detached = await rpc(
+        subjects.LORE_DETACH,
+        {"tenant_id": T, "user_id": OWNER, "lorebook_id": book, "conversation": conversation},
+    )
+
+    assert attached["conversation"] == conversation
+    assert [(r.lorebook_id, r.source) for r in in_chat] == [(book, "chat")]
+    assert "error" not in detached
+    assert await model.attached(T, "b7", "u1", "c1") == []
+    state = await model.state(T, book)
+    assert state is not None
+    assert conversation_stream(T, "u1", "c1") not in state.targets
+    assert bot_stream(T, "b7") not in state.targets
+
+
+async def test_create_a_book_and_edit_its_entries(lore):
+    rpc, model, _ = lore
+    created = await rpc(subjects.LORE_BOOK_CREATE, {"tenant_id": T, "owner_user_id": OWNER, "name": "Notes"})
+    book = created["lorebook_id"]
+    entry = await rpc(
+        subjects.LORE_ENTRY_CREATE,
+        {"tenant_id": T, "user_id": OWNER, "lorebook_id": book, "entry": {"key": ["moon"], "content": "Two moons."}},
+    )
+    updated = await rpc(
+        subjects.LORE_ENTRY_UPDATE,
+        {"tenant_id": T, "user_id": OWNER, "lorebook_id": book, "uid": entry["uid"], "changes": {"content": "Three."}},
+    )
+    not_owner = await rpc(
+        subjects.LORE_ENTRY_DELETE,
+        {"tenant_id": T, "user_id": "someone-else", "lorebook_id": book, "uid": entry["uid"]},
+    )
+
+    assert created["created"] is True
+    assert (updated["changed"], updated["entry"]["content"]) == (True, "Three.")
+    view = await model.book(T, book)
+    assert view is not None
+    assert [(e.key, e.content) for e in view.book.entries] == [(["moon"], "Three.")]
+    assert "error" in not_owner
+    assert not_owner["error"]["code"] in {"not_found", "bad_request"}
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b"{not json", "JSON"),
+        (import_request(data={"hello": "world"}), "not a lorebook"),
+        (import_request(data=None), "exactly one of"),
+        (import_request(surprise=1), "surprise"),
+    ],
+)
+async def test_bad_requests_get_a_bad_request_reply(lore, body, says):
+    rpc, _, d = lore
+
+    reply = await rpc(subjects.LORE_IMPORT, body)
+
+    assert set(reply) == {"error"}
+    assert reply["error"]["code"] == "bad_request"
+    assert says in reply["error"]["message"]
+    assert published(d).events == []

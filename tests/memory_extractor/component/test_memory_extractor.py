@@ -1,0 +1,183 @@
+"""The memory-extractor on the in-memory log and read models: who witnessed what, what each character learned
+(the no-LLM pattern extractor, with the bundled embedder), and promotion requests over ``TestNatsBroker``.
+
+The batch consumer is driven through ``MemoryExtractor.on_batch`` of the router's own wiring (the handler
+``create_router`` builds is the same class, given the same read models).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.ingest.domain import created_event_id
+from services.memory_extractor.app import create_router
+from services.memory_extractor.handlers import MemoryExtractor
+from services.memory_extractor.inmemory import InMemoryWitnessed
+from services.memory_extractor.learning import Learning
+from services.memory_extractor.revisions import Revisions
+from services.memory_extractor.settings import KnowledgeSettings
+from shared import subjects
+from shared.embedders.bundled import BundledEmbedder
+from shared.events.envelope import EventEnvelope, NewEvent
+from shared.events.recorded import campaign_scope, conversation_stream, knowledge_stream
+from shared.readmodels.inmemory import InMemoryKnowledge
+from tests.components import Rpc, TestNatsBroker, broker_with, deps, items, published
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+T, U, C = "t1", "u1", "c1"
+SECRET = "The secret is the key is under the red stone."
+SCENE = [
+    ("My name is Ana Silva and I live in Paris.", ["bard", "rook"]),
+    ("I have a cat named Bo.", ["bard", "rook"]),
+    (SECRET, ["bard"]),  # the rook is away
+    ("I am a smuggler.", ["bard", "rook"]),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> BundledEmbedder:
+    return BundledEmbedder(batch_size=16)
+
+
+def message(i: int, content: str, bots: list[str], user: str = U) -> NewEvent:
+    return NewEvent(
+        event_id=created_event_id(T, user, C, f"m{i}"),
+        type="message.recorded",
+        tenant_id=T,
+        payload={"user_id": user, "conversation_id": C, "message_id": f"m{i}", "role": "user", "author_id": "ana",
+                 "author_name": "Ana", "content": content, "created_at": T0 + timedelta(minutes=i), "bot_ids": bots,
+                 "persona_id": "ana", "index": i, "tokens": 10},
+    )  # fmt: skip
+
+
+class Extractor:
+    def __init__(self, embedder: BundledEmbedder) -> None:
+        self.deps = deps(embedder=embedder)
+        self.store = self.deps.store
+        self.knowledge = InMemoryKnowledge()
+        self.witnessed = InMemoryWitnessed()
+        learning = Learning(
+            self.store, self.deps.publisher, self.knowledge, embedder=embedder, settings=KnowledgeSettings()
+        )
+        revisions = Revisions(self.store, self.knowledge, learning)
+        self.handler = MemoryExtractor(self.store, self.deps.publisher, self.witnessed, learning, revisions)
+
+    async def record(self, events: list[NewEvent], user: str = U) -> list[EventEnvelope]:
+        stream = conversation_stream(T, user, C)
+        result = await self.store.append(stream, await self.store.stream_version(stream), events)
+        return result.committed
+
+    async def deliver(self, events: list[EventEnvelope]) -> None:
+        """Hand ``events`` to the handler, then what it published, as the relay brings it back, until quiet."""
+        while events:
+            assert await self.handler.on_batch(items(events)) == []
+            events = published(self.deps).take()
+
+    async def learned(self, character: str) -> list[EventEnvelope]:
+        events = await self.store.read_stream(knowledge_stream(T, character))
+        return [e for e in events if e.type != "knowledge.witnessed"]
+
+    async def texts(self, character: str, user: str = U) -> list[str]:
+        return [f.text for f in await self.knowledge.facts_for(T, character, user_id=user)]
+
+
+async def test_a_fact_is_learned_only_by_the_characters_present(embedder):
+    x = Extractor(embedder)
+    log = await x.record([message(i, text, bots) for i, (text, bots) in enumerate(SCENE)])
+
+    await x.deliver(log)
+
+    bard, rook = await x.texts("bard"), await x.texts("rook")
+    assert any("red stone" in t for t in bard)
+    assert not any("red stone" in t for t in rook), "the rook was away when the secret was told"
+    assert "Ana lives in Paris." in rook
+    assert "Ana has a cat named Bo." in rook
+    assert await x.texts("ana") == [], "the author does not learn what she said herself"
+    assert await x.texts("bard", user="u2") == [], "another user's scope"
+    assert await x.witnessed.witnesses(T, "rook", ["m0", "m1", "m2", "m3"]) == {"m0", "m1", "m3"}
+
+
+async def test_redelivery_learns_nothing_twice(embedder):
+    x = Extractor(embedder)
+    log = await x.record([message(i, text, bots) for i, (text, bots) in enumerate(SCENE)])
+    await x.deliver(log)
+    learned = await x.learned("bard")
+
+    await x.deliver(log)
+    await x.deliver(learned)  # its own fact events, relayed back
+
+    assert await x.learned("bard") == learned
+    assert len(await x.texts("bard")) == len(learned)
+
+
+async def test_a_newer_fact_on_the_same_subject_supersedes(embedder):
+    x = Extractor(embedder)
+    await x.deliver(await x.record([message(0, "I live in Paris.", ["bard"])]))
+
+    await x.deliver(await x.record([message(1, "I live in Rome.", ["bard"])]))
+
+    assert await x.texts("bard") == ["Ana lives in Rome."]
+    assert [e.payload["text"] for e in await x.learned("bard")] == ["Ana lives in Paris.", "Ana lives in Rome."]
+
+
+async def test_editing_a_message_retires_its_fact_and_learns_the_new_one(embedder):
+    x = Extractor(embedder)
+    await x.deliver(await x.record([message(0, "I live in Paris.", ["bard"])]))
+    edit = NewEvent(
+        type="message.edited",
+        tenant_id=T,
+        payload={"user_id": U, "conversation_id": C, "message_id": "m0", "content": "I live in Oslo.",
+                 "edited_at": T0 + timedelta(hours=1), "tokens": 4},
+    )  # fmt: skip
+
+    await x.deliver(await x.record([edit]))
+
+    assert await x.texts("bard") == ["Ana lives in Oslo."]
+    retired = [e.payload for e in await x.learned("bard") if e.type == "knowledge.fact_retired"]
+    assert [(r["message_id"], r["reason"]) for r in retired] == [("m0", "stale")]
+
+
+# --- promote / unpromote over request-reply ------------------------------------------------------------
+@pytest.fixture
+async def promotions(embedder):
+    x = Extractor(embedder)
+    await x.deliver(await x.record([message(0, "I live in Paris.", ["bard"])]))
+    (fact,) = await x.knowledge.facts_for(T, "bard", user_id=U)
+    broker = broker_with(create_router(x.deps, KnowledgeSettings(), knowledge=x.knowledge, witnessed=x.witnessed))
+    async with TestNatsBroker(broker):
+        yield Rpc(broker), x, fact
+
+
+async def test_a_promoted_fact_is_known_in_the_campaign_and_unpromoting_brings_it_back(promotions):
+    rpc, x, fact = promotions
+    owned = {"tenant_id": T, "user_id": U, "fact_id": fact.fact_id}
+
+    promoted = await rpc(subjects.MEMORY_PROMOTE, owned | {"campaign_id": "camp"})
+    again = await rpc(subjects.MEMORY_PROMOTE, owned | {"campaign_id": "camp"})
+    in_campaign = await x.knowledge.facts_for(T, "bard", user_id="u2", campaign_id="camp")
+    unpromoted = await rpc(subjects.MEMORY_UNPROMOTE, owned)
+
+    assert (promoted["scope"], promoted["changed"]) == (campaign_scope("camp"), True)
+    assert again["changed"] is False
+    assert [f.fact_id for f in in_campaign] == [fact.fact_id], "another player in the campaign sees it"
+    assert (unpromoted["scope"], unpromoted["changed"]) == (f"player:{U}", True)
+    assert await x.knowledge.facts_for(T, "bard", user_id="u2", campaign_id="camp") == []
+    scope_events = published(x.deps).of_type("knowledge.fact_promoted", "knowledge.fact_unpromoted")
+    assert [e.type for e in scope_events] == ["knowledge.fact_promoted", "knowledge.fact_unpromoted"]
+
+
+async def test_promoting_someone_elses_or_an_unknown_fact_is_not_found(promotions):
+    rpc, _, fact = promotions
+
+    foreign = await rpc(
+        subjects.MEMORY_PROMOTE, {"tenant_id": T, "user_id": "u2", "fact_id": fact.fact_id, "campaign_id": "x"}
+    )
+    unknown = await rpc(subjects.MEMORY_PROMOTE, {"tenant_id": T, "user_id": U, "fact_id": "nope", "campaign_id": "x"})
+    bad = await rpc(subjects.MEMORY_UNPROMOTE, {"tenant_id": T, "user_id": U})
+
+    assert foreign["error"]["code"] == "not_found"
+    assert unknown["error"]["code"] == "not_found"
+    assert bad["error"]["code"] == "bad_request"
+    assert "fact_id" in bad["error"]["message"]
