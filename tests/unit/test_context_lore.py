@@ -9,24 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.context_assembler.activation.compiled import ActiveBook
-<<<<<<< HEAD
 from services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
 from services.context_assembler.items import BotProfile, ChatLine, LoreItem, MemoryItem, PersonaProfile
-from services.context_assembler.lore import LoreLoader, activate_lore
-=======
-from services.context_assembler.assembly import (
-    AssemblyInput,
-    BotProfile,
-    ChatLine,
-    LoreItem,
-    MemoryItem,
-    PersonaProfile,
-    assemble,
-    reachable_history,
-)
 from services.context_assembler.lore import LoreLoader
 from services.context_assembler.lore_activation import activate_lore
->>>>>>> h1
 from shared.events.contract import ContextAssembleRequest
 from shared.lore.model import Lorebook, LoreEntry
 from shared.readmodels.lore import LorebookRef, LorebookView

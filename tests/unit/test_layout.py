@@ -1,0 +1,66 @@
+"""The layout's rules, checked on the tree: small modules, short module docstrings, and boundaries (shared/ is
+infrastructure and contracts, so it imports no service; a service imports no other service)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("shared", "services", "runtime")
+MAX_LINES = 400
+MAX_DOCSTRING_LINES = 25
+
+
+def _modules() -> list[Path]:
+    return sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def _service_of(path: Path) -> str | None:
+    parts = path.relative_to(ROOT).parts
+    return parts[1] if parts[0] == "services" and len(parts) > 2 else None
+
+
+def test_no_module_is_over_the_size_limit():
+    big = {str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert big == {}, f"split these modules (over {MAX_LINES} lines)"
+
+
+def test_no_module_docstring_is_an_essay():
+    long = {}
+    for path in _modules():
+        doc = ast.get_docstring(ast.parse(path.read_text()), clean=False)
+        if doc and len(doc.splitlines()) > MAX_DOCSTRING_LINES:
+            long[str(path.relative_to(ROOT))] = len(doc.splitlines())
+    assert long == {}, f"module docstrings over {MAX_DOCSTRING_LINES} lines: keep the contract, move the rest"
+
+
+@pytest.mark.parametrize("path", [p for p in _modules() if p.relative_to(ROOT).parts[0] == "shared"], ids=str)
+def test_shared_imports_no_service_and_not_the_host(path: Path):
+    bad = {m for m in _imports(path) if m.split(".")[0] in ("services", "runtime")}
+    assert bad == set()
+
+
+def test_no_service_imports_another():
+    crossings = set()
+    for path in _modules():
+        own = _service_of(path)
+        if own is None:
+            continue
+        for module in _imports(path):
+            parts = module.split(".")
+            if parts[0] == "services" and len(parts) > 1 and parts[1] != own:
+                crossings.add(f"{path.relative_to(ROOT)} -> {module}")
+    assert crossings == set(), "services talk over NATS; what two services share belongs in shared/"
