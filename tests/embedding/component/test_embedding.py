@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from services.embedding.app import chunk_strings
-from services.embedding.domain import point_id
 from services.embedding.handlers import EmbeddingHandler
 from shared.embedders.bundled import BundledEmbedder
 from shared.events.envelope import EventEnvelope
@@ -25,6 +24,7 @@ from shared.readmodels.inmemory import (
     InMemorySummaries,
 )
 from shared.vectors.edge import EdgeVectorIndex
+from shared.vectors.points import point_id
 from shared.vectors.port import VectorFilter
 from tests.components import items
 from tests.envelopes import message_recorded, recorded
