@@ -21,12 +21,13 @@ import logging
 
 from pydantic import BaseModel, ValidationError
 
-from services.memory_extractor.appending import MAX_CONFLICT_RETRIES, append_witnessings
+from services.memory_extractor.appending import append_witnessings
 from services.memory_extractor.domain import Witnessing, witnesses_of
 from services.memory_extractor.learning import Learning, Source
 from services.memory_extractor.revisions import Revisions
 from services.memory_extractor.witnessed import WitnessedReadModel
 from shared.delivery import Item, Rejection
+from shared.eventlog.append import MAX_CONFLICT_RETRIES
 from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import (
