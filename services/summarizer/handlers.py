@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from pydantic import ValidationError
 
@@ -53,6 +53,7 @@ from shared.events.recorded import (
     MESSAGE_DELETED,
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
+    REGISTRY,
     SUMMARY_CREATED,
     SUMMARY_RETIRED,
     MessageDeleted,
@@ -109,29 +110,28 @@ class Summarizer:
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         rejections: list[Rejection] = []
-        projected: list[EventEnvelope] = []
+        projected: list[EventEnvelope] = []  # summary events, projected in one write after the batch
         for item in items:
-            env = item.value
+            on_event = _ON_EVENT.get(item.value.type)
             try:
-                if env.type == MESSAGE_RECORDED.name:
-                    msg = MessageRecorded.model_validate(env.payload)
-                    await self.on_message_recorded(env, msg, traceparent=item.traceparent)
-                elif env.type == MESSAGE_EDITED.name:
-                    edit = MessageEdited.model_validate(env.payload)
-                    await self.on_message_changed(env, edit, traceparent=item.traceparent)
-                elif env.type == MESSAGE_DELETED.name:
-                    deleted = MessageDeleted.model_validate(env.payload)
-                    await self.on_message_changed(env, deleted, traceparent=item.traceparent)
-                elif env.type == SUMMARY_CREATED.name:
-                    SummaryCreated.model_validate(env.payload)
-                    projected.append(env)
-                elif env.type == SUMMARY_RETIRED.name:
-                    SummaryRetired.model_validate(env.payload)
-                    projected.append(env)
+                if on_event is not None:
+                    await on_event(self, item, projected)
             except ValidationError as exc:
-                rejections.append(Rejection(item.msg, f"invalid {env.type} payload: {exc}"))
+                rejections.append(Rejection(item.msg, f"invalid {item.value.type} payload: {exc}"))
         await self._summaries.apply(projected)
         return rejections
+
+    async def _on_recorded(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
+        msg = MESSAGE_RECORDED.parse(item.value.payload)
+        await self.on_message_recorded(item.value, msg, traceparent=item.traceparent)
+
+    async def _on_changed(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
+        change: MessageEdited | MessageDeleted = REGISTRY.get(item.value.type).parse(item.value.payload)
+        await self.on_message_changed(item.value, change, traceparent=item.traceparent)
+
+    async def _on_summary(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
+        REGISTRY.payload(item.value)  # validated here: an invalid payload rejects the message
+        projected.append(item.value)
 
     # --- ranges -----------------------------------------------------------------------------------------
     async def on_message_recorded(
@@ -379,3 +379,13 @@ class Summarizer:
     async def _append(self, stream: str, events: list[NewEvent]) -> None:
         # Another replica may write to this stream meanwhile: re-read its version and retry.
         await append_at_head(self._store, stream, events, publisher=self._publisher)
+
+
+# Event type -> the handler of ``Summarizer.on_batch``; other types are not the summarizer's (acked as is).
+_ON_EVENT: dict[str, Callable[[Summarizer, Item[EventEnvelope], list[EventEnvelope]], Awaitable[None]]] = {
+    MESSAGE_RECORDED.name: Summarizer._on_recorded,
+    MESSAGE_EDITED.name: Summarizer._on_changed,
+    MESSAGE_DELETED.name: Summarizer._on_changed,
+    SUMMARY_CREATED.name: Summarizer._on_summary,
+    SUMMARY_RETIRED.name: Summarizer._on_summary,
+}
