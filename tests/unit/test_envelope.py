@@ -15,7 +15,7 @@ from shared.events.envelope import (
     stream_id,
     stream_parts,
 )
-from shared.events.recorded import REGISTRY
+from shared.events.recorded import REGISTRY, RecordedPayload
 from shared.tokens import estimate_tokens
 
 
@@ -112,7 +112,41 @@ def test_every_registered_type_parses_its_payload_into_its_model() -> None:
     assert parsed.message_id == "m"
     assert LOREBOOK_ENTRY_UPDATED.model is LorebookEntryWritten
     for name in REGISTRY.names():
-        assert REGISTRY.get(name).model.__name__, name
+        assert issubclass(REGISTRY.get(name).model, RecordedPayload), name
+
+
+# What the stored form depends on, pinned: name, schema version and encrypted fields of every type.
+STORED_FORM = {
+    "bot.recorded": (1, {"name", "system_prompt", "gender", "age"}),
+    "knowledge.fact_learned": (1, {"text", "subject"}),
+    "knowledge.fact_promoted": (1, set()),
+    "knowledge.fact_retired": (1, set()),
+    "knowledge.fact_unpromoted": (1, set()),
+    "knowledge.facts_consolidated": (1, {"text", "subject"}),
+    "knowledge.witnessed": (1, set()),
+    "legacy_lore.created": (1, {"title", "text", "emotional_tags"}),
+    "legacy_lore.deleted": (1, set()),
+    "lore.timed_state_recorded": (1, set()),
+    "lorebook.attached": (1, set()),
+    "lorebook.created": (1, {"name", "description"}),
+    "lorebook.deleted": (1, set()),
+    "lorebook.detached": (1, set()),
+    "lorebook.entry_created": (1, {"entry"}),
+    "lorebook.entry_deleted": (1, set()),
+    "lorebook.entry_updated": (1, {"entry"}),
+    "lorebook.imported": (1, {"name", "book", "original", "warnings"}),
+    "message.deleted": (1, set()),
+    "message.edited": (1, {"content"}),
+    "message.recorded": (2, {"author_name", "content"}),
+    "persona.recorded": (1, {"name", "description", "traits", "instructions"}),
+    "summary.created": (1, {"text", "emotional_context"}),
+    "summary.retired": (1, set()),
+}
+
+
+def test_the_registry_keeps_every_types_stored_form() -> None:
+    registered = {n: (REGISTRY.get(n).schema_version, set(REGISTRY.get(n).encrypted_fields)) for n in REGISTRY.names()}
+    assert registered == STORED_FORM
 
 
 def test_registry_payload_parses_an_envelope_by_its_type() -> None:
