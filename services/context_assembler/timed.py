@@ -16,7 +16,8 @@ import logging
 
 from services.context_assembler.activation.timed import TimedState
 from services.context_assembler.timed_readmodel import TimedPort, TimedView
-from shared.eventlog.port import ConcurrencyError, EventStore
+from shared.eventlog.append import try_append
+from shared.eventlog.port import AppendResult, EventStore
 from shared.events.contract import ContextAssembleRequest
 from shared.events.envelope import NewEvent, utcnow
 from shared.events.recorded import LORE_TIMED_STATE_RECORDED, LoreTimedStateRecorded, lore_timed_stream
@@ -50,11 +51,14 @@ class TimedStates:
             type=LORE_TIMED_STATE_RECORDED.name, tenant_id=req.tenant_id, payload=payload.model_dump(mode="json")
         )
         stream = lore_timed_stream(req.tenant_id, req.user_id, req.conversation_id)
-        try:
-            result = await self._store.append(stream, before.version, [event])
-        except ConcurrencyError:
-            log.info("timed lore state of %s changed meanwhile; this scan's state is dropped", stream)
+
+        async def project(result: AppendResult) -> None:
+            await self._model.apply(result.committed)
+
+        # One attempt, no retry: the scan that lost the race is dropped (see the module docstring).
+        result = await try_append(
+            self._store, stream, before.version, [event], publisher=self._publisher, project=project
+        )
+        if result is not None:
             return
-        await self._model.apply(result.committed)
-        if self._publisher is not None and result.committed:
-            await self._publisher.publish_committed(result.committed)
+        log.info("timed lore state of %s changed meanwhile; this scan's state is dropped", stream)

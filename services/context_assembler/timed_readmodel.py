@@ -18,7 +18,7 @@ from pymongo.errors import DuplicateKeyError
 
 from services.context_assembler.activation.timed import TimedState
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import LORE_TIMED_STATE_RECORDED, LoreTimedStateRecorded, lore_timed_stream
+from shared.events.recorded import LORE_TIMED_STATE_RECORDED, lore_timed_stream
 
 COLLECTION = "lore_timed"
 
@@ -58,7 +58,7 @@ class LoreTimedReadModel:
         for env in events:
             if env.type != LORE_TIMED_STATE_RECORDED.name:
                 continue
-            p = LoreTimedStateRecorded.model_validate(env.payload)
+            p = LORE_TIMED_STATE_RECORDED.parse(env.payload)
             doc = {
                 "tenant_id": env.tenant_id,
                 "version": env.version,

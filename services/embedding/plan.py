@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from shared.events.envelope import EventEnvelope, EventType
 from shared.readmodels.conversation import as_utc
@@ -39,6 +40,6 @@ def epoch(value: datetime) -> float:
     return as_utc(value).timestamp()
 
 
-def of_type(envelopes: Iterable[EventEnvelope], event_type: EventType) -> list[EventEnvelope]:
+def of_type(envelopes: Iterable[EventEnvelope], event_type: EventType[Any]) -> list[EventEnvelope]:
     """The events of one type, in log order."""
     return [env for env in envelopes if env.type == event_type.name]

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shared.events.contract import BotUpserted, MessageCreated, MessageDeleted, MessageEdited, PersonaUpserted
-from shared.events.envelope import EventEnvelope, NewEvent, deterministic_id
+from shared.events.envelope import EventEnvelope, NewEvent, Payload, deterministic_id
 from shared.events.recorded import (
     BOT_RECORDED,
     MESSAGE_DELETED,
@@ -98,18 +98,32 @@ class Decision:
     rejection: str | None = None
 
 
+def _recorded(known: dict[str, KnownMessage], payload: Payload) -> None:
+    known[str(payload["message_id"])] = KnownMessage(int(payload["index"]), deleted=False)
+
+
+def _deleted(known: dict[str, KnownMessage], payload: Payload) -> None:
+    message_id = str(payload["message_id"])
+    before = known.get(message_id)
+    known[message_id] = KnownMessage(before.index if before else -1, deleted=True)
+
+
+# Event type -> what it tells about a message; other conversation events tell nothing ingest needs.
+_KNOWN_FROM: dict[str, Callable[[dict[str, KnownMessage], Payload], None]] = {
+    MESSAGE_RECORDED.name: _recorded,
+    MESSAGE_DELETED.name: _deleted,
+}
+
+
 def known_from_events(envelopes: Iterable[EventEnvelope]) -> dict[str, KnownMessage]:
     """Messages recorded or deleted by these conversation events (the log tail a read model lacks)."""
     # Read straight from the payloads (decoded, upcast envelopes always carry these keys): validating whole
     # payload models here cost ingest ~3 % of its CPU, for two fields.
     known: dict[str, KnownMessage] = {}
     for env in sorted(envelopes, key=lambda e: e.version):
-        if env.type == MESSAGE_RECORDED.name:
-            known[str(env.payload["message_id"])] = KnownMessage(int(env.payload["index"]), deleted=False)
-        elif env.type == MESSAGE_DELETED.name:
-            message_id = str(env.payload["message_id"])
-            before = known.get(message_id)
-            known[message_id] = KnownMessage(before.index if before else -1, deleted=True)
+        learn = _KNOWN_FROM.get(env.type)
+        if learn is not None:
+            learn(known, env.payload)
     return known
 
 

@@ -4,38 +4,20 @@ The service layer between the consumer and the pure decisions in ``domain.py``. 
 number of round trips whatever the batch size: message statuses (plus the states of conversations it has
 not cached), one ``append_batch`` for every stream, the read-model writes, the publish.
 
-Two stages, so that consecutive batches overlap (``begin`` returns the second stage; see
-``shared.delivery.Staged``):
+- ``begin`` (stage 1): load, decide, append; one batch at a time, in the order batches are begun (the
+  consumer begins them in JetStream delivery order), so a conversation's message indexes follow the stream.
+- the ``finish`` it returns (stage 2): project, then publish; one batch at a time, in begin order, while the
+  next batch's ``begin`` runs (``shared.delivery.Staged``).
 
-- ``begin``: load, decide, append. Runs one batch at a time, in the order batches are begun (the consumer
-  begins them in JetStream delivery order), so a conversation's message indexes follow the stream order.
-- the returned ``finish``: project, then publish. One batch at a time; the consumer runs them in the order
-  the batches were begun, while the next batch's ``begin`` runs.
+Ack policy: streams that keep losing optimistic-concurrency races (``max_attempts``) fail the batch with
+``ConflictsExhausted`` (it is redelivered) after what did commit is projected and published. Idempotency
+key: the event id, deterministic per platform fact; a redelivered command already in the log is reported
+by the store as a duplicate (no version slot taken), so it is recorded once. Publishing is best effort: the
+relay republishes anything not confirmed. Events carry their command's ``traceparent`` (its consumer span).
 
-Because the next batch is decided before this one is projected, the decisions cannot come from the read
-model alone. A bounded in-process cache (``ConversationCache``) keeps, per conversation:
-
-- ``state``: the conversation as the log holds it after this process's last append (committed events
-  folded in right after the append commits); None when unknown (the read model is then asked);
-- ``pending``: message statuses this process appended (or learned from the log) that the read model may
-  not have yet; merged over the read model's statuses, and dropped once projected;
-- ``projected``: what the read model holds, as far as this process knows (a lower bound).
-
-Conversation state is trusted optimistically: the append's expected version is the cached (or projected)
-one, so the hot path never asks the log for stream versions. A stale state (a crash between append and
-projection, another replica's appends) makes the append conflict; the stream is then caught up by folding
-the log tail it lacks and re-decided. A redelivered message the read model does not know is still recorded
-once: its event id is already in the log, which the store reports as a duplicate (it takes no version slot).
-
-- A stream that lost an optimistic-concurrency race is caught up from the log and re-decided, at most
-  ``max_attempts`` times; streams that did commit are projected and published, then the batch fails
-  (``ConflictsExhausted``), is retried, and its committed part dedupes by event id.
-- The projection folds from ``projected``; when that is behind the version the batch was decided on (a
-  failed projection, a conflict, duplicates in the append), the log tail past it is re-read and projected
-  too, so the read model never skips events.
-- Publishing is best effort here: the relay republishes anything whose publish is not confirmed.
-- Each command's events carry the command's ``traceparent`` (its consumer span), so the relay publishes
-  them in the trace the platform message started.
+Why a cache: the next batch is decided before this one is projected, so decisions cannot come from the read
+model alone (see :class:`Recorder`). Why not ``shared.eventlog.append``: that retries one stream; a batch
+appends many streams in one ``append_batch`` and retries only the streams that lost.
 """
 
 from __future__ import annotations
@@ -94,6 +76,19 @@ class _Decided:
 
 
 class Recorder:
+    """Decides against a bounded in-process cache (``ConversationCache``) that keeps, per conversation:
+
+    - ``state``: the conversation as the log holds it after this process's last append (committed events
+      folded in right after the append commits); None when unknown (the read model is then asked);
+    - ``pending``: message statuses this process appended (or learned from the log) that the read model may
+      not have yet; merged over the read model's statuses, and dropped once projected;
+    - ``projected``: what the read model holds, as far as this process knows (a lower bound).
+
+    Conversation state is trusted optimistically: the append's expected version is the cached (or projected)
+    one, so the hot path never asks the log for stream versions. A stale state (a crash between append and
+    projection, another replica's appends) makes the append conflict; the stream is then caught up by folding
+    the log tail it lacks and re-decided (``_decide_and_append``)."""
+
     def __init__(
         self,
         store: EventStore,
@@ -145,6 +140,10 @@ class Recorder:
     async def _decide_and_append(
         self, commands: Sequence[InboundCommand], traceparents: Sequence[str | None] | None
     ) -> tuple[_Decided, list[str]]:
+        """Load, decide and append in one ``append_batch``; a stream that lost its race is caught up from the
+        log and re-decided, at most ``max_attempts`` times. Returns the batch and the still unsettled streams
+        (the caller projects and publishes what settled, then fails the batch; on redelivery its committed
+        part dedupes by event id)."""
         reasons: list[str | None] = [None] * len(commands)
         traces = list(traceparents) if traceparents is not None else [None] * len(commands)
         contexts = await self._load(commands)

@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 from services.lore import domain, manage
 from services.lore.formats.exporter import entry_to_world_info, export_world_info
 from services.lore.manage import BadRequest, NotFound
-from shared.eventlog.port import ConcurrencyError, EventStore
+from shared.eventlog.append import Decision, append_at_head, append_with_retry
+from shared.eventlog.port import AppendResult, EventStore
 from shared.events.envelope import EventEnvelope, NewEvent, utcnow
 from shared.events.lore_contract import (
     LoreAttachReply,
@@ -43,7 +44,6 @@ from shared.readmodels.ports import LorePort
 from shared.runtime import CommittedPublisher
 
 _EntryRequest = TypeVar("_EntryRequest", LoreEntryCreateRequest, LoreEntryUpdateRequest)
-MAX_CONFLICT_RETRIES = 5
 __all__ = ["BadRequest", "LoreBooks", "NotFound"]
 
 
@@ -87,18 +87,14 @@ class LoreBooks:
         )
 
     async def _record(self, tenant_id: str, lorebook_id: str, events: Sequence[NewEvent]) -> None:
+        """Append at the stream's current version (another request changing this book meanwhile makes it
+        re-read and retry), project, then publish what committed."""
         stream = lorebook_stream(tenant_id, lorebook_id)
-        for _ in range(MAX_CONFLICT_RETRIES):
-            version = await self._store.stream_version(stream)
-            try:
-                result = await self._store.append(stream, version, events)
-            except ConcurrencyError:
-                continue  # another request changed this book meanwhile; re-read and retry
+
+        async def project(result: AppendResult) -> None:
             await self._project(stream, result.committed)
-            if result.committed:
-                await self._publisher.publish_committed(result.committed)
-            return
-        raise ConcurrencyError(stream, -1)
+
+        await append_at_head(self._store, stream, events, publisher=self._publisher, project=project)
 
     async def _project(self, stream: str, committed: Sequence[EventEnvelope]) -> None:
         """Fold just the new events onto the stored state; the whole stream when they do not follow it (a
@@ -118,21 +114,23 @@ class LoreBooks:
         """Decide on the current state and append at its version; on a conflict (another change, or a read
         model behind the log after a crash) re-project the stream and decide again. Returns the new state."""
         stream = lorebook_stream(tenant_id, lorebook_id)
-        for _ in range(MAX_CONFLICT_RETRIES):
+
+        async def on_state() -> Decision[BookState | None]:
             state = await self._read_model.state(tenant_id, lorebook_id)
-            events = decide(state)
-            if not events:
-                return state
-            try:
-                result = await self._store.append(stream, state.version if state else 0, events)
-            except ConcurrencyError:
-                await self._read_model.apply(await self._store.read_stream(stream))
-                continue
+            return Decision(state.version if state else 0, decide(state), state)
+
+        async def reproject() -> None:
+            await self._read_model.apply(await self._store.read_stream(stream))
+
+        async def project(result: AppendResult) -> None:
             await self._project(stream, result.committed)
-            if result.committed:
-                await self._publisher.publish_committed(result.committed)
-            return await self._read_model.state(tenant_id, lorebook_id)
-        raise ConcurrencyError(stream, -1)
+
+        done = await append_with_retry(
+            self._store, stream, on_state, publisher=self._publisher, project=project, on_conflict=reproject
+        )
+        if done.result is None:
+            return done.value
+        return await self._read_model.state(tenant_id, lorebook_id)
 
     async def create_book(self, req: LoreBookCreateRequest) -> LoreBookCreateReply:
         lorebook_id = manage.book_id_for(req)

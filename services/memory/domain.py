@@ -9,6 +9,7 @@ new: the log reports the duplicate and the service answers as the first time.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -64,19 +65,35 @@ class MemoryState:
 
 def memory_state(events: list[EventEnvelope], memory_id: str) -> MemoryState | None:
     """Fold a ``summaries/<tenant>/<user>/<conversation>`` stream for one summary; None if it is not there."""
-    created: SummaryCreated | None = None
-    reason: str | None = None
-    deleted = False
+    fold = _MemoryFold()
     for env in events:
         if env.payload.get("summary_id") != memory_id:
             continue
-        if env.type == SUMMARY_CREATED.name:
-            created = SummaryCreated.model_validate(env.payload)
-        elif env.type == SUMMARY_RETIRED.name:
-            retired = SummaryRetired.model_validate(env.payload)
-            deleted = deleted or retired.reason == "deleted"
-            reason = "deleted" if deleted else retired.reason
-    return None if created is None else MemoryState(created, reason, deleted)
+        on_event = _MEMORY_FOLD.get(env.type)
+        if on_event is not None:
+            on_event(fold, env)
+    return None if fold.created is None else MemoryState(fold.created, fold.reason, fold.deleted)
+
+
+@dataclass
+class _MemoryFold:
+    created: SummaryCreated | None = None
+    reason: str | None = None
+    deleted: bool = False
+
+    def on_created(self, env: EventEnvelope) -> None:
+        self.created = SUMMARY_CREATED.parse(env.payload)
+
+    def on_retired(self, env: EventEnvelope) -> None:
+        retired = SUMMARY_RETIRED.parse(env.payload)
+        self.deleted = self.deleted or retired.reason == "deleted"
+        self.reason = "deleted" if self.deleted else retired.reason
+
+
+_MEMORY_FOLD: dict[str, Callable[[_MemoryFold, EventEnvelope], None]] = {
+    SUMMARY_CREATED.name: _MemoryFold.on_created,
+    SUMMARY_RETIRED.name: _MemoryFold.on_retired,
+}
 
 
 def legacy_entry(

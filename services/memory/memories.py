@@ -20,7 +20,8 @@ from typing import Protocol
 
 from services.memory import domain
 from services.memory.listing import merge_page, sources_for
-from shared.eventlog.port import AppendResult, ConcurrencyError, EventStore
+from shared.eventlog.append import append_at_head
+from shared.eventlog.port import AppendResult, EventStore
 from shared.events.envelope import NewEvent, utcnow
 from shared.events.memory_contract import (
     LEGACY_MEMORY,
@@ -37,8 +38,6 @@ from shared.readmodels.legacy_lore import LegacyLoreView
 from shared.readmodels.ports import LegacyLorePort, SummariesPort
 from shared.readmodels.summaries import SummaryListed
 from shared.runtime import CommittedPublisher
-
-MAX_CONFLICT_RETRIES = 5
 
 
 class NotFound(LookupError):
@@ -172,13 +171,9 @@ class Memories:
         return [summary_item(s, legacy.get(s.view.summary_id)) for s in listed], total
 
     async def _record(self, stream: str, events: Sequence[NewEvent]) -> AppendResult:
-        for _ in range(MAX_CONFLICT_RETRIES):
-            version = await self._store.stream_version(stream)
-            try:
-                return await self._store.append(stream, version, events)
-            except ConcurrencyError:
-                continue  # another writer (the summarizer) appended meanwhile; re-read and retry
-        raise ConcurrencyError(stream, -1)
+        # Another writer (the summarizer) may append meanwhile: re-read the version and retry. Projection and
+        # publication are the caller's (each projects differently before it publishes).
+        return await append_at_head(self._store, stream, events)
 
     async def _publish(self, result: AppendResult) -> None:
         if result.committed:

@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from services.memory_extractor.domain import Witnessing, group_appends, streams_of
+from shared.eventlog.append import MAX_CONFLICT_RETRIES, ConflictRetriesExhausted
 from shared.eventlog.port import ConcurrencyError, EventStore
 from shared.events.envelope import EventEnvelope
-
-MAX_CONFLICT_RETRIES = 5
 
 
 async def append_witnessings(store: EventStore, witnessings: Sequence[Witnessing]) -> list[EventEnvelope]:
     """Append all of them, one ``append_batch`` per attempt; streams that raced another writer are retried
-    with fresh versions (events already written come back as duplicates). Returns the newly committed."""
+    with fresh versions (events already written come back as duplicates). Returns the newly committed.
+
+    Not ``shared.eventlog.append.append_with_retry``: that one retries one stream, this one retries only the
+    streams of a batch that lost their race, in one round trip per attempt. Publishing is the caller's."""
     committed: list[EventEnvelope] = []
     pending = list(witnessings)
     for _ in range(MAX_CONFLICT_RETRIES):
@@ -31,5 +33,5 @@ async def append_witnessings(store: EventStore, witnessings: Sequence[Witnessing
                 committed.extend(result.committed)
         pending = [w for w in pending if w.stream_id in conflicted]
     if pending:
-        raise ConcurrencyError(pending[0].stream_id, -1)
+        raise ConflictRetriesExhausted(pending[0].stream_id, MAX_CONFLICT_RETRIES)
     return committed

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from services.memory_extractor.appending import MAX_CONFLICT_RETRIES, append_witnessings
+from services.memory_extractor.appending import append_witnessings
 from services.memory_extractor.domain import Witnessing, witnesses_of
 from services.memory_extractor.learning import Learning, Source
 from services.memory_extractor.revisions import Revisions
 from services.memory_extractor.witnessed import WitnessedPort
 from shared.delivery import Item, Rejection
+from shared.eventlog.append import MAX_CONFLICT_RETRIES
 from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import (
@@ -39,14 +42,9 @@ from shared.events.recorded import (
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
     MESSAGES_WITNESSED,
-    FactLearned,
-    FactRetired,
-    FactsConsolidated,
-    FactScopeChanged,
+    REGISTRY,
     MessageDeleted,
     MessageEdited,
-    MessageRecorded,
-    MessagesWitnessed,
 )
 from shared.llm.port import ProgressCallback
 from shared.runtime import CommittedPublisher
@@ -55,12 +53,52 @@ log = logging.getLogger(__name__)
 
 __all__ = ["MAX_CONFLICT_RETRIES", "MemoryExtractor", "append_witnessings", "progress_of"]
 
-_FACT_MODELS: dict[str, type[BaseModel]] = {
-    FACT_LEARNED.name: FactLearned,
-    FACTS_CONSOLIDATED.name: FactsConsolidated,
-    FACT_RETIRED.name: FactRetired,
-    FACT_PROMOTED.name: FactScopeChanged,
-    FACT_UNPROMOTED.name: FactScopeChanged,
+Change = tuple[EventEnvelope, MessageEdited | MessageDeleted, str | None]
+
+
+@dataclass
+class _Sorted:
+    """A batch's events sorted by what they are for; each ``on_*`` validates its payload first (a
+    ``ValidationError`` rejects the message)."""
+
+    witnessings: list[Witnessing] = field(default_factory=list)
+    witnessed: list[EventEnvelope] = field(default_factory=list)
+    facts: list[EventEnvelope] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+
+    def on_recorded(self, item: Item[EventEnvelope]) -> None:
+        env = item.value
+        msg = MESSAGE_RECORDED.parse(env.payload)
+        self.witnessings += witnesses_of(env.tenant_id, msg, causation_id=env.event_id, traceparent=item.traceparent)
+        self.sources.append(Source(env, msg, item.traceparent))
+
+    def on_witnessed(self, item: Item[EventEnvelope]) -> None:
+        MESSAGES_WITNESSED.parse(item.value.payload)
+        self.witnessed.append(item.value)
+
+    def on_fact(self, item: Item[EventEnvelope]) -> None:
+        REGISTRY.payload(item.value)
+        self.facts.append(item.value)
+
+    def on_edited(self, item: Item[EventEnvelope]) -> None:
+        self.changes.append((item.value, MESSAGE_EDITED.parse(item.value.payload), item.traceparent))
+
+    def on_deleted(self, item: Item[EventEnvelope]) -> None:
+        self.changes.append((item.value, MESSAGE_DELETED.parse(item.value.payload), item.traceparent))
+
+
+# Event type -> where the batch sorts it; other types are not this service's (acked, nothing done).
+_SORT: dict[str, Callable[[_Sorted, Item[EventEnvelope]], None]] = {
+    MESSAGE_RECORDED.name: _Sorted.on_recorded,
+    MESSAGES_WITNESSED.name: _Sorted.on_witnessed,
+    FACT_LEARNED.name: _Sorted.on_fact,
+    FACTS_CONSOLIDATED.name: _Sorted.on_fact,
+    FACT_RETIRED.name: _Sorted.on_fact,
+    FACT_PROMOTED.name: _Sorted.on_fact,
+    FACT_UNPROMOTED.name: _Sorted.on_fact,
+    MESSAGE_EDITED.name: _Sorted.on_edited,
+    MESSAGE_DELETED.name: _Sorted.on_deleted,
 }
 
 
@@ -95,39 +133,22 @@ class MemoryExtractor:
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         rejections: list[Rejection] = []
-        witnessings: list[Witnessing] = []
-        witnessed: list[EventEnvelope] = []
-        facts: list[EventEnvelope] = []
-        sources: list[Source] = []
-        changes: list[tuple[EventEnvelope, MessageEdited | MessageDeleted, str | None]] = []
+        batch = _Sorted()
         for item in items:
-            env = item.value
+            sort = _SORT.get(item.value.type)
+            if sort is None:
+                continue
             try:
-                if env.type == MESSAGE_RECORDED.name:
-                    msg = MessageRecorded.model_validate(env.payload)
-                    witnessings += witnesses_of(
-                        env.tenant_id, msg, causation_id=env.event_id, traceparent=item.traceparent
-                    )
-                    sources.append(Source(env, msg, item.traceparent))
-                elif env.type == MESSAGES_WITNESSED.name:
-                    MessagesWitnessed.model_validate(env.payload)
-                    witnessed.append(env)
-                elif env.type in _FACT_MODELS:
-                    _FACT_MODELS[env.type].model_validate(env.payload)
-                    facts.append(env)
-                elif env.type == MESSAGE_EDITED.name:
-                    changes.append((env, MessageEdited.model_validate(env.payload), item.traceparent))
-                elif env.type == MESSAGE_DELETED.name:
-                    changes.append((env, MessageDeleted.model_validate(env.payload), item.traceparent))
+                sort(batch, item)
             except ValidationError as exc:
-                rejections.append(Rejection(item.msg, f"invalid {env.type} payload: {exc}"))
-        await self._witnessed.apply(witnessed)
-        if witnessings:
-            committed = await append_witnessings(self._store, witnessings)
+                rejections.append(Rejection(item.msg, f"invalid {item.value.type} payload: {exc}"))
+        await self._witnessed.apply(batch.witnessed)
+        if batch.witnessings:
+            committed = await append_witnessings(self._store, batch.witnessings)
             if committed:
                 await self._publisher.publish_committed(committed)
         if self._learning is not None:
-            await self._learn(items, facts, sources, changes)
+            await self._learn(items, batch.facts, batch.sources, batch.changes)
         return rejections
 
     async def _learn(
@@ -135,7 +156,7 @@ class MemoryExtractor:
         items: list[Item[EventEnvelope]],
         facts: list[EventEnvelope],
         sources: list[Source],
-        changes: list[tuple[EventEnvelope, MessageEdited | MessageDeleted, str | None]],
+        changes: list[Change],
     ) -> None:
         assert self._learning is not None
         await self._learning.project(facts)

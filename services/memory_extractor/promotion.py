@@ -12,7 +12,10 @@ writer re-read and re-decide), projected at once so the reply and the next read 
 
 from __future__ import annotations
 
-from shared.eventlog.port import ConcurrencyError, EventStore
+from collections.abc import Callable
+
+from shared.eventlog.append import Decision, append_with_retry
+from shared.eventlog.port import AppendResult, EventStore
 from shared.events.envelope import NewEvent, new_id, utcnow
 from shared.events.memory_contract import MemoryPromoteRequest, MemoryScopeReply, MemoryUnpromoteRequest
 from shared.events.recorded import (
@@ -27,8 +30,6 @@ from shared.events.recorded import (
 from shared.readmodels.knowledge import ACTIVE, FactView
 from shared.readmodels.ports import KnowledgePort
 from shared.runtime import CommittedPublisher
-
-MAX_CONFLICT_RETRIES = 5
 
 
 class NotFound(LookupError):
@@ -47,27 +48,57 @@ class Promotions:
 
     async def promote(self, req: MemoryPromoteRequest) -> MemoryScopeReply:
         target = campaign_scope(req.campaign_id)
-        for _ in range(MAX_CONFLICT_RETRIES):
-            fact = await self._owned_fact(req.tenant_id, req.user_id, req.fact_id)
+
+        def decide(fact: FactView) -> MemoryScopeReply | None:
             if fact.scope == target:
                 return MemoryScopeReply(fact_id=fact.fact_id, scope=target, previous_scope=target, changed=False)
             if fact.scope != player_scope(req.user_id):
                 raise NotAllowed(f"only facts in your player scope can be promoted; this one is in {fact.scope}")
-            if await self._change(req.tenant_id, req.user_id, fact, target, promote=True):
-                return MemoryScopeReply(fact_id=fact.fact_id, scope=target, previous_scope=fact.scope, changed=True)
-        raise ConcurrencyError(req.fact_id, -1)
+            return None
+
+        return await self._change_scope(req.tenant_id, req.user_id, req.fact_id, target, decide, promote=True)
 
     async def unpromote(self, req: MemoryUnpromoteRequest) -> MemoryScopeReply:
         home = player_scope(req.user_id)
-        for _ in range(MAX_CONFLICT_RETRIES):
-            fact = await self._owned_fact(req.tenant_id, req.user_id, req.fact_id)
+
+        def decide(fact: FactView) -> MemoryScopeReply | None:
             if fact.scope == home:
                 return MemoryScopeReply(fact_id=fact.fact_id, scope=home, previous_scope=home, changed=False)
             if not fact.scope.startswith("campaign:"):
                 raise NotAllowed(f"only promoted facts can be unpromoted; this one is in {fact.scope}")
-            if await self._change(req.tenant_id, req.user_id, fact, home, promote=False):
-                return MemoryScopeReply(fact_id=fact.fact_id, scope=home, previous_scope=fact.scope, changed=True)
-        raise ConcurrencyError(req.fact_id, -1)
+            return None
+
+        return await self._change_scope(req.tenant_id, req.user_id, req.fact_id, home, decide, promote=False)
+
+    async def _change_scope(
+        self,
+        tenant_id: str,
+        user_id: str,
+        fact_id: str,
+        to_scope: str,
+        already: Callable[[FactView], MemoryScopeReply | None],
+        *,
+        promote: bool,
+    ) -> MemoryScopeReply:
+        """Read the fact, decide (``already``: the reply when nothing is to change, or raises), append the audit
+        event at the character stream's version; a concurrent change makes it re-read and re-decide."""
+        loaded = [await self._owned_fact(tenant_id, user_id, fact_id)]  # the first attempt's read; names the stream
+        stream = knowledge_stream(tenant_id, loaded[0].character_id)
+
+        async def decide() -> Decision[MemoryScopeReply]:
+            fact = loaded.pop() if loaded else await self._owned_fact(tenant_id, user_id, fact_id)
+            unchanged = already(fact)
+            if unchanged is not None:
+                return Decision(0, [], unchanged)
+            version = await self._store.stream_version(stream)
+            reply = MemoryScopeReply(fact_id=fact.fact_id, scope=to_scope, previous_scope=fact.scope, changed=True)
+            return Decision(version, [self._event(tenant_id, user_id, fact, to_scope, promote=promote)], reply)
+
+        async def project(result: AppendResult) -> None:
+            await self._knowledge.apply(result.committed)
+
+        done = await append_with_retry(self._store, stream, decide, publisher=self._publisher, project=project)
+        return done.value
 
     async def _owned_fact(self, tenant_id: str, user_id: str, fact_id: str) -> FactView:
         fact = await self._knowledge.by_id(tenant_id, fact_id)
@@ -77,8 +108,9 @@ class Promotions:
             raise NotAllowed(f"fact {fact_id!r} is {fact.status}; only current facts change scope")
         return fact
 
-    async def _change(self, tenant_id: str, user_id: str, fact: FactView, to_scope: str, *, promote: bool) -> bool:
-        """Append the audit event; False when another writer changed the stream meanwhile (re-decide)."""
+    @staticmethod
+    def _event(tenant_id: str, user_id: str, fact: FactView, to_scope: str, *, promote: bool) -> NewEvent:
+        """The audit event of the change (who, from which scope, to which, when)."""
         model = FactPromoted if promote else FactUnpromoted
         payload = model(
             fact_id=fact.fact_id,
@@ -89,18 +121,9 @@ class Promotions:
             to_scope=to_scope,
             at=utcnow(),
         )
-        event = NewEvent(
+        return NewEvent(
             event_id=new_id(),
             type=(FACT_PROMOTED if promote else FACT_UNPROMOTED).name,
             tenant_id=tenant_id,
             payload=payload.model_dump(mode="json"),
         )
-        stream = knowledge_stream(tenant_id, fact.character_id)
-        version = await self._store.stream_version(stream)
-        try:
-            result = await self._store.append(stream, version, [event])
-        except ConcurrencyError:
-            return False
-        await self._knowledge.apply(result.committed)
-        await self._publisher.publish_committed(result.committed)
-        return True

@@ -23,8 +23,8 @@ from shared.events.envelope import EventEnvelope, NewEvent, deterministic_id, ut
 from shared.events.recorded import (
     FACT_RETIRED,
     FACTS_CONSOLIDATED,
+    MESSAGE_RECORDED,
     FactRetired,
-    MessageRecorded,
     knowledge_stream,
 )
 from shared.llm.port import ProgressCallback
@@ -88,7 +88,7 @@ class Revisions:
         if not found:
             log.warning("edited message %s not found in the log; nothing re-extracted", message_id)
             return
-        original = MessageRecorded.model_validate(found[0].payload)
+        original = MESSAGE_RECORDED.parse(found[0].payload)
         edited = original.model_copy(update={"content": new_content, "tokens": new_tokens})
         await self._learning.learn([Source(env, edited, traceparent, revision=env.event_id)], on_progress)
 

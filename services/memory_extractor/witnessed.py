@@ -14,7 +14,7 @@ from pymongo import ASCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import MESSAGES_WITNESSED, MessagesWitnessed
+from shared.events.recorded import MESSAGES_WITNESSED
 
 COLLECTION = "witnessed"
 
@@ -69,7 +69,7 @@ class WitnessedReadModel:
         for env in events:
             if env.type != MESSAGES_WITNESSED.name:
                 continue
-            w = MessagesWitnessed.model_validate(env.payload)
+            w = MESSAGES_WITNESSED.parse(env.payload)
             for offset, message_id in enumerate(w.message_ids):
                 doc = {
                     "tenant_id": env.tenant_id,

@@ -17,7 +17,7 @@ Ids are deterministic over the children (consolidation) or over the stale summar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -58,16 +58,30 @@ class LiveSet:
         return [live.summary for live in self.by_id.values()]
 
 
+def _live_created(live: LiveSet, env: EventEnvelope) -> None:
+    s = SUMMARY_CREATED.parse(env.payload)
+    live.by_id[s.summary_id] = LiveSummary(s, env.causation_id)
+
+
+def _live_retired(live: LiveSet, env: EventEnvelope) -> None:
+    live.by_id.pop(SUMMARY_RETIRED.parse(env.payload).summary_id, None)
+
+
+# Event type -> how it changes the live set; any other type only advances the version.
+_FOLD_LIVE: dict[str, Callable[[LiveSet, EventEnvelope], None]] = {
+    SUMMARY_CREATED.name: _live_created,
+    SUMMARY_RETIRED.name: _live_retired,
+}
+
+
 def fold_live(events: Iterable[EventEnvelope]) -> LiveSet:
     """Fold a summary stream (any order; applied by version) into its live summaries."""
     live = LiveSet()
     for env in sorted(events, key=lambda e: e.version):
         live.version = max(live.version, env.version)
-        if env.type == SUMMARY_CREATED.name:
-            s = SummaryCreated.model_validate(env.payload)
-            live.by_id[s.summary_id] = LiveSummary(s, env.causation_id)
-        elif env.type == SUMMARY_RETIRED.name:
-            live.by_id.pop(SummaryRetired.model_validate(env.payload).summary_id, None)
+        on_event = _FOLD_LIVE.get(env.type)
+        if on_event is not None:
+            on_event(live, env)
     return live
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from pydantic import ValidationError
 
@@ -46,12 +46,14 @@ from services.summarizer.domain import (
 from services.summarizer.settings import SummarizerSettings
 from shared.delivery import Item, Rejection
 from shared.embedders.port import Embedder
-from shared.eventlog.port import ConcurrencyError, EventStore
+from shared.eventlog.append import Decision, append_at_head, append_with_retry, try_append
+from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope, NewEvent
 from shared.events.recorded import (
     MESSAGE_DELETED,
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
+    REGISTRY,
     SUMMARY_CREATED,
     SUMMARY_RETIRED,
     MessageDeleted,
@@ -69,7 +71,6 @@ from shared.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
-MAX_CONFLICT_RETRIES = 5
 MAX_WINDOW_GROWTH = 6  # the window doubles up to this many times before reading from the stream's start
 MAX_TRIGGER_STATES = 50_000  # conversations whose trigger state is memoized (least recently used dropped)
 MAX_FOLDS_PER_EVENT = 64  # consolidations per handled event (each removes batch-1 live summaries)
@@ -109,29 +110,28 @@ class Summarizer:
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         rejections: list[Rejection] = []
-        projected: list[EventEnvelope] = []
+        projected: list[EventEnvelope] = []  # summary events, projected in one write after the batch
         for item in items:
-            env = item.value
+            on_event = _ON_EVENT.get(item.value.type)
             try:
-                if env.type == MESSAGE_RECORDED.name:
-                    msg = MessageRecorded.model_validate(env.payload)
-                    await self.on_message_recorded(env, msg, traceparent=item.traceparent)
-                elif env.type == MESSAGE_EDITED.name:
-                    edit = MessageEdited.model_validate(env.payload)
-                    await self.on_message_changed(env, edit, traceparent=item.traceparent)
-                elif env.type == MESSAGE_DELETED.name:
-                    deleted = MessageDeleted.model_validate(env.payload)
-                    await self.on_message_changed(env, deleted, traceparent=item.traceparent)
-                elif env.type == SUMMARY_CREATED.name:
-                    SummaryCreated.model_validate(env.payload)
-                    projected.append(env)
-                elif env.type == SUMMARY_RETIRED.name:
-                    SummaryRetired.model_validate(env.payload)
-                    projected.append(env)
+                if on_event is not None:
+                    await on_event(self, item, projected)
             except ValidationError as exc:
-                rejections.append(Rejection(item.msg, f"invalid {env.type} payload: {exc}"))
+                rejections.append(Rejection(item.msg, f"invalid {item.value.type} payload: {exc}"))
         await self._summaries.apply(projected)
         return rejections
+
+    async def _on_recorded(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
+        msg = MESSAGE_RECORDED.parse(item.value.payload)
+        await self.on_message_recorded(item.value, msg, traceparent=item.traceparent)
+
+    async def _on_changed(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
+        change: MessageEdited | MessageDeleted = REGISTRY.get(item.value.type).parse(item.value.payload)
+        await self.on_message_changed(item.value, change, traceparent=item.traceparent)
+
+    async def _on_summary(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
+        REGISTRY.payload(item.value)  # validated here: an invalid payload rejects the message
+        projected.append(item.value)
 
     # --- ranges -----------------------------------------------------------------------------------------
     async def on_message_recorded(
@@ -299,15 +299,13 @@ class Summarizer:
         settings = self.settings_for(env.tenant_id)
         stream = summary_stream(env.tenant_id, change.user_id, change.conversation_id)
         at = change.edited_at if isinstance(change, MessageEdited) else change.deleted_at
-        for _ in range(MAX_CONFLICT_RETRIES):
+
+        async def decide() -> Decision[None]:
             live = fold_live(await self._store.read_stream(stream))
             causes = {x.causation_id for x in live.by_id.values() if x.causation_id}
             versions = {e.event_id: e.version for e in await self._store.get_events(list(causes))}
-            stale = consolidation.stale_by(live, change.message_id, env.version, versions)
-            if not stale:
-                return
             new: list[NewEvent] = []
-            for old in stale:
+            for old in consolidation.stale_by(live, change.message_id, env.version, versions):
                 rid = consolidation.recompute_id(
                     env.tenant_id, change.user_id, change.conversation_id, old.summary_id, env.event_id
                 )
@@ -316,9 +314,9 @@ class Summarizer:
                     new.append(self._event(env, rid, SUMMARY_CREATED.name, fresh, traceparent))
                 eid, retired = consolidation.retirement(old, "stale", rid if fresh else None, at)
                 new.append(self._event(env, eid, SUMMARY_RETIRED.name, retired, traceparent))
-            if await self._append_at(stream, live, new):
-                return
-        raise ConcurrencyError(stream, -1)
+            return Decision(live.version, new, None)  # nothing stale: nothing to append
+
+        await append_with_retry(self._store, stream, decide, publisher=self._publisher)
 
     async def _recompute(
         self, env: EventEnvelope, old: SummaryCreated, rid: str, settings: SummarizerSettings
@@ -373,24 +371,21 @@ class Summarizer:
             payload=payload.model_dump(mode="json"),
         )
 
-    async def _append_at(self, stream: str, live: LiveSet, events: list[NewEvent]) -> bool:
-        """Append at the version ``live`` was folded from; False when another writer got there first."""
-        try:
-            result = await self._store.append(stream, live.version, events)
-        except ConcurrencyError:
-            return False
-        if result.committed:
-            await self._publisher.publish_committed(result.committed)
-        return True
+    async def _append_at(self, stream: str, live: LiveSet, events: list[NewEvent]) -> None:
+        """Append at the version ``live`` was folded from; a lost race appends nothing (the caller's next fold
+        re-reads the stream and decides again)."""
+        await try_append(self._store, stream, live.version, events, publisher=self._publisher)
 
     async def _append(self, stream: str, events: list[NewEvent]) -> None:
-        for _ in range(MAX_CONFLICT_RETRIES):
-            version = await self._store.stream_version(stream)
-            try:
-                result = await self._store.append(stream, version, events)
-            except ConcurrencyError:
-                continue  # another replica wrote to this stream meanwhile; re-read and retry
-            if result.committed:
-                await self._publisher.publish_committed(result.committed)
-            return
-        raise ConcurrencyError(stream, -1)
+        # Another replica may write to this stream meanwhile: re-read its version and retry.
+        await append_at_head(self._store, stream, events, publisher=self._publisher)
+
+
+# Event type -> the handler of ``Summarizer.on_batch``; other types are not the summarizer's (acked as is).
+_ON_EVENT: dict[str, Callable[[Summarizer, Item[EventEnvelope], list[EventEnvelope]], Awaitable[None]]] = {
+    MESSAGE_RECORDED.name: Summarizer._on_recorded,
+    MESSAGE_EDITED.name: Summarizer._on_changed,
+    MESSAGE_DELETED.name: Summarizer._on_changed,
+    SUMMARY_CREATED.name: Summarizer._on_summary,
+    SUMMARY_RETIRED.name: Summarizer._on_summary,
+}

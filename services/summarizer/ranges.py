@@ -9,8 +9,8 @@ seen, so a redelivered message produces the very same summary.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from services.summarizer.domain import RangeMessage, SummaryRange
 from shared.events.envelope import EventEnvelope
@@ -18,9 +18,6 @@ from shared.events.recorded import (
     MESSAGE_DELETED,
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
-    MessageDeleted,
-    MessageEdited,
-    MessageRecorded,
 )
 
 
@@ -30,33 +27,54 @@ def window_start(trigger_version: int, rng: SummaryRange, factor: int) -> int:
     return max(0, trigger_version - factor * (span + 4))
 
 
+@dataclass
+class _RangeFold:
+    """``fold_range``'s state: the range's live messages by id, and whether the window reached back."""
+
+    rng: SummaryRange
+    by_id: dict[str, RangeMessage] = field(default_factory=dict)
+    reached: bool = False
+
+    def on_recorded(self, env: EventEnvelope) -> None:
+        rec = MESSAGE_RECORDED.parse(env.payload)
+        self.reached = self.reached or rec.index <= self.rng.first_index
+        if self.rng.first_index <= rec.index <= self.rng.last_index:
+            self.by_id[rec.message_id] = RangeMessage(
+                message_id=rec.message_id,
+                index=rec.index,
+                role=rec.role,
+                author_name=rec.author_name,
+                content=rec.content,
+                created_at=rec.created_at,
+                bot_ids=tuple(rec.bot_ids),
+                persona_id=rec.persona_id,
+            )
+
+    def on_edited(self, env: EventEnvelope) -> None:
+        edit = MESSAGE_EDITED.parse(env.payload)
+        if edit.message_id in self.by_id:
+            self.by_id[edit.message_id] = replace(self.by_id[edit.message_id], content=edit.content)
+
+    def on_deleted(self, env: EventEnvelope) -> None:
+        self.by_id.pop(MESSAGE_DELETED.parse(env.payload).message_id, None)
+
+
+_FOLD_RANGE: dict[str, Callable[[_RangeFold, EventEnvelope], None]] = {
+    MESSAGE_RECORDED.name: _RangeFold.on_recorded,
+    MESSAGE_EDITED.name: _RangeFold.on_edited,
+    MESSAGE_DELETED.name: _RangeFold.on_deleted,
+}
+
+
 def fold_range(events: Sequence[EventEnvelope], rng: SummaryRange) -> tuple[list[RangeMessage], bool]:
     """The range's live messages (edits applied, deletions removed), sorted by index, and whether the window
     reached back far enough (it holds the recording of a message at or before ``rng.first_index``)."""
-    by_id: dict[str, RangeMessage] = {}
-    reached = False
+    fold = _RangeFold(rng)
     for env in sorted(events, key=lambda e: e.version):
-        if env.type == MESSAGE_RECORDED.name:
-            rec = MessageRecorded.model_validate(env.payload)
-            reached = reached or rec.index <= rng.first_index
-            if rng.first_index <= rec.index <= rng.last_index:
-                by_id[rec.message_id] = RangeMessage(
-                    message_id=rec.message_id,
-                    index=rec.index,
-                    role=rec.role,
-                    author_name=rec.author_name,
-                    content=rec.content,
-                    created_at=rec.created_at,
-                    bot_ids=tuple(rec.bot_ids),
-                    persona_id=rec.persona_id,
-                )
-        elif env.type == MESSAGE_EDITED.name:
-            edit = MessageEdited.model_validate(env.payload)
-            if edit.message_id in by_id:
-                by_id[edit.message_id] = replace(by_id[edit.message_id], content=edit.content)
-        elif env.type == MESSAGE_DELETED.name:
-            by_id.pop(MessageDeleted.model_validate(env.payload).message_id, None)
-    return sorted(by_id.values(), key=lambda m: m.index), reached
+        on_event = _FOLD_RANGE.get(env.type)
+        if on_event is not None:
+            on_event(fold, env)
+    return sorted(fold.by_id.values(), key=lambda m: m.index), fold.reached
 
 
 def recorded_tokens(events: Sequence[EventEnvelope], first_index: int, last_index: int) -> list[int]:
@@ -65,8 +83,8 @@ def recorded_tokens(events: Sequence[EventEnvelope], first_index: int, last_inde
     log, so the ranges it decides never move. A message missing from the window counts 0."""
     tokens = dict.fromkeys(range(first_index, last_index + 1), 0)
     for env in events:
-        if env.type == MESSAGE_RECORDED.name:
-            rec = MessageRecorded.model_validate(env.payload)
+        if env.type == MESSAGE_RECORDED.name:  # a filter: only recordings carry token estimates
+            rec = MESSAGE_RECORDED.parse(env.payload)
             if rec.index in tokens:
                 tokens[rec.index] = rec.tokens
     return [tokens[i] for i in range(first_index, last_index + 1)]

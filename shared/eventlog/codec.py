@@ -74,7 +74,7 @@ class EventCodec:
         self.registry = registry
         self.cipher = cipher
 
-    def event_type(self, name: str, event_id: str = "?") -> EventType:
+    def event_type(self, name: str, event_id: str = "?") -> EventType[Any]:
         try:
             return self.registry.get(name)
         except UnknownEventType:

@@ -1,54 +1,24 @@
 """The event log on MongoDB (and SecantusDB): one append-only document per event, OCC by unique index.
 
-Why this shape:
+The contract is ``shared.eventlog.port``'s. Why this shape:
 
-- ``_id`` is the ``event_id``: the always-present unique ``_id`` index *is* the idempotency index, so the
-  log pays for one unique index less per insert (SecantusDB is CPU bound on index maintenance).
-- A unique index on ``(stream_id, version)`` makes a version slot claimable once: that is the optimistic
-  concurrency check, without transactions or a stream-head document.
-- Every write is journaled (``j=True``): SecantusDB and MongoDB both lose acknowledged, non-journaled
-  writes on a crash, and the relay would then publish an event the log no longer has.
-- A duplicate-key error is resolved by *re-checking* which of the event ids are already stored (one query),
-  not by parsing ``keyPattern``: an event found in the log is an idempotent duplicate, a slot taken by an
-  event that is not ours is a :class:`ConcurrencyError`. Servers differ in which index they report first
-  when both collide; the re-check does not care.
-- Events of one append are written strictly in order (never event ``k+1`` before event ``k`` is stored),
-  so a crash or conflict leaves a prefix that a retry of the same events completes. ``append`` sends the
-  whole run in one ordered ``insert_many``. ``append_batch`` first tries every stream's events in ONE
-  ordered ``insert_many`` (grouped by stream, each stream in order): it stops at the first refused event,
-  so the prefix rule holds, and in the common case (no conflict, no duplicate) a whole batch costs one
-  insert. Round trips are what SecantusDB charges most for under load: each one queues for its
-  interpreter lock behind the other connections' work (timed during ``make bench-ingest``: 15 ms per
-  insert round under load against 2 ms alone). After a refusal the rest goes in "waves": wave ``k`` holds
-  the ``k``-th pending event of every stream in one unordered ``insert_many``, so a conflict on one stream
-  never blocks another more than once, and a stream's later event is never stored after its earlier one
-  lost its slot (a single unordered insert of everything could do that and break the prefix rule). When
-  one stream is left, its remaining events go in one ordered insert.
-- The outbox bookkeeping is insert-only (on SecantusDB any update or delete costs ~0.35 ms *per document*,
-  an insert of 256 documents ~8 ms; MongoDB has the same asymmetry, milder). Event documents are never
-  touched after insert. Instead:
-
-  - ``relay_intents``: before an append writes its events, it inserts ONE intent ``{event_ids, at}`` (``at``
-    = the append's ``recorded_at``), journaled. So every event that can be committed is listed in an
-    intent first, and a crash anywhere after the commit leaves an intent that recovery finds.
-  - ``relay_receipts``: ``mark_published`` inserts ONE receipt ``{event_ids, at}`` per call, journaled.
-  - ``relay_state``: one document ``{_id: "watermark", at}``: every intent older than ``at - margin`` is
-    known to be settled (published, or its events never committed). Only ever raised, with ``$max``.
-
-  ``unpublished`` reads the intents in ``[watermark - margin, now - min_age_s]`` and the receipts since
-  ``watermark - margin``; ids in an intent without a receipt are looked up in the log (usually none are
-  missing, so a recovery round that finds nothing costs three small reads and one ``$max`` update). Those
-  that were committed are returned oldest first; ids never committed (a conflict, a crash before the
-  insert) are settled. The watermark then rises to ``now - min_age_s``, or to the intent of the oldest
-  event still missing so that it is examined again. Why intents rather than a range scan of the events on
-  ``recorded_at``: reading a document costs ~40 us on SecantusDB (counting ~25 us), so re-reading a
-  few seconds of events every round would cost about as much as the updates it replaces; an intent
-  covers a whole batch.
-
-  Assumptions, documented in :data:`shared.eventlog.port.OUTBOX_MARGIN_S`: an append's events are visible
-  within ``min_age_s + margin`` of its intent's ``at``, and clocks of appenders and relays differ by less
-  than that. Intents and receipts expire after :data:`OUTBOX_TTL` (a TTL index), so the watermark must
-  not lag that long (it lags only while a publish keeps failing).
+- Idempotency key: ``_id`` is the ``event_id``, so the always-present unique ``_id`` index *is* the
+  idempotency index (one unique index less per insert: SecantusDB is CPU bound on index maintenance).
+- Optimistic concurrency: a unique index on ``(stream_id, version)`` makes a version slot claimable once,
+  without transactions or a stream-head document. Duplicate-key errors are resolved by ``_learn``.
+- Acknowledged means journaled (``j=True``): both servers lose acknowledged, non-journaled writes on a
+  crash, and the relay would then publish an event the log no longer has.
+- Events of one append are stored strictly in order, so a crash or conflict leaves a prefix that a retry of
+  the same events completes, in as few round trips as possible (``append_batch``): SecantusDB charges most
+  for those under load.
+- The outbox is insert-only (on SecantusDB an update or delete costs ~0.35 ms *per document*, an insert of
+  256 documents ~8 ms; MongoDB has the same asymmetry, milder): ``relay_intents`` written before the events
+  (``_intend``), ``relay_receipts`` (``mark_published``) and one ``relay_state`` watermark, read by
+  ``unpublished``. Event documents are never touched after insert.
+- Assumptions (:data:`shared.eventlog.port.OUTBOX_MARGIN_S`): an append's events are visible within
+  ``min_age_s + margin`` of its intent's ``at``, and clocks of appenders and relays differ by less than
+  that. Intents and receipts expire after :data:`OUTBOX_TTL` (a TTL index), so the watermark must not lag
+  that long (it lags only while a publish keeps failing).
 """
 
 from __future__ import annotations
@@ -188,14 +158,19 @@ class MongoEventStore:
         return _Pending(self.codec, append, envs, docs)
 
     async def _intend(self, pendings: Sequence[_Pending]) -> None:
-        """The outbox intent: the ids about to be written, journaled before the first of them is."""
+        """The outbox intent: ONE document ``{event_ids, at}`` (``at`` = the append's ``recorded_at``), journaled
+        before the first event is written, so a crash anywhere after the commit leaves an intent to recover."""
         ids = [eid for p in pendings for eid in p.ids]
         if ids:
             at = min(p.envelopes[0].recorded_at for p in pendings if p.ids)
             await _insert_id_lists(self.intents, ids, utc_ms(at))
 
     async def _learn(self, pendings: Sequence[_Pending]) -> None:
-        """One query: which of the pendings' remaining event ids are already in the log, and where."""
+        """One query: which of the pendings' remaining event ids are already in the log, and where.
+
+        Run after a duplicate-key refusal instead of parsing ``keyPattern``: an event found in the log is an
+        idempotent duplicate, a slot taken by an event that is not ours is a conflict. Servers differ in
+        which index they report first when both collide; the re-check does not care."""
         ids = [eid for p in pendings for eid in p.remaining_ids()]
         found: dict[str, tuple[str, int]] = {}
         async for d in self.events.find({"_id": {"$in": ids}}, {"stream_id": 1, "version": 1}):
@@ -266,6 +241,13 @@ class MongoEventStore:
         return p.result
 
     async def append_batch(self, appends: Sequence[Append]) -> list[AppendResult | ConcurrencyError]:
+        """First every stream's events in ONE ordered insert (grouped by stream, each in order): it stops at
+        the first refused event, so the prefix rule holds, and without conflicts a batch costs one insert
+        (timed during ``make bench-ingest``: 15 ms per insert round under load against 2 ms alone). After a
+        refusal the rest goes in waves: wave ``k`` holds every stream's ``k``-th pending event in one
+        unordered insert, so a conflict on one stream never blocks another more than once, and no stream's
+        later event is stored after its earlier one lost its slot (one unordered insert of everything could
+        do that). The last live stream finishes in one ordered insert."""
         pendings = [await self._pending(a) for a in appends]
         await self._intend(pendings)
         await self._all_in_order([p for p in pendings if not p.done])
@@ -349,8 +331,15 @@ class MongoEventStore:
                 return
             last = (docs[-1]["stream_id"], int(docs[-1]["version"]))
 
-    # --- outbox (see the module docstring) -----------------------------------------------------------
+    # --- outbox (see the module docstring and ``unpublished``) ----------------------------------------
     async def unpublished(self, min_age_s: float, limit: int) -> list[EventEnvelope]:
+        """Intents in ``[watermark - margin, now - min_age_s]`` minus the receipts since ``watermark - margin``;
+        those ids are looked up in the log (usually none: a round that finds nothing costs three small reads
+        and one ``$max``). Committed ones are returned oldest first; ids never committed (a conflict, a crash
+        before the insert) are settled. The watermark (only raised, with ``$max``) then rises to
+        ``now - min_age_s``, or to the intent of the oldest event still missing. Intents rather than a range
+        scan of events on ``recorded_at``: a document read costs ~40 us on SecantusDB, so re-reading seconds
+        of events every round would cost about what the updates it replaces did; an intent covers a batch."""
         cutoff = utc_ms(utcnow() - timedelta(seconds=min_age_s))
         state = await self.relay_state.find_one({"_id": _WATERMARK})
         watermark = utc_ms(state["at"]) if state else None

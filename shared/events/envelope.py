@@ -1,9 +1,10 @@
 """The envelope every event in the log carries, and the registry of event types with their upcasters.
 
 Event types are registered by name (``message.recorded``), never by Python class path, so stored events
-survive refactoring. Each type declares its current schema version, the payload fields that hold user text
-(encrypted at rest), and pure upcasters ``v(n) -> v(n+1)`` that are chained on read: stored events are
-never rewritten.
+survive refactoring. Each type declares its payload model (``EventType.parse`` validates a read payload into
+it, so no consumer keeps its own type-to-model map), its current schema version, the payload fields that
+hold user text (encrypted at rest), and pure upcasters ``v(n) -> v(n+1)`` that are chained on read: stored
+events are never rewritten.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote, unquote
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Payload = dict[str, Any]
 Upcaster = Callable[[Payload], Payload]
+P = TypeVar("P", bound=BaseModel)
 
 # Deterministic ids: the same platform fact always yields the same event id, so a redelivered or
 # re-published message is recognised as a duplicate by the log's unique index.
@@ -88,8 +90,12 @@ class NewEvent(BaseModel):
 
 
 @dataclass(frozen=True)
-class EventType:
+class EventType(Generic[P]):
+    """One registered type: its name in the log and its payload model (the model never reaches storage:
+    payloads are stored as the dicts producers dumped, so the wire format does not depend on it)."""
+
     name: str
+    model: type[P]
     schema_version: int = 1
     encrypted_fields: frozenset[str] = frozenset()
     upcasters: dict[int, Upcaster] = field(default_factory=dict)
@@ -106,6 +112,10 @@ class EventType:
             payload = step(dict(payload))
         return payload
 
+    def parse(self, payload: Payload) -> P:
+        """The payload of an event of this type (as read: upcast, decrypted) as its model."""
+        return self.model.model_validate(payload)
+
 
 class UnknownEventType(LookupError):
     pass
@@ -117,27 +127,34 @@ class UnknownSchemaVersion(LookupError):
 
 class EventRegistry:
     def __init__(self) -> None:
-        self._types: dict[str, EventType] = {}
+        self._types: dict[str, EventType[Any]] = {}
 
     def register(
         self,
         name: str,
+        model: type[P],
         *,
         schema_version: int = 1,
         encrypted: Iterable[str] = (),
         upcasters: dict[int, Upcaster] | None = None,
-    ) -> EventType:
+    ) -> EventType[P]:
+        """Bind ``name`` (at ``schema_version``) to its payload ``model``; a name is registered once."""
         if name in self._types:
             raise ValueError(f"event type {name!r} registered twice")
-        et = EventType(name, schema_version, frozenset(encrypted), dict(upcasters or {}))
+        et = EventType(name, model, schema_version, frozenset(encrypted), dict(upcasters or {}))
         self._types[name] = et
         return et
 
-    def get(self, name: str) -> EventType:
+    def get(self, name: str) -> EventType[Any]:
         try:
             return self._types[name]
         except KeyError:
             raise UnknownEventType(name) from None
+
+    def payload(self, env: EventEnvelope) -> BaseModel:
+        """``env``'s payload as its type's model; :class:`UnknownEventType` for a type not registered."""
+        parsed: BaseModel = self.get(env.type).parse(env.payload)
+        return parsed
 
     def __contains__(self, name: object) -> bool:
         return name in self._types

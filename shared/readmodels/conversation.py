@@ -23,7 +23,7 @@ has the exact live tokens per message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -158,7 +158,7 @@ def _persona_changes(state: ConversationState, msg: MessageRecorded) -> tuple[Pe
 
 
 def _on_message_recorded(state: ConversationState, envelope: EventEnvelope) -> dict[str, Any]:
-    msg = MessageRecorded.model_validate(envelope.payload)
+    msg = MESSAGE_RECORDED.parse(envelope.payload)
     created = as_utc(msg.created_at)
     return {
         "message_count": max(state.message_count, msg.index + 1),
@@ -170,17 +170,30 @@ def _on_message_recorded(state: ConversationState, envelope: EventEnvelope) -> d
     }
 
 
+def _on_message_edited(state: ConversationState, envelope: EventEnvelope) -> dict[str, Any]:
+    return {"edit_count": state.edit_count + 1}
+
+
+def _on_message_deleted(state: ConversationState, envelope: EventEnvelope) -> dict[str, Any]:
+    return {"deleted_count": state.deleted_count + 1}
+
+
+# Event type -> the fields it changes; any other type of the stream only advances the version.
+_CHANGES: dict[str, Callable[[ConversationState, EventEnvelope], dict[str, Any]]] = {
+    MESSAGE_RECORDED.name: _on_message_recorded,
+    MESSAGE_EDITED.name: _on_message_edited,
+    MESSAGE_DELETED.name: _on_message_deleted,
+}
+
+
 def evolve(state: ConversationState, envelope: EventEnvelope) -> ConversationState:
     """The state after ``envelope``; unchanged unless it is the very next event of this stream."""
     if envelope.stream_id != state.stream_id or envelope.version != state.version + 1:
         return state
     changes: dict[str, Any] = {"version": envelope.version}
-    if envelope.type == MESSAGE_RECORDED.name:
-        changes.update(_on_message_recorded(state, envelope))
-    elif envelope.type == MESSAGE_EDITED.name:
-        changes["edit_count"] = state.edit_count + 1
-    elif envelope.type == MESSAGE_DELETED.name:
-        changes["deleted_count"] = state.deleted_count + 1
+    on_event = _CHANGES.get(envelope.type)
+    if on_event is not None:
+        changes.update(on_event(state, envelope))
     return state.model_copy(update=changes)
 
 

@@ -14,7 +14,7 @@ character with the same subject among those visible (computed at read time; noth
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -31,8 +31,6 @@ from shared.events.recorded import (
     FACT_UNPROMOTED,
     FACTS_CONSOLIDATED,
     FactLearned,
-    FactRetired,
-    FactsConsolidated,
     FactScopeChanged,
     campaign_scope,
     character_scope,
@@ -121,29 +119,31 @@ class KnowledgeReadModel:
         """Fold the knowledge fact events among ``events`` (others are ignored), in order, in bulk writes."""
         ops: list[UpdateOne | UpdateMany] = []
         for env in events:
-            t = env.tenant_id
-            if env.type == FACT_LEARNED.name:
-                fact = FactLearned.model_validate(env.payload)
-                ops.append(await self._insert(env, fact, []))
-            elif env.type == FACTS_CONSOLIDATED.name:
-                merged = FactsConsolidated.model_validate(env.payload)
-                await self._flush(ops)  # the folded facts' source keys must be readable
-                ops.append(
-                    await self._insert(env, merged, [k async for k in self._source_keys(t, merged.consolidates)])
-                )
-                folded = {"tenant_id": t, "_id": {"$in": merged.consolidates}, "status": ACTIVE}
-                ops.append(
-                    UpdateMany(folded, {"$set": {"status": "consolidated", "consolidated_into": merged.fact_id}})
-                )
-            elif env.type == FACT_RETIRED.name:
-                r = FactRetired.model_validate(env.payload)
-                retired = {"$set": {"status": "retired", "retired_reason": r.reason}}
-                ops.append(UpdateOne({"_id": r.fact_id, "tenant_id": t}, retired))
-            elif env.type in (FACT_PROMOTED.name, FACT_UNPROMOTED.name):
-                c = FactScopeChanged.model_validate(env.payload)
-                newer = {"_id": c.fact_id, "tenant_id": t, "scope_version": {"$lt": env.version}}
-                ops.append(UpdateOne(newer, {"$set": {"scope": c.to_scope, "scope_version": env.version}}))
+            on_event = _APPLY.get(env.type)
+            if on_event is not None:
+                await on_event(self, env, ops)
         await self._flush(ops)
+
+    async def _on_learned(self, env: EventEnvelope, ops: list[UpdateOne | UpdateMany]) -> None:
+        ops.append(await self._insert(env, FACT_LEARNED.parse(env.payload), []))
+
+    async def _on_consolidated(self, env: EventEnvelope, ops: list[UpdateOne | UpdateMany]) -> None:
+        t = env.tenant_id
+        merged = FACTS_CONSOLIDATED.parse(env.payload)
+        await self._flush(ops)  # the folded facts' source keys must be readable
+        ops.append(await self._insert(env, merged, [k async for k in self._source_keys(t, merged.consolidates)]))
+        folded = {"tenant_id": t, "_id": {"$in": merged.consolidates}, "status": ACTIVE}
+        ops.append(UpdateMany(folded, {"$set": {"status": "consolidated", "consolidated_into": merged.fact_id}}))
+
+    async def _on_retired(self, env: EventEnvelope, ops: list[UpdateOne | UpdateMany]) -> None:
+        r = FACT_RETIRED.parse(env.payload)
+        retired = {"$set": {"status": "retired", "retired_reason": r.reason}}
+        ops.append(UpdateOne({"_id": r.fact_id, "tenant_id": env.tenant_id}, retired))
+
+    async def _on_scope_changed(self, env: EventEnvelope, ops: list[UpdateOne | UpdateMany]) -> None:
+        c = FactScopeChanged.model_validate(env.payload)  # the fields both promotion events share
+        newer = {"_id": c.fact_id, "tenant_id": env.tenant_id, "scope_version": {"$lt": env.version}}
+        ops.append(UpdateOne(newer, {"$set": {"scope": c.to_scope, "scope_version": env.version}}))
 
     async def _flush(self, ops: list[UpdateOne | UpdateMany]) -> None:
         if ops:
@@ -282,3 +282,13 @@ class KnowledgeReadModel:
             consolidates=tuple(d.get("consolidates", ())),
             source_keys=tuple(d.get("source_keys", ())),
         )
+
+
+# Event type -> how ``KnowledgeReadModel.apply`` folds it (appending to the pending bulk writes).
+_APPLY: dict[str, Callable[[KnowledgeReadModel, EventEnvelope, list[UpdateOne | UpdateMany]], Awaitable[None]]] = {
+    FACT_LEARNED.name: KnowledgeReadModel._on_learned,
+    FACTS_CONSOLIDATED.name: KnowledgeReadModel._on_consolidated,
+    FACT_RETIRED.name: KnowledgeReadModel._on_retired,
+    FACT_PROMOTED.name: KnowledgeReadModel._on_scope_changed,
+    FACT_UNPROMOTED.name: KnowledgeReadModel._on_scope_changed,
+}

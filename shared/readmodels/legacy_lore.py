@@ -14,7 +14,7 @@ takes the tenant and the user first and filters on both: nothing crosses tenants
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,7 +25,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.crypto import FieldCipher
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import LEGACY_LORE_CREATED, LEGACY_LORE_DELETED, LegacyLoreCreated, LegacyLoreDeleted
+from shared.events.recorded import LEGACY_LORE_CREATED, LEGACY_LORE_DELETED
 from shared.readmodels.conversation import as_utc
 from shared.readmodels.repository import _bulk
 
@@ -84,23 +84,20 @@ class LegacyLoreReadModel:
         """Project ``legacy_lore.*`` events (others are ignored), in order, in one bulk write."""
         ops: list[UpdateOne] = []
         for env in events:
-            if env.type == LEGACY_LORE_CREATED.name:
-                ops.append(await self._created(env))
-            elif env.type == LEGACY_LORE_DELETED.name:
-                d = LegacyLoreDeleted.model_validate(env.payload)
-                ops.append(
-                    UpdateOne(
-                        {"_id": d.legacy_id, "tenant_id": env.tenant_id},
-                        {
-                            "$set": {"deleted": True, "deleted_at": d.deleted_at},
-                            "$unset": dict.fromkeys(ENCRYPTED, ""),
-                        },
-                    )
-                )
+            on_event = _APPLY.get(env.type)
+            if on_event is not None:
+                ops.append(await on_event(self, env))
         await _bulk(self._col, ops, ordered=True)
 
+    async def _deleted(self, env: EventEnvelope) -> UpdateOne:
+        d = LEGACY_LORE_DELETED.parse(env.payload)
+        return UpdateOne(
+            {"_id": d.legacy_id, "tenant_id": env.tenant_id},
+            {"$set": {"deleted": True, "deleted_at": d.deleted_at}, "$unset": dict.fromkeys(ENCRYPTED, "")},
+        )
+
     async def _created(self, env: EventEnvelope) -> UpdateOne:
-        c = LegacyLoreCreated.model_validate(env.payload)
+        c = LEGACY_LORE_CREATED.parse(env.payload)
         tc = await self._cipher.for_tenant(env.tenant_id)
         plain = c.model_dump(exclude={"legacy_id", *ENCRYPTED})
         doc: Doc = {
@@ -191,3 +188,10 @@ class LegacyLoreReadModel:
             method=d["method"],
             prompt_version=d.get("prompt_version"),
         )
+
+
+# Event type -> the write ``LegacyLoreReadModel.apply`` makes of it.
+_APPLY: dict[str, Callable[[LegacyLoreReadModel, EventEnvelope], Awaitable[UpdateOne]]] = {
+    LEGACY_LORE_CREATED.name: LegacyLoreReadModel._created,
+    LEGACY_LORE_DELETED.name: LegacyLoreReadModel._deleted,
+}

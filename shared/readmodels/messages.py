@@ -14,6 +14,7 @@ The functions here build the write operations and read the documents back; they 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -26,14 +27,10 @@ from shared.events.recorded import (
     MESSAGE_DELETED,
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
-    MessageDeleted,
-    MessageEdited,
-    MessageRecorded,
 )
 from shared.readmodels.conversation import as_utc
 
 ENCRYPTED = frozenset({"author_name", "content"})
-MESSAGE_EVENT_TYPES = frozenset({MESSAGE_RECORDED.name, MESSAGE_EDITED.name, MESSAGE_DELETED.name})
 
 
 class MessageKey(NamedTuple):
@@ -106,48 +103,65 @@ def _key_of(envelope: EventEnvelope, user_id: str, conversation_id: str, message
     return message_doc_id(envelope.tenant_id, user_id, conversation_id, message_id)
 
 
+def _recorded_write(envelope: EventEnvelope, cipher: TenantCipher) -> InsertOne[dict[str, Any]]:
+    msg = MESSAGE_RECORDED.parse(envelope.payload)
+    doc_id = _key_of(envelope, msg.user_id, msg.conversation_id, msg.message_id)
+    doc = {
+        "tenant_id": envelope.tenant_id,
+        "user_id": msg.user_id,
+        "conversation_id": msg.conversation_id,
+        "message_id": msg.message_id,
+        "index": msg.index,
+        "role": msg.role,
+        "author_id": msg.author_id,
+        "author_name": msg.author_name,
+        "content": msg.content,
+        "created_at": as_utc(msg.created_at),
+        "bot_ids": list(msg.bot_ids),
+        "persona_id": msg.persona_id,
+        "tokens": msg.tokens,
+        "deleted": False,
+        "edited_at": None,
+        "deleted_at": None,
+        "version": envelope.version,
+    }
+    return InsertOne({"_id": doc_id, **cipher.encrypt_fields(doc_id, doc, ENCRYPTED)})
+
+
+def _edited_write(envelope: EventEnvelope, cipher: TenantCipher) -> UpdateOne:
+    edit = MESSAGE_EDITED.parse(envelope.payload)
+    doc_id = _key_of(envelope, edit.user_id, edit.conversation_id, edit.message_id)
+    change = {"content": edit.content, "tokens": edit.tokens, "edited_at": as_utc(edit.edited_at)}
+    change["version"] = envelope.version
+    return UpdateOne(
+        {"_id": doc_id, "version": {"$lt": envelope.version}},
+        {"$set": cipher.encrypt_fields(doc_id, change, ENCRYPTED)},
+    )
+
+
+def _deleted_write(envelope: EventEnvelope, cipher: TenantCipher) -> UpdateOne:
+    gone = MESSAGE_DELETED.parse(envelope.payload)
+    doc_id = _key_of(envelope, gone.user_id, gone.conversation_id, gone.message_id)
+    return UpdateOne(
+        {"_id": doc_id, "version": {"$lt": envelope.version}},
+        {"$set": {"deleted": True, "deleted_at": as_utc(gone.deleted_at), "version": envelope.version}},
+    )
+
+
+MessageWrite = Callable[[EventEnvelope, TenantCipher], "InsertOne[dict[str, Any]] | UpdateOne"]
+# Event type -> the write that applies it to its message's document.
+MESSAGE_WRITES: dict[str, MessageWrite] = {
+    MESSAGE_RECORDED.name: _recorded_write,
+    MESSAGE_EDITED.name: _edited_write,
+    MESSAGE_DELETED.name: _deleted_write,
+}
+MESSAGE_EVENT_TYPES = frozenset(MESSAGE_WRITES)
+
+
 def message_write(envelope: EventEnvelope, cipher: TenantCipher) -> InsertOne[dict[str, Any]] | UpdateOne | None:
     """The write that applies one message event to its document (None for other event types)."""
-    if envelope.type == MESSAGE_RECORDED.name:
-        msg = MessageRecorded.model_validate(envelope.payload)
-        doc_id = _key_of(envelope, msg.user_id, msg.conversation_id, msg.message_id)
-        doc = {
-            "tenant_id": envelope.tenant_id,
-            "user_id": msg.user_id,
-            "conversation_id": msg.conversation_id,
-            "message_id": msg.message_id,
-            "index": msg.index,
-            "role": msg.role,
-            "author_id": msg.author_id,
-            "author_name": msg.author_name,
-            "content": msg.content,
-            "created_at": as_utc(msg.created_at),
-            "bot_ids": list(msg.bot_ids),
-            "persona_id": msg.persona_id,
-            "tokens": msg.tokens,
-            "deleted": False,
-            "edited_at": None,
-            "deleted_at": None,
-            "version": envelope.version,
-        }
-        return InsertOne({"_id": doc_id, **cipher.encrypt_fields(doc_id, doc, ENCRYPTED)})
-    if envelope.type == MESSAGE_EDITED.name:
-        edit = MessageEdited.model_validate(envelope.payload)
-        doc_id = _key_of(envelope, edit.user_id, edit.conversation_id, edit.message_id)
-        change = {"content": edit.content, "tokens": edit.tokens, "edited_at": as_utc(edit.edited_at)}
-        change["version"] = envelope.version
-        return UpdateOne(
-            {"_id": doc_id, "version": {"$lt": envelope.version}},
-            {"$set": cipher.encrypt_fields(doc_id, change, ENCRYPTED)},
-        )
-    if envelope.type == MESSAGE_DELETED.name:
-        gone = MessageDeleted.model_validate(envelope.payload)
-        doc_id = _key_of(envelope, gone.user_id, gone.conversation_id, gone.message_id)
-        return UpdateOne(
-            {"_id": doc_id, "version": {"$lt": envelope.version}},
-            {"$set": {"deleted": True, "deleted_at": as_utc(gone.deleted_at), "version": envelope.version}},
-        )
-    return None
+    write = MESSAGE_WRITES.get(envelope.type)
+    return write(envelope, cipher) if write is not None else None
 
 
 def _maybe_utc(value: Any) -> datetime | None:

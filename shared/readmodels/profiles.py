@@ -19,8 +19,6 @@ from shared.events.envelope import EventEnvelope
 from shared.events.recorded import (
     BOT_RECORDED,
     PERSONA_RECORDED,
-    BotRecorded,
-    PersonaRecorded,
     bot_stream,
     persona_stream,
 )
@@ -62,7 +60,7 @@ def _replace_if_newer(doc_id: str, version: int, doc: dict[str, Any]) -> Replace
 def bot_write(envelope: EventEnvelope, cipher: TenantCipher) -> ReplaceOne[dict[str, Any]] | None:
     if envelope.type != BOT_RECORDED.name:
         return None
-    bot = BotRecorded.model_validate(envelope.payload)
+    bot = BOT_RECORDED.parse(envelope.payload)
     doc_id = bot_stream(envelope.tenant_id, bot.bot_id)
     doc = {
         "tenant_id": envelope.tenant_id,
@@ -81,7 +79,7 @@ def bot_write(envelope: EventEnvelope, cipher: TenantCipher) -> ReplaceOne[dict[
 def persona_write(envelope: EventEnvelope, cipher: TenantCipher) -> ReplaceOne[dict[str, Any]] | None:
     if envelope.type != PERSONA_RECORDED.name:
         return None
-    persona = PersonaRecorded.model_validate(envelope.payload)
+    persona = PERSONA_RECORDED.parse(envelope.payload)
     doc_id = persona_stream(envelope.tenant_id, persona.user_id, persona.persona_id)
     doc = {
         "tenant_id": envelope.tenant_id,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pymongo import ASCENDING, IndexModel, InsertOne, ReplaceOne, UpdateOne
@@ -28,19 +28,18 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from shared.crypto import FieldCipher
+from shared.crypto import FieldCipher, TenantCipher
 from shared.events.envelope import EventEnvelope, stream_parts
-from shared.events.recorded import bot_stream, persona_stream
+from shared.events.recorded import BOT_RECORDED, PERSONA_RECORDED, bot_stream, persona_stream
 from shared.presence import bot_may_see
 from shared.readmodels.conversation import ConversationState, fold
 from shared.readmodels.messages import (
-    MESSAGE_EVENT_TYPES,
+    MESSAGE_WRITES,
     MessageKey,
     MessageStatus,
     MessageView,
     message_doc_id,
     message_view,
-    message_write,
 )
 from shared.readmodels.profiles import BotView, PersonaView, bot_view, bot_write, persona_view, persona_write
 
@@ -53,6 +52,12 @@ _LOOKUP_CHUNK = 32
 
 Doc = dict[str, Any]
 WriteOp = InsertOne[Doc] | UpdateOne | ReplaceOne[Doc]
+# Event type -> the collection (``ops`` key in ``apply``) its write goes to and the function making the write.
+_WRITES: dict[str, tuple[str, Callable[[EventEnvelope, TenantCipher], WriteOp | None]]] = {
+    **{name: ("messages", write) for name, write in MESSAGE_WRITES.items()},
+    BOT_RECORDED.name: ("bots", bot_write),
+    PERSONA_RECORDED.name: ("personas", persona_write),
+}
 
 
 async def _bulk(collection: AsyncCollection[Doc], ops: Sequence[WriteOp], *, ordered: bool) -> None:
@@ -114,9 +119,7 @@ class ReadModels:
         by_stream: dict[str, list[EventEnvelope]] = defaultdict(list)
         for env in envelopes:
             by_stream[env.stream_id].append(env)
-        message_ops: list[WriteOp] = []
-        bot_ops: list[WriteOp] = []
-        persona_ops: list[WriteOp] = []
+        ops: dict[str, list[WriteOp]] = {"messages": [], "bots": [], "personas": []}
         conversation_streams: list[str] = []
         for sid, events in by_stream.items():
             events.sort(key=lambda e: e.version)
@@ -124,14 +127,9 @@ class ReadModels:
                 conversation_streams.append(sid)
             for env in events:
                 cipher = await self._cipher.for_tenant(env.tenant_id)
-                if env.type in MESSAGE_EVENT_TYPES:
-                    op = message_write(env, cipher)
-                    if op is not None:
-                        message_ops.append(op)
-                elif (bot := bot_write(env, cipher)) is not None:
-                    bot_ops.append(bot)
-                elif (persona := persona_write(env, cipher)) is not None:
-                    persona_ops.append(persona)
+                target = _WRITES.get(env.type)
+                if target is not None and (op := target[1](env, cipher)) is not None:
+                    ops[target[0]].append(op)
         before = dict(known_states or {})
         missing = [s for s in conversation_streams if s not in before]
         before.update(await self.conversation_states(missing))
@@ -142,9 +140,9 @@ class ReadModels:
             if st.version > before[s].version
         ]
         await asyncio.gather(
-            _bulk(self.messages, message_ops, ordered=True),
-            _bulk(self.bots, bot_ops, ordered=False),
-            _bulk(self.personas, persona_ops, ordered=False),
+            _bulk(self.messages, ops["messages"], ordered=True),
+            _bulk(self.bots, ops["bots"], ordered=False),
+            _bulk(self.personas, ops["personas"], ordered=False),
         )
         await _bulk(self.conversations, state_ops, ordered=False)
         return after

@@ -12,7 +12,7 @@ nothing crosses tenants. ``audience`` lists the characters who may be shown a su
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,7 +22,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.crypto import FieldCipher
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import EVERYONE, SummaryCreated, SummaryRetired
+from shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
 
 COLLECTION = "summaries"
 ACTIVE = "active"
@@ -86,18 +86,20 @@ class SummariesReadModel:
         """Project ``summary.created`` / ``summary.retired`` events (others are ignored) in one bulk write."""
         ops: list[UpdateOne] = []
         for env in events:
-            if env.type == "summary.created":
-                ops.append(await self._created(env))
-            elif env.type == "summary.retired":
-                r = SummaryRetired.model_validate(env.payload)
-                key = {"_id": r.summary_id, "tenant_id": env.tenant_id}
-                status = {"status": r.reason, "replaced_by": r.replaced_by, "retired_at": r.retired_at}
-                ops.append(UpdateOne(key, {"$set": status}, upsert=True))
+            on_event = _APPLY.get(env.type)
+            if on_event is not None:
+                ops.append(await on_event(self, env))
         if ops:
             await self._col.bulk_write(ops, ordered=True)
 
+    async def _retired(self, env: EventEnvelope) -> UpdateOne:
+        r = SUMMARY_RETIRED.parse(env.payload)
+        key = {"_id": r.summary_id, "tenant_id": env.tenant_id}
+        status = {"status": r.reason, "replaced_by": r.replaced_by, "retired_at": r.retired_at}
+        return UpdateOne(key, {"$set": status}, upsert=True)
+
     async def _created(self, env: EventEnvelope) -> UpdateOne:
-        s = SummaryCreated.model_validate(env.payload)
+        s = SUMMARY_CREATED.parse(env.payload)
         tc = await self._cipher.for_tenant(env.tenant_id)
         emotional = s.emotional_context
         fields = {
@@ -240,3 +242,10 @@ class SummaryListed:
     view: SummaryView
     status: str
     prompt_version: str | None
+
+
+# Event type -> the write ``SummariesReadModel.apply`` makes of it.
+_APPLY: dict[str, Callable[[SummariesReadModel, EventEnvelope], Awaitable[UpdateOne]]] = {
+    SUMMARY_CREATED.name: SummariesReadModel._created,
+    SUMMARY_RETIRED.name: SummariesReadModel._retired,
+}

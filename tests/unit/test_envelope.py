@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict
 
 from shared.events.envelope import (
     EventRegistry,
@@ -14,14 +15,19 @@ from shared.events.envelope import (
     stream_id,
     stream_parts,
 )
-from shared.events.recorded import REGISTRY
+from shared.events.recorded import REGISTRY, RecordedPayload
 from shared.tokens import estimate_tokens
+
+
+class Anything(BaseModel):
+    model_config = ConfigDict(extra="allow")
 
 
 def chained_registry() -> EventRegistry:
     reg = EventRegistry()
     reg.register(
         "thing.happened",
+        Anything,
         schema_version=3,
         upcasters={
             1: lambda p: {**p, "b": p["a"] * 2},
@@ -52,7 +58,7 @@ def test_version_newer_than_the_code_is_refused() -> None:
 
 def test_missing_upcaster_in_the_chain_is_refused() -> None:
     reg = EventRegistry()
-    et = reg.register("gap.type", schema_version=3, upcasters={2: lambda p: p})
+    et = reg.register("gap.type", Anything, schema_version=3, upcasters={2: lambda p: p})
     with pytest.raises(UnknownSchemaVersion, match="v1 -> v2"):
         et.upcast(1, {})
 
@@ -62,7 +68,7 @@ def test_unknown_type_and_double_registration_are_errors() -> None:
     with pytest.raises(UnknownEventType):
         reg.get("nope")
     with pytest.raises(ValueError, match="twice"):
-        reg.register("thing.happened")
+        reg.register("thing.happened", Anything)
 
 
 def test_message_recorded_v1_gains_a_token_estimate() -> None:
@@ -95,3 +101,72 @@ def test_distinct_parts_never_share_a_stream_id(a: list[str], b: list[str]) -> N
 def test_stream_id_needs_a_part() -> None:
     with pytest.raises(ValueError, match="at least one"):
         stream_id("conversation")
+
+
+def test_every_registered_type_parses_its_payload_into_its_model() -> None:
+    from shared.events.recorded import LOREBOOK_ENTRY_UPDATED, MESSAGE_DELETED, LorebookEntryWritten, MessageDeleted
+
+    payload = {"user_id": "u", "conversation_id": "c", "message_id": "m", "deleted_at": "2024-05-01T12:00:00Z"}
+    parsed = MESSAGE_DELETED.parse(payload)
+    assert isinstance(parsed, MessageDeleted)
+    assert parsed.message_id == "m"
+    assert LOREBOOK_ENTRY_UPDATED.model is LorebookEntryWritten
+    for name in REGISTRY.names():
+        assert issubclass(REGISTRY.get(name).model, RecordedPayload), name
+
+
+# What the stored form depends on, pinned: name, schema version and encrypted fields of every type.
+STORED_FORM = {
+    "bot.recorded": (1, {"name", "system_prompt", "gender", "age"}),
+    "knowledge.fact_learned": (1, {"text", "subject"}),
+    "knowledge.fact_promoted": (1, set()),
+    "knowledge.fact_retired": (1, set()),
+    "knowledge.fact_unpromoted": (1, set()),
+    "knowledge.facts_consolidated": (1, {"text", "subject"}),
+    "knowledge.witnessed": (1, set()),
+    "legacy_lore.created": (1, {"title", "text", "emotional_tags"}),
+    "legacy_lore.deleted": (1, set()),
+    "lore.timed_state_recorded": (1, set()),
+    "lorebook.attached": (1, set()),
+    "lorebook.created": (1, {"name", "description"}),
+    "lorebook.deleted": (1, set()),
+    "lorebook.detached": (1, set()),
+    "lorebook.entry_created": (1, {"entry"}),
+    "lorebook.entry_deleted": (1, set()),
+    "lorebook.entry_updated": (1, {"entry"}),
+    "lorebook.imported": (1, {"name", "book", "original", "warnings"}),
+    "message.deleted": (1, set()),
+    "message.edited": (1, {"content"}),
+    "message.recorded": (2, {"author_name", "content"}),
+    "persona.recorded": (1, {"name", "description", "traits", "instructions"}),
+    "summary.created": (1, {"text", "emotional_context"}),
+    "summary.retired": (1, set()),
+}
+
+
+def test_the_registry_keeps_every_types_stored_form() -> None:
+    registered = {n: (REGISTRY.get(n).schema_version, set(REGISTRY.get(n).encrypted_fields)) for n in REGISTRY.names()}
+    assert registered == STORED_FORM
+
+
+def test_registry_payload_parses_an_envelope_by_its_type() -> None:
+    from datetime import UTC, datetime
+
+    from shared.events.envelope import EventEnvelope
+    from shared.events.recorded import MessageDeleted
+
+    at = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    env = EventEnvelope(
+        event_id="e1",
+        type="message.deleted",
+        schema_version=1,
+        stream_id="conversation/t/u/c",
+        version=1,
+        tenant_id="t",
+        occurred_at=at,
+        recorded_at=at,
+        payload={"user_id": "u", "conversation_id": "c", "message_id": "m", "deleted_at": at.isoformat()},
+    )
+    assert REGISTRY.payload(env) == MessageDeleted(user_id="u", conversation_id="c", message_id="m", deleted_at=at)
+    with pytest.raises(UnknownEventType):
+        REGISTRY.payload(env.model_copy(update={"type": "nope"}))

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from opentelemetry.sdk.trace import TracerProvider
+from pydantic import BaseModel
 
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item
@@ -18,13 +19,18 @@ from shared.eventlog.inmemory import InMemoryEventStore
 from shared.eventlog.relay import Outgoing, Relay
 from shared.events.envelope import EventEnvelope, EventRegistry, NewEvent
 
+
+class Note(BaseModel):
+    text: str
+
+
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
 def codec() -> EventCodec:
     registry = EventRegistry()
-    registry.register("note.taken", encrypted=("text",))
+    registry.register("note.taken", Note, encrypted=("text",))
     return EventCodec(registry, FieldCipher(bytes(range(32)), InMemoryKeyStore()))
 
 
