@@ -34,6 +34,7 @@ from shared.events.recorded import (
     PersonaRecorded,
     bot_stream,
     conversation_stream,
+    created_event_id,
     persona_stream,
 )
 from shared.events.recorded import MessageDeleted as MessageDeletedPayload
@@ -56,10 +57,6 @@ def stream_of(cmd: InboundCommand) -> str:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
-
-
-def created_event_id(tenant_id: str, user_id: str, conversation_id: str, message_id: str) -> str:
-    return deterministic_id(tenant_id, user_id, conversation_id, message_id, "created")
 
 
 def edited_event_id(cmd: MessageEdited) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from services.ingest.domain import created_event_id
 from services.memory_extractor.curation import consolidated_fact, merge_extractive
 from services.memory_extractor.domain import Witnessing
 from services.memory_extractor.learning import Learning, Source
@@ -25,6 +24,7 @@ from shared.events.recorded import (
     FACTS_CONSOLIDATED,
     MESSAGE_RECORDED,
     FactRetired,
+    created_event_id,
     knowledge_stream,
 )
 from shared.llm.port import ProgressCallback

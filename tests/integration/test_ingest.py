@@ -14,13 +14,12 @@ from typing import Any
 import pytest
 
 from services.ingest.app import create_router
-from services.ingest.domain import created_event_id
 from services.ingest.recorder import Recorder
 from shared import subjects
 from shared.delivery import DLQ_REASON, DLQ_SUBJECT
 from shared.events.contract import MessageCreated
 from shared.events.envelope import NewEvent
-from shared.events.recorded import conversation_stream
+from shared.events.recorded import conversation_stream, created_event_id
 from shared.readmodels import ReadModels
 from shared.tokens import estimate_tokens
 from tests.integration.ingest_stack import Stack, dead_letters, drained, message_created, running

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from services.ingest.domain import created_event_id
 from services.memory_extractor.handlers import MemoryExtractor
 from services.memory_extractor.learning import Learning
 from services.memory_extractor.revisions import Revisions
@@ -25,7 +24,7 @@ from shared.embedders.bundled import BundledEmbedder
 from shared.eventlog.mongo import MongoEventStore
 from shared.eventlog.relay import Relay
 from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.recorded import conversation_stream, knowledge_stream
+from shared.events.recorded import conversation_stream, created_event_id, knowledge_stream
 from shared.llm.openai import OpenAIChatModel
 from shared.llm.port import ChatModel
 from shared.readmodels.knowledge import KnowledgeReadModel

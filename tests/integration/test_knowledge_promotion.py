@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NatsClient
 
-from services.ingest.domain import created_event_id
 from services.memory_extractor.app import create_router
 from shared import subjects
 from shared.embedders.bundled import BundledEmbedder
 from shared.events.envelope import NewEvent
-from shared.events.recorded import conversation_stream, knowledge_stream
+from shared.events.recorded import conversation_stream, created_event_id, knowledge_stream
 from shared.readmodels.knowledge import FactView, KnowledgeReadModel
 from tests.integration.ingest_stack import Stack, running
 from tests.waiting import request_reply, wait_until

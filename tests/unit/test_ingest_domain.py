@@ -11,7 +11,6 @@ import pytest
 from services.ingest.domain import (
     ConversationDecider,
     KnownMessage,
-    created_event_id,
     decide_profile,
     decide_stream,
     known_from_events,
@@ -21,7 +20,7 @@ from services.ingest.handlers import decode_command
 from shared.delivery import InvalidMessage
 from shared.events.contract import BotUpserted, MessageCreated, MessageDeleted, MessageEdited, PersonaUpserted
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import REGISTRY, MessageRecorded, conversation_stream
+from shared.events.recorded import REGISTRY, MessageRecorded, conversation_stream, created_event_id
 from shared.readmodels import ConversationState
 from shared.tokens import estimate_tokens
 from tests.envelopes import numbered

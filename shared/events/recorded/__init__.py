@@ -18,6 +18,7 @@ from shared.events.recorded.conversation import (
     MessageEdited,
     MessageRecorded,
     conversation_stream,
+    created_event_id,
 )
 from shared.events.recorded.knowledge import (
     FACT_LEARNED,
@@ -145,6 +146,7 @@ __all__ = [
     "campaign_scope",
     "character_scope",
     "conversation_stream",
+    "created_event_id",
     "knowledge_stream",
     "legacy_lore_stream",
     "lore_timed_stream",

@@ -7,12 +7,18 @@ from datetime import datetime
 from pydantic import Field
 
 from shared.events.contract import Role
-from shared.events.envelope import stream_id
+from shared.events.envelope import deterministic_id, stream_id
 from shared.events.recorded.base import REGISTRY, RecordedPayload
 
 
 def conversation_stream(tenant_id: str, user_id: str, conversation_id: str) -> str:
     return stream_id("conversation", tenant_id, user_id, conversation_id)
+
+
+def created_event_id(tenant_id: str, user_id: str, conversation_id: str, message_id: str) -> str:
+    """The id of a message's ``message.recorded`` event: derived from the platform's ids, so ingest records a
+    message once, and other services (the memory-extractor's revisions) find the recording without a query."""
+    return deterministic_id(tenant_id, user_id, conversation_id, message_id, "created")
 
 
 class MessageRecorded(RecordedPayload):

@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.ingest.domain import created_event_id
 from services.memory_extractor.app import create_router
 from services.memory_extractor.handlers import MemoryExtractor
 from services.memory_extractor.inmemory import InMemoryWitnessed
@@ -21,7 +20,7 @@ from services.memory_extractor.settings import KnowledgeSettings
 from shared import subjects
 from shared.embedders.bundled import BundledEmbedder
 from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.recorded import campaign_scope, conversation_stream, knowledge_stream
+from shared.events.recorded import campaign_scope, conversation_stream, created_event_id, knowledge_stream
 from shared.readmodels.inmemory import InMemoryKnowledge
 from tests.components import Rpc, TestNatsBroker, broker_with, deps, items, published
 
