@@ -6,7 +6,7 @@ from services.context_assembler.activation.activation import token_budget
 from services.context_assembler.activation.compiled import ActiveBook
 from services.context_assembler.activation.timed import TimedState
 from shared.lore.model import Position
-from tests.unit.lore.helpers import activated, book, scan, uids
+from tests.context_assembler.unit.activation_helpers import activated, book, scan, uids
 
 WORDS = " ".join(["word"] * 40)  # 40 words -> 54 estimated tokens
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.lore.helpers import book, scan
+from tests.context_assembler.unit.activation_helpers import book, scan
 
 WORDS = ["dragon", "sword", "elf", "king", "fire", "塔罗牌", "old man", "the"]
 

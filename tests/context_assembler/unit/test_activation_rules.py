@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.lore.helpers import activated, book, scan, uids
+from tests.context_assembler.unit.activation_helpers import activated, book, scan, uids
 
 
 @dataclass

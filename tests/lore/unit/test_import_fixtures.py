@@ -64,7 +64,7 @@ def test_fixture_facts_survive_normalisation(lorebooks: Path) -> None:
 
 
 def test_tarot_whole_words_on_cjk_acts_like_substring(lorebooks: Path) -> None:
-    from tests.unit.lore.helpers import scan
+    from tests.context_assembler.unit.activation_helpers import scan
 
     tarot = import_lorebook((lorebooks / "st-wi_tarot_zh.json").read_bytes()).book
     keyed = {e.uid for e in tarot.entries if not e.constant and not e.disable and e.key}
