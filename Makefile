@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run test lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context up down clean
+.PHONY: run test test-fast lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ run: $(STAMP)
 ## Lint, type-check, then every test (unit, contract, integration, e2e).
 test: $(STAMP) lint typecheck
 	$(PY) -m pytest $(ARGS)
+
+## Unit and component tests only: no server, about a minute.
+test-fast: $(STAMP)
+	$(PY) -m pytest tests/unit tests/ingest tests/embedding tests/summarizer tests/memory_extractor \
+		tests/context_assembler tests/lore tests/memory $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
