@@ -22,6 +22,7 @@ Events of other types are ignored (the version still advances).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,29 +36,11 @@ from shared.events.recorded import (
     LOREBOOK_ENTRY_DELETED,
     LOREBOOK_ENTRY_UPDATED,
     LOREBOOK_IMPORTED,
-    LorebookAttached,
-    LorebookCreated,
-    LorebookDetached,
-    LorebookEntryDeleted,
     LorebookEntryWritten,
-    LorebookImported,
     bot_stream,
     conversation_stream,
 )
 from shared.lore.model import Lorebook, LoreEntry
-
-LORE_EVENTS = frozenset(
-    {
-        LOREBOOK_IMPORTED.name,
-        LOREBOOK_CREATED.name,
-        LOREBOOK_ENTRY_CREATED.name,
-        LOREBOOK_ENTRY_UPDATED.name,
-        LOREBOOK_ENTRY_DELETED.name,
-        LOREBOOK_ATTACHED.name,
-        LOREBOOK_DETACHED.name,
-        LOREBOOK_DELETED.name,
-    }
-)
 
 
 @dataclass
@@ -117,42 +100,81 @@ class VersionGap(ValueError):
 
 def _apply(s: BookState, env: EventEnvelope) -> None:
     s.version = env.version
-    t = env.type
-    if t == LOREBOOK_IMPORTED.name:
-        imp = LorebookImported.model_validate(env.payload)
-        s.owner_user_id, s.name, s.format, s.deleted = imp.owner_user_id, imp.name, imp.format, False
-        s.book, s.original = Lorebook.model_validate(imp.book), dict(imp.original)
-    elif t == LOREBOOK_CREATED.name:
-        created = LorebookCreated.model_validate(env.payload)
-        s.owner_user_id, s.name, s.format, s.deleted = created.owner_user_id, created.name, "mnemo", False
-        s.book, s.original = Lorebook(name=created.name, description=created.description), {}
-    elif t in (LOREBOOK_ENTRY_CREATED.name, LOREBOOK_ENTRY_UPDATED.name):
-        written = LorebookEntryWritten.model_validate(env.payload)
-        entry = LoreEntry.model_validate({**written.entry, "uid": written.uid})
-        if t == LOREBOOK_ENTRY_CREATED.name:
-            _drop_raw(s, written.uid)
-        entries = list(s.book.entries)
-        at = next((i for i, e in enumerate(entries) if e.uid == written.uid), None)
-        if at is None:
-            entries.append(entry)
-        else:
-            entries[at] = entry
-        s.book = s.book.model_copy(update={"entries": entries})
-    elif t == LOREBOOK_ENTRY_DELETED.name:
-        gone = LorebookEntryDeleted.model_validate(env.payload)
-        _drop_raw(s, gone.uid)
-        s.book = s.book.model_copy(update={"entries": [e for e in s.book.entries if e.uid != gone.uid]})
-    elif t == LOREBOOK_ATTACHED.name:
-        a = LorebookAttached.model_validate(env.payload)
-        s.targets = sorted(set(s.targets) | targets_of(env.tenant_id, a.bot_ids, a.user_id, a.conversation_id))
-    elif t == LOREBOOK_DETACHED.name:
-        d = LorebookDetached.model_validate(env.payload)
-        s.targets = sorted(set(s.targets) - targets_of(env.tenant_id, d.bot_ids, d.user_id, d.conversation_id))
-    elif t == LOREBOOK_DELETED.name:
-        s.name, s.book, s.original, s.targets, s.deleted = "", Lorebook(), {}, [], True
+    on_event = _APPLY.get(env.type)
+    if on_event is not None:
+        on_event(s, env)
+
+
+def _on_imported(s: BookState, env: EventEnvelope) -> None:
+    imp = LOREBOOK_IMPORTED.parse(env.payload)
+    s.owner_user_id, s.name, s.format, s.deleted = imp.owner_user_id, imp.name, imp.format, False
+    s.book, s.original = Lorebook.model_validate(imp.book), dict(imp.original)
+
+
+def _on_created(s: BookState, env: EventEnvelope) -> None:
+    created = LOREBOOK_CREATED.parse(env.payload)
+    s.owner_user_id, s.name, s.format, s.deleted = created.owner_user_id, created.name, "mnemo", False
+    s.book, s.original = Lorebook(name=created.name, description=created.description), {}
+
+
+def _on_entry_created(s: BookState, env: EventEnvelope) -> None:
+    _write_entry(s, LOREBOOK_ENTRY_CREATED.parse(env.payload), drop_raw=True)
+
+
+def _on_entry_updated(s: BookState, env: EventEnvelope) -> None:
+    _write_entry(s, LOREBOOK_ENTRY_UPDATED.parse(env.payload), drop_raw=False)
+
+
+def _write_entry(s: BookState, written: LorebookEntryWritten, *, drop_raw: bool) -> None:
+    """The entry with that uid replaced (or appended); ``drop_raw`` also drops its original raw entry."""
+    entry = LoreEntry.model_validate({**written.entry, "uid": written.uid})
+    if drop_raw:
+        _drop_raw(s, written.uid)
+    entries = list(s.book.entries)
+    at = next((i for i, e in enumerate(entries) if e.uid == written.uid), None)
+    if at is None:
+        entries.append(entry)
+    else:
+        entries[at] = entry
+    s.book = s.book.model_copy(update={"entries": entries})
+
+
+def _on_entry_deleted(s: BookState, env: EventEnvelope) -> None:
+    gone = LOREBOOK_ENTRY_DELETED.parse(env.payload)
+    _drop_raw(s, gone.uid)
+    s.book = s.book.model_copy(update={"entries": [e for e in s.book.entries if e.uid != gone.uid]})
+
+
+def _on_attached(s: BookState, env: EventEnvelope) -> None:
+    a = LOREBOOK_ATTACHED.parse(env.payload)
+    s.targets = sorted(set(s.targets) | targets_of(env.tenant_id, a.bot_ids, a.user_id, a.conversation_id))
+
+
+def _on_detached(s: BookState, env: EventEnvelope) -> None:
+    d = LOREBOOK_DETACHED.parse(env.payload)
+    s.targets = sorted(set(s.targets) - targets_of(env.tenant_id, d.bot_ids, d.user_id, d.conversation_id))
+
+
+def _on_deleted(s: BookState, env: EventEnvelope) -> None:
+    s.name, s.book, s.original, s.targets, s.deleted = "", Lorebook(), {}, [], True
 
 
 def _drop_raw(s: BookState, uid: int) -> None:
     raw = s.original.get("entries")
     if isinstance(raw, dict) and str(uid) in raw:
         s.original = {**s.original, "entries": {k: v for k, v in raw.items() if k != str(uid)}}
+
+
+# Event type -> how it changes the book's state (in place: ``fold`` and ``fold_all`` copy it first); any other
+# type only advances the version.
+_APPLY: dict[str, Callable[[BookState, EventEnvelope], None]] = {
+    LOREBOOK_IMPORTED.name: _on_imported,
+    LOREBOOK_CREATED.name: _on_created,
+    LOREBOOK_ENTRY_CREATED.name: _on_entry_created,
+    LOREBOOK_ENTRY_UPDATED.name: _on_entry_updated,
+    LOREBOOK_ENTRY_DELETED.name: _on_entry_deleted,
+    LOREBOOK_ATTACHED.name: _on_attached,
+    LOREBOOK_DETACHED.name: _on_detached,
+    LOREBOOK_DELETED.name: _on_deleted,
+}
+LORE_EVENTS = frozenset(_APPLY)  # the lorebook event types: the ones the fold above changes a book with

@@ -4,7 +4,7 @@ bots and personas, folded with the MongoDB adapter's rules (see ``shared/readmod
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -15,11 +15,6 @@ from shared.events.recorded import (
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
     PERSONA_RECORDED,
-    BotRecorded,
-    MessageDeleted,
-    MessageEdited,
-    MessageRecorded,
-    PersonaRecorded,
     bot_stream,
     conversation_stream,
     persona_stream,
@@ -57,8 +52,9 @@ class InMemoryReadModels:
             if stream_parts(sid)[0] == "conversation":
                 conversation_streams.append(sid)
             for env in events:
-                self._message(env)
-                self._profile(env)
+                on_event = _APPLY.get(env.type)
+                if on_event is not None:
+                    on_event(self, env)
         before = dict(known_states or {})
         missing = [s for s in conversation_streams if s not in before]
         before.update(await self.conversation_states(missing))
@@ -69,75 +65,76 @@ class InMemoryReadModels:
                 self.states[s] = st
         return after
 
-    def _message(self, env: EventEnvelope) -> None:
-        if env.type == MESSAGE_RECORDED.name:
-            m = MessageRecorded.model_validate(env.payload)
-            doc_id = message_doc_id(env.tenant_id, m.user_id, m.conversation_id, m.message_id)
-            if doc_id not in self.messages:
-                view = MessageView(
-                    tenant_id=env.tenant_id,
-                    user_id=m.user_id,
-                    conversation_id=m.conversation_id,
-                    message_id=m.message_id,
-                    index=m.index,
-                    role=m.role,
-                    author_id=m.author_id,
-                    author_name=m.author_name or "",
-                    content=m.content or "",
-                    created_at=as_utc(m.created_at),
-                    bot_ids=list(m.bot_ids),
-                    persona_id=m.persona_id,
-                    tokens=m.tokens,
-                    deleted=False,
-                    edited_at=None,
-                    deleted_at=None,
-                )
-                self.messages[doc_id] = (view, env.version)
-        elif env.type == MESSAGE_EDITED.name:
-            e = MessageEdited.model_validate(env.payload)
-            doc_id = message_doc_id(env.tenant_id, e.user_id, e.conversation_id, e.message_id)
-            if (found := self.messages.get(doc_id)) and found[1] < env.version:
-                edited = replace(found[0], content=e.content, tokens=e.tokens, edited_at=as_utc(e.edited_at))
-                self.messages[doc_id] = (edited, env.version)
-        elif env.type == MESSAGE_DELETED.name:
-            d = MessageDeleted.model_validate(env.payload)
-            doc_id = message_doc_id(env.tenant_id, d.user_id, d.conversation_id, d.message_id)
-            if (found := self.messages.get(doc_id)) and found[1] < env.version:
-                gone = replace(found[0], deleted=True, deleted_at=as_utc(d.deleted_at))
-                self.messages[doc_id] = (gone, env.version)
+    def _on_message_recorded(self, env: EventEnvelope) -> None:
+        m = MESSAGE_RECORDED.parse(env.payload)
+        doc_id = message_doc_id(env.tenant_id, m.user_id, m.conversation_id, m.message_id)
+        if doc_id not in self.messages:
+            view = MessageView(
+                tenant_id=env.tenant_id,
+                user_id=m.user_id,
+                conversation_id=m.conversation_id,
+                message_id=m.message_id,
+                index=m.index,
+                role=m.role,
+                author_id=m.author_id,
+                author_name=m.author_name or "",
+                content=m.content or "",
+                created_at=as_utc(m.created_at),
+                bot_ids=list(m.bot_ids),
+                persona_id=m.persona_id,
+                tokens=m.tokens,
+                deleted=False,
+                edited_at=None,
+                deleted_at=None,
+            )
+            self.messages[doc_id] = (view, env.version)
 
-    def _profile(self, env: EventEnvelope) -> None:
-        if env.type == BOT_RECORDED.name:
-            b = BotRecorded.model_validate(env.payload)
-            doc_id = bot_stream(env.tenant_id, b.bot_id)
-            if (old := self.bots.get(doc_id)) is None or old[1] < env.version:
-                bot = BotView(
-                    tenant_id=env.tenant_id,
-                    bot_id=b.bot_id,
-                    owner_user_id=b.owner_user_id,
-                    name=b.name,
-                    system_prompt=b.system_prompt or "",
-                    updated_at=as_utc(b.updated_at),
-                    gender=b.gender,
-                    age=b.age,
-                    knowledge_sharing=b.knowledge_sharing,
-                )
-                self.bots[doc_id] = (bot, env.version)
-        elif env.type == PERSONA_RECORDED.name:
-            p = PersonaRecorded.model_validate(env.payload)
-            doc_id = persona_stream(env.tenant_id, p.user_id, p.persona_id)
-            if (old_p := self.personas.get(doc_id)) is None or old_p[1] < env.version:
-                persona = PersonaView(
-                    tenant_id=env.tenant_id,
-                    user_id=p.user_id,
-                    persona_id=p.persona_id,
-                    name=p.name,
-                    description=p.description or "",
-                    traits=[str(t) for t in p.traits],
-                    updated_at=as_utc(p.updated_at),
-                    instructions=p.instructions or "",
-                )
-                self.personas[doc_id] = (persona, env.version)
+    def _on_message_edited(self, env: EventEnvelope) -> None:
+        e = MESSAGE_EDITED.parse(env.payload)
+        doc_id = message_doc_id(env.tenant_id, e.user_id, e.conversation_id, e.message_id)
+        if (found := self.messages.get(doc_id)) and found[1] < env.version:
+            edited = replace(found[0], content=e.content, tokens=e.tokens, edited_at=as_utc(e.edited_at))
+            self.messages[doc_id] = (edited, env.version)
+
+    def _on_message_deleted(self, env: EventEnvelope) -> None:
+        d = MESSAGE_DELETED.parse(env.payload)
+        doc_id = message_doc_id(env.tenant_id, d.user_id, d.conversation_id, d.message_id)
+        if (found := self.messages.get(doc_id)) and found[1] < env.version:
+            gone = replace(found[0], deleted=True, deleted_at=as_utc(d.deleted_at))
+            self.messages[doc_id] = (gone, env.version)
+
+    def _on_bot_recorded(self, env: EventEnvelope) -> None:
+        b = BOT_RECORDED.parse(env.payload)
+        doc_id = bot_stream(env.tenant_id, b.bot_id)
+        if (old := self.bots.get(doc_id)) is None or old[1] < env.version:
+            bot = BotView(
+                tenant_id=env.tenant_id,
+                bot_id=b.bot_id,
+                owner_user_id=b.owner_user_id,
+                name=b.name,
+                system_prompt=b.system_prompt or "",
+                updated_at=as_utc(b.updated_at),
+                gender=b.gender,
+                age=b.age,
+                knowledge_sharing=b.knowledge_sharing,
+            )
+            self.bots[doc_id] = (bot, env.version)
+
+    def _on_persona_recorded(self, env: EventEnvelope) -> None:
+        p = PERSONA_RECORDED.parse(env.payload)
+        doc_id = persona_stream(env.tenant_id, p.user_id, p.persona_id)
+        if (old := self.personas.get(doc_id)) is None or old[1] < env.version:
+            persona = PersonaView(
+                tenant_id=env.tenant_id,
+                user_id=p.user_id,
+                persona_id=p.persona_id,
+                name=p.name,
+                description=p.description or "",
+                traits=[str(t) for t in p.traits],
+                updated_at=as_utc(p.updated_at),
+                instructions=p.instructions or "",
+            )
+            self.personas[doc_id] = (persona, env.version)
 
     async def conversation_states(self, stream_ids: Sequence[str]) -> dict[str, ConversationState]:
         unique = list(dict.fromkeys(stream_ids))
@@ -243,4 +240,12 @@ def _wanted(m: MessageView, include_deleted: bool, visible_to: str | None) -> bo
     return visible_to is None or bot_may_see(visible_to, m.bot_ids or ())
 
 
-# --- summaries ------------------------------------------------------------------------------------------
+# Event type -> how ``InMemoryReadModels.apply`` writes it to the messages, bots or personas (the same
+# rules as ``messages.MESSAGE_WRITES`` and ``profiles``); conversation states are folded by ``fold``.
+_APPLY: dict[str, Callable[[InMemoryReadModels, EventEnvelope], None]] = {
+    MESSAGE_RECORDED.name: InMemoryReadModels._on_message_recorded,
+    MESSAGE_EDITED.name: InMemoryReadModels._on_message_edited,
+    MESSAGE_DELETED.name: InMemoryReadModels._on_message_deleted,
+    BOT_RECORDED.name: InMemoryReadModels._on_bot_recorded,
+    PERSONA_RECORDED.name: InMemoryReadModels._on_persona_recorded,
+}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC
 
@@ -14,8 +14,6 @@ from shared.events.recorded import (
     FACT_UNPROMOTED,
     FACTS_CONSOLIDATED,
     FactLearned,
-    FactRetired,
-    FactsConsolidated,
     FactScopeChanged,
     campaign_scope,
     character_scope,
@@ -33,26 +31,37 @@ class InMemoryKnowledge:
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         for env in events:
-            t = env.tenant_id
-            if env.type == FACT_LEARNED.name:
-                self._insert(env, FactLearned.model_validate(env.payload), [])
-            elif env.type == FACTS_CONSOLIDATED.name:
-                merged = FactsConsolidated.model_validate(env.payload)
-                folded = [f for i in merged.consolidates if (f := self._mine(t, i)) is not None]
-                self._insert(env, merged, [k for f in folded for k in f.source_keys])
-                for f in folded:
-                    if f.status == ACTIVE:
-                        self.facts[f.fact_id] = replace(f, status="consolidated")
-            elif env.type == FACT_RETIRED.name:
-                r = FactRetired.model_validate(env.payload)
-                if (f := self._mine(t, r.fact_id)) is not None:
-                    self.facts[f.fact_id] = replace(f, status="retired")
-            elif env.type in (FACT_PROMOTED.name, FACT_UNPROMOTED.name):
-                c = FactScopeChanged.model_validate(env.payload)
-                f = self._mine(t, c.fact_id)
-                if f is not None and self.scope_version[f.fact_id] < env.version:
-                    self.facts[f.fact_id] = replace(f, scope=c.to_scope)
-                    self.scope_version[f.fact_id] = env.version
+            on_event = _APPLY.get(env.type)
+            if on_event is not None:
+                on_event(self, env)
+
+    def _on_learned(self, env: EventEnvelope) -> None:
+        self._insert(env, FACT_LEARNED.parse(env.payload), [])
+
+    def _on_consolidated(self, env: EventEnvelope) -> None:
+        merged = FACTS_CONSOLIDATED.parse(env.payload)
+        folded = [f for i in merged.consolidates if (f := self._mine(env.tenant_id, i)) is not None]
+        self._insert(env, merged, [k for f in folded for k in f.source_keys])
+        for f in folded:
+            if f.status == ACTIVE:
+                self.facts[f.fact_id] = replace(f, status="consolidated")
+
+    def _on_retired(self, env: EventEnvelope) -> None:
+        r = FACT_RETIRED.parse(env.payload)
+        if (f := self._mine(env.tenant_id, r.fact_id)) is not None:
+            self.facts[f.fact_id] = replace(f, status="retired")
+
+    def _on_promoted(self, env: EventEnvelope) -> None:
+        self._scope_changed(env, FACT_PROMOTED.parse(env.payload))
+
+    def _on_unpromoted(self, env: EventEnvelope) -> None:
+        self._scope_changed(env, FACT_UNPROMOTED.parse(env.payload))
+
+    def _scope_changed(self, env: EventEnvelope, c: FactScopeChanged) -> None:
+        f = self._mine(env.tenant_id, c.fact_id)
+        if f is not None and self.scope_version[f.fact_id] < env.version:
+            self.facts[f.fact_id] = replace(f, scope=c.to_scope)
+            self.scope_version[f.fact_id] = env.version
 
     def _mine(self, tenant_id: str, fact_id: str) -> FactView | None:
         f = self.facts.get(fact_id)
@@ -158,4 +167,11 @@ class InMemoryKnowledge:
         return [f for f in self._of(tenant_id) if f.user_id == user_id and key in f.source_keys and f.status == ACTIVE]
 
 
-# --- legacy lore ----------------------------------------------------------------------------------------
+# Event type -> how ``InMemoryKnowledge.apply`` folds it (the rules of ``knowledge.KnowledgeReadModel``).
+_APPLY: dict[str, Callable[[InMemoryKnowledge, EventEnvelope], None]] = {
+    FACT_LEARNED.name: InMemoryKnowledge._on_learned,
+    FACTS_CONSOLIDATED.name: InMemoryKnowledge._on_consolidated,
+    FACT_RETIRED.name: InMemoryKnowledge._on_retired,
+    FACT_PROMOTED.name: InMemoryKnowledge._on_promoted,
+    FACT_UNPROMOTED.name: InMemoryKnowledge._on_unpromoted,
+}

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import (
     LEGACY_LORE_CREATED,
     LEGACY_LORE_DELETED,
-    LegacyLoreCreated,
-    LegacyLoreDeleted,
     bot_stream,
     conversation_stream,
 )
@@ -30,35 +28,40 @@ class InMemoryLegacyLore:
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         for env in events:
-            if env.type == LEGACY_LORE_CREATED.name:
-                c = LegacyLoreCreated.model_validate(env.payload)
-                if c.legacy_id in self.entries:
-                    continue
-                view = LegacyLoreView(
-                    legacy_id=c.legacy_id,
-                    tenant_id=env.tenant_id,
-                    user_id=c.user_id,
-                    memory_id=c.memory_id,
-                    conversation_id=c.conversation_id,
-                    title=c.title,
-                    text=c.text or "",
-                    participants=tuple(c.participants),
-                    start_at=as_utc(c.start_at),
-                    end_at=as_utc(c.end_at),
-                    importance=int(c.importance),
-                    emotional_tags=tuple(c.emotional_tags or ()),
-                    applies_to_bots=tuple(c.applies_to_bots),
-                    applies_to_personas=tuple(c.applies_to_personas),
-                    summary_type=c.summary_type,
-                    method=c.method,
-                    prompt_version=c.prompt_version,
-                )
-                self.entries[c.legacy_id] = (view, False)
-            elif env.type == LEGACY_LORE_DELETED.name:
-                d = LegacyLoreDeleted.model_validate(env.payload)
-                found = self.entries.get(d.legacy_id)
-                if found is not None and found[0].tenant_id == env.tenant_id:
-                    self.entries[d.legacy_id] = (replace(found[0], title=None, text="", emotional_tags=()), True)
+            on_event = _LEGACY_APPLY.get(env.type)
+            if on_event is not None:
+                on_event(self, env)
+
+    def _on_created(self, env: EventEnvelope) -> None:
+        c = LEGACY_LORE_CREATED.parse(env.payload)
+        if c.legacy_id in self.entries:
+            return
+        view = LegacyLoreView(
+            legacy_id=c.legacy_id,
+            tenant_id=env.tenant_id,
+            user_id=c.user_id,
+            memory_id=c.memory_id,
+            conversation_id=c.conversation_id,
+            title=c.title,
+            text=c.text or "",
+            participants=tuple(c.participants),
+            start_at=as_utc(c.start_at),
+            end_at=as_utc(c.end_at),
+            importance=int(c.importance),
+            emotional_tags=tuple(c.emotional_tags or ()),
+            applies_to_bots=tuple(c.applies_to_bots),
+            applies_to_personas=tuple(c.applies_to_personas),
+            summary_type=c.summary_type,
+            method=c.method,
+            prompt_version=c.prompt_version,
+        )
+        self.entries[c.legacy_id] = (view, False)
+
+    def _on_deleted(self, env: EventEnvelope) -> None:
+        d = LEGACY_LORE_DELETED.parse(env.payload)
+        found = self.entries.get(d.legacy_id)
+        if found is not None and found[0].tenant_id == env.tenant_id:
+            self.entries[d.legacy_id] = (replace(found[0], title=None, text="", emotional_tags=()), True)
 
     def _live(self, tenant_id: str, user_id: str | None) -> list[LegacyLoreView]:
         return [
@@ -100,6 +103,13 @@ class InMemoryLegacyLore:
         found.sort(key=lambda v: v.legacy_id)
         found.sort(key=lambda v: v.end_at, reverse=True)
         return found[offset : offset + limit], total
+
+
+# Event type -> how ``InMemoryLegacyLore.apply`` folds it (the rules of ``legacy_lore.LegacyLoreReadModel``).
+_LEGACY_APPLY: dict[str, Callable[[InMemoryLegacyLore, EventEnvelope], None]] = {
+    LEGACY_LORE_CREATED.name: InMemoryLegacyLore._on_created,
+    LEGACY_LORE_DELETED.name: InMemoryLegacyLore._on_deleted,
+}
 
 
 # --- lorebooks ------------------------------------------------------------------------------------------

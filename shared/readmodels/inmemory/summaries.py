@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import (
-    EVERYONE,
-    SummaryCreated,
-    SummaryRetired,
-)
+from shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
 from shared.readmodels.inmemory.conversation import naive_utc
 from shared.readmodels.summaries import SummaryListed, SummaryView
 
@@ -23,23 +19,28 @@ class InMemorySummaries:
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         for env in events:
-            if env.type == "summary.created":
-                s = SummaryCreated.model_validate(env.payload)
-                doc = self.docs.get(s.summary_id)
-                if doc is not None and doc["tenant_id"] != env.tenant_id:
-                    continue  # another tenant's id: the adapter's upsert fails on _id
-                fields = {"tenant_id": env.tenant_id, **s.model_dump(exclude={"summary_id"})}
-                fields["start_at"] = naive_utc(s.start_at)
-                fields["end_at"] = naive_utc(s.end_at)
-                if doc is None:
-                    self.docs[s.summary_id] = {**fields, "status": "active", "replaced_by": None}
-                else:
-                    doc.update(fields)
-            elif env.type == "summary.retired":
-                r = SummaryRetired.model_validate(env.payload)
-                doc = self.docs.setdefault(r.summary_id, {"tenant_id": env.tenant_id})
-                if doc["tenant_id"] == env.tenant_id:
-                    doc.update(status=r.reason, replaced_by=r.replaced_by)
+            on_event = _APPLY.get(env.type)
+            if on_event is not None:
+                on_event(self, env)
+
+    def _on_created(self, env: EventEnvelope) -> None:
+        s = SUMMARY_CREATED.parse(env.payload)
+        doc = self.docs.get(s.summary_id)
+        if doc is not None and doc["tenant_id"] != env.tenant_id:
+            return  # another tenant's id: the adapter's upsert fails on _id
+        fields = {"tenant_id": env.tenant_id, **s.model_dump(exclude={"summary_id"})}
+        fields["start_at"] = naive_utc(s.start_at)
+        fields["end_at"] = naive_utc(s.end_at)
+        if doc is None:
+            self.docs[s.summary_id] = {**fields, "status": "active", "replaced_by": None}
+        else:
+            doc.update(fields)
+
+    def _on_retired(self, env: EventEnvelope) -> None:
+        r = SUMMARY_RETIRED.parse(env.payload)
+        doc = self.docs.setdefault(r.summary_id, {"tenant_id": env.tenant_id})
+        if doc["tenant_id"] == env.tenant_id:
+            doc.update(status=r.reason, replaced_by=r.replaced_by)
 
     @staticmethod
     def _view(summary_id: str, d: dict[str, Any]) -> SummaryView:
@@ -152,4 +153,8 @@ class InMemorySummaries:
         ], total
 
 
-# --- knowledge ------------------------------------------------------------------------------------------
+# Event type -> how ``InMemorySummaries.apply`` folds it (the rules of ``summaries.SummariesReadModel``).
+_APPLY: dict[str, Callable[[InMemorySummaries, EventEnvelope], None]] = {
+    SUMMARY_CREATED.name: InMemorySummaries._on_created,
+    SUMMARY_RETIRED.name: InMemorySummaries._on_retired,
+}

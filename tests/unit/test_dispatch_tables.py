@@ -1,0 +1,34 @@
+"""The dispatch tables of the log consumers: every type they fold is registered, and each in-memory fake folds
+exactly the event types its MongoDB adapter does (the contract suite checks how; this checks which)."""
+
+from shared.events.recorded import BOT_RECORDED, PERSONA_RECORDED, REGISTRY
+from shared.lore import history
+from shared.readmodels import knowledge, legacy_lore, messages, summaries
+from shared.readmodels.inmemory import conversation as fake_conversation
+from shared.readmodels.inmemory import knowledge as fake_knowledge
+from shared.readmodels.inmemory import lore as fake_lore
+from shared.readmodels.inmemory import summaries as fake_summaries
+
+
+def test_every_folded_type_is_registered():
+    tables = [
+        history._APPLY,
+        fake_conversation._APPLY,
+        fake_knowledge._APPLY,
+        fake_lore._LEGACY_APPLY,
+        fake_summaries._APPLY,
+    ]
+    for table in tables:
+        assert set(table) <= set(REGISTRY.names())
+
+
+def test_the_lore_fold_covers_every_lorebook_type():
+    lorebook_types = {n for n in REGISTRY.names() if n.startswith("lorebook.")}
+    assert history.LORE_EVENTS == frozenset(history._APPLY) == lorebook_types
+
+
+def test_each_fake_folds_the_types_its_adapter_folds():
+    assert set(fake_knowledge._APPLY) == set(knowledge._APPLY) == knowledge.KNOWLEDGE_EVENTS
+    assert set(fake_summaries._APPLY) == set(summaries._APPLY)
+    assert set(fake_lore._LEGACY_APPLY) == set(legacy_lore._APPLY)
+    assert set(fake_conversation._APPLY) == messages.MESSAGE_EVENT_TYPES | {BOT_RECORDED.name, PERSONA_RECORDED.name}
