@@ -30,9 +30,10 @@ def numbered(
     schema_version: int = 1,
     causation: str | None = None,
     event_id: str | None = None,
+    traceparent: str | None = None,
 ) -> EventEnvelope:
     """An event at ``version`` of ``stream`` with the id given (else the plain ``e<version>``), the schema
-    version given (1 unless told) and times ``at``."""
+    version given (1 unless told), times ``at`` and the trace context given (none unless told)."""
     return EventEnvelope(
         event_id=event_id or f"e{version}",
         type=type_,
@@ -43,6 +44,7 @@ def numbered(
         occurred_at=at,
         recorded_at=at,
         causation_id=causation,
+        traceparent=traceparent,
         payload=payload,
     )
 
