@@ -108,6 +108,13 @@ class Rpc:
         return result
 
 
+def assert_bad_request(reply: dict[str, Any], says: str) -> None:
+    """The RPC reply is an error and nothing else: ``bad_request``, with a message that names ``says``."""
+    assert set(reply) == {"error"}
+    assert reply["error"]["code"] == "bad_request"
+    assert says in reply["error"]["message"]
+
+
 def broker_with(*routers: NatsRouter) -> NatsBroker:
     broker = NatsBroker()
     for r in routers:
@@ -154,6 +161,7 @@ __all__ = [
     "Reads",
     "Rpc",
     "TestNatsBroker",
+    "assert_bad_request",
     "broker_with",
     "deps",
     "edge_index",

@@ -15,7 +15,7 @@ from services.context_assembler.inmemory import InMemoryLoreTimed
 from services.context_assembler.settings import AssemblerSettings
 from shared import subjects
 from shared.events.recorded import bot_stream, knowledge_stream, lorebook_stream, persona_stream, player_scope
-from tests.components import Reads, Rpc, TestNatsBroker, broker_with, deps
+from tests.components import Reads, Rpc, TestNatsBroker, assert_bad_request, broker_with, deps
 from tests.envelopes import message_recorded, recorded
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -169,6 +169,4 @@ async def test_a_bad_request_gets_an_error_reply(assembler, body, says):
 
     reply = await rpc(subjects.CONTEXT_ASSEMBLE, body)
 
-    assert set(reply) == {"error"}
-    assert reply["error"]["code"] == "bad_request"
-    assert says in reply["error"]["message"]
+    assert_bad_request(reply, says)
