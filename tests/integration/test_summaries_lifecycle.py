@@ -30,6 +30,7 @@ from shared.events.recorded import EVERYONE, SummaryCreated, conversation_stream
 from shared.llm.openai import OpenAIChatModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.tokens import estimate_tokens
+from tests.envelopes import message_deleted, message_edited
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, chat_handler
 from tests.integration.event_log import event_log, items
 from tests.summarizer.feed import Feed
@@ -208,12 +209,7 @@ async def test_edits_and_deletes_retire_and_recompute(env, mongo_db):
     [first] = created(await store.read_stream(SUMS))
     assert "oak" in first.text
 
-    edit = NewEvent(
-        type="message.edited",
-        tenant_id="t1",
-        payload={"user_id": "u1", "conversation_id": "c1", "message_id": "m3", "content": "Ana bought bread.",
-                 "edited_at": T0 + timedelta(hours=1), "tokens": 4},
-    )  # fmt: skip
+    edit = message_edited("t1", "u1", "c1", "m3", "Ana bought bread.", T0 + timedelta(hours=1), tokens=4)
     events = await drive.append([edit])
     [redo] = created(events)
     [retired] = [e.payload for e in events if e.type == "summary.retired"]
@@ -227,11 +223,7 @@ async def test_edits_and_deletes_retire_and_recompute(env, mongo_db):
     assert "where the pirate treasure was hidden" not in redo.text, "the edited message's old text is gone"
     assert (redo.first_index, redo.last_index, redo.audience) == (0, 4, first.audience)
 
-    delete = NewEvent(
-        type="message.deleted",
-        tenant_id="t1",
-        payload={"user_id": "u1", "conversation_id": "c1", "message_id": "m1", "deleted_at": T0 + timedelta(hours=2)},
-    )
+    delete = message_deleted("t1", "u1", "c1", "m1", T0 + timedelta(hours=2))
     events = await drive.append([delete])
     [after_delete] = created(events)
     assert "m1" not in after_delete.message_ids
@@ -278,16 +270,7 @@ async def test_a_deleted_message_leaves_consolidated_summaries_too(env, mongo_db
         assert "old oak" in holder[0].text
         assert holder[0].prompt_version == "consolidate.v1"
         assert holder[0].method == "llm:echo-model"
-        delete = NewEvent(
-            type="message.deleted",
-            tenant_id="t1",
-            payload={
-                "user_id": "u1",
-                "conversation_id": "c1",
-                "message_id": "m1",
-                "deleted_at": T0 + timedelta(days=1),
-            },
-        )
+        delete = message_deleted("t1", "u1", "c1", "m1", T0 + timedelta(days=1))
         events = await drive.append([delete])
         await model.close()
     live = fold_live(await store.read_stream(SUMS)).summaries()

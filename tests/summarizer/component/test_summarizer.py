@@ -16,6 +16,7 @@ from shared.events.envelope import EventEnvelope, NewEvent
 from shared.events.recorded import SummaryCreated, conversation_stream, summary_stream
 from shared.readmodels.inmemory import InMemorySummaries
 from tests.components import deps, items
+from tests.envelopes import message_edited
 from tests.summarizer.feed import Feed
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -115,12 +116,7 @@ async def test_a_summary_is_shown_only_to_characters_who_witnessed_its_messages(
 async def test_editing_a_summarized_message_retires_the_summary_and_recomputes_it(embedder):
     d = Driver(embedder, first_at=5, every=20)
     (first,) = created(await d.add(range(5), ["bard"]))
-    edit = NewEvent(
-        type="message.edited",
-        tenant_id=T,
-        payload={"user_id": U, "conversation_id": C, "message_id": "m2", "content": "Ana burned the map at dawn.",
-                 "edited_at": T0 + timedelta(hours=1), "tokens": 6},
-    )  # fmt: skip
+    edit = message_edited(T, U, C, "m2", "Ana burned the map at dawn.", T0 + timedelta(hours=1), tokens=6)
 
     caused = await d.append([edit])
 
