@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from services.summarizer.handlers import Summarizer
+from shared.eventlog.port import EventStore
 from shared.events.envelope import EventEnvelope, NewEvent
 from tests.components import items
 
@@ -12,10 +11,10 @@ from tests.components import items
 class Feed:
     """Appends to a conversation's stream and delivers what is new on ``conv``, then on ``sums``, to the summarizer.
 
-    ``store`` is any event store (in memory or MongoDB); ``seen`` is the last version delivered of each stream.
+    ``store`` is either event store (in memory or MongoDB); ``seen`` is the last version delivered of each stream.
     """
 
-    def __init__(self, store: Any, summarizer: Summarizer, conv: str, sums: str) -> None:
+    def __init__(self, store: EventStore, summarizer: Summarizer, conv: str, sums: str) -> None:
         self.store = store
         self.summarizer = summarizer
         self.conv = conv
