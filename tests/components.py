@@ -12,19 +12,32 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from faststream.nats import NatsBroker, NatsRouter, TestNatsBroker
 
+from services.context_assembler.reads import ReadModelReads
+from services.embedding.app import chunk_strings
+from services.embedding.handlers import EmbeddingHandler
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item
 from shared.eventlog.codec import EventCodec, StoredDoc
 from shared.eventlog.inmemory import InMemoryEventStore
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import REGISTRY
+from shared.readmodels.inmemory import (
+    InMemoryKnowledge,
+    InMemoryLegacyLore,
+    InMemoryLore,
+    InMemoryReadModels,
+    InMemorySummaries,
+)
 from shared.runtime import Deps
 from shared.settings import Settings
+from shared.vectors.edge import EdgeVectorIndex
 
 
 class Published:
@@ -95,6 +108,13 @@ class Rpc:
         return result
 
 
+def assert_bad_request(reply: dict[str, Any], says: str) -> None:
+    """The RPC reply is an error and nothing else: ``bad_request``, with a message that names ``says``."""
+    assert set(reply) == {"error"}
+    assert reply["error"]["code"] == "bad_request"
+    assert says in reply["error"]["message"]
+
+
 def broker_with(*routers: NatsRouter) -> NatsBroker:
     broker = NatsBroker()
     for r in routers:
@@ -102,4 +122,49 @@ def broker_with(*routers: NatsRouter) -> NatsBroker:
     return broker
 
 
-__all__ = ["Msg", "Published", "Rpc", "TestNatsBroker", "broker_with", "deps", "items", "published"]
+class Reads:
+    """The read models the embedding service and the context-assembler read, one in-memory fake of each."""
+
+    def __init__(self) -> None:
+        self.models = InMemoryReadModels()
+        self.summaries = InMemorySummaries()
+        self.knowledge = InMemoryKnowledge()
+        self.legacy = InMemoryLegacyLore()
+        self.lore = InMemoryLore()
+
+    def embedding_handler(self, index: EdgeVectorIndex, embedder: Any, *, facts: bool = True) -> EmbeddingHandler:
+        """The embedding service's handler over these read models (``facts=False``: facts are not indexed)."""
+        knowledge = self.knowledge if facts else None
+        return EmbeddingHandler(
+            index, embedder, self.models, chunk_strings, self.summaries, self.legacy, self.lore, knowledge
+        )
+
+    def assembler_reads(self) -> ReadModelReads:
+        """What the context-assembler reads, over these read models."""
+        return ReadModelReads(self.models, self.summaries, self.knowledge, self.legacy)
+
+
+@asynccontextmanager
+async def edge_index(path: Path, embedder: Any) -> AsyncIterator[EdgeVectorIndex]:
+    """Qdrant Edge in ``path`` (the real engine, in process), its collection sized for ``embedder``."""
+    index = EdgeVectorIndex(path, "vectors")
+    await index.ensure_collection(embedder.dimensions)
+    try:
+        yield index
+    finally:
+        await index.close()
+
+
+__all__ = [
+    "Msg",
+    "Published",
+    "Reads",
+    "Rpc",
+    "TestNatsBroker",
+    "assert_bad_request",
+    "broker_with",
+    "deps",
+    "edge_index",
+    "items",
+    "published",
+]

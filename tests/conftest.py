@@ -1,4 +1,4 @@
-"""Fixtures that start real servers from the project's own dependencies.
+"""Fixtures that start real servers from the project's own dependencies (and the bundled embedding model).
 
 One nats-server (JetStream) and one SecantusDB server per test session; each test gets its own database
 name and its own subject/stream prefix where it needs isolation, so tests do not see each other's data.
@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -19,6 +20,14 @@ from runtime.servers import ChildServer, free_port, start_mongo, start_nats
 from shared.settings import Settings
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Any:
+    """The bundled embedding model (no server), loaded once a module that asks for it."""
+    from shared.embedders.bundled import BundledEmbedder
+
+    return BundledEmbedder(batch_size=16)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""Recorded events built directly, for tests that seed read models without going through ingest."""
+"""Recorded events built directly, for tests that seed read models without going through ingest (and the edits
+and deletions of messages as new events to append)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from shared.events.envelope import EventEnvelope, deterministic_id
+from shared.events.envelope import EventEnvelope, NewEvent, deterministic_id
 from shared.events.recorded import REGISTRY, conversation_stream
 
 
@@ -30,9 +31,10 @@ def numbered(
     schema_version: int = 1,
     causation: str | None = None,
     event_id: str | None = None,
+    traceparent: str | None = None,
 ) -> EventEnvelope:
     """An event at ``version`` of ``stream`` with the id given (else the plain ``e<version>``), the schema
-    version given (1 unless told) and times ``at``."""
+    version given (1 unless told), times ``at`` and the trace context given (none unless told)."""
     return EventEnvelope(
         event_id=event_id or f"e{version}",
         type=type_,
@@ -43,6 +45,7 @@ def numbered(
         occurred_at=at,
         recorded_at=at,
         causation_id=causation,
+        traceparent=traceparent,
         payload=payload,
     )
 
@@ -81,3 +84,18 @@ def message_recorded(
     }
     stream = conversation_stream(tenant, user_id, conversation_id)
     return recorded(tenant, stream, index + 1, "message.recorded", payload, created_at)
+
+
+def message_edited(
+    tenant: str, user: str, conv: str, message_id: str, content: str, edited_at: datetime, tokens: int
+) -> NewEvent:
+    """A ``message.edited`` event to append: ``message_id`` now reads ``content``."""
+    payload = {"user_id": user, "conversation_id": conv, "message_id": message_id, "content": content,
+               "edited_at": edited_at, "tokens": tokens}  # fmt: skip
+    return NewEvent(type="message.edited", tenant_id=tenant, payload=payload)
+
+
+def message_deleted(tenant: str, user: str, conv: str, message_id: str, deleted_at: datetime) -> NewEvent:
+    """A ``message.deleted`` event to append."""
+    payload = {"user_id": user, "conversation_id": conv, "message_id": message_id, "deleted_at": deleted_at}
+    return NewEvent(type="message.deleted", tenant_id=tenant, payload=payload)

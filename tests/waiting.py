@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 
-async def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> None:
-    """Poll ``condition`` (sync or async) until truthy; fail saying ``what`` never happened."""
+async def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60.0, interval: float = 0.05) -> None:
+    """Poll ``condition`` (sync or async) every ``interval`` seconds until truthy; fail saying ``what`` never
+    happened."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -19,7 +20,13 @@ async def wait_until(condition: Callable[[], Any], what: str, timeout: float = 6
             return
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for: {what}")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(interval)
+
+
+async def wait_for_stack(condition: Callable[[], Any], what: str, timeout: float = 180.0) -> None:
+    """``wait_until`` for end-to-end tests: the stack runs in another process and answers over NATS, so its
+    work (the bundled model included) is polled twice a second for up to three minutes."""
+    await wait_until(condition, what, timeout=timeout, interval=0.5)
 
 
 async def request_reply(nc: Any, subject: str, data: bytes, timeout: float = 20.0, **kwargs: Any) -> Any:

@@ -9,7 +9,6 @@ secret told while it was away, or one of another scene. Random with fixed seeds 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 from dataclasses import dataclass, field
@@ -18,6 +17,8 @@ from typing import Any
 
 import nats
 import pytest
+
+from tests.waiting import wait_for_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -103,14 +104,6 @@ async def publish(nc: nats.NATS, scenes: list[Scene]) -> None:
             await js.publish(CREATED, json.dumps(msg).encode())
 
 
-async def wait_until(predicate: Any, what: str, timeout: float = 180.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await predicate():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.5)
-
-
 def secret_sources(reply: dict[str, Any], secret_ids: set[str]) -> list[dict[str, Any]]:
     """Sources that come from these messages (a message itself, or a summary/fact derived from it)."""
     return [s for s in reply["sources"] if secret_ids & {s["id"], *s.get("message_ids", [])}]
@@ -145,8 +138,8 @@ async def test_a_bot_away_when_a_secret_is_told_never_learns_it(stack: Any) -> N
             facts = [i for i in items if i["source"] == "knowledge"]
             return len(summaries) >= 6 and len(facts) >= 2
 
-        await wait_until(all_messages_recorded, "the whole scene to be recorded")
-        await wait_until(summaries_and_facts_made, "the summaries up to message 104 and the facts of the secret")
+        await wait_for_stack(all_messages_recorded, "the whole scene to be recorded")
+        await wait_for_stack(summaries_and_facts_made, "the summaries up to message 104 and the facts of the secret")
 
         for bot in ("mira", "oren"):
             reply = await ask(nc, scene, bot, "What is the secret about the crown?")
@@ -223,7 +216,7 @@ async def test_random_scenes_leak_nothing_across_characters_users_and_tenants(st
                 reply = await ask(nc, scene, bot, "")
                 return last in {s["id"] for s in reply["sources"]}
 
-            await wait_until(recorded, f"{scene.tenant}/{scene.user} to be recorded")
+            await wait_for_stack(recorded, f"{scene.tenant}/{scene.user} to be recorded")
             for word, present in scene.secrets.items():
                 witness = sorted(present)[0]
 
@@ -231,13 +224,13 @@ async def test_random_scenes_leak_nothing_across_characters_users_and_tenants(st
                     reply = await ask(nc, scene, bot, f"What is the secret about the {word} stone?")
                     return word in reply["context"]
 
-                await wait_until(witness_finds_it, f"{witness} to find the secret {word}")
+                await wait_for_stack(witness_finds_it, f"{witness} to find the secret {word}")
 
             async def facts_made(scene: Scene = scene) -> bool:
                 facts = " ".join(i["text"] for i in await list_memories(nc, scene) if i["source"] == "knowledge")
                 return all(word in facts for word in scene.secrets)
 
-            await wait_until(facts_made, f"the facts of {scene.tenant}/{scene.user}'s secrets")
+            await wait_for_stack(facts_made, f"the facts of {scene.tenant}/{scene.user}'s secrets")
 
         every_secret = {w: (s, p) for s in scenes for w, p in s.secrets.items()}
         probes = 0

@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Iterator
@@ -30,7 +29,9 @@ from typing import Any
 import nats
 import pytest
 
+from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
+from tests.waiting import wait_for_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -89,22 +90,18 @@ async def ask(
     return reply
 
 
-async def wait_until(predicate: Any, what: str, timeout: float = 180.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await predicate():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.5)
-
-
 def message(tenant: str, conv: str, i: int, text: str, persona: str, name: str) -> dict[str, Any]:
-    user_turn = i % 2 == 0
-    return {
-        "tenant_id": tenant, "user_id": USER, "conversation_id": conv, "message_id": f"m-{i}",
-        "role": "user" if user_turn else "assistant", "author_id": persona if user_turn else BOT,
-        "author_name": name if user_turn else "Mirelle", "content": text,
-        "created_at": (T0 + timedelta(minutes=i)).isoformat(), "bot_ids": [BOT], "persona_id": persona,
-    }  # fmt: skip
+    return turn(
+        i,
+        text,
+        T0 + timedelta(minutes=i),
+        tenant=tenant,
+        user=USER,
+        conv=conv,
+        message_id=f"m-{i}",
+        persona=(persona, name),
+        bot=(BOT, "Mirelle"),
+    )
 
 
 async def publish(nc: nats.NATS, subject: str, payloads: list[dict[str, Any]]) -> None:
@@ -144,7 +141,7 @@ async def test_a_persona_switch_mid_conversation(stack: StackProcess) -> None:
         async def recorded(last: str) -> bool:
             return last in history_ids(await ask(nc, tenant, conv, ""))
 
-        await wait_until(lambda: recorded("m-3"), "Aria's messages")
+        await wait_for_stack(lambda: recorded("m-3"), "Aria's messages")
         before = await ask(nc, tenant, conv, "Where is the chart?")
         assert "Aria (user persona): We reached the lighthouse" in section(before, "history")
         assert "more than one persona" not in before["context"]
@@ -152,7 +149,7 @@ async def test_a_persona_switch_mid_conversation(stack: StackProcess) -> None:
 
         tobin = [message(tenant, conv, i, LINES[i], "p-tobin", "tobin_account") for i in range(4, 7)]
         await publish(nc, CREATED, tobin)
-        await wait_until(lambda: recorded("m-6"), "Tobin's messages")
+        await wait_for_stack(lambda: recorded("m-6"), "Tobin's messages")
         after = await ask(nc, tenant, conv, "Where is the chart?")
     finally:
         await nc.drain()
@@ -221,7 +218,7 @@ async def test_the_budget_cuts_in_their_order_and_a_constant_entry_that_cannot_f
             ]
             return sum(i["source"] == "memory" for i in items) >= 2 and any(i["source"] == "knowledge" for i in items)
 
-        await wait_until(summaries_and_facts, "two summaries and the secret as a fact")
+        await wait_for_stack(summaries_and_facts, "two summaries and the secret as a fact")
         memories = (await call(nc, LIST, {"tenant_id": tenant, "user_id": USER, "source": "memory"}))["items"]
         first = min(memories, key=lambda m: m["start_at"])
         converted = await call(nc, CONVERT, {"tenant_id": tenant, "user_id": USER, "memory_id": first["id"],
@@ -232,7 +229,7 @@ async def test_the_budget_cuts_in_their_order_and_a_constant_entry_that_cannot_f
             reply = await ask(nc, tenant, conv, question)
             return "m-25" in history_ids(reply) and all(kept(reply, book_id).values())
 
-        await wait_until(everything_served, "history, memories, a legacy memory, lore and knowledge in the context")
+        await wait_for_stack(everything_served, "history, memories, a legacy memory, lore and knowledge in the context")
         full = await ask(nc, tenant, conv, question)
         everything = kept(full, book_id)
         assert section(full, "system").startswith("You are Mirelle.\nThe realm is called Vessa.")
@@ -269,7 +266,7 @@ async def test_the_vector_index_stopped_mid_test(stack: StackProcess, fault_file
             reply = await ask(nc, tenant, conv, "the chart of the northern reefs", 400)
             return "m-59" in history_ids(reply) and "retrieved" in {s["name"] for s in reply["sections"]}
 
-        await wait_until(retrieval_works, "older messages retrieved by the vector index")
+        await wait_for_stack(retrieval_works, "older messages retrieved by the vector index")
         healthy = await ask(nc, tenant, conv, "the chart of the northern reefs", 400)
         assert healthy["degraded"] == []
 
@@ -278,7 +275,7 @@ async def test_the_vector_index_stopped_mid_test(stack: StackProcess, fault_file
             fault_file.write_text(mode)
             replies[mode] = await ask(nc, tenant, conv, "the chart of the northern reefs", 400)
         os.remove(fault_file)
-        await wait_until(retrieval_works, "retrieval back once the index is restarted")
+        await wait_for_stack(retrieval_works, "retrieval back once the index is restarted")
         back = await ask(nc, tenant, conv, "the chart of the northern reefs", 400)
     finally:
         if fault_file.exists():

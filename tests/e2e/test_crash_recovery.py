@@ -22,6 +22,7 @@ from shared.settings import Settings
 from shared.vectors.factory import build_vector_index
 from shared.vectors.points import point_id
 from shared.vectors.port import VectorFilter
+from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -33,20 +34,17 @@ TENANT, USER = "crash-tenant", "crash-user"
 
 
 def message(i: int) -> dict[str, Any]:
-    conv = f"conv-{i % CONVERSATIONS}"
-    return {
-        "tenant_id": TENANT,
-        "user_id": USER,
-        "conversation_id": conv,
-        "message_id": f"msg-{i:05d}",
-        "role": "user" if i % 2 == 0 else "assistant",
-        "author_id": "p1" if i % 2 == 0 else "b1",
-        "author_name": "Pat" if i % 2 == 0 else "Bot",
-        "content": f"Message number {i} about topic {i % 37}: the quick brown fox jumps over lazy dog {i}.",
-        "created_at": (datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i)).isoformat(),
-        "bot_ids": ["b1"],
-        "persona_id": "p1",
-    }
+    return turn(
+        i,
+        f"Message number {i} about topic {i % 37}: the quick brown fox jumps over lazy dog {i}.",
+        datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i),
+        tenant=TENANT,
+        user=USER,
+        conv=f"conv-{i % CONVERSATIONS}",
+        message_id=f"msg-{i:05d}",
+        persona=("p1", "Pat"),
+        bot=("b1", "Bot"),
+    )
 
 
 class RetryingPublisher:

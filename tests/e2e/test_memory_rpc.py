@@ -12,6 +12,7 @@ from typing import Any
 import nats
 import pytest
 
+from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -32,19 +33,17 @@ LINES = [
 def messages(n: int) -> list[dict[str, Any]]:
     start = datetime(2026, 10, 1, 20, 0, tzinfo=UTC)
     return [
-        {
-            "tenant_id": TENANT,
-            "user_id": USER,
-            "conversation_id": CONV,
-            "message_id": f"m-{i}",
-            "role": "user" if i % 2 == 0 else "assistant",
-            "author_id": "persona-1" if i % 2 == 0 else "bot-1",
-            "author_name": "Alex" if i % 2 == 0 else "Sage",
-            "content": LINES[i % len(LINES)],
-            "created_at": (start + timedelta(minutes=i)).isoformat(),
-            "bot_ids": ["bot-1"],
-            "persona_id": "persona-1",
-        }
+        turn(
+            i,
+            LINES[i % len(LINES)],
+            start + timedelta(minutes=i),
+            tenant=TENANT,
+            user=USER,
+            conv=CONV,
+            message_id=f"m-{i}",
+            persona=("persona-1", "Alex"),
+            bot=("bot-1", "Sage"),
+        )
         for i in range(n)
     ]
 

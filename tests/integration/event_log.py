@@ -1,5 +1,5 @@
 """The real event log (SecantusDB) and relay (nats-server) for tests that drive a handler with the very
-envelopes the log holds, the way the relay would deliver them.
+envelopes the log holds, the way the relay would deliver them, and for replays of it (``replay_twice``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import nats
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
+from runtime.replay import replay
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item
 from shared.eventlog.codec import EventCodec
@@ -21,6 +22,7 @@ from shared.eventlog.mongo import MongoEventStore
 from shared.eventlog.relay import NatsJetStreamPublisher, Relay, ensure_log_stream
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import REGISTRY
+from shared.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -63,3 +65,10 @@ async def event_log(db: Any, nats_url: str) -> AsyncIterator[EventLog]:
 def items(envelopes: list[EventEnvelope]) -> list[Item[EventEnvelope]]:
     """The envelopes as a delivered batch."""
     return [Item(e, None) for e in envelopes]  # type: ignore[arg-type]  # msg is only read for rejections
+
+
+async def replay_twice(settings: Settings, events: int) -> None:
+    """``mnemo replay`` (not embedded) twice over the same log: each run replays ``events`` events, and the
+    second rebuilds the same state as the first."""
+    assert await replay(settings, embedded=False) == events
+    assert await replay(settings, embedded=False) == events, "a second replay rebuilds the same state"

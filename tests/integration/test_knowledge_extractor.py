@@ -28,6 +28,7 @@ from shared.events.recorded import conversation_stream, created_event_id, knowle
 from shared.llm.openai import OpenAIChatModel
 from shared.llm.port import ChatModel
 from shared.readmodels.knowledge import KnowledgeReadModel
+from tests.envelopes import message_deleted, message_edited
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler
 from tests.integration.event_log import event_log, items
 
@@ -164,11 +165,8 @@ async def test_an_edit_retires_the_facts_of_the_message_and_re_extracts_a_delete
     extractor = env.extractor()
     log = await record(env, [message(0, "I live in Paris.", ["bard"]), message(1, "I have a cat.", ["bard"])])
     await extractor.on_batch(items(log))
-    edit = NewEvent(type="message.edited", tenant_id="t1", payload={
-        "user_id": "u1", "conversation_id": "c1", "message_id": "m0", "content": "I live in Oslo.",
-        "edited_at": T0 + timedelta(hours=1), "tokens": 4})  # fmt: skip
-    delete = NewEvent(type="message.deleted", tenant_id="t1", payload={
-        "user_id": "u1", "conversation_id": "c1", "message_id": "m1", "deleted_at": T0 + timedelta(hours=2)})  # fmt: skip
+    edit = message_edited("t1", "u1", "c1", "m0", "I live in Oslo.", T0 + timedelta(hours=1), tokens=4)
+    delete = message_deleted("t1", "u1", "c1", "m1", T0 + timedelta(hours=2))
     changes = (await record(env, [edit, delete]))[2:]
     await extractor.on_batch(items(changes))
     await extractor.on_batch(items(changes))  # redelivery
@@ -262,8 +260,7 @@ async def test_deleting_a_source_of_a_consolidated_fact_keeps_what_came_from_oth
     await extractor.on_batch(items(log))
     [merged] = [f for f in await env.knowledge.facts_for("t1", "bard", user_id="u1") if f.consolidates]
     assert merged.text == "Ana's horse is Storm. Ana's sword is Dawn. Ana's ship is Gull."
-    delete = NewEvent(type="message.deleted", tenant_id="t1", payload={
-        "user_id": "u1", "conversation_id": "c1", "message_id": "m1", "deleted_at": T0 + timedelta(hours=2)})  # fmt: skip
+    delete = message_deleted("t1", "u1", "c1", "m1", T0 + timedelta(hours=2))
     [deleted] = (await record(env, [delete]))[5:]
     await extractor.on_batch(items([deleted]))
     await extractor.on_batch(items([deleted]))  # redelivery

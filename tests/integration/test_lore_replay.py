@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from runtime.replay import replay
 from services.lore import manage
 from shared.bootstrap import open_core
 from shared.events.envelope import NewEvent
@@ -19,6 +18,7 @@ from shared.readmodels.lore import LoreReadModel
 from shared.settings import Settings
 from shared.vectors.port import VectorFilter
 from tests.envelopes import recorded
+from tests.integration.event_log import replay_twice
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -73,8 +73,7 @@ async def test_replay_rebuilds_lore_books_and_their_vectors(core_settings: Setti
         await core.close()
 
     total = len(kept_events) + len(gone_events)
-    assert await replay(core_settings, embedded=False) == total
-    assert await replay(core_settings, embedded=False) == total, "a second replay rebuilds the same state"
+    await replay_twice(core_settings, total)
 
     core = await open_core(core_settings, vectors=True)
     try:

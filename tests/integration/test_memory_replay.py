@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from runtime.replay import replay
 from services.memory import domain
 from shared.bootstrap import open_core
 from shared.events.envelope import NewEvent
@@ -17,6 +16,7 @@ from shared.events.recorded import SummaryCreated, legacy_lore_stream
 from shared.readmodels.legacy_lore import COLLECTION, LegacyLoreReadModel
 from shared.settings import Settings
 from shared.vectors.port import VectorFilter
+from tests.integration.event_log import replay_twice
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -50,8 +50,7 @@ async def test_replay_rebuilds_legacy_lore_and_its_vectors(core_settings: Settin
     finally:
         await core.close()
 
-    assert await replay(core_settings, embedded=False) == 3
-    assert await replay(core_settings, embedded=False) == 3, "a second replay rebuilds the same state"
+    await replay_twice(core_settings, 3)
 
     core = await open_core(core_settings, vectors=True)
     try:

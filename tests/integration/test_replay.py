@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from runtime.catalog import SERVICES
-from runtime.replay import replay
 from shared.bootstrap import open_core
 from shared.events.envelope import NewEvent
 from shared.events.recorded import MESSAGE_DELETED, MESSAGE_EDITED, MESSAGE_RECORDED, conversation_stream
 from shared.readmodels import ReadModels
 from shared.settings import Settings
 from shared.vectors.port import VectorFilter
+from tests.integration.event_log import replay_twice
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -51,8 +51,7 @@ async def test_replay_rebuilds_read_models_and_vectors_from_the_log(core_setting
     finally:
         await core.close()
 
-    assert await replay(core_settings, embedded=False) == 5
-    assert await replay(core_settings, embedded=False) == 5, "a second replay rebuilds the same state"
+    await replay_twice(core_settings, 5)
 
     core = await open_core(core_settings, vectors=True)
     try:

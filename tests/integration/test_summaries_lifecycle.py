@@ -30,8 +30,10 @@ from shared.events.recorded import EVERYONE, SummaryCreated, conversation_stream
 from shared.llm.openai import OpenAIChatModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.tokens import estimate_tokens
+from tests.envelopes import message_deleted, message_edited
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, chat_handler
 from tests.integration.event_log import event_log, items
+from tests.summarizer.feed import Feed
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -81,26 +83,9 @@ async def env(mongo_db: Any, nats_url: str) -> AsyncIterator[tuple[MongoEventSto
         yield log.store, log.relay, log.cipher
 
 
-class Driver:
+def feed(store: MongoEventStore, summarizer: Summarizer) -> Feed:
     """Appends to the log and delivers the new events to the summarizer, the way the relay would."""
-
-    def __init__(self, store: MongoEventStore, summarizer: Summarizer) -> None:
-        self.store = store
-        self.summarizer = summarizer
-        self.seen = {CONV: 0, SUMS: 0}
-
-    async def deliver(self, stream: str) -> list[EventEnvelope]:
-        new = await self.store.read_stream(stream, after_version=self.seen[stream])
-        if new:
-            self.seen[stream] = new[-1].version
-            assert await self.summarizer.on_batch(items(new)) == []
-        return new
-
-    async def add(self, events: list[NewEvent]) -> list[EventEnvelope]:
-        """Record ``events``; returns the summary events they caused (also delivered, for the read model)."""
-        await self.store.append(CONV, await self.store.stream_version(CONV), events)
-        await self.deliver(CONV)
-        return await self.deliver(SUMS)
+    return Feed(store, summarizer, CONV, SUMS)
 
 
 def created(events: list[EventEnvelope]) -> list[SummaryCreated]:
@@ -111,17 +96,17 @@ async def test_two_thousand_messages_stay_bounded_and_point_at_real_messages(env
     store, relay, cipher = env
     s = SummarizerSettings()
     summaries = SummariesReadModel(mongo_db, cipher)
-    drive = Driver(store, Summarizer(store, relay, BundledEmbedder(), summaries, s))
+    drive = feed(store, Summarizer(store, relay, BundledEmbedder(), summaries, s))
 
     # Thresholds: nothing before the 5th message, then a range 0-4; nothing new until the 25th.
     for i in range(25):
-        new = created(await drive.add([recorded(i)]))
+        new = created(await drive.append([recorded(i)]))
         closes = {4: (0, 4), 24: (5, 24)}.get(i)
         assert {(x.first_index, x.last_index) for x in new} == ({closes} if closes else set()), f"message {i}"
 
     worst = 0
     for start in range(25, 2_000, 25):
-        await drive.add([recorded(i) for i in range(start, start + 25)])
+        await drive.append([recorded(i) for i in range(start, start + 25)])
         worst = max(worst, len(fold_live(await store.read_stream(SUMS)).by_id))
 
     log = await store.read_stream(SUMS)
@@ -173,17 +158,17 @@ async def test_the_token_trigger_closes_a_range_early(env, mongo_db):
     def summarizer() -> Summarizer:
         return Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s)
 
-    drive = Driver(store, summarizer())
-    await drive.add([recorded(i) for i in range(5)])
+    drive = feed(store, summarizer())
+    await drive.append([recorded(i) for i in range(5)])
     long = " ".join(content(1_000 + k) for k in range(30))  # about 400 tokens of story
-    assert created(await drive.add([recorded(5, tokens=600, text=long)])) == []
+    assert created(await drive.append([recorded(5, tokens=600, text=long)])) == []
     drive.summarizer = summarizer()  # a fresh replica: it reads the segment's token counts from the log
-    new = created(await drive.add([recorded(6, tokens=600, text=long)]))
+    new = created(await drive.append([recorded(6, tokens=600, text=long)]))
     assert {(x.first_index, x.last_index) for x in new} == {(5, 6)}, "1,200 recorded tokens pass 1,000 at m6"
     [early] = new
     assert estimate_tokens(early.text) <= 60 + 10, "summarized into about token_target (author prefixes aside)"
-    assert created(await drive.add([recorded(i, tokens=10) for i in range(7, 24)])) == []
-    new = created(await drive.add([recorded(24, tokens=10)]))
+    assert created(await drive.append([recorded(i, tokens=10) for i in range(7, 24)])) == []
+    new = created(await drive.append([recorded(24, tokens=10)]))
     assert {(x.first_index, x.last_index) for x in new} == {(7, 24)}, "the count boundary closes the rest"
 
 
@@ -193,11 +178,9 @@ async def test_a_token_triggered_range_gets_a_longer_llm_summary(env, mongo_db):
     with FakeOpenAIServer() as server:
         server.route("POST", CHAT_PATH, chat_handler(echo, model="echo-model"))
         model = OpenAIChatModel(server.base_url, "key", "echo-model", timeout_s=5, max_retries=0)
-        drive = Driver(
-            store, Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s, model)
-        )
-        counted = created(await drive.add([recorded(i) for i in range(5)]))
-        early = created(await drive.add([recorded(5, tokens=1_200)]))
+        drive = feed(store, Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s, model))
+        counted = created(await drive.append([recorded(i) for i in range(5)]))
+        early = created(await drive.append([recorded(5, tokens=1_200)]))
         await model.close()
         prompts = [c.json["messages"][0]["content"] for c in server.calls(CHAT_PATH)]
     assert {x.prompt_version for x in counted} == {"summarize.v1"}
@@ -209,8 +192,8 @@ async def test_redelivery_appends_nothing(env, mongo_db):
     store, relay, cipher = env
     s = SummarizerSettings(max_active=2, consolidate_batch=2)
     summarizer = Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s)
-    drive = Driver(store, summarizer)
-    await drive.add([recorded(i) for i in range(90)])
+    drive = feed(store, summarizer)
+    await drive.append([recorded(i) for i in range(90)])
     before = await store.read_stream(SUMS)
     assert any(e.type == "summary.retired" for e in before), "consolidation ran"
     assert await summarizer.on_batch(items(await store.read_stream(CONV))) == []
@@ -221,18 +204,13 @@ async def test_edits_and_deletes_retire_and_recompute(env, mongo_db):
     store, relay, cipher = env
     summaries = SummariesReadModel(mongo_db, cipher)
     summarizer = Summarizer(store, relay, BundledEmbedder(), summaries, SummarizerSettings())
-    drive = Driver(store, summarizer)
-    await drive.add([recorded(i, text=TREASURE[i]) for i in range(5)])
+    drive = feed(store, summarizer)
+    await drive.append([recorded(i, text=TREASURE[i]) for i in range(5)])
     [first] = created(await store.read_stream(SUMS))
     assert "oak" in first.text
 
-    edit = NewEvent(
-        type="message.edited",
-        tenant_id="t1",
-        payload={"user_id": "u1", "conversation_id": "c1", "message_id": "m3", "content": "Ana bought bread.",
-                 "edited_at": T0 + timedelta(hours=1), "tokens": 4},
-    )  # fmt: skip
-    events = await drive.add([edit])
+    edit = message_edited("t1", "u1", "c1", "m3", "Ana bought bread.", T0 + timedelta(hours=1), tokens=4)
+    events = await drive.append([edit])
     [redo] = created(events)
     [retired] = [e.payload for e in events if e.type == "summary.retired"]
     assert (retired["summary_id"], retired["reason"], retired["replaced_by"]) == (
@@ -245,12 +223,8 @@ async def test_edits_and_deletes_retire_and_recompute(env, mongo_db):
     assert "where the pirate treasure was hidden" not in redo.text, "the edited message's old text is gone"
     assert (redo.first_index, redo.last_index, redo.audience) == (0, 4, first.audience)
 
-    delete = NewEvent(
-        type="message.deleted",
-        tenant_id="t1",
-        payload={"user_id": "u1", "conversation_id": "c1", "message_id": "m1", "deleted_at": T0 + timedelta(hours=2)},
-    )
-    events = await drive.add([delete])
+    delete = message_deleted("t1", "u1", "c1", "m1", T0 + timedelta(hours=2))
+    events = await drive.append([delete])
     [after_delete] = created(events)
     assert "m1" not in after_delete.message_ids
     assert "oak" not in after_delete.text, "deleted text is gone"
@@ -288,25 +262,16 @@ async def test_a_deleted_message_leaves_consolidated_summaries_too(env, mongo_db
         server.route("POST", CHAT_PATH, chat_handler(echo, model="echo-model"))
         model = OpenAIChatModel(server.base_url, "key", "echo-model", timeout_s=5, max_retries=0)
         summaries = SummariesReadModel(mongo_db, cipher)
-        drive = Driver(store, Summarizer(store, relay, BundledEmbedder(), summaries, s, model))
-        await drive.add([recorded(i, text=TREASURE[i] if i < 5 else None) for i in range(85)])
+        drive = feed(store, Summarizer(store, relay, BundledEmbedder(), summaries, s, model))
+        await drive.append([recorded(i, text=TREASURE[i] if i < 5 else None) for i in range(85)])
         holder = [x for x in fold_live(await store.read_stream(SUMS)).summaries() if "m1" in x.message_ids]
         [kind] = [x.summary_type for x in holder]
         assert kind != "short_term", "m1 is only in a folded summary now"
         assert "old oak" in holder[0].text
         assert holder[0].prompt_version == "consolidate.v1"
         assert holder[0].method == "llm:echo-model"
-        delete = NewEvent(
-            type="message.deleted",
-            tenant_id="t1",
-            payload={
-                "user_id": "u1",
-                "conversation_id": "c1",
-                "message_id": "m1",
-                "deleted_at": T0 + timedelta(days=1),
-            },
-        )
-        events = await drive.add([delete])
+        delete = message_deleted("t1", "u1", "c1", "m1", T0 + timedelta(days=1))
+        events = await drive.append([delete])
         await model.close()
     live = fold_live(await store.read_stream(SUMS)).summaries()
     assert not any("m1" in x.message_ids for x in live)

@@ -13,6 +13,7 @@ from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import SummaryCreated, SummaryRetired, summary_stream
 from shared.readmodels.summaries import SummariesReadModel
+from tests.envelopes import numbered
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -48,17 +49,7 @@ def retired(tenant: str, sid: str, by: str | None) -> EventEnvelope:
 
 
 def envelope(tenant: str, event_id: str, type_: str, payload: dict[str, Any]) -> EventEnvelope:
-    return EventEnvelope(
-        event_id=event_id,
-        type=type_,
-        schema_version=1,
-        stream_id=summary_stream(tenant, "u1", "c1"),
-        version=1,
-        tenant_id=tenant,
-        occurred_at=T0,
-        recorded_at=T0,
-        payload=payload,
-    )
+    return numbered(tenant, summary_stream(tenant, "u1", "c1"), 1, type_, payload, T0, event_id=event_id)
 
 
 @pytest.fixture

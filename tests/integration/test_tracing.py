@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from shared import subjects
 from shared.events.recorded import MESSAGE_RECORDED, MESSAGES_WITNESSED
 from shared.settings import TelemetrySettings
 from shared.telemetry import shutdown_all, tracer_provider
+from tests.fakes.embedders import ConstantEmbedder
 from tests.integration.ingest_stack import Stack, drained, message_created, running_with_vectors
 from tests.waiting import wait_until
 
@@ -39,19 +40,6 @@ TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 PLATFORM_SPAN_ID = 0x00F067AA0BA902B7
 TRACEPARENT = f"00-{TRACE_ID:032x}-{PLATFORM_SPAN_ID:016x}-01"
 DIMENSIONS = 8
-
-
-class ConstantEmbedder:
-    """The vectors do not matter here, only that the embedding service processes the events."""
-
-    dimensions = DIMENSIONS
-    model_id = "constant-test"
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [[1.0] + [0.0] * (DIMENSIONS - 1) for _ in texts]
-
-    async def close(self) -> None:
-        return None
 
 
 @pytest.fixture
@@ -67,7 +55,8 @@ def spans() -> Iterator[InMemorySpanExporter]:
 @pytest.fixture
 async def stack(nats_url: str, mongo_url: str, db_name: str, tmp_path: Path) -> AsyncIterator[Stack]:
     routers = [ingest.create_router, embedding.create_router, memory_extractor.create_router]
-    async with running_with_vectors(nats_url, mongo_url, db_name, routers, tmp_path, ConstantEmbedder()) as s:
+    embedder = ConstantEmbedder(DIMENSIONS, "constant-test")  # the vectors do not matter here
+    async with running_with_vectors(nats_url, mongo_url, db_name, routers, tmp_path, embedder) as s:
         yield s
 
 

@@ -152,21 +152,12 @@ def test_the_registry_keeps_every_types_stored_form() -> None:
 def test_registry_payload_parses_an_envelope_by_its_type() -> None:
     from datetime import UTC, datetime
 
-    from shared.events.envelope import EventEnvelope
     from shared.events.recorded import MessageDeleted
+    from tests.envelopes import numbered
 
     at = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-    env = EventEnvelope(
-        event_id="e1",
-        type="message.deleted",
-        schema_version=1,
-        stream_id="conversation/t/u/c",
-        version=1,
-        tenant_id="t",
-        occurred_at=at,
-        recorded_at=at,
-        payload={"user_id": "u", "conversation_id": "c", "message_id": "m", "deleted_at": at.isoformat()},
-    )
+    payload = {"user_id": "u", "conversation_id": "c", "message_id": "m", "deleted_at": at.isoformat()}
+    env = numbered("t", "conversation/t/u/c", 1, "message.deleted", payload, at)
     assert REGISTRY.payload(env) == MessageDeleted(user_id="u", conversation_id="c", message_id="m", deleted_at=at)
     with pytest.raises(UnknownEventType):
         REGISTRY.payload(env.model_copy(update={"type": "nope"}))

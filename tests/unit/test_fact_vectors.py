@@ -25,21 +25,14 @@ from shared.events.recorded import (
 )
 from shared.vectors.points import FACT, facts_by_id, point_id
 from shared.vectors.port import Match, VectorFilter
+from tests.envelopes import numbered
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def envelope(version: int, type_: str, payload: dict[str, object], tenant: str = "t") -> EventEnvelope:
-    return EventEnvelope(
-        event_id=f"e-{type_}-{version}",
-        type=type_,
-        schema_version=1,
-        stream_id=knowledge_stream(tenant, "bard"),
-        version=version,
-        tenant_id=tenant,
-        occurred_at=T0,
-        recorded_at=T0,
-        payload=payload,
+    return numbered(
+        tenant, knowledge_stream(tenant, "bard"), version, type_, payload, T0, event_id=f"e-{type_}-{version}"
     )
 
 

@@ -23,6 +23,7 @@ from shared.tokens import estimate_tokens
 from shared.vectors.points import LORE_ENTRY
 from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndexUnavailable
 from tests.envelopes import recorded
+from tests.fakes.embedders import ConstantEmbedder
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 TENANT, BOOK = "t1", "book-1"
@@ -176,16 +177,6 @@ class RecordingIndex:
         return [p for p in self.points if score_threshold is None or p.score >= score_threshold]
 
 
-class OneVector:
-    dimensions, model_id = 2, "fake"
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [[1.0, 0.0] for _ in texts]
-
-    async def close(self) -> None:
-        return None
-
-
 class NoReads:
     async def attached(self, *args: Any) -> list[Any]:
         return []
@@ -201,7 +192,7 @@ KEYWORD_BOOK = Lorebook(entries=[LoreEntry(uid=1, content="Keys.", key=["k"])])
 
 async def test_the_search_filters_on_the_tenant_and_the_attached_books_inside_the_query() -> None:
     index = RecordingIndex([hit("b1", 1, 0.8), hit("b1", 2, 0.2)])
-    loader = LoreLoader(NoReads(), index=cast(Any, index), embedder=OneVector())
+    loader = LoreLoader(NoReads(), index=cast(Any, index), embedder=ConstantEmbedder())
     books = [ActiveBook("b1@3", VECTOR_BOOK), ActiveBook("b2@1", VECTOR_BOOK), ActiveBook("b3@1", KEYWORD_BOOK)]
     degraded: list[str] = []
     found = await loader.similar(REQ, books, [], degraded)
@@ -215,7 +206,7 @@ async def test_the_search_filters_on_the_tenant_and_the_attached_books_inside_th
 
 async def test_no_vector_entries_means_no_search_and_a_failed_search_degrades_to_keywords() -> None:
     index = RecordingIndex([], fail=True)
-    loader = LoreLoader(NoReads(), index=cast(Any, index), embedder=OneVector())
+    loader = LoreLoader(NoReads(), index=cast(Any, index), embedder=ConstantEmbedder())
     degraded: list[str] = []
     assert await loader.similar(REQ, [ActiveBook("b3@1", KEYWORD_BOOK)], [], degraded) == {}
     assert degraded == [], "keyword-only books never reach the index"

@@ -11,22 +11,16 @@ from hypothesis import strategies as st
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import conversation_stream
 from shared.readmodels import ConversationState, evolve, fold
+from tests.envelopes import numbered
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 SID = conversation_stream("t1", "u1", "c1")
 
 
 def envelope(version: int, type_: str, payload: dict[str, Any], stream: str = SID) -> EventEnvelope:
-    return EventEnvelope(
-        event_id=f"e{version}-{stream}",
-        type=type_,
-        schema_version=2 if type_ == "message.recorded" else 1,
-        stream_id=stream,
-        version=version,
-        tenant_id="t1",
-        occurred_at=T0,
-        recorded_at=T0,
-        payload=payload,
+    schema_version = 2 if type_ == "message.recorded" else 1
+    return numbered(
+        "t1", stream, version, type_, payload, T0, schema_version=schema_version, event_id=f"e{version}-{stream}"
     )
 
 

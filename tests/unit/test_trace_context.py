@@ -18,6 +18,7 @@ from shared.eventlog.codec import EventCodec
 from shared.eventlog.inmemory import InMemoryEventStore
 from shared.eventlog.relay import Outgoing, Relay
 from shared.events.envelope import EventEnvelope, EventRegistry, NewEvent
+from tests.envelopes import numbered
 
 
 class Note(BaseModel):
@@ -35,18 +36,7 @@ def codec() -> EventCodec:
 
 
 def envelope(traceparent: str | None) -> EventEnvelope:
-    return EventEnvelope(
-        event_id="e1",
-        type="note.taken",
-        schema_version=1,
-        stream_id="notes/t1",
-        version=1,
-        tenant_id="t1",
-        occurred_at=T0,
-        recorded_at=T0,
-        traceparent=traceparent,
-        payload={"text": "secret"},
-    )
+    return numbered("t1", "notes/t1", 1, "note.taken", {"text": "secret"}, T0, traceparent=traceparent)
 
 
 async def test_codec_round_trips_the_traceparent_in_the_stored_and_wire_forms() -> None:

@@ -50,6 +50,7 @@ from shared.vectors.port import (
     VectorFilter,
 )
 from tests.envelopes import message_recorded, recorded
+from tests.fakes.embedders import ConstantEmbedder
 
 T0 = datetime(2026, 4, 1, 12, 0, tzinfo=UTC)
 USER, CONVERSATION, BOT, PERSONA, BOOK = "u1", "c1", "bard", "p1", "book-1"
@@ -191,20 +192,10 @@ class RecordingIndex:
         return []
 
 
-class OneVector:
-    dimensions, model_id = 2, "fake"
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [[1.0, 0.0] for _ in texts]
-
-    async def close(self) -> None:
-        return None
-
-
 async def lore_filter(req: ContextAssembleRequest) -> VectorFilter:
     """The filter the lore reader (``LoreLoader.similar``) searches the attached book with."""
     index = RecordingIndex()
-    loader = LoreLoader(None, index=index, embedder=OneVector())  # type: ignore[arg-type]
+    loader = LoreLoader(None, index=index, embedder=ConstantEmbedder())  # type: ignore[arg-type]
     degraded: list[str] = []
     await loader.similar(req, [ActiveBook(f"{BOOK}@2", BOOK_STATE)], [], degraded)
     assert degraded == []

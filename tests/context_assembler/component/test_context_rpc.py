@@ -12,18 +12,10 @@ import pytest
 
 from services.context_assembler.app import create_router
 from services.context_assembler.inmemory import InMemoryLoreTimed
-from services.context_assembler.reads import ReadModelReads
 from services.context_assembler.settings import AssemblerSettings
 from shared import subjects
 from shared.events.recorded import bot_stream, knowledge_stream, lorebook_stream, persona_stream, player_scope
-from shared.readmodels.inmemory import (
-    InMemoryKnowledge,
-    InMemoryLegacyLore,
-    InMemoryLore,
-    InMemoryReadModels,
-    InMemorySummaries,
-)
-from tests.components import Rpc, TestNatsBroker, broker_with, deps
+from tests.components import Reads, Rpc, TestNatsBroker, assert_bad_request, broker_with, deps
 from tests.envelopes import message_recorded, recorded
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -37,15 +29,11 @@ LINES = [  # (role, bots present, text)
 ]
 
 
-class Reads:
+class Seeded(Reads):
     """The assembler's read models, all in memory, seeded with events as the log would project them."""
 
     def __init__(self) -> None:
-        self.models = InMemoryReadModels()
-        self.summaries = InMemorySummaries()
-        self.knowledge = InMemoryKnowledge()
-        self.legacy = InMemoryLegacyLore()
-        self.lore = InMemoryLore()
+        super().__init__()
         self.timed = InMemoryLoreTimed()
 
     async def seed(self) -> None:
@@ -90,13 +78,13 @@ class Reads:
 
 @pytest.fixture
 async def assembler():
-    reads = Reads()
+    reads = Seeded()
     await reads.seed()
     d = deps()
     router = create_router(
         d,
         AssemblerSettings(),
-        ReadModelReads(reads.models, reads.summaries, reads.knowledge, reads.legacy),
+        reads.assembler_reads(),
         lore=reads.lore,
         timed=reads.timed,
     )
@@ -181,6 +169,4 @@ async def test_a_bad_request_gets_an_error_reply(assembler, body, says):
 
     reply = await rpc(subjects.CONTEXT_ASSEMBLE, body)
 
-    assert set(reply) == {"error"}
-    assert reply["error"]["code"] == "bad_request"
-    assert says in reply["error"]["message"]
+    assert_bad_request(reply, says)

@@ -11,23 +11,11 @@ import pytest
 
 from services.context_assembler.app import create_router
 from services.context_assembler.inmemory import InMemoryLoreTimed
-from services.context_assembler.reads import ReadModelReads
 from services.context_assembler.settings import AssemblerSettings
-from services.embedding.app import chunk_strings
-from services.embedding.handlers import EmbeddingHandler
 from services.ingest.handlers import IngestHandler, decode_command
 from services.ingest.recorder import Recorder
 from shared import subjects
-from shared.embedders.bundled import BundledEmbedder
-from shared.readmodels.inmemory import (
-    InMemoryKnowledge,
-    InMemoryLegacyLore,
-    InMemoryLore,
-    InMemoryReadModels,
-    InMemorySummaries,
-)
-from shared.vectors.edge import EdgeVectorIndex
-from tests.components import Rpc, TestNatsBroker, broker_with, deps, items, published
+from tests.components import Reads, Rpc, TestNatsBroker, broker_with, deps, edge_index, items, published
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
 T, U, C = "t1", "u1", "c1"
@@ -39,33 +27,23 @@ FILLER = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def embedder() -> BundledEmbedder:
-    return BundledEmbedder(batch_size=16)
-
-
 @pytest.fixture
 async def chain(tmp_path, embedder):
-    index = EdgeVectorIndex(tmp_path, "vectors")
-    await index.ensure_collection(embedder.dimensions)
-    d = deps(vectors=index, embedder=embedder)
-    models = InMemoryReadModels()
-    ingest = IngestHandler(Recorder(d.store, models, d.publisher))
-    legacy, summaries = InMemoryLegacyLore(), InMemorySummaries()
-    embedding = EmbeddingHandler(index, embedder, models, chunk_strings, summaries, legacy, InMemoryLore(), None)
-    router = create_router(
-        d,
-        AssemblerSettings(history_limit=4, min_history=2, retrieval_timeout_s=30, read_timeout_s=30, deadline_s=60),
-        ReadModelReads(models, summaries, InMemoryKnowledge(), legacy),
-        lore=InMemoryLore(),
-        timed=InMemoryLoreTimed(),
-    )
-    broker = broker_with(router)
-    try:
+    async with edge_index(tmp_path, embedder) as index:
+        d = deps(vectors=index, embedder=embedder)
+        reads = Reads()
+        ingest = IngestHandler(Recorder(d.store, reads.models, d.publisher))
+        embedding = reads.embedding_handler(index, embedder, facts=False)
+        router = create_router(
+            d,
+            AssemblerSettings(history_limit=4, min_history=2, retrieval_timeout_s=30, read_timeout_s=30, deadline_s=60),
+            reads.assembler_reads(),
+            lore=reads.lore,
+            timed=InMemoryLoreTimed(),
+        )
+        broker = broker_with(router)
         async with TestNatsBroker(broker):
             yield ingest, embedding, Rpc(broker), d
-    finally:
-        await index.close()
 
 
 def created(i: int, content: str, bots: list[str]) -> bytes:

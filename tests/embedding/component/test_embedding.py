@@ -12,21 +12,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from services.embedding.app import chunk_strings
-from services.embedding.handlers import EmbeddingHandler
 from shared.embedders.bundled import BundledEmbedder
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import conversation_stream, summary_stream
-from shared.readmodels.inmemory import (
-    InMemoryKnowledge,
-    InMemoryLegacyLore,
-    InMemoryLore,
-    InMemoryReadModels,
-    InMemorySummaries,
-)
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.points import point_id
 from shared.vectors.port import VectorFilter
-from tests.components import items
+from tests.components import Reads, edge_index, items
 from tests.envelopes import message_recorded, recorded
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -38,21 +30,14 @@ LONG = " ".join(
 )
 
 
-@pytest.fixture(scope="module")
-def embedder() -> BundledEmbedder:
-    return BundledEmbedder(batch_size=16)
-
-
 class Embedding:
     def __init__(self, index: EdgeVectorIndex, embedder: BundledEmbedder) -> None:
         self.index = index
         self.embedder = embedder
-        self.models = InMemoryReadModels()
-        self.summaries = InMemorySummaries()
-        self.handler = EmbeddingHandler(
-            index, embedder, self.models, chunk_strings, self.summaries, InMemoryLegacyLore(), InMemoryLore(),
-            InMemoryKnowledge(),
-        )  # fmt: skip
+        reads = Reads()
+        self.models = reads.models
+        self.summaries = reads.summaries
+        self.handler = reads.embedding_handler(index, embedder)
 
     async def deliver(self, events: list[EventEnvelope]) -> None:
         """Project (as ingest and the summarizer do before the relay publishes), then index."""
@@ -69,12 +54,8 @@ class Embedding:
 
 @pytest.fixture
 async def embedding(tmp_path, embedder):
-    index = EdgeVectorIndex(tmp_path, "vectors")
-    await index.ensure_collection(embedder.dimensions)
-    try:
+    async with edge_index(tmp_path, embedder) as index:
         yield Embedding(index, embedder)
-    finally:
-        await index.close()
 
 
 def line(i: int, content: str, **kw) -> EventEnvelope:

@@ -9,7 +9,7 @@ from services.lore.formats.importer import import_lorebook
 from shared import subjects
 from shared.events.recorded import bot_stream, conversation_stream
 from shared.readmodels.inmemory import InMemoryLore
-from tests.components import Rpc, TestNatsBroker, broker_with, deps, published
+from tests.components import Rpc, TestNatsBroker, assert_bad_request, broker_with, deps, published
 
 T, OWNER = "t1", "creator-1"
 WORLD_INFO = {
@@ -135,7 +135,5 @@ async def test_bad_requests_get_a_bad_request_reply(lore, body, says):
 
     reply = await rpc(subjects.LORE_IMPORT, body)
 
-    assert set(reply) == {"error"}
-    assert reply["error"]["code"] == "bad_request"
-    assert says in reply["error"]["message"]
+    assert_bad_request(reply, says)
     assert published(d).events == []

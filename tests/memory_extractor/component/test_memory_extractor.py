@@ -23,6 +23,7 @@ from shared.events.envelope import EventEnvelope, NewEvent
 from shared.events.recorded import campaign_scope, conversation_stream, created_event_id, knowledge_stream
 from shared.readmodels.inmemory import InMemoryKnowledge
 from tests.components import Rpc, TestNatsBroker, broker_with, deps, items, published
+from tests.envelopes import message_edited
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 T, U, C = "t1", "u1", "c1"
@@ -124,12 +125,7 @@ async def test_a_newer_fact_on_the_same_subject_supersedes(embedder):
 async def test_editing_a_message_retires_its_fact_and_learns_the_new_one(embedder):
     x = Extractor(embedder)
     await x.deliver(await x.record([message(0, "I live in Paris.", ["bard"])]))
-    edit = NewEvent(
-        type="message.edited",
-        tenant_id=T,
-        payload={"user_id": U, "conversation_id": C, "message_id": "m0", "content": "I live in Oslo.",
-                 "edited_at": T0 + timedelta(hours=1), "tokens": 4},
-    )  # fmt: skip
+    edit = message_edited(T, U, C, "m0", "I live in Oslo.", T0 + timedelta(hours=1), tokens=4)
 
     await x.deliver(await x.record([edit]))
 

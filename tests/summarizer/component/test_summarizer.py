@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
 from services.summarizer.handlers import Summarizer
 from services.summarizer.settings import SummarizerSettings
 from shared.embedders.bundled import BundledEmbedder
@@ -18,17 +16,14 @@ from shared.events.envelope import EventEnvelope, NewEvent
 from shared.events.recorded import SummaryCreated, conversation_stream, summary_stream
 from shared.readmodels.inmemory import InMemorySummaries
 from tests.components import deps, items
+from tests.envelopes import message_edited
+from tests.summarizer.feed import Feed
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 T, U, C = "t1", "u1", "c1"
 CONV, SUMS = conversation_stream(T, U, C), summary_stream(T, U, C)
 DEEDS = ["found a silver key", "sang about the old war", "hid a letter", "lost the map", "promised to return"]
 PLACES = ["at the harbour", "in the chapel", "near the mill", "on the north road", "under the bridge"]
-
-
-@pytest.fixture(scope="module")
-def embedder() -> BundledEmbedder:
-    return BundledEmbedder(batch_size=16)
 
 
 def line(i: int) -> str:
@@ -47,28 +42,14 @@ def message(i: int, bots: list[str], text: str | None = None) -> NewEvent:
     )  # fmt: skip
 
 
-class Driver:
+class Driver(Feed):
     def __init__(self, embedder: BundledEmbedder, **settings) -> None:
         self.deps = deps()
-        self.store = self.deps.store
         self.summaries = InMemorySummaries()
-        self.summarizer = Summarizer(
-            self.store, self.deps.publisher, embedder, self.summaries, SummarizerSettings(**settings)
+        summarizer = Summarizer(
+            self.deps.store, self.deps.publisher, embedder, self.summaries, SummarizerSettings(**settings)
         )
-        self.seen = {CONV: 0, SUMS: 0}
-
-    async def deliver(self, stream: str) -> list[EventEnvelope]:
-        new = await self.store.read_stream(stream, after_version=self.seen[stream])
-        if new:
-            self.seen[stream] = new[-1].version
-            assert await self.summarizer.on_batch(items(new)) == []
-        return new
-
-    async def append(self, events: list[NewEvent]) -> list[EventEnvelope]:
-        """Record ``events`` and deliver them; the summary events they caused (delivered too)."""
-        await self.store.append(CONV, await self.store.stream_version(CONV), events)
-        await self.deliver(CONV)
-        return await self.deliver(SUMS)
+        super().__init__(self.deps.store, summarizer, CONV, SUMS)
 
     async def add(self, indexes: range, bots: list[str]) -> list[EventEnvelope]:
         return await self.append([message(i, bots) for i in indexes])
@@ -135,12 +116,7 @@ async def test_a_summary_is_shown_only_to_characters_who_witnessed_its_messages(
 async def test_editing_a_summarized_message_retires_the_summary_and_recomputes_it(embedder):
     d = Driver(embedder, first_at=5, every=20)
     (first,) = created(await d.add(range(5), ["bard"]))
-    edit = NewEvent(
-        type="message.edited",
-        tenant_id=T,
-        payload={"user_id": U, "conversation_id": C, "message_id": "m2", "content": "Ana burned the map at dawn.",
-                 "edited_at": T0 + timedelta(hours=1), "tokens": 6},
-    )  # fmt: skip
+    edit = message_edited(T, U, C, "m2", "Ana burned the map at dawn.", T0 + timedelta(hours=1), tokens=6)
 
     caused = await d.append([edit])
 

@@ -1,0 +1,19 @@
+"""An embedder for tests where the vectors do not matter: every text gets the same unit vector."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class ConstantEmbedder:
+    """Embeds every text as ``[1, 0, 0, ...]`` of ``dimensions`` (the ``Embedder`` port, no model behind it)."""
+
+    def __init__(self, dimensions: int = 2, model_id: str = "fake") -> None:
+        self.dimensions = dimensions
+        self.model_id = model_id
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * (self.dimensions - 1) for _ in texts]
+
+    async def close(self) -> None:
+        return None
