@@ -89,7 +89,7 @@ async def open_core(settings: Settings, *, vectors: bool = False, embedder: bool
     await ensure_all_indexes(db, cipher)
     nc = await nats.connect(settings.nats_url, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
     js = nc.jetstream()
-    await ensure_streams(js)
+    await ensure_streams(js, settings.streams)
     relay = Relay(store, NatsJetStreamPublisher(js), codec)
     index: VectorIndex | None = None
     emb: Embedder | None = None

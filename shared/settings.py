@@ -73,6 +73,17 @@ class DeliverySettings(BaseModel):
     )
 
 
+class StreamsSettings(BaseModel):
+    """How mnemo's JetStream streams are declared."""
+
+    replicas: int = Field(
+        1,
+        ge=1,
+        le=5,
+        description="copies of each stream in a NATS cluster (3 in `make cluster` and compose; 1 on one server)",
+    )
+
+
 class TelemetrySettings(BaseModel):
     exporter: Literal["none", "console", "otlp"] = Field("none", description="where spans go; none records none")
     otlp_endpoint: str = Field("http://localhost:4318/v1/traces", description="OTLP/HTTP traces endpoint")
@@ -104,6 +115,7 @@ class Settings(_Tree):
     llm: LLMSettings = LLMSettings()
     delivery: DeliverySettings = DeliverySettings()
     telemetry: TelemetrySettings = TelemetrySettings()
+    streams: StreamsSettings = StreamsSettings()
     service_name: str = Field("mnemo", description="set by each process for its logs, spans and connection names")
 
 

@@ -9,6 +9,7 @@ from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from shared import subjects
+from shared.settings import StreamsSettings
 
 STREAMS: tuple[tuple[str, Sequence[str]], ...] = (
     (subjects.CHAT_STREAM, subjects.CHAT_STREAM_SUBJECTS),
@@ -17,13 +18,17 @@ STREAMS: tuple[tuple[str, Sequence[str]], ...] = (
 )
 
 
-async def ensure_stream(js: JetStreamContext, name: str, stream_subjects: Sequence[str]) -> None:
-    """Create or update one stream: file storage and the dedupe window (idempotent, any replica may call)."""
+async def ensure_stream(
+    js: JetStreamContext, name: str, stream_subjects: Sequence[str], settings: StreamsSettings | None = None
+) -> None:
+    """Create or update one stream: file storage, the dedupe window and ``settings.replicas`` copies
+    (idempotent, any replica may call)."""
     config = StreamConfig(
         name=name,
         subjects=list(stream_subjects),
         storage=StorageType.FILE,
         duplicate_window=subjects.DUPLICATE_WINDOW_S,
+        num_replicas=(settings or StreamsSettings()).replicas,
     )
     try:
         await js.stream_info(name)
@@ -33,6 +38,6 @@ async def ensure_stream(js: JetStreamContext, name: str, stream_subjects: Sequen
         await js.update_stream(config)
 
 
-async def ensure_streams(js: JetStreamContext) -> None:
+async def ensure_streams(js: JetStreamContext, settings: StreamsSettings | None = None) -> None:
     for name, stream_subjects in STREAMS:
-        await ensure_stream(js, name, stream_subjects)
+        await ensure_stream(js, name, stream_subjects, settings)
