@@ -14,6 +14,7 @@ class ServiceSpec:
     module: str  # `<module>.app` holds create_router(deps)
     vectors: bool = False
     embedder: bool = False
+    replicas: int = 1  # processes of it in a deployment by default (`make cluster`, docker-compose.yml)
 
     def router_factory(self) -> RouterFactory:
         factory: RouterFactory = importlib.import_module(f"{self.module}.app").create_router
@@ -26,11 +27,11 @@ class ServiceSpec:
 
 
 SERVICES: tuple[ServiceSpec, ...] = (
-    ServiceSpec("ingest", "services.ingest"),
-    ServiceSpec("embedding", "services.embedding", vectors=True, embedder=True),
-    ServiceSpec("summarizer", "services.summarizer", embedder=True),
-    ServiceSpec("memory-extractor", "services.memory_extractor", embedder=True),
-    ServiceSpec("context-assembler", "services.context_assembler", vectors=True, embedder=True),
+    ServiceSpec("ingest", "services.ingest", replicas=2),
+    ServiceSpec("embedding", "services.embedding", vectors=True, embedder=True, replicas=2),
+    ServiceSpec("summarizer", "services.summarizer", embedder=True, replicas=2),
+    ServiceSpec("memory-extractor", "services.memory_extractor", embedder=True, replicas=2),
+    ServiceSpec("context-assembler", "services.context_assembler", vectors=True, embedder=True, replicas=2),
     ServiceSpec("lore", "services.lore"),
     ServiceSpec("memory", "services.memory", embedder=False),
 )

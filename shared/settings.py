@@ -98,7 +98,11 @@ class _Tree(BaseSettings):
 
 
 class Settings(_Tree):
-    nats_url: str = Field("nats://127.0.0.1:4222", description="the NATS server (JetStream) every service connects to")
+    nats_url: str = Field(
+        "nats://127.0.0.1:4222",
+        description="the NATS server (JetStream) every service connects to; several nodes of a cluster "
+        "comma-separated (the client fails over between them)",
+    )
     mongodb_url: str = Field(
         "mongodb://127.0.0.1:27017/?directConnection=true",
         description="the event log and read models; journaled writes are requested per operation",
@@ -116,6 +120,12 @@ class Settings(_Tree):
     delivery: DeliverySettings = DeliverySettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     streams: StreamsSettings = StreamsSettings()
+
+    @property
+    def nats_servers(self) -> list[str]:
+        """``nats_url`` as the list of server URLs the NATS client takes."""
+        return [url.strip() for url in self.nats_url.split(",") if url.strip()]
+
     service_name: str = Field("mnemo", description="set by each process for its logs, spans and connection names")
 
 

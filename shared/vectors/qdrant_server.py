@@ -47,6 +47,10 @@ from shared.vectors.port import (
 
 log = logging.getLogger(__name__)
 
+#: The oldest Qdrant server that serves every query this adapter sends: ``RrfQuery`` with its own ``k``
+#: (parametrized RRF) arrived in v1.16.0. docker-compose.yml pins an image at least this new (a test checks).
+MIN_SERVER_VERSION = (1, 16, 0)
+
 
 @asynccontextmanager
 async def _unavailable_on_transport_errors(what: str) -> AsyncIterator[None]:

@@ -4,12 +4,16 @@ the compose-spec parser checks the structure, and these tests check what the par
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from compose_spec import PyCompose
+
+from runtime.catalog import SERVICES
+from shared.vectors.qdrant_server import MIN_SERVER_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 MNEMO_SERVICES = ("ingest", "embedding", "summarizer", "memory_extractor", "context_assembler", "lore", "memory")
@@ -25,7 +29,7 @@ def compose() -> dict[str, Any]:
 def test_compose_file_passes_the_compose_spec_parser(compose: dict[str, Any]) -> None:
     parsed = PyCompose.from_json(json.dumps(compose))
     parsed.validate()
-    assert {"nats", "mongo", "qdrant", "otel-collector"} <= set(parsed.service_names())
+    assert {"nats-1", "nats-2", "nats-3", "mongo", "qdrant", "otel-collector"} <= set(parsed.service_names())
 
 
 def test_every_mnemo_service_runs_an_existing_module(compose: dict[str, Any]) -> None:
@@ -53,6 +57,32 @@ def test_dependencies_and_volumes_are_declared(compose: dict[str, Any]) -> None:
 
 def test_services_point_at_the_distributed_backends(compose: dict[str, Any]) -> None:
     env = compose["services"]["ingest"]["environment"]
-    assert env["MNEMO_NATS_URL"].startswith("nats://nats:")
+    assert env["MNEMO_NATS_URL"].split(",") == [f"nats://nats-{n}:4222" for n in (1, 2, 3)]
     assert "replicaSet=rs0" in env["MNEMO_MONGODB_URL"]
     assert env["MNEMO_QDRANT_URL"].startswith("http://qdrant:")
+
+
+def test_nats_is_a_three_node_cluster_with_replicated_streams(compose: dict[str, Any]) -> None:
+    conf = (ROOT / "deploy" / "nats.conf").read_text()
+    nodes = [name for name in compose["services"] if name.startswith("nats-")]
+    assert len(nodes) == 3
+    for node in nodes:
+        assert compose["services"][node]["environment"]["NATS_SERVER_NAME"] == node  # server_name is per node
+        assert f"nats://{node}:6222" in conf, f"{node} is not in the cluster's routes"
+    assert "server_name: $NATS_SERVER_NAME" in conf
+    assert compose["services"]["ingest"]["environment"]["MNEMO_STREAMS__REPLICAS"] == "3"
+
+
+def test_replicas_are_the_catalog_defaults(compose: dict[str, Any]) -> None:
+    """The same topology as `make cluster`: both read runtime/catalog.py's defaults (this one by a test)."""
+    for spec in SERVICES:
+        service = compose["services"][spec.name]
+        assert service["command"][-1] == spec.module, spec.name
+        assert service.get("deploy", {}).get("replicas", 1) == spec.replicas, spec.name
+
+
+def test_the_qdrant_image_serves_every_query_the_adapter_sends(compose: dict[str, Any]) -> None:
+    image = compose["services"]["qdrant"]["image"]
+    match = re.fullmatch(r"qdrant/qdrant:v(\d+)\.(\d+)\.(\d+)", image)
+    assert match, f"pin an exact qdrant version, not {image!r}"
+    assert tuple(int(part) for part in match.groups()) >= MIN_SERVER_VERSION
