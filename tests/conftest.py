@@ -7,6 +7,7 @@ name and its own subject/stream prefix where it needs isolation, so tests do not
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -14,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import SecretStr
 
 from runtime.servers import ChildServer, free_port, start_mongo, start_nats
 from shared.settings import Settings
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +88,39 @@ async def mongo_db(mongo_url: str, db_name: str) -> AsyncIterator[object]:
         await client.close()
 
 
-def real_mongodb_url() -> str:
-    """A real MongoDB for the contract suites, or skip saying what is missing."""
+def compose_image(service: str) -> str:
+    """The image docker-compose.yml pins for ``service``: the contract suites test what deployments run."""
+    compose: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    image: str = compose["services"][service]["image"]
+    return image
+
+
+@functools.cache
+def docker_engine() -> bool:
+    """Whether a Docker engine answers (testcontainers needs one); fails in milliseconds where there is none."""
+    try:
+        import docker
+
+        docker.from_env(timeout=2).ping()
+    except Exception:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def real_mongodb_url() -> Iterator[str]:
+    """A real MongoDB for the contract suites: ``MONGODB_URL``, else one started by testcontainers at the
+    version compose pins, else skip saying what is missing."""
     url = os.environ.get("MONGODB_URL")
-    if not url:
-        pytest.skip("needs a real MongoDB: set MONGODB_URL (none on this machine)")
-    return url
+    if url:
+        yield url
+        return
+    if not docker_engine():
+        pytest.skip("needs a real MongoDB: set MONGODB_URL, or a Docker engine for testcontainers (neither here)")
+    from testcontainers.community.mongodb import MongoDbContainer
+
+    with MongoDbContainer(compose_image("mongo")) as mongo:
+        yield mongo.get_connection_url()
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,6 @@ from shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, Concurre
 from shared.events.envelope import EventEnvelope, NewEvent, UnknownEventType
 from shared.events.recorded import REGISTRY, conversation_stream
 from shared.tokens import estimate_tokens
-from tests.conftest import real_mongodb_url
 
 TENANT = "tenant-a"
 
@@ -141,7 +140,11 @@ async def h(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
     from pymongo import AsyncMongoClient
 
     # mongo_url is a sync fixture (the session's SecantusDB), so it can be requested lazily from here.
-    url = request.getfixturevalue("mongo_url") if request.param == "secantusdb" else real_mongodb_url()
+    url = (
+        request.getfixturevalue("mongo_url")
+        if request.param == "secantusdb"
+        else request.getfixturevalue("real_mongodb_url")
+    )
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(url)
     name = f"t_{uuid.uuid4().hex[:12]}"
     try:

@@ -11,7 +11,6 @@ import pytest
 
 from shared.crypto import FieldCipher, InMemoryKeyStore, KeyStore, WrappedKey
 from shared.eventlog.keystore import MongoKeyStore
-from tests.conftest import real_mongodb_url
 
 
 @pytest.fixture(params=["inmemory", "secantusdb", "mongodb"])
@@ -21,7 +20,11 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[KeyStore]:
         return
     from pymongo import AsyncMongoClient
 
-    url = request.getfixturevalue("mongo_url") if request.param == "secantusdb" else real_mongodb_url()
+    url = (
+        request.getfixturevalue("mongo_url")
+        if request.param == "secantusdb"
+        else request.getfixturevalue("real_mongodb_url")
+    )
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(url)
     name = f"t_{uuid.uuid4().hex[:12]}"
     try:

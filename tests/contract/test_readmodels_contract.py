@@ -50,7 +50,6 @@ from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.messages import MessageKey
 from shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
 from shared.readmodels.summaries import SummariesReadModel
-from tests.conftest import real_mongodb_url
 from tests.envelopes import message_recorded, recorded
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -119,7 +118,11 @@ async def p(request: pytest.FixtureRequest) -> AsyncIterator[Ports]:
     if request.param == "inmemory":
         yield inmemory()
         return
-    url = request.getfixturevalue("mongo_url") if request.param == "secantusdb" else real_mongodb_url()
+    url = (
+        request.getfixturevalue("mongo_url")
+        if request.param == "secantusdb"
+        else request.getfixturevalue("real_mongodb_url")
+    )
     client, name = await _client_db(url)
     try:
         yield await on_mongo(client[name], request.param)
