@@ -92,9 +92,15 @@ async def world(nats_url: str, mongo_url: str) -> AsyncIterator[World]:
 
 # --- valid requests: (payload, setup requests that must succeed first) ---------------------------------
 def _scratch_book(w: World, book: str, *, entry: bool) -> Setup:
-    create = {"tenant_id": w.tenant, "owner_user_id": OWNER, "name": f"scratch {book}", "lorebook_id": book}
+    create = {"tenant_id": w.tenant, "owner_user_id": OWNER, "name": f"scratch {book}", "lorebook_id": book,
+              "attach_to_bots": [scratch_bot(book)]}  # fmt: skip
     first = {"tenant_id": w.tenant, "user_id": OWNER, "lorebook_id": book, "entry": {"uid": 0, "content": "x"}}
     return ((subjects.LORE_BOOK_CREATE, create),) + (((subjects.LORE_ENTRY_CREATE, first),) if entry else ())
+
+
+def scratch_bot(book: str) -> str:
+    """The bot a scratch book is attached to: a context request for it activates the book's entries."""
+    return f"bot-{book}"
 
 
 def _owned(w: World, **fields: Any) -> Payload:
@@ -103,7 +109,7 @@ def _owned(w: World, **fields: Any) -> Payload:
 
 @st.composite
 def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]:
-    book = f"scratch-{uuid.uuid4().hex[:12]}"
+    book = draw(st.builds(lambda: f"scratch-{uuid.uuid4().hex[:12]}"))
     if subject == subjects.CONTEXT_ASSEMBLE:
         return {"tenant_id": draw(ids), "user_id": draw(ids), "conversation_id": draw(ids), "bot_id": draw(ids),
                 "persona_id": draw(st.none() | ids), "campaign_id": draw(st.none() | ids),

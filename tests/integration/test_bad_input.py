@@ -16,6 +16,7 @@ keeps the file near a minute or two here, ``make fuzz`` runs 100,000.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from nats.errors import MaxPayloadError, NoRespondersError
 from nats.js.api import RawStreamMsg
@@ -60,7 +61,8 @@ from shared.events.memory_contract import (
     MemoryUnpromoteRequest,
 )
 from shared.events.recorded import bot_stream, conversation_stream, persona_stream
-from tests.integration.fuzz_cases import Bad, marker, mutations
+from shared.lore.model import LoreEntry
+from tests.integration.fuzz_cases import Bad, free_form, json_values, marker, mutations, texts
 from tests.integration.fuzz_world import (
     SECRET,
     SECRET_LORE,
@@ -69,6 +71,7 @@ from tests.integration.fuzz_world import (
     Setup,
     World,
     chat_message,
+    scratch_bot,
     valid_event,
     valid_rpc,
     world,
@@ -78,7 +81,7 @@ from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
-CASES = int(os.environ.get("MNEMO_FUZZ_EXAMPLES", "1000"))
+CASES = int(os.environ.get("MNEMO_FUZZ_EXAMPLES", "1500"))
 BATCH = 25
 DEADLINE_S = 30.0
 FUZZ = settings(
@@ -137,13 +140,54 @@ class Request:
     subject: str
     setup: Setup
     bad: Bad
+    then: Payload | None = None  # a context request that must then be answered (the book is in use)
+
+
+def _typed(annotation: Any) -> st.SearchStrategy[Any]:
+    """Values of an entry field's type at its edges: 80-bit integers, non-finite floats, odd unicode."""
+    kind = str(annotation)
+    if "Literal" in kind:
+        return st.sampled_from(["keyword", "vector", "hybrid"])
+    ints, floats = st.integers(-(2**80), 2**80) | st.integers(-5, 5), st.floats()
+    choices = {"bool": st.booleans(), "int": ints, "float": ints | floats, "str": texts, "list[str]": st.lists(texts, max_size=4)}  # fmt: skip
+    found = [v for k, v in choices.items() if k in kind]
+    return st.one_of(found or [json_values]) | (st.none() if "None" in kind else st.nothing())
+
+
+#: A plausible entry: each chosen field of its own type, at the edges (``json_values`` for anything else).
+typed_entries = st.fixed_dictionaries(
+    {}, optional={(f.alias or name): _typed(f.annotation) for name, f in LoreEntry.model_fields.items()}
+)
+ENTRY_KEYS = sorted({*LoreEntry.model_fields, *(f.alias for f in LoreEntry.model_fields.values() if f.alias)})
+FREE_FORM = {subjects.LORE_IMPORT, subjects.LORE_ENTRY_CREATE, subjects.LORE_ENTRY_UPDATE}
+
+
+@st.composite
+def free_form_request(draw: st.DrawFn, w: World, subject: str, payload: Payload, setup: Setup) -> Request:
+    """A lorebook file or entry of any JSON values: the reply may refuse it (``bad_request``), never fail
+    (``internal``); once accepted, the context of a bot the book is attached to is still assembled."""
+    ask_ = {"tenant_id": w.tenant, "user_id": USER, "conversation_id": "c1", "user_message": draw(st.sampled_from(ENTRY_KEYS) | texts)}  # fmt: skip
+    if subject == subjects.LORE_IMPORT:
+        entries = st.dictionaries(st.text(max_size=6), typed_entries | free_form(ENTRY_KEYS), max_size=4)
+        data = draw(st.fixed_dictionaries({"entries": entries}) | free_form(["entries", "name", "data", "spec", "character_book"]))  # fmt: skip
+        payload = {**payload, "attach_to_bots": ["fuzz-bot"], "data": data}
+        if draw(st.booleans()):
+            payload = {**payload, "data": None, "data_base64": draw(st.binary(max_size=300).map(lambda b: base64.b64encode(b).decode()) | st.text(max_size=60))}  # fmt: skip
+        then = {**ask_, "tenant_id": payload["tenant_id"], "bot_id": "fuzz-bot"}
+    else:
+        key = "entry" if subject == subjects.LORE_ENTRY_CREATE else "changes"
+        payload = {**payload, key: draw(typed_entries | free_form(ENTRY_KEYS))}
+        then = {**ask_, "bot_id": scratch_bot(payload["lorebook_id"])}
+    return Request(subject, setup, Bad("free_form", _json(payload), "not_internal"), then)
 
 
 @st.composite
 def requests(draw: st.DrawFn, w: World) -> Request:
     subject = draw(st.sampled_from(sorted(REQUESTS)))
     payload, setup = draw(valid_rpc(w, subject))
-    variant = draw(st.sampled_from(["valid", "replay", "foreign_tenant", "foreign_user", *["mutation"] * 5]))
+    variant = draw(st.sampled_from(["valid", "replay", "foreign_tenant", "foreign_user", "free_form", *["mutation"] * 5]))  # fmt: skip
+    if variant == "free_form" and subject in FREE_FORM:
+        return draw(free_form_request(w, subject, payload, setup))
     if variant == "mutation":
         return Request(subject, setup, draw(mutations(rpc.strict(REQUESTS[subject]), payload, bad="bad_request", strict=True)))  # fmt: skip
     if variant == "foreign_tenant":
@@ -173,6 +217,13 @@ async def check_request(w: World, r: Request) -> None:
             await w.stack.nc.request(r.subject.removesuffix(".v1") + bad.subject_suffix, bad.body, timeout=DEADLINE_S)  # type: ignore[operator]
         return
     reply = await ask(w, r.subject, bad.body)
+    if bad.expect == "not_internal":
+        assert reply.get("error", {}).get("code") in (None, "bad_request", "not_found"), (where, reply)
+        event(f"{r.subject} free_form: {reply.get('error', {}).get('code', 'accepted')}")
+        if "error" not in reply and r.then is not None:
+            context = await ask(w, subjects.CONTEXT_ASSEMBLE, _json(r.then))
+            assert "error" not in context, (where, r.then, context)
+        return
     if bad.expect == "ok":
         assert "error" not in reply, (where, reply)
         if bad.replay:
@@ -199,6 +250,9 @@ async def check_request(w: World, r: Request) -> None:
 @given(data=st.data())
 async def test_every_request_gets_a_reply_naming_the_problem(fuzz_world: World, data: st.DataObject) -> None:
     batch = data.draw(st.lists(requests(fuzz_world), min_size=BATCH, max_size=BATCH), label="requests")
+    for r in batch:  # --hypothesis-show-statistics: how often each subject and kind was sent
+        event(r.bad.kind)
+        event(r.subject)
     await asyncio.gather(*(check_request(fuzz_world, r) for r in batch))
 
 
@@ -265,6 +319,9 @@ async def test_every_bad_event_is_dead_lettered_with_its_reason_and_the_stream_g
 ) -> None:
     w = fuzz_world
     batch = data.draw(st.lists(events(), min_size=BATCH, max_size=BATCH), label="events")
+    for e in batch:
+        event(e.bad.kind)
+        event(e.subject)
     await asyncio.gather(*(publish(w, e) for e in batch))
     tenant = marker()
     body = chat_message(tenant, tenant, "c1", "canary", "the stream goes on")
