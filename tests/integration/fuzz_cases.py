@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-#: A value of every JSON type; the oracle keeps those a field refuses.
+#: A value of every JSON type, and times out of range once in UTC; the oracle keeps those a field refuses.
 WRONG_VALUES: tuple[Any, ...] = (
     12345,
     -1.5,

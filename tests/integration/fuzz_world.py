@@ -35,6 +35,19 @@ SECRET_LORE = "Kestrel's hidden hold carries stolen moon-silver."
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 #: UTC, other offsets, and none: the model accepts a naive time (as UTC), so ingest must record it.
 ZONES = st.sampled_from([UTC, timezone(timedelta(hours=-7)), timezone(timedelta(hours=5, minutes=45))]) | st.none()
+#: The ends of the calendar, in UTC (``fuzz_cases.WRONG_VALUES`` has times that are out of range in UTC).
+EDGE_TIMES = st.sampled_from(["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59", "1970-01-01T00:00:00Z"])  # fmt: skip
+
+
+def _in_range(moment: datetime) -> bool:
+    try:
+        (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
+
+
+MOMENTS = st.datetimes(timezones=ZONES).filter(_in_range).map(datetime.isoformat) | EDGE_TIMES
 Payload = dict[str, Any]
 Setup = tuple[tuple[str, Payload], ...]
 
@@ -159,7 +172,7 @@ def valid_rpc(w: World, subject: str) -> st.SearchStrategy[tuple[Payload, Setup]
 # --- valid chat events: each case is its own tenant (the marker), so its dead letters are told apart ----
 def valid_event(subject: str, tenant: str) -> st.SearchStrategy[tuple[Payload, tuple[tuple[str, Payload], ...]]]:
     def build(draw: Callable[[st.SearchStrategy[Any]], Any]) -> tuple[Payload, tuple[tuple[str, Payload], ...]]:
-        conv, message_id, moment = draw(ids), draw(ids), draw(st.datetimes(timezones=ZONES)).isoformat()
+        conv, message_id, moment = draw(ids), draw(ids), draw(MOMENTS)
         created = chat_message(tenant, tenant, conv, message_id, draw(texts))
         created.update(created_at=moment, role=draw(st.sampled_from(["user", "assistant", "system", "narrator"])),
                        author_name=draw(texts), bot_ids=draw(st.lists(ids, max_size=3)), persona_id=draw(st.none() | ids))  # fmt: skip
