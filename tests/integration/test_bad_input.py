@@ -20,9 +20,10 @@ import base64
 import json
 import os
 import re
+import string
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -264,19 +265,27 @@ class Event:
     payload: Payload
     setup: tuple[tuple[str, Payload], ...]
     bad: Bad
+    headers: dict[str, str] = field(default_factory=dict)  # odd trace headers: ignored, never a failure
+
+
+#: ``traceparent`` values a producer may get wrong: garbage, the invalid all-zero ids, an unknown version.
+TRACEPARENTS = st.sampled_from(["", "garbage", "00-" + "0" * 32 + "-" + "0" * 16 + "-01", "ff-" + "a" * 32 + "-" + "b" * 16 + "-01", "00-xyz-abc-01"]) | st.text(alphabet=string.printable.strip(), max_size=80)  # fmt: skip
 
 
 @st.composite
 def events(draw: st.DrawFn) -> Event:
     subject, tenant = draw(st.sampled_from(sorted(EVENTS))), marker()
     payload, setup = draw(valid_event(subject, tenant))
+    odd = draw(
+        st.dictionaries(st.sampled_from(["traceparent", "tracestate", "Mnemo-Dlq-Reason"]), TRACEPARENTS, max_size=2)
+    )
     variant = draw(st.sampled_from(["valid", "replay", "foreign_tenant", *["mutation"] * 5]))
     if variant == "mutation":
-        return Event(subject, tenant, payload, setup, draw(mutations(EVENTS[subject], payload, bad="dead_letter", strict=False)))  # fmt: skip
+        return Event(subject, tenant, payload, setup, draw(mutations(EVENTS[subject], payload, bad="dead_letter", strict=False)), odd)  # fmt: skip
     if variant == "foreign_tenant" and setup:  # an edit or deletion of tenant A's message, sent as another tenant
         foreign = {**payload, "tenant_id": f"{tenant}-b"}
-        return Event(subject, tenant, payload, setup, Bad(variant, _json(foreign), "dead_letter", ("not recorded",)))
-    return Event(subject, tenant, payload, setup, Bad(variant, _json(payload), "ok", replay=variant == "replay"))
+        return Event(subject, tenant, payload, setup, Bad(variant, _json(foreign), "dead_letter", ("not recorded",)), odd)  # fmt: skip
+    return Event(subject, tenant, payload, setup, Bad(variant, _json(payload), "ok", replay=variant == "replay"), odd)
 
 
 async def publish(w: World, e: Event) -> None:
@@ -284,10 +293,10 @@ async def publish(w: World, e: Event) -> None:
     for subject, payload in e.setup:
         await js.publish(subject, _json(payload), headers={"Nats-Msg-Id": f"setup-{e.tenant}"})
     subject = e.subject.removesuffix(".v1") + e.bad.subject_suffix if e.bad.subject_suffix else e.subject
-    await js.publish(subject, e.bad.body, headers={"Nats-Msg-Id": e.tenant})
+    await js.publish(subject, e.bad.body, headers={**e.headers, "Nats-Msg-Id": e.tenant})
     if e.bad.replay:  # the same Nats-Msg-Id (JetStream drops it), then a new one (ingest must dedupe)
-        assert (await js.publish(subject, e.bad.body, headers={"Nats-Msg-Id": e.tenant})).duplicate
-        await js.publish(subject, e.bad.body, headers={"Nats-Msg-Id": f"{e.tenant}-again"})
+        assert (await js.publish(subject, e.bad.body, headers={**e.headers, "Nats-Msg-Id": e.tenant})).duplicate
+        await js.publish(subject, e.bad.body, headers={**e.headers, "Nats-Msg-Id": f"{e.tenant}-again"})
 
 
 async def recorded(w: World, e: Event) -> None:
