@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run test test-fast lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context up down clean
+.PHONY: run test test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ test: $(STAMP) lint typecheck
 test-fast: $(STAMP)
 	$(PY) -m pytest tests/unit tests/ingest tests/embedding tests/summarizer tests/memory_extractor \
 		tests/context_assembler tests/lore tests/memory $(ARGS)
+
+## Bad input at scale: 100,000 Hypothesis cases per test at every public subject (tests/integration/test_bad_input.py).
+fuzz: $(STAMP)
+	MNEMO_FUZZ_EXAMPLES=100000 $(PY) -m pytest tests/integration/test_bad_input.py --timeout=0 $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

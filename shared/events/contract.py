@@ -6,12 +6,25 @@ published field's meaning; add a new version of the subject instead.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+def _in_utc_range(value: datetime) -> datetime:
+    """Refuse a time that has no UTC equivalent (``0001-01-01T00:00:00+05:45``): every consumer converts to
+    UTC (a time without a zone is taken as UTC), which would otherwise fail on every delivery."""
+    try:
+        (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise ValueError("out of range in UTC (years 1 to 9999)") from None
+    return value
+
+
+Moment = Annotated[datetime, AfterValidator(_in_utc_range)]
 Role = Literal["user", "assistant", "system", "narrator"]
 KnowledgeSharing = Literal["open", "guarded", "secretive"]
 
@@ -34,7 +47,7 @@ class MessageCreated(_Tenanted):
     author_id: Id | None = Field(None, description="persona id for user messages, bot id for bot messages")
     author_name: str = Field("", max_length=512)
     content: str = Field(..., max_length=200_000)
-    created_at: datetime = Field(..., description="RFC 3339 with a time zone")
+    created_at: Moment = Field(..., description="RFC 3339 with a time zone")
     bot_ids: list[Id] = Field(default_factory=list, description="bots present in the scene")
     persona_id: Id | None = Field(None, description="the user's active persona, or null")
 
@@ -47,7 +60,7 @@ class MessageEdited(_Tenanted):
     message_id: Id = Field(...)
     edit_id: Id | None = Field(None, description="idempotency key of this edit; defaults to a hash of it")
     content: str = Field(..., max_length=200_000)
-    edited_at: datetime
+    edited_at: Moment
 
 
 class MessageDeleted(_Tenanted):
@@ -56,7 +69,7 @@ class MessageDeleted(_Tenanted):
     user_id: Id = Field(...)
     conversation_id: Id = Field(...)
     message_id: Id = Field(...)
-    deleted_at: datetime
+    deleted_at: Moment
 
 
 class BotUpserted(_Tenanted):
@@ -73,7 +86,7 @@ class BotUpserted(_Tenanted):
         description="how freely it shares what it knows: `open` (when asked), `guarded` (only with those it "
         "trusts, when it serves them), `secretive` (only when pressed hard); null says nothing about it",
     )
-    updated_at: datetime
+    updated_at: Moment
 
 
 class PersonaUpserted(_Tenanted):
@@ -87,7 +100,7 @@ class PersonaUpserted(_Tenanted):
     instructions: str = Field(
         "", max_length=50_000, description="the user's custom instructions while playing this persona"
     )
-    updated_at: datetime
+    updated_at: Moment
 
 
 class ContextAssembleRequest(_Tenanted):

@@ -149,3 +149,16 @@ def test_a_payload_the_wire_model_refuses_is_an_invalid_message():
         decode_command(subjects.MESSAGE_CREATED, json.dumps({**created(0)[1], "content": None}, default=str).encode())
     with pytest.raises(InvalidMessage, match="unknown subject"):
         decode_command("mnemo.chat.nope.v1", b"{}")
+
+
+async def test_times_at_the_ends_of_the_calendar_are_recorded(ingest):
+    # The fuzz suite's edge times: in range in UTC, so recorded (one out of range is refused at decode).
+    first = {**created(0)[1], "created_at": "0001-01-01T00:00:00Z"}
+    last = {**created(1)[1], "created_at": "9999-12-31T23:59:59.999999Z"}
+    assert await ingest.send((subjects.MESSAGE_CREATED, first), (subjects.MESSAGE_CREATED, last)) == []
+    assert await ingest.send(edited("m1", "later"), deleted("m0")) == []
+    assert [e.type for e in await ingest.store.read_stream(STREAM)][:2] == ["message.recorded", "message.recorded"]
+    with pytest.raises(InvalidMessage, match="created_at: Value error, out of range in UTC"):
+        decode_command(
+            subjects.MESSAGE_CREATED, json.dumps({**first, "created_at": "0001-01-01T00:00:00+05:45"}).encode()
+        )

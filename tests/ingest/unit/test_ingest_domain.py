@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -170,3 +171,24 @@ def test_decode_by_subject() -> None:
         decode_command("mnemo.chat.message.created.v1", b"{not json")
     with pytest.raises(InvalidMessage, match="role"):
         decode_command("mnemo.chat.message.created.v1", body.replace(b'"user"', b'"wizard"', 1))
+
+
+@pytest.mark.parametrize(
+    ("subject", "field"),
+    [
+        ("mnemo.chat.message.created.v1", "created_at"),
+        ("mnemo.chat.message.edited.v1", "edited_at"),
+        ("mnemo.chat.message.deleted.v1", "deleted_at"),
+        ("mnemo.chat.bot.upserted.v1", "updated_at"),
+        ("mnemo.chat.persona.upserted.v1", "updated_at"),
+    ],
+)
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+05:45", "9999-12-31T23:59:59-07:00"])
+def test_a_time_out_of_range_in_utc_is_refused_at_decode(subject: str, field: str, moment: str) -> None:
+    # Found by tests/integration/test_bad_input.py: such a time passed the model, then converting it to UTC
+    # raised OverflowError on every delivery, failing its whole batch until it was dead-lettered as a failure.
+    body = {**IDS, "message_id": "m1", "role": "user", "content": "x", "bot_id": "b", "persona_id": "p", "name": "N"}
+    with pytest.raises(InvalidMessage, match=rf"{field}: Value error, out of range in UTC"):
+        decode_command(subject, json.dumps({**body, field: moment}).encode())
+    edge = moment[:4] + ("-01-01T00:00:00Z" if moment.startswith("0001") else "-12-31T23:59:59.999999Z")
+    assert getattr(decode_command(subject, json.dumps({**body, field: edge}).encode()), field).year == int(moment[:4])

@@ -1,0 +1,196 @@
+"""The world the bad-input suite runs against: every service that serves a public subject (ingest, the
+context-assembler, lore, memory, the memory-extractor) in-process on the session's servers, and tenant A's
+data (a conversation with a secret, a learned fact, two memories, a lorebook) whose ids other tenants ask for.
+Also the valid payload of each public subject, from the README's examples with random values."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+from hypothesis import strategies as st
+from nats.js.api import RawStreamMsg
+
+from services.context_assembler.app import create_router as context_router
+from services.ingest.app import create_router as ingest_router
+from services.lore.app import create_router as lore_router
+from services.memory.app import create_router as memory_router
+from services.memory_extractor.app import create_router as extractor_router
+from shared import subjects
+from shared.embedders.bundled import BundledEmbedder
+from shared.readmodels.knowledge import KnowledgeReadModel
+from tests.integration.fuzz_cases import ascii_ids, ids, texts
+from tests.integration.ingest_stack import Stack, running
+from tests.integration.test_memory_rpc import seed, summary
+from tests.waiting import request_reply, wait_until
+
+OWNER, USER, BOT, PERSONA, CAMPAIGN = "owner-1", "u1", "bard", "ana", "kestrel"
+SECRET = "the vault code is swordfish"
+SECRET_LORE = "Kestrel's hidden hold carries stolen moon-silver."
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+#: UTC, other offsets, and none: the model accepts a naive time (as UTC), so ingest must record it.
+ZONES = st.sampled_from([UTC, timezone(timedelta(hours=-7)), timezone(timedelta(hours=5, minutes=45))]) | st.none()
+#: The ends of the calendar, in UTC (``fuzz_cases.WRONG_VALUES`` has times that are out of range in UTC).
+EDGE_TIMES = st.sampled_from(["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59", "1970-01-01T00:00:00Z"])  # fmt: skip
+
+
+def _in_range(moment: datetime) -> bool:
+    try:
+        (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
+
+
+MOMENTS = st.datetimes(timezones=ZONES).filter(_in_range).map(datetime.isoformat) | EDGE_TIMES
+Payload = dict[str, Any]
+Setup = tuple[tuple[str, Payload], ...]
+
+
+@dataclass
+class World:
+    stack: Stack
+    tenant: str  # tenant A: its ids are asked for by other tenants and other users
+    book: str
+    fact: str
+    memory: str = "s1"  # converted to lore again and again, never deleted
+    doomed_memory: str = "s-del"  # deleted (then deleting again answers deleted: false)
+    dlq_seen: int = 0  # the DLQ stream's last sequence already read
+
+    async def call(self, subject: str, payload: Payload) -> Payload:
+        reply = await request_reply(self.stack.nc, subject, json.dumps(payload).encode(), timeout=30)
+        result: Payload = json.loads(reply.data)
+        return result
+
+    async def new_letters(self) -> list[RawStreamMsg]:
+        """Dead letters (of every service) added since the last call."""
+        js = self.stack.js
+        last = (await js.stream_info(subjects.DLQ_STREAM)).state.last_seq
+        letters = [await js.get_msg(subjects.DLQ_STREAM, seq) for seq in range(self.dlq_seen + 1, last + 1)]
+        self.dlq_seen = last
+        return letters
+
+
+def chat_message(tenant: str, user: str, conv: str, message_id: str, content: str, minute: int = 0) -> Payload:
+    return {"tenant_id": tenant, "user_id": user, "conversation_id": conv, "message_id": message_id,
+            "role": "user", "author_id": PERSONA, "author_name": "Ana", "content": content,
+            "created_at": (T0 + timedelta(minutes=minute)).isoformat(), "bot_ids": [BOT], "persona_id": PERSONA}  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def world(nats_url: str, mongo_url: str) -> AsyncIterator[World]:
+    routers = [ingest_router, context_router, lore_router, memory_router, extractor_router]
+    db = f"fuzz_{uuid.uuid4().hex[:10]}"
+    async with running(nats_url, mongo_url, db, routers, embedder=BundledEmbedder()) as stack:
+        tenant = f"tenant-a-{uuid.uuid4().hex[:8]}"
+        for i, text in enumerate(["I live in Port Vell.", f"Remember: {SECRET}."]):
+            await stack.js.publish(subjects.MESSAGE_CREATED, json.dumps(chat_message(tenant, USER, "c1", f"m{i}", text, i)).encode())  # fmt: skip
+        knowledge = KnowledgeReadModel(stack.db, stack.deps.cipher)
+        await wait_until(lambda: knowledge.facts_for(tenant, BOT, user_id=USER), "the bard learned a fact", 90)
+        [fact, *_] = await knowledge.facts_for(tenant, BOT, user_id=USER)
+        await seed(stack, tenant, [summary("s1", 0), summary("s-del", 1)])
+        w = World(stack, tenant, book=f"book-{uuid.uuid4().hex[:8]}", fact=fact.fact_id)
+        created = await w.call(subjects.LORE_BOOK_CREATE, {"tenant_id": tenant, "owner_user_id": OWNER, "name": "Kestrel lore", "lorebook_id": w.book, "attach_to_bots": [BOT]})  # fmt: skip
+        entry = await w.call(subjects.LORE_ENTRY_CREATE, {"tenant_id": tenant, "user_id": OWNER, "lorebook_id": w.book, "entry": {"key": ["Kestrel"], "content": SECRET_LORE}})  # fmt: skip
+        assert created["created"], created
+        assert entry["changed"], entry
+        await w.new_letters()
+        yield w
+
+
+# --- valid requests: (payload, setup requests that must succeed first) ---------------------------------
+def _scratch_book(w: World, book: str, *, entry: bool) -> Setup:
+    create = {"tenant_id": w.tenant, "owner_user_id": OWNER, "name": f"scratch {book}", "lorebook_id": book,
+              "attach_to_bots": [scratch_bot(book)]}  # fmt: skip
+    first = {"tenant_id": w.tenant, "user_id": OWNER, "lorebook_id": book, "entry": {"uid": 0, "content": "x"}}
+    return ((subjects.LORE_BOOK_CREATE, create),) + (((subjects.LORE_ENTRY_CREATE, first),) if entry else ())
+
+
+def scratch_bot(book: str) -> str:
+    """The bot a scratch book is attached to: a context request for it activates the book's entries."""
+    return f"bot-{book}"
+
+
+def _owned(w: World, **fields: Any) -> Payload:
+    return {"tenant_id": w.tenant, "user_id": OWNER, **fields}
+
+
+@st.composite
+def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]:
+    book = draw(st.builds(lambda: f"scratch-{uuid.uuid4().hex[:12]}"))
+    if subject == subjects.CONTEXT_ASSEMBLE:
+        return {"tenant_id": draw(ids), "user_id": draw(ids), "conversation_id": draw(ids), "bot_id": draw(ids),
+                "persona_id": draw(st.none() | ids), "campaign_id": draw(st.none() | ids),
+                "user_message": draw(texts), "max_tokens": draw(st.integers(64, 20_000))}, ()  # fmt: skip
+    if subject == subjects.LORE_IMPORT:
+        entry = {"uid": 0, "key": [draw(ids)], "content": draw(texts)}
+        return {"tenant_id": draw(ids), "owner_user_id": draw(ids), "name": draw(ids), "format": "auto",
+                "data": {"entries": {"0": entry}}, "attach_to_bots": draw(st.lists(ids, max_size=2))}, ()  # fmt: skip
+    if subject == subjects.LORE_EXPORT:
+        return {"tenant_id": w.tenant, "lorebook_id": w.book}, ()
+    if subject == subjects.LORE_ATTACH:
+        return {"tenant_id": w.tenant, "user_id": OWNER, "lorebook_id": w.book, "bot_ids": draw(st.lists(ids, min_size=1, max_size=3))}, ()  # fmt: skip
+    if subject == subjects.LORE_DETACH:
+        return _owned(w, lorebook_id=w.book, bot_ids=draw(st.lists(ids, min_size=1, max_size=3)), conversation=None), ()
+    if subject == subjects.LORE_BOOK_CREATE:
+        return {"tenant_id": draw(ids), "owner_user_id": draw(ids), "name": draw(ids), "description": draw(texts),
+                "attach_to_bots": draw(st.lists(ids, max_size=2))}, ()  # fmt: skip
+    if subject == subjects.LORE_BOOK_DELETE:
+        return _owned(w, lorebook_id=book), _scratch_book(w, book, entry=False)
+    if subject == subjects.LORE_ENTRY_CREATE:
+        entry = {"key": [draw(ids)], "content": draw(texts), "activationMode": draw(st.sampled_from(["keyword", "vector", "hybrid"]))}  # fmt: skip
+        return _owned(w, lorebook_id=book, entry=entry), _scratch_book(w, book, entry=False)
+    if subject == subjects.LORE_ENTRY_UPDATE:
+        return _owned(w, lorebook_id=book, uid=0, changes={"content": draw(texts)}), _scratch_book(w, book, entry=True)
+    if subject == subjects.LORE_ENTRY_DELETE:
+        return _owned(w, lorebook_id=book, uid=0), _scratch_book(w, book, entry=True)
+    mine = {"tenant_id": w.tenant, "user_id": USER}
+    if subject == subjects.MEMORY_CONVERT_TO_LORE:
+        return {**mine, "memory_id": w.memory, "applies_to_bots": draw(st.lists(ids, min_size=1, max_size=3)),
+                "applies_to_personas": [PERSONA], "title": draw(st.none() | ids)}, ()  # fmt: skip
+    if subject == subjects.MEMORY_DELETE:
+        return {**mine, "memory_id": w.doomed_memory}, ()
+    if subject == subjects.MEMORY_LIST:
+        return {**mine, "source": draw(st.sampled_from(["memory", "knowledge", "all"])), "type": None,
+                "bot_id": draw(st.none() | st.just(BOT)), "converted_to_lore": draw(st.none() | st.booleans()),
+                "limit": draw(st.integers(1, 200)), "offset": draw(st.integers(0, 100))}, ()  # fmt: skip
+    if subject == subjects.MEMORY_PROMOTE:
+        return {**mine, "fact_id": w.fact, "campaign_id": CAMPAIGN}, ()
+    assert subject == subjects.MEMORY_UNPROMOTE, subject
+    return {**mine, "fact_id": w.fact}, ()
+
+
+def valid_rpc(w: World, subject: str) -> st.SearchStrategy[tuple[Payload, Setup]]:
+    return _valid_rpc(w, subject)
+
+
+# --- valid chat events: each case is its own tenant (the marker), so its dead letters are told apart ----
+def valid_event(subject: str, tenant: str) -> st.SearchStrategy[tuple[Payload, tuple[tuple[str, Payload], ...]]]:
+    def build(draw: Callable[[st.SearchStrategy[Any]], Any]) -> tuple[Payload, tuple[tuple[str, Payload], ...]]:
+        conv, message_id, moment = draw(ids), draw(ids), draw(MOMENTS)
+        created = chat_message(tenant, tenant, conv, message_id, draw(texts))
+        created.update(created_at=moment, role=draw(st.sampled_from(["user", "assistant", "system", "narrator"])),
+                       author_name=draw(texts), bot_ids=draw(st.lists(ids, max_size=3)), persona_id=draw(st.none() | ids))  # fmt: skip
+        ref = {"tenant_id": tenant, "user_id": tenant, "conversation_id": conv, "message_id": message_id}
+        if subject == subjects.MESSAGE_CREATED:
+            return created, ()
+        if subject == subjects.MESSAGE_EDITED:
+            return {**ref, "edit_id": draw(st.none() | ids), "content": draw(texts), "edited_at": moment}, ((subjects.MESSAGE_CREATED, created),)  # fmt: skip
+        if subject == subjects.MESSAGE_DELETED:
+            return {**ref, "deleted_at": moment}, ((subjects.MESSAGE_CREATED, created),)
+        if subject == subjects.BOT_UPSERTED:
+            return {"tenant_id": tenant, "bot_id": tenant, "name": draw(ids), "system_prompt": draw(texts),
+                    "gender": draw(st.none() | ascii_ids), "age": draw(st.none() | ascii_ids),
+                    "knowledge_sharing": draw(st.sampled_from([None, "open", "guarded", "secretive"])),
+                    "updated_at": moment}, ()  # fmt: skip
+        assert subject == subjects.PERSONA_UPSERTED, subject
+        return {"tenant_id": tenant, "user_id": tenant, "persona_id": draw(ids), "name": draw(ids),
+                "description": draw(texts), "traits": draw(st.lists(ascii_ids, max_size=4)),
+                "instructions": draw(texts), "updated_at": moment}, ()  # fmt: skip
+
+    return st.composite(lambda draw: build(draw))()

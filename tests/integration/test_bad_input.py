@@ -1,0 +1,366 @@
+"""Bad input at scale (issue 14): Hypothesis throws malformed JSON, invalid UTF-8, wrong types, missing and
+unknown fields, oversized payloads, unknown subject versions, other tenants' ids and replayed ids at every
+public subject of one real stack (``fuzz_world``), and checks the contract's promise:
+
+- every request is answered within the deadline: a bad one with ``{"error": {"code", "message"}}`` naming the
+  problem, a valid one with its reply; another tenant's (or user's) id is ``not_found`` and shows nothing of
+  tenant A; an unknown version of a request subject has no responders (nothing listens there);
+- every bad chat event is on ``mnemo.dlq.ingest.v1`` once, with its reason; every valid one is recorded (once,
+  however often it is replayed), including the canary published after each batch: the stream goes on;
+- no service dead-letters anything else, and the services still answer at the end.
+
+``MNEMO_FUZZ_EXAMPLES`` is the number of cases per test (sent in concurrent batches of ``BATCH``); the default
+keeps the file near a minute or two here, ``make fuzz`` runs 100,000.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import re
+import string
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, event, given, settings
+from hypothesis import strategies as st
+from nats.errors import MaxPayloadError, NoRespondersError
+from nats.js.api import RawStreamMsg
+
+from runtime.servers import ChildServer
+from shared import rpc, subjects
+from shared.delivery import DLQ_REASON
+from shared.events.contract import (
+    BotUpserted,
+    ContextAssembleRequest,
+    MessageCreated,
+    MessageDeleted,
+    MessageEdited,
+    PersonaUpserted,
+)
+from shared.events.lore_contract import (
+    LoreAttachRequest,
+    LoreBookCreateRequest,
+    LoreBookDeleteRequest,
+    LoreDetachRequest,
+    LoreEntryCreateRequest,
+    LoreEntryDeleteRequest,
+    LoreEntryUpdateRequest,
+    LoreExportRequest,
+    LoreImportRequest,
+)
+from shared.events.memory_contract import (
+    MemoryConvertToLoreRequest,
+    MemoryDeleteRequest,
+    MemoryListRequest,
+    MemoryPromoteRequest,
+    MemoryUnpromoteRequest,
+)
+from shared.events.recorded import bot_stream, conversation_stream, persona_stream
+from shared.lore.model import LoreEntry
+from tests.integration.fuzz_cases import Bad, free_form, json_values, marker, mutations, texts
+from tests.integration.fuzz_world import (
+    SECRET,
+    SECRET_LORE,
+    USER,
+    Payload,
+    Setup,
+    World,
+    chat_message,
+    scratch_bot,
+    valid_event,
+    valid_rpc,
+    world,
+)
+from tests.integration.ingest_stack import drained
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+CASES = int(os.environ.get("MNEMO_FUZZ_EXAMPLES", "1000"))
+BATCH = 25
+DEADLINE_S = 30.0
+FUZZ = settings(
+    max_examples=max(1, CASES // BATCH),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    # No shrinking: a failing batch is reported as drawn (shrinking against live servers takes many minutes).
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
+REQUESTS: dict[str, type[Any]] = {
+    subjects.CONTEXT_ASSEMBLE: ContextAssembleRequest,
+    subjects.LORE_IMPORT: LoreImportRequest,
+    subjects.LORE_EXPORT: LoreExportRequest,
+    subjects.LORE_ATTACH: LoreAttachRequest,
+    subjects.LORE_DETACH: LoreDetachRequest,
+    subjects.LORE_BOOK_CREATE: LoreBookCreateRequest,
+    subjects.LORE_BOOK_DELETE: LoreBookDeleteRequest,
+    subjects.LORE_ENTRY_CREATE: LoreEntryCreateRequest,
+    subjects.LORE_ENTRY_UPDATE: LoreEntryUpdateRequest,
+    subjects.LORE_ENTRY_DELETE: LoreEntryDeleteRequest,
+    subjects.MEMORY_CONVERT_TO_LORE: MemoryConvertToLoreRequest,
+    subjects.MEMORY_DELETE: MemoryDeleteRequest,
+    subjects.MEMORY_LIST: MemoryListRequest,
+    subjects.MEMORY_PROMOTE: MemoryPromoteRequest,
+    subjects.MEMORY_UNPROMOTE: MemoryUnpromoteRequest,
+}
+EVENTS: dict[str, type[Any]] = {
+    subjects.MESSAGE_CREATED: MessageCreated,
+    subjects.MESSAGE_EDITED: MessageEdited,
+    subjects.MESSAGE_DELETED: MessageDeleted,
+    subjects.BOT_UPSERTED: BotUpserted,
+    subjects.PERSONA_UPSERTED: PersonaUpserted,
+}
+# Subjects naming one of tenant A's objects: another tenant (or user) gets not_found. The others create or
+# read by their own keys: another tenant gets its own (empty) answer.
+BY_ID = set(REQUESTS) - {
+    subjects.CONTEXT_ASSEMBLE,
+    subjects.LORE_IMPORT,
+    subjects.LORE_BOOK_CREATE,
+    subjects.MEMORY_LIST,
+}
+OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT}
+MARKER = re.compile(rb"fz[0-9a-f]{32}")
+assert set(REQUESTS) | set(EVENTS) == {*subjects.CHAT_INBOUND, *(s for s in vars(subjects).values() if isinstance(s, str) and s.startswith("mnemo.rpc."))}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+async def fuzz_world(nats_server: ChildServer, mongo_server: ChildServer) -> AsyncIterator[World]:
+    async with world(nats_server.url, mongo_server.url) as w:
+        yield w
+
+
+# --- request-reply ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Request:
+    subject: str
+    setup: Setup
+    bad: Bad
+    then: Payload | None = None  # a context request that must then be answered (the book is in use)
+
+
+def _typed(annotation: Any) -> st.SearchStrategy[Any]:
+    """Values of an entry field's type at its edges: 80-bit integers, non-finite floats, odd unicode."""
+    kind = str(annotation)
+    if "Literal" in kind:
+        return st.sampled_from(["keyword", "vector", "hybrid"])
+    ints, floats = st.integers(-(2**80), 2**80) | st.integers(-5, 5), st.floats()
+    choices = {"bool": st.booleans(), "int": ints, "float": ints | floats, "str": texts, "list[str]": st.lists(texts, max_size=4)}  # fmt: skip
+    found = [v for k, v in choices.items() if k in kind]
+    return st.one_of(found or [json_values]) | (st.none() if "None" in kind else st.nothing())
+
+
+#: A plausible entry: each chosen field of its own type, at the edges (``json_values`` for anything else).
+typed_entries = st.fixed_dictionaries(
+    {}, optional={(f.alias or name): _typed(f.annotation) for name, f in LoreEntry.model_fields.items()}
+)
+ENTRY_KEYS = sorted({*LoreEntry.model_fields, *(f.alias for f in LoreEntry.model_fields.values() if f.alias)})
+FREE_FORM = {subjects.LORE_IMPORT, subjects.LORE_ENTRY_CREATE, subjects.LORE_ENTRY_UPDATE}
+
+
+@st.composite
+def free_form_request(draw: st.DrawFn, w: World, subject: str, payload: Payload, setup: Setup) -> Request:
+    """A lorebook file or entry of any JSON values: the reply may refuse it (``bad_request``), never fail
+    (``internal``); once accepted, the context of a bot the book is attached to is still assembled."""
+    ask_ = {"tenant_id": w.tenant, "user_id": USER, "conversation_id": "c1", "user_message": draw(st.sampled_from(ENTRY_KEYS) | texts)}  # fmt: skip
+    if subject == subjects.LORE_IMPORT:
+        entries = st.dictionaries(st.text(max_size=6), typed_entries | free_form(ENTRY_KEYS), max_size=4)
+        data = draw(st.fixed_dictionaries({"entries": entries}) | free_form(["entries", "name", "data", "spec", "character_book"]))  # fmt: skip
+        payload = {**payload, "attach_to_bots": ["fuzz-bot"], "data": data}
+        if draw(st.booleans()):
+            payload = {**payload, "data": None, "data_base64": draw(st.binary(max_size=300).map(lambda b: base64.b64encode(b).decode()) | st.text(max_size=60))}  # fmt: skip
+        then = {**ask_, "tenant_id": payload["tenant_id"], "bot_id": "fuzz-bot"}
+    else:
+        key = "entry" if subject == subjects.LORE_ENTRY_CREATE else "changes"
+        payload = {**payload, key: draw(typed_entries | free_form(ENTRY_KEYS))}
+        then = {**ask_, "bot_id": scratch_bot(payload["lorebook_id"])}
+    return Request(subject, setup, Bad("free_form", _json(payload), "not_internal"), then)
+
+
+@st.composite
+def requests(draw: st.DrawFn, w: World) -> Request:
+    subject = draw(st.sampled_from(sorted(REQUESTS)))
+    payload, setup = draw(valid_rpc(w, subject))
+    variant = draw(st.sampled_from(["valid", "replay", "foreign_tenant", "foreign_user", "free_form", *["mutation"] * 5]))  # fmt: skip
+    if variant == "free_form" and subject in FREE_FORM:
+        return draw(free_form_request(w, subject, payload, setup))
+    if variant == "mutation":
+        return Request(subject, setup, draw(mutations(rpc.strict(REQUESTS[subject]), payload, bad="bad_request", strict=True)))  # fmt: skip
+    if variant == "foreign_tenant":
+        foreign = {**payload, "tenant_id": f"tenant-b-{uuid.uuid4().hex[:8]}"}
+        return Request(subject, setup, Bad(variant, _json(foreign), "not_found" if subject in BY_ID else "ok"))
+    if variant == "foreign_user" and subject in OWNER_CHECKED:
+        return Request(subject, setup, Bad(variant, _json({**payload, "user_id": "someone-else"}), "not_found"))
+    return Request(subject, setup, Bad(variant, _json(payload), "ok", replay=variant == "replay"))
+
+
+def _json(payload: Payload) -> bytes:
+    return json.dumps(payload, ensure_ascii=False).encode()
+
+
+async def ask(w: World, subject: str, body: bytes) -> Payload:
+    reply: Payload = json.loads((await w.stack.nc.request(subject, body, timeout=DEADLINE_S)).data)
+    return reply
+
+
+async def check_request(w: World, r: Request) -> None:
+    for subject, payload in r.setup:
+        prepared = await w.call(subject, payload)
+        assert "error" not in prepared, (subject, payload, prepared)
+    bad, where = r.bad, f"{r.subject} {r.bad.kind}: {r.bad.body[:300]!r}"
+    if bad.expect == "unknown_version":
+        with pytest.raises(NoRespondersError):
+            await w.stack.nc.request(r.subject.removesuffix(".v1") + bad.subject_suffix, bad.body, timeout=DEADLINE_S)  # type: ignore[operator]
+        return
+    reply = await ask(w, r.subject, bad.body)
+    if bad.expect == "not_internal":
+        assert reply.get("error", {}).get("code") in (None, "bad_request", "not_found"), (where, reply)
+        event(f"{r.subject} free_form: {reply.get('error', {}).get('code', 'accepted')}")
+        if "error" not in reply and r.then is not None:
+            context = await ask(w, subjects.CONTEXT_ASSEMBLE, _json(r.then))
+            assert "error" not in context, (where, r.then, context)
+        return
+    if bad.expect == "ok":
+        assert "error" not in reply, (where, reply)
+        if bad.replay:
+            again = await ask(w, r.subject, bad.body)
+            assert "error" not in again, (where, again)
+            if r.subject == subjects.LORE_BOOK_CREATE:
+                assert (again["lorebook_id"], again["created"]) == (reply["lorebook_id"], False), (where, reply, again)
+        if bad.kind == "foreign_tenant":  # another tenant's answer shows nothing of tenant A
+            text = json.dumps(reply, ensure_ascii=False)
+            assert not any(secret in text for secret in (SECRET, SECRET_LORE, "swordfish")), (where, reply)
+            if r.subject == subjects.MEMORY_LIST:
+                assert reply["total"] == 0, (where, reply)
+        return
+    error = reply.get("error")
+    assert isinstance(error, dict), (where, reply)
+    assert set(error) == {"code", "message"}, (where, reply)
+    assert error["code"] == bad.expect, (where, reply)
+    assert not any(secret in error["message"] for secret in (SECRET, SECRET_LORE)), (where, reply)
+    if bad.names:
+        assert any(n in error["message"] for n in bad.names), (where, bad.names, reply)
+
+
+@FUZZ
+@given(data=st.data())
+async def test_every_request_gets_a_reply_naming_the_problem(fuzz_world: World, data: st.DataObject) -> None:
+    batch = data.draw(st.lists(requests(fuzz_world), min_size=BATCH, max_size=BATCH), label="requests")
+    for r in batch:  # --hypothesis-show-statistics: how often each subject and kind was sent
+        event(r.bad.kind)
+        event(r.subject)
+    await asyncio.gather(*(check_request(fuzz_world, r) for r in batch))
+
+
+# --- chat events --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Event:
+    subject: str
+    tenant: str  # the case's marker
+    payload: Payload
+    setup: tuple[tuple[str, Payload], ...]
+    bad: Bad
+    headers: dict[str, str] = field(default_factory=dict)  # odd trace headers: ignored, never a failure
+
+
+#: ``traceparent`` values a producer may get wrong: garbage, the invalid all-zero ids, an unknown version.
+TRACEPARENTS = st.sampled_from(["", "garbage", "00-" + "0" * 32 + "-" + "0" * 16 + "-01", "ff-" + "a" * 32 + "-" + "b" * 16 + "-01", "00-xyz-abc-01"]) | st.text(alphabet=string.printable.strip(), max_size=80)  # fmt: skip
+
+
+@st.composite
+def events(draw: st.DrawFn) -> Event:
+    subject, tenant = draw(st.sampled_from(sorted(EVENTS))), marker()
+    payload, setup = draw(valid_event(subject, tenant))
+    odd = draw(
+        st.dictionaries(st.sampled_from(["traceparent", "tracestate", "Mnemo-Dlq-Reason"]), TRACEPARENTS, max_size=2)
+    )
+    variant = draw(st.sampled_from(["valid", "replay", "foreign_tenant", *["mutation"] * 5]))
+    if variant == "mutation":
+        return Event(subject, tenant, payload, setup, draw(mutations(EVENTS[subject], payload, bad="dead_letter", strict=False)), odd)  # fmt: skip
+    if variant == "foreign_tenant" and setup:  # an edit or deletion of tenant A's message, sent as another tenant
+        foreign = {**payload, "tenant_id": f"{tenant}-b"}
+        return Event(subject, tenant, payload, setup, Bad(variant, _json(foreign), "dead_letter", ("not recorded",)), odd)  # fmt: skip
+    return Event(subject, tenant, payload, setup, Bad(variant, _json(payload), "ok", replay=variant == "replay"), odd)
+
+
+async def publish(w: World, e: Event) -> None:
+    js = w.stack.js
+    for subject, payload in e.setup:
+        await js.publish(subject, _json(payload), headers={"Nats-Msg-Id": f"setup-{e.tenant}"})
+    subject = e.subject.removesuffix(".v1") + e.bad.subject_suffix if e.bad.subject_suffix else e.subject
+    await js.publish(subject, e.bad.body, headers={**e.headers, "Nats-Msg-Id": e.tenant})
+    if e.bad.replay:  # the same Nats-Msg-Id (JetStream drops it), then a new one (ingest must dedupe)
+        assert (await js.publish(subject, e.bad.body, headers={**e.headers, "Nats-Msg-Id": e.tenant})).duplicate
+        await js.publish(subject, e.bad.body, headers={**e.headers, "Nats-Msg-Id": f"{e.tenant}-again"})
+
+
+async def recorded(w: World, e: Event) -> None:
+    p, store = e.payload, w.stack.store
+    if e.subject in (subjects.MESSAGE_CREATED, subjects.MESSAGE_EDITED, subjects.MESSAGE_DELETED):
+        events_ = await store.read_stream(conversation_stream(p["tenant_id"], p["user_id"], p["conversation_id"]))
+        kinds = [ev.type for ev in events_]
+        assert kinds.count("message.recorded") == 1, (e, kinds)
+        assert len(kinds) == (1 if e.subject == subjects.MESSAGE_CREATED else 2), (e, kinds)
+    elif e.subject == subjects.BOT_UPSERTED:
+        assert len(await store.read_stream(bot_stream(p["tenant_id"], p["bot_id"]))) == 1, e
+    else:
+        assert len(await store.read_stream(persona_stream(p["tenant_id"], p["user_id"], p["persona_id"]))) == 1, e
+
+
+def by_marker(letters: list[RawStreamMsg]) -> dict[str, list[RawStreamMsg]]:
+    found: dict[str, list[RawStreamMsg]] = {}
+    for letter in letters:
+        assert letter.subject == subjects.dead_letter_subject("ingest"), (letter.subject, letter.headers)
+        for m in set(MARKER.findall(letter.data or b"")):
+            found.setdefault(m.decode(), []).append(letter)
+    return found
+
+
+@FUZZ
+@given(data=st.data())
+async def test_every_bad_event_is_dead_lettered_with_its_reason_and_the_stream_goes_on(
+    fuzz_world: World, data: st.DataObject
+) -> None:
+    w = fuzz_world
+    batch = data.draw(st.lists(events(), min_size=BATCH, max_size=BATCH), label="events")
+    for e in batch:
+        event(e.bad.kind)
+        event(e.subject)
+    await asyncio.gather(*(publish(w, e) for e in batch))
+    tenant = marker()
+    body = chat_message(tenant, tenant, "c1", "canary", "the stream goes on")
+    canary = Event(subjects.MESSAGE_CREATED, tenant, body, (), Bad("canary", _json(body), "ok"))
+    await publish(w, canary)
+    await wait_until(lambda: drained(w.stack.js, subjects.CHAT_STREAM, subjects.durable("ingest")), "ingest acked all", 120)  # fmt: skip
+    letters = by_marker(await w.new_letters())
+    for e in [*batch, canary]:
+        mine = letters.get(e.tenant, [])
+        if e.bad.expect == "ok":
+            assert mine == [], (e, [(m.headers or {}).get(DLQ_REASON) for m in mine])
+            await recorded(w, e)
+            continue
+        assert len(mine) == 1, (e.subject, e.bad.kind, e.bad.body[:300], len(mine))
+        reason = str((mine[0].headers or {}).get(DLQ_REASON, ""))
+        assert any(n in reason for n in e.bad.names), (e.subject, e.bad.kind, e.bad.names, reason)
+
+
+# --- still alive --------------------------------------------------------------------------------------
+async def test_the_services_still_answer_and_only_bad_input_was_dead_lettered(fuzz_world: World) -> None:
+    w = fuzz_world
+    ask_a = {"tenant_id": w.tenant, "user_id": USER, "conversation_id": "c1", "bot_id": "bard", "user_message": "Kestrel?"}  # fmt: skip
+    reply = await w.call(subjects.CONTEXT_ASSEMBLE, ask_a)
+    assert "error" not in reply, reply
+    assert SECRET in reply["context"], reply
+    assert SECRET_LORE in reply["context"], reply
+    for subject in sorted(REQUESTS):  # every request subject still answers (here: an empty object is refused)
+        assert (await ask(w, subject, b"{}"))["error"]["code"] == "bad_request", subject
+    with pytest.raises(MaxPayloadError):  # over max_payload: the client refuses to send it at all
+        await w.stack.nc.request(subjects.CONTEXT_ASSEMBLE, b" " * (w.stack.nc.max_payload + 1), timeout=5)
+    assert (await w.call(subjects.CONTEXT_ASSEMBLE, ask_a))["context"] == reply["context"]
+    letters = await w.new_letters()
+    assert [m.subject for m in letters if m.subject != subjects.dead_letter_subject("ingest")] == []
