@@ -87,7 +87,9 @@ async def open_core(settings: Settings, *, vectors: bool = False, embedder: bool
     store = MongoEventStore(db, codec)
     await store.ensure_indexes()
     await ensure_all_indexes(db, cipher)
-    nc = await nats.connect(settings.nats_url, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
+    nc = await nats.connect(
+        settings.nats_servers, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1
+    )
     js = nc.jetstream()
     await ensure_streams(js, settings.streams)
     relay = Relay(store, NatsJetStreamPublisher(js), codec)

@@ -81,7 +81,7 @@ LOG_JSTREAM = JStream(subjects.LOG_STREAM, subjects=list(subjects.LOG_STREAM_SUB
 def make_broker(settings: Settings, service: str) -> NatsBroker:
     """A broker for one service: its own connection name, telemetry middleware, quiet per-message logs."""
     return NatsBroker(
-        settings.nats_url,
+        settings.nats_servers,
         name=f"mnemo-{service}",
         middlewares=[NatsTelemetryMiddleware(tracer_provider=tracer_provider(service, settings.telemetry))],
         # FastStream logs each message and its task supervision at INFO/DEBUG: keep that under "mnemo.broker"

@@ -98,7 +98,11 @@ class _Tree(BaseSettings):
 
 
 class Settings(_Tree):
-    nats_url: str = Field("nats://127.0.0.1:4222", description="the NATS server (JetStream) every service connects to")
+    nats_url: str = Field(
+        "nats://127.0.0.1:4222",
+        description="the NATS server (JetStream) every service connects to; a cluster's nodes as a "
+        "comma-separated list (the client picks one and fails over to the others)",
+    )
     mongodb_url: str = Field(
         "mongodb://127.0.0.1:27017/?directConnection=true",
         description="the event log and read models; journaled writes are requested per operation",
@@ -117,6 +121,11 @@ class Settings(_Tree):
     telemetry: TelemetrySettings = TelemetrySettings()
     streams: StreamsSettings = StreamsSettings()
     service_name: str = Field("mnemo", description="set by each process for its logs, spans and connection names")
+
+    @property
+    def nats_servers(self) -> list[str]:
+        """``nats_url`` as the list nats-py's ``connect`` takes: it does not split a comma-separated string."""
+        return [url.strip() for url in self.nats_url.split(",") if url.strip()]
 
 
 def read_section(name: str, model: type[Section]) -> Section:
