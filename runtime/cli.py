@@ -42,7 +42,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         if args.action == "start":
             if args.target:
                 raise ClusterControlError(f"unexpected arguments: {' '.join(args.target)}")
-            from runtime.cluster import ClusterConfig, run_cluster
+            from runtime.cluster import ClusterConfig, ClusterRunningError, run_cluster
+            from runtime.servers import ServerStartError
 
             config = ClusterConfig(
                 data_dir=data_dir,
@@ -53,7 +54,11 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                 node_ports=[int(p) for p in args.nats_ports.split(",")] if args.nats_ports else None,
                 stop_timeout=args.stop_timeout,
             )
-            return run_cluster(config)
+            try:
+                return run_cluster(config)
+            except (ClusterRunningError, ServerStartError) as exc:
+                print(f"mnemo cluster: {exc}", file=sys.stderr)
+                return 1
         if args.action == "status":
             print("\n".join(status_lines(data_dir)))
             return 0

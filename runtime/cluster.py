@@ -27,11 +27,23 @@ from typing import Any
 
 from runtime import nats_cluster
 from runtime.catalog import spec
-from runtime.cluster_control import ProcEntry, read_requests, write_pids
-from runtime.servers import ChildServer, NatsNode, host_port, spawn, start_mongo, start_nats_node
+from runtime.cluster_control import ProcEntry, read_requests, running_supervisor, write_pids
+from runtime.servers import (
+    ChildServer,
+    NatsNode,
+    ServerStartError,
+    host_port,
+    spawn,
+    start_mongo,
+    start_nats_node,
+)
 from shared.crypto import load_or_create_kek
 
 READY_MARK = " serving on "
+
+
+class ClusterRunningError(RuntimeError):
+    pass
 
 
 class StopRequested(BaseException):
@@ -84,6 +96,7 @@ class Cluster:
     config: ClusterConfig
     nodes: list[NatsNode] = field(default_factory=list)
     procs: list[Proc] = field(default_factory=list)
+    started_at: float = field(default_factory=time.monotonic)
 
     @property
     def run_dir(self) -> Path:
@@ -99,8 +112,11 @@ class Cluster:
             stale.unlink(missing_ok=True)
         self.nodes = nats_cluster.plan_nodes(self.config.nats_url, self.config.node_ports)
         for node in self.nodes:
+            nats_cluster.require_free(node.host, node.port, node.name)
+        nats_cluster.require_free(*host_port(self.config.mongodb_url, 27017), "secantusd")
+        for node in self.nodes:
             self._add_server(node.name, node.url, lambda n=node: start_nats_node(n, self.nodes, data), node.monitor_url)
-        leader = nats_cluster.wait_for_cluster(self.nodes)
+        leader = nats_cluster.wait_for_cluster(self.nodes, check=self._servers_up)
         nats_cluster.declare_streams(self.nodes)
         say(f"NATS cluster formed ({len(self.nodes)} nodes, JetStream meta leader {leader}, streams at 3 replicas)")
         mongo_url = self.config.mongodb_url
@@ -117,6 +133,12 @@ class Cluster:
         say(f"connect your platform to {self.nodes[0].url} (or any node); logs: {(data / 'logs').resolve()}")
         say(f"processes: {(self.run_dir / 'pids.json').resolve()}   stop: Ctrl-C")
         self._wait_ready()
+
+    def _servers_up(self) -> None:
+        for proc in self.procs:
+            if proc.entry.kind == "server" and not proc.alive():
+                tail = proc.entry.log.read_text(errors="replace")[-1500:] if proc.entry.log.exists() else ""
+                raise ServerStartError(f"{proc.entry.label} exited while the cluster formed:\n{tail}")
 
     def _add_server(self, name: str, url: str, start: Any, monitor: str | None = None) -> None:
         entry = ProcEntry(name, "server", None, 0, self.config.data_dir / "logs" / f"{name}.log", url, monitor)
@@ -147,7 +169,7 @@ class Cluster:
         proc.start()
 
     def _wait_ready(self) -> None:
-        started = time.monotonic()
+        started = self.started_at
         waiting = [p for p in self.procs if p.entry.kind == "service"]
         while waiting:
             self.check_exits()
@@ -250,6 +272,9 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
 def run_cluster(config: ClusterConfig) -> int:
     """Start the cluster and supervise it until Ctrl-C or SIGTERM, then stop everything; 0 on a clean stop."""
     cluster = Cluster(config)
+    other = running_supervisor(config.data_dir)
+    if other is not None:  # checked before anything could overwrite its pids.json
+        raise ClusterRunningError(f"a mnemo cluster already runs on {config.data_dir} (pid {other}): stop it first")
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         cluster.start()

@@ -75,6 +75,26 @@ def read_pids(data_dir: Path) -> dict[str, Any]:
     return doc
 
 
+def supervisor_running(doc: dict[str, Any]) -> bool:
+    """Whether the supervisor pids.json names still runs (a reused pid running something else does not count)."""
+    pid = int(doc.get("supervisor", 0))
+    if not pid_alive(pid):
+        return False
+    try:
+        return b"cluster" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # no /proc: trust the pid
+        return True
+
+
+def running_supervisor(data_dir: Path) -> int | None:
+    """The pid of the ``mnemo cluster`` already running on ``data_dir``, if any."""
+    try:
+        doc = read_pids(data_dir)
+    except (ClusterControlError, ValueError):
+        return None
+    return int(doc["supervisor"]) if supervisor_running(doc) and doc["supervisor"] != os.getpid() else None
+
+
 def read_requests(run_dir: Path) -> list[Path]:
     folder = run_dir / REQUESTS
     return sorted(p for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
@@ -100,7 +120,7 @@ def find_entry(doc: dict[str, Any], name: str, replica: int | None) -> dict[str,
 def restart(data_dir: Path, name: str, replica: int | None, timeout: float = 120.0) -> dict[str, Any]:
     """Ask the running supervisor to start ``name`` (``replica``) again; return its new pids.json entry."""
     doc = read_pids(data_dir)
-    if not pid_alive(int(doc.get("supervisor", 0))):
+    if not supervisor_running(doc):
         raise ClusterControlError(
             f"the mnemo cluster of {data_dir} is not running: `make cluster` starts every process again"
         )
@@ -124,7 +144,7 @@ def restart(data_dir: Path, name: str, replica: int | None, timeout: float = 120
 def status_lines(data_dir: Path) -> list[str]:
     """One line per process: label, pid, up or down (with its exit code), URL."""
     doc = read_pids(data_dir)
-    running = pid_alive(int(doc.get("supervisor", 0)))
+    running = supervisor_running(doc)
     lines = [f"supervisor pid {doc.get('supervisor')}: {'running' if running else 'not running'}"]
     for e in doc["processes"]:
         state = "up" if pid_alive(int(e["pid"])) and "exit_code" not in e else f"down ({e.get('exit_code')})"

@@ -15,6 +15,7 @@ import json
 import socket
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
@@ -29,7 +30,7 @@ NODES = 3
 STREAM_REPLICAS = 3
 
 
-def _port_free(host: str, port: int) -> bool:
+def port_free(host: str, port: int) -> bool:
     with socket.socket() as s:
         try:
             s.bind((host, port))
@@ -38,13 +39,19 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+def require_free(host: str, port: int, what: str) -> None:
+    """Fail at once when ``port`` is taken: a server already there would pass for the one about to start."""
+    if not port_free(host, port):
+        raise ServerStartError(f"{what}: {host}:{port} is in use (mnemo run or another cluster?); choose another port")
+
+
 def plan_nodes(nats_url: str, node_ports: list[int] | None = None) -> list[NatsNode]:
     """The three nodes: ``nats-1`` on ``nats_url``, ``nats-2`` and ``nats-3`` on ``node_ports`` (else the next
     ports when free, else free ports)."""
     parsed = urlparse(nats_url)
     host, first = parsed.hostname or "127.0.0.1", parsed.port or 4222
     if node_ports is None:
-        node_ports = [p if _port_free(host, p) else free_port(host) for p in (first + 1, first + 2)]
+        node_ports = [p if port_free(host, p) else free_port(host) for p in (first + 1, first + 2)]
     if len(node_ports) != NODES - 1:
         raise ValueError(f"expected {NODES - 1} client ports for nats-2 and nats-3, got {node_ports}")
     return [
@@ -71,12 +78,15 @@ def meta_leader(node: NatsNode) -> str | None:
     return str(leader) if leader else None
 
 
-def wait_for_cluster(nodes: list[NatsNode], timeout: float = 60.0) -> str:
-    """Wait until every node routes to every other and agrees on a JetStream meta leader; return its name."""
+def wait_for_cluster(nodes: list[NatsNode], timeout: float = 60.0, check: Callable[[], None] | None = None) -> str:
+    """Wait until every node routes to every other and agrees on a JetStream meta leader; return its name.
+    ``check`` runs on each round, to fail early (a node that exited)."""
     names = {n.name for n in nodes}
     deadline = time.monotonic() + timeout
     last = "no answer yet"
     while time.monotonic() < deadline:
+        if check is not None:
+            check()
         with contextlib.suppress(OSError, ValueError):
             missing = {n.name: sorted(names - {n.name} - routed_peers(n)) for n in nodes}
             leaders = {meta_leader(n) for n in nodes}

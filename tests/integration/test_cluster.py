@@ -223,6 +223,20 @@ async def test_a_killed_replica_stays_down_until_restarted(cluster: ClusterProce
     await _talk(cluster.entry("nats-3")["url"], "conv-node3", ["After the restart the bell rang twice."])
 
 
+def test_a_second_cluster_on_the_same_data_is_refused(cluster: ClusterProcess):
+    before = cluster.pids()
+    done = subprocess.run(
+        cluster.cli("--nats-url", f"nats://127.0.0.1:{free_port()}"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "already runs" in done.stderr
+    assert cluster.pids() == before
+
+
 def test_ctrl_c_stops_every_process(cluster: ClusterProcess):
     pids = [p["pid"] for p in cluster.pids()["processes"]]
     assert cluster.stop() == 0, cluster.output()[-4000:]
