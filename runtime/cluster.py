@@ -15,15 +15,16 @@ SecantusDB, then the NATS nodes.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from runtime import nats_cluster
 from runtime.catalog import spec
@@ -66,7 +67,7 @@ class Proc:
     """A process of the cluster and how to start it (again)."""
 
     entry: ProcEntry
-    launch: Any  # () -> subprocess.Popen[bytes]
+    launch: Callable[[], subprocess.Popen[bytes]]
     process: subprocess.Popen[bytes] | None = None
     log_offset: int = 0
     expected_exit: bool = False
@@ -85,10 +86,6 @@ class Proc:
         with open(self.entry.log, "rb") as fh:
             fh.seek(self.log_offset)
             return READY_MARK.encode() in fh.read()
-
-
-def _from_server(server: ChildServer) -> subprocess.Popen[bytes]:
-    return server.process
 
 
 @dataclass
@@ -115,7 +112,9 @@ class Cluster:
             nats_cluster.require_free(node.host, node.port, node.name)
         nats_cluster.require_free(*host_port(self.config.mongodb_url, 27017), "secantusd")
         for node in self.nodes:
-            self._add_server(node.name, node.url, lambda n=node: start_nats_node(n, self.nodes, data), node.monitor_url)
+            self._add_server(
+                node.name, node.url, functools.partial(start_nats_node, node, self.nodes, data), node.monitor_url
+            )
         leader = nats_cluster.wait_for_cluster(self.nodes, check=self._servers_up)
         nats_cluster.declare_streams(self.nodes)
         say(f"NATS cluster formed ({len(self.nodes)} nodes, JetStream meta leader {leader}, streams at 3 replicas)")
@@ -140,9 +139,9 @@ class Cluster:
                 tail = proc.entry.log.read_text(errors="replace")[-1500:] if proc.entry.log.exists() else ""
                 raise ServerStartError(f"{proc.entry.label} exited while the cluster formed:\n{tail}")
 
-    def _add_server(self, name: str, url: str, start: Any, monitor: str | None = None) -> None:
+    def _add_server(self, name: str, url: str, start: Callable[[], ChildServer], monitor: str | None = None) -> None:
         entry = ProcEntry(name, "server", None, 0, self.config.data_dir / "logs" / f"{name}.log", url, monitor)
-        proc = Proc(entry, lambda: _from_server(start()))
+        proc = Proc(entry, lambda: start().process)
         self.procs.append(proc)
         proc.start()
 

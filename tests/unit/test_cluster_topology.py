@@ -1,5 +1,5 @@
 """``mnemo cluster``'s pieces that need no server: the topology (defaults, file, flags), the NATS nodes'
-configuration and URLs, and ``MNEMO_NATS_URL`` as a list of servers."""
+configuration and URLs, ``MNEMO_NATS_URL`` as a list of servers, and reading pids.json."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from runtime.catalog import SERVICES
 from runtime.cli import build_parser
+from runtime.cluster_control import ClusterControlError, find_entry, read_pids, restart, status_lines
 from runtime.nats_cluster import plan_nodes, servers_for
 from runtime.servers import MAX_PAYLOAD, nats_node_config
 from runtime.topology import TopologyError, parse_replica_flags, resolve_topology
@@ -98,3 +99,34 @@ def test_nats_url_takes_a_comma_separated_list(monkeypatch: pytest.MonkeyPatch):
     assert Settings().nats_servers == ["nats://a:4222", "nats://b:4223", "nats://c:4224"]
     monkeypatch.setenv("MNEMO_NATS_URL", "nats://127.0.0.1:4222")
     assert Settings().nats_servers == ["nats://127.0.0.1:4222"]
+
+
+def _pids(tmp_path: Path, supervisor: int) -> Path:
+    run = tmp_path / "run"
+    run.mkdir()
+    processes = [
+        {"name": "ingest", "kind": "service", "replica": 1, "pid": 2**22 + 1},
+        {"name": "ingest", "kind": "service", "replica": 2, "pid": 2**22 + 2},
+        {"name": "nats-1", "kind": "server", "pid": 2**22 + 3, "url": "nats://127.0.0.1:4222", "exit_code": -9},
+    ]
+    (run / "pids.json").write_text(json.dumps({"supervisor": supervisor, "processes": processes}))
+    return tmp_path
+
+
+def test_a_replica_is_named_when_a_service_has_several(tmp_path: Path):
+    doc = read_pids(_pids(tmp_path, 2**22))
+    assert find_entry(doc, "ingest", 2)["pid"] == 2**22 + 2
+    assert find_entry(doc, "nats-1", None)["url"] == "nats://127.0.0.1:4222"
+    with pytest.raises(ClusterControlError, match="several replicas"):
+        find_entry(doc, "ingest", None)
+    with pytest.raises(ClusterControlError, match="no process"):
+        find_entry(doc, "lore", None)
+
+
+def test_restart_needs_the_running_supervisor_and_status_says_what_is_down(tmp_path: Path):
+    data = _pids(tmp_path, 2**22)  # above the default pid_max: no such process
+    with pytest.raises(ClusterControlError, match="not running"):
+        restart(data, "ingest", 1)
+    lines = status_lines(data)
+    assert "not running" in lines[0]
+    assert any(line.startswith("nats-1") and "down (-9)" in line for line in lines)
