@@ -120,7 +120,7 @@ class Cluster:
         say(f"NATS cluster formed ({len(self.nodes)} nodes, JetStream meta leader {leader}, streams at 3 replicas)")
         mongo_url = self.config.mongodb_url
         mhost, mport = host_port(mongo_url, 27017)
-        self._add_server("secantusd", mongo_url, lambda: start_mongo(data, mhost, mport))
+        self._add_server("secantusd", mongo_url, functools.partial(start_mongo, data, mhost, mport, timeout=120.0))
         kek = base64.b64encode(load_or_create_kek(data)).decode()
         k = 0
         for name, count in self.config.replicas.items():

@@ -78,7 +78,7 @@ def meta_leader(node: NatsNode) -> str | None:
     return str(leader) if leader else None
 
 
-def wait_for_cluster(nodes: list[NatsNode], timeout: float = 60.0, check: Callable[[], None] | None = None) -> str:
+def wait_for_cluster(nodes: list[NatsNode], timeout: float = 120.0, check: Callable[[], None] | None = None) -> str:
     """Wait until every node routes to every other and agrees on a JetStream meta leader; return its name.
     ``check`` runs on each round, to fail early (a node that exited)."""
     names = {n.name for n in nodes}
@@ -114,7 +114,7 @@ async def _declare_streams(urls: list[str], deadline_s: float) -> None:
         await nc.drain()
 
 
-def declare_streams(nodes: list[NatsNode], timeout: float = 60.0) -> None:
+def declare_streams(nodes: list[NatsNode], timeout: float = 120.0) -> None:
     """Create (or update) every stream with :data:`STREAM_REPLICAS` copies; the services do the same at start."""
     asyncio.run(_declare_streams([n.url for n in nodes], timeout))
 
