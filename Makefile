@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run test test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context up down clean
+.PHONY: run cluster test test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ install: $(STAMP)
 ## Run the whole stack on its embedded default (nats-server, SecantusDB, Qdrant Edge, bundled model).
 run: $(STAMP)
 	$(VENV)/bin/mnemo run $(ARGS)
+
+## A local cluster: 3 NATS JetStream nodes, SecantusDB, every service replica as its own process (.data-cluster/).
+## ARGS="--replicas ingest=3", ARGS="--topology topology.toml", ARGS="restart ingest 2", ARGS=status.
+cluster: $(STAMP)
+	$(VENV)/bin/mnemo cluster $(ARGS)
 
 ## Lint, type-check, then every test (unit, contract, integration, e2e).
 test: $(STAMP) lint typecheck

@@ -1,5 +1,5 @@
-"""`mnemo` command line: run the embedded stack, replay the log into the projections, write AsyncAPI and the
-settings reference."""
+"""`mnemo` command line: run the embedded stack or a local cluster, replay the log into the projections, write
+AsyncAPI and the settings reference."""
 
 from __future__ import annotations
 
@@ -31,6 +31,48 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     asyncio.run(run_stack(settings, demo=not args.no_demo))
     return 0
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from runtime.cluster_control import ClusterControlError, restart, status_lines
+    from runtime.topology import TopologyError, resolve_topology
+
+    data_dir: Path = args.data_dir or Path(".data-cluster")
+    try:
+        if args.action == "start":
+            if args.target:
+                raise ClusterControlError(f"unexpected arguments: {' '.join(args.target)}")
+            from runtime.cluster import ClusterConfig, ClusterRunningError, run_cluster
+            from runtime.servers import ServerStartError
+
+            config = ClusterConfig(
+                data_dir=data_dir,
+                replicas=resolve_topology(args.topology, args.replicas or ()),
+                nats_url=args.nats_url or os.environ.get("MNEMO_NATS_URL", "nats://127.0.0.1:4222"),
+                mongodb_url=args.mongodb_url
+                or os.environ.get("MNEMO_MONGODB_URL", "mongodb://127.0.0.1:27017/?directConnection=true"),
+                node_ports=[int(p) for p in args.nats_ports.split(",")] if args.nats_ports else None,
+                stop_timeout=args.stop_timeout,
+            )
+            try:
+                return run_cluster(config)
+            except (ClusterRunningError, ServerStartError) as exc:
+                print(f"mnemo cluster: {exc}", file=sys.stderr)
+                return 1
+        if args.action == "status":
+            print("\n".join(status_lines(data_dir)))
+            return 0
+        if not 1 <= len(args.target) <= 2 or (len(args.target) == 2 and not args.target[1].isdigit()):
+            raise ClusterControlError("usage: mnemo cluster restart <name> [<replica>] [--data-dir DIR]")
+        replica = int(args.target[1]) if len(args.target) == 2 else None
+        entry = restart(data_dir, args.target[0], replica)
+        print(
+            f"{args.target[0]}{'' if replica is None else f' {replica}'} restarted: pid {entry['pid']}, log {entry['log']}"
+        )
+        return 0
+    except (ClusterControlError, TopologyError, ValueError) as exc:
+        print(f"mnemo cluster: {exc}", file=sys.stderr)
+        return 2
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -77,6 +119,23 @@ def build_parser() -> argparse.ArgumentParser:
     add_backend_flags(run)
     run.add_argument("--no-demo", action="store_true", help="do not play the demo scene on first start")
     run.set_defaults(func=cmd_run)
+
+    clu = sub.add_parser(
+        "cluster",
+        help="a 3-node NATS JetStream cluster, SecantusDB and every service replica as its own process",
+        description="start (default): run the local cluster until Ctrl-C. restart <name> [<replica>]: start "
+        "one process of the running cluster again (a service, nats-<n> or secantusd). status: list them.",
+    )
+    clu.add_argument("action", nargs="?", choices=("start", "restart", "status"), default="start")
+    clu.add_argument("target", nargs="*", help="restart: the process name and, for a service, the replica")
+    clu.add_argument("--data-dir", type=Path, help="the cluster's data directory (default .data-cluster)")
+    clu.add_argument("--nats-url", help="where the first NATS node listens (default nats://127.0.0.1:4222)")
+    clu.add_argument("--nats-ports", help="client ports of nodes 2 and 3, e.g. 4223,4224 (default: the next two)")
+    clu.add_argument("--mongodb-url", help="where SecantusDB listens (default mongodb://127.0.0.1:27017)")
+    clu.add_argument("--topology", type=Path, help="a TOML or JSON file with a [replicas] table")
+    clu.add_argument("--replicas", action="append", help="replicas per service, e.g. ingest=3,lore=1 (over the file)")
+    clu.add_argument("--stop-timeout", type=float, default=40.0, help="seconds a process gets to stop on SIGTERM")
+    clu.set_defaults(func=cmd_cluster)
 
     rep = sub.add_parser("replay", help="rebuild every read model and the vector index from the event log")
     add_backend_flags(rep)

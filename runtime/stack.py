@@ -14,14 +14,13 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlparse
 
 from faststream.nats import NatsBroker
 
 from runtime.catalog import SERVICES
 from runtime.demo import player
 from runtime.render import render_reply
-from runtime.servers import ChildServer, start_mongo, start_nats
+from runtime.servers import ChildServer, host_port, start_mongo, start_nats
 from shared.bootstrap import Core, deps_for, open_core, wait_for_stop_signal
 from shared.broker import make_broker, start_broker
 from shared.settings import Settings
@@ -29,17 +28,12 @@ from shared.settings import Settings
 log = logging.getLogger("mnemo.stack")
 
 
-def _host_port(url: str, default_port: int) -> tuple[str, int]:
-    parsed = urlparse(url)
-    return parsed.hostname or "127.0.0.1", parsed.port or default_port
-
-
 def start_servers(settings: Settings) -> list[ChildServer]:
     data_dir = settings.data_dir
-    host, port = _host_port(settings.nats_url, 4222)
+    host, port = host_port(settings.nats_url, 4222)
     nats_server = start_nats(data_dir, host, port)
     try:
-        mhost, mport = _host_port(settings.mongodb_url, 27017)
+        mhost, mport = host_port(settings.mongodb_url, 27017)
         mongo_server = start_mongo(data_dir, mhost, mport)
     except Exception:
         nats_server.stop()

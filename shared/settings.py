@@ -100,8 +100,8 @@ class _Tree(BaseSettings):
 class Settings(_Tree):
     nats_url: str = Field(
         "nats://127.0.0.1:4222",
-        description="the NATS server (JetStream) every service connects to; several nodes of a cluster "
-        "comma-separated (the client fails over between them)",
+        description="the NATS server (JetStream) every service connects to; a cluster's nodes as a "
+        "comma-separated list (the client picks one and fails over to the others)",
     )
     mongodb_url: str = Field(
         "mongodb://127.0.0.1:27017/?directConnection=true",
@@ -121,12 +121,12 @@ class Settings(_Tree):
     telemetry: TelemetrySettings = TelemetrySettings()
     streams: StreamsSettings = StreamsSettings()
 
+    service_name: str = Field("mnemo", description="set by each process for its logs, spans and connection names")
+
     @property
     def nats_servers(self) -> list[str]:
-        """``nats_url`` as the list of server URLs the NATS client takes."""
+        """``nats_url`` as the list nats-py's ``connect`` takes: it does not split a comma-separated string."""
         return [url.strip() for url in self.nats_url.split(",") if url.strip()]
-
-    service_name: str = Field("mnemo", description="set by each process for its logs, spans and connection names")
 
 
 def read_section(name: str, model: type[Section]) -> Section:
