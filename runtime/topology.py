@@ -20,16 +20,9 @@ from pathlib import Path
 
 from runtime.catalog import SERVICES
 
-#: The default topology: two of each pipeline service, one lore and one memory service.
-DEFAULT_REPLICAS: dict[str, int] = {
-    "ingest": 2,
-    "embedding": 2,
-    "summarizer": 2,
-    "memory-extractor": 2,
-    "context-assembler": 2,
-    "lore": 1,
-    "memory": 1,
-}
+#: The default topology, the catalog's (two of each pipeline service, one lore and one memory service); the
+#: compose file uses the same counts (``tests/unit/test_compose.py``).
+DEFAULT_REPLICAS: dict[str, int] = {spec.name: spec.replicas for spec in SERVICES}
 
 
 class TopologyError(ValueError):
