@@ -6,13 +6,14 @@ import importlib
 from dataclasses import dataclass
 
 from shared.bootstrap import IndexSetup, RouterFactory
+from shared.vectors.factory import VectorRole
 
 
 @dataclass(frozen=True)
 class ServiceSpec:
     name: str
     module: str  # `<module>.app` holds create_router(deps)
-    vectors: bool = False
+    vectors: VectorRole | None = None  # its use of the vector index (stream mode: writer or follower's shard)
     embedder: bool = False
 
     def router_factory(self) -> RouterFactory:
@@ -27,10 +28,10 @@ class ServiceSpec:
 
 SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("ingest", "services.ingest"),
-    ServiceSpec("embedding", "services.embedding", vectors=True, embedder=True),
+    ServiceSpec("embedding", "services.embedding", vectors="write", embedder=True),
     ServiceSpec("summarizer", "services.summarizer", embedder=True),
     ServiceSpec("memory-extractor", "services.memory_extractor", embedder=True),
-    ServiceSpec("context-assembler", "services.context_assembler", vectors=True, embedder=True),
+    ServiceSpec("context-assembler", "services.context_assembler", vectors="read", embedder=True),
     ServiceSpec("lore", "services.lore"),
     ServiceSpec("memory", "services.memory", embedder=False),
 )
