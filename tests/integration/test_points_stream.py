@@ -202,3 +202,33 @@ async def test_a_follower_of_a_recreated_stream_rebuilds(nc: NatsClient, tmp_pat
         assert set(await snapshot(follower)) == ids(second)
     finally:
         await follower.stop()
+
+
+async def test_the_factory_gives_each_role_its_side(nc: NatsClient, tmp_path: Path) -> None:
+    from shared.settings import Settings, VectorsSettings
+    from shared.vectors.edge import EdgeVectorIndex
+    from shared.vectors.factory import open_vector_index
+    from shared.vectors.follower import FollowedIndex
+    from shared.vectors.qdrant_server import QdrantServerIndex
+
+    stream = Settings(data_dir=tmp_path, vectors=VectorsSettings(mode="stream"))
+    writer = await open_vector_index(stream, nc, "write")
+    assert isinstance(writer.index, StreamPointWriter)
+    assert writer.follower is None
+    assert not (tmp_path / "points-replica").exists()  # the writer owns no shard
+    reader = await open_vector_index(stream, nc, "read")
+    try:
+        assert isinstance(reader.index, FollowedIndex)
+        assert reader.follower is not None
+        assert (tmp_path / "points-replica" / "mnemo").is_dir()
+    finally:
+        await reader.index.close()
+    local = await open_vector_index(Settings(data_dir=tmp_path), nc, "read")
+    assert isinstance(local.index, EdgeVectorIndex)
+    await local.index.close()
+    server = Settings(data_dir=tmp_path, qdrant_url="http://127.0.0.1:9", vectors=VectorsSettings(mode="stream"))
+    from shared.vectors.factory import build_vector_index
+
+    remote = build_vector_index(server)
+    assert isinstance(remote, QdrantServerIndex)  # a server wins over the mode
+    await remote.close()
