@@ -81,6 +81,8 @@ class PointsFollower:
         self._stream_created: str | None = None
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
+        self._next_lookup: asyncio.Future[int] | None = None  # the stream lookup the next callers share
+        self._lookups: asyncio.Task[None] | None = None
 
     @property
     def applied(self) -> int:
@@ -114,11 +116,12 @@ class PointsFollower:
 
     async def stop(self) -> None:
         """Stop following and close the shard."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._task, self._lookups):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._lookups = None
         await self.index.close()
 
     async def wait_for(self, seq: int, within_s: float) -> bool:
@@ -133,9 +136,27 @@ class PointsFollower:
         return True
 
     async def last_sequence(self) -> int:
-        """The stream's last sequence now (one JetStream API call)."""
-        info = await self._js.stream_info(subjects.POINTS_STREAM)
-        return int(info.state.last_seq)
+        """The stream's last sequence, read by a JetStream API call issued after this call began.
+
+        Concurrent callers share lookups (group commit): at most one is in flight, and the callers that arrive
+        meanwhile share the next one, so a busy replica makes about one call per round trip, not per request."""
+        lookup = self._next_lookup
+        if lookup is None:
+            lookup = self._next_lookup = asyncio.get_running_loop().create_future()
+            if self._lookups is None or self._lookups.done():
+                self._lookups = asyncio.create_task(self._look_up())
+        return await asyncio.shield(lookup)
+
+    async def _look_up(self) -> None:
+        while (waiting := self._next_lookup) is not None:
+            self._next_lookup = None
+            try:
+                info = await self._js.stream_info(subjects.POINTS_STREAM)
+            except Exception as exc:
+                waiting.set_exception(exc)
+                waiting.exception()  # retrieved here: a caller that gave up must not make it "never retrieved"
+            else:
+                waiting.set_result(int(info.state.last_seq))
 
     async def caught_up(self, within_s: float) -> bool:
         """Read-your-writes: wait up to ``within_s`` for this shard to apply every write acked before the call."""

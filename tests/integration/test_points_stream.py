@@ -232,3 +232,27 @@ async def test_the_factory_gives_each_role_its_side(nc: NatsClient, tmp_path: Pa
     remote = build_vector_index(server)
     assert isinstance(remote, QdrantServerIndex)  # a server wins over the mode
     await remote.close()
+
+
+async def test_concurrent_requests_share_the_stream_lookups(nc: NatsClient, tmp_path: Path) -> None:
+    writer = StreamPointWriter(nc)
+    await writer.ensure_collection(DIM)
+    follower = await started(nc, tmp_path / "f")
+    calls = 0
+    stream_info = follower._js.stream_info
+
+    async def counted(name: str, *args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        return await stream_info(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    follower._js.stream_info = counted  # type: ignore[method-assign]
+    try:
+        await writer.upsert(chunks("m1", 2))
+        assert all(await asyncio.gather(*(follower.caught_up(WAIT_S) for _ in range(50))))
+        assert calls <= 2  # the first lookup, and one shared by every caller that came while it was in flight
+        await writer.upsert(chunks("m2", 1, 4))
+        assert await follower.caught_up(WAIT_S)  # a lookup issued after the write: it is seen
+        assert len(await snapshot(follower)) == 3
+    finally:
+        await follower.stop()
