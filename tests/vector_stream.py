@@ -15,8 +15,8 @@ from nats.aio.client import Client as NatsClient
 from nats.js.errors import NotFoundError
 
 from shared import subjects
-from shared.vectors.follower import PointsFollower
-from shared.vectors.port import ScoredPoint, SparseVector, VectorFilter, VectorPoint
+from shared.vectors.follower import FollowedIndex, PointsFollower
+from shared.vectors.port import ScoredPoint, SparseVector, VectorFilter
 from shared.vectors.stream import StreamPointWriter
 
 CATCH_UP_S = 10.0
@@ -28,47 +28,27 @@ async def fresh_points_stream(nc: NatsClient) -> None:
         await nc.jetstream().delete_stream(subjects.POINTS_STREAM)
 
 
-class StreamedIndex:
-    """Writes: ``StreamPointWriter``; reads: the follower's shard once it has applied every acked write."""
+class StreamedIndex(FollowedIndex):
+    """``FollowedIndex`` whose every read first waits for the follower to apply every acked write."""
 
-    def __init__(self, nc: NatsClient, root: Path, collection: str, *, own_connection: bool = False) -> None:
+    def __init__(self, nc: NatsClient, root: Path, collection: str, dimensions: int) -> None:
+        super().__init__(StreamPointWriter(nc), PointsFollower(nc, root, collection, dimensions, retry_s=0.1))
         self.nc = nc
-        self.writer = StreamPointWriter(nc)
-        self.root = root
-        self.collection = collection
-        self.follower: PointsFollower | None = None
-        self._own = own_connection
 
     @classmethod
-    async def connect(cls, nats_url: str, root: Path, collection: str) -> StreamedIndex:
+    async def connect(cls, nats_url: str, root: Path, collection: str, dimensions: int) -> StreamedIndex:
         nc = await nats.connect(nats_url)
         await fresh_points_stream(nc)
-        return cls(nc, root, collection, own_connection=True)
+        return cls(nc, root, collection, dimensions)
 
-    async def _reader(self) -> PointsFollower:
-        assert self.follower is not None, "ensure_collection first"
+    async def _caught_up(self) -> None:
         assert await self.follower.caught_up(CATCH_UP_S), "the follower did not catch up"
-        return self.follower
-
-    async def ensure_collection(self, dimensions: int) -> None:
-        await self.writer.ensure_collection(dimensions)
-        if self.follower is None:
-            self.follower = PointsFollower(self.nc, self.root, self.collection, dimensions, retry_s=0.1)
-            await self.follower.start()
-
-    async def upsert(self, points: Sequence[VectorPoint]) -> None:
-        await self.writer.upsert(points)
-
-    async def delete(self, flt: VectorFilter) -> None:
-        await self.writer.delete(flt)
-
-    async def delete_ids(self, ids: Sequence[str]) -> None:
-        await self.writer.delete_ids(ids)
 
     async def search(
         self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
     ) -> list[ScoredPoint]:
-        return await (await self._reader()).index.search(vector, flt, limit, score_threshold)
+        await self._caught_up()
+        return await super().search(vector, flt, limit, score_threshold)
 
     async def hybrid_search(
         self,
@@ -78,18 +58,17 @@ class StreamedIndex:
         limit: int,
         score_threshold: float | None = None,
     ) -> list[ScoredPoint]:
-        return await (await self._reader()).index.hybrid_search(vector, sparse, flt, limit, score_threshold)
+        await self._caught_up()
+        return await super().hybrid_search(vector, sparse, flt, limit, score_threshold)
 
     async def count(self, flt: VectorFilter | None = None) -> int:
-        return await (await self._reader()).index.count(flt)
+        await self._caught_up()
+        return await super().count(flt)
 
     async def retrieve(self, ids: Sequence[str]) -> list[ScoredPoint]:
-        return await (await self._reader()).index.retrieve(ids)
+        await self._caught_up()
+        return await super().retrieve(ids)
 
     async def close(self) -> None:
-        if self.follower is not None:
-            await self.follower.stop()
-            self.follower = None
-        await self.writer.close()
-        if self._own:
-            await self.nc.close()
+        await super().close()
+        await self.nc.close()

@@ -36,7 +36,7 @@ async def make_index(kind: str, tmp_path: Path, request: pytest.FixtureRequest) 
     if kind == "edge":
         index = EdgeVectorIndex(tmp_path / "edge", "contract")
     elif kind == "stream":
-        index = await StreamedIndex.connect(request.getfixturevalue("nats_url"), tmp_path / "replica", "contract")
+        index = await StreamedIndex.connect(request.getfixturevalue("nats_url"), tmp_path / "replica", "contract", DIM)
     else:
         index = QdrantServerIndex(AsyncQdrantClient(location=":memory:"), "contract")
     await index.ensure_collection(DIM)
