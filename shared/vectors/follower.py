@@ -10,8 +10,8 @@ or a tombstone is applied where it stands. After each batch the last applied str
   writes in the same order leave the same points);
 - a lost directory (no state file, or no shard) replays the stream from its start: a re-read, no
   re-embedding;
-- a stream that is not the one followed (another creation time, or a last sequence below the applied one)
-  wipes the shard and replays.
+- a stream that is not the one followed (another creation time, or a last sequence below the applied one),
+  found at start or after ``idle_check_s`` without messages, wipes the shard and replays.
 
 A ``reset`` message (``mnemo replay``) wipes the shard (closed, deleted, created again) before what follows.
 
@@ -54,6 +54,10 @@ log = logging.getLogger(__name__)
 STATE_FILE = "applied.json"
 
 
+class StreamReplaced(Exception):
+    """The points stream followed was replaced by another of the same name (the shard was wiped)."""
+
+
 class PointsFollower:
     """Keeps ``index`` (an Edge shard at ``root / collection``) in line with the points stream."""
 
@@ -67,6 +71,7 @@ class PointsFollower:
         streams: StreamsSettings | None = None,
         batch: int = 256,
         retry_s: float = 1.0,
+        idle_check_s: float = 5.0,
     ) -> None:
         self._nc = nc
         self._js = nc.jetstream()
@@ -76,6 +81,7 @@ class PointsFollower:
         self._streams = streams
         self._batch = batch
         self._retry_s = retry_s
+        self._idle_check_s = idle_check_s  # when idle this long, check the stream is still the one followed
         self.index = EdgeVectorIndex(self._root, collection)
         self._applied = 0
         self._stream_created: str | None = None
@@ -169,6 +175,8 @@ class PointsFollower:
                 await self._follow()
             except asyncio.CancelledError:
                 raise
+            except StreamReplaced:
+                continue  # follow the new stream from its start
             except Exception:
                 log.exception("points follower %s failed; resuming after sequence %d", self._root, self._applied)
                 await asyncio.sleep(self._retry_s)
@@ -181,8 +189,9 @@ class PointsFollower:
         try:
             while True:
                 try:
-                    first = await sub.next_msg(timeout=5.0)
+                    first = await sub.next_msg(timeout=self._idle_check_s)
                 except NatsTimeoutError:
+                    await self._check_stream()
                     continue
                 msgs = [first]
                 while sub.pending_msgs > 0 and len(msgs) < self._batch:
@@ -194,6 +203,20 @@ class PointsFollower:
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
+
+    async def _check_stream(self) -> None:
+        """A stream deleted and created again under the same name (its creation time changed, or it ends below
+        what was applied): wipe the shard and follow it from its start (raises to resubscribe)."""
+        info = await self._js.stream_info(subjects.POINTS_STREAM)
+        created = info.created.isoformat() if info.created is not None else None
+        if created == self._stream_created and info.state.last_seq >= self._applied:
+            return
+        log.warning("points stream %s was replaced under %s: rebuilding", subjects.POINTS_STREAM, self._root)
+        await self._wipe()
+        self._stream_created = created
+        async with self._changed:
+            self._applied = 0
+        raise StreamReplaced(subjects.POINTS_STREAM)
 
     async def _apply(self, msgs: Sequence[Msg]) -> None:
         last = self._applied

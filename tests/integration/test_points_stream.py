@@ -25,6 +25,7 @@ from shared.vectors.follower import PointsFollower
 from shared.vectors.port import VectorFilter, VectorPoint
 from shared.vectors.stream import StreamPointWriter
 from tests.vector_stream import fresh_points_stream
+from tests.waiting import wait_until
 
 DIM = 8
 T, U, C = "t1", "u1", "c1"
@@ -254,5 +255,27 @@ async def test_concurrent_requests_share_the_stream_lookups(nc: NatsClient, tmp_
         await writer.upsert(chunks("m2", 1, 4))
         assert await follower.caught_up(WAIT_S)  # a lookup issued after the write: it is seen
         assert len(await snapshot(follower)) == 3
+    finally:
+        await follower.stop()
+
+
+async def test_a_running_follower_rebuilds_when_the_stream_is_replaced(nc: NatsClient, tmp_path: Path) -> None:
+    writer = StreamPointWriter(nc)
+    await writer.ensure_collection(DIM)
+    await writer.upsert(chunks("m1", 2))
+    follower = PointsFollower(nc, tmp_path / "f", "mnemo", DIM, retry_s=0.1, idle_check_s=0.2)
+    await follower.start()
+    try:
+        assert set(await snapshot(follower)) == ids(chunks("m1", 2))
+        await fresh_points_stream(nc)  # e.g. the NATS server's store wiped while the replica runs
+        await writer.ensure_collection(DIM)
+        second = chunks("m2", 1)
+        await writer.upsert(second)
+
+        async def rebuilt() -> bool:
+            return follower.applied == 1
+
+        await wait_until(rebuilt, "the follower applied the new stream from its start", WAIT_S)
+        assert set(await snapshot(follower)) == ids(second)
     finally:
         await follower.stop()
