@@ -100,6 +100,12 @@ class VectorsSettings(BaseModel):
         description="stream mode: how long a context request waits for its replica's shard to reach the "
         "points stream's last sequence before searching anyway (then `vector_index_lag` is in degraded)",
     )
+    start_catch_up_s: float = Field(
+        300.0,
+        ge=0,
+        description="stream mode: how long a starting context-assembler replica waits for its shard to catch up "
+        "with the points stream before it takes requests (then it starts anyway, logging how far behind it is)",
+    )
     publish_timeout_s: float = Field(
         10.0, gt=0, description="stream mode: how long the embedding service waits for a batch's PubAcks"
     )

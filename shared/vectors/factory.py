@@ -6,11 +6,12 @@
 - ``vectors.mode=stream`` (``shared/vectors/stream.py``): the ``write`` role (the embedding service, ``mnemo
   replay``) gets a ``StreamPointWriter`` and no shard; the ``read`` and ``both`` roles get a ``FollowedIndex``:
   a shard of their own under ``data_dir/points-replica`` fed by a ``PointsFollower`` (writes, if any, still go
-  to the stream).
+  to the stream), returned once the shard has caught up with the stream (``vectors.start_catch_up_s``).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,6 +24,8 @@ from shared.vectors.follower import FollowedIndex, PointsFollower
 from shared.vectors.port import VectorIndex
 from shared.vectors.qdrant_server import QdrantServerIndex
 from shared.vectors.stream import StreamPointWriter
+
+log = logging.getLogger(__name__)
 
 #: What a process does with the index: ``write`` (embedding), ``read`` (context-assembler) or ``both``.
 VectorRole = Literal["write", "read", "both"]
@@ -61,4 +64,13 @@ async def open_vector_index(settings: Settings, nc: NatsClient, role: VectorRole
     )
     followed = FollowedIndex(writer, follower)
     await followed.ensure_collection(dimensions)
+    # A replica takes requests once its shard holds what the stream held at its start (a new or wiped shard
+    # re-reads the stream: no model call), so it does not answer its share of them with a lagging index.
+    if not await follower.caught_up(settings.vectors.start_catch_up_s):
+        log.warning(
+            "points follower at sequence %d of %d after %.0f s: serving while it catches up",
+            follower.applied,
+            await follower.last_sequence(),
+            settings.vectors.start_catch_up_s,
+        )
     return OpenedIndex(followed, follower)

@@ -170,6 +170,7 @@ class PointsFollower:
 
     # --- following -------------------------------------------------------------------------------------------
     async def _run(self) -> None:
+        failures, failed_at = 0, -1
         while True:
             try:
                 await self._follow()
@@ -178,8 +179,12 @@ class PointsFollower:
             except StreamReplaced:
                 continue  # follow the new stream from its start
             except Exception:
+                # The same message failing again waits longer each time (up to 30 s), so a message the shard
+                # refuses does not flood the log; progress since the last failure starts over at retry_s.
+                failures = failures + 1 if self._applied == failed_at else 0
+                failed_at = self._applied
                 log.exception("points follower %s failed; resuming after sequence %d", self._root, self._applied)
-                await asyncio.sleep(self._retry_s)
+                await asyncio.sleep(min(self._retry_s * 2**failures, 30.0))
 
     async def _follow(self) -> None:
         config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self._applied + 1)

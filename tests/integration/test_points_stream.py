@@ -206,14 +206,19 @@ async def test_a_follower_of_a_recreated_stream_rebuilds(nc: NatsClient, tmp_pat
 
 
 async def test_the_factory_gives_each_role_its_side(nc: NatsClient, tmp_path: Path) -> None:
-    from shared.settings import Settings, VectorsSettings
+    from shared.settings import EmbedderSettings, Settings, VectorsSettings
     from shared.vectors.edge import EdgeVectorIndex
     from shared.vectors.factory import open_vector_index
     from shared.vectors.follower import FollowedIndex
     from shared.vectors.qdrant_server import QdrantServerIndex
 
-    stream = Settings(data_dir=tmp_path, vectors=VectorsSettings(mode="stream"))
+    stream = Settings(
+        data_dir=tmp_path,
+        embedder=EmbedderSettings(dimensions=DIM),
+        vectors=VectorsSettings(mode="stream", start_catch_up_s=WAIT_S),
+    )
     writer = await open_vector_index(stream, nc, "write")
+    await writer.index.upsert(chunks("m1", 3))
     assert isinstance(writer.index, StreamPointWriter)
     assert writer.follower is None
     assert not (tmp_path / "points-replica").exists()  # the writer owns no shard
@@ -221,6 +226,7 @@ async def test_the_factory_gives_each_role_its_side(nc: NatsClient, tmp_path: Pa
     try:
         assert isinstance(reader.index, FollowedIndex)
         assert reader.follower is not None
+        assert reader.follower.applied == await reader.follower.last_sequence()  # caught up before serving
         assert (tmp_path / "points-replica" / "mnemo").is_dir()
     finally:
         await reader.index.close()
