@@ -119,7 +119,7 @@ class CpuMeter:
 async def running_service(settings: Settings, name: str) -> AsyncIterator[tuple[Core, NatsBroker]]:
     """One service on its own core and broker, with the relay's recovery loop, as in production."""
     service = spec(name)
-    core = await open_core(settings, vectors=service.vectors, embedder=service.embedder)
+    core = await open_core(settings, vectors=service.vectors or False, embedder=service.embedder)
     broker = make_broker(settings, name)
     broker.include_router(service.router_factory()(deps_for(core, broker)))
     relay_task = asyncio.create_task(core.relay.run())

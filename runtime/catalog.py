@@ -6,13 +6,14 @@ import importlib
 from dataclasses import dataclass
 
 from shared.bootstrap import IndexSetup, RouterFactory
+from shared.vectors.factory import VectorRole
 
 
 @dataclass(frozen=True)
 class ServiceSpec:
     name: str
     module: str  # `<module>.app` holds create_router(deps)
-    vectors: bool = False
+    vectors: VectorRole | None = None  # its use of the vector index (stream mode: writer or follower's shard)
     embedder: bool = False
     replicas: int = 1  # processes of it in a deployment by default (`make cluster`, docker-compose.yml)
 
@@ -28,10 +29,10 @@ class ServiceSpec:
 
 SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("ingest", "services.ingest", replicas=2),
-    ServiceSpec("embedding", "services.embedding", vectors=True, embedder=True, replicas=2),
+    ServiceSpec("embedding", "services.embedding", vectors="write", embedder=True, replicas=2),
     ServiceSpec("summarizer", "services.summarizer", embedder=True, replicas=2),
     ServiceSpec("memory-extractor", "services.memory_extractor", embedder=True, replicas=2),
-    ServiceSpec("context-assembler", "services.context_assembler", vectors=True, embedder=True, replicas=2),
+    ServiceSpec("context-assembler", "services.context_assembler", vectors="read", embedder=True, replicas=2),
     ServiceSpec("lore", "services.lore"),
     ServiceSpec("memory", "services.memory", embedder=False),
 )

@@ -4,6 +4,12 @@ The log is the source of truth; this drops the read models (lorebooks and their 
 characters' knowledge and lore timed effects included) and the vectors of messages, summaries, legacy memories,
 lore entries and characters' facts, then folds every event back in, in batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
+
+In stream mode (``MNEMO_VECTORS__MODE=stream``) the vectors are rebuilt in the points stream: replay writes the
+reset marker and purges everything older (``StreamPointWriter.reset``), then publishes what the log projects,
+re-embedding it as the embedding service would. Stop the embedding service (a live writer would race it);
+context-assembler replicas may keep running: each wipes its shard when its follower reaches the marker and
+applies the rebuild as it is published (until then they answer from the old shard).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.summaries import SummariesReadModel
 from shared.settings import Settings
 from shared.vectors import points
+from shared.vectors.stream import StreamPointWriter
 
 log = logging.getLogger("mnemo.replay")
 
@@ -52,7 +59,7 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
     """Returns the number of events replayed."""
     servers = await asyncio.to_thread(start_servers, settings) if embedded else []
     try:
-        core = await open_core(settings, vectors=True, embedder=True)
+        core = await open_core(settings, vectors="write", embedder=True)
         try:
             read_models = ReadModels(core.db, core.cipher)
             summaries = SummariesReadModel(core.db, core.cipher)
@@ -70,7 +77,10 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
             projections = (read_models, summaries, witnessed, lore, legacy, knowledge, LoreTimedReadModel(core.db))
             for projection in projections:
                 await projection.drop_all()
-            await vectors.delete(points.all_kinds())
+            if isinstance(vectors, StreamPointWriter):
+                await vectors.reset()  # followers wipe their shard at the marker
+            else:
+                await vectors.delete(points.all_kinds())
             return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding)
         finally:
             await core.close()

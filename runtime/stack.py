@@ -2,7 +2,9 @@
 
 nats-server (JetStream) and SecantusDB run as children with their data under ``data_dir``; Qdrant Edge
 and the bundled embedding model run in-process. An in-process vector engine has exactly one owner, so the
-services share this process, but each has its own broker and they talk only over NATS.
+services share this process, but each has its own broker and they talk only over NATS. (To run them apart
+without a Qdrant server, ``MNEMO_VECTORS__MODE=stream``: ``docs/vector-stream.md``; the stack then runs one
+writer and one follower's shard here.)
 """
 
 from __future__ import annotations

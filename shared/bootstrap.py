@@ -36,7 +36,8 @@ from shared.llm.port import ChatModel
 from shared.readmodels import ensure_all_indexes
 from shared.runtime import Deps
 from shared.settings import Settings
-from shared.vectors.factory import build_vector_index
+from shared.vectors.factory import VectorRole, open_vector_index
+from shared.vectors.follower import PointsFollower
 from shared.vectors.port import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ class Core:
     vectors: VectorIndex | None
     embedder: Embedder | None
     chat_model: ChatModel | None
+    follower: PointsFollower | None = None  # stream mode: this process's shard follower (read-your-writes)
 
     async def close(self) -> None:
         await self.relay.stop()
@@ -79,7 +81,9 @@ class Core:
         await self.mongo.close()
 
 
-async def open_core(settings: Settings, *, vectors: bool = False, embedder: bool = False) -> Core:
+async def open_core(settings: Settings, *, vectors: bool | VectorRole = False, embedder: bool = False) -> Core:
+    """``vectors``: what the process does with the vector index (``True``: both read and write, ``False``: no
+    index); in stream mode it selects the writer or a follower's shard (``shared/vectors/factory.py``)."""
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(settings.mongodb_url, tz_aware=True)
     db = mongo[settings.mongodb_db]
     cipher = FieldCipher(resolve_kek(settings), MongoKeyStore(db))
@@ -94,13 +98,15 @@ async def open_core(settings: Settings, *, vectors: bool = False, embedder: bool
     await ensure_streams(js, settings.streams)
     relay = Relay(store, NatsJetStreamPublisher(js), codec)
     index: VectorIndex | None = None
+    follower: PointsFollower | None = None
     emb: Embedder | None = None
     if embedder:
         emb = build_embedder(settings)
     if vectors:
-        index = build_vector_index(settings)
-        await index.ensure_collection(settings.embedder.dimensions)
-    return Core(settings, mongo, db, cipher, codec, store, nc, relay, index, emb, build_chat_model(settings))
+        opened = await open_vector_index(settings, nc, "both" if vectors is True else vectors)
+        index, follower = opened.index, opened.follower
+    chat = build_chat_model(settings)
+    return Core(settings, mongo, db, cipher, codec, store, nc, relay, index, emb, chat, follower)
 
 
 def deps_for(core: Core, broker: NatsBroker) -> Deps:
@@ -115,6 +121,7 @@ def deps_for(core: Core, broker: NatsBroker) -> Deps:
         vectors=core.vectors,
         embedder=core.embedder,
         chat_model=core.chat_model,
+        vectors_caught_up=core.follower.caught_up if core.follower is not None else None,
     )
 
 
@@ -137,7 +144,7 @@ async def serve(
     name: str,
     create_router: RouterFactory,
     *,
-    vectors: bool = False,
+    vectors: bool | VectorRole = False,
     embedder: bool = False,
     own_indexes: IndexSetup | None = None,
 ) -> None:
@@ -166,7 +173,7 @@ def run_service(
     name: str,
     create_router: RouterFactory,
     *,
-    vectors: bool = False,
+    vectors: bool | VectorRole = False,
     embedder: bool = False,
     own_indexes: IndexSetup | None = None,
 ) -> None:

@@ -7,7 +7,7 @@ servers or fakes and the embedded stack can share one vector index and one embed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -49,6 +49,9 @@ class Deps:
     vectors: VectorIndex | None = None
     embedder: Embedder | None = None
     chat_model: ChatModel | None = None  # None: no LLM configured, services use their no-LLM fallbacks
+    #: Stream mode's read-your-writes wait (``PointsFollower.caught_up``): True once this process's shard has
+    #: applied every write acked before the call, False after the given seconds; None: the index is shared.
+    vectors_caught_up: Callable[[float], Awaitable[bool]] | None = None
 
     def require_vectors(self) -> VectorIndex:
         if self.vectors is None:

@@ -84,6 +84,33 @@ class StreamsSettings(BaseModel):
     )
 
 
+class VectorsSettings(BaseModel):
+    """How the vector index is shared when there is no Qdrant server (``qdrant_url`` set: the server, always)."""
+
+    mode: Literal["local", "stream"] = Field(
+        "local",
+        description="`local`: one in-process Qdrant Edge shard under data_dir, so the embedding service and the "
+        "context-assembler share a process (the one-process stack); `stream`: the embedding service publishes "
+        "points to the MNEMO_POINTS stream and each context-assembler replica follows it into its own shard "
+        "(separate processes, each with its own data_dir)",
+    )
+    read_wait_ms: int = Field(
+        200,
+        ge=0,
+        description="stream mode: how long a context request waits for its replica's shard to reach the "
+        "points stream's last sequence before searching anyway (then `vector_index_lag` is in degraded)",
+    )
+    start_catch_up_s: float = Field(
+        300.0,
+        ge=0,
+        description="stream mode: how long a starting context-assembler replica waits for its shard to catch up "
+        "with the points stream before it takes requests (then it starts anyway, logging how far behind it is)",
+    )
+    publish_timeout_s: float = Field(
+        10.0, gt=0, description="stream mode: how long the embedding service waits for a batch's PubAcks"
+    )
+
+
 class TelemetrySettings(BaseModel):
     exporter: Literal["none", "console", "otlp"] = Field("none", description="where spans go; none records none")
     otlp_endpoint: str = Field("http://localhost:4318/v1/traces", description="OTLP/HTTP traces endpoint")
@@ -120,7 +147,7 @@ class Settings(_Tree):
     delivery: DeliverySettings = DeliverySettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     streams: StreamsSettings = StreamsSettings()
-
+    vectors: VectorsSettings = VectorsSettings()
     service_name: str = Field("mnemo", description="set by each process for its logs, spans and connection names")
 
     @property

@@ -38,6 +38,27 @@ async def ensure_stream(
         await js.update_stream(config)
 
 
+async def ensure_points_stream(js: JetStreamContext, settings: StreamsSettings | None = None) -> None:
+    """The vector points stream of ``MNEMO_VECTORS__MODE=stream`` (``shared/vectors/stream.py``): one message kept
+    per subject (the KV pattern: a point's last upsert or tombstone, a source's last deletion), no age limit
+    (a new replica rebuilds its shard from it), messages never deleted one by one (``mnemo replay`` purges)."""
+    config = StreamConfig(
+        name=subjects.POINTS_STREAM,
+        subjects=list(subjects.POINTS_STREAM_SUBJECTS),
+        storage=StorageType.FILE,
+        duplicate_window=subjects.DUPLICATE_WINDOW_S,
+        num_replicas=(settings or StreamsSettings()).replicas,
+        max_msgs_per_subject=1,
+        deny_delete=True,
+    )
+    try:
+        await js.stream_info(config.name or "")
+    except NotFoundError:
+        await js.add_stream(config)
+    else:
+        await js.update_stream(config)
+
+
 async def ensure_streams(js: JetStreamContext, settings: StreamsSettings | None = None) -> None:
     for name, stream_subjects in STREAMS:
         await ensure_stream(js, name, stream_subjects, settings)

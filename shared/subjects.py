@@ -71,6 +71,29 @@ def dead_letter_subject(service: str) -> str:
 
 DLQ_ALL: Final = f"{DLQ_PREFIX}.>"
 
+# --- Vector points (``MNEMO_VECTORS__MODE=stream``, see shared/vectors/stream.py) -----------------------
+POINTS_PREFIX: Final = "mnemo.points"
+
+
+def point_subject(point_id: str) -> str:
+    """Where a point's upsert and its tombstone go: one subject per point, so the stream keeps only the last."""
+    if not point_id or "." in point_id or " " in point_id or "*" in point_id or ">" in point_id:
+        raise ValueError(f"invalid point id {point_id!r}")
+    return f"{POINTS_PREFIX}.point.{point_id}"
+
+
+def points_deletion_subject(key: str) -> str:
+    """Where a deletion by filter goes; ``key`` is the hash of the (single-source) filter, so repeating the same
+    deletion replaces the earlier one."""
+    if not key.isalnum():
+        raise ValueError(f"invalid deletion key {key!r}")
+    return f"{POINTS_PREFIX}.deletion.{key}"
+
+
+#: The reset marker ``mnemo replay`` writes before it purges everything older (followers wipe their shard).
+POINTS_RESET: Final = f"{POINTS_PREFIX}.reset"
+POINTS_ALL: Final = f"{POINTS_PREFIX}.>"
+
 # --- JetStream streams ----------------------------------------------------------------------------
 CHAT_STREAM: Final = "MNEMO_CHAT"
 CHAT_STREAM_SUBJECTS: Final = ("mnemo.chat.>",)
@@ -78,6 +101,8 @@ LOG_STREAM: Final = "MNEMO_LOG"
 LOG_STREAM_SUBJECTS: Final = (LOG_ALL,)
 DLQ_STREAM: Final = "MNEMO_DLQ"
 DLQ_STREAM_SUBJECTS: Final = (DLQ_ALL,)
+POINTS_STREAM: Final = "MNEMO_POINTS"
+POINTS_STREAM_SUBJECTS: Final = (POINTS_ALL,)
 # Nats-Msg-Id deduplication window; the relay's republish-after-crash happens well inside it.
 DUPLICATE_WINDOW_S: Final = 120.0
 

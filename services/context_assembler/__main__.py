@@ -3,4 +3,4 @@
 from services.context_assembler.app import create_router, ensure_own_indexes
 from shared.bootstrap import run_service
 
-run_service("context-assembler", create_router, vectors=True, embedder=True, own_indexes=ensure_own_indexes)
+run_service("context-assembler", create_router, vectors="read", embedder=True, own_indexes=ensure_own_indexes)

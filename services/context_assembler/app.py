@@ -60,6 +60,9 @@ def create_router(
         ),
         # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
         token_counter(settings.tokenizer_file),
+        # Stream mode: wait for this replica's shard to apply the writes acked before each request.
+        catch_up=deps.vectors_caught_up,
+        catch_up_s=deps.settings.vectors.read_wait_ms / 1000,
     )
 
     @router.subscriber(

@@ -22,7 +22,7 @@ import asyncio
 import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
@@ -56,6 +56,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 # When the request being gathered must be answered (event loop time); a read never waits past it.
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("assembler_deadline", default=None)
+#: Read-your-writes in stream mode (``Deps.vectors_caught_up``): waits up to the given seconds for this
+#: replica's shard to apply every vector write acked before the call; True when it has.
+CatchUp = Callable[[float], Awaitable[bool]]
 
 
 #: How many of the bot's current facts are read for the search to order: far above what one user's scope
@@ -80,7 +83,12 @@ class Gatherer:
         lore: LoreLoader | None = None,
         counter: TokenCounter | None = None,
         reranker: Reranker | None = None,
+        catch_up: CatchUp | None = None,
+        catch_up_s: float = 0.2,
     ) -> None:
+        """``catch_up``: the stream mode's read-your-writes wait, given ``catch_up_s`` per request (0: none)."""
+        self._catch_up = catch_up if catch_up_s > 0 else None
+        self._catch_up_s = catch_up_s
         self._reads = reads
         self._reranker: Reranker = reranker or NoRerank()
         self._counter = counter or EstimatedTokens()
@@ -112,6 +120,9 @@ class Gatherer:
         - ``embedder``: the query could not be embedded within the retrieval deadline (memories and
           retrieved are skipped).
         - ``vector_index``: the vector search failed or ran past the deadline.
+        - ``vector_index_lag`` (stream mode): this replica's shard had not applied, within ``catch_up_s``, every
+          vector write acked before the request came (or that could not be checked); the searches ran on it as
+          it was. Without it, every event whose embedding was acked before the request is searchable.
         - ``memories`` / ``retrieved``: the search worked but the texts could not be read back.
         - ``lore``: the lorebooks read model failed (no lore); ``lore_vectors`` / ``lore_timed``: see
           ``lore.py``.
@@ -127,6 +138,8 @@ class Gatherer:
         _deadline.set(asyncio.get_running_loop().time() + s.deadline_s)
         # The bot's facts depend on nothing else: read them while the rest is gathered and searched.
         knowing = asyncio.ensure_future(self._knowledge(req, degraded))
+        # Read-your-writes: the replica's shard catches up while the read models are read.
+        fresh = asyncio.ensure_future(self._caught_up()) if self._catch_up is not None else None
         try:
             lore_books = self._read(self._lore.books(req), "lore", degraded, []) if self._lore else _nothing()
             bot, persona, history, books = await asyncio.gather(
@@ -145,6 +158,8 @@ class Gatherer:
             if bot is None and "bot_profile" not in degraded:
                 degraded.append("bot_profile")
             history = await self._label_personas(req, history, persona, degraded)
+            if fresh is not None and not await fresh:
+                degraded.append("vector_index_lag")
             lore: list[LoreItem] = []
             if books and self._lore is not None:
                 similar = await self._lore.similar(req, books, history, degraded)  # vector/hybrid entries
@@ -178,6 +193,19 @@ class Gatherer:
             )
         finally:
             knowing.cancel()  # only if the gathering failed before awaiting it
+            if fresh is not None:
+                fresh.cancel()
+
+    async def _caught_up(self) -> bool:
+        """The read-your-writes wait, bounded by ``catch_up_s`` in all (a failed check counts as a lag)."""
+        assert self._catch_up is not None
+        try:
+            return await asyncio.wait_for(self._catch_up(self._catch_up_s), self._catch_up_s)
+        except TimeoutError:
+            return False
+        except Exception as exc:
+            log.warning("vector index lag unknown: %s: %s", type(exc).__name__, exc)
+            return False
 
     async def _label_personas(
         self,

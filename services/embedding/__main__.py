@@ -3,4 +3,4 @@
 from services.embedding.app import create_router
 from shared.bootstrap import run_service
 
-run_service("embedding", create_router, vectors=True, embedder=True)
+run_service("embedding", create_router, vectors="write", embedder=True)

@@ -23,15 +23,20 @@ from shared.sparse import document_vector, query_vector
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import Match, Range, ScoredPoint, SparseVector, VectorFilter, VectorIndex, VectorPoint
 from shared.vectors.qdrant_server import QdrantServerIndex
+from tests.vector_stream import StreamedIndex
 
 DIM = 8
-KINDS = ["edge", "qdrant_local"]
+#: ``stream``: the points stream's writer and a follower's shard (``MNEMO_VECTORS__MODE=stream``), on the
+#: session's nats-server; reads wait for the follower to apply every acked write (tests/vector_stream.py).
+KINDS = ["edge", "qdrant_local", "stream"]
 
 
-async def make_index(kind: str, tmp_path: Path) -> VectorIndex:
+async def make_index(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> VectorIndex:
     index: VectorIndex
     if kind == "edge":
         index = EdgeVectorIndex(tmp_path / "edge", "contract")
+    elif kind == "stream":
+        index = await StreamedIndex.connect(request.getfixturevalue("nats_url"), tmp_path / "replica", "contract", DIM)
     else:
         index = QdrantServerIndex(AsyncQdrantClient(location=":memory:"), "contract")
     await index.ensure_collection(DIM)
@@ -40,16 +45,18 @@ async def make_index(kind: str, tmp_path: Path) -> VectorIndex:
 
 @pytest.fixture(params=KINDS)
 async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorIndex]:
-    idx = await make_index(request.param, tmp_path)
+    idx = await make_index(request.param, tmp_path, request)
     yield idx
     await idx.close()
 
 
 @contextlib.contextmanager
-def sync_index(kind: str, tmp_path: Path) -> Iterator[tuple[asyncio.Runner, VectorIndex]]:
+def sync_index(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[asyncio.Runner, VectorIndex]]:
     """An index and the event loop it runs on, for Hypothesis' synchronous tests; closed afterwards."""
     with asyncio.Runner() as runner:
-        idx = runner.run(make_index(kind, tmp_path))
+        idx = runner.run(make_index(kind, tmp_path, request))
         try:
             yield runner, idx
         finally:
@@ -254,8 +261,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_filtered_search_returns_exactly_the_matching_points(kind: str, tmp_path: Path) -> None:
-    with sync_index(kind, tmp_path) as (runner, idx):
+def test_filtered_search_returns_exactly_the_matching_points(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    with sync_index(kind, tmp_path, request) as (runner, idx):
 
         @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(scenarios())
@@ -380,8 +389,10 @@ Words = st.sampled_from(["alpha", "bravo", "charlie", "delta", "echo"])
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_hybrid_search_returns_only_the_matching_points(kind: str, tmp_path: Path) -> None:
-    with sync_index(kind, tmp_path) as (runner, idx):
+def test_hybrid_search_returns_only_the_matching_points(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    with sync_index(kind, tmp_path, request) as (runner, idx):
 
         @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(

@@ -90,3 +90,51 @@ async def test_opening_a_core_creates_the_read_model_indexes(core_settings: Sett
             assert index in await core.db[collection].index_information(), collection
     finally:
         await core.close()
+
+
+async def test_replay_in_stream_mode_resets_the_points_stream_and_replicas_follow(core_settings: Settings) -> None:
+    """``MNEMO_VECTORS__MODE=stream``: replay publishes the rebuild after a reset marker; a replica that followed
+    the old stream and one started afterwards hold the same points, and replaying twice duplicates nothing."""
+    import nats
+
+    from shared import subjects
+    from shared.settings import VectorsSettings
+    from tests.vector_stream import fresh_points_stream
+
+    settings = core_settings.model_copy(update={"vectors": VectorsSettings(mode="stream")})
+    nc = await nats.connect(settings.nats_url)
+    await fresh_points_stream(nc)
+    core = await open_core(settings)
+    try:
+        stream = conversation_stream("t-replay", "u1", "c1")
+        delete = NewEvent(
+            type=MESSAGE_DELETED.name,
+            tenant_id="t-replay",
+            payload={"user_id": "u1", "conversation_id": "c1", "message_id": "m1", "deleted_at": T0.isoformat()},
+        )
+        texts = ["We reached the lighthouse at dusk.", "The keeper said nobody lives here.", "A ship burned."]
+        await core.store.append(stream, 0, [*(recorded(i, t) for i, t in enumerate(texts)), delete])
+    finally:
+        await core.close()
+    early = await open_core(settings.model_copy(update={"data_dir": settings.data_dir / "early"}), vectors="read")
+    try:
+        await replay_twice(settings, 4)
+        info = await nc.jetstream().stream_info(subjects.POINTS_STREAM)
+        # the reset marker, two points and one deletion: the first replay's messages were purged
+        assert info.state.messages == 1 + 2 + 1
+        late = await open_core(settings.model_copy(update={"data_dir": settings.data_dir / "late"}), vectors="read")
+        try:
+            for replica in (early, late):
+                assert replica.follower is not None
+                assert await replica.follower.caught_up(10)
+                assert replica.vectors is not None
+                per_message = {
+                    m: await replica.vectors.count(VectorFilter.where(tenant_id="t-replay", message_id=m))
+                    for m in ("m0", "m1", "m2")
+                }
+                assert per_message == {"m0": 1, "m1": 0, "m2": 1}
+        finally:
+            await late.close()
+    finally:
+        await early.close()
+        await nc.close()
