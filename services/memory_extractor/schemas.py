@@ -8,14 +8,12 @@ caller's check: only the caller knows who was there.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from shared.llm.output import LLMOutput
 
 
-class _Output(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore", str_strip_whitespace=True)
-
-
-class CharacterKnowledge(_Output):
+class CharacterKnowledge(LLMOutput):
     character_id: str = Field(description="an id from the list of characters present")
     learned_facts: list[str] = Field(description="short standalone statements this character now knows")
 
@@ -32,7 +30,7 @@ class CharacterKnowledge(_Output):
         return [fact.strip() for fact in facts if fact.strip()]
 
 
-class KnowledgeUpdates(_Output):
+class KnowledgeUpdates(LLMOutput):
     """Per character present, what they learned in the span."""  # sent to the model
 
     updates: list[CharacterKnowledge]

@@ -2,20 +2,17 @@
 
 The JSON Schema of each model is sent to the provider (see ``json_schema``); the validators below check what
 a schema cannot express, and a failure there triggers the adapter's one correction retry like any other
-schema violation. Whether ``character_id`` values name characters that were actually present is the
-caller's check: only the caller knows who was there.
+schema violation.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from shared.llm.output import LLMOutput
 
 
-class _Output(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore", str_strip_whitespace=True)
-
-
-class SummaryOutput(_Output):
+class SummaryOutput(LLMOutput):
     """A summary of one span of conversation."""  # sent to the model as the schema description
 
     summary: str = Field(description="about 120 words, third person, past tense")

@@ -1,12 +1,14 @@
 """``mnemo cluster`` started as its own process, as an operator would, on free ports in a temporary directory.
 
-One replica of each service (11 processes in all, with the three NATS nodes and SecantusDB) keeps it light;
+One replica of each service but two context-assemblers (12 processes in all, with the three NATS nodes and
+SecantusDB) keeps it light;
 the default topology's counts are checked in tests/unit/test_cluster_topology.py. Checked: pids.json lists
 every process with a live pid; the three nodes route to each other and agree on a JetStream meta leader; the
 streams have three replicas; a platform connected to node 2 publishes messages and gets them back in the
 assembled history; a killed replica is reported, stays down, and ``mnemo cluster restart`` brings it back
-(then a platform on node 3 is served); Ctrl-C stops everything. Nothing here depends on vector retrieval:
-until the vectors' stream mode lands, each embedding and context-assembler replica has its own local index.
+(then a platform on node 3 is served); an old message is retrieved by meaning from either context-assembler
+replica (vectors in stream mode, each replica its own shard), one of them restarted on its shard; Ctrl-C stops
+everything.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 import nats
 import pytest
+from nats.errors import NoRespondersError
 
 from runtime.servers import free_port, pid_alive
 from shared import subjects
@@ -38,7 +41,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 READY = "mnemo cluster is serving"
 SERVICES = ("ingest", "embedding", "summarizer", "memory-extractor", "context-assembler", "lore", "memory")
-ONE_EACH = ",".join(f"{name}=1" for name in SERVICES)
+ONE_EACH = ",".join(f"{name}=1" for name in SERVICES if name != "context-assembler") + ",context-assembler=2"
+# A short history window, so an old message can only reach the context through the vector search.
+ENV = {**os.environ, "MNEMO_CONTEXT_ASSEMBLER__HISTORY_LIMIT": "4"}
 T0 = datetime(2026, 11, 1, 20, 0, tzinfo=UTC)
 
 
@@ -68,7 +73,7 @@ class ClusterProcess:
         )
         started = time.monotonic()
         with open(self.out, "wb") as out:
-            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=ENV)
         while READY not in self.output():
             if self.process.poll() is not None or time.monotonic() - started > timeout:
                 self.process.kill()
@@ -221,6 +226,65 @@ async def test_a_killed_replica_stays_down_until_restarted(cluster: ClusterProce
     assert pid_alive(new["pid"])
     assert "exit_code" not in new
     await _talk(cluster.entry("nats-3")["url"], "conv-node3", ["After the restart the bell rang twice."])
+
+
+OLD_LINES = [
+    "Ada hid the brass telescope inside the lighthouse keeper's boot.",
+    "The tide came in fast over the causeway.",
+    "Mirelle sold two baskets of smoked herring.",
+    "A gull stole a biscuit from the fisherman's cart.",
+    "The church bell rang for the evening mass.",
+    "Rain drummed on the slate roofs all night.",
+    "The baker's dog slept under the bench.",
+    "Someone lit a fire on the northern hill.",
+]
+
+
+async def _retrieved_once(url: str) -> bool:
+    """Whether a context request on ``url`` brings the first line back through the vector search."""
+    nc = await nats.connect(url)
+    try:
+        request = {"tenant_id": "t-cluster", "user_id": "u-1", "conversation_id": "conv-old", "bot_id": "bot-1",
+                   "persona_id": "p-1", "user_message": "Where is the brass telescope hidden?", "max_tokens": 2000}  # fmt: skip
+        try:
+            msg = await request_reply(nc, subjects.CONTEXT_ASSEMBLE, json.dumps(request).encode(), timeout=15)
+        except (NoRespondersError, TimeoutError):
+            return False  # the replica left is still starting (it loads the model, then catches up)
+        reply = json.loads(msg.data)
+        retrieved = [s for s in reply.get("sections", []) if s["name"] == "retrieved"]
+        return bool(retrieved) and "brass telescope" in retrieved[0]["text"]
+    finally:
+        await nc.drain()
+
+
+async def _kill(cluster: ClusterProcess, name: str, replica: int) -> None:
+    os.kill(cluster.entry(name, replica)["pid"], signal.SIGKILL)
+    await wait_for_stack(
+        lambda: "exit_code" in cluster.entry(name, replica), f"pids.json records {name}-{replica}'s exit"
+    )
+
+
+async def _restart(cluster: ClusterProcess, name: str, replica: int) -> None:
+    done = await asyncio.to_thread(
+        subprocess.run,
+        cluster.cli("restart", name, str(replica)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+async def test_old_messages_are_retrieved_from_either_context_assembler(cluster: ClusterProcess):
+    """Each replica answers from its own shard, fed from the points stream: with one replica down, the other
+    retrieves the old message; then the same with the roles swapped, the restarted one on its own shard."""
+    await _talk(cluster.entry("nats-1")["url"], "conv-old", OLD_LINES)
+    url = cluster.entry("nats-2")["url"]
+    for down, up in ((1, 2), (2, 1)):
+        await _kill(cluster, "context-assembler", down)  # only replica `up` is subscribed now
+        await wait_for_stack(lambda: _retrieved_once(url), f"context-assembler {up} retrieves the old message")
+        await _restart(cluster, "context-assembler", down)
 
 
 def test_a_second_cluster_on_the_same_data_is_refused(cluster: ClusterProcess):
