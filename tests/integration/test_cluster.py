@@ -120,6 +120,7 @@ def test_pids_json_lists_every_process_alive(cluster: ClusterProcess):
     assert pid_alive(doc["supervisor"])
     assert {(p["name"], p["kind"], p.get("replica")) for p in processes} == {
         *((name, "service", 1) for name in SERVICES),
+        ("context-assembler", "service", 2),
         ("nats-1", "server", None),
         ("nats-2", "server", None),
         ("nats-3", "server", None),
