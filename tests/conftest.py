@@ -124,6 +124,22 @@ def real_mongodb_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def real_qdrant_url() -> Iterator[str]:
+    """A real Qdrant server for the vector-index contract suite: ``QDRANT_URL``, else one started by testcontainers
+    at the version compose pins, else skip saying what is missing."""
+    url = os.environ.get("QDRANT_URL")
+    if url:
+        yield url
+        return
+    if not docker_engine():
+        pytest.skip("needs a Qdrant server: set QDRANT_URL, or a Docker engine for testcontainers (neither here)")
+    from testcontainers.community.qdrant import QdrantContainer
+
+    with QdrantContainer(compose_image("qdrant")) as qdrant:
+        yield f"http://{qdrant.get_container_host_ip()}:{qdrant.get_exposed_port(6333)}"
+
+
+@pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """`../shared` beside the repository: specs, fixtures and evaluation data, read by path."""
     if not SHARED.exists():

@@ -28,7 +28,9 @@ from tests.vector_stream import StreamedIndex
 DIM = 8
 #: ``stream``: the points stream's writer and a follower's shard (``MNEMO_VECTORS__MODE=stream``), on the
 #: session's nats-server; reads wait for the follower to apply every acked write (tests/vector_stream.py).
-KINDS = ["edge", "qdrant_local", "stream"]
+#: ``qdrant_server``: a real Qdrant server (``QDRANT_URL``, or testcontainers at the image compose pins), else
+#: skipped saying what is missing.
+KINDS = ["edge", "qdrant_local", "stream", "qdrant_server"]
 
 
 async def make_index(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> VectorIndex:
@@ -37,6 +39,9 @@ async def make_index(kind: str, tmp_path: Path, request: pytest.FixtureRequest) 
         index = EdgeVectorIndex(tmp_path / "edge", "contract")
     elif kind == "stream":
         index = await StreamedIndex.connect(request.getfixturevalue("nats_url"), tmp_path / "replica", "contract", DIM)
+    elif kind == "qdrant_server":
+        client = AsyncQdrantClient(url=request.getfixturevalue("real_qdrant_url"))
+        index = QdrantServerIndex(client, f"contract-{uuid.uuid4().hex}")  # a server is shared: a fresh collection
     else:
         index = QdrantServerIndex(AsyncQdrantClient(location=":memory:"), "contract")
     await index.ensure_collection(DIM)
