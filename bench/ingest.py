@@ -6,7 +6,14 @@ awaiting its JetStream ack):
 - raw: publishing N messages to a plain JetStream stream;
 - ingest: publishing N messages to `mnemo.chat.message.created.v1` with the ingest service running, until
   the ingest consumer has acknowledged all of them (it acks only after the journaled append to the log and
-  the read-model update), checked against the number of events in the log.
+  the read-model update), checked against the number of events in the log;
+- store: the store's own limit, its reference: the event documents ingest wrote in that run, read back from
+  the log and inserted again, in batches of ``delivery.ingest_batch_size`` like ingest's appends
+  (``insert_many`` ordered, journaled: ``WriteConcern(j=True)``), into a fresh database on the same
+  SecantusDB with the event log's indexes (``_id`` and the unique ``stream_version``). The reference holds
+  the event documents only: ingest also writes, per batch, an outbox intent and receipt, and per message the
+  read-model updates (conversation and message documents), which the reference leaves out, so the ratio is
+  how close ingest comes to the bare inserts of its log, not to the store's limit for all its writes.
 
 Beside the rates it reports where the CPU went during the ingest run: per process (the publisher; this one:
 the ingest service; SecantusDB; nats-server), CPU microseconds per message and the share of one core it
@@ -26,6 +33,7 @@ from typing import Any
 
 import nats
 from nats.js import JetStreamContext
+from pymongo import ASCENDING, AsyncMongoClient, IndexModel, WriteConcern
 
 from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_for_acks
 from bench.publisher import publisher_process
@@ -80,6 +88,36 @@ async def measure_ingest(settings: Any, js: JetStreamContext, bodies: list[bytes
     return len(bodies) / elapsed, recorded
 
 
+def batches(docs: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    """``docs`` in consecutive batches of at most ``size``, in order."""
+    return [docs[i : i + size] for i in range(0, len(docs), size)]
+
+
+async def measure_store(settings: Any, batch_size: int, cpu: CpuMeter) -> tuple[float, int]:
+    """Seconds to insert the log's event documents again into a fresh database, journaled, batch by batch.
+
+    Returns (seconds, documents). CPU is measured into ``cpu`` (this process as the client, SecantusDB)."""
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(settings.mongodb_url, tz_aware=True)
+    try:
+        docs = await client[settings.mongodb_db]["events"].find({}).sort([("recorded_at", ASCENDING)]).to_list(None)
+        target = client["bench_store_limit"].get_collection("events", write_concern=WriteConcern(w=1, j=True))
+        await target.create_indexes(
+            [IndexModel([("stream_id", ASCENDING), ("version", ASCENDING)], unique=True, name="stream_version")]
+        )
+        chunks = batches(docs, batch_size)
+        cpu.start()
+        start = time.perf_counter()
+        for chunk in chunks:
+            await target.insert_many(chunk, ordered=True)
+        seconds = time.perf_counter() - start
+        cpu.stop()
+        if await target.count_documents({}) != len(docs):
+            raise SystemExit("the store reference lost documents")
+    finally:
+        await client.close()
+    return seconds, len(docs)
+
+
 async def main(n: int, conversations: int) -> dict[str, Any]:
     bodies = payloads(n, conversations)
     async with embedded_servers() as backends:
@@ -91,6 +129,9 @@ async def main(n: int, conversations: int) -> dict[str, Any]:
             ingest, recorded = await measure_ingest(backends.settings, js, bodies, cpu)
         finally:
             await nc.drain()
+        store_cpu = CpuMeter({"secantusdb": backends.pids["secantusdb"]})
+        batch_size = backends.settings.delivery.ingest_batch_size
+        store_seconds, store_docs = await measure_store(backends.settings, batch_size, store_cpu)
     if recorded != n:
         raise SystemExit(f"ingest recorded {recorded} of {n} messages")
     per_process = cpu.report(n)
@@ -101,12 +142,27 @@ async def main(n: int, conversations: int) -> dict[str, Any]:
     for name, p in per_process.items():
         print(f"  {name}: {p['cpu_us_per_item']} CPU-us per message, {p['busy']:.0%} of a core")
     print(f"  all cores busy at these costs: {cpu_bound:,.0f} msgs/s")
+    store_docs_per_s = store_docs / store_seconds
+    store_msgs_per_s = n / store_seconds
+    print(
+        f"store limit: the {store_docs:,} event documents of the run inserted again, journaled, {batch_size:,} per"
+        f" insert_many: {store_docs_per_s:,.0f} docs/s = {store_msgs_per_s:,.0f} msgs/s;"
+        f" ingest {ingest / store_msgs_per_s:.2f} of it"
+    )
+    for name, p in store_cpu.report(n).items():
+        print(f"  {name}: {p['cpu_us_per_item']} CPU-us per message, {p['busy']:.0%} of a core")
     return {
         "ingest_msgs_per_s": round(ingest, 1),
         "raw_jetstream_msgs_per_s": round(raw, 1),
         "ratio": round(ingest / raw, 3),
         "cpu": per_process,
         "cpu_bound_msgs_per_s": round(cpu_bound),
+        "store_insert_docs_per_s": round(store_docs_per_s, 1),
+        "store_insert_msgs_per_s": round(store_msgs_per_s, 1),
+        "store_docs": store_docs,
+        "store_batch_size": batch_size,
+        "ratio_to_store": round(ingest / store_msgs_per_s, 3),
+        "store_cpu": store_cpu.report(n),
         "messages": n,
         "conversations": conversations,
         **machine(),
