@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster test test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context up down clean
+.PHONY: run cluster test test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context bench-scale up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -76,6 +76,10 @@ bench-retrieval: $(STAMP)
 ## Context request latency with 100,000 indexed items and a 400-entry lorebook (quick: ARGS="--items 20000").
 bench-context: $(STAMP)
 	$(PY) -m bench.context $(ARGS)
+
+## Ingest at 1 and 2 replicas on `mnemo cluster` beside one process, same run: msgs/s, CPU per message, duplicates.
+bench-scale: $(STAMP)
+	$(PY) -m bench.scale $(ARGS)
 
 ## Distributed mode (needs a Docker engine).
 up:
