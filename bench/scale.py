@@ -58,6 +58,7 @@ class Run:
     service_cpu_s: float  # the ingest processes, summed
     server_cpu_s: float  # nats-server(s) and SecantusDB, summed
     publisher_cpu_s: float
+    redelivered: int | None = None  # messages the ingest durable delivered more than once (cluster runs)
 
     def report(self, n: int) -> dict[str, Any]:
         return {
@@ -67,6 +68,7 @@ class Run:
             "publisher_cpu_us_per_msg": round(self.publisher_cpu_s / n * 1e6),
             "recorded": self.recorded,
             "duplicates": self.recorded - n,
+            "redelivered": self.redelivered,
         }
 
 
@@ -108,38 +110,61 @@ async def run_one(bodies: list[bytes]) -> Run:
     return Run("one", rate, recorded, used["this process"], servers, used["publisher"])
 
 
-@contextlib.asynccontextmanager
-async def cluster(ingest: int, data_dir: Path) -> AsyncIterator[tuple[str, str, dict[str, Any]]]:
-    """``mnemo cluster`` with ``ingest`` ingest replicas: (NATS URL, MongoDB URL, pids.json) once it serves."""
+async def start_cluster(ingest: int, base: Path, attempt: int) -> tuple[asyncio.subprocess.Process, Path, list[str]]:
+    """One try at starting ``mnemo cluster`` on free ports: (process, data dir, [NATS URL, MongoDB URL])."""
     ports = [free_port() for _ in range(4)]
     nats_url, mongodb_url = f"nats://127.0.0.1:{ports[0]}", f"mongodb://127.0.0.1:{ports[3]}/?directConnection=true"
-    argv = [sys.executable, "-m", "runtime.cli", "cluster", "--data-dir", str(data_dir), "--nats-url", nats_url]
-    argv += ["--nats-ports", f"{ports[1]},{ports[2]}", "--mongodb-url", mongodb_url]
+    data_dir = base / f"cluster-{ingest}-{attempt}"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "runtime.cli", "cluster", "--data-dir", str(data_dir / "data")]
+    argv += ["--nats-url", nats_url, "--nats-ports", f"{ports[1]},{ports[2]}", "--mongodb-url", mongodb_url]
     argv += ["--replicas", replica_flags(ingest), "--stop-timeout", "20"]
-    data_dir.parent.mkdir(parents=True, exist_ok=True)
-    out_path = data_dir.parent / f"cluster-{ingest}.out"
-    with open(out_path, "wb") as out:
+    with open(data_dir / "cluster.out", "wb") as out:
         process = await asyncio.create_subprocess_exec(*argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+    return process, data_dir, [nats_url, mongodb_url]
+
+
+async def stop_cluster(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        process.send_signal(signal.SIGINT)
     try:
+        await asyncio.wait_for(process.wait(), 120)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+
+
+@contextlib.asynccontextmanager
+async def cluster(ingest: int, base: Path) -> AsyncIterator[tuple[str, str, dict[str, Any]]]:
+    """``mnemo cluster`` with ``ingest`` ingest replicas: (NATS URL, MongoDB URL, pids.json) once it serves.
+
+    Free ports are picked, then released for the cluster to bind, so on a shared machine another process may
+    take one in between (a node then fails to listen): the cluster is started again, up to three times."""
+    for attempt in range(1, 4):
+        process, data_dir, (nats_url, mongodb_url) = await start_cluster(ingest, base, attempt)
+        out = data_dir / "cluster.out"
         started = time.monotonic()
-        while READY not in out_path.read_text(errors="replace"):
-            if process.returncode is not None or time.monotonic() - started > 300:
-                raise RuntimeError(f"mnemo cluster did not start:\n{out_path.read_text(errors='replace')[-3000:]}")
-            await asyncio.sleep(0.2)
-        print(f"  cluster with {ingest} ingest replica(s) ready in {time.monotonic() - started:.1f}s", flush=True)
-        yield nats_url, mongodb_url, json.loads((data_dir / "run" / "pids.json").read_text())
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)
         try:
-            await asyncio.wait_for(process.wait(), 120)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
+            while READY not in out.read_text(errors="replace"):
+                if process.returncode is not None or time.monotonic() - started > 300:
+                    raise RuntimeError(f"mnemo cluster did not start:\n{out.read_text(errors='replace')[-3000:]}")
+                await asyncio.sleep(0.2)
+        except RuntimeError as exc:
+            await stop_cluster(process)
+            if attempt == 3:
+                raise
+            print(f"  attempt {attempt} failed, starting again: {str(exc).splitlines()[-1][-200:]}", flush=True)
+            continue
+        try:
+            print(f"  cluster with {ingest} ingest replica(s) ready in {time.monotonic() - started:.1f}s", flush=True)
+            yield nats_url, mongodb_url, json.loads((data_dir / "data" / "run" / "pids.json").read_text())
+        finally:
+            await stop_cluster(process)
+        return
 
 
 async def run_cluster(bodies: list[bytes], ingest: int, tmp: Path) -> Run:
-    async with cluster(ingest, tmp / f"cluster-{ingest}" / "data") as (nats_url, mongodb_url, pids):
+    async with cluster(ingest, tmp) as (nats_url, mongodb_url, pids):
         procs = pids["processes"]
         services = {f"ingest-{p['replica']}": p["pid"] for p in procs if p["kind"] == "service"}
         servers = {p["name"]: p["pid"] for p in procs if p["kind"] == "server"}
@@ -156,6 +181,7 @@ async def run_cluster(bodies: list[bytes], ingest: int, tmp: Path) -> Run:
                 await wait_for_acks(js, subjects.CHAT_STREAM, subjects.durable("ingest"), len(bodies), 600)
                 elapsed = time.perf_counter() - start
                 cpu.stop()
+            info = await js.consumer_info(subjects.CHAT_STREAM, subjects.durable("ingest"))
         finally:
             await nc.drain()
         recorded = await recorded_in_log(mongodb_url, Settings().mongodb_db)
@@ -167,6 +193,7 @@ async def run_cluster(bodies: list[bytes], ingest: int, tmp: Path) -> Run:
         sum(used[k] for k in services),
         sum(used[k] for k in servers),
         published.cpu_seconds,
+        info.num_redelivered,
     )
 
 
@@ -187,7 +214,8 @@ async def main(n: int, conversations: int, keep: Path | None = None) -> dict[str
             print(
                 f"{label}: {r['msgs_per_s']:,.0f} msgs/s; ingest processes {r['service_cpu_us_per_msg']} CPU-us per"
                 f" message, servers {r['server_cpu_us_per_msg']}, publisher {r['publisher_cpu_us_per_msg']};"
-                f" recorded {r['recorded']:,} of {n:,} ({r['duplicates']} duplicates)",
+                f" recorded {r['recorded']:,} of {n:,} ({r['duplicates']} duplicates),"
+                f" redelivered {r['redelivered']}",
                 flush=True,
             )
     over = overheads(runs)
