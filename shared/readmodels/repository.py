@@ -61,17 +61,23 @@ _WRITES: dict[str, tuple[str, Callable[[EventEnvelope, TenantCipher], WriteOp | 
 
 
 async def _bulk(collection: AsyncCollection[Doc], ops: Sequence[WriteOp], *, ordered: bool) -> None:
-    """``bulk_write`` that tolerates duplicate keys (re-inserts, stale conditional upserts) and only those."""
-    if not ops:
-        return
-    try:
-        await collection.bulk_write(list(ops), ordered=ordered)
-    except BulkWriteError as exc:
-        errors = exc.details.get("writeErrors", [])
-        if exc.details.get("writeConcernErrors") or any(e.get("code") != _DUPLICATE_KEY for e in errors):
-            raise
-        if ordered and errors:  # the rest of an ordered batch was not attempted: finish it
-            await _bulk(collection, ops[errors[0]["index"] + 1 :], ordered=True)
+    """``bulk_write`` that tolerates duplicate keys (re-inserts, stale conditional upserts) and only those.
+
+    An ordered batch stops at its first error, so it is resumed after each duplicate: a round trip per
+    duplicate, which is why :meth:`ReadModels._write_messages` keeps the many duplicate inserts of a re-projection
+    out of its ordered part."""
+    rest = list(ops)
+    while rest:
+        try:
+            await collection.bulk_write(rest, ordered=ordered)
+            return
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors", [])
+            if exc.details.get("writeConcernErrors") or any(e.get("code") != _DUPLICATE_KEY for e in errors):
+                raise
+            if not ordered or not errors:
+                return
+            rest = rest[errors[0]["index"] + 1 :]  # the rest of an ordered batch was not attempted: finish it
 
 
 class ReadModels:
@@ -140,12 +146,21 @@ class ReadModels:
             if st.version > before[s].version
         ]
         await asyncio.gather(
-            _bulk(self.messages, ops["messages"], ordered=True),
+            self._write_messages(ops["messages"]),
             _bulk(self.bots, ops["bots"], ordered=False),
             _bulk(self.personas, ops["personas"], ordered=False),
         )
         await _bulk(self.conversations, state_ops, ordered=False)
         return after
+
+    async def _write_messages(self, ops: Sequence[WriteOp]) -> None:
+        """Inserts first, unordered, then the updates in log order. A replica that lost an append race projects
+        what the winner committed, so most of its inserts are duplicates, and each would stop an ordered batch
+        (one round trip each; a 1,024-message batch once overflowed the recursion that resumed it). Splitting
+        keeps the order that matters: each message's insert before its edits and deletes, which apply in log
+        order and only over an older version."""
+        await _bulk(self.messages, [op for op in ops if isinstance(op, InsertOne)], ordered=False)
+        await _bulk(self.messages, [op for op in ops if not isinstance(op, InsertOne)], ordered=True)
 
     # --- conversation state ---------------------------------------------------------------------------
     async def _find_ids(
