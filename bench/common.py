@@ -20,8 +20,7 @@ from nats.js import JetStreamContext
 
 from runtime.catalog import spec
 from runtime.servers import free_port, start_mongo, start_nats
-from shared.bootstrap import Core, deps_for, open_core
-from shared.broker import make_broker, start_broker
+from shared.bootstrap import Core, running
 from shared.settings import Settings
 
 
@@ -118,20 +117,8 @@ class CpuMeter:
 @contextlib.asynccontextmanager
 async def running_service(settings: Settings, name: str) -> AsyncIterator[tuple[Core, NatsBroker]]:
     """One service on its own core and broker, with the relay's recovery loop, as in production."""
-    service = spec(name)
-    core = await open_core(settings, vectors=service.vectors or False, embedder=service.embedder)
-    broker = make_broker(settings, name)
-    broker.include_router(service.router_factory()(deps_for(core, broker)))
-    relay_task = asyncio.create_task(core.relay.run())
-    await start_broker(broker)
-    try:
+    async with running(spec(name).definition(), settings) as (core, broker):
         yield core, broker
-    finally:
-        await broker.stop()
-        relay_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await relay_task
-        await core.close()
 
 
 async def wait_for_acks(js: JetStreamContext, stream: str, durable: str, n: int, timeout_s: float) -> None:

@@ -1,40 +1,40 @@
-"""The services: where each one's router factory lives and which shared resources it needs."""
+"""The services the host runs: where each one's definition lives (``<module>.app.DEFINITION``, what it needs)
+and how many replicas of it a deployment runs by default."""
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
 
-from shared.bootstrap import IndexSetup, RouterFactory
-from shared.vectors.factory import VectorRole
+from shared.bootstrap import IndexSetup, RouterFactory, ServiceDefinition
 
 
 @dataclass(frozen=True)
 class ServiceSpec:
     name: str
-    module: str  # `<module>.app` holds create_router(deps)
-    vectors: VectorRole | None = None  # its use of the vector index (stream mode: writer or follower's shard)
-    embedder: bool = False
+    module: str  # `<module>.app` holds DEFINITION
     replicas: int = 1  # processes of it in a deployment by default (`make cluster`, docker-compose.yml)
 
+    def definition(self) -> ServiceDefinition:
+        definition: ServiceDefinition = importlib.import_module(f"{self.module}.app").DEFINITION
+        return definition
+
     def router_factory(self) -> RouterFactory:
-        factory: RouterFactory = importlib.import_module(f"{self.module}.app").create_router
-        return factory
+        return self.definition().create_router
 
     def own_indexes(self) -> IndexSetup | None:
         """The service's setup of the read models only it owns, if it has any."""
-        setup: IndexSetup | None = getattr(importlib.import_module(f"{self.module}.app"), "ensure_own_indexes", None)
-        return setup
+        return self.definition().own_indexes
 
 
 SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("ingest", "services.ingest", replicas=2),
-    ServiceSpec("embedding", "services.embedding", vectors="write", embedder=True, replicas=2),
-    ServiceSpec("summarizer", "services.summarizer", embedder=True, replicas=2),
-    ServiceSpec("memory-extractor", "services.memory_extractor", embedder=True, replicas=2),
-    ServiceSpec("context-assembler", "services.context_assembler", vectors="read", embedder=True, replicas=2),
+    ServiceSpec("embedding", "services.embedding", replicas=2),
+    ServiceSpec("summarizer", "services.summarizer", replicas=2),
+    ServiceSpec("memory-extractor", "services.memory_extractor", replicas=2),
+    ServiceSpec("context-assembler", "services.context_assembler", replicas=2),
     ServiceSpec("lore", "services.lore"),
-    ServiceSpec("memory", "services.memory", embedder=False),
+    ServiceSpec("memory", "services.memory"),
 )
 
 

@@ -1,9 +1,10 @@
 """Composition root: builds adapters from settings and runs services.
 
 ``open_core`` opens what services share (MongoDB, the event log, the cipher, the relay, and optionally
-the vector index and embedder); ``deps_for`` adds a service's own broker. ``run_service`` is what
-``python -m services.<name>`` calls in the distributed mode; the embedded stack (runtime/stack.py)
-opens one core and runs every service on it.
+the vector index and embedder); ``deps_for`` adds a service's own broker. Each service declares what it
+needs once, as a :class:`ServiceDefinition` in its ``app.py``; :func:`running` runs one on its own core
+(``python -m services.<name>`` through ``run_service``, the benchmarks), while the embedded stack
+(runtime/stack.py) opens one core and runs every service on it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,18 @@ log = logging.getLogger(__name__)
 RouterFactory = Callable[[Deps], NatsRouter]
 # A service's setup of the read models only it owns (``ensure_own_indexes`` in its app.py).
 IndexSetup = Callable[[AsyncDatabase[dict[str, Any]]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ServiceDefinition:
+    """What a service is and needs, declared once in its ``app.py`` (``DEFINITION``): the host, the
+    service's own ``__main__`` and the benchmarks all run it from this."""
+
+    name: str  # as in the subjects, durables and queue groups: ``memory-extractor``
+    create_router: RouterFactory
+    vectors: bool | VectorRole = False  # its use of the vector index (stream mode: writer or follower's shard)
+    embedder: bool = False
+    own_indexes: IndexSetup | None = None  # the read models only it owns
 
 
 def resolve_kek(settings: Settings) -> bytes:
@@ -140,28 +153,20 @@ async def wait_for_stop_signal() -> None:
     await stop.wait()
 
 
-async def serve(
-    name: str,
-    create_router: RouterFactory,
-    *,
-    vectors: bool | VectorRole = False,
-    embedder: bool = False,
-    own_indexes: IndexSetup | None = None,
-) -> None:
-    """Run one service until SIGINT/SIGTERM, then drain in-flight work and close everything."""
-    settings = Settings(service_name=name)
-    core = await open_core(settings, vectors=vectors, embedder=embedder)
-    if own_indexes is not None:
-        await own_indexes(core.db)
-    broker = make_broker(settings, name)
-    broker.include_router(create_router(deps_for(core, broker)))
+@contextlib.asynccontextmanager
+async def running(service: ServiceDefinition, settings: Settings) -> AsyncIterator[tuple[Core, NatsBroker]]:
+    """``service`` on its own core and broker, with the relay's recovery loop; on exit in-flight messages
+    drain before everything closes."""
+    core = await open_core(settings, vectors=service.vectors, embedder=service.embedder)
+    if service.own_indexes is not None:
+        await service.own_indexes(core.db)
+    broker = make_broker(settings, service.name)
+    broker.include_router(service.create_router(deps_for(core, broker)))
     relay_task = asyncio.create_task(core.relay.run())
     await start_broker(broker)
-    log.info("%s serving on %s", name, settings.nats_url)
     try:
-        await wait_for_stop_signal()
+        yield core, broker
     finally:
-        log.info("%s stopping: draining in-flight messages", name)
         await broker.stop()
         relay_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -169,13 +174,15 @@ async def serve(
         await core.close()
 
 
-def run_service(
-    name: str,
-    create_router: RouterFactory,
-    *,
-    vectors: bool | VectorRole = False,
-    embedder: bool = False,
-    own_indexes: IndexSetup | None = None,
-) -> None:
+async def serve(service: ServiceDefinition) -> None:
+    """Run one service until SIGINT/SIGTERM, then drain in-flight work and close everything."""
+    settings = Settings(service_name=service.name)
+    async with running(service, settings):
+        log.info("%s serving on %s", service.name, settings.nats_url)
+        await wait_for_stop_signal()
+        log.info("%s stopping: draining in-flight messages", service.name)
+
+
+def run_service(service: ServiceDefinition) -> None:
     configure_logging()
-    asyncio.run(serve(name, create_router, vectors=vectors, embedder=embedder, own_indexes=own_indexes))
+    asyncio.run(serve(service))

@@ -17,6 +17,7 @@ from services.context_assembler.settings import SECTION, AssemblerSettings
 from services.context_assembler.timed import TimedStates
 from services.context_assembler.timed_readmodel import LoreTimedReadModel, TimedPort
 from shared import subjects
+from shared.bootstrap import ServiceDefinition
 from shared.events.contract import ContextAssembleReply, ErrorReply
 from shared.readmodels.lore import LoreReadModel
 from shared.rpc import raw_body
@@ -78,3 +79,6 @@ def create_router(
         return await answer(body, gatherer)
 
     return router
+
+
+DEFINITION = ServiceDefinition(SERVICE, create_router, vectors="read", embedder=True, own_indexes=ensure_own_indexes)

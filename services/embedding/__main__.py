@@ -1,6 +1,6 @@
 """``python -m services.embedding``: run the embedding service alone (distributed mode)."""
 
-from services.embedding.app import create_router
+from services.embedding.app import DEFINITION
 from shared.bootstrap import run_service
 
-run_service("embedding", create_router, vectors="write", embedder=True)
+run_service(DEFINITION)

@@ -13,6 +13,7 @@ from faststream.nats import NatsRouter
 
 from services.embedding.chunking import chunk_text
 from services.embedding.handlers import EmbeddingHandler
+from shared.bootstrap import ServiceDefinition
 from shared.consumers import log_consumer_router
 from shared.delivery import Staged
 from shared.readmodels import ReadModels
@@ -47,3 +48,6 @@ def create_router(deps: Deps) -> NatsRouter:
         title="embedding: chunk and embed messages, summaries, lore and facts into the vector index",
         batch_size=deps.settings.delivery.embedding_batch_size,
     )
+
+
+DEFINITION = ServiceDefinition(SERVICE, create_router, vectors="write", embedder=True)

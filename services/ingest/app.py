@@ -17,6 +17,7 @@ from services.ingest.domain import InboundCommand
 from services.ingest.handlers import IngestHandler, decode_command
 from services.ingest.recorder import Recorder
 from shared import subjects
+from shared.bootstrap import ServiceDefinition
 from shared.broker import CHAT_JSTREAM
 from shared.consumers import consumer_router
 from shared.delivery import Staged
@@ -45,3 +46,6 @@ def create_router(deps: Deps, *, read_models: ConversationReadModel | None = Non
         title="ingest: platform chat events into the event log",
         batch_size=deps.settings.delivery.ingest_batch_size,
     )
+
+
+DEFINITION = ServiceDefinition(SERVICE, create_router)

@@ -1,6 +1,6 @@
 """``python -m services.lore``: run the lore service alone (distributed mode)."""
 
-from services.lore.app import create_router
+from services.lore.app import DEFINITION
 from shared.bootstrap import run_service
 
-run_service("lore", create_router)
+run_service(DEFINITION)

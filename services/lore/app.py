@@ -17,6 +17,7 @@ from faststream.nats import NatsRouter
 from services.lore.books import BadRequest, LoreBooks, NotFound
 from services.lore.formats.convert import LoreImportError
 from shared import subjects
+from shared.bootstrap import ServiceDefinition
 from shared.events.lore_contract import (
     LoreAttachRequest,
     LoreBookCreateRequest,
@@ -52,3 +53,6 @@ def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRout
     on(subjects.LORE_ENTRY_UPDATE, request=LoreEntryUpdateRequest, call=books.update_entry)
     on(subjects.LORE_ENTRY_DELETE, request=LoreEntryDeleteRequest, call=books.delete_entry)
     return router
+
+
+DEFINITION = ServiceDefinition(SERVICE, create_router)

@@ -1,6 +1,6 @@
 """``python -m services.memory``: run the memory service alone (distributed mode)."""
 
-from services.memory.app import create_router
+from services.memory.app import DEFINITION
 from shared.bootstrap import run_service
 
-run_service("memory", create_router)
+run_service(DEFINITION)

@@ -17,6 +17,7 @@ from faststream.nats import NatsRouter
 from services.memory.knowledge_items import FactItems
 from services.memory.memories import Memories, NotFound
 from shared import subjects
+from shared.bootstrap import ServiceDefinition
 from shared.events.memory_contract import MemoryConvertToLoreRequest, MemoryDeleteRequest, MemoryListRequest
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
@@ -51,3 +52,6 @@ def create_router(
     on(subjects.MEMORY_DELETE, request=MemoryDeleteRequest, call=memories.delete)
     on(subjects.MEMORY_LIST, request=MemoryListRequest, call=memories.list_items, max_workers=4)
     return router
+
+
+DEFINITION = ServiceDefinition(SERVICE, create_router)

@@ -1,6 +1,6 @@
 """``python -m services.memory_extractor``: run the memory-extractor alone (distributed mode)."""
 
-from services.memory_extractor.app import create_router, ensure_own_indexes
+from services.memory_extractor.app import DEFINITION
 from shared.bootstrap import run_service
 
-run_service("memory-extractor", create_router, own_indexes=ensure_own_indexes)
+run_service(DEFINITION)

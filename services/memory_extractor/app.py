@@ -18,6 +18,7 @@ from services.memory_extractor.revisions import Revisions
 from services.memory_extractor.settings import SECTION, KnowledgeSettings
 from services.memory_extractor.witnessed import WitnessedPort, WitnessedReadModel
 from shared import subjects
+from shared.bootstrap import ServiceDefinition
 from shared.consumers import log_consumer_router
 from shared.events.memory_contract import MemoryPromoteRequest, MemoryUnpromoteRequest
 from shared.readmodels.knowledge import KnowledgeReadModel
@@ -67,3 +68,6 @@ def create_router(
     on(subjects.MEMORY_PROMOTE, request=MemoryPromoteRequest, call=promotions.promote)
     on(subjects.MEMORY_UNPROMOTE, request=MemoryUnpromoteRequest, call=promotions.unpromote)
     return router
+
+
+DEFINITION = ServiceDefinition(SERVICE, create_router, own_indexes=ensure_own_indexes)

@@ -1,6 +1,6 @@
 """``python -m services.summarizer``: run the summarizer alone (distributed mode)."""
 
-from services.summarizer.app import create_router
+from services.summarizer.app import DEFINITION
 from shared.bootstrap import run_service
 
-run_service("summarizer", create_router, embedder=True)
+run_service(DEFINITION)

@@ -8,6 +8,7 @@ from faststream.nats import NatsRouter
 
 from services.summarizer.handlers import Summarizer
 from services.summarizer.settings import SECTION, SummarizerSettings
+from shared.bootstrap import ServiceDefinition
 from shared.consumers import log_consumer_router
 from shared.readmodels.summaries import SummariesReadModel
 from shared.runtime import Deps
@@ -31,3 +32,6 @@ def create_router(deps: Deps, settings: SummarizerSettings | None = None) -> Nat
         handle=summarizer.on_batch,
         title="summarizer: presence-aware summaries (count and token triggers), consolidation, stale recompute",
     )
+
+
+DEFINITION = ServiceDefinition(SERVICE, create_router, embedder=True)

@@ -32,6 +32,15 @@ def test_the_default_topology_is_the_required_one_for_every_service():
     assert list(resolve_topology()) == [s.name for s in SERVICES]
 
 
+def test_each_catalog_entry_is_its_services_definition():
+    """The host runs a service from the definition its own ``app.py`` declares, under the same name."""
+    for spec in SERVICES:
+        definition = spec.definition()
+        assert definition.name == spec.name
+        assert spec.router_factory() is definition.create_router
+        assert spec.own_indexes() is definition.own_indexes
+
+
 def test_a_toml_file_then_flags_override_the_defaults(tmp_path: Path):
     file = tmp_path / "topology.toml"
     file.write_text('[replicas]\ningest = 3\n"context-assembler" = 4\nlore = 0\n')
