@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import Any
+
+from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.bootstrap import IndexSetup, RouterFactory, ServiceDefinition
 
@@ -36,6 +39,14 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("lore", "services.lore"),
     ServiceSpec("memory", "services.memory"),
 )
+
+
+async def ensure_own_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
+    """Every service's setup of the read models only it owns: what a host running them all on one core does."""
+    for service in SERVICES:
+        setup = service.own_indexes()
+        if setup is not None:
+            await setup(db)
 
 
 def spec(name: str) -> ServiceSpec:

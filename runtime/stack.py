@@ -19,7 +19,7 @@ from pathlib import Path
 
 from faststream.nats import NatsBroker
 
-from runtime.catalog import SERVICES
+from runtime.catalog import SERVICES, ensure_own_indexes
 from runtime.demo import player
 from runtime.render import render_reply
 from runtime.servers import ChildServer, host_port, start_mongo, start_nats
@@ -54,10 +54,8 @@ async def all_services(settings: Settings) -> AsyncIterator[Core]:
     brokers: list[NatsBroker] = []
     relay_task: asyncio.Task[None] | None = None
     try:
+        await ensure_own_indexes(core.db)
         for spec in SERVICES:
-            own_indexes = spec.own_indexes()
-            if own_indexes is not None:
-                await own_indexes(core.db)
             broker = make_broker(settings, spec.name)
             broker.include_router(spec.router_factory()(deps_for(core, broker)))
             brokers.append(broker)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runtime.catalog import SERVICES
+from runtime.catalog import ensure_own_indexes
 from shared.bootstrap import open_core
 from shared.events.envelope import NewEvent
 from shared.events.recorded import MESSAGE_DELETED, MESSAGE_EDITED, MESSAGE_RECORDED, conversation_stream
@@ -77,10 +77,7 @@ async def test_opening_a_core_creates_the_read_model_indexes(core_settings: Sett
     do); their handlers rely on it for the read models' query indexes."""
     core = await open_core(core_settings)
     try:
-        for spec in SERVICES:
-            own_indexes = spec.own_indexes()
-            if own_indexes is not None:
-                await own_indexes(core.db)
+        await ensure_own_indexes(core.db)
         names = {
             "rm_messages": "conversation_index",
             "summaries": "by_conversation",
