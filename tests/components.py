@@ -19,9 +19,14 @@ from typing import Any
 
 from faststream.nats import NatsBroker, NatsRouter, TestNatsBroker
 
+from services.context_assembler.app import create_router as create_assembler
+from services.context_assembler.inmemory import InMemoryLoreTimed
 from services.context_assembler.reads import ReadModelReads
+from services.context_assembler.settings import AssemblerSettings
 from services.embedding.app import chunk_strings
 from services.embedding.handlers import EmbeddingHandler
+from services.ingest.handlers import IngestHandler
+from services.ingest.recorder import Recorder
 from shared.crypto import FieldCipher, InMemoryKeyStore
 from shared.delivery import Item
 from shared.eventlog.codec import EventCodec, StoredDoc
@@ -38,6 +43,7 @@ from shared.readmodels.inmemory import (
 from shared.runtime import Deps
 from shared.settings import Settings
 from shared.vectors.edge import EdgeVectorIndex
+from shared.vectors.port import VectorIndex
 
 
 class Published:
@@ -132,7 +138,7 @@ class Reads:
         self.legacy = InMemoryLegacyLore()
         self.lore = InMemoryLore()
 
-    def embedding_handler(self, index: EdgeVectorIndex, embedder: Any, *, facts: bool = True) -> EmbeddingHandler:
+    def embedding_handler(self, index: VectorIndex, embedder: Any, *, facts: bool = True) -> EmbeddingHandler:
         """The embedding service's handler over these read models (``facts=False``: facts are not indexed)."""
         knowledge = self.knowledge if facts else None
         return EmbeddingHandler(
@@ -155,6 +161,26 @@ async def edge_index(path: Path, embedder: Any) -> AsyncIterator[EdgeVectorIndex
         await index.close()
 
 
+@asynccontextmanager
+async def retrieval_chain(
+    d: Deps, writes_to: VectorIndex, embedder: Any, *, history_limit: int
+) -> AsyncIterator[tuple[IngestHandler, EmbeddingHandler, NatsBroker]]:
+    """Ingest, the embedding service (writing to ``writes_to``) and the context-assembler (reading
+    ``d.vectors``, with a short history window so that older messages come back only by meaning) over one set
+    of in-memory read models, the assembler behind ``TestNatsBroker``. Generous deadlines: the machine may be
+    loaded, and what is tested is what is found, not how fast."""
+    reads = Reads()
+    ingest = IngestHandler(Recorder(d.store, reads.models, d.publisher))
+    embedding = reads.embedding_handler(writes_to, embedder, facts=False)
+    settings = AssemblerSettings(
+        history_limit=history_limit, min_history=2, retrieval_timeout_s=30, read_timeout_s=30, deadline_s=60
+    )
+    router = create_assembler(d, settings, reads.assembler_reads(), lore=reads.lore, timed=InMemoryLoreTimed())
+    broker = broker_with(router)
+    async with TestNatsBroker(broker):
+        yield ingest, embedding, broker
+
+
 __all__ = [
     "Msg",
     "Published",
@@ -167,4 +193,5 @@ __all__ = [
     "edge_index",
     "items",
     "published",
+    "retrieval_chain",
 ]

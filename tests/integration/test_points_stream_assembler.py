@@ -19,16 +19,12 @@ from typing import Any
 import nats
 import pytest
 
-from services.context_assembler.app import create_router
-from services.context_assembler.inmemory import InMemoryLoreTimed
-from services.context_assembler.settings import AssemblerSettings
-from services.ingest.handlers import IngestHandler, decode_command
-from services.ingest.recorder import Recorder
+from services.ingest.handlers import decode_command
 from shared import subjects
 from shared.settings import Settings, VectorsSettings
 from shared.vectors.follower import FollowedIndex, PointsFollower
 from shared.vectors.stream import StreamPointWriter
-from tests.components import Reads, Rpc, TestNatsBroker, broker_with, deps, items, published
+from tests.components import Rpc, deps, items, published, retrieval_chain
 from tests.vector_stream import fresh_points_stream
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -71,18 +67,7 @@ async def chain(nats_url: str, tmp_path: Path, embedder: Any, read_wait_ms: int)
     try:
         d = deps(vectors=index, embedder=embedder, vectors_caught_up=follower.caught_up)
         d.settings = Settings(vectors=VectorsSettings(read_wait_ms=read_wait_ms))
-        reads = Reads()
-        ingest = IngestHandler(Recorder(d.store, reads.models, d.publisher))
-        embedding = reads.embedding_handler(writer, embedder, facts=False)  # type: ignore[arg-type]
-        router = create_router(
-            d,
-            AssemblerSettings(history_limit=2, min_history=2, retrieval_timeout_s=30, read_timeout_s=30, deadline_s=60),
-            reads.assembler_reads(),
-            lore=reads.lore,
-            timed=InMemoryLoreTimed(),
-        )
-        broker = broker_with(router)
-        async with TestNatsBroker(broker):
+        async with retrieval_chain(d, writer, embedder, history_limit=2) as (ingest, embedding, broker):
             commands = [
                 decode_command(subjects.BOT_UPSERTED, json.dumps({"tenant_id": T, "bot_id": "ada", "name": "Ada",
                                "updated_at": T0.isoformat()}).encode()),

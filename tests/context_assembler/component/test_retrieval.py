@@ -9,13 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.context_assembler.app import create_router
-from services.context_assembler.inmemory import InMemoryLoreTimed
-from services.context_assembler.settings import AssemblerSettings
-from services.ingest.handlers import IngestHandler, decode_command
-from services.ingest.recorder import Recorder
+from services.ingest.handlers import decode_command
 from shared import subjects
-from tests.components import Reads, Rpc, TestNatsBroker, broker_with, deps, edge_index, items, published
+from tests.components import Rpc, deps, edge_index, items, published, retrieval_chain
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
 T, U, C = "t1", "u1", "c1"
@@ -31,18 +27,7 @@ FILLER = [
 async def chain(tmp_path, embedder):
     async with edge_index(tmp_path, embedder) as index:
         d = deps(vectors=index, embedder=embedder)
-        reads = Reads()
-        ingest = IngestHandler(Recorder(d.store, reads.models, d.publisher))
-        embedding = reads.embedding_handler(index, embedder, facts=False)
-        router = create_router(
-            d,
-            AssemblerSettings(history_limit=4, min_history=2, retrieval_timeout_s=30, read_timeout_s=30, deadline_s=60),
-            reads.assembler_reads(),
-            lore=reads.lore,
-            timed=InMemoryLoreTimed(),
-        )
-        broker = broker_with(router)
-        async with TestNatsBroker(broker):
+        async with retrieval_chain(d, index, embedder, history_limit=4) as (ingest, embedding, broker):
             yield ingest, embedding, Rpc(broker), d
 
 
