@@ -117,8 +117,8 @@ class CpuMeter:
 @contextlib.asynccontextmanager
 async def running_service(settings: Settings, name: str) -> AsyncIterator[tuple[Core, NatsBroker]]:
     """One service on its own core and broker, with the relay's recovery loop, as in production."""
-    async with running(spec(name).definition(), settings) as (core, broker):
-        yield core, broker
+    async with running(spec(name).definition(), settings) as run:
+        yield run.core, run.broker
 
 
 async def wait_for_acks(js: JetStreamContext, stream: str, durable: str, n: int, timeout_s: float) -> None:

@@ -22,15 +22,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
 import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,11 +32,11 @@ from typing import Any
 import nats
 from pymongo import AsyncMongoClient
 
+from bench.cluster_proc import cluster
 from bench.common import CpuMeter, embedded_servers, machine, print_result, wait_for_acks
 from bench.ingest import measure_ingest, payloads
 from bench.publisher import publisher_process
 from runtime.catalog import SERVICES
-from runtime.servers import free_port
 from shared import subjects
 from shared.settings import Settings
 
@@ -110,61 +104,8 @@ async def run_one(bodies: list[bytes]) -> Run:
     return Run("one", rate, recorded, used["this process"], servers, used["publisher"])
 
 
-async def start_cluster(ingest: int, base: Path, attempt: int) -> tuple[asyncio.subprocess.Process, Path, list[str]]:
-    """One try at starting ``mnemo cluster`` on free ports: (process, data dir, [NATS URL, MongoDB URL])."""
-    ports = [free_port() for _ in range(4)]
-    nats_url, mongodb_url = f"nats://127.0.0.1:{ports[0]}", f"mongodb://127.0.0.1:{ports[3]}/?directConnection=true"
-    data_dir = base / f"cluster-{ingest}-{attempt}"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "runtime.cli", "cluster", "--data-dir", str(data_dir / "data")]
-    argv += ["--nats-url", nats_url, "--nats-ports", f"{ports[1]},{ports[2]}", "--mongodb-url", mongodb_url]
-    argv += ["--replicas", replica_flags(ingest), "--stop-timeout", "20"]
-    with open(data_dir / "cluster.out", "wb") as out:
-        process = await asyncio.create_subprocess_exec(*argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-    return process, data_dir, [nats_url, mongodb_url]
-
-
-async def stop_cluster(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        process.send_signal(signal.SIGINT)
-    try:
-        await asyncio.wait_for(process.wait(), 120)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-
-
-@contextlib.asynccontextmanager
-async def cluster(ingest: int, base: Path) -> AsyncIterator[tuple[str, str, dict[str, Any]]]:
-    """``mnemo cluster`` with ``ingest`` ingest replicas: (NATS URL, MongoDB URL, pids.json) once it serves.
-
-    Free ports are picked, then released for the cluster to bind, so on a shared machine another process may
-    take one in between (a node then fails to listen): the cluster is started again, up to three times."""
-    for attempt in range(1, 4):
-        process, data_dir, (nats_url, mongodb_url) = await start_cluster(ingest, base, attempt)
-        out = data_dir / "cluster.out"
-        started = time.monotonic()
-        try:
-            while READY not in out.read_text(errors="replace"):
-                if process.returncode is not None or time.monotonic() - started > 300:
-                    raise RuntimeError(f"mnemo cluster did not start:\n{out.read_text(errors='replace')[-3000:]}")
-                await asyncio.sleep(0.2)
-        except RuntimeError as exc:
-            await stop_cluster(process)
-            if attempt == 3:
-                raise
-            print(f"  attempt {attempt} failed, starting again: {str(exc).splitlines()[-1][-200:]}", flush=True)
-            continue
-        try:
-            print(f"  cluster with {ingest} ingest replica(s) ready in {time.monotonic() - started:.1f}s", flush=True)
-            yield nats_url, mongodb_url, json.loads((data_dir / "data" / "run" / "pids.json").read_text())
-        finally:
-            await stop_cluster(process)
-        return
-
-
 async def run_cluster(bodies: list[bytes], ingest: int, tmp: Path) -> Run:
-    async with cluster(ingest, tmp) as (nats_url, mongodb_url, pids):
+    async with cluster(tmp, replica_flags(ingest), f"cluster-{ingest}") as (nats_url, mongodb_url, pids):
         procs = pids["processes"]
         services = {f"ingest-{p['replica']}": p["pid"] for p in procs if p["kind"] == "service"}
         servers = {p["name"]: p["pid"] for p in procs if p["kind"] == "server"}

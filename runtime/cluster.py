@@ -40,7 +40,8 @@ from runtime.servers import (
 )
 from shared.crypto import load_or_create_kek
 
-READY_MARK = " serving on "
+# A replica is up once it serves, or, for a single-active service (ingest), once it stands by for the lease.
+READY_MARKS = (" serving on ", "standby: another replica holds the ")
 
 
 class ClusterRunningError(RuntimeError):
@@ -85,7 +86,8 @@ class Proc:
     def ready(self) -> bool:
         with open(self.entry.log, "rb") as fh:
             fh.seek(self.log_offset)
-            return READY_MARK.encode() in fh.read()
+            text = fh.read()
+        return any(mark.encode() in text for mark in READY_MARKS)
 
 
 @dataclass

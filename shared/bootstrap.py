@@ -32,6 +32,7 @@ from shared.eventlog.keystore import MongoKeyStore
 from shared.eventlog.mongo import MongoEventStore
 from shared.eventlog.relay import NatsJetStreamPublisher, Relay
 from shared.events.recorded import REGISTRY
+from shared.lease import Lease, lease_bucket
 from shared.llm.factory import build_chat_model
 from shared.llm.port import ChatModel
 from shared.readmodels import ensure_all_indexes
@@ -58,6 +59,8 @@ class ServiceDefinition:
     vectors: bool | VectorRole = False  # its use of the vector index (stream mode: writer or follower's shard)
     embedder: bool = False
     own_indexes: IndexSetup | None = None  # the read models only it owns
+    # One replica consumes at a time, the others stand by (shared/lease.py): order matters more than spread.
+    single_active: bool = False
 
 
 def resolve_kek(settings: Settings) -> bytes:
@@ -153,11 +156,23 @@ async def wait_for_stop_signal() -> None:
     await stop.wait()
 
 
+@dataclass
+class Running:
+    core: Core
+    broker: NatsBroker
+    lease: Lease | None  # a single-active service's, held while it runs
+
+
 @contextlib.asynccontextmanager
-async def running(service: ServiceDefinition, settings: Settings) -> AsyncIterator[tuple[Core, NatsBroker]]:
+async def running(service: ServiceDefinition, settings: Settings) -> AsyncIterator[Running]:
     """``service`` on its own core and broker, with the relay's recovery loop; on exit in-flight messages
-    drain before everything closes."""
+    drain before everything closes. A single-active service first waits for its lease (standby)."""
     core = await open_core(settings, vectors=service.vectors, embedder=service.embedder)
+    lease: Lease | None = None
+    if service.single_active:
+        ttl = settings.delivery.lease_ttl_s
+        lease = Lease(await lease_bucket(core.nc.jetstream(), ttl, settings.streams.replicas), service.name, ttl)
+        await lease.acquire()
     if service.own_indexes is not None:
         await service.own_indexes(core.db)
     broker = make_broker(settings, service.name)
@@ -165,22 +180,33 @@ async def running(service: ServiceDefinition, settings: Settings) -> AsyncIterat
     relay_task = asyncio.create_task(core.relay.run())
     await start_broker(broker)
     try:
-        yield core, broker
+        yield Running(core, broker, lease)
     finally:
         await broker.stop()
         relay_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await relay_task
+        if lease is not None:
+            await lease.release()
         await core.close()
 
 
 async def serve(service: ServiceDefinition) -> None:
-    """Run one service until SIGINT/SIGTERM, then drain in-flight work and close everything."""
+    """Run one service until SIGINT/SIGTERM (or, single-active, until its lease is lost: then it stops so the
+    replica now holding it is the only one consuming; the operator restarts it as a standby), then drain
+    in-flight work and close everything."""
     settings = Settings(service_name=service.name)
-    async with running(service, settings):
+    async with running(service, settings) as run:
         log.info("%s serving on %s", service.name, settings.nats_url)
-        await wait_for_stop_signal()
+        waits: list[asyncio.Task[Any]] = [asyncio.create_task(wait_for_stop_signal())]
+        if run.lease is not None:
+            waits.append(asyncio.create_task(run.lease.lost.wait()))
+        _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
         log.info("%s stopping: draining in-flight messages", service.name)
+    if run.lease is not None and run.lease.lost.is_set():
+        raise SystemExit(f"{service.name}: lease lost")
 
 
 def run_service(service: ServiceDefinition) -> None:

@@ -16,6 +16,7 @@ from nats.aio.msg import Msg
 from shared import subjects
 from shared.broker import LOG_JSTREAM
 from shared.delivery import BatchConsumer, BatchHandler, DeadLetters, Decoder, Staged, subscribe_batches
+from shared.delivery.order import AckFloor, OrderGate
 from shared.events.envelope import EventEnvelope
 from shared.runtime import Deps
 from shared.telemetry import tracer
@@ -33,12 +34,16 @@ def consumer_router(
     handle: BatchHandler[T] | Staged[T],
     title: str,
     batch_size: int | None = None,
+    ordered: bool = False,
 ) -> NatsRouter:
-    """``batch_size``: messages per pull, when the service wants other than ``delivery.batch_size``."""
+    """``batch_size``: messages per pull, when the service wants other than ``delivery.batch_size``.
+    ``ordered``: replicas begin batches in stream order (:mod:`shared.delivery.order`)."""
     router = NatsRouter()
     delivery = deps.settings.delivery
     if batch_size is not None:
         delivery = delivery.model_copy(update={"batch_size": batch_size})
+    durable = subjects.durable(service)
+    gate = OrderGate(_ack_floor(deps, stream.name, durable), wait_s=1.5 * delivery.ack_wait_s) if ordered else None
     consumer: BatchConsumer[T] = BatchConsumer(
         decode=decode,
         handle=handle,
@@ -47,17 +52,27 @@ def consumer_router(
         ack_wait_s=deps.settings.delivery.ack_wait_s,
         tracer=tracer(service, deps.settings.telemetry),
         in_flight=deps.settings.delivery.pipeline_depth,
+        gate=gate,
     )
     subscribe_batches(
         router,
         subject=subject,
         stream=stream,
-        durable=subjects.durable(service),
+        durable=durable,
         consumer=consumer,
         delivery=delivery,
         title=title,
     )
     return router
+
+
+def _ack_floor(deps: Deps, stream: str, durable: str) -> AckFloor:
+    async def ack_floor() -> int:
+        js = deps.broker.config.connection_state.connection.jetstream()
+        info = await js.consumer_info(stream, durable)
+        return info.ack_floor.stream_seq if info.ack_floor and info.ack_floor.stream_seq else 0
+
+    return ack_floor
 
 
 def log_consumer_router(

@@ -71,6 +71,12 @@ class DeliverySettings(BaseModel):
         ge=1,
         description="batches a staged consumer (ingest, embedding) holds at once, overlapping their stages",
     )
+    lease_ttl_s: float = Field(
+        10.0,
+        gt=0,
+        description="a single-active service's lease (ingest: one replica consumes, the others stand by): a "
+        "standby takes over this long after the holder stopped refreshing it",
+    )
 
 
 class StreamsSettings(BaseModel):

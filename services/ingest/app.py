@@ -5,7 +5,9 @@ consumer: JetStream spreads batches across them). Ack policy: manual, via ``Batc
 append is durable and projected; invalid payloads and refused commands to ``mnemo.dlq.ingest.v1`` with the
 reason; failures naked with backoff, then dead-lettered); ``delivery.ingest_batch_size`` (1,024) messages per
 pull. The handler is staged (``Staged``): a batch is decided and appended in delivery order, then projected
-and published while the next batch is decided (``delivery.pipeline_depth`` batches at once).
+and published while the next batch is decided (``delivery.pipeline_depth`` batches at once). Ordered
+(``shared.delivery.order``): with several replicas a batch begins only after every earlier chat message is
+acked or begun by the same replica, so each conversation is recorded in the order the platform published it.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ def create_router(deps: Deps, *, read_models: ConversationReadModel | None = Non
         handle=Staged(handler.begin),
         title="ingest: platform chat events into the event log",
         batch_size=deps.settings.delivery.ingest_batch_size,
+        ordered=True,
     )
 
 
-DEFINITION = ServiceDefinition(SERVICE, create_router)
+# Single active: a shared durable would interleave deliveries across replicas (shared/lease.py).
+DEFINITION = ServiceDefinition(SERVICE, create_router, single_active=True)

@@ -13,6 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from shared.delivery.dead_letters import DeadLetters, heartbeat, retry_delay
+from shared.delivery.order import OrderGate
 from shared.delivery.types import (
     _PROPAGATOR,
     BatchHandler,
@@ -34,6 +35,10 @@ class BatchConsumer(Generic[T]):
     records the per-message spans; services pass their own provider's (``shared.telemetry``), the default
     is the global one (a no-op unless the process configured OpenTelemetry). ``in_flight`` bounds the
     batches a ``Staged`` handler holds at once (1: no overlap); a plain handler takes one batch at a time.
+    ``gate`` (a ``Staged`` handler's order across replicas, :mod:`shared.delivery.order`): a batch's first stage
+    waits for its turn in stream order, and a failed first stage is retried in place (``max_deliver`` times,
+    with backoff) before any of its messages is naked, so a database outage never lets later messages of a
+    conversation overtake earlier ones.
     """
 
     def __init__(
@@ -47,6 +52,7 @@ class BatchConsumer(Generic[T]):
         backoff: Callable[[int], float] = retry_delay,
         tracer: Tracer | None = None,
         in_flight: int = 2,
+        gate: OrderGate | None = None,
     ) -> None:
         self._decode = decode
         self._staged = handle if isinstance(handle, Staged) else None
@@ -59,6 +65,7 @@ class BatchConsumer(Generic[T]):
         self._slots = asyncio.Semaphore(max(1, in_flight))
         self._completing: set[asyncio.Task[None]] = set()
         self._last: asyncio.Task[None] | None = None  # the latest completion: the next one runs after it
+        self._gate = gate
 
     async def __call__(self, msgs: Sequence[Msg], hold: AbstractContextManager[object] | None = None) -> None:
         """Process one fetched batch. With a ``Staged`` handler this returns after the first stage; ``hold``
@@ -111,10 +118,15 @@ class BatchConsumer(Generic[T]):
             items = await self._items(msgs, spans)
             if not items:
                 return
+            seqs = [m.metadata.sequence.stream for m in msgs] if self._gate is not None else []
+            if self._gate is not None and not await self._admitted(self._gate, items, seqs):
+                return
             try:
                 async with heartbeat([i.msg for i in items], self._beat_every):
-                    completion = await staged.first(items)
+                    completion = await self._first(staged, items)
             except Exception as exc:
+                if self._gate is not None:
+                    self._gate.abandon(seqs)
                 # Retried right here (after every earlier completion), before the next batch is fetched.
                 async with heartbeat([i.msg for i in items], self._beat_every):
                     await self._after_earlier()
@@ -132,6 +144,28 @@ class BatchConsumer(Generic[T]):
                 for span in spans:
                     span.end()
                 self._slots.release()
+
+    async def _admitted(self, gate: OrderGate, items: list[Item[T]], seqs: list[int]) -> bool:
+        async with heartbeat([i.msg for i in items], self._beat_every):
+            if await gate.admit(seqs):
+                return True
+        # Not our turn yet while we hold the pull loop: give the batch back, to be fetched behind the earlier
+        # messages JetStream redelivers first. Counts as a delivery, which is why ``wait_s`` is long.
+        log.warning("batch of %d waited for earlier messages held elsewhere; handing it back", len(items))
+        for item in items:
+            await item.msg.nak()
+        return False
+
+    async def _first(self, staged: Staged[T], items: list[Item[T]]) -> Completion:
+        """The first stage; with a gate, retried in place so nothing later overtakes this batch."""
+        attempts = self._max_deliver if self._gate is not None else 1
+        for attempt in range(1, attempts):
+            try:
+                return await staged.first(items)
+            except Exception as exc:
+                log.warning("batch of %d failed (attempt %d), retrying in place: %s", len(items), attempt, exc)
+                await asyncio.sleep(self._backoff(attempt))
+        return await staged.first(items)
 
     async def _after_earlier(self) -> None:
         if self._last is not None and not self._last.done():

@@ -85,7 +85,9 @@ async def running(
     *,
     vectors: VectorIndex | None = None,
     embedder: Embedder | None = None,
+    kek: bytes | None = None,
 ) -> AsyncIterator[Stack]:
+    """``kek``: the key-encryption key, when service processes started by the test must share it."""
     settings = Settings(
         nats_url=nats_url,
         mongodb_url=mongo_url,
@@ -94,7 +96,7 @@ async def running(
     )
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_url, tz_aware=True)
     db = client[db_name]
-    cipher = FieldCipher(os.urandom(32), MongoKeyStore(db))
+    cipher = FieldCipher(kek or os.urandom(32), MongoKeyStore(db))
     log = await connect(db, nats_url, cipher, reset_streams)
     broker = NatsBroker(nats_url)
     deps = Deps(settings, broker, db, log.store, log.codec, log.relay, cipher, vectors, embedder)

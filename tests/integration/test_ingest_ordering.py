@@ -1,4 +1,5 @@
-"""Ingest keeps each conversation in stream order while it overlaps consecutive batches (pipelining).
+"""Ingest keeps each conversation in stream order while it overlaps consecutive batches (pipelining), and when
+a standby replica takes over from one that died holding a batch (shared/lease.py, shared/delivery/order.py).
 
 Real nats-server and SecantusDB: many messages interleaved across conversations are published as fast as
 JetStream takes them, so the ingest consumer holds several small batches at once. Every conversation's
@@ -9,21 +10,30 @@ read model must agree.
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import json
+import os
+import subprocess
+import sys
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from services.ingest.app import create_router
 from shared import subjects
 from shared.events.recorded import conversation_stream
+from shared.lease import lease_bucket
 from shared.readmodels import ReadModels
 from tests.integration.ingest_stack import Stack, drained, reset_streams, running
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CONVERSATIONS = 15
 MESSAGES = 1500
@@ -69,6 +79,10 @@ async def test_overlapping_batches_keep_every_conversation_in_publish_order(stac
         lambda: drained(stack.js, subjects.CHAT_STREAM, subjects.durable("ingest")), "ingest acked everything", 120
     )
 
+    await assert_in_publish_order(stack)
+
+
+async def assert_in_publish_order(stack: Stack) -> None:
     expected: dict[str, list[str]] = defaultdict(list)
     for i in range(MESSAGES):
         expected[f"c{i % CONVERSATIONS:02d}"].append(f"m{i:05d}")
@@ -86,3 +100,68 @@ async def test_overlapping_batches_keep_every_conversation_in_publish_order(stac
         projected = await rm.message_range("t1", "u1", conv, 0, include_deleted=True)
         assert [(m.message_id, m.index) for m in projected] == recorded, conv
     assert await stack.db["events"].count_documents({}) == MESSAGES
+
+
+async def test_a_standby_takes_over_from_a_killed_replica_in_publish_order(
+    nats_url: str, mongo_url: str, db_name: str, tmp_path: Path
+) -> None:
+    kek = os.urandom(32)
+    env = {
+        **os.environ,
+        "MNEMO_NATS_URL": nats_url,
+        "MNEMO_MONGODB_URL": mongo_url,
+        "MNEMO_MONGODB_DB": db_name,
+        "MNEMO_KEK": base64.b64encode(kek).decode(),
+        "MNEMO_DATA_DIR": str(tmp_path),
+        "MNEMO_DELIVERY__LEASE_TTL_S": "2",
+        "MNEMO_DELIVERY__ACK_WAIT_S": "5",
+        "MNEMO_DELIVERY__INGEST_BATCH_SIZE": "64",
+        "PYTHONUNBUFFERED": "1",
+    }
+    async with running(nats_url, mongo_url, db_name, [], kek=kek) as stack:  # the replicas are processes
+        kv = await lease_bucket(stack.js, 2.0)
+        await kv.purge("ingest")  # a lease left by an earlier test would delay the first holder
+        with ingest_process(env, tmp_path / "a.log") as first:
+            await wait_until(lambda: logged(tmp_path / "a.log", " serving on "), "replica a serves", 60)
+            with ingest_process(env, tmp_path / "b.log") as second:
+                await wait_until(lambda: logged(tmp_path / "b.log", "standby"), "replica b stands by", 60)
+                half = MESSAGES // 2
+                await asyncio.gather(*(stack.js.publish(subjects.MESSAGE_CREATED, body(i)) for i in range(half)))
+
+                async def some_acked() -> bool:
+                    info = await stack.js.consumer_info(subjects.CHAT_STREAM, subjects.durable("ingest"))
+                    return bool(info.ack_floor.stream_seq >= 100)
+
+                await wait_until(some_acked, "replica a recorded some messages", 60)
+                first.kill()  # kill -9: batches in flight unacked, the lease neither refreshed nor freed
+                rest = range(half, MESSAGES)
+                await asyncio.gather(*(stack.js.publish(subjects.MESSAGE_CREATED, body(i)) for i in rest))
+                await wait_until(
+                    lambda: drained(stack.js, subjects.CHAT_STREAM, subjects.durable("ingest")), "all recorded", 180
+                )
+                assert second.poll() is None, "the standby exited"
+                assert logged(tmp_path / "b.log", "holding the ingest lease")
+        await assert_in_publish_order(stack)
+        await reset_streams(stack.js)
+
+
+async def logged(path: Path, text: str) -> bool:
+    return path.exists() and text in path.read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def ingest_process(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "services.ingest"], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
