@@ -15,6 +15,7 @@ from nats.js.api import ConsumerConfig
 from nats.js.errors import NotFoundError
 
 from shared import subjects
+from shared.natsconn import connect_options
 from shared.settings import Settings
 from shared.streams import ensure_streams
 from shared.telemetry import tracer_provider
@@ -79,9 +80,11 @@ LOG_JSTREAM = JStream(subjects.LOG_STREAM, subjects=list(subjects.LOG_STREAM_SUB
 
 
 def make_broker(settings: Settings, service: str) -> NatsBroker:
-    """A broker for one service: its own connection name, telemetry middleware, quiet per-message logs."""
+    """A broker for one service: its own connection name and NATS user (``shared.natsconn``), telemetry
+    middleware, quiet per-message logs."""
     return NatsBroker(
         settings.nats_servers,
+        **connect_options(settings, service),
         name=f"mnemo-{service}",
         middlewares=[NatsTelemetryMiddleware(tracer_provider=tracer_provider(service, settings.telemetry))],
         # FastStream logs each message and its task supervision at INFO/DEBUG: keep that under "mnemo.broker"

@@ -84,6 +84,26 @@ class StreamsSettings(BaseModel):
     )
 
 
+class NatsSettings(BaseModel):
+    """How a process authenticates to NATS and secures its connection (README "Running secured"); every
+    connection mnemo makes goes through ``shared.natsconn``."""
+
+    user: str | None = Field(
+        None,
+        description="the NATS user to connect as; unset: the process's service name (the embedded stack: each "
+        "service's own) when a password or password_dir is set, else no authentication",
+    )
+    password: SecretStr | None = Field(None, description="the user's password")
+    password_dir: Path | None = Field(
+        None,
+        description="a directory of `<user>.password` files (`mnemo nats-config --passwords DIR` writes them): "
+        "a process reads its own user's, so one setting serves every service",
+    )
+    tls_ca_file: Path | None = Field(None, description="PEM CA bundle to verify the server's certificate (TLS on)")
+    tls_cert_file: Path | None = Field(None, description="PEM client certificate, when the server verifies clients")
+    tls_key_file: Path | None = Field(None, description="the client certificate's PEM private key")
+
+
 class VectorsSettings(BaseModel):
     """How the vector index is shared when there is no Qdrant server (``qdrant_url`` set: the server, always)."""
 
@@ -148,6 +168,7 @@ class Settings(_Tree):
     telemetry: TelemetrySettings = TelemetrySettings()
     streams: StreamsSettings = StreamsSettings()
     vectors: VectorsSettings = VectorsSettings()
+    nats: NatsSettings = NatsSettings()
     service_name: str = Field("mnemo", description="set by each process for its logs, spans and connection names")
 
     @property
