@@ -2,7 +2,7 @@
 
 Users: ``platform`` (publishes chat events, calls the RPCs, nothing of the log or the dead letters), one per
 service (its own consumers, RPC subjects and dead-letter subject, plus what every service's core does:
-declare the streams and relay recorded events to ``mnemo.log.>``), ``mnemo`` (the embedded stack's shared
+declare the streams and relay recorded events to ``mnemo.log.>``), ``stack`` (the embedded stack's shared
 core and ``mnemo replay``) and ``admin`` (operators' tools: everything). Each user receives replies only on
 its own inbox prefix ``_INBOX.<user>`` (``shared.natsconn``). Responders answer through ``allow_responses``
 (they may publish to a request's reply subject, nothing else). Everything is derived from
@@ -23,7 +23,7 @@ from shared import subjects
 from shared.natsconn import inbox_prefix
 
 JS_API = "$JS.API"
-PLATFORM, HOST, ADMIN = "platform", "mnemo", "admin"
+PLATFORM, HOST, ADMIN = "platform", "stack", "admin"
 #: Streams every service's core declares at start (``shared.streams.ensure_streams``).
 CORE_STREAMS = (subjects.CHAT_STREAM, subjects.LOG_STREAM, subjects.DLQ_STREAM)
 
@@ -120,7 +120,12 @@ def grants() -> dict[str, Grant]:
     table = {PLATFORM: Grant(("mnemo.chat.>", "mnemo.rpc.>"), (f"{inbox_prefix(PLATFORM)}.>",))}
     table.update({name: service_grant(name, role) for name, role in ROLES.items()})
     publish, subscribe = _core(HOST)
-    host_publish = [*publish, *_points_api("write"), *_points_api("read"), f"{JS_API}.STREAM.PURGE.{subjects.POINTS_STREAM}"]
+    host_publish = [
+        *publish,
+        *_points_api("write"),
+        *_points_api("read"),
+        f"{JS_API}.STREAM.PURGE.{subjects.POINTS_STREAM}",
+    ]
     table[HOST] = Grant(tuple(dict.fromkeys(host_publish)), tuple(subscribe))
     table[ADMIN] = Grant((">",), (">",))
     return table

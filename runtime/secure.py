@@ -32,7 +32,9 @@ class SecureNats:
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def write_self_signed(directory: Path, hosts: tuple[str, ...] = ("localhost", "127.0.0.1")) -> tuple[Path, Path, Path]:
@@ -90,8 +92,7 @@ def secure_nats(data_dir: Path, hosts: tuple[str, ...] = ("localhost", "127.0.0.
     passwords = write_passwords(password_dir)
     ca, cert, key = write_self_signed(home / "tls", hosts)
     server_config = (
-        f"tls {{ cert_file: {_quote(cert)}, key_file: {_quote(key)}, timeout: 5 }}\n"
-        + render_authorization(passwords)
+        f"tls {{ cert_file: {_quote(cert)}, key_file: {_quote(key)}, timeout: 5 }}\n" + render_authorization(passwords)
     )
     env = {"MNEMO_NATS__PASSWORD_DIR": str(password_dir.resolve()), "MNEMO_NATS__TLS_CA_FILE": str(ca.resolve())}
     return SecureNats(server_config, env, password_dir, ca)

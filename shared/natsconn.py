@@ -1,7 +1,7 @@
 """Every NATS connection mnemo makes takes its credentials and TLS from here (``MNEMO_NATS__*``).
 
 A process connects as one user: ``nats.user`` when set, else the identity it passes (a service's name; the
-embedded stack's shared core passes ``mnemo``), once a password or ``nats.password_dir`` is configured. Each
+embedded stack's shared core is ``stack``), once a password or ``nats.password_dir`` is configured. Each
 user's replies arrive under its own inbox prefix ``_INBOX.<user>``: the secured server configuration
 (``runtime/nats_auth.py``) lets a user subscribe to its own inboxes only, so no client can read the replies
 (JetStream deliveries of the log included) meant for another.

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import Iterator
-from pathlib import Path
 
 import nats
 import nats.errors
@@ -54,7 +53,7 @@ async def test_the_platform_publishes_chat_but_cannot_read_the_log_or_the_dead_l
         await platform.denied('Subscription to "_INBOX.>"')
         with pytest.raises(nats.errors.TimeoutError):  # a consumer of its own on the log: no API for it
             await js.pull_subscribe(subjects.LOG_ALL, durable="spy", stream=subjects.LOG_STREAM)
-        await platform.denied(f"Publish to \"$JS.API.CONSUMER.INFO.{subjects.LOG_STREAM}.spy\"")
+        await platform.denied(f'Publish to "$JS.API.CONSUMER.INFO.{subjects.LOG_STREAM}.spy"')
         with pytest.raises(nats.errors.TimeoutError):
             await js.get_last_msg(subjects.LOG_STREAM, subjects.log_subject("message.recorded"))
         await platform.denied(f'Publish to "$JS.API.STREAM.MSG.GET.{subjects.LOG_STREAM}"')
@@ -72,7 +71,9 @@ async def test_ingest_cannot_answer_context_requests(secured: SecuredNats) -> No
         async def answer(msg: nats.aio.msg.Msg) -> None:
             await msg.respond(b'{"context": "from the assembler"}')
 
-        await assembler.nc.subscribe(subjects.CONTEXT_ASSEMBLE, queue=subjects.queue_group("context-assembler"), cb=answer)
+        await assembler.nc.subscribe(
+            subjects.CONTEXT_ASSEMBLE, queue=subjects.queue_group("context-assembler"), cb=answer
+        )
         await assembler.nc.flush()
         async with connected(secured, "platform") as platform:
             reply = await platform.nc.request(subjects.CONTEXT_ASSEMBLE, b"{}", timeout=5)
@@ -102,16 +103,18 @@ async def test_a_service_cannot_publish_to_another_services_subjects(secured: Se
         await summarizer.denied(f'Subscription to "{subjects.LOG_ALL}"')
 
 
-async def test_no_password_or_no_tls_no_connection(secured: SecuredNats, tmp_path: Path) -> None:
+async def test_no_password_or_no_tls_no_connection(secured: SecuredNats) -> None:
     options = connect_options(secured.settings("platform"))
-    with pytest.raises(Exception, match="Authorization|authorization"):
+    with pytest.raises(Exception, match=r"(?i)authorization"):
         await nats.connect(secured.url, tls=options["tls"], allow_reconnect=False, max_reconnect_attempts=0)
     wrong = {**options, "password": "not-the-password"}
-    with pytest.raises(Exception, match="Authorization|authorization"):
+    with pytest.raises(Exception, match=r"(?i)authorization"):
         await nats.connect(secured.url, **wrong, allow_reconnect=False, max_reconnect_attempts=0)
     plain = {k: v for k, v in options.items() if k != "tls"}
     with pytest.raises(Exception):  # noqa: B017, PT011 - the server requires TLS: nats-py fails the handshake
         await nats.connect(secured.url, **plain, allow_reconnect=False, max_reconnect_attempts=0)
     untrusted = ssl.create_default_context()  # the system's CAs: they did not sign the server's certificate
     with pytest.raises(Exception):  # noqa: B017, PT011
-        await nats.connect(secured.url, **{**options, "tls": untrusted}, allow_reconnect=False, max_reconnect_attempts=0)
+        await nats.connect(
+            secured.url, **{**options, "tls": untrusted}, allow_reconnect=False, max_reconnect_attempts=0
+        )
