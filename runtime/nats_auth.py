@@ -148,8 +148,10 @@ def render_authorization(passwords: Mapping[str, str] | None = None) -> str:
     for user, grant in grants().items():
         password = json.dumps(passwords[user]) if passwords is not None else f"${env_name(user)}"
         lines.append(f"    {{ user: {json.dumps(user)}, password: {password}, permissions: {{")
-        lines.append(f"        publish: {{ allow: {json.dumps(list(grant.publish))} }}")
-        lines.append(f"        subscribe: {{ allow: {json.dumps(list(grant.subscribe))} }}")
+        for verb, allowed in (("publish", grant.publish), ("subscribe", grant.subscribe)):
+            lines.append(f"        {verb}: {{ allow: [")
+            lines += [f"          {json.dumps(subject)}" for subject in allowed]
+            lines.append("        ] }")
         if grant.responds:
             lines.append("        allow_responses: true")
         lines.append("    } }")

@@ -6,6 +6,7 @@ it (TLS, a password per user): each denial the threat model relies on, next to w
 - ingest cannot answer context requests; a service cannot publish to another's subjects (another service's
   dead letters, the platform's chat events, the vector points) nor pull another service's durable.
 - Without a password, or over plain TCP, the server refuses the connection.
+- The shipped ``deploy/nats-auth.conf`` works as it is, its passwords from the environment.
 """
 
 from __future__ import annotations
@@ -13,15 +14,23 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import Iterator
+from pathlib import Path
 
 import nats
 import nats.errors
 import pytest
+from pydantic import SecretStr
 
-from shared import subjects
+from runtime.nats_auth import PLATFORM, env_name, grants
+from runtime.servers import free_port, start_nats
+from shared import natsconn, subjects
 from shared.natsconn import connect_options
+from shared.settings import NatsSettings, Settings
 from shared.streams import ensure_streams
 from tests.integration.secured import SecuredNats, connected, start_secured
+from tests.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +127,32 @@ async def test_no_password_or_no_tls_no_connection(secured: SecuredNats) -> None
         await nats.connect(
             secured.url, **{**options, "tls": untrusted}, allow_reconnect=False, max_reconnect_attempts=0
         )
+
+
+async def test_the_shipped_configuration_reads_each_password_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """deploy/nats-auth.conf as deploy/nats-secure.conf includes it: the passwords from MNEMO_NATS_PASSWORD_*."""
+    (tmp_path / "nats-auth.conf").write_text((ROOT / "deploy" / "nats-auth.conf").read_text())
+    for user in grants():
+        monkeypatch.setenv(env_name(user), f"pw-of-{user}")
+    server = start_nats(tmp_path, port=free_port(), extra_config="include ./nats-auth.conf\n")
+    try:
+        settings = Settings(nats_url=server.url, nats=NatsSettings(password=SecretStr("pw-of-platform")))
+        errors: list[str] = []
+
+        async def on_error(exc: Exception) -> None:
+            errors.append(str(exc))
+
+        nc = await natsconn.connect(settings, PLATFORM, error_cb=on_error)
+        try:
+            await nc.subscribe(subjects.LOG_ALL)
+            await nc.flush()
+            await wait_until(lambda: any("permissions violation" in e.lower() for e in errors), "the denial", 10)
+        finally:
+            await nc.close()
+        wrong = Settings(nats_url=server.url, nats=NatsSettings(password=SecretStr("pw-of-ingest")))
+        with pytest.raises(Exception, match=r"(?i)authorization"):
+            await natsconn.connect(wrong, PLATFORM, allow_reconnect=False, max_reconnect_attempts=0)
+    finally:
+        server.stop()
