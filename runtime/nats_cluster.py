@@ -24,7 +24,7 @@ import nats
 from runtime.nats_auth import ADMIN
 from runtime.servers import NatsNode, ServerStartError, free_port
 from shared.natsconn import connect_options
-from shared.settings import NatsSettings, Settings, StreamsSettings
+from shared.settings import NatsSettings, Settings, StreamsSettings, read_section
 from shared.streams import ensure_streams
 
 _NATS_ENV = "MNEMO_NATS__"
@@ -110,7 +110,9 @@ async def _declare_streams(urls: list[str], deadline_s: float, env: dict[str, st
         deadline = time.monotonic() + deadline_s
         while True:
             try:
-                await ensure_streams(js, StreamsSettings(replicas=STREAM_REPLICAS))
+                # The limits from MNEMO_STREAMS__* as the services read them, at three replicas.
+                streams = read_section("streams", StreamsSettings).model_copy(update={"replicas": STREAM_REPLICAS})
+                await ensure_streams(js, streams)
                 return
             except Exception as exc:  # right after the meta leader is elected, placement may still fail
                 if time.monotonic() > deadline:
