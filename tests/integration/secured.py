@@ -9,6 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import nats
 from nats.aio.client import Client as NatsClient
@@ -36,6 +37,27 @@ class SecuredNats:
     def violations(self) -> list[str]:
         """The permission violations the server logged so far."""
         return [line for line in self.server.log_path.read_text().splitlines() if "Permissions Violation" in line]
+
+
+@dataclass
+class NodeEndpoint:
+    """A node of a secured cluster (``runtime.secure`` files under ``secure_dir``)."""
+
+    url: str
+    secure_dir: Path
+
+    def settings(self, user: str | None = None) -> Settings:
+        nats_settings = NatsSettings(
+            user=user, password_dir=self.secure_dir / "passwords", tls_ca_file=self.secure_dir / "tls" / "ca.pem"
+        )
+        return Settings(nats_url=self.url, nats=nats_settings)
+
+
+class Endpoint(Protocol):
+    @property
+    def url(self) -> str: ...
+
+    def settings(self, user: str | None = None) -> Settings: ...
 
 
 def start_secured(directory: Path) -> Iterator[SecuredNats]:
@@ -69,7 +91,7 @@ class Client:
 
 
 @contextlib.asynccontextmanager
-async def connected(secured: SecuredNats, user: str) -> AsyncIterator[Client]:
+async def connected(secured: Endpoint, user: str) -> AsyncIterator[Client]:
     client = Client(None)  # type: ignore[arg-type]
 
     async def on_error(exc: Exception) -> None:
