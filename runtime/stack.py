@@ -84,6 +84,9 @@ async def run_stack(settings: Settings, *, demo: bool, nats_config: str = "") ->
         async with all_services(settings):
             try:
                 print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
+                if (passwords := settings.nats.password_dir) is not None:
+                    ca = settings.nats.tls_ca_file
+                    print(f"secured: user platform, password in {passwords / 'platform.password'}, CA {ca}", flush=True)
                 print(f"data: {settings.data_dir.resolve()}   stop: Ctrl-C", flush=True)
                 marker = settings.data_dir / "demo-played"
                 if demo and not marker.exists():
