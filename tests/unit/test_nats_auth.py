@@ -89,3 +89,13 @@ def test_a_ca_file_turns_tls_on(tmp_path: Path) -> None:
     assert isinstance(options["tls"], ssl.SSLContext)
     assert options["tls"].verify_mode == ssl.CERT_REQUIRED
     assert options["tls"].check_hostname
+
+
+def test_nats_config_writes_a_file_with_generated_passwords(tmp_path: Path) -> None:
+    from runtime.cli import main
+
+    out = tmp_path / "auth.conf"
+    assert main(["nats-config", "--out", str(out), "--passwords", str(tmp_path / "pw")]) == 0
+    text = out.read_text()
+    assert (tmp_path / "pw" / "platform.password").read_text().strip() in text
+    assert "$MNEMO_NATS_PASSWORD" not in text
