@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster test test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context bench-scale up down clean
+.PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context bench-scale up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ cluster: $(STAMP)
 ## Lint, type-check, then every test (unit, contract, integration, e2e).
 test: $(STAMP) lint typecheck
 	$(PY) -m pytest $(ARGS)
+
+## The end-to-end suite against stacks run `--secure` (TLS, a least-privilege NATS user per service and the platform).
+test-e2e-secure: $(STAMP)
+	MNEMO_E2E_SECURE=1 $(PY) -m pytest tests/e2e $(ARGS)
 
 ## Unit and component tests only: no server, about a minute.
 test-fast: $(STAMP)

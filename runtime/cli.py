@@ -25,11 +25,23 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(service_name="stack")
 
 
+def _secure(args: argparse.Namespace, settings: Settings) -> tuple[Settings, str]:
+    """``--secure``: the users' passwords and a local CA under the data directory (``runtime.secure``); the
+    settings that use them and the nats-server configuration that enforces them."""
+    if not getattr(args, "secure", False):
+        return settings, ""
+    from runtime.secure import secure_nats
+
+    secured = secure_nats(settings.data_dir)
+    os.environ.update(secured.env)
+    return Settings(service_name=settings.service_name), secured.server_config
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from runtime.stack import run_stack
 
-    settings = _settings(args)
-    asyncio.run(run_stack(settings, demo=not args.no_demo))
+    settings, nats_config = _secure(args, _settings(args))
+    asyncio.run(run_stack(settings, demo=not args.no_demo, nats_config=nats_config))
     return 0
 
 
@@ -53,6 +65,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                 or os.environ.get("MNEMO_MONGODB_URL", "mongodb://127.0.0.1:27017/?directConnection=true"),
                 node_ports=[int(p) for p in args.nats_ports.split(",")] if args.nats_ports else None,
                 stop_timeout=args.stop_timeout,
+                secure=args.secure,
             )
             try:
                 return run_cluster(config)
@@ -78,8 +91,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from runtime.replay import replay
 
-    settings = _settings(args)
-    asyncio.run(replay(settings, embedded=not args.external))
+    settings, nats_config = _secure(args, _settings(args))
+    asyncio.run(replay(settings, embedded=not args.external, nats_config=nats_config))
     return 0
 
 
@@ -106,6 +119,24 @@ def cmd_settings_doc(args: argparse.Namespace) -> int:
     return 0
 
 
+_SECURE_HELP = (
+    "NATS with TLS and a least-privilege user per service and the platform (passwords and a local CA "
+    "generated once under the data directory's secure/)"
+)
+
+
+def cmd_nats_config(args: argparse.Namespace) -> int:
+    from runtime.nats_auth import render_authorization, write_passwords
+
+    text = render_authorization(write_passwords(args.passwords) if args.passwords else None)
+    if args.out == "-":
+        print(text, end="")
+    else:
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mnemo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -114,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data-dir", type=Path, help="embedded data directory (default .data)")
         p.add_argument("--nats-url", help="where nats-server listens (default nats://127.0.0.1:4222)")
         p.add_argument("--mongodb-url", help="where the MongoDB-protocol server listens")
+        p.add_argument("--secure", action="store_true", help=_SECURE_HELP)
 
     run = sub.add_parser("run", help="run nats-server, SecantusDB and every mnemo service (embedded mode)")
     add_backend_flags(run)
@@ -134,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     clu.add_argument("--mongodb-url", help="where SecantusDB listens (default mongodb://127.0.0.1:27017)")
     clu.add_argument("--topology", type=Path, help="a TOML or JSON file with a [replicas] table")
     clu.add_argument("--replicas", action="append", help="replicas per service, e.g. ingest=3,lore=1 (over the file)")
+    clu.add_argument("--secure", action="store_true", help=_SECURE_HELP)
     clu.add_argument("--stop-timeout", type=float, default=40.0, help="seconds a process gets to stop on SIGTERM")
     clu.set_defaults(func=cmd_cluster)
 
@@ -143,6 +176,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--external", action="store_true", help="use running NATS/MongoDB/Qdrant from settings instead of embedded"
     )
     rep.set_defaults(func=cmd_replay)
+
+    auth = sub.add_parser("nats-config", help="write nats-server's least-privilege users (deploy/nats-auth.conf)")
+    auth.add_argument("--out", default="deploy/nats-auth.conf", help="file to write, or - for stdout")
+    auth.add_argument(
+        "--passwords",
+        type=Path,
+        help="write a random password per user to DIR/<user>.password (kept when present) and put them in the "
+        "file; without it the file reads each from $MNEMO_NATS_PASSWORD_<USER>",
+    )
+    auth.set_defaults(func=cmd_nats_config)
 
     doc = sub.add_parser("asyncapi", help="write the AsyncAPI document of the public contract")
     doc.add_argument("--out", default="asyncapi.json", help="file to write, or - for stdout")

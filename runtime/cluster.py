@@ -29,6 +29,7 @@ from types import FrameType
 from runtime import nats_cluster
 from runtime.catalog import spec
 from runtime.cluster_control import ProcEntry, read_requests, running_supervisor, write_pids
+from runtime.secure import SecureNats, secure_nats
 from runtime.servers import (
     ChildServer,
     NatsNode,
@@ -61,6 +62,7 @@ class ClusterConfig:
     node_ports: list[int] | None = None
     stop_timeout: float = 40.0
     ready_timeout: float = 600.0
+    secure: bool = False  # TLS and a least-privilege NATS user per service (runtime.secure)
 
 
 @dataclass
@@ -96,6 +98,7 @@ class Cluster:
     nodes: list[NatsNode] = field(default_factory=list)
     procs: list[Proc] = field(default_factory=list)
     started_at: float = field(default_factory=time.monotonic)
+    secured: SecureNats | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -113,12 +116,14 @@ class Cluster:
         for node in self.nodes:
             nats_cluster.require_free(node.host, node.port, node.name)
         nats_cluster.require_free(*host_port(self.config.mongodb_url, 27017), "secantusd")
+        hosts = tuple(dict.fromkeys(("localhost", "127.0.0.1", *(n.host for n in self.nodes))))
+        self.secured = secure_nats(data, hosts) if self.config.secure else None
+        extra = self.secured.server_config if self.secured else ""
         for node in self.nodes:
-            self._add_server(
-                node.name, node.url, functools.partial(start_nats_node, node, self.nodes, data), node.monitor_url
-            )
+            start = functools.partial(start_nats_node, node, self.nodes, data, extra_config=extra)
+            self._add_server(node.name, node.url, start, node.monitor_url)
         leader = nats_cluster.wait_for_cluster(self.nodes, check=self._servers_up)
-        nats_cluster.declare_streams(self.nodes)
+        nats_cluster.declare_streams(self.nodes, self.secured.env if self.secured else None)
         say(f"NATS cluster formed ({len(self.nodes)} nodes, JetStream meta leader {leader}, streams at 3 replicas)")
         mongo_url = self.config.mongodb_url
         mhost, mport = host_port(mongo_url, 27017)
@@ -132,6 +137,9 @@ class Cluster:
         self.save()
         say("NATS: " + "  ".join(f"{n.name} {n.url}" for n in self.nodes))
         say(f"connect your platform to {self.nodes[0].url} (or any node); logs: {(data / 'logs').resolve()}")
+        if self.secured is not None:
+            password = self.secured.password_dir / "platform.password"
+            say(f"secured: TLS (CA {self.secured.ca_file}), user platform, password in {password}")
         say(f"processes: {(self.run_dir / 'pids.json').resolve()}   stop: Ctrl-C")
         self._wait_ready()
 
@@ -160,6 +168,7 @@ class Cluster:
             "MNEMO_STREAMS__REPLICAS": str(nats_cluster.STREAM_REPLICAS),
             "MNEMO_VECTORS__MODE": "stream",
             "PYTHONUNBUFFERED": "1",
+            **(self.secured.env if self.secured else {}),
         }
 
     def _add_service(self, name: str, replica: int, env: dict[str, str]) -> None:

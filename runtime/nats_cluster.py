@@ -21,10 +21,13 @@ from urllib.parse import urlparse
 
 import nats
 
+from runtime.nats_auth import ADMIN
 from runtime.servers import NatsNode, ServerStartError, free_port
-from shared.settings import StreamsSettings
+from shared.natsconn import connect_options
+from shared.settings import NatsSettings, Settings, StreamsSettings, read_section
 from shared.streams import ensure_streams
 
+_NATS_ENV = "MNEMO_NATS__"
 NODES = 3
 #: Copies of each stream: one per node.
 STREAM_REPLICAS = 3
@@ -97,14 +100,19 @@ def wait_for_cluster(nodes: list[NatsNode], timeout: float = 120.0, check: Calla
     raise ServerStartError(f"the NATS cluster did not form within {timeout:.0f}s: {last}")
 
 
-async def _declare_streams(urls: list[str], deadline_s: float) -> None:
-    nc = await nats.connect(urls, connect_timeout=5, max_reconnect_attempts=-1)
+async def _declare_streams(urls: list[str], deadline_s: float, env: dict[str, str] | None) -> None:
+    # As the operators' user when secured (``env``: the services' MNEMO_NATS__* variables).
+    nats_settings = NatsSettings.model_validate({k[len(_NATS_ENV) :].lower(): v for k, v in (env or {}).items()})
+    options = connect_options(Settings(nats=nats_settings), ADMIN)
+    nc = await nats.connect(urls, connect_timeout=5, max_reconnect_attempts=-1, **options)
     try:
         js = nc.jetstream(timeout=10)
         deadline = time.monotonic() + deadline_s
         while True:
             try:
-                await ensure_streams(js, StreamsSettings(replicas=STREAM_REPLICAS))
+                # The limits from MNEMO_STREAMS__* as the services read them, at three replicas.
+                streams = read_section("streams", StreamsSettings).model_copy(update={"replicas": STREAM_REPLICAS})
+                await ensure_streams(js, streams)
                 return
             except Exception as exc:  # right after the meta leader is elected, placement may still fail
                 if time.monotonic() > deadline:
@@ -114,9 +122,10 @@ async def _declare_streams(urls: list[str], deadline_s: float) -> None:
         await nc.drain()
 
 
-def declare_streams(nodes: list[NatsNode], timeout: float = 120.0) -> None:
-    """Create (or update) every stream with :data:`STREAM_REPLICAS` copies; the services do the same at start."""
-    asyncio.run(_declare_streams([n.url for n in nodes], timeout))
+def declare_streams(nodes: list[NatsNode], env: dict[str, str] | None = None, timeout: float = 120.0) -> None:
+    """Create every stream with :data:`STREAM_REPLICAS` copies; the services do the same at start.
+    ``env``: the secured cluster's ``MNEMO_NATS__*`` (``runtime.secure``)."""
+    asyncio.run(_declare_streams([n.url for n in nodes], timeout, env))
 
 
 def servers_for(nodes: list[NatsNode], k: int) -> str:

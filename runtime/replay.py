@@ -55,9 +55,9 @@ def embeddable(events: Sequence[EventEnvelope]) -> list[EventEnvelope]:
     return out
 
 
-async def replay(settings: Settings, *, embedded: bool) -> int:
-    """Returns the number of events replayed."""
-    servers = await asyncio.to_thread(start_servers, settings) if embedded else []
+async def replay(settings: Settings, *, embedded: bool, nats_config: str = "") -> int:
+    """Returns the number of events replayed; ``nats_config``: the embedded nats-server's (``--secure``)."""
+    servers = await asyncio.to_thread(start_servers, settings, nats_config) if embedded else []
     try:
         core = await open_core(settings, vectors="write", embedder=True)
         try:

@@ -126,12 +126,16 @@ def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None) ->
 MAX_PAYLOAD = "8MB"
 
 
-def start_nats(data_dir: Path, host: str = "127.0.0.1", port: int = 4222, timeout: float = 20.0) -> ChildServer:
-    """nats-server with JetStream, its store under ``data_dir``, messages up to :data:`MAX_PAYLOAD`."""
+def start_nats(
+    data_dir: Path, host: str = "127.0.0.1", port: int = 4222, timeout: float = 20.0, extra_config: str = ""
+) -> ChildServer:
+    """nats-server with JetStream, its store under ``data_dir``, messages up to :data:`MAX_PAYLOAD`;
+    ``extra_config``: more of its configuration (``runtime.secure``: TLS and users)."""
     store = data_dir / "nats"
     store.mkdir(parents=True, exist_ok=True)
     config = data_dir / "nats.conf"
-    config.write_text(f"max_payload: {MAX_PAYLOAD}\n")
+    config.touch(mode=0o600)  # it may hold the users' passwords
+    config.write_text(f"max_payload: {MAX_PAYLOAD}\n{extra_config}")
     argv = [find_binary("nats-server"), "-c", str(config), "-js", "-sd", str(store), "-a", host, "-p", str(port)]
     log_path = data_dir / "logs" / "nats-server.log"
     server = ChildServer("nats-server", f"nats://{host}:{port}", spawn(argv, log_path), log_path)
@@ -158,9 +162,12 @@ class NatsNode:
         return f"http://{self.host}:{self.http_port}"
 
 
-def nats_node_config(node: NatsNode, peers: list[NatsNode], store: Path, cluster: str = "mnemo") -> str:
+def nats_node_config(
+    node: NatsNode, peers: list[NatsNode], store: Path, cluster: str = "mnemo", extra_config: str = ""
+) -> str:
     """nats-server's configuration of ``node``: JetStream in its own ``store``, routes to every node of ``peers``
-    (itself included: a server ignores its own route), the same :data:`MAX_PAYLOAD` as ``mnemo run``."""
+    (itself included: a server ignores its own route), the same :data:`MAX_PAYLOAD` as ``mnemo run``, then
+    ``extra_config`` (``runtime.secure``: client TLS and users; routes stay plain on the loopback)."""
     routes = ", ".join(f'"nats-route://{p.host}:{p.route_port}"' for p in peers)
     return (
         f'server_name: "{node.name}"\n'
@@ -169,10 +176,13 @@ def nats_node_config(node: NatsNode, peers: list[NatsNode], store: Path, cluster
         f"max_payload: {MAX_PAYLOAD}\n"
         f'jetstream {{ store_dir: "{store}" }}\n'
         f'cluster {{ name: "{cluster}", listen: "{node.host}:{node.route_port}", routes: [{routes}] }}\n'
+        f"{extra_config}"
     )
 
 
-def start_nats_node(node: NatsNode, peers: list[NatsNode], data_dir: Path, timeout: float = 20.0) -> ChildServer:
+def start_nats_node(
+    node: NatsNode, peers: list[NatsNode], data_dir: Path, timeout: float = 20.0, extra_config: str = ""
+) -> ChildServer:
     """One cluster node, its store and configuration under ``<data_dir>/<name>``, its log in ``<data_dir>/logs``.
 
     Returns once it accepts clients; the cluster's JetStream needs a meta leader (a majority of nodes up)
@@ -180,7 +190,8 @@ def start_nats_node(node: NatsNode, peers: list[NatsNode], data_dir: Path, timeo
     home = data_dir / node.name
     (home / "jetstream").mkdir(parents=True, exist_ok=True)
     config = home / "nats.conf"
-    config.write_text(nats_node_config(node, peers, home / "jetstream"))
+    config.touch(mode=0o600)
+    config.write_text(nats_node_config(node, peers, home / "jetstream", extra_config=extra_config))
     log_path = data_dir / "logs" / f"{node.name}.log"
     server = ChildServer(
         node.name, node.url, spawn([find_binary("nats-server"), "-c", str(config)], log_path), log_path

@@ -21,19 +21,22 @@ from faststream.nats import NatsBroker
 
 from runtime.catalog import SERVICES, ensure_own_indexes
 from runtime.demo import player
+from runtime.nats_auth import PLATFORM
 from runtime.render import render_reply
 from runtime.servers import ChildServer, host_port, start_mongo, start_nats
 from shared.bootstrap import Core, deps_for, open_core, wait_for_stop_signal
 from shared.broker import make_broker, start_broker
+from shared.natsconn import connect_options
 from shared.settings import Settings
 
 log = logging.getLogger("mnemo.stack")
 
 
-def start_servers(settings: Settings) -> list[ChildServer]:
+def start_servers(settings: Settings, nats_config: str = "") -> list[ChildServer]:
+    """``nats_config``: more of nats-server's configuration (``--secure``: TLS and users)."""
     data_dir = settings.data_dir
     host, port = host_port(settings.nats_url, 4222)
-    nats_server = start_nats(data_dir, host, port)
+    nats_server = start_nats(data_dir, host, port, extra_config=nats_config)
     try:
         mhost, mport = host_port(settings.mongodb_url, 27017)
         mongo_server = start_mongo(data_dir, mhost, mport)
@@ -74,13 +77,16 @@ async def all_services(settings: Settings) -> AsyncIterator[Core]:
         await core.close()
 
 
-async def run_stack(settings: Settings, *, demo: bool) -> None:
+async def run_stack(settings: Settings, *, demo: bool, nats_config: str = "") -> None:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    servers = await asyncio.to_thread(start_servers, settings)
+    servers = await asyncio.to_thread(start_servers, settings, nats_config)
     try:
         async with all_services(settings):
             try:
                 print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
+                if (passwords := settings.nats.password_dir) is not None:
+                    ca = settings.nats.tls_ca_file
+                    print(f"secured: user platform, password in {passwords / 'platform.password'}, CA {ca}", flush=True)
                 print(f"data: {settings.data_dir.resolve()}   stop: Ctrl-C", flush=True)
                 marker = settings.data_dir / "demo-played"
                 if demo and not marker.exists():
@@ -96,7 +102,7 @@ async def run_stack(settings: Settings, *, demo: bool) -> None:
 
 async def play_demo(settings: Settings, marker: Path) -> None:
     print("\nfirst start: playing the demo scene through the public contract...", flush=True)
-    reply = await player.play(settings.nats_url)
+    reply = await player.play(settings.nats_url, connect=connect_options(settings, PLATFORM))
     request = player.sample_request(player.load_scene())
     print(f"\nmnemo.rpc.context.assemble.v1  <-  {json.dumps(request)}\n", flush=True)
     print(render_reply(reply), flush=True)

@@ -17,12 +17,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import nats
 from faststream.nats import NatsBroker, NatsRouter
 from nats.aio.client import Client as NatsClient
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from shared import natsconn
 from shared.broker import ensure_streams, make_broker, start_broker
 from shared.crypto import FieldCipher, load_or_create_kek, parse_kek
 from shared.embedders.factory import build_embedder
@@ -107,9 +107,7 @@ async def open_core(settings: Settings, *, vectors: bool | VectorRole = False, e
     store = MongoEventStore(db, codec)
     await store.ensure_indexes()
     await ensure_all_indexes(db, cipher)
-    nc = await nats.connect(
-        settings.nats_servers, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1
-    )
+    nc = await natsconn.connect(settings, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
     js = nc.jetstream()
     await ensure_streams(js, settings.streams)
     relay = Relay(store, NatsJetStreamPublisher(js), codec)

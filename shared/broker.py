@@ -9,12 +9,14 @@ from typing import Any
 import nats.errors
 from faststream.nats import JStream, NatsBroker
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
+from faststream.nats.security import NatsSecurity, NatsUserPassword
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig
 from nats.js.errors import NotFoundError
 
 from shared import subjects
+from shared.natsconn import connect_options
 from shared.settings import Settings
 from shared.streams import ensure_streams
 from shared.telemetry import tracer_provider
@@ -78,10 +80,23 @@ CHAT_JSTREAM = JStream(subjects.CHAT_STREAM, subjects=list(subjects.CHAT_STREAM_
 LOG_JSTREAM = JStream(subjects.LOG_STREAM, subjects=list(subjects.LOG_STREAM_SUBJECTS), declare=False)
 
 
+def broker_options(settings: Settings, identity: str) -> dict[str, Any]:
+    """``shared.natsconn.connect_options`` in FastStream's terms: user, password and TLS as its ``security``."""
+    options = connect_options(settings, identity)
+    user, password, tls = options.pop("user", None), options.pop("password", None), options.pop("tls", None)
+    if user is not None:
+        options["security"] = NatsUserPassword(user, password, ssl_context=tls)
+    elif tls is not None:
+        options["security"] = NatsSecurity(ssl_context=tls)
+    return options
+
+
 def make_broker(settings: Settings, service: str) -> NatsBroker:
-    """A broker for one service: its own connection name, telemetry middleware, quiet per-message logs."""
+    """A broker for one service: its own connection name and NATS user (``shared.natsconn``), telemetry
+    middleware, quiet per-message logs."""
     return NatsBroker(
         settings.nats_servers,
+        **broker_options(settings, service),
         name=f"mnemo-{service}",
         middlewares=[NatsTelemetryMiddleware(tracer_provider=tracer_provider(service, settings.telemetry))],
         # FastStream logs each message and its task supervision at INFO/DEBUG: keep that under "mnemo.broker"

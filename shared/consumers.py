@@ -13,7 +13,7 @@ from typing import TypeVar
 from faststream.nats import JStream, NatsRouter
 from nats.aio.msg import Msg
 
-from shared import subjects
+from shared import natsconn, subjects
 from shared.broker import LOG_JSTREAM
 from shared.delivery import BatchConsumer, BatchHandler, DeadLetters, Decoder, Staged, subscribe_batches
 from shared.delivery.order import AckFloor, OrderGate
@@ -62,6 +62,7 @@ def consumer_router(
         consumer=consumer,
         delivery=delivery,
         title=title,
+        inbox_prefix=natsconn.inbox_prefix(natsconn.nats_user(deps.settings, service)),
     )
     return router
 

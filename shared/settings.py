@@ -79,15 +79,66 @@ class DeliverySettings(BaseModel):
     )
 
 
+_DAY_S = 86_400.0
+
+
+class StreamLimits(BaseModel):
+    """One stream's retention and size limits: applied when mnemo creates the stream, and to a limit the
+    stream does not have yet; a limit already on the server (an operator's) is kept, the difference logged."""
+
+    max_age_s: float = Field(0.0, ge=0, description="messages older than this are removed (0: kept forever)")
+    max_bytes: int = Field(-1, ge=-1, description="the stream's size cap; the oldest messages go first (-1: none)")
+    max_msgs: int = Field(-1, ge=-1, description="the stream's message count cap (-1: none)")
+
+
 class StreamsSettings(BaseModel):
-    """How mnemo's JetStream streams are declared."""
+    """How mnemo's JetStream streams are declared (``shared/streams.py``)."""
 
     replicas: int = Field(
         1,
         ge=1,
         le=5,
-        description="copies of each stream in a NATS cluster (3 in `make cluster` and compose; 1 on one server)",
+        description="copies of each stream in a NATS cluster (3 in `make cluster` and compose; 1 on one server); "
+        "like the limits, applied at creation only",
     )
+    chat: StreamLimits = Field(
+        StreamLimits(max_age_s=7 * _DAY_S),
+        description="MNEMO_CHAT (the platform's events): ingest records each in the log within seconds, so a "
+        "week covers a long ingest outage",
+    )
+    log: StreamLimits = Field(
+        StreamLimits(max_age_s=7 * _DAY_S),
+        description="MNEMO_LOG (recorded events relayed for the consumers): the event log in MongoDB stays the "
+        "source of truth (`mnemo replay`), so a week covers a consumer's outage",
+    )
+    dlq: StreamLimits = Field(
+        StreamLimits(max_age_s=30 * _DAY_S), description="MNEMO_DLQ (dead letters): a month to inspect them"
+    )
+    points: StreamLimits = Field(
+        StreamLimits(),
+        description="MNEMO_POINTS (stream-mode vectors, one message per point): no age limit, a new replica "
+        "rebuilds its shard from it",
+    )
+
+
+class NatsSettings(BaseModel):
+    """How a process authenticates to NATS and secures its connection (README "Running secured"); every
+    connection mnemo makes goes through ``shared.natsconn``."""
+
+    user: str | None = Field(
+        None,
+        description="the NATS user to connect as; unset: the process's service name (the embedded stack: each "
+        "service's own) when a password or password_dir is set, else no authentication",
+    )
+    password: SecretStr | None = Field(None, description="the user's password")
+    password_dir: Path | None = Field(
+        None,
+        description="a directory of `<user>.password` files (`mnemo nats-config --passwords DIR` writes them): "
+        "a process reads its own user's, so one setting serves every service",
+    )
+    tls_ca_file: Path | None = Field(None, description="PEM CA bundle to verify the server's certificate (TLS on)")
+    tls_cert_file: Path | None = Field(None, description="PEM client certificate, when the server verifies clients")
+    tls_key_file: Path | None = Field(None, description="the client certificate's PEM private key")
 
 
 class VectorsSettings(BaseModel):
@@ -154,6 +205,7 @@ class Settings(_Tree):
     telemetry: TelemetrySettings = TelemetrySettings()
     streams: StreamsSettings = StreamsSettings()
     vectors: VectorsSettings = VectorsSettings()
+    nats: NatsSettings = NatsSettings()
     service_name: str = Field("mnemo", description="set by each process for its logs, spans and connection names")
 
     @property

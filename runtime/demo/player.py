@@ -82,10 +82,11 @@ def sample_request(scene: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def play(nats_url: str, timeout_s: float = 60.0) -> dict[str, Any]:
-    """Publish the scene, then poll the context until the last message and a retrieved one show up."""
+async def play(nats_url: str, timeout_s: float = 60.0, connect: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Publish the scene, then poll the context until the last message and a retrieved one show up;
+    ``connect``: the platform's credentials and TLS (``shared.natsconn.connect_options``)."""
     scene = load_scene()
-    nc = await nats.connect(nats_url)
+    nc = await nats.connect(nats_url, **(connect or {}))
     try:
         js = nc.jetstream()
         events = scene_events(scene)

@@ -38,8 +38,12 @@ def subscribe_batches(
     consumer: BatchConsumer[T],
     delivery: DeliverySettings,
     title: str,
+    inbox_prefix: str = "_INBOX",
 ) -> None:
     """Register ``consumer`` as a durable JetStream pull consumer fetching batches on ``subject``.
+
+    ``inbox_prefix``: where its batches are delivered, the connection's own (``shared.natsconn``): FastStream
+    does not take the connection's but its own argument, ``_INBOX.`` by default, which a secured server denies.
 
     Replicas of a service share the durable, so JetStream spreads batches across them. The server-side
     ``max_deliver`` is a backstop above ours: our consumer dead-letters first, with the reason.
@@ -51,6 +55,7 @@ def subscribe_batches(
         durable=durable,
         pull_sub=PullSub(batch_size=delivery.batch_size, timeout=0.05, batch=True),
         ack_policy=AckPolicy.MANUAL,
+        inbox_prefix=f"{inbox_prefix}.".encode(),
         decoder=_undecoded,
         config=ConsumerConfig(
             ack_wait=delivery.ack_wait_s,

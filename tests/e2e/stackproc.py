@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -15,6 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 READY_LINE = "mnemo is serving"
+#: ``make test-e2e-secure``: every stack runs ``--secure`` (TLS, least-privilege NATS users), its clients as the
+#: platform (or the operators' ``admin`` for JetStream inspection).
+SECURE = os.environ.get("MNEMO_E2E_SECURE") == "1"
 
 
 def free_port() -> int:
@@ -30,6 +34,7 @@ class StackProcess:
     mongo_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    secure: bool = SECURE
 
     @property
     def nats_url(self) -> str:
@@ -51,7 +56,7 @@ class StackProcess:
         self.log_path = self.data_dir / f"stack-{int(time.time() * 1000)}.log"
         out = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its whole life
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "runtime.cli", "run", "--no-demo"],
+            [sys.executable, "-m", "runtime.cli", "run", "--no-demo", *(["--secure"] if self.secure else [])],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -66,6 +71,19 @@ class StackProcess:
             time.sleep(0.1)
         self.kill_all()
         raise RuntimeError(f"stack not ready within {timeout:.0f}s:\n{self.log_tail()}")
+
+    def client_options(self, user: str = "platform") -> dict[str, object]:
+        """``nats.connect``'s options for a client of this stack: with ``--secure``, ``user``'s generated password,
+        the stack's CA and the user's own inbox prefix (the only one it may subscribe to)."""
+        if not self.secure:
+            return {}
+        home = self.data_dir / "secure"
+        return {
+            "user": user,
+            "password": (home / "passwords" / f"{user}.password").read_text().strip(),
+            "tls": ssl.create_default_context(cafile=str(home / "tls" / "ca.pem")),
+            "inbox_prefix": f"_INBOX.{user}",
+        }
 
     def log_tail(self, chars: int = 4000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path else ""

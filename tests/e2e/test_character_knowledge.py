@@ -124,7 +124,7 @@ def three_bot_scene() -> Scene:
 
 async def test_a_bot_away_when_a_secret_is_told_never_learns_it(stack: Any) -> None:
     scene = three_bot_scene()
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         await publish(nc, [scene])
 
@@ -205,7 +205,7 @@ def random_scenes(seed: int, count: int) -> list[Scene]:
 
 async def test_random_scenes_leak_nothing_across_characters_users_and_tenants(stack: Any) -> None:
     scenes = random_scenes(seed=20261122, count=6)
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         await publish(nc, scenes)
         for scene in scenes:

@@ -132,7 +132,7 @@ def section(reply: dict[str, Any], name: str) -> str:
 
 async def test_a_persona_switch_mid_conversation(stack: StackProcess) -> None:
     tenant, conv = "t-switch", "c-switch"
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         await profiles(nc, tenant)
         aria = [message(tenant, conv, i, LINES[i], "p-aria", "aria_account") for i in range(4)]
@@ -202,7 +202,7 @@ async def test_the_budget_cuts_in_their_order_and_a_constant_entry_that_cannot_f
 ) -> None:
     tenant, conv = "t-budget", "c-budget"
     question = "Tell me about the lighthouse chart and the wreck."
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         await profiles(nc, tenant)
         imported = await call(nc, LORE_IMPORT, {"tenant_id": tenant, "owner_user_id": USER, "name": "Vessa",
@@ -255,7 +255,7 @@ async def test_the_budget_cuts_in_their_order_and_a_constant_entry_that_cannot_f
 
 async def test_the_vector_index_stopped_mid_test(stack: StackProcess, fault_file: Path) -> None:
     tenant, conv = "t-index", "c-index"
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         await profiles(nc, tenant)
         await publish(

@@ -50,12 +50,13 @@ def message(i: int) -> dict[str, Any]:
 class RetryingPublisher:
     """Publishes messages in order, retrying each until JetStream acknowledges it (through outages)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, options: dict[str, Any]) -> None:
         self.url = url
+        self.options = options
         self.acked = 0
 
     async def run(self) -> None:
-        nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+        nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2, **self.options)
         js = nc.jetstream(timeout=2)
         try:
             for i in range(TOTAL):
@@ -71,8 +72,8 @@ class RetryingPublisher:
             await nc.close()
 
 
-async def consumers_idle(url: str) -> bool:
-    nc = await nats.connect(url)
+async def consumers_idle(url: str, options: dict[str, Any]) -> bool:
+    nc = await nats.connect(url, **options)
     try:
         js = nc.jetstream()
         for stream, durable in (("MNEMO_CHAT", "mnemo_ingest_main"), ("MNEMO_LOG", "mnemo_embedding_main")):
@@ -100,7 +101,7 @@ async def recorded_counts(mongo_url: str) -> tuple[int, int]:
 async def test_sigkill_during_publishing_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
     stack = StackProcess(tmp_path / "stack")
     stack.start()
-    publisher = RetryingPublisher(stack.nats_url)
+    publisher = RetryingPublisher(stack.nats_url, stack.client_options())
     publishing = asyncio.create_task(publisher.run())
     try:
         while publisher.acked < KILL_AFTER:
@@ -113,7 +114,7 @@ async def test_sigkill_during_publishing_loses_nothing_and_duplicates_nothing(tm
         deadline = asyncio.get_running_loop().time() + 600
         while asyncio.get_running_loop().time() < deadline:
             total, _ = await recorded_counts(stack.mongo_url)
-            if total >= TOTAL and await consumers_idle(stack.nats_url):
+            if total >= TOTAL and await consumers_idle(stack.nats_url, stack.client_options("admin")):
                 break
             await asyncio.sleep(1.0)
         total, distinct = await recorded_counts(stack.mongo_url)

@@ -78,7 +78,7 @@ async def ask(nc: nats.NATS, tenant: str, user: str, question: str) -> dict[str,
 
 async def test_no_reply_ever_contains_another_tenants_or_users_data(stack: Any) -> None:
     pairs = scenario(seed=20261122)
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         js = nc.jetstream()
         for (tenant, user), secret in pairs.items():

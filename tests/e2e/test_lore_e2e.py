@@ -80,7 +80,7 @@ def similarity(detail: str | None) -> float:
 
 async def test_keyword_and_vector_lore_in_the_context_only_where_attached(stack: Any, shared_dir: Path) -> None:
     book = json.loads((shared_dir / "fixtures/lorebooks/chub-wi_lythora-station.json").read_text())
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         imports = [
             await rpc(

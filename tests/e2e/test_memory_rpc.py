@@ -65,7 +65,7 @@ async def listed(nc: nats.NATS, ready: Any, timeout: float = 120.0, **filters: A
 
 
 async def test_a_summary_is_listed_converted_to_legacy_lore_and_deleted(stack: StackProcess) -> None:
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         js = nc.jetstream()
         for msg in messages(6):

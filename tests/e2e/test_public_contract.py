@@ -94,7 +94,7 @@ def message_sources(reply: dict[str, Any]) -> set[str]:
 
 
 async def test_history_and_retrieval_through_the_public_contract(stack: Any) -> None:
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         js = nc.jetstream()
         for msg in conversation("tenant-a", "user-1", "conv-1"):
@@ -128,7 +128,7 @@ async def test_history_and_retrieval_through_the_public_contract(stack: Any) -> 
 
 
 async def test_invalid_request_gets_an_error_reply(stack: Any) -> None:
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         bad_json = json.loads((await nc.request(ASSEMBLE, b"{not json", timeout=10)).data)
         assert bad_json["error"]["code"] == "bad_request"

@@ -1,0 +1,174 @@
+"""Least-privilege NATS users: the one table of who may publish and subscribe to what, and its server config.
+
+Users: ``platform`` (publishes chat events, calls the RPCs, nothing of the log or the dead letters), one per
+service (its own consumers, RPC subjects and dead-letter subject, plus what every service's core does:
+declare the streams and relay recorded events to ``mnemo.log.>``), ``stack`` (the embedded stack's shared
+core and ``mnemo replay``) and ``admin`` (operators' tools: everything). Each user receives replies only on
+its own inbox prefix ``_INBOX.<user>`` (``shared.natsconn``). Responders answer through ``allow_responses``
+(they may publish to a request's reply subject, nothing else). Everything is derived from
+``shared.subjects``; ``deploy/nats-auth.conf`` is rendered from this table (``mnemo nats-config``) and
+``tests/unit/test_nats_auth.py`` checks it is up to date.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from shared import subjects
+from shared.natsconn import inbox_prefix
+
+JS_API = "$JS.API"
+PLATFORM, HOST, ADMIN = "platform", "stack", "admin"
+#: Streams every service's core declares at start (``shared.streams.ensure_streams``).
+CORE_STREAMS = (subjects.CHAT_STREAM, subjects.LOG_STREAM, subjects.DLQ_STREAM)
+
+
+@dataclass(frozen=True)
+class Role:
+    """What one service does on NATS, as its ``app.py`` wires it."""
+
+    consumes: str | None = None  # the stream its durable consumer reads
+    answers: tuple[str, ...] = ()  # the RPC subjects it serves
+    points: Literal["write", "read"] | None = None  # stream-mode vectors: the writer or a follower's shard
+
+
+_LORE_RPCS = (
+    subjects.LORE_IMPORT,
+    subjects.LORE_EXPORT,
+    subjects.LORE_ATTACH,
+    subjects.LORE_DETACH,
+    subjects.LORE_BOOK_CREATE,
+    subjects.LORE_BOOK_DELETE,
+    subjects.LORE_ENTRY_CREATE,
+    subjects.LORE_ENTRY_UPDATE,
+    subjects.LORE_ENTRY_DELETE,
+)
+
+ROLES: dict[str, Role] = {
+    "ingest": Role(consumes=subjects.CHAT_STREAM),
+    "embedding": Role(consumes=subjects.LOG_STREAM, points="write"),
+    "summarizer": Role(consumes=subjects.LOG_STREAM),
+    "memory-extractor": Role(
+        consumes=subjects.LOG_STREAM, answers=(subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE)
+    ),
+    "context-assembler": Role(answers=(subjects.CONTEXT_ASSEMBLE,), points="read"),
+    "lore": Role(answers=_LORE_RPCS),
+    "memory": Role(answers=(subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST)),
+}
+
+
+@dataclass(frozen=True)
+class Grant:
+    publish: tuple[str, ...]
+    subscribe: tuple[str, ...]
+    responds: bool = False  # allow_responses: may answer the requests it receives
+
+
+def _streams_api(*streams: str) -> list[str]:
+    return [f"{JS_API}.STREAM.{verb}.{s}" for s in streams for verb in ("INFO", "CREATE", "UPDATE")]
+
+
+def _durable_api(stream: str, durable: str) -> list[str]:
+    """A durable pull consumer's JetStream API: its info, (re)creation in every form nats-py uses, its pulls
+    and its acks (``$JS.ACK.<stream>.<durable>.…``)."""
+    api = f"{JS_API}.CONSUMER"
+    return [
+        f"{api}.INFO.{stream}.{durable}",
+        f"{api}.CREATE.{stream}.{durable}",
+        f"{api}.CREATE.{stream}.{durable}.>",
+        f"{api}.DURABLE.CREATE.{stream}.{durable}",
+        f"{api}.MSG.NEXT.{stream}.{durable}",
+        f"$JS.ACK.{stream}.{durable}.>",
+    ]
+
+
+def _points_api(role: Literal["write", "read"]) -> list[str]:
+    stream = subjects.POINTS_STREAM
+    if role == "write":
+        return [subjects.POINTS_ALL, *_streams_api(stream)]
+    # A follower's ordered consumer: ephemeral, recreated on each gap, flow control answered on $JS.FC.
+    return [
+        *_streams_api(stream),
+        f"{JS_API}.CONSUMER.CREATE.{stream}",
+        f"{JS_API}.CONSUMER.CREATE.{stream}.>",
+        f"{JS_API}.CONSUMER.DELETE.{stream}.>",
+        f"$JS.FC.{stream}.>",
+    ]
+
+
+def _core(user: str) -> tuple[list[str], list[str]]:
+    """What every process's core connection does: declare the streams, relay recorded events."""
+    return [subjects.LOG_ALL, *_streams_api(*CORE_STREAMS)], [f"{inbox_prefix(user)}.>"]
+
+
+def service_grant(name: str, role: Role) -> Grant:
+    publish, subscribe = _core(name)
+    if role.consumes is not None:
+        publish += [subjects.dead_letter_subject(name), *_durable_api(role.consumes, subjects.durable(name))]
+    if role.points is not None:
+        publish += _points_api(role.points)
+    return Grant(tuple(dict.fromkeys(publish)), (*subscribe, *role.answers), responds=bool(role.answers))
+
+
+def grants() -> dict[str, Grant]:
+    """Every user's grant, in the order of the rendered configuration."""
+    table = {PLATFORM: Grant(("mnemo.chat.>", "mnemo.rpc.>"), (f"{inbox_prefix(PLATFORM)}.>",))}
+    table.update({name: service_grant(name, role) for name, role in ROLES.items()})
+    publish, subscribe = _core(HOST)
+    host_publish = [
+        *publish,
+        *_points_api("write"),
+        *_points_api("read"),
+        f"{JS_API}.STREAM.PURGE.{subjects.POINTS_STREAM}",
+    ]
+    table[HOST] = Grant(tuple(dict.fromkeys(host_publish)), tuple(subscribe))
+    table[ADMIN] = Grant((">",), (">",))
+    return table
+
+
+def env_name(user: str) -> str:
+    """The environment variable the shipped configuration reads ``user``'s password from."""
+    return "MNEMO_NATS_PASSWORD_" + user.upper().replace("-", "_")
+
+
+def render_authorization(passwords: Mapping[str, str] | None = None) -> str:
+    """nats-server's ``authorization`` block for :func:`grants`; each password is ``passwords[user]``, or
+    without ``passwords`` a reference to :func:`env_name` (the server refuses to start when one is unset)."""
+    lines = [
+        "# Generated by `mnemo nats-config` from runtime/nats_auth.py: do not edit by hand.",
+        "# Least-privilege users of mnemo (README: Threat model). Passwords come from the environment.",
+        "authorization {",
+        "  users = [",
+    ]
+    for user, grant in grants().items():
+        password = json.dumps(passwords[user]) if passwords is not None else f"${env_name(user)}"
+        lines.append(f"    {{ user: {json.dumps(user)}, password: {password}, permissions: {{")
+        for verb, allowed in (("publish", grant.publish), ("subscribe", grant.subscribe)):
+            lines.append(f"        {verb}: {{ allow: [")
+            lines += [f"          {json.dumps(subject)}" for subject in allowed]
+            lines.append("        ] }")
+        if grant.responds:
+            lines.append("        allow_responses: true")
+        lines.append("    } }")
+    lines += ["  ]", "}", ""]
+    return "\n".join(lines)
+
+
+def write_passwords(directory: Path) -> dict[str, str]:
+    """A random password per user as ``<user>.password`` in ``directory`` (mode 0600), kept when present:
+    what ``MNEMO_NATS__PASSWORD_DIR`` reads."""
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    passwords: dict[str, str] = {}
+    for user in grants():
+        path = directory / f"{user}.password"
+        if not path.exists():
+            path.touch(mode=0o600)
+            path.write_text(secrets.token_urlsafe(24) + "\n")
+        passwords[user] = path.read_text().strip()
+    return passwords

@@ -1,0 +1,101 @@
+"""The least-privilege table (``runtime/nats_auth.py``), the shipped configuration rendered from it, and how a
+process picks its NATS credentials (``shared/natsconn.py``)."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from runtime.catalog import SERVICES
+from runtime.nats_auth import ADMIN, HOST, PLATFORM, ROLES, grants, render_authorization, write_passwords
+from runtime.secure import write_self_signed
+from shared import subjects
+from shared.natsconn import NatsCredentialsError, connect_options, nats_user
+from shared.settings import NatsSettings, Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+RPCS = [v for k, v in vars(subjects).items() if k.isupper() and isinstance(v, str) and v.startswith("mnemo.rpc.")]
+
+
+def test_the_shipped_configuration_is_rendered_from_the_table() -> None:
+    shipped = (ROOT / "deploy" / "nats-auth.conf").read_text()
+    assert shipped == render_authorization(), "run: mnemo nats-config (deploy/nats-auth.conf is out of date)"
+    assert "include ./nats-auth.conf" in (ROOT / "deploy" / "nats-secure.conf").read_text()
+
+
+def test_every_service_has_a_user_and_every_rpc_exactly_one_responder() -> None:
+    assert set(ROLES) == {s.name for s in SERVICES}
+    assert set(grants()) == {PLATFORM, HOST, ADMIN, *ROLES}
+    assert RPCS  # the subjects module still spells them as constants
+    for rpc in RPCS:
+        assert [name for name, role in ROLES.items() if rpc in role.answers] != [], rpc
+        assert sum(rpc in role.answers for role in ROLES.values()) == 1, rpc
+
+
+def test_the_platform_gets_chat_and_rpcs_only() -> None:
+    platform = grants()[PLATFORM]
+    assert platform.publish == ("mnemo.chat.>", "mnemo.rpc.>")
+    assert platform.subscribe == ("_INBOX.platform.>",)
+    assert not platform.responds
+
+
+def test_services_get_their_own_subjects_only() -> None:
+    table = grants()
+    for name, grant in table.items():
+        if name in (ADMIN,):
+            continue
+        assert ">" not in grant.publish, name
+        assert "$JS.API.>" not in grant.publish, name
+        assert not any(s.startswith(("mnemo.chat", "mnemo.rpc")) for s in grant.publish if name != PLATFORM), name
+        assert subjects.LOG_ALL not in grant.subscribe, name
+        assert subjects.DLQ_ALL not in grant.subscribe, name
+        others_dlq = [
+            s for s in grant.publish if s.startswith("mnemo.dlq.") and s != subjects.dead_letter_subject(name)
+        ]
+        assert others_dlq == [], name
+        assert [s for s in grant.subscribe if s.startswith("_INBOX")] == [f"_INBOX.{name}.>"], name
+    assert "mnemo.rpc.context.assemble.v1" not in table["ingest"].subscribe
+    assert table["ingest"].responds is False
+    assert subjects.POINTS_ALL in table["embedding"].publish
+    assert subjects.POINTS_ALL not in table["context-assembler"].publish
+
+
+def test_no_password_configured_means_no_authentication() -> None:
+    settings = Settings(service_name="ingest")
+    assert nats_user(settings, "ingest") is None
+    assert connect_options(settings, "ingest") == {"inbox_prefix": "_INBOX"}
+
+
+def test_a_process_connects_as_its_service_with_its_own_password_file(tmp_path: Path) -> None:
+    passwords = write_passwords(tmp_path / "pw")
+    assert oct((tmp_path / "pw" / "ingest.password").stat().st_mode & 0o777) == "0o600"
+    assert write_passwords(tmp_path / "pw") == passwords  # kept, not regenerated
+    settings = Settings(service_name="stack", nats=NatsSettings(password_dir=tmp_path / "pw"))
+    options = connect_options(settings, "ingest")
+    assert options == {"inbox_prefix": "_INBOX.ingest", "user": "ingest", "password": passwords["ingest"]}
+    assert connect_options(settings)["user"] == "stack"  # the embedded stack's shared core
+    explicit = Settings(nats=NatsSettings(user="lore", password=SecretStr("s3cret")))
+    assert connect_options(explicit, "ingest") == {"inbox_prefix": "_INBOX.lore", "user": "lore", "password": "s3cret"}
+    with pytest.raises(NatsCredentialsError, match="nobody"):
+        connect_options(Settings(nats=NatsSettings(password_dir=tmp_path / "pw")), "nobody")
+
+
+def test_a_ca_file_turns_tls_on(tmp_path: Path) -> None:
+    ca, _, _ = write_self_signed(tmp_path)
+    options = connect_options(Settings(nats=NatsSettings(tls_ca_file=ca)))
+    assert isinstance(options["tls"], ssl.SSLContext)
+    assert options["tls"].verify_mode == ssl.CERT_REQUIRED
+    assert options["tls"].check_hostname
+
+
+def test_nats_config_writes_a_file_with_generated_passwords(tmp_path: Path) -> None:
+    from runtime.cli import main
+
+    out = tmp_path / "auth.conf"
+    assert main(["nats-config", "--out", str(out), "--passwords", str(tmp_path / "pw")]) == 0
+    text = out.read_text()
+    assert (tmp_path / "pw" / "platform.password").read_text().strip() in text
+    assert "$MNEMO_NATS_PASSWORD" not in text
