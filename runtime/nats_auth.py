@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from shared import subjects
+from shared.lease import LEASE_BUCKET
 from shared.natsconn import inbox_prefix
 
 JS_API = "$JS.API"
@@ -35,6 +36,7 @@ class Role:
     consumes: str | None = None  # the stream its durable consumer reads
     answers: tuple[str, ...] = ()  # the RPC subjects it serves
     points: Literal["write", "read"] | None = None  # stream-mode vectors: the writer or a follower's shard
+    lease: bool = False  # single active (shared/lease.py): its key in the lease bucket
 
 
 _LORE_RPCS = (
@@ -50,7 +52,7 @@ _LORE_RPCS = (
 )
 
 ROLES: dict[str, Role] = {
-    "ingest": Role(consumes=subjects.CHAT_STREAM),
+    "ingest": Role(consumes=subjects.CHAT_STREAM, lease=True),
     "embedding": Role(consumes=subjects.LOG_STREAM, points="write"),
     "summarizer": Role(consumes=subjects.LOG_STREAM),
     "memory-extractor": Role(
@@ -101,6 +103,17 @@ def _points_api(role: Literal["write", "read"]) -> list[str]:
     ]
 
 
+def _lease_api() -> list[str]:
+    """The lease bucket (a key-value stream): declare it, read the key (direct or not), write it."""
+    stream = f"KV_{LEASE_BUCKET}"
+    return [
+        *_streams_api(stream),
+        f"{JS_API}.STREAM.MSG.GET.{stream}",
+        f"{JS_API}.DIRECT.GET.{stream}.>",
+        f"$KV.{LEASE_BUCKET}.>",
+    ]
+
+
 def _core(user: str) -> tuple[list[str], list[str]]:
     """What every process's core connection does: declare the streams, relay recorded events."""
     return [subjects.LOG_ALL, *_streams_api(*CORE_STREAMS)], [f"{inbox_prefix(user)}.>"]
@@ -112,6 +125,8 @@ def service_grant(name: str, role: Role) -> Grant:
         publish += [subjects.dead_letter_subject(name), *_durable_api(role.consumes, subjects.durable(name))]
     if role.points is not None:
         publish += _points_api(role.points)
+    if role.lease:
+        publish += _lease_api()
     return Grant(tuple(dict.fromkeys(publish)), (*subscribe, *role.answers), responds=bool(role.answers))
 
 
