@@ -57,6 +57,7 @@ def create_router(
             index=index,
             embedder=deps.embedder,
             vector_settings=settings.lore_vector,
+            scan_settings=settings.lore_scan,
             timed=TimedStates(deps.store, timed or LoreTimedReadModel(deps.db), deps.publisher),
         ),
         # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
