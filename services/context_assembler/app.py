@@ -19,6 +19,7 @@ from services.context_assembler.timed_readmodel import LoreTimedReadModel, Timed
 from shared import subjects
 from shared.bootstrap import ServiceDefinition
 from shared.events.contract import ContextAssembleReply, ErrorReply
+from shared.limits import RateLimiter
 from shared.readmodels.lore import LoreReadModel
 from shared.rpc import raw_body
 from shared.runtime import Deps
@@ -67,6 +68,8 @@ def create_router(
         catch_up_s=deps.settings.vectors.read_wait_ms / 1000,
     )
 
+    limiter = RateLimiter(deps.settings.limits)
+
     @router.subscriber(
         subjects.CONTEXT_ASSEMBLE,
         queue=subjects.queue_group(SERVICE),  # replicas share requests; each answered once
@@ -77,7 +80,7 @@ def create_router(
         description="Request ContextAssembleRequest; reply ContextAssembleReply or ErrorReply.",
     )
     async def on_context_assemble(body: bytes) -> ContextAssembleReply | ErrorReply:
-        return await answer(body, gatherer)
+        return await answer(body, gatherer, limiter)
 
     return router
 

@@ -19,7 +19,9 @@ code points (``/^.$/`` matches one emoji).
 
 from __future__ import annotations
 
-_JS_SPACE = "\\t\\n\\x{0b}\\f\\r \\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}\\x{feff}"
+_JS_SPACE = (
+    "\\t\\n\\x{0b}\\f\\r \\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}\\x{feff}"
+)
 _NOT_LINE_BREAK = "[^\\n\\r\\x{2028}\\x{2029}]"
 _PASS_ESCAPES = {"d": "\\d", "D": "\\D", "w": "\\w", "W": "\\W", "b": "\\b", "B": "\\B"}
 _CONTROL = {"n": 10, "r": 13, "t": 9, "f": 12, "v": 11}
@@ -166,7 +168,9 @@ class _Parser:
                     raise Invalid("invalid group")
                 end = self.s.find(">", self.i)
                 name = self.s[self.i + 2 : end] if end > 0 else ""
-                if not (name and (name[0].isalpha() or name[0] in "_$") and all(c.isalnum() or c in "_$" for c in name)):
+                if not (
+                    name and (name[0].isalpha() or name[0] in "_$") and all(c.isalnum() or c in "_$" for c in name)
+                ):
                     raise Invalid("invalid capture group name")
                 if "$" in name:
                     raise Unsupported("a `$` in a group name")

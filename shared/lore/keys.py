@@ -83,6 +83,15 @@ def compile_key_regex(pattern: str, flags: str) -> KeyRegex:
     return KeyRegex(regex=SafeRegex(compiled, source))
 
 
+def regex_key_refusal(key: str) -> str | None:
+    """Why a regex key is refused (valid JavaScript RE2 cannot run), or None (usable, plain, or not a regex)."""
+    parsed = parse_regex_key(key)
+    compiled = compile_key_regex(*parsed) if parsed is not None else None
+    if compiled is None or compiled.plain or not compiled.refused:
+        return None
+    return f"regex {key.strip()!r} refused: {compiled.refused}; this key never matches"
+
+
 def regex_key_problem(key: str) -> str | None:
     """Why a regex-looking key cannot be used as a regex (so the importer can warn), or None."""
     parsed = parse_regex_key(key)
@@ -91,6 +100,4 @@ def regex_key_problem(key: str) -> str | None:
     compiled = compile_key_regex(*parsed)
     if compiled.plain:
         return f"regex {key.strip()!r} is not a valid regex ({compiled.refused}); it will be matched as plain text"
-    if compiled.refused:
-        return f"regex {key.strip()!r} refused: {compiled.refused}; this key never matches"
-    return None
+    return regex_key_refusal(key)
