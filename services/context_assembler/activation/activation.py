@@ -270,7 +270,8 @@ class _Scan:
 
 
 def activate(lore: CompiledLore, request: ScanRequest) -> ActivationResult:
-    """Run one scan. Deterministic: the same lore, request and seed give the same result."""
+    """Run one scan. Deterministic: the same lore, request and seed give the same result, unless the request's
+    ``deadline`` passes first (then ``ScanBudgetExceeded``, and no result at all)."""
     scan = _Scan(lore, request)
     passes = scan.run()
     activated = list(scan.activated.values())

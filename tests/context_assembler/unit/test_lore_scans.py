@@ -9,9 +9,13 @@ import time
 
 import pytest
 
+from services.context_assembler.activation.compiled import ActiveBook
 from services.context_assembler.activation.scan_types import ScanBudgetExceeded
+from services.context_assembler.items import ChatLine
+from services.context_assembler.lore import LoreLoader
 from services.context_assembler.lore_scans import ScanPool, ScanRefused
 from services.context_assembler.settings import LoreScanSettings
+from shared.events.contract import ContextAssembleRequest
 from tests.context_assembler.unit.activation_helpers import activated, book, scan
 
 LONG = "a" * 200_000 + "!"
@@ -88,3 +92,29 @@ async def test_a_tenant_whose_slots_stay_busy_for_a_whole_budget_is_refused() ->
     release.set()
     assert await first is True
     pool.shutdown()
+
+
+async def test_a_loader_scan_past_its_budget_gives_no_keyword_lore_and_says_so() -> None:
+    keys = [*(f"/{i}(a|b)+c/" for i in range(300)), "/a!/"]
+    many = book(*({"key": [key], "content": f"entry {i}", "position": 0} for i, key in enumerate(keys)))
+    req = ContextAssembleRequest(tenant_id="t1", user_id="u", conversation_id="c", bot_id="b", user_message="go")
+    history = [ChatLine(f"m{i}", i, "user", "Mira", LONG) for i in range(2)]
+    books = [ActiveBook("bk@1", many, "character")]
+
+    async def run(settings: LoreScanSettings) -> tuple[list[str], list[int]]:
+        degraded: list[str] = []
+        loader = LoreLoader(_NoReads(), scan_settings=settings)
+        items = await loader.activate(req, books, history, bot=None, persona=None, similar={}, degraded=degraded)
+        return degraded, [i.uid for i in items]
+
+    # 300 regex keys over 400,000 characters take far longer than a microsecond: the scan is stopped.
+    assert await run(LoreScanSettings(budget_s=1e-6, grace_s=1.0)) == (["lore_scan_budget"], [])
+    assert await run(LoreScanSettings(budget_s=60)) == ([], [300])  # within its budget, the one match
+
+
+class _NoReads:
+    async def attached(self, *args: object) -> list[object]:
+        return []
+
+    async def books_by_ids(self, *args: object) -> dict[str, object]:
+        return {}
