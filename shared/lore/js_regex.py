@@ -187,6 +187,8 @@ class _Parser:
 
     def _negate_single(self, source: str) -> str:
         """The negation of a one-character lookaround body, as RE2 text; "" when it is not one character."""
+        if not source or source[0] in "|)":
+            return ""  # `(?!|)`: an empty alternative, not the character `|`
         sub = _Parser(source, ("u" if self.unicode else "") + ("s" if self.dotall else ""))
         try:
             kind, _text, negated = sub.atom()

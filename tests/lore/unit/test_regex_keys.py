@@ -7,6 +7,8 @@ the ECMAScript rules the conversion names; a refused key is reported, never comp
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.lore.js_regex import to_re2
 from shared.lore.keys import compile_key_regex, haystack_bytes, parse_regex_key, regex_key_problem, regex_key_refusal
@@ -98,6 +100,7 @@ def test_a_converted_key_matches_as_javascript_does(key: str, text: str, matches
         ("/(?<q>['\"]).*\\k<q>/", "named backreference"),
         ("/a(?=b)c/", "lookahead"),
         ("/a(?!bc)/", "lookahead"),  # a negative lookahead of more than one character
+        ("/a(?!|)/", "lookahead"),  # an empty alternative, not the character `|`
         ("/x(?<!ab)y/", "lookbehind"),
         ("/(?<=a)b/y", "lookbehind"),  # a lookbehind at a sticky start sees nothing before it
         ("/(?=a)*/", "quantified lookaround"),
@@ -139,3 +142,49 @@ def test_a_plain_or_usable_key_has_no_problem() -> None:
     assert regex_key_problem("dragon") is None
     assert regex_key_problem("/开始旅行") is None
     assert regex_key_problem("/drag(o|0)n/i") is None
+
+
+REGEX_ALPHABET = "ab.^$|()[]{}*+?\\-/,:=!<>0123456789dswbkuxcpDSWBn éy\u2028"
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=REGEX_ALPHABET, min_size=1, max_size=24), st.sampled_from(["", "i", "u", "s", "my", "gimsuy"]))
+def test_any_pattern_compiles_refuses_or_is_plain_and_never_raises(pattern: str, flags: str) -> None:
+    compiled = compile_key_regex(pattern, flags)
+
+    assert (compiled.regex is not None) + compiled.plain + (compiled.refused is not None and not compiled.plain) == 1
+    if compiled.regex is not None:
+        compiled.regex.test(haystack_bytes("ab" * 500 + "\ud800 é\n"))
+
+
+# Tokens both languages read alike (a lone backslash would not be: Python's `\a` is BEL, JavaScript's `a`).
+TOKENS = ["a", "b", "|", "(", ")", "*", "+", "?", "[", "[^", "]", "^", "-", ".", "$", "\\d", "\\w", "\\W", "\\.",
+          "\\b", "\\s", "\\S", "{2}", "{1,2}", "(?:", "(?=", "(?!", "(?<=", "(?<!"]  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(st.sampled_from(TOKENS), min_size=1, max_size=12).map("".join),
+    st.text(alphabet="ab-.x1 \t", max_size=16),
+    st.sampled_from(["", "i"]),
+)
+def test_on_syntax_both_read_alike_re2_answers_as_a_backtracking_engine(pattern: str, text: str, flags: str) -> None:
+    """Where JavaScript and Python agree (no line breaks in the text, no `{`, ASCII), a converted key answers
+    what Python's `re` answers: the conversion changes the engine, not the meaning. (Python runs here only
+    on these tiny patterns, in a test.)"""
+    import re
+    import warnings
+
+    if "[]" in pattern or "[^]" in pattern:
+        return  # JavaScript's empty and any-character classes; Python reads a `]` there as a member
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # Python's notes about possible future set syntax
+            expected = re.search(pattern, text, re.IGNORECASE if flags else 0) is not None
+    except re.error:
+        return
+    compiled = compile_key_regex(pattern, flags)
+    if compiled.regex is None:
+        assert compiled.refused  # Python accepts a few patterns JavaScript rejects; never silently wrong
+        return
+    assert compiled.regex.test(haystack_bytes(text)) is expected
