@@ -18,11 +18,12 @@ from shared.events import contract, lore_contract, memory_contract
 
 _LORE_ERRORS = (
     "Request-reply (lore service). Errors: ErrorReply {error: {code, message}} with bad_request (invalid request, "
-    "or a file that is not a readable lorebook, saying what is wrong) or not_found (no such book in the tenant)."
+    "or a file that is not a readable lorebook, saying what is wrong), not_found (no such book in the tenant), "
+    "book_too_large / too_many_books (the tenant's limits, MNEMO_LIMITS__*) or rate_limited."
 )
 _MEMORY_ERRORS = (
     "Request-reply (memory service). Errors: ErrorReply {error: {code, message}} with bad_request (invalid JSON "
-    "or request, saying what is wrong) or not_found (no such memory for that tenant and user)."
+    "or request, saying what is wrong), not_found (no such memory for that tenant and user) or rate_limited."
 )
 
 
@@ -42,7 +43,7 @@ def build_contract_app() -> FastStream:
         subjects.CONTEXT_ASSEMBLE,
         title=subjects.CONTEXT_ASSEMBLE,
         description="Request-reply: the prompt context for the next bot reply. Invalid requests get "
-        "ErrorReply {error: {code, message}}.",
+        "ErrorReply {error: {code, message}} (bad_request; rate_limited past the tenant's request rate).",
     )
     async def assemble(request: contract.ContextAssembleRequest) -> contract.ContextAssembleReply:
         raise NotImplementedError("documentation only: the context-assembler service answers this subject")

@@ -6,8 +6,9 @@ The contract (README): every request on a ``mnemo.rpc.*`` subject gets exactly o
 an ``ErrorReply``, never silence. So bodies are taken as raw bytes (FastStream would otherwise parse JSON
 itself and drop an invalid request without a reply), parsed here with the request model (unknown fields
 refused when the model forbids them), and every exception becomes an error code: the ones a service names in
-``errors`` (``bad_request``, ``not_found``) with their message, anything else ``internal`` with the details
-in the service log only.
+``errors`` (``bad_request``, ``not_found``) with their message, a ``shared.limits.LimitExceeded`` its own
+code (``rate_limited``, ``book_too_large``, ...), anything else ``internal`` with the details in the service
+log only. With a ``limiter``, a request naming a ``tenant_id`` first takes a token of its tenant's bucket.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from shared import subjects
 from shared.events.contract import ErrorBody, ErrorReply
+from shared.limits import LimitExceeded, RateLimiter
 
 log = logging.getLogger(__name__)
 Req = TypeVar("Req", bound=BaseModel)
@@ -65,14 +67,20 @@ async def answer(
     *,
     errors: Mapping[type[Exception], str],
     service: str,
+    limiter: RateLimiter | None = None,
 ) -> Rep | ErrorReply:
-    """Parse ``body``, run ``call``; an exception of a type in ``errors`` (first match in order) becomes that
-    code with its message, any other ``internal``."""
+    """Parse ``body``, check the tenant's rate, run ``call``; an exception of a type in ``errors`` (first match
+    in order) becomes that code with its message, a ``LimitExceeded`` its code, any other ``internal``."""
     request = parse(model, body)
     if isinstance(request, ErrorReply):
         return request
     try:
+        tenant_id = getattr(request, "tenant_id", None)
+        if limiter is not None and isinstance(tenant_id, str):
+            limiter.check(tenant_id)
         return await call(request)
+    except LimitExceeded as exc:
+        return error(exc.code, str(exc))
     except Exception as exc:  # the caller gets an answer in every case
         for kind, code in errors.items():
             if isinstance(exc, kind):
@@ -90,6 +98,7 @@ def serve(
     call: Callable[[Req], Awaitable[BaseModel]],
     errors: Mapping[type[Exception], str],
     max_workers: int = 1,
+    limiter: RateLimiter | None = None,
 ) -> None:
     """Answer ``subject`` in the service's queue group (replicas share requests, each answered once): the body
     parsed strictly as ``request``, then ``call``'s reply or an ``ErrorReply`` (see :func:`answer`)."""
@@ -104,4 +113,4 @@ def serve(
         description=f"Request {request.__name__}; reply its reply model or ErrorReply.",
     )
     async def on_request(body: bytes) -> Any:
-        return await answer(model, body, call, errors=errors, service=service)
+        return await answer(model, body, call, errors=errors, service=service, limiter=limiter)

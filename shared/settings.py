@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, SecretStr, create_model
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, create_model, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -168,6 +168,68 @@ class VectorsSettings(BaseModel):
     )
 
 
+class TenantLimits(BaseModel):
+    """What one tenant may send; every refusal has its own error code (see ``shared/limits.py``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_message_bytes: int = Field(
+        1_048_576,
+        ge=1,
+        description="a chat event's size on the wire; a larger one is dead-lettered (`message_too_large`)",
+    )
+    max_book_entries: int = Field(
+        10_000, ge=1, description="entries of one lorebook (import, entry.create: `book_too_large`)"
+    )
+    max_book_bytes: int = Field(
+        16_000_000,
+        ge=1,
+        description="one lorebook's normalised JSON size, entries included (import, entry writes: `book_too_large`)",
+    )
+    max_books_per_bot: int = Field(
+        100, ge=1, description="live books attached to one bot (attach, import, book.create: `too_many_books`)"
+    )
+    rpc_per_second: float = Field(
+        200.0,
+        ge=0,
+        description="requests per second on each service's `mnemo.rpc.*` subjects (`rate_limited`); 0: no limit. "
+        "A token bucket per tenant in each replica's process, so N replicas admit up to N times this",
+    )
+    rpc_burst: int = Field(400, ge=1, description="requests a tenant may send at once above `rpc_per_second`")
+
+
+class LimitsSettings(TenantLimits):
+    """``MNEMO_LIMITS__<KEY>``: the limits every tenant gets, and per-tenant exceptions in ``tenants``."""
+
+    tenants: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description='per-tenant overrides, JSON: `{"big-platform": {"rpc_per_second": 2000}}`',
+    )
+
+    @field_validator("tenants")
+    @classmethod
+    def _known_limits(cls, tenants: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for tenant, override in tenants.items():
+            unknown = set(override) - set(TenantLimits.model_fields)
+            if unknown:
+                raise ValueError(f"tenant {tenant!r}: unknown limits {sorted(unknown)}")
+            base = TenantLimits().model_dump()
+            TenantLimits.model_validate({**base, **override})  # each value within its field's bounds
+        return tenants
+
+    def for_tenant(self, tenant_id: str) -> TenantLimits:
+        """The limits of ``tenant_id``: the defaults with its overrides applied."""
+        override = self.tenants.get(tenant_id)
+        base = {name: getattr(self, name) for name in TenantLimits.model_fields}
+        return TenantLimits.model_validate({**base, **override}) if override else TenantLimits.model_validate(base)
+
+    @property
+    def largest_message_bytes(self) -> int:
+        """The largest message any tenant may send: refused before it is parsed to find its tenant."""
+        overrides = [int(o["max_message_bytes"]) for o in self.tenants.values() if "max_message_bytes" in o]
+        return max([self.max_message_bytes, *overrides])
+
+
 class TelemetrySettings(BaseModel):
     exporter: Literal["none", "console", "otlp"] = Field("none", description="where spans go; none records none")
     otlp_endpoint: str = Field("http://localhost:4318/v1/traces", description="OTLP/HTTP traces endpoint")
@@ -206,6 +268,7 @@ class Settings(_Tree):
     streams: StreamsSettings = StreamsSettings()
     vectors: VectorsSettings = VectorsSettings()
     nats: NatsSettings = NatsSettings()
+    limits: LimitsSettings = LimitsSettings()
     service_name: str = Field("mnemo", description="set by each process for its logs, spans and connection names")
 
     @property

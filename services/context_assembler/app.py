@@ -19,6 +19,7 @@ from services.context_assembler.timed_readmodel import LoreTimedReadModel, Timed
 from shared import subjects
 from shared.bootstrap import ServiceDefinition
 from shared.events.contract import ContextAssembleReply, ErrorReply
+from shared.limits import RateLimiter
 from shared.readmodels.lore import LoreReadModel
 from shared.rpc import raw_body
 from shared.runtime import Deps
@@ -57,6 +58,7 @@ def create_router(
             index=index,
             embedder=deps.embedder,
             vector_settings=settings.lore_vector,
+            scan_settings=settings.lore_scan,
             timed=TimedStates(deps.store, timed or LoreTimedReadModel(deps.db), deps.publisher),
         ),
         # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
@@ -65,6 +67,8 @@ def create_router(
         catch_up=deps.vectors_caught_up,
         catch_up_s=deps.settings.vectors.read_wait_ms / 1000,
     )
+
+    limiter = RateLimiter(deps.settings.limits)
 
     @router.subscriber(
         subjects.CONTEXT_ASSEMBLE,
@@ -76,7 +80,7 @@ def create_router(
         description="Request ContextAssembleRequest; reply ContextAssembleReply or ErrorReply.",
     )
     async def on_context_assemble(body: bytes) -> ContextAssembleReply | ErrorReply:
-        return await answer(body, gatherer)
+        return await answer(body, gatherer, limiter)
 
     return router
 

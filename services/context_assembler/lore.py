@@ -17,16 +17,19 @@ to the chat.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from services.context_assembler.activation.compiled import ActiveBook, CompiledLore, compile_lore
+from services.context_assembler.activation.scan_types import ScanBudgetExceeded
 from services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
 from services.context_assembler.lore_activation import activate_lore_state, scan_texts, unversioned, versioned
+from services.context_assembler.lore_scans import ScanPool, ScanRefused
 from services.context_assembler.lore_vectors import best_entries, has_vector_entries, vector_query
-from services.context_assembler.settings import LoreVectorSettings
+from services.context_assembler.settings import LoreScanSettings, LoreVectorSettings
 from services.context_assembler.timed import TimedStates
 from services.context_assembler.timed_readmodel import EMPTY as EMPTY_TIMED
 from shared.embedders.port import Embedder
@@ -85,8 +88,10 @@ class LoreLoader:
         embedder: Embedder | None = None,
         vector_settings: LoreVectorSettings | None = None,
         timed: TimedStates | None = None,
+        scan_settings: LoreScanSettings | None = None,
     ) -> None:
         self._reads = reads
+        self._scans = ScanPool(scan_settings)
         self._timed = timed
         self._index = index
         self._embedder = embedder
@@ -127,7 +132,9 @@ class LoreLoader:
 
         The chat's length is the newest history message's index + 1 (+ 1 for ``user_message``). The timed
         state is read and written under ``timed_timeout_s``; if either fails, the scan runs on an empty
-        state or its state is not kept, and ``lore_timed`` is named in ``degraded``.
+        state or its state is not kept, and ``lore_timed`` is named in ``degraded``. The scan runs off the
+        event loop within its budget (``lore_scans.py``); past it the request gets no keyword lore and
+        ``lore_scan_budget`` is named in ``degraded``.
         """
         macros = {"char": bot.name if bot else req.bot_id, "user": persona.name if persona else "User"}
         turn = history[-1].index + 1 if history else 0
@@ -139,7 +146,8 @@ class LoreLoader:
             except Exception as exc:  # the lore still comes, as on a fresh chat
                 log.warning("timed lore state unavailable: %s: %s", type(exc).__name__, exc)
                 degraded.append("lore_timed")
-        activation = activate_lore_state(
+        scan = functools.partial(
+            activate_lore_state,
             self.compiled(req.tenant_id, books, macros),
             history,
             req.user_message,
@@ -152,6 +160,12 @@ class LoreLoader:
             message_count=count,
             scan_data=scan_texts(bot, persona),
         )
+        try:
+            activation = await self._scans.run(req.tenant_id, lambda deadline: scan(deadline=deadline))
+        except (ScanRefused, ScanBudgetExceeded) as exc:  # the reply comes on time, without keyword lore
+            log.warning("lore scan refused for tenant %s: %s", req.tenant_id, exc)
+            degraded.append("lore_scan_budget")
+            return []
         if self._timed is not None and "lore_timed" not in degraded:
             try:
                 after = unversioned(activation.timed)

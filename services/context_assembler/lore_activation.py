@@ -101,6 +101,7 @@ def activate_lore_state(
     timed: TimedState | None = None,
     message_count: int | None = None,
     scan_data: Mapping[str, str] | None = None,
+    deadline: float | None = None,
 ) -> LoreActivation:
     """The placed activated entries, in insertion order, and the timed state after the scan (pure).
 
@@ -117,6 +118,7 @@ def activate_lore_state(
     ``timed`` and ``message_count``: the conversation's stored timed effects and its length (the history is
     only a window of it). ``scan_data``: the extra texts entries may opt into (``persona_description``,
     ``character_description``; see ``services.context_assembler.activation.compiled.EXTRA_FLAGS``).
+    ``deadline``: ``time.monotonic()`` past which the scan raises ``ScanBudgetExceeded``.
     """
     similar = similar or {}
     messages = [ChatMessage(h.author_name or h.role, h.content) for h in history]
@@ -131,6 +133,7 @@ def activate_lore_state(
         timed=timed or TimedState(),
         message_count=message_count,
         scan_data=dict(scan_data or {}),
+        deadline=deadline,
     )
     result = activate(lore, scan)
     return LoreActivation([_item(e, similar) for e in result.entries if e.placed], result.timed)

@@ -124,8 +124,8 @@ class Gatherer:
           vector write acked before the request came (or that could not be checked); the searches ran on it as
           it was. Without it, every event whose embedding was acked before the request is searchable.
         - ``memories`` / ``retrieved``: the search worked but the texts could not be read back.
-        - ``lore``: the lorebooks read model failed (no lore); ``lore_vectors`` / ``lore_timed``: see
-          ``lore.py``.
+        - ``lore``: the lorebooks read model failed (no lore); ``lore_vectors`` / ``lore_timed`` /
+          ``lore_scan_budget``: see ``lore.py``.
         - ``knowledge`` / ``legacy_memories``: the facts or legacy-memory read model failed.
         - ``persona_labels``: the names of the other personas in the history could not be read (their lines
           keep the platform's author name).

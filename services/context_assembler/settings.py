@@ -22,6 +22,22 @@ class LoreVectorSettings(BaseModel):
     timeout_s: float = Field(1.5, gt=0, description="embed + search deadline")
 
 
+class LoreScanSettings(BaseModel):
+    """``MNEMO_CONTEXT_ASSEMBLER__LORE_SCAN__<KEY>``: keyword scans run off the event loop (``lore_scans.py``),
+    so one tenant's huge book on long chat text cannot stall other tenants' requests."""
+
+    model_config = ConfigDict(frozen=True)
+
+    budget_s: float = Field(
+        1.0, gt=0, description="one lore scan's time budget; past it the request gets no keyword lore"
+    )
+    grace_s: float = Field(0.25, ge=0, description="how long past its budget a request waits for its scan to stop")
+    workers: int = Field(4, ge=1, le=64, description="threads scanning lore, per replica")
+    per_tenant: int = Field(
+        2, ge=1, description="of those, the most one tenant's scans may hold at once (keep it below `workers`)"
+    )
+
+
 class AssemblerSettings(BaseModel):
     """Section ``context_assembler``: ``MNEMO_CONTEXT_ASSEMBLER__<KEY>``."""
 
@@ -51,3 +67,4 @@ class AssemblerSettings(BaseModel):
     )
     max_workers: int = Field(32, ge=1, description="requests answered concurrently per replica")
     lore_vector: LoreVectorSettings = Field(default_factory=LoreVectorSettings)
+    lore_scan: LoreScanSettings = Field(default_factory=LoreScanSettings)

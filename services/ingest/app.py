@@ -36,7 +36,7 @@ def create_router(deps: Deps, *, read_models: ConversationReadModel | None = Non
     handler = IngestHandler(Recorder(deps.store, models, deps.publisher))
 
     def decode(msg: Msg) -> InboundCommand:
-        return decode_command(msg.subject, msg.data)
+        return decode_command(msg.subject, msg.data, deps.settings.limits)
 
     return consumer_router(
         deps,

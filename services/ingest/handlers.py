@@ -2,7 +2,9 @@
 
 Contract: subjects ``mnemo.chat.<entity>.<fact>.v1`` on the MNEMO_CHAT stream. A message on an unknown
 subject or with a payload that fails the wire model is dead-lettered at once with the reason
-(``InvalidMessage``); a refused command (an edit of an unknown message) is dead-lettered with its reason;
+(``InvalidMessage``), and so is one larger than its tenant's ``MNEMO_LIMITS__MAX_MESSAGE_BYTES`` (reason
+``message_too_large: ...``, checked on the raw bytes before parsing, then against the tenant's own limit);
+a refused command (an edit of an unknown message) is dead-lettered with its reason;
 everything else is acked once its events are durable in the log. Idempotency key: the platform's ids (see
 ``domain.py``), so redeliveries and re-publishes record nothing new.
 """
@@ -18,6 +20,7 @@ from services.ingest.recorder import Recorder
 from shared import subjects
 from shared.delivery import Completion, InvalidMessage, Item, Rejection
 from shared.events.contract import BotUpserted, MessageCreated, MessageDeleted, MessageEdited, PersonaUpserted
+from shared.settings import LimitsSettings
 
 WIRE_MODELS: dict[str, type[BaseModel]] = {
     subjects.MESSAGE_CREATED: MessageCreated,
@@ -34,17 +37,27 @@ def _summary(exc: ValidationError) -> str:
     return "; ".join(parts) + more
 
 
-def decode_command(subject: str, data: bytes) -> InboundCommand:
+def decode_command(subject: str, data: bytes, limits: LimitsSettings | None = None) -> InboundCommand:
     """The wire model of ``subject`` parsed from ``data``; ``InvalidMessage`` says why not."""
+    limits = limits or LimitsSettings()
     model = WIRE_MODELS.get(subject)
     if model is None:
         raise InvalidMessage(f"unknown subject {subject!r}; ingest accepts {', '.join(WIRE_MODELS)}")
+    if len(data) > limits.largest_message_bytes:  # refused unread: parsing it is the cost being limited
+        raise InvalidMessage(_too_large(len(data), limits.largest_message_bytes))
     try:
         command = model.model_validate_json(data)
     except ValidationError as exc:
         raise InvalidMessage(f"{model.__name__} rejected: {_summary(exc)}") from None
     assert isinstance(command, MessageCreated | MessageEdited | MessageDeleted | BotUpserted | PersonaUpserted)
+    own = limits.for_tenant(command.tenant_id).max_message_bytes if limits.tenants else limits.max_message_bytes
+    if len(data) > own:
+        raise InvalidMessage(_too_large(len(data), own))
     return command
+
+
+def _too_large(size: int, limit: int) -> str:
+    return f"message_too_large: {size} bytes, over the tenant's {limit} (MNEMO_LIMITS__MAX_MESSAGE_BYTES)"
 
 
 class IngestHandler:

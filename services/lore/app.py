@@ -4,7 +4,8 @@ requests; each answered once).
 Contract: ``mnemo.rpc.lore.{import,export,attach,detach}.v1``, ``mnemo.rpc.lore.book.{create,delete}.v1`` and
 ``mnemo.rpc.lore.entry.{create,update,delete}.v1`` (see ``shared.events.lore_contract``). Every request gets a
 reply: the reply model, or ``ErrorReply`` with ``bad_request`` (invalid request, or a file that is not a
-readable lorebook, with what is wrong), ``not_found`` (no such book in the tenant, or not the acting user's)
+readable lorebook, with what is wrong), ``not_found`` (no such book in the tenant, or not the acting user's),
+``book_too_large`` / ``too_many_books`` / ``rate_limited`` (the tenant's limits, ``services/lore/limits.py``)
 or ``internal`` (``shared.rpc``).
 """
 
@@ -29,6 +30,7 @@ from shared.events.lore_contract import (
     LoreExportRequest,
     LoreImportRequest,
 )
+from shared.limits import RateLimiter
 from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.ports import LorePort
 from shared.rpc import serve
@@ -41,8 +43,10 @@ ERRORS: dict[type[Exception], str] = {LoreImportError: "bad_request", BadRequest
 def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRouter:
     """``read_model``: the lorebooks projection to use instead of the MongoDB one (component tests)."""
     router = NatsRouter()
-    books = LoreBooks(deps.store, read_model or LoreReadModel(deps.db, deps.cipher), deps.publisher)
-    on = functools.partial(serve, router, service=SERVICE, errors=ERRORS)
+    books = LoreBooks(
+        deps.store, read_model or LoreReadModel(deps.db, deps.cipher), deps.publisher, deps.settings.limits
+    )
+    on = functools.partial(serve, router, service=SERVICE, errors=ERRORS, limiter=RateLimiter(deps.settings.limits))
     on(subjects.LORE_IMPORT, request=LoreImportRequest, call=books.import_book, max_workers=4)
     on(subjects.LORE_EXPORT, request=LoreExportRequest, call=books.export_book)
     on(subjects.LORE_ATTACH, request=LoreAttachRequest, call=books.attach)

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from services.lore import domain, manage
 from services.lore.formats.exporter import entry_to_world_info, export_world_info
+from services.lore.limits import check_attach, check_book, with_entry
 from services.lore.manage import BadRequest, NotFound
 from shared.eventlog.append import Decision, append_at_head, append_with_retry
 from shared.eventlog.port import AppendResult, EventStore
@@ -42,20 +43,31 @@ from shared.lore.history import BookState, VersionGap
 from shared.lore.model import LoreEntry
 from shared.readmodels.ports import LorePort
 from shared.runtime import CommittedPublisher
+from shared.settings import LimitsSettings
 
 _EntryRequest = TypeVar("_EntryRequest", LoreEntryCreateRequest, LoreEntryUpdateRequest)
 __all__ = ["BadRequest", "LoreBooks", "NotFound"]
 
 
 class LoreBooks:
-    def __init__(self, store: EventStore, read_model: LorePort, publisher: CommittedPublisher) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        read_model: LorePort,
+        publisher: CommittedPublisher,
+        limits: LimitsSettings | None = None,
+    ) -> None:
         self._store = store
         self._read_model = read_model
         self._publisher = publisher
+        self._limits = limits or LimitsSettings()
 
     async def import_book(self, req: LoreImportRequest) -> LoreImportReply:
         """Raises ``LoreImportError`` (from ``formats.importer``) when the file cannot be read as a lorebook."""
         result, lorebook_id = domain.read_file(req)
+        limits = self._limits.for_tenant(req.tenant_id)
+        check_book(result.book.entries, limits)
+        await check_attach(self._read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
         state = await self._read_model.state(req.tenant_id, lorebook_id)
         # A book deleted and imported again is a new generation: its event ids must not be the first import's.
         generation = state.version if state is not None and state.deleted else 0
@@ -81,6 +93,8 @@ class LoreBooks:
         view = await self._read_model.book(req.tenant_id, req.lorebook_id)
         if view is None or (req.user_id is not None and view.owner_user_id != req.user_id):
             raise NotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
+        limits = self._limits.for_tenant(req.tenant_id)
+        await check_attach(self._read_model, req.tenant_id, req.lorebook_id, req.bot_ids, limits)
         await self._record(req.tenant_id, req.lorebook_id, [domain.attach_event(req, utcnow())])
         return LoreAttachReply(
             lorebook_id=req.lorebook_id, bot_ids=sorted(set(req.bot_ids)), conversation=req.conversation
@@ -134,6 +148,8 @@ class LoreBooks:
 
     async def create_book(self, req: LoreBookCreateRequest) -> LoreBookCreateReply:
         lorebook_id = manage.book_id_for(req)
+        limits = self._limits.for_tenant(req.tenant_id)
+        await check_attach(self._read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
         created = False
 
         def decide(state: BookState | None) -> Sequence[NewEvent]:
@@ -181,9 +197,13 @@ class LoreBooks:
         """Create or update one entry of an owned book (``change`` is ``manage.create_entry`` or
         ``manage.update_entry``); the reply carries the entry as it now is."""
         made: list[Any] = []
+        limits = self._limits.for_tenant(req.tenant_id)
 
         def decide(state: BookState | None) -> Sequence[NewEvent]:
-            entry, events = change(manage.owned(state, req.user_id, req.lorebook_id), req, utcnow())
+            book = manage.owned(state, req.user_id, req.lorebook_id)
+            entry, events = change(book, req, utcnow())
+            if events:
+                check_book(with_entry(book.book.entries, entry), limits)
             made[:] = [entry, bool(events)]
             return events
 

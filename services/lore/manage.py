@@ -39,6 +39,7 @@ from shared.events.recorded import (
     lorebook_stream,
 )
 from shared.lore.history import BookState
+from shared.lore.keys import regex_key_refusal
 from shared.lore.model import LoreEntry
 
 MAX_CONTENT_CHARS = 200_000
@@ -136,6 +137,10 @@ def _validated(fields: dict[str, Any]) -> LoreEntry:
         raise BadRequest(f"invalid entry: {problems}") from exc
     if len(entry.content) > MAX_CONTENT_CHARS:
         raise BadRequest(f"invalid entry: content is longer than {MAX_CONTENT_CHARS} characters")
+    for name, keys in (("key", entry.key), ("keysecondary", entry.keysecondary)):
+        refusal = next(filter(None, map(regex_key_refusal, keys)), None)
+        if refusal:  # an import only warns (a whole file should not fail for one key); a single write refuses
+            raise BadRequest(f"invalid entry: {name}: {refusal}")
     return entry
 
 

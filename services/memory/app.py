@@ -19,6 +19,7 @@ from services.memory.memories import Memories, NotFound
 from shared import subjects
 from shared.bootstrap import ServiceDefinition
 from shared.events.memory_contract import MemoryConvertToLoreRequest, MemoryDeleteRequest, MemoryListRequest
+from shared.limits import RateLimiter
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.ports import KnowledgePort, LegacyLorePort, SummariesPort
@@ -47,7 +48,9 @@ def create_router(
         FactItems(knowledge or KnowledgeReadModel(deps.db, deps.cipher)),
     )
     # Another user's or tenant's memory is indistinguishable from an unknown one: not_found.
-    on = functools.partial(serve, router, service=SERVICE, errors={NotFound: "not_found"})
+    on = functools.partial(
+        serve, router, service=SERVICE, errors={NotFound: "not_found"}, limiter=RateLimiter(deps.settings.limits)
+    )
     on(subjects.MEMORY_CONVERT_TO_LORE, request=MemoryConvertToLoreRequest, call=memories.convert_to_lore)
     on(subjects.MEMORY_DELETE, request=MemoryDeleteRequest, call=memories.delete)
     on(subjects.MEMORY_LIST, request=MemoryListRequest, call=memories.list_items, max_workers=4)

@@ -21,6 +21,7 @@ from shared import subjects
 from shared.bootstrap import ServiceDefinition
 from shared.consumers import log_consumer_router
 from shared.events.memory_contract import MemoryPromoteRequest, MemoryUnpromoteRequest
+from shared.limits import RateLimiter
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.ports import KnowledgePort
 from shared.rpc import serve
@@ -64,7 +65,13 @@ def create_router(
     )
     promotions = Promotions(deps.store, deps.publisher, knowledge)
     # not_found: no such fact for that tenant and user; bad_request: a change the fact's state does not allow.
-    on = functools.partial(serve, router, service=SERVICE, errors={NotFound: "not_found", NotAllowed: "bad_request"})
+    on = functools.partial(
+        serve,
+        router,
+        service=SERVICE,
+        errors={NotFound: "not_found", NotAllowed: "bad_request"},
+        limiter=RateLimiter(deps.settings.limits),
+    )
     on(subjects.MEMORY_PROMOTE, request=MemoryPromoteRequest, call=promotions.promote)
     on(subjects.MEMORY_UNPROMOTE, request=MemoryUnpromoteRequest, call=promotions.unpromote)
     return router

@@ -166,7 +166,11 @@ class ContextAssembleReply(_Wire):
 
 
 class ErrorBody(_Wire):
-    code: str = Field(..., description="bad_request | not_found | internal | unavailable")
+    code: str = Field(
+        ...,
+        description="bad_request | not_found | internal | unavailable | rate_limited | book_too_large | "
+        "too_many_books (see README, Limits)",
+    )
     message: str
 
 

@@ -24,6 +24,7 @@ from services.memory_extractor.app import create_router as extractor_router
 from shared import subjects
 from shared.embedders.bundled import BundledEmbedder
 from shared.readmodels.knowledge import KnowledgeReadModel
+from shared.settings import LimitsSettings
 from tests.integration.fuzz_cases import ascii_ids, ids, texts
 from tests.integration.ingest_stack import Stack, running
 from tests.integration.test_memory_rpc import seed, summary
@@ -86,7 +87,10 @@ def chat_message(tenant: str, user: str, conv: str, message_id: str, content: st
 async def world(nats_url: str, mongo_url: str) -> AsyncIterator[World]:
     routers = [ingest_router, context_router, lore_router, memory_router, extractor_router]
     db = f"fuzz_{uuid.uuid4().hex[:10]}"
-    async with running(nats_url, mongo_url, db, routers, embedder=BundledEmbedder()) as stack:
+    # No request rate limit: the fuzzer sends far faster than a tenant's default rate, and every valid request
+    # must get its reply (the rate limit has its own tests: tests/lore/component/test_lore_limits.py).
+    unlimited = LimitsSettings(rpc_per_second=0)
+    async with running(nats_url, mongo_url, db, routers, embedder=BundledEmbedder(), limits=unlimited) as stack:
         tenant = f"tenant-a-{uuid.uuid4().hex[:8]}"
         for i, text in enumerate(["I live in Port Vell.", f"Remember: {SECRET}."]):
             await stack.js.publish(subjects.MESSAGE_CREATED, json.dumps(chat_message(tenant, USER, "c1", f"m{i}", text, i)).encode())  # fmt: skip

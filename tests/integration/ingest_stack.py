@@ -31,7 +31,7 @@ from shared.eventlog.keystore import MongoKeyStore
 from shared.eventlog.mongo import MongoEventStore
 from shared.eventlog.relay import Relay
 from shared.runtime import Deps
-from shared.settings import DeliverySettings, Settings
+from shared.settings import DeliverySettings, LimitsSettings, Settings
 from shared.vectors.edge import EdgeVectorIndex
 from shared.vectors.port import VectorIndex
 from tests.integration.event_log import connect
@@ -86,13 +86,16 @@ async def running(
     vectors: VectorIndex | None = None,
     embedder: Embedder | None = None,
     kek: bytes | None = None,
+    limits: LimitsSettings | None = None,
 ) -> AsyncIterator[Stack]:
-    """``kek``: the key-encryption key, when service processes started by the test must share it."""
+    """``kek``: the key-encryption key, when service processes started by the test must share it; ``limits``:
+    the tenants' limits (``MNEMO_LIMITS__*``), the defaults when not given."""
     settings = Settings(
         nats_url=nats_url,
         mongodb_url=mongo_url,
         mongodb_db=db_name,
         delivery=DeliverySettings(max_deliver=3, ack_wait_s=10.0, batch_size=64),
+        limits=limits or LimitsSettings(),
     )
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_url, tz_aware=True)
     db = client[db_name]

@@ -15,6 +15,8 @@ Deliberate differences from SillyTavern, each a bug the spec names or a recommen
 
 from __future__ import annotations
 
+import time
+
 from services.context_assembler.activation.compiled import CompiledEntry, CompiledLore, Key
 from services.context_assembler.activation.groups import filter_groups
 from services.context_assembler.activation.matcher import normalise
@@ -24,6 +26,7 @@ from services.context_assembler.activation.scan_types import (
     ActivatedEntry,
     ActivationResult,
     ChatMessage,
+    ScanBudgetExceeded,
     ScanRequest,
     ScanState,
     Why,
@@ -31,12 +34,14 @@ from services.context_assembler.activation.scan_types import (
     token_budget,
 )
 from services.context_assembler.activation.timed import check_effects, delayed, set_effects
+from shared.lore.keys import haystack_bytes
 from shared.tokens import estimate_tokens
 
 __all__ = [
     "ActivatedEntry",
     "ActivationResult",
     "ChatMessage",
+    "ScanBudgetExceeded",
     "ScanRequest",
     "activate",
     "token_budget",
@@ -63,6 +68,7 @@ class _Scan:
         self.skew = 0
         self.found: dict[tuple[object, ...], set[str]] = {}
         self.hays: dict[tuple[object, ...], str] = {}
+        self.hay_bytes: dict[tuple[object, ...], bytes] = {}  # the haystacks as RE2 reads them, once each
         self.budget = token_budget(self.s.budget_percent, req.max_context, self.s.budget_cap)
         self.used = 0
         self.overflowed = False
@@ -81,7 +87,9 @@ class _Scan:
 
     def match_pass(self, state: ScanState) -> list[int]:
         """Scan every key set once; return the indices of entries worth checking, in priority order."""
+        self.over_budget()
         self.hays.clear()
+        self.hay_bytes.clear()
         self.found.clear()
         indices = set(self.lore.always)
         for (scope, mode), keyset in self.lore.keysets.items():
@@ -105,9 +113,16 @@ class _Scan:
         if key.kind == "always":
             return True
         if key.kind == "regex" and key.regex is not None:
-            hay = self.hays[ce.scope]
-            return (key.regex.match(hay) if key.sticky_flag else key.regex.search(hay)) is not None
+            self.over_budget()
+            hay = self.hay_bytes.get(ce.scope)
+            if hay is None:
+                hay = self.hay_bytes[ce.scope] = haystack_bytes(self.hays[ce.scope])
+            return key.regex.test(hay)
         return False
+
+    def over_budget(self) -> None:
+        if self.req.deadline is not None and time.monotonic() > self.req.deadline:
+            raise ScanBudgetExceeded(f"lore scan ran past its budget after {len(self.activated)} activations")
 
     def check(self, ce: CompiledEntry, state: ScanState, n_pass: int) -> Why | None:
         """Spec §3.3 steps 2-18, in order (step 1 is done by the caller)."""
@@ -255,7 +270,8 @@ class _Scan:
 
 
 def activate(lore: CompiledLore, request: ScanRequest) -> ActivationResult:
-    """Run one scan. Deterministic: the same lore, request and seed give the same result."""
+    """Run one scan. Deterministic: the same lore, request and seed give the same result, unless the request's
+    ``deadline`` passes first (then ``ScanBudgetExceeded``, and no result at all)."""
     scan = _Scan(lore, request)
     passes = scan.run()
     activated = list(scan.activated.values())

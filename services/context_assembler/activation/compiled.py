@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from services.context_assembler.activation.matcher import KeySet, normalise
-from shared.lore.keys import compile_js_regex, parse_regex_key
+from shared.lore.keys import SafeRegex, compile_key_regex, parse_regex_key
 from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
 Source = Literal["global", "character", "chat", "persona"]
@@ -40,13 +40,13 @@ class ActiveBook:
 
 @dataclass(frozen=True)
 class Key:
-    """A key ready to test: `plain` (normalised text), `regex`, `always` (whitespace-only quirk) or `never`."""
+    """A key ready to test: `plain` (normalised text), `regex` (on RE2; JavaScript's `y` is anchored in its
+    pattern), `always` (whitespace-only quirk) or `never` (empty, or a regex RE2 cannot run: refused)."""
 
     raw: str
     kind: Literal["plain", "regex", "always", "never"]
     text: str = ""
-    regex: re.Pattern[str] | None = None
-    sticky_flag: bool = False  # JavaScript `y`: match only at the start
+    regex: SafeRegex | None = None
 
 
 @dataclass
@@ -194,9 +194,11 @@ def _key(raw: str, macros: Mapping[str, str], case_sensitive: bool) -> Key:
         return Key(raw=raw, kind="never")
     parsed = parse_regex_key(expanded)
     if parsed is not None:
-        rx = compile_js_regex(*parsed)
-        if rx is not None:
-            return Key(raw=raw, kind="regex", regex=rx, sticky_flag="y" in parsed[1])
+        compiled = compile_key_regex(*parsed)
+        if compiled.regex is not None:
+            return Key(raw=raw, kind="regex", regex=compiled.regex)
+        if not compiled.plain:
+            return Key(raw=raw, kind="never")  # refused: it never runs, on RE2 or on Python's `re`
     trimmed = expanded.strip()
     if not trimmed:
         # SillyTavern quirk kept on purpose (it is documented behaviour, not a named bug): a whitespace-only key

@@ -49,6 +49,13 @@ class ScanRequest:
     message_count: int | None = None
     dry_run: bool = False
     count_tokens: Callable[[str], int] = estimate_tokens
+    # `time.monotonic()` after which the scan stops with `ScanBudgetExceeded` (checked before each regex test
+    # and each pass): a scan of long text with many keys cannot hold a worker past its budget.
+    deadline: float | None = None
+
+
+class ScanBudgetExceeded(Exception):
+    """The scan ran past its request's ``deadline``; it has changed nothing (no partial result)."""
 
 
 @dataclass(frozen=True)

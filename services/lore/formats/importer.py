@@ -27,6 +27,7 @@ from services.lore.formats.convert import (
 )
 from services.lore.formats.foreign import read_agnai, read_novelai, read_risu
 from services.lore.formats.st_format import read_world_info
+from shared.lore.keys import regex_key_problem
 from shared.lore.model import Lorebook
 
 Format = Literal["auto", "sillytavern", "chub", "card", "character_book", "lorebook_v3", "novelai", "agnai", "risu"]
@@ -75,7 +76,19 @@ def import_lorebook(
         book = read_risu(doc, name, sink)
     else:
         raise NotALorebookError(f"unknown format {detected!r}")
+    _check_regex_keys(book, sink)
     return ImportResult(book=book, warnings=sink.warnings, format=detected, original=doc)
+
+
+def _check_regex_keys(book: Lorebook, sink: Sink) -> None:
+    """One warning per regex key that cannot run as a regex, in any format: refused (RE2 cannot express it,
+    so it never matches) or not a valid regex (matched as plain text, as SillyTavern does)."""
+    for entry in book.entries:
+        for name, keys in (("key", entry.key), ("keysecondary", entry.keysecondary)):
+            for key in keys:
+                problem = regex_key_problem(key)
+                if problem:
+                    sink.warn(entry.uid, name, problem)
 
 
 def _document(data: dict[str, Any] | bytes) -> dict[str, Any]:

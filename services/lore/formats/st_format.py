@@ -12,7 +12,6 @@ from typing import Any
 
 from services.lore.formats.convert import MISSING, MalformedFileError, Sink, number, string_list, truthy
 from services.lore.formats.fields import FIELDS, coerce
-from shared.lore.keys import regex_key_problem
 from shared.lore.model import Lorebook, LoreEntry, Position
 
 MNEMO_EXT = "mnemo"  # extensions key where mnemo keeps its own fields (activation mode) in exported files
@@ -129,9 +128,6 @@ def check_semantics(values: dict[str, Any], uid: int, sink: Sink) -> None:
         for key in values[name]:
             if key and not key.strip():
                 sink.warn(uid, name, f"key {key!r} is only whitespace: SillyTavern matches it against any text")
-            problem = regex_key_problem(key)
-            if problem:
-                sink.warn(uid, name, problem)
 
 
 def _keys(value: Any, uid: int, name: str, sink: Sink) -> list[str]:
