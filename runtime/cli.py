@@ -29,7 +29,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from runtime.stack import run_stack
 
     settings = _settings(args)
-    asyncio.run(run_stack(settings, demo=not args.no_demo))
+    asyncio.run(run_stack(settings, demo=not args.no_demo, gateway=args.gateway))
     return 0
 
 
@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run nats-server, SecantusDB and every mnemo service (embedded mode)")
     add_backend_flags(run)
     run.add_argument("--no-demo", action="store_true", help="do not play the demo scene on first start")
+    run.add_argument(
+        "--gateway", action="store_true", help="also serve the HTTP gateway (MNEMO_GATEWAY__HOST/PORT/API_KEYS)"
+    )
     run.set_defaults(func=cmd_run)
 
     clu = sub.add_parser(
