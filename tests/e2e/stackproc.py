@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 READY_LINE = "mnemo is serving"
+GATEWAY_LINE = "mnemo gateway listening on "
 
 
 def free_port() -> int:
@@ -30,6 +31,8 @@ class StackProcess:
     mongo_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)  # more MNEMO_* variables for the stack
+    args: tuple[str, ...] = ()  # more `mnemo run` flags, e.g. ("--gateway",)
 
     @property
     def nats_url(self) -> str:
@@ -46,12 +49,13 @@ class StackProcess:
             "MNEMO_NATS_URL": self.nats_url,
             "MNEMO_MONGODB_URL": self.mongo_url,
             "PYTHONUNBUFFERED": "1",
+            **self.env,
         }
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.data_dir / f"stack-{int(time.time() * 1000)}.log"
         out = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its whole life
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "runtime.cli", "run", "--no-demo"],
+            [sys.executable, "-m", "runtime.cli", "run", "--no-demo", *self.args],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -66,6 +70,14 @@ class StackProcess:
             time.sleep(0.1)
         self.kill_all()
         raise RuntimeError(f"stack not ready within {timeout:.0f}s:\n{self.log_tail()}")
+
+    @property
+    def gateway_url(self) -> str:
+        """Where the HTTP gateway of a stack started with ``--gateway`` listens (from its start line)."""
+        for line in (self.log_path.read_text(errors="replace") if self.log_path else "").splitlines():
+            if line.startswith(GATEWAY_LINE):
+                return line.removeprefix(GATEWAY_LINE).strip()
+        raise RuntimeError("the stack serves no HTTP gateway (start it with args=('--gateway',))")
 
     def log_tail(self, chars: int = 4000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path else ""
