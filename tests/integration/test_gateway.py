@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -179,3 +184,25 @@ async def test_a_large_export_is_streamed_in_chunks_and_reads_as_the_reply(gatew
 async def test_health_says_whether_nats_is_connected(gateway: httpx.AsyncClient):
     reply = await gateway.get("/healthz")
     assert (reply.status_code, reply.json()) == (200, {"status": "ok"})
+
+
+def test_the_gateway_runs_alone_and_stops_on_sigint(nats_url: str, tmp_path):
+    """`python -m services.gateway`: only NATS needed; it prints where it listens, serves, and stops on Ctrl-C."""
+    env = {**os.environ, "MNEMO_NATS_URL": nats_url, "MNEMO_GATEWAY__PORT": "0", "PYTHONUNBUFFERED": "1",
+           "MNEMO_GATEWAY__API_KEYS": json.dumps({KEY: "t1"})}  # fmt: skip
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "services.gateway"], cwd=root, env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("mnemo gateway listening on http://127.0.0.1:"), line
+        url = line.split()[4]
+        assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
+        unauthorized = httpx.post(f"{url}/v1/memory/list", json={"tenant_id": "t1", "user_id": "u1"})
+        assert unauthorized.status_code == 401
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(30)
+    assert code == 0
