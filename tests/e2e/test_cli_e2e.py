@@ -117,7 +117,8 @@ def test_lore_import_list_and_export(capsys, stack: StackProcess, shared_dir: Pa
 
 def test_context_shows_sections_sources_and_why_lore_fired(capsys, stack: StackProcess):
     publish(stack, scene())
-    ask = ["context", *WHO, "--conversation", CONV, "--bot", BOT, "--message", "Is the Marine Lab inside the Research Labs?"]
+    question = "Is the Marine Lab inside the Research Labs?"
+    ask = ["context", *WHO, "--conversation", CONV, "--bot", BOT, "--message", question]
     reply = until(lambda: mnemo_json(capsys, stack, *ask), lambda r: LINES[-1] in r["context"])
     assert LINES[-1] in reply["context"]
     lore = {s["id"]: s["detail"] for s in reply["sources"] if s["kind"] == "lore"}
