@@ -79,6 +79,7 @@ OPERATIONS: tuple[Operation, ...] = (
         lc.LoreExportReply,
         "Export a book as SillyTavern World Info (streamed)",
     ),
+    Operation(subjects.LORE_LIST, "rpc", lc.LoreListRequest, lc.LoreListReply, "The tenant's books"),
     Operation(subjects.LORE_ATTACH, "rpc", lc.LoreAttachRequest, lc.LoreAttachReply, "Attach a book"),
     Operation(subjects.LORE_DETACH, "rpc", lc.LoreDetachRequest, lc.LoreDetachReply, "Detach a book"),
     Operation(
