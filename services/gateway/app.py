@@ -28,11 +28,12 @@ from services.gateway import web
 from services.gateway.auth import KeyRing
 from services.gateway.bridge import GatewayError, NatsBridge, msg_id
 from services.gateway.export import export_chunks
+from services.gateway.limits import RateLimiter
 from services.gateway.operations import OPERATIONS, Operation
 from services.gateway.settings import GatewaySettings
 from shared import subjects
 
-EVENT_ERRORS = (400, 401, 403, 413, 422, 503, 504)
+EVENT_ERRORS = (400, 401, 403, 413, 422, 429, 503, 504)
 RPC_ERRORS = (400, 401, 403, 404, 413, 422, 429, 502, 503, 504)
 
 
@@ -74,6 +75,7 @@ def create_app(settings: GatewaySettings, nats_servers: list[str], *, nc: NatsCl
         lifespan=lifespan,
     )
     app.state.keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
+    app.state.limiter = RateLimiter(settings.rate_per_s, settings.burst)
     app.add_exception_handler(GatewayError, web.on_gateway_error)
     app.add_exception_handler(RequestValidationError, web.on_invalid_request)
     app.add_exception_handler(HTTPException, web.on_http_error)

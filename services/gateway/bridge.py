@@ -45,9 +45,9 @@ DOWN = (OutboundBufferLimitError, ConnectionClosedError, ConnectionDrainingError
 
 
 class GatewayError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+        self.status, self.code, self.message, self.retry_after_s = status, code, message, retry_after_s
 
 
 @dataclass(frozen=True)

@@ -30,3 +30,7 @@ class GatewaySettings(BaseModel):
         30.0, gt=0, description="how long a request waits for the service's reply (then 504)"
     )
     publish_timeout_s: float = Field(10.0, gt=0, description="how long a chat event waits for JetStream's ack")
+    rate_per_s: float = Field(
+        0.0, ge=0, description="requests a second each API key may send (0: no limit); past it 429 with Retry-After"
+    )
+    burst: int = Field(50, ge=1, description="requests a key may send at once before rate_per_s applies")

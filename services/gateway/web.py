@@ -8,6 +8,7 @@ than the key's, ``bad_request`` 422 for a body that breaks the schema) and the s
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
@@ -16,6 +17,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
+from services.gateway.auth import digest
 from services.gateway.bridge import GatewayError
 from shared.events.contract import ErrorReply
 
@@ -32,7 +34,7 @@ def error_response(status: int, code: str, message: str, headers: dict[str, str]
 
 async def on_gateway_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, GatewayError)
-    headers = {"Retry-After": "1"} if exc.status in (429, 503) else None
+    headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))} if exc.status in (429, 503) else None
     return error_response(exc.status, exc.code, exc.message, headers)
 
 
@@ -60,6 +62,9 @@ async def key_tenant(
     tenant: str | None = request.app.state.keys.tenant_of(credentials.credentials)
     if tenant is None:
         raise GatewayError(401, "unauthorized", "unknown API key")
+    wait = request.app.state.limiter.take(digest(credentials.credentials))
+    if wait is not None:
+        raise GatewayError(429, "rate_limited", "this API key is over its request rate; retry later", wait)
     return tenant
 
 
@@ -94,7 +99,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "no such item for this tenant and user (`not_found`)",
         413: "the body is over the NATS server's max_payload",
         422: "the body breaks the schema (`bad_request`, naming the fields)",
-        429: "rate limited (`rate_limited`); retry later",
+        429: "rate limited (`rate_limited`): the key is over MNEMO_GATEWAY__RATE_PER_S; retry after Retry-After",
         502: "the service failed on this request (`internal`; details in its log)",
         503: "no service answers, or NATS is down (`unavailable`); retry later",
         504: "no reply in time (`timeout`)",

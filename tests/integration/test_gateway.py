@@ -181,6 +181,20 @@ async def test_a_large_export_is_streamed_in_chunks_and_reads_as_the_reply(gatew
     assert json.loads(b"".join(parts)) == answer
 
 
+async def test_a_key_over_its_rate_gets_429_with_retry_after(nc: Client):
+    settings = GatewaySettings(api_keys={KEY: "t1", OTHER_KEY: "t2"}, rate_per_s=0.5, burst=2)
+    app = create_app(settings, [], nc=nc)
+    transport = httpx.ASGITransport(app=app)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://g") as client:
+        sent = [await client.post("/v1/chat/message/created", json=message(f"rl-{i}"), headers=AUTH) for i in range(3)]
+        other_key = {"Authorization": f"Bearer {OTHER_KEY}"}
+        other = await client.post("/v1/chat/message/created", json=message("rl-b", "t2"), headers=other_key)
+    assert [r.status_code for r in sent] == [202, 202, 429]
+    assert sent[2].json()["error"]["code"] == "rate_limited"
+    assert sent[2].headers["Retry-After"] == "2"
+    assert other.status_code == 202, "each key has its own bucket"
+
+
 async def test_health_says_whether_nats_is_connected(gateway: httpx.AsyncClient):
     reply = await gateway.get("/healthz")
     assert (reply.status_code, reply.json()) == (200, {"status": "ok"})

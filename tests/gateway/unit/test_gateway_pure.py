@@ -9,6 +9,7 @@ import pytest
 from services.gateway.auth import KeyFileError, KeyRing, digest, new_key, parse_key_file
 from services.gateway.bridge import msg_id
 from services.gateway.export import export_chunks
+from services.gateway.limits import RateLimiter
 from services.gateway.operations import OPERATIONS, strict
 from shared import subjects
 from shared.events.lore_contract import LoreAttachRequest
@@ -79,3 +80,18 @@ def test_rpc_bodies_refuse_unknown_fields_under_the_models_name():
     assert model.__name__ == "LoreAttachRequest"
     with pytest.raises(ValueError, match="extra"):
         model.model_validate({"tenant_id": "t", "lorebook_id": "b", "bot_ids": ["x"], "bot_id": "x"})
+
+
+def test_a_key_gets_its_burst_then_its_rate_and_keys_do_not_share_a_bucket():
+    now = [0.0]
+    limiter = RateLimiter(rate_per_s=2.0, burst=3, clock=lambda: now[0])
+    assert [limiter.take("a") for _ in range(3)] == [None, None, None]
+    assert limiter.take("a") == pytest.approx(0.5)
+    assert limiter.take("b") is None
+    now[0] = 0.5
+    assert limiter.take("a") is None
+    assert limiter.take("a") == pytest.approx(0.5)
+    now[0] = 100.0
+    assert [limiter.take("a") for _ in range(4)][:3] == [None, None, None], "the bucket refills to the burst only"
+    assert not RateLimiter(0.0, 5).enabled
+    assert all(RateLimiter(0.0, 5).take("a") is None for _ in range(100))
