@@ -39,7 +39,7 @@ test-e2e-secure: $(STAMP)
 ## Unit and component tests only: no server, about a minute.
 test-fast: $(STAMP)
 	$(PY) -m pytest tests/unit tests/ingest tests/embedding tests/summarizer tests/memory_extractor \
-		tests/context_assembler tests/lore tests/memory $(ARGS)
+		tests/context_assembler tests/lore tests/memory tests/gateway $(ARGS)
 
 ## Bad input at scale: 100,000 Hypothesis cases per test at every public subject (tests/integration/test_bad_input.py).
 fuzz: $(STAMP)

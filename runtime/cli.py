@@ -1,5 +1,6 @@
 """`mnemo` command line: run the embedded stack or a local cluster, replay the log into the projections, write
-AsyncAPI and the settings reference."""
+AsyncAPI and the settings reference; against a running deployment (``runtime/cli_contract.py``): lore, memories,
+context, dead letters; the HTTP gateway."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from runtime.stack import run_stack
 
     settings, nats_config = _secure(args, _settings(args))
-    asyncio.run(run_stack(settings, demo=not args.no_demo, nats_config=nats_config))
+    asyncio.run(run_stack(settings, demo=not args.no_demo, nats_config=nats_config, gateway=args.gateway))
     return 0
 
 
@@ -150,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run nats-server, SecantusDB and every mnemo service (embedded mode)")
     add_backend_flags(run)
     run.add_argument("--no-demo", action="store_true", help="do not play the demo scene on first start")
+    run.add_argument(
+        "--gateway", action="store_true", help="also serve the HTTP gateway (MNEMO_GATEWAY__HOST/PORT/API_KEYS)"
+    )
     run.set_defaults(func=cmd_run)
 
     clu = sub.add_parser(
@@ -190,6 +194,17 @@ def build_parser() -> argparse.ArgumentParser:
     doc = sub.add_parser("asyncapi", help="write the AsyncAPI document of the public contract")
     doc.add_argument("--out", default="asyncapi.json", help="file to write, or - for stdout")
     doc.set_defaults(func=cmd_asyncapi)
+
+    from runtime.cli_contract import add_commands, gateway_command
+
+    add_commands(sub)
+    gw = sub.add_parser(
+        "gateway",
+        help="the HTTP gateway: serve it alone (needs only NATS), or print a new API key (new-key TENANT)",
+    )
+    gw.add_argument("action", nargs="?", choices=("serve", "new-key"), default="serve")
+    gw.add_argument("tenant", nargs="?", help="new-key: the tenant the key acts for")
+    gw.set_defaults(func=gateway_command)
 
     ref = sub.add_parser("settings-doc", help="write the settings reference (every MNEMO_* variable)")
     ref.add_argument("--out", default="docs/settings.md", help="file to write, or - for stdout")

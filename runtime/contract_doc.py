@@ -61,6 +61,7 @@ def build_contract_app() -> FastStream:
         raise NotImplementedError("documentation only: the lore service answers this subject")
 
     lore_management: list[tuple[str, type[Any], type[Any]]] = [
+        (subjects.LORE_LIST, lore_contract.LoreListRequest, lore_contract.LoreListReply),
         (subjects.LORE_DETACH, lore_contract.LoreDetachRequest, lore_contract.LoreDetachReply),
         (subjects.LORE_BOOK_CREATE, lore_contract.LoreBookCreateRequest, lore_contract.LoreBookCreateReply),
         (subjects.LORE_BOOK_DELETE, lore_contract.LoreBookDeleteRequest, lore_contract.LoreDeleteReply),

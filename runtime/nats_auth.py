@@ -49,6 +49,7 @@ _LORE_RPCS = (
     subjects.LORE_ENTRY_CREATE,
     subjects.LORE_ENTRY_UPDATE,
     subjects.LORE_ENTRY_DELETE,
+    subjects.LORE_LIST,
 )
 
 ROLES: dict[str, Role] = {

@@ -2,7 +2,7 @@
 
 The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore,
 characters' knowledge and lore timed effects included) and the vectors of messages, summaries, legacy memories,
-lore entries and characters' facts, then folds every event back in, in batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
+lore entries and characters' facts, then folds every event back in, in batches, with a progress bar and the totals by event type at the end. Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
 
 In stream mode (``MNEMO_VECTORS__MODE=stream``) the vectors are rebuilt in the points stream: replay writes the
@@ -17,8 +17,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
 
 from runtime.stack import start_servers
 from services.context_assembler.timed_readmodel import LoreTimedReadModel
@@ -81,7 +94,8 @@ async def replay(settings: Settings, *, embedded: bool, nats_config: str = "") -
                 await vectors.reset()  # followers wipe their shard at the marker
             else:
                 await vectors.delete(points.all_kinds())
-            return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding)
+            expected = await core.store.events.estimated_document_count()
+            return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding, expected)
         finally:
             await core.close()
     finally:
@@ -96,11 +110,30 @@ class Projection(Protocol):
 
 
 async def _fold_log(
-    events: AsyncIterator[EventEnvelope], projections: Sequence[Projection], embedding: EmbeddingHandler
+    events: AsyncIterator[EventEnvelope],
+    projections: Sequence[Projection],
+    embedding: EmbeddingHandler,
+    expected: int | None = None,
 ) -> int:
+    """Fold every event, showing a progress bar against ``expected`` (the log's size when replay started), then
+    the totals by event type."""
     started = time.monotonic()
     total = 0
+    by_type: Counter[str] = Counter()
     batch: list[EventEnvelope] = []
+    console = Console()
+    progress = Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("events"),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+    task = progress.add_task("replay", total=expected)
 
     async def flush() -> None:
         nonlocal total
@@ -108,14 +141,22 @@ async def _fold_log(
             await projection.apply(batch)
         await embedding.project(embeddable(batch))
         total += len(batch)
+        by_type.update(e.type for e in batch)
+        progress.update(task, completed=total, total=max(total, expected or 0) or None)
         batch.clear()
-        print(f"replayed {total} events ({total / max(time.monotonic() - started, 1e-9):,.0f}/s)", flush=True)
 
-    async for env in events:
-        batch.append(env)
-        if len(batch) >= BATCH:
+    with progress:
+        async for env in events:
+            batch.append(env)
+            if len(batch) >= BATCH:
+                await flush()
+        if batch:
             await flush()
-    if batch:
-        await flush()
-    print(f"replay done: {total} events in {time.monotonic() - started:.1f}s", flush=True)
+    elapsed = time.monotonic() - started
+    table = Table("event type", "events", title="replayed")
+    for event_type, count in sorted(by_type.items()):
+        table.add_row(event_type, f"{count:,}")
+    table.add_row("[bold]total[/bold]", f"[bold]{total:,}[/bold]")
+    console.print(table)
+    print(f"replay done: {total} events in {elapsed:.1f}s ({total / max(elapsed, 1e-9):,.0f}/s)", flush=True)
     return total

@@ -77,12 +77,19 @@ async def all_services(settings: Settings) -> AsyncIterator[Core]:
         await core.close()
 
 
-async def run_stack(settings: Settings, *, demo: bool, nats_config: str = "") -> None:
+async def run_stack(settings: Settings, *, demo: bool, nats_config: str = "", gateway: bool = False) -> None:
+    """``gateway``: also serve the HTTP gateway (``services/gateway``) in this process, on
+    ``MNEMO_GATEWAY__HOST``/``PORT``; it reaches the services over NATS like any other client."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     servers = await asyncio.to_thread(start_servers, settings, nats_config)
     try:
-        async with all_services(settings):
+        async with all_services(settings), contextlib.AsyncExitStack() as extras:
             try:
+                if gateway:
+                    from services.gateway.serve import gateway_settings, hosted_gateway
+
+                    url = await extras.enter_async_context(hosted_gateway(settings, gateway_settings()))
+                    print(f"mnemo gateway listening on {url}", flush=True)
                 print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
                 if (passwords := settings.nats.password_dir) is not None:
                     ca = settings.nats.tls_ca_file

@@ -23,6 +23,7 @@ CHAT_INBOUND: Final = (MESSAGE_CREATED, MESSAGE_EDITED, MESSAGE_DELETED, BOT_UPS
 CONTEXT_ASSEMBLE: Final = "mnemo.rpc.context.assemble.v1"
 LORE_IMPORT: Final = "mnemo.rpc.lore.import.v1"
 LORE_EXPORT: Final = "mnemo.rpc.lore.export.v1"
+LORE_LIST: Final = "mnemo.rpc.lore.list.v1"
 LORE_ATTACH: Final = "mnemo.rpc.lore.attach.v1"
 LORE_DETACH: Final = "mnemo.rpc.lore.detach.v1"
 LORE_BOOK_CREATE: Final = "mnemo.rpc.lore.book.create.v1"

@@ -1,7 +1,7 @@
 """Lore service wiring: request-reply subscribers, each in the queue group ``mnemo_lore`` (replicas share
 requests; each answered once).
 
-Contract: ``mnemo.rpc.lore.{import,export,attach,detach}.v1``, ``mnemo.rpc.lore.book.{create,delete}.v1`` and
+Contract: ``mnemo.rpc.lore.{import,export,list,attach,detach}.v1``, ``mnemo.rpc.lore.book.{create,delete}.v1`` and
 ``mnemo.rpc.lore.entry.{create,update,delete}.v1`` (see ``shared.events.lore_contract``). Every request gets a
 reply: the reply model, or ``ErrorReply`` with ``bad_request`` (invalid request, or a file that is not a
 readable lorebook, with what is wrong), ``not_found`` (no such book in the tenant, or not the acting user's),
@@ -17,6 +17,7 @@ from faststream.nats import NatsRouter
 
 from services.lore.books import BadRequest, LoreBooks, NotFound
 from services.lore.formats.convert import LoreImportError
+from services.lore.listing import list_books
 from shared import subjects
 from shared.bootstrap import ServiceDefinition
 from shared.events.lore_contract import (
@@ -29,6 +30,7 @@ from shared.events.lore_contract import (
     LoreEntryUpdateRequest,
     LoreExportRequest,
     LoreImportRequest,
+    LoreListRequest,
 )
 from shared.limits import RateLimiter
 from shared.readmodels.lore import LoreReadModel
@@ -43,9 +45,8 @@ ERRORS: dict[type[Exception], str] = {LoreImportError: "bad_request", BadRequest
 def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRouter:
     """``read_model``: the lorebooks projection to use instead of the MongoDB one (component tests)."""
     router = NatsRouter()
-    books = LoreBooks(
-        deps.store, read_model or LoreReadModel(deps.db, deps.cipher), deps.publisher, deps.settings.limits
-    )
+    model = read_model or LoreReadModel(deps.db, deps.cipher)
+    books = LoreBooks(deps.store, model, deps.publisher, deps.settings.limits)
     on = functools.partial(serve, router, service=SERVICE, errors=ERRORS, limiter=RateLimiter(deps.settings.limits))
     on(subjects.LORE_IMPORT, request=LoreImportRequest, call=books.import_book, max_workers=4)
     on(subjects.LORE_EXPORT, request=LoreExportRequest, call=books.export_book)
@@ -56,6 +57,7 @@ def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRout
     on(subjects.LORE_ENTRY_CREATE, request=LoreEntryCreateRequest, call=books.create_entry)
     on(subjects.LORE_ENTRY_UPDATE, request=LoreEntryUpdateRequest, call=books.update_entry)
     on(subjects.LORE_ENTRY_DELETE, request=LoreEntryDeleteRequest, call=books.delete_entry)
+    on(subjects.LORE_LIST, request=LoreListRequest, call=functools.partial(list_books, model))
     return router
 
 

@@ -193,3 +193,33 @@ class LoreDeleteReply(_Wire):
 
 class LoreDetachReply(LoreAttachReply):
     """`mnemo.rpc.lore.detach.v1` reply: what was asked to be detached (detaching twice is harmless)."""
+
+
+class LoreListRequest(_Tenanted):
+    """`mnemo.rpc.lore.list.v1` request: the tenant's books by name (all, one owner's, or those attached to one
+    bot)."""
+
+    owner_user_id: Id | None = Field(None, description="only this user's books")
+    bot_id: Id | None = Field(None, description="only books attached to this bot")
+    limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=100_000)
+
+
+class LoreBookItem(_Wire):
+    lorebook_id: str
+    name: str
+    owner_user_id: str
+    format: str = Field("", description="the format it was imported from (empty for a book made with book.create)")
+    entries: int = Field(..., ge=0)
+    bot_ids: list[str] = Field(default_factory=list, description="bots it is attached to")
+    conversations: list[ConversationRef] = Field(default_factory=list, description="conversations it is attached to")
+    version: int = Field(..., description="the book's version in the log (changes with every change)")
+
+
+class LoreListReply(_Wire):
+    """`mnemo.rpc.lore.list.v1` reply: ``total`` books match; this page starts at ``offset`` (by name, then id)."""
+
+    books: list[LoreBookItem]
+    total: int
+    offset: int
+    limit: int

@@ -177,6 +177,16 @@ class LoreReadModel:
             )
         return out
 
+    async def list_books(self, tenant_id: str, owner_user_id: str | None = None) -> list[BookState]:
+        """The tenant's live books (of one owner), decrypted, by name then id (names are encrypted, so the
+        sort happens here: a tenant's books are few enough)."""
+        query: Doc = {"tenant_id": tenant_id, "deleted": {"$ne": True}}
+        if owner_user_id is not None:
+            query["owner_user_id"] = owner_user_id
+        ids = [d["lorebook_id"] for d in await self.books.find(query, {"lorebook_id": 1}).to_list()]
+        states = [s for b in ids if (s := await self.state(tenant_id, b)) is not None and not s.deleted]
+        return sorted(states, key=lambda s: (s.name, s.lorebook_id))
+
     async def attached(
         self, tenant_id: str, bot_id: str, user_id: str | None = None, conversation_id: str | None = None
     ) -> list[LorebookRef]:

@@ -187,6 +187,10 @@ class LorePort(Protocol):
 
     async def books_by_ids(self, tenant_id: str, lorebook_ids: Sequence[str]) -> dict[str, LorebookView]: ...
 
+    async def list_books(self, tenant_id: str, owner_user_id: str | None = None) -> list[BookState]:
+        """The tenant's live books (of one owner), decrypted, by name then id."""
+        ...
+
     async def attached(
         self, tenant_id: str, bot_id: str, user_id: str | None = None, conversation_id: str | None = None
     ) -> list[LorebookRef]: ...

@@ -609,6 +609,18 @@ async def test_lorebooks_answer_alike(both: tuple[Ports, Ports]) -> None:
     await alike(both, lambda q: q.lore.state(T, "lb1"))
     await alike(both, lambda q: q.lore.books_by_ids(T, ["lb2", "lb1", "nope"]))
     await alike(both, lambda q: q.lore.attached(T, "b1", U, C))
+    await alike(both, lambda q: q.lore.list_books(T))
+    await alike(both, lambda q: q.lore.list_books(T, U))
+    await alike(both, lambda q: q.lore.list_books(T, "nobody"))
+
+
+async def test_lorebooks_are_listed_by_tenant_and_owner_without_deleted_ones(p: Ports) -> None:
+    await p.lore.apply(
+        [*lore_events("lb1"), *lore_events("lb2"), *lore_events("lb1", tenant="t2"), lore_deleted(4, "lb2")]
+    )
+    assert [(s.tenant_id, s.lorebook_id, s.name) for s in await p.lore.list_books(T)] == [(T, "lb1", "Port Vell")]
+    assert [s.lorebook_id for s in await p.lore.list_books(T, U)] == ["lb1"]
+    assert await p.lore.list_books(T, "someone-else") == []
 
 
 # --- witnessed and lore_timed (single-service read models) ----------------------------------------------

@@ -19,6 +19,7 @@ READY_LINE = "mnemo is serving"
 #: ``make test-e2e-secure``: every stack runs ``--secure`` (TLS, least-privilege NATS users), its clients as the
 #: platform (or the operators' ``admin`` for JetStream inspection).
 SECURE = os.environ.get("MNEMO_E2E_SECURE") == "1"
+GATEWAY_LINE = "mnemo gateway listening on "
 
 
 def free_port() -> int:
@@ -35,6 +36,8 @@ class StackProcess:
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
     secure: bool = SECURE
+    env: dict[str, str] = field(default_factory=dict)  # more MNEMO_* variables for the stack
+    args: tuple[str, ...] = ()  # more `mnemo run` flags, e.g. ("--gateway",)
 
     @property
     def nats_url(self) -> str:
@@ -51,12 +54,21 @@ class StackProcess:
             "MNEMO_NATS_URL": self.nats_url,
             "MNEMO_MONGODB_URL": self.mongo_url,
             "PYTHONUNBUFFERED": "1",
+            **self.env,
         }
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.data_dir / f"stack-{int(time.time() * 1000)}.log"
         out = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its whole life
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "runtime.cli", "run", "--no-demo", *(["--secure"] if self.secure else [])],
+            [
+                sys.executable,
+                "-m",
+                "runtime.cli",
+                "run",
+                "--no-demo",
+                *(["--secure"] if self.secure else []),
+                *self.args,
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -84,6 +96,14 @@ class StackProcess:
             "tls": ssl.create_default_context(cafile=str(home / "tls" / "ca.pem")),
             "inbox_prefix": f"_INBOX.{user}",
         }
+
+    @property
+    def gateway_url(self) -> str:
+        """Where the HTTP gateway of a stack started with ``--gateway`` listens (from its start line)."""
+        for line in (self.log_path.read_text(errors="replace") if self.log_path else "").splitlines():
+            if line.startswith(GATEWAY_LINE):
+                return line.removeprefix(GATEWAY_LINE).strip()
+        raise RuntimeError("the stack serves no HTTP gateway (start it with args=('--gateway',))")
 
     def log_tail(self, chars: int = 4000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path else ""

@@ -137,6 +137,9 @@ def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]
                 "data": {"entries": {"0": entry}}, "attach_to_bots": draw(st.lists(ids, max_size=2))}, ()  # fmt: skip
     if subject == subjects.LORE_EXPORT:
         return {"tenant_id": w.tenant, "lorebook_id": w.book}, ()
+    if subject == subjects.LORE_LIST:
+        return {"tenant_id": w.tenant, "owner_user_id": draw(st.none() | st.just(OWNER)), "bot_id": draw(st.none() | st.just(BOT)),
+                "limit": draw(st.integers(1, 1000)), "offset": draw(st.integers(0, 3))}, ()  # fmt: skip
     if subject == subjects.LORE_ATTACH:
         return {"tenant_id": w.tenant, "user_id": OWNER, "lorebook_id": w.book, "bot_ids": draw(st.lists(ids, min_size=1, max_size=3))}, ()  # fmt: skip
     if subject == subjects.LORE_DETACH:

@@ -53,6 +53,7 @@ from shared.events.lore_contract import (
     LoreEntryUpdateRequest,
     LoreExportRequest,
     LoreImportRequest,
+    LoreListRequest,
 )
 from shared.events.memory_contract import (
     MemoryConvertToLoreRequest,
@@ -96,6 +97,7 @@ REQUESTS: dict[str, type[Any]] = {
     subjects.CONTEXT_ASSEMBLE: ContextAssembleRequest,
     subjects.LORE_IMPORT: LoreImportRequest,
     subjects.LORE_EXPORT: LoreExportRequest,
+    subjects.LORE_LIST: LoreListRequest,
     subjects.LORE_ATTACH: LoreAttachRequest,
     subjects.LORE_DETACH: LoreDetachRequest,
     subjects.LORE_BOOK_CREATE: LoreBookCreateRequest,
@@ -122,6 +124,7 @@ BY_ID = set(REQUESTS) - {
     subjects.CONTEXT_ASSEMBLE,
     subjects.LORE_IMPORT,
     subjects.LORE_BOOK_CREATE,
+    subjects.LORE_LIST,
     subjects.MEMORY_LIST,
 }
 OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT}
@@ -235,7 +238,7 @@ async def check_request(w: World, r: Request) -> None:
         if bad.kind == "foreign_tenant":  # another tenant's answer shows nothing of tenant A
             text = json.dumps(reply, ensure_ascii=False)
             assert not any(secret in text for secret in (SECRET, SECRET_LORE, "swordfish")), (where, reply)
-            if r.subject == subjects.MEMORY_LIST:
+            if r.subject in (subjects.MEMORY_LIST, subjects.LORE_LIST):
                 assert reply["total"] == 0, (where, reply)
         return
     error = reply.get("error")

@@ -17,6 +17,7 @@ from shared.vectors.qdrant_server import MIN_SERVER_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 MNEMO_SERVICES = ("ingest", "embedding", "summarizer", "memory_extractor", "context_assembler", "lore", "memory")
+GATEWAY = "gateway"  # not in the catalog: an HTTP server and NATS client, not a NATS service
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def test_every_mnemo_service_runs_an_existing_module(compose: dict[str, Any]) ->
         name: svc.get("command") for name, svc in compose["services"].items() if svc.get("image") == "mnemo:latest"
     }
     modules = {cmd[-1].removeprefix("services.") for cmd in commands.values()}
-    assert modules == set(MNEMO_SERVICES)
+    assert modules == {*MNEMO_SERVICES, GATEWAY}
     for module in modules:
         assert (ROOT / "services" / module / "__main__.py").exists(), module
 
@@ -86,3 +87,15 @@ def test_the_qdrant_image_serves_every_query_the_adapter_sends(compose: dict[str
     match = re.fullmatch(r"qdrant/qdrant:v(\d+)\.(\d+)\.(\d+)", image)
     assert match, f"pin an exact qdrant version, not {image!r}"
     assert tuple(int(part) for part in match.groups()) >= MIN_SERVER_VERSION
+
+
+def test_the_gateway_reads_a_valid_key_file_and_listens_on_every_interface(compose: dict[str, Any]) -> None:
+    from services.gateway.auth import parse_key_file
+
+    gateway = compose["services"][GATEWAY]
+    env = gateway["environment"]
+    assert env["MNEMO_GATEWAY__HOST"] == "0.0.0.0"
+    assert env["MNEMO_NATS_URL"] == compose["services"]["ingest"]["environment"]["MNEMO_NATS_URL"]
+    source, target = gateway["volumes"][0].split(":")[:2]
+    assert target == env["MNEMO_GATEWAY__API_KEYS_FILE"]
+    assert parse_key_file((ROOT / source).read_text()) == {}

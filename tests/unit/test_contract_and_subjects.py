@@ -12,7 +12,7 @@ from shared import subjects
 
 def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> None:
     doc = asyncapi_document()
-    lore = {subjects.LORE_IMPORT, subjects.LORE_EXPORT, subjects.LORE_ATTACH, subjects.LORE_DETACH}
+    lore = {subjects.LORE_IMPORT, subjects.LORE_EXPORT, subjects.LORE_LIST, subjects.LORE_ATTACH, subjects.LORE_DETACH}
     lore |= {subjects.LORE_BOOK_CREATE, subjects.LORE_BOOK_DELETE}
     lore |= {subjects.LORE_ENTRY_CREATE, subjects.LORE_ENTRY_UPDATE, subjects.LORE_ENTRY_DELETE}
     memory = {subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST}

@@ -162,6 +162,14 @@ class InMemoryLore:
                 )
         return out
 
+    async def list_books(self, tenant_id: str, owner_user_id: str | None = None) -> list[BookState]:
+        found = [
+            _copy_state(s)
+            for (tenant, _), s in self.books.items()
+            if tenant == tenant_id and not s.deleted and owner_user_id in (None, s.owner_user_id)
+        ]
+        return sorted(found, key=lambda s: (s.name, s.lorebook_id))
+
     async def attached(
         self, tenant_id: str, bot_id: str, user_id: str | None = None, conversation_id: str | None = None
     ) -> list[LorebookRef]:

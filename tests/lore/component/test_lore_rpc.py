@@ -137,3 +137,29 @@ async def test_bad_requests_get_a_bad_request_reply(lore, body, says):
 
     assert_bad_request(reply, says)
     assert published(d).events == []
+
+
+async def test_list_pages_the_tenants_live_books_with_their_attachments(lore):
+    rpc, _, _ = lore
+    port = await rpc(subjects.LORE_IMPORT, import_request())
+    other = await rpc(subjects.LORE_IMPORT, import_request(name="Attic", owner_user_id="u2", attach_to_bots=[]))
+    await rpc(subjects.LORE_IMPORT, import_request(tenant_id="t2"))
+    chat = {"user_id": "u9", "conversation_id": "c/1"}
+    await rpc(subjects.LORE_ATTACH, {"tenant_id": T, "lorebook_id": other["lorebook_id"], "conversation": chat})
+    gone = await rpc(subjects.LORE_BOOK_CREATE, {"tenant_id": T, "owner_user_id": OWNER, "name": "Gone"})
+    await rpc(subjects.LORE_BOOK_DELETE, {"tenant_id": T, "user_id": OWNER, "lorebook_id": gone["lorebook_id"]})
+
+    listed = await rpc(subjects.LORE_LIST, {"tenant_id": T})
+    assert [b["name"] for b in listed["books"]] == ["Attic", "Port Vell"]
+    assert listed["total"] == 2
+    attic, vell = listed["books"]
+    assert (attic["owner_user_id"], attic["bot_ids"], attic["conversations"]) == ("u2", [], [chat])
+    assert (vell["lorebook_id"], vell["bot_ids"], vell["entries"], vell["format"]) == (
+        port["lorebook_id"], ["b1"], 2, "sillytavern",
+    )  # fmt: skip
+    mine = await rpc(subjects.LORE_LIST, {"tenant_id": T, "owner_user_id": OWNER})
+    on_bot = await rpc(subjects.LORE_LIST, {"tenant_id": T, "bot_id": "b1"})
+    page = await rpc(subjects.LORE_LIST, {"tenant_id": T, "limit": 1, "offset": 1})
+    assert [b["name"] for b in mine["books"]] == [b["name"] for b in on_bot["books"]] == ["Port Vell"]
+    assert ([b["name"] for b in page["books"]], page["total"]) == (["Port Vell"], 2)
+    assert_bad_request(await rpc(subjects.LORE_LIST, {"tenant_id": T, "limit": 0}), "limit")
