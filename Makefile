@@ -43,7 +43,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy shared services runtime
+	$(VENV)/bin/mypy shared services runtime clients/python/mnemo_client
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff format .

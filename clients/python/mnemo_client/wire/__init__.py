@@ -2,15 +2,20 @@
 
 from mnemo_client.wire.contract import (
     BotUpserted,
+    ChatMessage,
     ContextAssembleReply,
     ContextAssembleRequest,
+    ErrorBody,
     ErrorReply,
     MessageCreated,
     MessageDeleted,
     MessageEdited,
     PersonaUpserted,
+    Section,
+    Source,
 )
 from mnemo_client.wire.lore_contract import (
+    ConversationRef,
     LoreAttachReply,
     LoreAttachRequest,
     LoreBookCreateReply,
@@ -27,12 +32,14 @@ from mnemo_client.wire.lore_contract import (
     LoreExportRequest,
     LoreImportReply,
     LoreImportRequest,
+    LoreImportWarning,
 )
 from mnemo_client.wire.memory_contract import (
     MemoryConvertToLoreReply,
     MemoryConvertToLoreRequest,
     MemoryDeleteReply,
     MemoryDeleteRequest,
+    MemoryItem,
     MemoryListReply,
     MemoryListRequest,
     MemoryPromoteRequest,
@@ -42,8 +49,11 @@ from mnemo_client.wire.memory_contract import (
 
 __all__ = [
     "BotUpserted",
+    "ChatMessage",
     "ContextAssembleReply",
     "ContextAssembleRequest",
+    "ConversationRef",
+    "ErrorBody",
     "ErrorReply",
     "LoreAttachReply",
     "LoreAttachRequest",
@@ -61,10 +71,12 @@ __all__ = [
     "LoreExportRequest",
     "LoreImportReply",
     "LoreImportRequest",
+    "LoreImportWarning",
     "MemoryConvertToLoreReply",
     "MemoryConvertToLoreRequest",
     "MemoryDeleteReply",
     "MemoryDeleteRequest",
+    "MemoryItem",
     "MemoryListReply",
     "MemoryListRequest",
     "MemoryPromoteRequest",
@@ -74,4 +86,6 @@ __all__ = [
     "MessageDeleted",
     "MessageEdited",
     "PersonaUpserted",
+    "Section",
+    "Source",
 ]
