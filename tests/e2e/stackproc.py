@@ -30,6 +30,10 @@ class StackProcess:
     mongo_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    # Another way to start it, e.g. a fresh virtual environment's `mnemo run --no-demo` (then run outside the
+    # source tree and without PYTHONPATH, so the installed package is what runs).
+    command: list[str] | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def nats_url(self) -> str:
@@ -46,16 +50,19 @@ class StackProcess:
             "MNEMO_NATS_URL": self.nats_url,
             "MNEMO_MONGODB_URL": self.mongo_url,
             "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
         }
+        if self.command is not None:
+            env.pop("PYTHONPATH", None)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.data_dir / f"stack-{int(time.time() * 1000)}.log"
         out = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its whole life
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "runtime.cli", "run", "--no-demo"],
+            self.command or [sys.executable, "-m", "runtime.cli", "run", "--no-demo"],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
-            cwd=Path(__file__).resolve().parents[2],
+            cwd=self.data_dir if self.command else Path(__file__).resolve().parents[2],
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
