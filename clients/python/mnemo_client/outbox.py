@@ -18,12 +18,13 @@ from dataclasses import dataclass
 import nats.errors
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
-from nats.js.errors import APIError
+from nats.js.errors import APIError, NoStreamResponseError
 
 from mnemo_client.errors import BufferFull, Unavailable
 
 log = logging.getLogger(__name__)
 _RETRYABLE = (
+    NoStreamResponseError,  # no stream captures the subject (yet): the stack creates it when it starts
     nats.errors.TimeoutError,
     nats.errors.NoRespondersError,
     nats.errors.ConnectionReconnectingError,
