@@ -3,8 +3,9 @@ registry (shared/contract_registry.py): the file client libraries generate their
 
 Shape: a JSON Schema 2020-12 document whose ``$defs`` hold every payload, reply and error model (pydantic's
 schemas, validation mode: a field with a default may be omitted when sending), plus ``x-mnemo-operations``,
-one row per subject (name, subject, kind, payload, reply, errors, service, description, example) and
-``x-mnemo-error-codes``. Generators that only read ``$defs`` ignore the ``x-`` keys.
+one row per subject (name, subject, kind, payload, reply, errors, service, description, example and, for
+events, ``msg_id``: the fields whose JSON values, after the name, joined by ``:``, make the ``Nats-Msg-Id``)
+and ``x-mnemo-error-codes``. Generators that only read ``$defs`` ignore the ``x-`` keys.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def schema_bundle() -> dict[str, Any]:
             "payload": ref(op.payload),
             "reply": ref(op.reply),
             "errors": list(op.errors),
+            "msg_id": list(op.msg_id),
             "example": op.example,
         }
         for op in OPERATIONS

@@ -122,3 +122,10 @@ def test_event_ids_tell_retries_from_new_events() -> None:
     created = operation("chat.message.created")
     other_tenant = {**created.example, "tenant_id": "t2"}
     assert nats_msg_id(created, other_tenant) != nats_msg_id(created, created.example)
+
+
+def test_the_schema_bundle_tells_clients_how_to_make_each_events_msg_id() -> None:
+    rows = {row["name"]: row for row in schema_bundle()["x-mnemo-operations"]}
+    for op in OPERATIONS:
+        assert rows[op.name]["msg_id"] == list(op.msg_id)
+    assert rows["chat.message.created"]["msg_id"] == ["tenant_id", "conversation_id", "message_id"]
