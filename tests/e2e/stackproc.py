@@ -38,6 +38,9 @@ class StackProcess:
     secure: bool = SECURE
     env: dict[str, str] = field(default_factory=dict)  # more MNEMO_* variables for the stack
     args: tuple[str, ...] = ()  # more `mnemo run` flags, e.g. ("--gateway",)
+    # Another way to start it, e.g. a fresh virtual environment's `mnemo run --no-demo` (then run outside the
+    # source tree and without PYTHONPATH, so the installed package is what runs).
+    command: list[str] | None = None
 
     @property
     def nats_url(self) -> str:
@@ -56,11 +59,14 @@ class StackProcess:
             "PYTHONUNBUFFERED": "1",
             **self.env,
         }
+        if self.command is not None:
+            env.pop("PYTHONPATH", None)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.data_dir / f"stack-{int(time.time() * 1000)}.log"
         out = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its whole life
         self.process = subprocess.Popen(
-            [
+            self.command
+            or [
                 sys.executable,
                 "-m",
                 "runtime.cli",
@@ -72,7 +78,7 @@ class StackProcess:
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
-            cwd=Path(__file__).resolve().parents[2],
+            cwd=self.data_dir if self.command else Path(__file__).resolve().parents[2],
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

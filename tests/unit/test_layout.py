@@ -1,15 +1,17 @@
 """The layout's rules, checked on the tree: small modules, short module docstrings, and boundaries (shared/ is
-infrastructure and contracts, so it imports no service; a service imports no other service)."""
+infrastructure and contracts, so it imports no service; a service imports no other service; the Python client
+installs alone, so it imports only its own dependencies)."""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("shared", "services", "runtime")
+PACKAGES = ("shared", "services", "runtime", "clients/python/mnemo_client")
 MAX_LINES = 400
 MAX_DOCSTRING_LINES = 25
 
@@ -64,3 +66,13 @@ def test_no_service_imports_another():
             if parts[0] == "services" and len(parts) > 1 and parts[1] != own:
                 crossings.add(f"{path.relative_to(ROOT)} -> {module}")
     assert crossings == set(), "services talk over NATS; what two services share belongs in shared/"
+
+
+def test_the_python_client_imports_only_its_declared_dependencies():
+    """clients/python's pyproject declares nats-py and pydantic; anything else would fail where it is installed
+    alone (the fresh-venv e2e test shows that too, later and slower)."""
+    allowed = {"mnemo_client", "nats", "pydantic", "__future__", *sys.stdlib_module_names}
+    outside = set()
+    for path in (ROOT / "clients" / "python" / "mnemo_client").rglob("*.py"):
+        outside |= {f"{path.name}: {m}" for m in _imports(path) if m.split(".")[0] not in allowed}
+    assert outside == set()

@@ -1,0 +1,83 @@
+"""One entry of the contract registry (``Operation``), the error codes, and the Nats-Msg-Id rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+#: Every code an ``ErrorReply`` can carry, with what it means (clients raise an exception carrying it).
+ERROR_CODES: dict[str, str] = {
+    "bad_request": "the request is invalid (JSON, schema, or a change the target's state does not allow); "
+    "the message says what is wrong",
+    "not_found": "no such object for that tenant (and user): another tenant's or user's ids look the same",
+    "internal": "the service failed; details are in its log",
+    "unavailable": "no service answered (clients report a missing responder or a timeout with this code)",
+    "rate_limited": "the tenant sent more requests a second than MNEMO_LIMITS__RPC_PER_SECOND allows; retry later",
+    "book_too_large": "the book has more entries or bytes than the tenant's limits (MNEMO_LIMITS__MAX_BOOK_*)",
+    "too_many_books": "the bot already has MNEMO_LIMITS__MAX_BOOKS_PER_BOT books attached",
+}
+LORE_ERRORS = ("bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal")
+MEMORY_ERRORS = ("bad_request", "not_found", "rate_limited", "internal")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One public subject. ``kind``: `event` (publish to JetStream) or `request` (request-reply)."""
+
+    name: str  # a stable short name for clients and the gateway: `chat.message.created`, `lore.import`
+    subject: str
+    kind: Literal["event", "request"]
+    payload: type[BaseModel]
+    description: str
+    service: str  # the service that consumes (events: ingest) or answers the subject
+    example: dict[str, Any]
+    reply: type[BaseModel] | None = None
+    errors: tuple[str, ...] = ()
+    reply_example: dict[str, Any] | None = None
+    note: str = ""  # extra words for the README table
+    tags: tuple[str, ...] = field(default=())
+    # Events: the payload fields whose JSON values make the Nats-Msg-Id (see ``nats_msg_id``).
+    msg_id: tuple[str, ...] = ()
+
+
+def event(
+    name: str,
+    subject: str,
+    payload: type[BaseModel],
+    description: str,
+    example: dict[str, Any],
+    note: str = "",
+    *,
+    msg_id: tuple[str, ...],
+) -> Operation:
+    return Operation(
+        name, subject, "event", payload, description, "ingest", example, note=note, tags=("chat",), msg_id=msg_id
+    )
+
+
+def nats_msg_id(op: Operation, body: dict[str, Any]) -> str:
+    """The ``Nats-Msg-Id`` of an event: its name and the values of its ``msg_id`` fields in the JSON body
+    (an absent or null field as empty), joined by ``:``. A retry of the same event has the same id, so
+    JetStream drops the duplicate; a different event (another message, a later edit or upsert) has another."""
+    return ":".join([op.name, *("" if body.get(f) is None else str(body[f]) for f in op.msg_id)])
+
+
+def rpc(
+    name: str,
+    subject: str,
+    payload: type[BaseModel],
+    reply: type[BaseModel],
+    service: str,
+    description: str,
+    example: dict[str, Any],
+    reply_example: dict[str, Any] | None = None,
+    *,
+    errors: tuple[str, ...],
+    note: str = "",
+) -> Operation:
+    area = name.split(".", 1)[0]
+    return Operation(
+        name, subject, "request", payload, description, service, example, reply, errors, reply_example, note, (area,)
+    )
