@@ -34,6 +34,16 @@ def build_contract_app() -> FastStream:
         (subjects.MESSAGE_DELETED, contract.MessageDeleted, "A message was removed (JetStream)."),
         (subjects.BOT_UPSERTED, contract.BotUpserted, "A character was created or changed (JetStream)."),
         (subjects.PERSONA_UPSERTED, contract.PersonaUpserted, "A user's persona was created or changed."),
+        (
+            subjects.MESSAGE_SWIPE_SELECTED,
+            contract.MessageSwipeSelected,
+            "Another alternative of a message became the current one (JetStream).",
+        ),
+        (
+            subjects.CONVERSATION_FORKED,
+            contract.ConversationForked,
+            "A new conversation continues another from one of its messages (JetStream).",
+        ),
     ]
     for subject, model, description in inbound:
         broker.publisher(subject, schema=model, description=description, title=subject)

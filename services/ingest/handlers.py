@@ -17,7 +17,15 @@ from services.ingest.domain import InboundCommand
 from services.ingest.recorder import Recorder
 from shared import subjects
 from shared.delivery import Completion, InvalidMessage, Item, Rejection
-from shared.events.contract import BotUpserted, MessageCreated, MessageDeleted, MessageEdited, PersonaUpserted
+from shared.events.contract import (
+    BotUpserted,
+    ConversationForked,
+    MessageCreated,
+    MessageDeleted,
+    MessageEdited,
+    MessageSwipeSelected,
+    PersonaUpserted,
+)
 
 WIRE_MODELS: dict[str, type[BaseModel]] = {
     subjects.MESSAGE_CREATED: MessageCreated,
@@ -25,6 +33,8 @@ WIRE_MODELS: dict[str, type[BaseModel]] = {
     subjects.MESSAGE_DELETED: MessageDeleted,
     subjects.BOT_UPSERTED: BotUpserted,
     subjects.PERSONA_UPSERTED: PersonaUpserted,
+    subjects.MESSAGE_SWIPE_SELECTED: MessageSwipeSelected,
+    subjects.CONVERSATION_FORKED: ConversationForked,
 }
 
 
@@ -43,7 +53,7 @@ def decode_command(subject: str, data: bytes) -> InboundCommand:
         command = model.model_validate_json(data)
     except ValidationError as exc:
         raise InvalidMessage(f"{model.__name__} rejected: {_summary(exc)}") from None
-    assert isinstance(command, MessageCreated | MessageEdited | MessageDeleted | BotUpserted | PersonaUpserted)
+    assert isinstance(command, InboundCommand)
     return command
 
 
