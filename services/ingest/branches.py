@@ -188,6 +188,7 @@ def forked(own: Timeline, state: ConversationState, parent: Timeline | None, cmd
         parent_conversation_id=cmd.parent_conversation_id,
         from_message_id=cmd.from_message_id,
         from_index=slot.index,
+        root_conversation_id=parent.root or cmd.parent_conversation_id,
         forked_at=cmd.forked_at,
     ).model_dump(mode="json")
     fork_id = deterministic_id(cmd.tenant_id, cmd.user_id, cmd.conversation_id, "forked")

@@ -46,6 +46,7 @@ class Timeline:
     slot_of: dict[str, str] = field(default_factory=dict)  # every alternative id (slot ids too) -> slot id
     gone: set[str] = field(default_factory=set)  # deleted alternatives (never selectable again)
     forked_from: str | None = None  # the parent conversation, for a fork
+    root: str | None = None  # the first conversation of the fork family, for a fork
 
     def copy(self) -> Timeline:
         return copy.deepcopy(self)
@@ -112,6 +113,7 @@ def _alternative_deleted(tl: Timeline, p: Payload) -> None:
 
 def _forked(tl: Timeline, p: Payload) -> None:
     tl.forked_from = str(p["parent_conversation_id"])
+    tl.root = str(p["root_conversation_id"])
 
 
 _APPLY = {

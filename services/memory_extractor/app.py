@@ -22,7 +22,8 @@ from shared.bootstrap import ServiceDefinition
 from shared.consumers import log_consumer_router
 from shared.events.memory_contract import MemoryPromoteRequest, MemoryUnpromoteRequest
 from shared.readmodels.knowledge import KnowledgeReadModel
-from shared.readmodels.ports import KnowledgePort
+from shared.readmodels.ports import ConversationReadModel, KnowledgePort
+from shared.readmodels.repository import ReadModels
 from shared.rpc import serve
 from shared.runtime import Deps
 from shared.settings import read_section
@@ -41,9 +42,13 @@ def create_router(
     *,
     knowledge: KnowledgePort | None = None,
     witnessed: WitnessedPort | None = None,
+    conversations: ConversationReadModel | None = None,
 ) -> NatsRouter:
-    """``knowledge``, ``witnessed``: read models to use instead of the MongoDB ones (component tests)."""
+    """``knowledge``, ``witnessed``, ``conversations``: read models to use instead of the MongoDB ones
+    (component tests; without a database and ``conversations``, every conversation is its own branch)."""
     knowledge = knowledge or KnowledgeReadModel(deps.db, deps.cipher)
+    if conversations is None and deps.db is not None:
+        conversations = ReadModels(deps.db, deps.cipher)
     learning = Learning(
         deps.store,
         deps.publisher,
@@ -51,6 +56,7 @@ def create_router(
         embedder=deps.embedder,
         chat_model=deps.chat_model,
         settings=settings or read_section(SECTION, KnowledgeSettings),
+        family=conversations.family if conversations is not None else None,
     )
     revisions = Revisions(deps.store, knowledge, learning)
     extractor = MemoryExtractor(

@@ -89,7 +89,10 @@ class ReadModels:
         self.personas: AsyncCollection[Doc] = db.get_collection(PERSONAS)
 
     async def ensure_indexes(self) -> None:
-        """Idempotent; every query below is served by ``_id`` or this index."""
+        """Idempotent; every query below is served by ``_id`` or these indexes."""
+        await self.conversations.create_indexes(
+            [IndexModel([("tenant_id", ASCENDING), ("user_id", ASCENDING), ("root_conversation_id", ASCENDING)])]
+        )
         await self.messages.create_indexes(
             [
                 IndexModel(
@@ -184,6 +187,14 @@ class ReadModels:
             {"_id": ConversationState.initial(tenant_id, user_id, conversation_id).stream_id}
         )
         return ConversationState.from_doc(doc) if doc else None
+
+    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        """The fork family: the root and every conversation whose state names it as root (one indexed query)."""
+        state = await self.conversation(tenant_id, user_id, conversation_id)
+        root = state.family_root if state is not None else conversation_id
+        query = {"tenant_id": tenant_id, "user_id": user_id, "root_conversation_id": root}
+        forks = [d["conversation_id"] async for d in self.conversations.find(query, {"conversation_id": 1})]
+        return frozenset({root, conversation_id, *forks})
 
     # --- messages -------------------------------------------------------------------------------------
     async def message_status(

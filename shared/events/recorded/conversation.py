@@ -122,6 +122,7 @@ class ConversationForked(RecordedPayload):
     parent_conversation_id: str
     from_message_id: str
     from_index: int = Field(..., ge=0, description="the index of from_message_id in the parent")
+    root_conversation_id: str = Field(..., description="the parent's root: every fork of a family shares it")
     forked_at: datetime
 
 

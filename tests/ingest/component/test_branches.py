@@ -72,7 +72,8 @@ async def test_a_swipe_of_a_swipe_joins_the_same_message_and_bad_swipes_are_refu
     assert await ingest.send(swipe(3, "s2", "Three.")) == []
     assert await shown(ingest) == [("m0", "line 0"), ("m1", "Three.")]
     reasons = await ingest.send(swipe(4, "nope", "x"), select("ghost"))
-    assert "not recorded" in reasons[0] and "not recorded" in reasons[1]
+    assert "not recorded" in reasons[0]
+    assert "not recorded" in reasons[1]
     user_swipe = created(4, "x")
     user_swipe[1].update(swipe_of="m1")
     assert "role" in (await ingest.send(user_swipe))[0]
@@ -98,7 +99,8 @@ async def test_a_fork_copies_the_prefix_with_the_texts_shown_and_nothing_after(i
 
     assert await shown(ingest, "f1") == [("m0", "line 0"), ("m1", "Swiped."), ("m3", "line 3")]
     events = await ingest.store.read_stream(conversation_stream(T, U, "f1"))
-    assert events[0].type == "conversation.forked" and events[0].payload["from_index"] == 3
+    assert events[0].type == "conversation.forked"
+    assert events[0].payload["from_index"] == 3
     assert [e.payload["index"] for e in events[1:]] == [0, 1, 3]
 
     assert await ingest.send(fork("f1", C, "m3")) == []  # a redelivery
