@@ -177,7 +177,7 @@ def forked(own: Timeline, state: ConversationState, parent: Timeline | None, cmd
     slot = parent.slot(cmd.from_message_id) if parent is not None else None
     if parent is None or slot is None or slot.deleted:
         return _refused(
-            f"cannot fork from message {cmd.from_message_id!r}: not a live message of "
+            f"cannot fork from message {cmd.from_message_id!r}: not recorded (or deleted) in "
             f"conversation {cmd.parent_conversation_id!r}"
         )
     if slot.current != cmd.from_message_id:

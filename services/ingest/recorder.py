@@ -134,6 +134,15 @@ class Recorder:
         Stage 2 projects, then publishes, and returns the refusal reason per command. Callers run the
         stage 2 of their batches in the order they began them (``BatchConsumer`` does); the projection
         stays correct in any order (it re-reads what the read model lacks), only publish order follows."""
+        if cut := _fork_cut(commands):  # a fork reads its parent from the log: record what precedes it first
+            traces = list(traceparents) if traceparents is not None else [None] * len(commands)
+            head = await self.record(commands[:cut], traces[:cut])
+            rest = await self.begin(commands[cut:], traces[cut:])
+
+            async def both() -> list[str | None]:
+                return head + await rest()
+
+            return both
         async with self._deciding:
             decided, unsettled = await self._decide_and_append(commands, traceparents)
 
@@ -360,6 +369,16 @@ class Recorder:
         for sid, state in after.items():
             if (entry := self._cache.get(sid)) is not None:
                 entry.projected_to(state)
+
+
+def _fork_cut(commands: Sequence[InboundCommand]) -> int:
+    """The position of the first fork whose parent has commands earlier in the batch (0: none)."""
+    for position, cmd in enumerate(commands):
+        if isinstance(cmd, ConversationForked):
+            parent = conversation_stream(cmd.tenant_id, cmd.user_id, cmd.parent_conversation_id)
+            if any(stream_of(c) == parent for c in commands[:position]):
+                return position
+    return 0
 
 
 async def _no_states() -> dict[str, ConversationState]:

@@ -114,6 +114,6 @@ async def test_a_fork_copies_the_prefix_with_the_texts_shown_and_nothing_after(i
 async def test_bad_forks_are_refused(ingest):
     await ingest.send(created(0), created(1), swipe(2, "m1", "Other."))
     reasons = await ingest.send(fork("f1", C, "ghost"), fork("f2", C, "m1"), fork(C, C, "m0"))
-    assert "not a live message" in reasons[0]
+    assert "not recorded" in reasons[0]
     assert "not the current alternative" in reasons[1]
     assert "already has events" in reasons[2] or "itself" in reasons[2]
