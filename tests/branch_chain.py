@@ -30,13 +30,9 @@ class Chain:
         self.deps = deps()
         self.reads = Reads()
         self.ingest = IngestHandler(Recorder(self.deps.store, self.reads.models, self.deps.publisher))
-        learning = Learning(
-            self.deps.store, self.deps.publisher, self.reads.knowledge, family=self.reads.models.family
-        )
+        learning = Learning(self.deps.store, self.deps.publisher, self.reads.knowledge, family=self.reads.models.family)
         revisions = Revisions(self.deps.store, self.reads.knowledge, learning)
-        self.extractor = MemoryExtractor(
-            self.deps.store, self.deps.publisher, InMemoryWitnessed(), learning, revisions
-        )
+        self.extractor = MemoryExtractor(self.deps.store, self.deps.publisher, InMemoryWitnessed(), learning, revisions)
         self.rpc: Rpc | None = None
 
     async def send(self, *wire: tuple[str, dict[str, Any]]) -> list[str]:

@@ -113,3 +113,60 @@ async def test_only_the_current_swipe_is_remembered(stack: Any) -> None:
         await wait_for_stack(back, "the original alone remembered again")
     finally:
         await nc.drain()
+
+
+FILLER = [
+    "The wind rattled the shutters of the inn.",
+    "We counted the coins twice before paying.",
+    "A cart rolled past carrying barrels of cider.",
+    "The innkeeper lit another candle for us.",
+    "Rain started to fall on the cobblestones.",
+]
+
+
+def go_on(conv: str, start: int, count: int, secret_at: int, secret: str) -> list[dict[str, Any]]:
+    """Messages ``start`` .. ``start + count - 1``; the one at ``secret_at`` (a bot turn) tells ``secret``."""
+    lines = []
+    for i in range(start, start + count):
+        text = (
+            f"Listen closely. The secret is that the map lies under the {secret} stone."
+            if i == secret_at
+            else FILLER[i % 5]
+        )
+        lines.append(message(conv, i, text))
+    return lines
+
+
+async def test_a_fork_and_its_parent_never_share_what_came_after(stack: Any) -> None:
+    parent, fork = "fork-p", "fork-f"
+    nc = await nats.connect(stack.nats_url)
+    try:
+        await publish(nc, CREATED, *(message(parent, i, line) for i, line in enumerate(LINES)))
+        await wait_for_stack(lambda: shows(nc, parent, "obsidian", "cedar", "Where does the crown lie?"), "the parent")
+        forked = {"tenant_id": TENANT, "user_id": USER, "conversation_id": fork, "parent_conversation_id": parent,
+                  "from_message_id": f"{parent}-m5", "forked_at": (T0 + timedelta(hours=1)).isoformat()}  # fmt: skip
+        await publish(nc, FORKED, forked)
+        await publish(nc, CREATED, *go_on(parent, 10, 22, 13, "cedar"))
+        await publish(nc, CREATED, *go_on(fork, 6, 22, 9, "willow"))
+
+        question = "Where does the map lie?"
+        await wait_for_stack(lambda: shows(nc, parent, "cedar", "willow", question), "the parent's own secret, only")
+        await wait_for_stack(lambda: shows(nc, fork, "willow", "cedar", question), "the fork's own secret, only")
+        # What the fork kept of the parent: the crown's secret (message 3), learned again in the fork.
+        assert await shows(nc, fork, "obsidian", "cedar", "Where does the crown lie?")
+
+        async def summarized() -> bool:
+            body = {"tenant_id": TENANT, "user_id": USER, "source": "memory", "limit": 200}
+            reply = json.loads((await nc.request(LIST, json.dumps(body).encode(), timeout=30)).data)
+            ranges = {(i["conversation_id"], i["end_at"]) for i in reply["items"] if i.get("status") == "active"}
+            return sum(c == fork for c, _ in ranges) >= 2 and sum(c == parent for c, _ in ranges) >= 2
+
+        await wait_for_stack(summarized, "summaries of both branches past the fork point")
+        for asked in (question, "cedar stone", "willow stone", ""):
+            fork_context = (await ask(nc, fork, asked))["context"].lower()
+            parent_context = (await ask(nc, parent, asked))["context"].lower()
+            assert "cedar" not in fork_context, asked
+            assert "willow" not in parent_context, asked
+            assert FILLER[4].lower() in fork_context, "the fork's own history is there"
+    finally:
+        await nc.drain()

@@ -14,6 +14,7 @@ in the history, or in the knowledge section as the fact the listening bot learne
 from __future__ import annotations
 
 import asyncio
+import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared import subjects
-from tests.branch_chain import Chain, branch_chain
+from tests.branch_chain import branch_chain
 
 T, U = "t1", "u1"
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -78,7 +79,7 @@ async def swipes_scenario(slots: int, ops: list[tuple[str, int, int]], cuts: lis
                              "edited_at": T0 + timedelta(hours=2, minutes=n)}))  # fmt: skip
                 alts[s][current[s]][1] = word
         bounds = sorted({0, len(wire), *(c % (len(wire) + 1) for c in cuts)})
-        for start, end in zip(bounds, bounds[1:], strict=False):
+        for start, end in itertools.pairwise(bounds):
             assert await chain.send(*wire[start:end]) == []
 
         shown = {alts[s][current[s]][1] for s in range(slots)}
