@@ -143,7 +143,8 @@ def needs_timeline(cmd: InboundCommand) -> bool:
 
 @dataclass(frozen=True)
 class Branches:
-    """What swipes and forks are decided on: the conversation's timeline and forked parents' timelines."""
+    """What swipes and forks are decided on: the conversation's timeline and forked parents' timelines (by
+    stream id, which starts with the tenant and the user)."""
 
     timeline: Timeline
     parents: Mapping[str, Timeline]
@@ -189,7 +190,8 @@ class ConversationDecider:
         if isinstance(cmd, MessageSwipeSelected):
             outcome = branches.swipe_selected(tl, cmd)
         elif isinstance(cmd, ConversationForked):
-            outcome = branches.forked(tl, self.state, self.parents.get(cmd.parent_conversation_id), cmd)
+            parent = self.parents.get(conversation_stream(cmd.tenant_id, cmd.user_id, cmd.parent_conversation_id))
+            outcome = branches.forked(tl, self.state, parent, cmd)
         elif isinstance(cmd, MessageCreated) and cmd.swipe_of is not None:
             outcome = branches.swipe_created(tl, cmd) if cmd.message_id not in self.known else branches.NOTHING
         elif isinstance(cmd, MessageCreated) and (cmd.message_id in tl.slot_of or cmd.message_id in tl.gone):

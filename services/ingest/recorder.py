@@ -247,16 +247,16 @@ class Recorder:
         """The timelines of the conversations whose commands swipe, fork, edit or delete, and of forked
         parents: read whole from the log (rare commands; new messages never pay for it)."""
         wanted = [c for c in contexts if any(needs_timeline(commands[p]) for p in c.positions)]
-        parents = {
-            conversation_stream(cmd.tenant_id, cmd.user_id, cmd.parent_conversation_id): cmd.parent_conversation_id
+        parents = [
+            conversation_stream(cmd.tenant_id, cmd.user_id, cmd.parent_conversation_id)
             for c in wanted
             for cmd in (commands[p] for p in c.positions)
             if isinstance(cmd, ConversationForked)
-        }
-        streams = [c.stream_id for c in wanted] + list(parents)
+        ]
+        streams = list(dict.fromkeys([c.stream_id for c in wanted] + parents))
         read = await asyncio.gather(*(self._store.read_stream(sid) for sid in streams))
         timelines = {sid: Timeline().fold(events) for sid, events in zip(streams, read, strict=True)}
-        parent_lines = {conversation: timelines[sid] for sid, conversation in parents.items()}
+        parent_lines = {sid: timelines[sid] for sid in parents}  # by stream id: it starts with tenant and user
         for ctx in wanted:
             ctx.branch = Branches(timelines[ctx.stream_id], parent_lines)
 

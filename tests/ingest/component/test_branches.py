@@ -117,3 +117,16 @@ async def test_bad_forks_are_refused(ingest):
     assert "not recorded" in reasons[0]
     assert "not the current alternative" in reasons[1]
     assert "already has events" in reasons[2] or "itself" in reasons[2]
+
+
+async def test_forks_of_equally_named_conversations_of_two_users_copy_their_own_parent(ingest):
+    other_user = created(0, "Another user's line.")
+    other_user[1]["user_id"] = "u2"
+    await ingest.send(created(0, "My line."), other_user)
+    theirs = fork("f1", C, "m0")
+    theirs[1]["user_id"] = "u2"
+    assert await ingest.send(fork("f1", C, "m0"), theirs) == []
+    assert await shown(ingest, "f1") == [("m0", "My line.")]
+    assert [(m.message_id, m.content) for m in await ingest.models.recent(T, "u2", "f1", 10)] == [
+        ("m0", "Another user's line.")
+    ]
