@@ -43,6 +43,14 @@ class Chain:
             assert await self.extractor.on_batch(items(events)) == []
         return refused
 
+    async def replayed(self) -> Reads:
+        """Fresh read models folded from the whole log, as ``mnemo replay`` rebuilds them."""
+        fresh = Reads()
+        events = [e async for e in self.deps.store.read_all()]
+        await fresh.models.apply(events)
+        await fresh.knowledge.apply(events)
+        return fresh
+
     async def context(self, tenant: str, user: str, conversation: str, bot: str) -> dict[str, str]:
         """The context's sections by name (``history``, ``knowledge``, ...)."""
         assert self.rpc is not None

@@ -5,6 +5,7 @@ in the history, or in the knowledge section as the fact the listening bot learne
 
 - Swipes: random alternatives, selections and edits of random messages, in random batches: the history and
   the knowledge hold the current alternative of every message and nothing of any other.
+- Both replay: read models folded afresh from the log answer as the live ones did.
 - Forks: a parent with random deletions is forked at a random live message; then the parent (new messages, an
   edit of a message the fork kept) and the fork (its own messages) go on, interleaved at random. The fork
   shows the parent's live messages up to the fork point as they were when forked, and its own; the parent
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared import subjects
-from tests.branch_chain import branch_chain
+from tests.branch_chain import Chain, branch_chain
 
 T, U = "t1", "u1"
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -42,6 +43,15 @@ def said(conv: str, message_id: str, minute: int, secret: str, *, bot_turn: bool
 def words(sections: dict[str, str], name: str, among: set[str]) -> set[str]:
     text = sections.get(name, "")
     return {w for w in among if f"secret is {w}." in text}
+
+
+async def same_after_replay(chain: Chain, conversations: list[str]) -> None:
+    fresh, live = await chain.replayed(), chain.reads
+    for conv in conversations:
+        assert await fresh.models.recent(T, U, conv, 200) == await live.models.recent(T, U, conv, 200)
+        assert await fresh.models.family(T, U, conv) == await live.models.family(T, U, conv)
+    for bot in ("bard", "rook"):
+        assert await fresh.knowledge.owned(T, bot, U) == await live.knowledge.owned(T, bot, U)
 
 
 # --- swipes ---------------------------------------------------------------------------------------------------
@@ -87,6 +97,7 @@ async def swipes_scenario(slots: int, ops: list[tuple[str, int, int]], cuts: lis
         sections = await chain.context(T, U, "c", "rook")
         assert words(sections, "history", every) == shown
         assert words(sections, "knowledge", every) == shown
+        await same_after_replay(chain, ["c"])
 
 
 @PROPERTY
@@ -141,6 +152,7 @@ async def fork_scenario(case: dict[str, Any]) -> None:
                 assert words(sections, "history", every) == expected, (conv, bot)
                 learned = {w for w in expected if not _said_by(w, bot, at, later)}
                 assert words(sections, "knowledge", every) == learned, (conv, bot)
+        await same_after_replay(chain, ["p", "f"])
 
 
 def _said_by(word: str, bot: str, at: int, later: list[str]) -> bool:
