@@ -91,7 +91,12 @@ class ReadModels:
     async def ensure_indexes(self) -> None:
         """Idempotent; every query below is served by ``_id`` or these indexes."""
         await self.conversations.create_indexes(
-            [IndexModel([("tenant_id", ASCENDING), ("user_id", ASCENDING), ("root_conversation_id", ASCENDING)])]
+            [
+                IndexModel(
+                    [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("root_conversation_id", ASCENDING)],
+                    name="by_family_root",
+                )
+            ]
         )
         await self.messages.create_indexes(
             [
