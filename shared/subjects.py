@@ -17,7 +17,17 @@ MESSAGE_EDITED: Final = "mnemo.chat.message.edited.v1"
 MESSAGE_DELETED: Final = "mnemo.chat.message.deleted.v1"
 BOT_UPSERTED: Final = "mnemo.chat.bot.upserted.v1"
 PERSONA_UPSERTED: Final = "mnemo.chat.persona.upserted.v1"
-CHAT_INBOUND: Final = (MESSAGE_CREATED, MESSAGE_EDITED, MESSAGE_DELETED, BOT_UPSERTED, PERSONA_UPSERTED)
+MESSAGE_SWIPE_SELECTED: Final = "mnemo.chat.message.swipe_selected.v1"
+CONVERSATION_FORKED: Final = "mnemo.chat.conversation.forked.v1"
+CHAT_INBOUND: Final = (
+    MESSAGE_CREATED,
+    MESSAGE_EDITED,
+    MESSAGE_DELETED,
+    BOT_UPSERTED,
+    PERSONA_UPSERTED,
+    MESSAGE_SWIPE_SELECTED,
+    CONVERSATION_FORKED,
+)
 
 # --- Public request-reply -----------------------------------------------------------------------
 CONTEXT_ASSEMBLE: Final = "mnemo.rpc.context.assemble.v1"

@@ -7,7 +7,7 @@ own facts, so a character that was away when a secret was told finds the secret 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,8 +65,19 @@ class ContextReads(Protocol):
         ...
 
     async def knowledge(
-        self, tenant_id: str, user_id: str, bot_id: str, limit: int, campaign_id: str | None = None
+        self,
+        tenant_id: str,
+        user_id: str,
+        bot_id: str,
+        limit: int,
+        campaign_id: str | None = None,
+        *,
+        exclude_conversations: Collection[str] = (),
     ) -> list[KnowledgeItem]:
         """The bot's current facts visible in this user's conversations (and the campaign's), newest first, at
-        most ``limit``."""
+        most ``limit``; none learned in ``exclude_conversations`` (they do not supersede either)."""
+        ...
+
+    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        """The conversation's fork family, itself included (docs/branches.md)."""
         ...

@@ -7,7 +7,7 @@ data belongs to one).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -70,6 +70,9 @@ class ReadModelReads:
         state = await self._models.conversation(tenant_id, user_id, conversation_id)
         return state.persona_id if state else None
 
+    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        return await self._models.family(tenant_id, user_id, conversation_id)
+
     async def recent_messages(
         self, tenant_id: str, user_id: str, conversation_id: str, limit: int, bot_id: str
     ) -> list[ChatLine]:
@@ -99,9 +102,21 @@ class ReadModelReads:
         return [LegacyText(v.legacy_id, v.text) for v in views]
 
     async def knowledge(
-        self, tenant_id: str, user_id: str, bot_id: str, limit: int, campaign_id: str | None = None
+        self,
+        tenant_id: str,
+        user_id: str,
+        bot_id: str,
+        limit: int,
+        campaign_id: str | None = None,
+        *,
+        exclude_conversations: Collection[str] = (),
     ) -> list[KnowledgeItem]:
         facts = await self._knowledge.facts_for(
-            tenant_id, bot_id, user_id=user_id, campaign_id=campaign_id, limit=limit
+            tenant_id,
+            bot_id,
+            user_id=user_id,
+            campaign_id=campaign_id,
+            limit=limit,
+            exclude_conversations=exclude_conversations,
         )
         return [KnowledgeItem(f.fact_id, f.text, tuple(f.message_ids)) for f in facts]

@@ -136,8 +136,10 @@ class Gatherer:
         degraded: list[str] = []
         s = self._settings
         _deadline.set(asyncio.get_running_loop().time() + s.deadline_s)
+        # The other branches of this conversation's fork family: their summaries and facts stay out.
+        branches = asyncio.ensure_future(self._other_branches(req, degraded))
         # The bot's facts depend on nothing else: read them while the rest is gathered and searched.
-        knowing = asyncio.ensure_future(self._knowledge(req, degraded))
+        knowing = asyncio.ensure_future(self._knowledge(req, branches, degraded))
         # Read-your-writes: the replica's shard catches up while the read models are read.
         fresh = asyncio.ensure_future(self._caught_up()) if self._catch_up is not None else None
         try:
@@ -168,10 +170,11 @@ class Gatherer:
                 )
             reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore, self._counter)
             shown = [h.message_id for h in reachable]
-            hits = await self._search.run(req, query_text(req, history), shown, degraded)
+            others = await branches
+            hits = await self._search.run(req, query_text(req, history), shown, degraded, others)
             persona_id = req.persona_id or (persona.persona_id if persona else None)
             memories, legacy, retrieved, facts = await asyncio.gather(
-                self._memories(req, persona_id, hits.memories, degraded),
+                self._memories(req, persona_id, hits.memories, degraded, others),
                 self._legacy(req, hits.legacy, degraded),
                 self._retrieved(req, hits.messages, set(shown), degraded),
                 knowing,
@@ -193,6 +196,7 @@ class Gatherer:
             )
         finally:
             knowing.cancel()  # only if the gathering failed before awaiting it
+            branches.cancel()
             if fresh is not None:
                 fresh.cancel()
 
@@ -247,12 +251,21 @@ class Gatherer:
             degraded.append("persona")
         return persona
 
+    async def _other_branches(self, req: ContextAssembleRequest, degraded: list[str]) -> frozenset[str]:
+        """The other conversations of this one's fork family (docs/branches.md): what they learned is not this
+        branch's. Unreadable, ``branches`` is named in ``degraded`` and none is excluded."""
+        family = await self._read(
+            self._reads.family(req.tenant_id, req.user_id, req.conversation_id), "branches", degraded, frozenset()
+        )
+        return family - {req.conversation_id}
+
     async def _memories(
         self,
         req: ContextAssembleRequest,
         persona_id: str | None,
         found: Found,
         degraded: list[str],
+        others: frozenset[str] = frozenset(),
     ) -> list[MemoryItem]:
         """The found summaries, read back (their audience checked again on read), best dense cosine first.
 
@@ -268,7 +281,9 @@ class Gatherer:
             degraded,
             [],
         )
-        by_id = {t.summary_id: t for t in texts if persona_took_part(t, req, persona_id)}
+        by_id = {
+            t.summary_id: t for t in texts if persona_took_part(t, req, persona_id) and t.conversation_id not in others
+        }
         taken = [sid for sid in scores if sid in by_id][: self._settings.memories_limit]
         return [
             MemoryItem(sid, by_id[sid].text, scores[sid], by_id[sid].message_ids, by_id[sid].first_index)
@@ -333,11 +348,15 @@ class Gatherer:
             if t.legacy_id in scores
         ]
 
-    async def _knowledge(self, req: ContextAssembleRequest, degraded: list[str]) -> list[KnowledgeItem]:
+    async def _knowledge(
+        self, req: ContextAssembleRequest, branches: Awaitable[frozenset[str]], degraded: list[str]
+    ) -> list[KnowledgeItem]:
         """ALL the bot's current facts visible here (newest first, up to ``KNOWLEDGE_POOL``): the search
-        (``facts_filter``) may rank any of them among the ``knowledge_limit`` shown (``relevant_first``)."""
+        (``facts_filter``) may rank any of them among the ``knowledge_limit`` shown (``relevant_first``); none
+        learned in another branch of the fork family (``branches``)."""
         if self._settings.knowledge_limit == 0:
             return []
+        others = await branches
         return await self._read(
             self._reads.knowledge(
                 req.tenant_id,
@@ -345,6 +364,7 @@ class Gatherer:
                 req.bot_id,
                 max(KNOWLEDGE_POOL, self._settings.knowledge_limit),
                 req.campaign_id,
+                exclude_conversations=others,
             ),
             "knowledge",
             degraded,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from services.context_assembler.hits import Found, Hits, best_per_key
 from services.context_assembler.search_filters import (
@@ -52,7 +52,12 @@ class VectorSearch:
         self._settings = settings
 
     async def run(
-        self, req: ContextAssembleRequest, text: str, history_ids: Sequence[str], degraded: list[str]
+        self,
+        req: ContextAssembleRequest,
+        text: str,
+        history_ids: Sequence[str],
+        degraded: list[str],
+        other_branches: Collection[str] = (),
     ) -> Hits:
         """Everything ``text`` finds for ``req``; messages in ``history_ids`` (the history window) excluded."""
         s = self._settings
@@ -73,7 +78,9 @@ class VectorSearch:
                 sparse = query_sparse(req, text)
                 in_window = dated_filter(messages_filter(req, history_ids), req.user_message, time.time())
                 memories, messages, dated, legacy, facts = await asyncio.gather(
-                    self._find(vector, sparse, memories_filter(req), s.memories_limit * 2, vp.SUMMARY_ID),
+                    self._find(
+                        vector, sparse, memories_filter(req, other_branches), s.memories_limit * 2, vp.SUMMARY_ID
+                    ),
                     # A pool of three times the slots, re-ranked in Gatherer._retrieved (and several chunks of
                     # one message may match).
                     self._pool(vector, sparse, messages_filter(req, history_ids), s.retrieved_limit * 3),

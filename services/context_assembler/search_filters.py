@@ -7,13 +7,13 @@ know (``shared/presence.py``). The point schema they rely on is ``shared/vectors
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from services.context_assembler.timerefs import referred_window
 from shared.events.contract import ContextAssembleRequest
 from shared.events.recorded import campaign_scope, character_scope, player_scope
 from shared.vectors import points as vp
-from shared.vectors.port import Range, VectorFilter
+from shared.vectors.port import Match, Range, VectorFilter
 
 
 def messages_filter(req: ContextAssembleRequest, exclude_message_ids: Sequence[str] = ()) -> VectorFilter:
@@ -22,10 +22,14 @@ def messages_filter(req: ContextAssembleRequest, exclude_message_ids: Sequence[s
     return vp.witnessed_messages(req.tenant_id, req.user_id, req.conversation_id, req.bot_id, exclude_message_ids)
 
 
-def memories_filter(req: ContextAssembleRequest) -> VectorFilter:
+def memories_filter(req: ContextAssembleRequest, other_branches: Collection[str] = ()) -> VectorFilter:
     """The user's summaries of any conversation (past conversations are memories too) that the speaking bot
-    may be shown: every message they cover was witnessed by it."""
-    return vp.visible_summaries(req.tenant_id, req.user_id, req.bot_id)
+    may be shown: every message they cover was witnessed by it; none of ``other_branches`` (the other
+    conversations of this one's fork family, docs/branches.md)."""
+    flt = vp.visible_summaries(req.tenant_id, req.user_id, req.bot_id)
+    if other_branches:
+        flt = VectorFilter(flt.must, (*flt.must_not, Match(vp.CONVERSATION_ID, tuple(sorted(other_branches)))))
+    return flt
 
 
 def legacy_filter(req: ContextAssembleRequest) -> VectorFilter:

@@ -3,7 +3,7 @@
 The path is the subject without ``mnemo.``, ``rpc.`` and the version, which becomes the path's prefix
 (``mnemo.rpc.lore.book.create.v1`` -> ``/v1/lore/book/create``, ``mnemo.chat.message.created.v1`` ->
 ``/v1/chat/message/created``), so a NATS user finds each operation where the subject says. The request and
-reply models are the wire contract's own (``shared/events/*contract.py``), so the OpenAPI document and the
+reply models are the wire contract's own (``shared/contract_registry``), so the OpenAPI document and the
 NATS services validate with the same models.
 """
 
@@ -15,10 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from shared import subjects
-from shared.events import contract as c
-from shared.events import lore_contract as lc
-from shared.events import memory_contract as mc
+from shared import contract_registry as registry
 
 Kind = Literal["event", "rpc"]
 
@@ -58,54 +55,8 @@ def strict(model: type[BaseModel]) -> type[BaseModel]:
     return subclass
 
 
-OPERATIONS: tuple[Operation, ...] = (
-    Operation(subjects.MESSAGE_CREATED, "event", c.MessageCreated, None, "A chat message was posted"),
-    Operation(subjects.MESSAGE_EDITED, "event", c.MessageEdited, None, "A message's text changed"),
-    Operation(subjects.MESSAGE_DELETED, "event", c.MessageDeleted, None, "A message was removed"),
-    Operation(subjects.BOT_UPSERTED, "event", c.BotUpserted, None, "A character was created or changed"),
-    Operation(subjects.PERSONA_UPSERTED, "event", c.PersonaUpserted, None, "A persona was created or changed"),
-    Operation(
-        subjects.CONTEXT_ASSEMBLE,
-        "rpc",
-        c.ContextAssembleRequest,
-        c.ContextAssembleReply,
-        "The prompt context for the next bot reply",
-    ),
-    Operation(subjects.LORE_IMPORT, "rpc", lc.LoreImportRequest, lc.LoreImportReply, "Import a lorebook or card"),
-    Operation(
-        subjects.LORE_EXPORT,
-        "rpc",
-        lc.LoreExportRequest,
-        lc.LoreExportReply,
-        "Export a book as SillyTavern World Info (streamed)",
-    ),
-    Operation(subjects.LORE_LIST, "rpc", lc.LoreListRequest, lc.LoreListReply, "The tenant's books"),
-    Operation(subjects.LORE_ATTACH, "rpc", lc.LoreAttachRequest, lc.LoreAttachReply, "Attach a book"),
-    Operation(subjects.LORE_DETACH, "rpc", lc.LoreDetachRequest, lc.LoreDetachReply, "Detach a book"),
-    Operation(
-        subjects.LORE_BOOK_CREATE, "rpc", lc.LoreBookCreateRequest, lc.LoreBookCreateReply, "Create an empty book"
-    ),
-    Operation(subjects.LORE_BOOK_DELETE, "rpc", lc.LoreBookDeleteRequest, lc.LoreDeleteReply, "Delete a book"),
-    Operation(subjects.LORE_ENTRY_CREATE, "rpc", lc.LoreEntryCreateRequest, lc.LoreEntryReply, "Add an entry"),
-    Operation(subjects.LORE_ENTRY_UPDATE, "rpc", lc.LoreEntryUpdateRequest, lc.LoreEntryReply, "Change an entry"),
-    Operation(subjects.LORE_ENTRY_DELETE, "rpc", lc.LoreEntryDeleteRequest, lc.LoreDeleteReply, "Delete an entry"),
-    Operation(subjects.MEMORY_LIST, "rpc", mc.MemoryListRequest, mc.MemoryListReply, "One page of the user's memories"),
-    Operation(
-        subjects.MEMORY_CONVERT_TO_LORE,
-        "rpc",
-        mc.MemoryConvertToLoreRequest,
-        mc.MemoryConvertToLoreReply,
-        "Keep a memory as legacy lore",
-    ),
-    Operation(subjects.MEMORY_DELETE, "rpc", mc.MemoryDeleteRequest, mc.MemoryDeleteReply, "Delete a memory"),
-    Operation(
-        subjects.MEMORY_PROMOTE, "rpc", mc.MemoryPromoteRequest, mc.MemoryScopeReply, "Share a fact with a campaign"
-    ),
-    Operation(
-        subjects.MEMORY_UNPROMOTE,
-        "rpc",
-        mc.MemoryUnpromoteRequest,
-        mc.MemoryScopeReply,
-        "Bring a fact back to the player",
-    ),
+# Derived from the contract registry, so a new subject is served as soon as it is registered.
+OPERATIONS: tuple[Operation, ...] = tuple(
+    Operation(op.subject, "event" if op.kind == "event" else "rpc", op.payload, op.reply, op.description.rstrip("."))
+    for op in registry.OPERATIONS
 )

@@ -21,7 +21,17 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from shared.events.contract import BotUpserted, MessageCreated, MessageDeleted, MessageEdited, PersonaUpserted
+from services.ingest import branches
+from services.ingest.timeline import Timeline
+from shared.events.contract import (
+    BotUpserted,
+    ConversationForked,
+    MessageCreated,
+    MessageDeleted,
+    MessageEdited,
+    MessageSwipeSelected,
+    PersonaUpserted,
+)
 from shared.events.envelope import EventEnvelope, NewEvent, Payload, deterministic_id
 from shared.events.recorded import (
     BOT_RECORDED,
@@ -42,7 +52,7 @@ from shared.events.recorded import MessageEdited as MessageEditedPayload
 from shared.readmodels.conversation import ConversationState, as_utc
 from shared.tokens import estimate_tokens
 
-MessageCommand = MessageCreated | MessageEdited | MessageDeleted
+MessageCommand = MessageCreated | MessageEdited | MessageDeleted | MessageSwipeSelected | ConversationForked
 InboundCommand = MessageCommand | BotUpserted | PersonaUpserted
 
 
@@ -124,19 +134,84 @@ def known_from_events(envelopes: Iterable[EventEnvelope]) -> dict[str, KnownMess
     return known
 
 
+def needs_timeline(cmd: InboundCommand) -> bool:
+    """Whether deciding ``cmd`` needs the conversation's ``Timeline`` (alternatives, a fork's own stream)."""
+    if isinstance(cmd, MessageCreated):
+        return cmd.swipe_of is not None
+    return isinstance(cmd, MessageEdited | MessageDeleted | MessageSwipeSelected | ConversationForked)
+
+
+@dataclass(frozen=True)
+class Branches:
+    """What swipes and forks are decided on: the conversation's timeline and forked parents' timelines (by
+    stream id, which starts with the tenant and the user)."""
+
+    timeline: Timeline
+    parents: Mapping[str, Timeline]
+
+
 class ConversationDecider:
     """Decides a run of commands for one conversation in order, remembering what the run itself recorded."""
 
-    def __init__(self, state: ConversationState, known: Mapping[str, KnownMessage]) -> None:
+    def __init__(
+        self, state: ConversationState, known: Mapping[str, KnownMessage], branch: Branches | None = None
+    ) -> None:
+        self.state = state
         self.next_index = state.message_count
         self.known = dict(known)
+        self.timeline = branch.timeline.copy() if branch is not None else None
+        self.parents = branch.parents if branch is not None else {}
 
     def decide(self, cmd: MessageCommand) -> Decision:
+        if (decision := self._branching(cmd)) is not None:
+            return decision
         if isinstance(cmd, MessageCreated):
-            return self._created(cmd)
-        if isinstance(cmd, MessageEdited):
-            return self._edited(cmd)
-        return self._deleted(cmd)
+            decision = self._created(cmd)
+        elif isinstance(cmd, MessageEdited):
+            decision = self._edited(cmd)
+        else:
+            assert isinstance(cmd, MessageDeleted)
+            decision = self._deleted(cmd)
+        if self.timeline is not None:  # keep it in step with what this run decides
+            for event in decision.events:
+                self.timeline.apply(event.type, event.payload)
+        return decision
+
+    def _branching(self, cmd: MessageCommand) -> Decision | None:
+        """The decision of a swipe or fork command (None: decided as an ordinary message command)."""
+        tl = self.timeline
+        if tl is None:
+            if isinstance(cmd, MessageSwipeSelected | ConversationForked) or (
+                isinstance(cmd, MessageCreated) and cmd.swipe_of is not None
+            ):
+                raise ValueError("a swipe or fork command needs the conversation's timeline")
+            return None
+        outcome: branches.Outcome | None = None
+        if isinstance(cmd, MessageSwipeSelected):
+            outcome = branches.swipe_selected(tl, cmd)
+        elif isinstance(cmd, ConversationForked):
+            parent = self.parents.get(conversation_stream(cmd.tenant_id, cmd.user_id, cmd.parent_conversation_id))
+            outcome = branches.forked(tl, self.state, parent, cmd)
+        elif isinstance(cmd, MessageCreated) and cmd.swipe_of is not None:
+            outcome = branches.swipe_created(tl, cmd) if cmd.message_id not in self.known else branches.NOTHING
+        elif isinstance(cmd, MessageCreated) and (cmd.message_id in tl.slot_of or cmd.message_id in tl.gone):
+            outcome = branches.NOTHING  # an alternative re-published without its swipe_of
+        elif isinstance(cmd, MessageEdited):
+            outcome = branches.alternative_edited(tl, cmd)
+        elif isinstance(cmd, MessageDeleted):
+            outcome = branches.alternative_deleted(tl, cmd)
+        if outcome is None:
+            return None
+        events, rejection = outcome
+        for event in events:
+            if event.type == MESSAGE_DELETED.name:
+                mid = str(event.payload["message_id"])
+                self.known[mid] = KnownMessage(self.known[mid].index if mid in self.known else -1, deleted=True)
+            elif event.type == MESSAGE_RECORDED.name:
+                index = int(event.payload["index"])
+                self.known[str(event.payload["message_id"])] = KnownMessage(index, deleted=False)
+                self.next_index = max(self.next_index, index + 1)
+        return Decision(events, rejection)
 
     def _created(self, cmd: MessageCreated) -> Decision:
         if cmd.message_id in self.known:
@@ -260,10 +335,14 @@ def decide_profile(cmd: BotUpserted | PersonaUpserted) -> Decision:
 
 
 def decide_stream(
-    commands: Sequence[InboundCommand], state: ConversationState | None, known: Mapping[str, KnownMessage]
+    commands: Sequence[InboundCommand],
+    state: ConversationState | None,
+    known: Mapping[str, KnownMessage],
+    branch: Branches | None = None,
 ) -> list[Decision]:
-    """One decision per command of one stream, in order (``state`` is None for profile streams)."""
-    decider = ConversationDecider(state, known) if state is not None else None
+    """One decision per command of one stream, in order (``state`` is None for profile streams; ``branch``
+    is needed when a command ``needs_timeline``)."""
+    decider = ConversationDecider(state, known, branch) if state is not None else None
     decisions: list[Decision] = []
     seen: set[str] = set()
     for cmd in commands:

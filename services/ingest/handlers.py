@@ -19,7 +19,15 @@ from services.ingest.domain import InboundCommand
 from services.ingest.recorder import Recorder
 from shared import subjects
 from shared.delivery import Completion, InvalidMessage, Item, Rejection
-from shared.events.contract import BotUpserted, MessageCreated, MessageDeleted, MessageEdited, PersonaUpserted
+from shared.events.contract import (
+    BotUpserted,
+    ConversationForked,
+    MessageCreated,
+    MessageDeleted,
+    MessageEdited,
+    MessageSwipeSelected,
+    PersonaUpserted,
+)
 from shared.settings import LimitsSettings
 
 WIRE_MODELS: dict[str, type[BaseModel]] = {
@@ -28,6 +36,8 @@ WIRE_MODELS: dict[str, type[BaseModel]] = {
     subjects.MESSAGE_DELETED: MessageDeleted,
     subjects.BOT_UPSERTED: BotUpserted,
     subjects.PERSONA_UPSERTED: PersonaUpserted,
+    subjects.MESSAGE_SWIPE_SELECTED: MessageSwipeSelected,
+    subjects.CONVERSATION_FORKED: ConversationForked,
 }
 
 
@@ -49,7 +59,7 @@ def decode_command(subject: str, data: bytes, limits: LimitsSettings | None = No
         command = model.model_validate_json(data)
     except ValidationError as exc:
         raise InvalidMessage(f"{model.__name__} rejected: {_summary(exc)}") from None
-    assert isinstance(command, MessageCreated | MessageEdited | MessageDeleted | BotUpserted | PersonaUpserted)
+    assert isinstance(command, InboundCommand)
     own = limits.for_tenant(command.tenant_id).max_message_bytes if limits.tenants else limits.max_message_bytes
     if len(data) > own:
         raise InvalidMessage(_too_large(len(data), own))

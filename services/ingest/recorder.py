@@ -28,11 +28,21 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from services.ingest.cache import DEFAULT_CACHE_SIZE, ConversationCache
-from services.ingest.domain import InboundCommand, KnownMessage, decide_stream, known_from_events, stream_of
+from services.ingest.domain import (
+    Branches,
+    InboundCommand,
+    KnownMessage,
+    decide_stream,
+    known_from_events,
+    needs_timeline,
+    stream_of,
+)
+from services.ingest.timeline import Timeline
 from shared.eventlog.codec import StoredDoc
 from shared.eventlog.port import Append, ConcurrencyError, EventStore
-from shared.events.contract import BotUpserted, PersonaUpserted
+from shared.events.contract import BotUpserted, ConversationForked, PersonaUpserted
 from shared.events.envelope import EventEnvelope
+from shared.events.recorded import conversation_stream
 from shared.readmodels import ConversationState, MessageKey, fold
 from shared.readmodels.ports import ConversationReadModel
 from shared.runtime import CommittedPublisher
@@ -63,6 +73,7 @@ class StreamContext:
     committed: list[EventEnvelope] = field(default_factory=list)  # what this batch appended
     log_version: int = 0  # the stream's version after this batch's append
     saw_duplicates: bool = False  # the log already held some decided events: the projection lags
+    branch: Branches | None = None  # for swipes and forks (``domain.needs_timeline``), read from the log
 
 
 @dataclass
@@ -123,6 +134,15 @@ class Recorder:
         Stage 2 projects, then publishes, and returns the refusal reason per command. Callers run the
         stage 2 of their batches in the order they began them (``BatchConsumer`` does); the projection
         stays correct in any order (it re-reads what the read model lacks), only publish order follows."""
+        if cut := _fork_cut(commands):  # a fork reads its parent from the log: record what precedes it first
+            traces = list(traceparents) if traceparents is not None else [None] * len(commands)
+            head = await self.record(commands[:cut], traces[:cut])
+            rest = await self.begin(commands[cut:], traces[cut:])
+
+            async def both() -> list[str | None]:
+                return head + await rest()
+
+            return both
         async with self._deciding:
             decided, unsettled = await self._decide_and_append(commands, traceparents)
 
@@ -190,7 +210,7 @@ class Recorder:
             MessageKey(cmd.tenant_id, cmd.user_id, cmd.conversation_id, cmd.message_id): sid
             for sid in conversations
             for cmd in (commands[p] for p in contexts[sid].positions)
-            if not isinstance(cmd, BotUpserted | PersonaUpserted)
+            if not isinstance(cmd, BotUpserted | PersonaUpserted | ConversationForked)
         }
         profiles = [sid for sid in contexts if sid not in set(conversations)]
         entries = {sid: self._cache.entry(sid) for sid in conversations}
@@ -220,7 +240,25 @@ class Recorder:
                     known = KnownMessage(known.index, deleted=True)
                 ctx.known[message_id] = known
         await self._catch_up([contexts[sid] for sid in profiles], versions)
+        await self._load_branches([contexts[sid] for sid in conversations], commands)
         return contexts
+
+    async def _load_branches(self, contexts: Sequence[StreamContext], commands: Sequence[InboundCommand]) -> None:
+        """The timelines of the conversations whose commands swipe, fork, edit or delete, and of forked
+        parents: read whole from the log (rare commands; new messages never pay for it)."""
+        wanted = [c for c in contexts if any(needs_timeline(commands[p]) for p in c.positions)]
+        parents = [
+            conversation_stream(cmd.tenant_id, cmd.user_id, cmd.parent_conversation_id)
+            for c in wanted
+            for cmd in (commands[p] for p in c.positions)
+            if isinstance(cmd, ConversationForked)
+        ]
+        streams = list(dict.fromkeys([c.stream_id for c in wanted] + parents))
+        read = await asyncio.gather(*(self._store.read_stream(sid) for sid in streams))
+        timelines = {sid: Timeline().fold(events) for sid, events in zip(streams, read, strict=True)}
+        parent_lines = {sid: timelines[sid] for sid in parents}  # by stream id: it starts with tenant and user
+        for ctx in wanted:
+            ctx.branch = Branches(timelines[ctx.stream_id], parent_lines)
 
     async def _catch_up(self, contexts: Sequence[StreamContext], versions: dict[str, int]) -> None:
         """Bring each context to the log's ``versions``: profiles by number, conversations by folding the tail."""
@@ -237,6 +275,8 @@ class Recorder:
             ctx.version = ctx.state.version
             ctx.known.update(known_from_events(tail))
             ctx.tail.extend(tail)
+            if ctx.branch is not None:
+                ctx.branch.timeline.fold(tail)
 
     async def _append(
         self,
@@ -251,7 +291,7 @@ class Recorder:
         appends: list[tuple[StreamContext, Append]] = []
         for ctx in contexts:
             ctx.log_version = ctx.version
-            decisions = decide_stream([commands[p] for p in ctx.positions], ctx.state, ctx.known)
+            decisions = decide_stream([commands[p] for p in ctx.positions], ctx.state, ctx.known, ctx.branch)
             events = []
             for position, decision in zip(ctx.positions, decisions, strict=True):
                 reasons[position] = decision.rejection
@@ -329,6 +369,16 @@ class Recorder:
         for sid, state in after.items():
             if (entry := self._cache.get(sid)) is not None:
                 entry.projected_to(state)
+
+
+def _fork_cut(commands: Sequence[InboundCommand]) -> int:
+    """The position of the first fork whose parent has commands earlier in the batch (0: none)."""
+    for position, cmd in enumerate(commands):
+        if isinstance(cmd, ConversationForked):
+            parent = conversation_stream(cmd.tenant_id, cmd.user_id, cmd.parent_conversation_id)
+            if any(stream_of(c) == parent for c in commands[:position]):
+                return position
+    return 0
 
 
 async def _no_states() -> dict[str, ConversationState]:

@@ -23,7 +23,8 @@ from shared.consumers import log_consumer_router
 from shared.events.memory_contract import MemoryPromoteRequest, MemoryUnpromoteRequest
 from shared.limits import RateLimiter
 from shared.readmodels.knowledge import KnowledgeReadModel
-from shared.readmodels.ports import KnowledgePort
+from shared.readmodels.ports import ConversationReadModel, KnowledgePort
+from shared.readmodels.repository import ReadModels
 from shared.rpc import serve
 from shared.runtime import Deps
 from shared.settings import read_section
@@ -42,9 +43,13 @@ def create_router(
     *,
     knowledge: KnowledgePort | None = None,
     witnessed: WitnessedPort | None = None,
+    conversations: ConversationReadModel | None = None,
 ) -> NatsRouter:
-    """``knowledge``, ``witnessed``: read models to use instead of the MongoDB ones (component tests)."""
+    """``knowledge``, ``witnessed``, ``conversations``: read models to use instead of the MongoDB ones
+    (component tests; without a database and ``conversations``, every conversation is its own branch)."""
     knowledge = knowledge or KnowledgeReadModel(deps.db, deps.cipher)
+    if conversations is None and deps.db is not None:
+        conversations = ReadModels(deps.db, deps.cipher)
     learning = Learning(
         deps.store,
         deps.publisher,
@@ -52,6 +57,7 @@ def create_router(
         embedder=deps.embedder,
         chat_model=deps.chat_model,
         settings=settings or read_section(SECTION, KnowledgeSettings),
+        family=conversations.family if conversations is not None else None,
     )
     revisions = Revisions(deps.store, knowledge, learning)
     extractor = MemoryExtractor(

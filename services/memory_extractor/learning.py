@@ -15,7 +15,7 @@ Edits and deletes of messages are ``revisions.py``'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from services.memory_extractor import llm_knowledge
@@ -46,6 +46,8 @@ from shared.readmodels.ports import KnowledgePort
 from shared.runtime import CommittedPublisher
 
 log = logging.getLogger(__name__)
+#: (tenant, user, conversation) -> the conversation's fork family (``ConversationReadModel.family``).
+Family = Callable[[str, str, str], Awaitable[frozenset[str]]]
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,10 @@ class Learning:
         embedder: Embedder | None = None,
         chat_model: ChatModel | None = None,
         settings: KnowledgeSettings | None = None,
+        family: Family | None = None,
     ) -> None:
         self._store = store
+        self._family = family
         self._publisher = publisher
         self._knowledge = knowledge
         self._embedder = embedder
@@ -114,12 +118,27 @@ class Learning:
         return out
 
     async def _deduplicate(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
-        if not candidates:
-            return []
+        """Candidates against what their character knows, branch by branch: a fork learns its copied prefix
+        again, since what another branch of its family learned is not its own (docs/branches.md)."""
+        groups: dict[frozenset[str], list[Candidate]] = {}
+        for conversation in dict.fromkeys((c.user_id, c.conversation_id) for c in candidates):
+            others = await self._other_branches(tenant_id, *conversation)
+            groups.setdefault(others, []).extend(
+                c for c in candidates if (c.user_id, c.conversation_id) == conversation
+            )
+        return [kept for others, group in groups.items() for kept in await self._fresh(tenant_id, group, others)]
+
+    async def _other_branches(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        if self._family is None:
+            return frozenset()
+        return await self._family(tenant_id, user_id, conversation_id) - {conversation_id}
+
+    async def _fresh(self, tenant_id: str, candidates: Sequence[Candidate], others: frozenset[str]) -> list[Candidate]:
         known: dict[tuple[str, str], Known] = {}
         for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in candidates):
             # Against CURRENT facts only: "I live in Paris" after a move to Rome is news again.
-            facts = [f for f in await self._knowledge.owned(tenant_id, character_id, user_id) if f.status == ACTIVE]
+            owned = await self._knowledge.owned(tenant_id, character_id, user_id, exclude_conversations=others)
+            facts = [f for f in owned if f.status == ACTIVE]
             known[(character_id, user_id)] = Known({normalise(f.text) for f in facts}, await self._vectors_of(facts))
         if self._embedder is None:
             vectors: list[list[float]] = [[] for _ in candidates]

@@ -86,6 +86,30 @@ OPERATIONS: tuple[Operation, ...] = (
         "`instructions`: optional, the user's custom instructions for this persona",
         msg_id=("tenant_id", "user_id", "persona_id", "updated_at"),
     ),
+    event(
+        "chat.message.swipe_selected",
+        subjects.MESSAGE_SWIPE_SELECTED,
+        c.MessageSwipeSelected,
+        "Another alternative of a message became the current one (docs/branches.md).",
+        {**_CONV, "message_id": "m2", "selected_at": "2026-11-01T18:08:00Z"},
+        'the alternative to show; an alternative is a `message.created` with `"swipe_of": "<message id>"`, shown at once',
+        msg_id=("tenant_id", "conversation_id", "message_id", "selected_at"),
+    ),
+    event(
+        "chat.conversation.forked",
+        subjects.CONVERSATION_FORKED,
+        c.ConversationForked,
+        "A new conversation continues another from one of its messages (docs/branches.md).",
+        {
+            **_TU,
+            "conversation_id": "c1-branch",
+            "parent_conversation_id": "c1",
+            "from_message_id": "m2",
+            "forked_at": "2026-11-01T19:00:00Z",
+        },
+        "a new conversation continuing `c1` from `m2`",
+        msg_id=("tenant_id", "user_id", "conversation_id"),
+    ),
     # --- context -----------------------------------------------------------------------------------------------
     rpc(
         "context.assemble",

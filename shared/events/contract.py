@@ -50,6 +50,31 @@ class MessageCreated(_Tenanted):
     created_at: Moment = Field(..., description="RFC 3339 with a time zone")
     bot_ids: list[Id] = Field(default_factory=list, description="bots present in the scene")
     persona_id: Id | None = Field(None, description="the user's active persona, or null")
+    swipe_of: Id | None = Field(
+        None,
+        description="set for an alternative (a swipe, a regenerated reply) of an earlier message: that "
+        "message's id (or another alternative's); the new alternative becomes the current one, which alone is "
+        "history (docs/branches.md)",
+    )
+
+
+class MessageSwipeSelected(_Tenanted):
+    """`mnemo.chat.message.swipe_selected.v1`: the user chose which alternative of a message is current."""
+
+    user_id: Id = Field(...)
+    conversation_id: Id = Field(...)
+    message_id: Id = Field(..., description="the alternative to make current (the original or a swipe's id)")
+    selected_at: Moment
+
+
+class ConversationForked(_Tenanted):
+    """`mnemo.chat.conversation.forked.v1`: a new conversation continues another from one of its messages."""
+
+    user_id: Id = Field(..., description="the user owning both conversations")
+    conversation_id: Id = Field(..., description="the new conversation (the fork); must have no messages yet")
+    parent_conversation_id: Id = Field(..., description="the conversation forked from")
+    from_message_id: Id = Field(..., description="the parent's last message the fork keeps (its history ends there)")
+    forked_at: Moment
 
 
 class MessageEdited(_Tenanted):

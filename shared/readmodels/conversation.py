@@ -30,7 +30,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shared.events.envelope import EventEnvelope, stream_parts
-from shared.events.recorded import MESSAGE_DELETED, MESSAGE_EDITED, MESSAGE_RECORDED, MessageRecorded
+from shared.events.recorded import (
+    CONVERSATION_FORKED,
+    MESSAGE_DELETED,
+    MESSAGE_EDITED,
+    MESSAGE_RECORDED,
+    MessageRecorded,
+)
 from shared.events.recorded import conversation_stream as _conversation_stream
 
 
@@ -79,6 +85,9 @@ class ConversationState(BaseModel):
     persona_switches: tuple[PersonaSwitch, ...] = ()
     first_message_at: datetime | None = None
     last_message_at: datetime | None = None
+    forked_from: str | None = Field(None, description="the parent conversation, for a fork (docs/branches.md)")
+    fork_index: int | None = Field(None, description="the parent's last message index the fork kept")
+    root_conversation_id: str | None = Field(None, description="a fork's family root; None: never forked")
 
     @field_validator("first_message_at", "last_message_at")
     @classmethod
@@ -125,6 +134,11 @@ class ConversationState(BaseModel):
                 break
             current = switch.persona_id
         return current
+
+    @property
+    def family_root(self) -> str:
+        """The conversation every fork of this one's family descends from (itself if never forked)."""
+        return self.root_conversation_id or self.conversation_id
 
     def to_doc(self) -> dict[str, Any]:
         return {"_id": self.stream_id, **self.model_dump(mode="python")}
@@ -178,8 +192,18 @@ def _on_message_deleted(state: ConversationState, envelope: EventEnvelope) -> di
     return {"deleted_count": state.deleted_count + 1}
 
 
+def _on_forked(state: ConversationState, envelope: EventEnvelope) -> dict[str, Any]:
+    fork = CONVERSATION_FORKED.parse(envelope.payload)
+    return {
+        "forked_from": fork.parent_conversation_id,
+        "fork_index": fork.from_index,
+        "root_conversation_id": fork.root_conversation_id,
+    }
+
+
 # Event type -> the fields it changes; any other type of the stream only advances the version.
 _CHANGES: dict[str, Callable[[ConversationState, EventEnvelope], dict[str, Any]]] = {
+    CONVERSATION_FORKED.name: _on_forked,
     MESSAGE_RECORDED.name: _on_message_recorded,
     MESSAGE_EDITED.name: _on_message_edited,
     MESSAGE_DELETED.name: _on_message_deleted,

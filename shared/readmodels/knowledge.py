@@ -14,7 +14,7 @@ character with the same subject among those visible (computed at read time; noth
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -90,6 +90,13 @@ def with_supersession(views: Sequence[FactView]) -> list[FactView]:
             seen.add(key)
         out.append(v)
     return out
+
+
+def outside(views: Sequence[FactView], user_id: str, conversations: Collection[str]) -> list[FactView]:
+    """``views`` but those learned in one of ``user_id``'s ``conversations`` (ids are per user)."""
+    if not conversations:
+        return list(views)
+    return [v for v in views if v.user_id != user_id or v.conversation_id not in conversations]
 
 
 class KnowledgeReadModel:
@@ -184,21 +191,27 @@ class KnowledgeReadModel:
         user_id: str,
         campaign_id: str | None = None,
         limit: int = 50,
+        exclude_conversations: Collection[str] = (),
     ) -> list[FactView]:
         """The character's CURRENT facts visible in ``user_id``'s context, newest first: its facts in that
-        user's private scope, its character-wide facts, and (with ``campaign_id``) the campaign's."""
+        user's private scope, its character-wide facts, and (with ``campaign_id``) the campaign's; none learned
+        in ``exclude_conversations`` of that user (they do not supersede either)."""
         scopes = [player_scope(user_id), character_scope(character_id)]
         if campaign_id is not None:
             scopes.append(campaign_scope(campaign_id))
         query = {"tenant_id": tenant_id, "character_id": character_id, "status": ACTIVE, "scope": {"$in": scopes}}
-        views = with_supersession([await self._view(d) async for d in self._col.find(query)])
+        found = [await self._view(d) async for d in self._col.find(query)]
+        views = with_supersession(outside(found, user_id, exclude_conversations))
         return [v for v in views if v.status == ACTIVE][: max(0, limit)]
 
-    async def owned(self, tenant_id: str, character_id: str, user_id: str) -> list[FactView]:
+    async def owned(
+        self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
+    ) -> list[FactView]:
         """The character's facts learned in ``user_id``'s conversations that are not retired or consolidated
-        (any scope), newest first, superseded ones marked."""
+        (any scope), newest first, superseded ones marked; none of ``exclude_conversations``."""
         query = {"tenant_id": tenant_id, "character_id": character_id, "user_id": user_id, "status": ACTIVE}
-        return with_supersession([await self._view(d) async for d in self._col.find(query)])
+        found = [await self._view(d) async for d in self._col.find(query)]
+        return with_supersession(outside(found, user_id, exclude_conversations))
 
     async def page(
         self,

@@ -9,7 +9,7 @@ MongoDB adapters.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from shared.events.envelope import EventEnvelope
@@ -33,6 +33,11 @@ class ConversationReadModel(Protocol):
     async def conversation_states(self, stream_ids: Sequence[str]) -> dict[str, ConversationState]: ...
 
     async def conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> ConversationState | None: ...
+
+    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        """The conversations of ``conversation_id``'s fork family (its root and every fork of it, itself
+        included); just itself for a conversation never forked (docs/branches.md)."""
+        ...
 
     async def message_status(
         self, keys: Iterable[MessageKey], *, scene: bool = False
@@ -129,9 +134,15 @@ class KnowledgePort(Protocol):
         user_id: str,
         campaign_id: str | None = None,
         limit: int = 50,
-    ) -> list[FactView]: ...
+        exclude_conversations: Collection[str] = (),
+    ) -> list[FactView]:
+        """``exclude_conversations``: conversations of ``user_id`` whose facts neither count nor supersede
+        (the other branches of a fork family, docs/branches.md)."""
+        ...
 
-    async def owned(self, tenant_id: str, character_id: str, user_id: str) -> list[FactView]: ...
+    async def owned(
+        self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
+    ) -> list[FactView]: ...
 
     async def page(
         self,

@@ -89,7 +89,15 @@ class ReadModels:
         self.personas: AsyncCollection[Doc] = db.get_collection(PERSONAS)
 
     async def ensure_indexes(self) -> None:
-        """Idempotent; every query below is served by ``_id`` or this index."""
+        """Idempotent; every query below is served by ``_id`` or these indexes."""
+        await self.conversations.create_indexes(
+            [
+                IndexModel(
+                    [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("root_conversation_id", ASCENDING)],
+                    name="by_family_root",
+                )
+            ]
+        )
         await self.messages.create_indexes(
             [
                 IndexModel(
@@ -184,6 +192,25 @@ class ReadModels:
             {"_id": ConversationState.initial(tenant_id, user_id, conversation_id).stream_id}
         )
         return ConversationState.from_doc(doc) if doc else None
+
+    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        """The fork family: the root and every conversation whose state names it as root. One query for a
+        conversation that is not a fork (its own state and its forks at once), a second one for a fork."""
+        own_id = ConversationState.initial(tenant_id, user_id, conversation_id).stream_id
+        fields = {"conversation_id": 1, "root_conversation_id": 1}
+
+        async def forks_of(root: str, *extra: Doc) -> list[Doc]:
+            query: Doc = {"tenant_id": tenant_id, "user_id": user_id, "root_conversation_id": root}
+            return await self.conversations.find({"$or": [query, *extra]}, fields).to_list()
+
+        docs = await forks_of(conversation_id, {"_id": own_id})
+        own = next((d for d in docs if d["_id"] == own_id), None)
+        root = (own or {}).get("root_conversation_id")
+        if root is not None:  # a fork: its family is its root's
+            docs = await forks_of(root)
+        else:
+            root = conversation_id
+        return frozenset({root, conversation_id, *(d["conversation_id"] for d in docs)})
 
     # --- messages -------------------------------------------------------------------------------------
     async def message_status(

@@ -378,6 +378,26 @@ async def test_profiles_keep_the_newest_version_per_tenant(p: Ports) -> None:
     assert await p.models.bot(T, "b9") is None
 
 
+def forked(conv: str, parent: str, root: str, *, user: str = U) -> EventEnvelope:
+    payload = {"user_id": user, "conversation_id": conv, "parent_conversation_id": parent, "from_message_id": "m0",
+               "from_index": 0, "root_conversation_id": root, "forked_at": T0}  # fmt: skip
+    return recorded(T, conversation_stream(T, user, conv), 1, "conversation.forked", payload, T0)
+
+
+async def test_a_fork_family_is_its_root_and_every_fork_of_it(p: Ports) -> None:
+    await p.models.apply([msg(0), forked("f1", C, C), forked("f2", "f1", C), forked("x1", "other", "other")])
+    await p.models.apply([forked("f1", C, C, user="u2")])  # another user's conversation ids are another family
+
+    family = frozenset({C, "f1", "f2"})
+    assert await p.models.family(T, U, C) == family
+    assert await p.models.family(T, U, "f2") == family
+    assert await p.models.family(T, U, "lonely") == frozenset({"lonely"})
+    assert await p.models.family(T, "u2", "f1") == frozenset({C, "f1"})
+    state = await p.models.conversation(T, U, "f2")
+    assert state is not None
+    assert (state.forked_from, state.fork_index, state.root_conversation_id) == ("f1", 0, C)
+
+
 async def test_conversation_read_models_answer_alike(both: tuple[Ports, Ports]) -> None:
     for ports in both:
         await ports.models.apply(conversation_events())
@@ -483,6 +503,18 @@ async def test_newer_fact_on_a_subject_supersedes_the_older(p: Ports) -> None:
     assert [f.fact_id for f in await p.knowledge.facts_for(T, "b1", user_id=U, limit=1)] == ["f3"]
     assert await p.knowledge.facts_for(T, "b1", user_id="u2") == []
     assert await p.knowledge.facts_for("t2", "b1", user_id=U) == []
+
+
+async def test_facts_of_excluded_conversations_neither_count_nor_supersede(p: Ports) -> None:
+    await p.knowledge.apply([fact("f1", 1, minute=1), fact("f2", 2, minute=2, conversation_id="fork")])
+    await p.knowledge.apply([fact("f3", 3, minute=3, conversation_id="fork", user="u2", scope=player_scope("u2"))])
+
+    assert [f.fact_id for f in await p.knowledge.facts_for(T, "b1", user_id=U)] == ["f2"]
+    kept = await p.knowledge.facts_for(T, "b1", user_id=U, exclude_conversations={"fork"})
+    assert [f.fact_id for f in kept] == ["f1"], "the fork's newer fact on the subject supersedes nothing"
+    owned = await p.knowledge.owned(T, "b1", U, exclude_conversations={"fork"})
+    assert [(f.fact_id, f.status) for f in owned] == [("f1", "active")]
+    assert [f.fact_id for f in await p.knowledge.owned(T, "b1", "u2", exclude_conversations={"c1"})] == ["f3"]
 
 
 async def test_scope_changes_follow_versions_and_widen_who_sees_a_fact(p: Ports) -> None:

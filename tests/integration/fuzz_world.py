@@ -190,6 +190,14 @@ def valid_event(subject: str, tenant: str) -> st.SearchStrategy[tuple[Payload, t
             return {**ref, "edit_id": draw(st.none() | ids), "content": draw(texts), "edited_at": moment}, ((subjects.MESSAGE_CREATED, created),)  # fmt: skip
         if subject == subjects.MESSAGE_DELETED:
             return {**ref, "deleted_at": moment}, ((subjects.MESSAGE_CREATED, created),)
+        if subject == subjects.MESSAGE_SWIPE_SELECTED:  # the original selected back after a swipe
+            swipe = {**created, "message_id": draw(ids.filter(lambda i: i != message_id)), "swipe_of": message_id}
+            setup = ((subjects.MESSAGE_CREATED, created), (subjects.MESSAGE_CREATED, swipe))
+            return {**ref, "selected_at": moment}, setup
+        if subject == subjects.CONVERSATION_FORKED:
+            fork = {"tenant_id": tenant, "user_id": tenant, "conversation_id": draw(ids.filter(lambda c: c != conv)),
+                    "parent_conversation_id": conv, "from_message_id": message_id, "forked_at": moment}  # fmt: skip
+            return fork, ((subjects.MESSAGE_CREATED, created),)
         if subject == subjects.BOT_UPSERTED:
             return {"tenant_id": tenant, "bot_id": tenant, "name": draw(ids), "system_prompt": draw(texts),
                     "gender": draw(st.none() | ascii_ids), "age": draw(st.none() | ascii_ids),

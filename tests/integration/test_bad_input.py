@@ -38,9 +38,11 @@ from shared.delivery import DLQ_REASON
 from shared.events.contract import (
     BotUpserted,
     ContextAssembleRequest,
+    ConversationForked,
     MessageCreated,
     MessageDeleted,
     MessageEdited,
+    MessageSwipeSelected,
     PersonaUpserted,
 )
 from shared.events.lore_contract import (
@@ -117,6 +119,8 @@ EVENTS: dict[str, type[Any]] = {
     subjects.MESSAGE_DELETED: MessageDeleted,
     subjects.BOT_UPSERTED: BotUpserted,
     subjects.PERSONA_UPSERTED: PersonaUpserted,
+    subjects.MESSAGE_SWIPE_SELECTED: MessageSwipeSelected,
+    subjects.CONVERSATION_FORKED: ConversationForked,
 }
 # Subjects naming one of tenant A's objects: another tenant (or user) gets not_found. The others create or
 # read by their own keys: another tenant gets its own (empty) answer.
@@ -293,8 +297,8 @@ def events(draw: st.DrawFn) -> Event:
 
 async def publish(w: World, e: Event) -> None:
     js = w.stack.js
-    for subject, payload in e.setup:
-        await js.publish(subject, _json(payload), headers={"Nats-Msg-Id": f"setup-{e.tenant}"})
+    for i, (subject, payload) in enumerate(e.setup):
+        await js.publish(subject, _json(payload), headers={"Nats-Msg-Id": f"setup-{e.tenant}-{i}"})
     subject = e.subject.removesuffix(".v1") + e.bad.subject_suffix if e.bad.subject_suffix else e.subject
     await js.publish(subject, e.bad.body, headers={**e.headers, "Nats-Msg-Id": e.tenant})
     if e.bad.replay:  # the same Nats-Msg-Id (JetStream drops it), then a new one (ingest must dedupe)
@@ -309,6 +313,13 @@ async def recorded(w: World, e: Event) -> None:
         kinds = [ev.type for ev in events_]
         assert kinds.count("message.recorded") == 1, (e, kinds)
         assert len(kinds) == (1 if e.subject == subjects.MESSAGE_CREATED else 2), (e, kinds)
+    elif e.subject == subjects.MESSAGE_SWIPE_SELECTED:
+        events_ = await store.read_stream(conversation_stream(p["tenant_id"], p["user_id"], p["conversation_id"]))
+        kinds = [ev.type for ev in events_]
+        assert kinds == ["message.recorded", "message.alternative_recorded", "message.edited", "message.edited"], e
+    elif e.subject == subjects.CONVERSATION_FORKED:
+        events_ = await store.read_stream(conversation_stream(p["tenant_id"], p["user_id"], p["conversation_id"]))
+        assert [ev.type for ev in events_] == ["conversation.forked", "message.recorded"], e
     elif e.subject == subjects.BOT_UPSERTED:
         assert len(await store.read_stream(bot_stream(p["tenant_id"], p["bot_id"]))) == 1, e
     else:

@@ -80,6 +80,7 @@ async def test_opening_a_core_creates_the_read_model_indexes(core_settings: Sett
         await ensure_own_indexes(core.db)
         names = {
             "rm_messages": "conversation_index",
+            "rm_conversations": "by_family_root",
             "summaries": "by_conversation",
             "witnessed": "by_character_message",
         }

@@ -118,6 +118,7 @@ def test_every_registered_type_parses_its_payload_into_its_model() -> None:
 # What the stored form depends on, pinned: name, schema version and encrypted fields of every type.
 STORED_FORM = {
     "bot.recorded": (1, {"name", "system_prompt", "gender", "age"}),
+    "conversation.forked": (1, set()),
     "knowledge.fact_learned": (1, {"text", "subject"}),
     "knowledge.fact_promoted": (1, set()),
     "knowledge.fact_retired": (1, set()),
@@ -135,6 +136,8 @@ STORED_FORM = {
     "lorebook.entry_deleted": (1, set()),
     "lorebook.entry_updated": (1, {"entry"}),
     "lorebook.imported": (1, {"name", "book", "original", "warnings"}),
+    "message.alternative_deleted": (1, set()),
+    "message.alternative_recorded": (1, {"content"}),
     "message.deleted": (1, set()),
     "message.edited": (1, {"content"}),
     "message.recorded": (2, {"author_name", "content"}),

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from shared.events.recorded.base import REGISTRY, RecordedPayload
 from shared.events.recorded.conversation import (
+    CONVERSATION_FORKED,
+    MESSAGE_ALTERNATIVE_DELETED,
+    MESSAGE_ALTERNATIVE_RECORDED,
     MESSAGE_DELETED,
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
+    ConversationForked,
+    MessageAlternativeDeleted,
+    MessageAlternativeRecorded,
     MessageDeleted,
     MessageEdited,
     MessageRecorded,
@@ -90,6 +96,7 @@ from shared.events.recorded.summaries import (
 
 __all__ = [
     "BOT_RECORDED",
+    "CONVERSATION_FORKED",
     "EVERYONE",
     "FACTS_CONSOLIDATED",
     "FACT_LEARNED",
@@ -108,6 +115,8 @@ __all__ = [
     "LOREBOOK_IMPORTED",
     "LORE_TIMED_STATE_RECORDED",
     "MESSAGES_WITNESSED",
+    "MESSAGE_ALTERNATIVE_DELETED",
+    "MESSAGE_ALTERNATIVE_RECORDED",
     "MESSAGE_DELETED",
     "MESSAGE_EDITED",
     "MESSAGE_RECORDED",
@@ -116,6 +125,7 @@ __all__ = [
     "SUMMARY_CREATED",
     "SUMMARY_RETIRED",
     "BotRecorded",
+    "ConversationForked",
     "FactLearned",
     "FactPromoted",
     "FactRetired",
@@ -133,6 +143,8 @@ __all__ = [
     "LorebookEntryDeleted",
     "LorebookEntryWritten",
     "LorebookImported",
+    "MessageAlternativeDeleted",
+    "MessageAlternativeRecorded",
     "MessageDeleted",
     "MessageEdited",
     "MessageRecorded",

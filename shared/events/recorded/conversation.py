@@ -56,12 +56,17 @@ MESSAGE_RECORDED = REGISTRY.register(
 
 
 class MessageEdited(RecordedPayload):
+    """``message.edited``: the message's text changed; also how a swipe selection reaches every consumer."""
+
     user_id: str
     conversation_id: str
     message_id: str
     content: str
     edited_at: datetime
     tokens: int
+    alternative_id: str | None = Field(
+        None, description="a swipe selection: the alternative whose text the message now shows (docs/branches.md)"
+    )
 
 
 MESSAGE_EDITED = REGISTRY.register("message.edited", MessageEdited, encrypted=("content",))
@@ -75,3 +80,50 @@ class MessageDeleted(RecordedPayload):
 
 
 MESSAGE_DELETED = REGISTRY.register("message.deleted", MessageDeleted)
+
+
+class MessageAlternativeRecorded(RecordedPayload):
+    """``message.alternative_recorded``: an alternative (swipe) of message ``swipe_of``; kept out of history
+    (no read model projects it) until a ``message.edited`` with its ``alternative_id`` makes it current."""
+
+    user_id: str
+    conversation_id: str
+    message_id: str
+    swipe_of: str = Field(..., description="the message (slot) it is an alternative of")
+    content: str
+    created_at: datetime
+    tokens: int = Field(..., ge=0)
+
+
+MESSAGE_ALTERNATIVE_RECORDED = REGISTRY.register(
+    "message.alternative_recorded", MessageAlternativeRecorded, encrypted=("content",)
+)
+
+
+class MessageAlternativeDeleted(RecordedPayload):
+    """``message.alternative_deleted``: a non-current alternative was removed; it can no longer be selected."""
+
+    user_id: str
+    conversation_id: str
+    message_id: str
+    swipe_of: str
+    deleted_at: datetime
+
+
+MESSAGE_ALTERNATIVE_DELETED = REGISTRY.register("message.alternative_deleted", MessageAlternativeDeleted)
+
+
+class ConversationForked(RecordedPayload):
+    """``conversation.forked``: the first event of a fork's stream; the parent's messages up to ``from_index``
+    follow it as ``message.recorded`` copies (copy-on-fork, docs/branches.md)."""
+
+    user_id: str
+    conversation_id: str
+    parent_conversation_id: str
+    from_message_id: str
+    from_index: int = Field(..., ge=0, description="the index of from_message_id in the parent")
+    root_conversation_id: str = Field(..., description="the parent's root: every fork of a family shares it")
+    forked_at: datetime
+
+
+CONVERSATION_FORKED = REGISTRY.register("conversation.forked", ConversationForked)

@@ -143,6 +143,16 @@ class InMemoryReadModels:
     async def conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> ConversationState | None:
         return self.states.get(conversation_stream(tenant_id, user_id, conversation_id))
 
+    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        state = await self.conversation(tenant_id, user_id, conversation_id)
+        root = state.family_root if state is not None else conversation_id
+        forks = [
+            s.conversation_id
+            for s in self.states.values()
+            if (s.tenant_id, s.user_id, s.root_conversation_id) == (tenant_id, user_id, root)
+        ]
+        return frozenset({root, conversation_id, *forks})
+
     async def message_status(
         self, keys: Iterable[MessageKey], *, scene: bool = False
     ) -> dict[MessageKey, MessageStatus]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import UTC
 
@@ -19,7 +19,7 @@ from shared.events.recorded import (
     character_scope,
     player_scope,
 )
-from shared.readmodels.knowledge import ACTIVE, FactView, source_key, with_supersession
+from shared.readmodels.knowledge import ACTIVE, FactView, outside, source_key, with_supersession
 
 
 class InMemoryKnowledge:
@@ -107,6 +107,7 @@ class InMemoryKnowledge:
         user_id: str,
         campaign_id: str | None = None,
         limit: int = 50,
+        exclude_conversations: Collection[str] = (),
     ) -> list[FactView]:
         scopes = {player_scope(user_id), character_scope(character_id)}
         if campaign_id is not None:
@@ -116,16 +117,18 @@ class InMemoryKnowledge:
             for f in self._of(tenant_id)
             if f.character_id == character_id and f.status == ACTIVE and f.scope in scopes
         ]
-        return [v for v in with_supersession(found) if v.status == ACTIVE][: max(0, limit)]
+        views = with_supersession(outside(found, user_id, exclude_conversations))
+        return [v for v in views if v.status == ACTIVE][: max(0, limit)]
 
-    async def owned(self, tenant_id: str, character_id: str, user_id: str) -> list[FactView]:
-        return with_supersession(
-            [
-                f
-                for f in self._of(tenant_id)
-                if (f.character_id, f.user_id) == (character_id, user_id) and f.status == ACTIVE
-            ]
-        )
+    async def owned(
+        self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
+    ) -> list[FactView]:
+        found = [
+            f
+            for f in self._of(tenant_id)
+            if (f.character_id, f.user_id) == (character_id, user_id) and f.status == ACTIVE
+        ]
+        return with_supersession(outside(found, user_id, exclude_conversations))
 
     async def page(
         self,

@@ -13,9 +13,11 @@ from mnemo_client.wire.contract import (
     BotUpserted,
     ContextAssembleReply,
     ContextAssembleRequest,
+    ConversationForked,
     MessageCreated,
     MessageDeleted,
     MessageEdited,
+    MessageSwipeSelected,
     PersonaUpserted,
 )
 from mnemo_client.wire.lore_contract import (
@@ -116,6 +118,24 @@ OPERATIONS: dict[str, Operation] = {
         None,
         (),
         ("tenant_id", "user_id", "persona_id", "updated_at"),
+    ),
+    "chat.message.swipe_selected": Operation(
+        "chat.message.swipe_selected",
+        "mnemo.chat.message.swipe_selected.v1",
+        "event",
+        MessageSwipeSelected,
+        None,
+        (),
+        ("tenant_id", "conversation_id", "message_id", "selected_at"),
+    ),
+    "chat.conversation.forked": Operation(
+        "chat.conversation.forked",
+        "mnemo.chat.conversation.forked.v1",
+        "event",
+        ConversationForked,
+        None,
+        (),
+        ("tenant_id", "user_id", "conversation_id"),
     ),
     "context.assemble": Operation(
         "context.assemble",
