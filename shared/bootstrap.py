@@ -24,7 +24,8 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.broker import ensure_streams, make_broker, start_broker
-from shared.crypto import FieldCipher, load_or_create_kek, parse_kek
+from shared.crypto import FieldCipher
+from shared.keys import load_or_create_kek, parse_kek, read_kek_file
 from shared.embedders.factory import build_embedder
 from shared.embedders.port import Embedder
 from shared.eventlog.codec import EventCodec
@@ -61,8 +62,12 @@ class ServiceDefinition:
 
 
 def resolve_kek(settings: Settings) -> bytes:
+    """The KEK from ``MNEMO_KEK``, else the file ``MNEMO_KEK_FILE``, else (embedded mode) ``data_dir/kek.b64``,
+    created on first use. A KMS adapter would implement ``shared.keys.KeyWrapper`` instead."""
     if settings.kek is not None:
         return parse_kek(settings.kek.get_secret_value())
+    if settings.kek_file is not None:
+        return read_kek_file(settings.kek_file)
     return load_or_create_kek(settings.data_dir)
 
 
@@ -99,7 +104,9 @@ async def open_core(settings: Settings, *, vectors: bool | VectorRole = False, e
     index); in stream mode it selects the writer or a follower's shard (``shared/vectors/factory.py``)."""
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(settings.mongodb_url, tz_aware=True)
     db = mongo[settings.mongodb_db]
-    cipher = FieldCipher(resolve_kek(settings), MongoKeyStore(db))
+    keys = MongoKeyStore(db)
+    await keys.ensure_indexes()
+    cipher = FieldCipher(resolve_kek(settings), keys, cache_seconds=settings.key_cache_seconds)
     codec = EventCodec(REGISTRY, cipher)
     store = MongoEventStore(db, codec)
     await store.ensure_indexes()

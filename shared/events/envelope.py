@@ -99,6 +99,8 @@ class EventType(Generic[P]):
     schema_version: int = 1
     encrypted_fields: frozenset[str] = frozenset()
     upcasters: dict[int, Upcaster] = field(default_factory=dict)
+    #: The payload field naming the user whose data key encrypts it (None: the tenant's key).
+    key_owner: str | None = None
 
     def upcast(self, from_version: int, payload: Payload) -> Payload:
         """Chain the upcasters from ``from_version`` to the current version."""
@@ -137,11 +139,12 @@ class EventRegistry:
         schema_version: int = 1,
         encrypted: Iterable[str] = (),
         upcasters: dict[int, Upcaster] | None = None,
+        key_owner: str | None = None,
     ) -> EventType[P]:
         """Bind ``name`` (at ``schema_version``) to its payload ``model``; a name is registered once."""
         if name in self._types:
             raise ValueError(f"event type {name!r} registered twice")
-        et = EventType(name, model, schema_version, frozenset(encrypted), dict(upcasters or {}))
+        et = EventType(name, model, schema_version, frozenset(encrypted), dict(upcasters or {}), key_owner)
         self._types[name] = et
         return et
 

@@ -52,6 +52,7 @@ MESSAGE_RECORDED = REGISTRY.register(
     schema_version=2,
     encrypted=("author_name", "content"),
     upcasters={1: _message_recorded_v1_to_v2},
+    key_owner="user_id",
 )
 
 
@@ -64,7 +65,7 @@ class MessageEdited(RecordedPayload):
     tokens: int
 
 
-MESSAGE_EDITED = REGISTRY.register("message.edited", MessageEdited, encrypted=("content",))
+MESSAGE_EDITED = REGISTRY.register("message.edited", MessageEdited, encrypted=("content",), key_owner="user_id")
 
 
 class MessageDeleted(RecordedPayload):

@@ -71,7 +71,9 @@ class FactLearned(RecordedPayload):
     prompt_version: str | None = Field(None, description="e.g. `extract_knowledge.v1` when an LLM extracted it")
 
 
-FACT_LEARNED = REGISTRY.register("knowledge.fact_learned", FactLearned, encrypted=("text", "subject"))
+FACT_LEARNED = REGISTRY.register(
+    "knowledge.fact_learned", FactLearned, encrypted=("text", "subject", "tags"), key_owner="user_id"
+)
 
 
 class FactsConsolidated(FactLearned):
@@ -84,7 +86,9 @@ class FactsConsolidated(FactLearned):
     consolidates: list[str] = Field(..., min_length=1, description="fact ids this fact replaces")
 
 
-FACTS_CONSOLIDATED = REGISTRY.register("knowledge.facts_consolidated", FactsConsolidated, encrypted=("text", "subject"))
+FACTS_CONSOLIDATED = REGISTRY.register(
+    "knowledge.facts_consolidated", FactsConsolidated, encrypted=("text", "subject", "tags"), key_owner="user_id"
+)
 
 
 class FactRetired(RecordedPayload):

@@ -48,7 +48,9 @@ class SummaryCreated(RecordedPayload):
 
 
 EVERYONE = "*"
-SUMMARY_CREATED = REGISTRY.register("summary.created", SummaryCreated, encrypted=("text", "emotional_context"))
+SUMMARY_CREATED = REGISTRY.register(
+    "summary.created", SummaryCreated, encrypted=("text", "emotional_context"), key_owner="user_id"
+)
 
 
 class SummaryRetired(RecordedPayload):
