@@ -1,5 +1,5 @@
-"""`mnemo` command line: run the embedded stack or a local cluster, replay the log into the projections, write
-AsyncAPI and the settings reference."""
+"""`mnemo` command line: run the embedded stack or a local cluster, replay the log into the projections, export
+a user's data, write AsyncAPI and the settings reference."""
 
 from __future__ import annotations
 
@@ -83,6 +83,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export_user(args: argparse.Namespace) -> int:
+    from runtime.privacy_cli import export_user
+
+    settings = _settings(args)
+    out: Path = args.out or Path(f"export-{args.tenant}-{args.user}.json")
+    asyncio.run(export_user(settings, args.tenant, args.user, out, embedded=args.embedded))
+    return 0
+
+
 def cmd_asyncapi(args: argparse.Namespace) -> int:
     from runtime.contract_doc import asyncapi_document
 
@@ -143,6 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--external", action="store_true", help="use running NATS/MongoDB/Qdrant from settings instead of embedded"
     )
     rep.set_defaults(func=cmd_replay)
+
+    exp = sub.add_parser("export-user", help="write everything mnemo holds about a user to a JSON file")
+    add_backend_flags(exp)
+    exp.add_argument("--tenant", required=True, help="the user's tenant id")
+    exp.add_argument("--user", required=True, help="the user id")
+    exp.add_argument("--out", type=Path, help="file to write (default export-<tenant>-<user>.json)")
+    exp.add_argument(
+        "--embedded", action="store_true", help="start the embedded servers first (the stack must be stopped)"
+    )
+    exp.set_defaults(func=cmd_export_user)
 
     doc = sub.add_parser("asyncapi", help="write the AsyncAPI document of the public contract")
     doc.add_argument("--out", default="asyncapi.json", help="file to write, or - for stdout")

@@ -14,7 +14,7 @@ from faststream.nats import NatsBroker
 from faststream.specification import AsyncAPI
 
 from shared import subjects
-from shared.events import contract, lore_contract, memory_contract
+from shared.events import contract, lore_contract, memory_contract, privacy_contract
 
 _LORE_ERRORS = (
     "Request-reply (lore service). Errors: ErrorReply {error: {code, message}} with bad_request (invalid request, "
@@ -23,6 +23,11 @@ _LORE_ERRORS = (
 _MEMORY_ERRORS = (
     "Request-reply (memory service). Errors: ErrorReply {error: {code, message}} with bad_request (invalid JSON "
     "or request, saying what is wrong) or not_found (no such memory for that tenant and user)."
+)
+
+_PRIVACY_ERRORS = (
+    "Request-reply (privacy service; docs/privacy.md). Errors: ErrorReply {error: {code, message}} with "
+    "bad_request (invalid JSON or request, saying what is wrong) or internal."
 )
 
 
@@ -85,6 +90,18 @@ def build_contract_app() -> FastStream:
     @broker.subscriber(subjects.MEMORY_LIST, title=subjects.MEMORY_LIST, description=_MEMORY_ERRORS)
     async def memory_list(request: memory_contract.MemoryListRequest) -> memory_contract.MemoryListReply:
         raise NotImplementedError("documentation only: the memory service answers this subject")
+
+    @broker.subscriber(subjects.PRIVACY_ERASE_USER, title=subjects.PRIVACY_ERASE_USER, description=_PRIVACY_ERRORS)
+    async def privacy_erase_user(request: privacy_contract.EraseUserRequest) -> privacy_contract.ErasureReply:
+        raise NotImplementedError("documentation only: the privacy service answers this subject")
+
+    @broker.subscriber(subjects.PRIVACY_ERASE_TENANT, title=subjects.PRIVACY_ERASE_TENANT, description=_PRIVACY_ERRORS)
+    async def privacy_erase_tenant(request: privacy_contract.EraseTenantRequest) -> privacy_contract.ErasureReply:
+        raise NotImplementedError("documentation only: the privacy service answers this subject")
+
+    @broker.subscriber(subjects.PRIVACY_EXPORT_USER, title=subjects.PRIVACY_EXPORT_USER, description=_PRIVACY_ERRORS)
+    async def privacy_export_user(request: privacy_contract.ExportUserRequest) -> privacy_contract.ExportUserReply:
+        raise NotImplementedError("documentation only: the privacy service answers this subject")
 
     return FastStream(
         broker,

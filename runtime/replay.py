@@ -2,7 +2,8 @@
 
 The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore,
 characters' knowledge and lore timed effects included) and the vectors of messages, summaries, legacy memories,
-lore entries and characters' facts, then folds every event back in, in batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
+lore entries and characters' facts, then folds every event back in, in batches, printing progress; events of
+erased users are skipped (their keys are gone, and ``Erasures`` hides their plaintext events too). Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
 
 In stream mode (``MNEMO_VECTORS__MODE=stream``) the vectors are rebuilt in the points stream: replay writes the
@@ -27,7 +28,9 @@ from services.embedding.domain import PAYLOAD_MODELS, payload_error
 from services.embedding.handlers import EmbeddingHandler
 from services.memory_extractor.witnessed import WitnessedReadModel
 from shared.bootstrap import open_core
+from shared.eventlog.erasures import Erasures
 from shared.events.envelope import EventEnvelope
+from shared.events.recorded import ERASURE_COMPLETED, REGISTRY
 from shared.readmodels import ReadModels
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
@@ -81,7 +84,10 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
                 await vectors.reset()  # followers wipe their shard at the marker
             else:
                 await vectors.delete(points.all_kinds())
-            return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding)
+            # Everything of an erased user stays erased (shared/eventlog/erasures.py, docs/privacy.md).
+            erasure_docs = await core.store.events.find({"type": ERASURE_COMPLETED.name}).to_list()
+            erasures = Erasures.of(REGISTRY, await core.codec.decode_all(erasure_docs))
+            return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding, erasures)
         finally:
             await core.close()
     finally:
@@ -96,10 +102,13 @@ class Projection(Protocol):
 
 
 async def _fold_log(
-    events: AsyncIterator[EventEnvelope], projections: Sequence[Projection], embedding: EmbeddingHandler
+    events: AsyncIterator[EventEnvelope],
+    projections: Sequence[Projection],
+    embedding: EmbeddingHandler,
+    erasures: Erasures,
 ) -> int:
     started = time.monotonic()
-    total = 0
+    total = hidden = 0
     batch: list[EventEnvelope] = []
 
     async def flush() -> None:
@@ -112,10 +121,14 @@ async def _fold_log(
         print(f"replayed {total} events ({total / max(time.monotonic() - started, 1e-9):,.0f}/s)", flush=True)
 
     async for env in events:
+        if erasures.hides(env):
+            hidden += 1
+            continue
         batch.append(env)
         if len(batch) >= BATCH:
             await flush()
     if batch:
         await flush()
-    print(f"replay done: {total} events in {time.monotonic() - started:.1f}s", flush=True)
+    erased = f" ({hidden} of erased users skipped)" if hidden else ""
+    print(f"replay done: {total} events in {time.monotonic() - started:.1f}s{erased}", flush=True)
     return total

@@ -25,7 +25,6 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.broker import ensure_streams, make_broker, start_broker
 from shared.crypto import FieldCipher
-from shared.keys import load_or_create_kek, parse_kek, read_kek_file
 from shared.embedders.factory import build_embedder
 from shared.embedders.port import Embedder
 from shared.eventlog.codec import EventCodec
@@ -33,6 +32,7 @@ from shared.eventlog.keystore import MongoKeyStore
 from shared.eventlog.mongo import MongoEventStore
 from shared.eventlog.relay import NatsJetStreamPublisher, Relay
 from shared.events.recorded import REGISTRY
+from shared.keys import load_or_create_kek, parse_kek, read_kek_file
 from shared.llm.factory import build_chat_model
 from shared.llm.port import ChatModel
 from shared.readmodels import ensure_all_indexes
@@ -138,6 +138,7 @@ def deps_for(core: Core, broker: NatsBroker) -> Deps:
         codec=core.codec,
         publisher=core.relay,
         cipher=core.cipher,
+        nc=core.nc,
         vectors=core.vectors,
         embedder=core.embedder,
         chat_model=core.chat_model,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from faststream.nats import NatsBroker
+from nats.aio.client import Client as NatsClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.crypto import FieldCipher
@@ -46,6 +47,7 @@ class Deps:
     codec: EventDecoder
     publisher: CommittedPublisher
     cipher: FieldCipher
+    nc: NatsClient | None = None  # the core's NATS connection (JetStream streams beyond the broker's)
     vectors: VectorIndex | None = None
     embedder: Embedder | None = None
     chat_model: ChatModel | None = None  # None: no LLM configured, services use their no-LLM fallbacks

@@ -114,8 +114,7 @@ class EventCodec:
         et = self.event_type(env.type, env.event_id)
         payload = env.payload
         if et.encrypted_fields:
-            owner = payload.get(et.key_owner) if et.key_owner else None
-            tenant = await self.cipher.for_tenant(env.tenant_id, owner if isinstance(owner, str) else None)
+            tenant = await self.cipher.for_tenant(env.tenant_id, et.owner(payload))
             payload = tenant.encrypt_fields(env.event_id, payload, et.encrypted_fields)
         doc = {name: getattr(env, name) for name in _ENVELOPE_FIELDS}
         if doc["traceparent"] is None:

@@ -99,7 +99,8 @@ class EventType(Generic[P]):
     schema_version: int = 1
     encrypted_fields: frozenset[str] = frozenset()
     upcasters: dict[int, Upcaster] = field(default_factory=dict)
-    #: The payload field naming the user whose data key encrypts it (None: the tenant's key).
+    #: The payload field naming the user who owns the event's data: their data key encrypts its encrypted
+    #: fields (None: the tenant's key), and erasing them erases it (``mnemo replay`` skips it).
     key_owner: str | None = None
 
     def upcast(self, from_version: int, payload: Payload) -> Payload:
@@ -113,6 +114,11 @@ class EventType(Generic[P]):
                 raise UnknownSchemaVersion(f"no upcaster for {self.name} v{v} -> v{v + 1}") from None
             payload = step(dict(payload))
         return payload
+
+    def owner(self, payload: Payload) -> str | None:
+        """The user owning an event of this type with ``payload`` (see ``key_owner``), or None."""
+        value = payload.get(self.key_owner) if self.key_owner else None
+        return value if isinstance(value, str) else None
 
     def parse(self, payload: Payload) -> P:
         """The payload of an event of this type (as read: upcast, decrypted) as its model."""

@@ -3,7 +3,7 @@
 Stream ids (``kind/tenant/...``) always start with the tenant, and conversations and personas also with
 the user, so equal ids under another tenant or user are different streams. Each stream's types live in
 their own module (``conversation``, ``profiles``, ``summaries``, ``knowledge``, ``lorebooks``,
-``legacy_lore``, ``lore_timed``), each registered with its payload model in :data:`REGISTRY`; this module
+``legacy_lore``, ``lore_timed``, ``privacy``), each registered with its payload model in :data:`REGISTRY`; this module
 re-exports them all so callers import from one place.
 """
 
@@ -70,6 +70,7 @@ from shared.events.recorded.lorebooks import (
     LorebookImported,
     lorebook_stream,
 )
+from shared.events.recorded.privacy import ERASURE_COMPLETED, ErasureCompleted, privacy_stream
 from shared.events.recorded.profiles import (
     BOT_RECORDED,
     PERSONA_RECORDED,
@@ -90,6 +91,7 @@ from shared.events.recorded.summaries import (
 
 __all__ = [
     "BOT_RECORDED",
+    "ERASURE_COMPLETED",
     "EVERYONE",
     "FACTS_CONSOLIDATED",
     "FACT_LEARNED",
@@ -116,6 +118,7 @@ __all__ = [
     "SUMMARY_CREATED",
     "SUMMARY_RETIRED",
     "BotRecorded",
+    "ErasureCompleted",
     "FactLearned",
     "FactPromoted",
     "FactRetired",
@@ -153,5 +156,6 @@ __all__ = [
     "lorebook_stream",
     "persona_stream",
     "player_scope",
+    "privacy_stream",
     "summary_stream",
 ]

@@ -75,4 +75,4 @@ class MessageDeleted(RecordedPayload):
     deleted_at: datetime
 
 
-MESSAGE_DELETED = REGISTRY.register("message.deleted", MessageDeleted)
+MESSAGE_DELETED = REGISTRY.register("message.deleted", MessageDeleted, key_owner="user_id")

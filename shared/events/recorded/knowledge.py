@@ -27,7 +27,7 @@ class MessagesWitnessed(RecordedPayload):
     last_index: int
 
 
-MESSAGES_WITNESSED = REGISTRY.register("knowledge.witnessed", MessagesWitnessed)
+MESSAGES_WITNESSED = REGISTRY.register("knowledge.witnessed", MessagesWitnessed, key_owner="user_id")
 
 
 FactType = Literal["episodic", "semantic", "declarative", "procedural"]
@@ -103,7 +103,7 @@ class FactRetired(RecordedPayload):
     retired_at: datetime
 
 
-FACT_RETIRED = REGISTRY.register("knowledge.fact_retired", FactRetired)
+FACT_RETIRED = REGISTRY.register("knowledge.fact_retired", FactRetired, key_owner="user_id")
 
 
 class FactScopeChanged(RecordedPayload):
@@ -126,5 +126,5 @@ class FactUnpromoted(FactScopeChanged):
     """``knowledge.fact_unpromoted``: the promotion was undone; the fact is back in the player's scope."""
 
 
-FACT_PROMOTED = REGISTRY.register("knowledge.fact_promoted", FactPromoted)
-FACT_UNPROMOTED = REGISTRY.register("knowledge.fact_unpromoted", FactUnpromoted)
+FACT_PROMOTED = REGISTRY.register("knowledge.fact_promoted", FactPromoted, key_owner="owner_user_id")
+FACT_UNPROMOTED = REGISTRY.register("knowledge.fact_unpromoted", FactUnpromoted, key_owner="owner_user_id")

@@ -55,4 +55,4 @@ class LegacyLoreDeleted(RecordedPayload):
     deleted_at: datetime
 
 
-LEGACY_LORE_DELETED = REGISTRY.register("legacy_lore.deleted", LegacyLoreDeleted)
+LEGACY_LORE_DELETED = REGISTRY.register("legacy_lore.deleted", LegacyLoreDeleted, key_owner="user_id")

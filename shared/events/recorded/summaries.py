@@ -66,4 +66,4 @@ class SummaryRetired(RecordedPayload):
     retired_at: datetime
 
 
-SUMMARY_RETIRED = REGISTRY.register("summary.retired", SummaryRetired)
+SUMMARY_RETIRED = REGISTRY.register("summary.retired", SummaryRetired, key_owner="user_id")
