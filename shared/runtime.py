@@ -47,13 +47,13 @@ class Deps:
     codec: EventDecoder
     publisher: CommittedPublisher
     cipher: FieldCipher
-    nc: NatsClient | None = None  # the core's NATS connection (JetStream streams beyond the broker's)
     vectors: VectorIndex | None = None
     embedder: Embedder | None = None
     chat_model: ChatModel | None = None  # None: no LLM configured, services use their no-LLM fallbacks
     #: Stream mode's read-your-writes wait (``PointsFollower.caught_up``): True once this process's shard has
     #: applied every write acked before the call, False after the given seconds; None: the index is shared.
     vectors_caught_up: Callable[[float], Awaitable[bool]] | None = None
+    nc: NatsClient | None = None  # the core's NATS connection (JetStream streams beyond the broker's)
 
     def require_vectors(self) -> VectorIndex:
         if self.vectors is None:
