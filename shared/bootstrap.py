@@ -32,7 +32,7 @@ from shared.eventlog.keystore import MongoKeyStore
 from shared.eventlog.mongo import MongoEventStore
 from shared.eventlog.relay import NatsJetStreamPublisher, Relay
 from shared.events.recorded import REGISTRY
-from shared.keys import load_or_create_kek, parse_kek, read_kek_file
+from shared.keys import LocalKek, load_or_create_kek, parse_kek, read_kek_file
 from shared.llm.factory import build_chat_model
 from shared.llm.port import ChatModel
 from shared.readmodels import ensure_all_indexes
@@ -61,14 +61,18 @@ class ServiceDefinition:
     own_indexes: IndexSetup | None = None  # the read models only it owns
 
 
-def resolve_kek(settings: Settings) -> bytes:
+def resolve_kek(settings: Settings) -> LocalKek:
     """The KEK from ``MNEMO_KEK``, else the file ``MNEMO_KEK_FILE``, else (embedded mode) ``data_dir/kek.b64``,
-    created on first use. A KMS adapter would implement ``shared.keys.KeyWrapper`` instead."""
+    created on first use; with the KEKs being retired (``MNEMO_KEK_PREVIOUS``) accepted for unwrapping. A KMS
+    adapter would implement ``shared.keys.KeyWrapper`` instead."""
     if settings.kek is not None:
-        return parse_kek(settings.kek.get_secret_value())
-    if settings.kek_file is not None:
-        return read_kek_file(settings.kek_file)
-    return load_or_create_kek(settings.data_dir)
+        kek = parse_kek(settings.kek.get_secret_value())
+    elif settings.kek_file is not None:
+        kek = read_kek_file(settings.kek_file)
+    else:
+        kek = load_or_create_kek(settings.data_dir)
+    previous = settings.kek_previous.get_secret_value().split(",") if settings.kek_previous else []
+    return LocalKek(kek, [parse_kek(p.strip()) for p in previous if p.strip()])
 
 
 @dataclass

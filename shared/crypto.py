@@ -36,6 +36,8 @@ from shared.keys import (
     parse_kek,
     scope_of,
     tenant_of,
+    user_of,
+    wrap_aad,
 )
 
 __all__ = [
@@ -150,6 +152,27 @@ class FieldCipher:
     def store(self) -> KeyStore:
         return self._store
 
+    @property
+    def kek(self) -> KeyWrapper:
+        return self._kek
+
+    async def rotate(self, scope: str) -> tuple[str | None, str]:
+        """A new data key for ``scope`` (new writes use it); the old one stays, retired, for what it wrote.
+        Returns (old key id, new key id). Other processes switch within their cache time."""
+        old = await self._store.get(scope)
+        data_key = AESGCM.generate_key(bit_length=256)
+        new = WrappedKey(scope, secrets.token_hex(8), await self._kek.wrap(data_key, wrap_aad(scope)))
+        await self._store.rotate(scope, new)
+        async with self._lock:
+            self._scopes.pop(scope, None)
+            self._ring[new.key_id] = AESGCM(data_key)
+            self._loaded_at[new.key_id] = time.monotonic()
+        return (old.key_id if old else None, new.key_id)
+
+    async def cipher_for_scope(self, scope: str, *, reading: Iterable[Mapping[str, Any]] = ()) -> TenantCipher:
+        """The cipher of a scope as stored (``rotate`` and the re-encryption job work on scopes)."""
+        return await self.for_tenant(tenant_of(scope), user_of(scope), reading=reading)
+
     async def for_tenant(
         self, tenant_id: str, user_id: str | None = None, *, reading: Iterable[Mapping[str, Any]] = ()
     ) -> TenantCipher:
@@ -185,7 +208,7 @@ class FieldCipher:
 
     async def _unwrap(self, wrapped: WrappedKey) -> bytes:
         try:
-            return await self._kek.unwrap(wrapped.wrapped, _aad("dek", wrapped.scope))
+            return await self._kek.unwrap(wrapped.wrapped, wrap_aad(wrapped.scope))
         except ValueError as exc:
             raise DecryptionError(f"data key of {wrapped.scope!r} does not open with this KEK") from exc
 
@@ -193,7 +216,7 @@ class FieldCipher:
         wrapped = await self._store.get(scope)
         if wrapped is None:
             data_key = AESGCM.generate_key(bit_length=256)
-            candidate = WrappedKey(scope, secrets.token_hex(8), await self._kek.wrap(data_key, _aad("dek", scope)))
+            candidate = WrappedKey(scope, secrets.token_hex(8), await self._kek.wrap(data_key, wrap_aad(scope)))
             # Another replica may have raced us: whichever key was stored first is the scope's key.
             wrapped = await self._store.put_if_absent(candidate)
         data_key = await self._unwrap(wrapped)

@@ -40,6 +40,11 @@ def tenant_of(scope: str) -> str:
     return scope.split(_SEP, 1)[0]
 
 
+def user_of(scope: str) -> str | None:
+    parts = scope.split(_SEP, 2)
+    return parts[2] if len(parts) == 3 else None
+
+
 @dataclass(frozen=True)
 class WrappedKey:
     scope: str  # a tenant id, or ``user_scope(tenant, user)``
@@ -71,12 +76,23 @@ class KeyStore(Protocol):
         """Those of ``key_ids`` that were destroyed."""
         ...
 
-    async def all(self) -> list[WrappedKey]: ...
+    async def all(self) -> list[WrappedKey]:
+        """Every key, current and retired."""
+        ...
+
+    async def rotate(self, scope: str, new: WrappedKey) -> None:
+        """Make ``new`` the scope's current key; the previous one stays, retired, for the tokens it wrote."""
+        ...
+
+    async def rewrap(self, key: WrappedKey, wrapped: bytes) -> bool:
+        """Replace ``key``'s wrapped form (a KEK rotation) unless it changed meanwhile; True when replaced."""
+        ...
 
 
 class InMemoryKeyStore:
     def __init__(self) -> None:
         self._keys: dict[str, WrappedKey] = {}
+        self._retired: dict[str, WrappedKey] = {}  # by key id
         self._tombstones: set[str] = set()
 
     async def get(self, scope: str) -> WrappedKey | None:
@@ -87,11 +103,14 @@ class InMemoryKeyStore:
 
     async def find(self, key_ids: Sequence[str]) -> list[WrappedKey]:
         wanted = set(key_ids)
-        return [k for k in self._keys.values() if k.key_id in wanted]
+        return [k for k in await self.all() if k.key_id in wanted]
 
     async def destroy(self, scope: str, *, whole_tenant: bool = False) -> list[str]:
-        doomed = [s for s in self._keys if s == scope or (whole_tenant and tenant_of(s) == scope)]
-        ids = [self._keys.pop(s).key_id for s in doomed]
+        def doomed(s: str) -> bool:
+            return s == scope or (whole_tenant and tenant_of(s) == scope)
+
+        ids = [self._keys.pop(s).key_id for s in [s for s in self._keys if doomed(s)]]
+        ids += [self._retired.pop(k).key_id for k in [k for k, v in self._retired.items() if doomed(v.scope)]]
         self._tombstones.update(ids)
         return ids
 
@@ -99,7 +118,25 @@ class InMemoryKeyStore:
         return self._tombstones.intersection(key_ids)
 
     async def all(self) -> list[WrappedKey]:
-        return list(self._keys.values())
+        return [*self._keys.values(), *self._retired.values()]
+
+    async def rotate(self, scope: str, new: WrappedKey) -> None:
+        current = self._keys.get(scope)
+        if current is not None and current.key_id == new.key_id:
+            return
+        if current is not None:
+            self._retired[current.key_id] = current
+        self._keys[scope] = new
+
+    async def rewrap(self, key: WrappedKey, wrapped: bytes) -> bool:
+        new = WrappedKey(key.scope, key.key_id, wrapped)
+        if self._keys.get(key.scope) == key:
+            self._keys[key.scope] = new
+        elif self._retired.get(key.key_id) == key:
+            self._retired[key.key_id] = new
+        else:
+            return False
+        return True
 
 
 class KeyWrapper(Protocol):
@@ -108,27 +145,48 @@ class KeyWrapper(Protocol):
     async def wrap(self, data_key: bytes, aad: bytes) -> bytes: ...
 
     async def unwrap(self, wrapped: bytes, aad: bytes) -> bytes:
-        """Raises ``ValueError`` when ``wrapped`` does not open with this KEK."""
+        """With the current KEK or a previous one still accepted; ``ValueError`` when none opens it."""
+        ...
+
+    async def is_current(self, wrapped: bytes, aad: bytes) -> bool:
+        """Whether the current KEK wrapped it (a KEK rotation re-wraps the others)."""
         ...
 
 
 class LocalKek:
-    """A KEK held in process memory (AES-256-GCM key wrap): from ``MNEMO_KEK`` or a file."""
+    """A KEK held in process memory (AES-256-GCM key wrap): from ``MNEMO_KEK`` or a file. ``previous``: KEKs
+    being retired (``MNEMO_KEK_PREVIOUS``), accepted for unwrapping until ``mnemo keys rotate-kek`` re-wrapped
+    every data key under the current one."""
 
-    def __init__(self, kek: bytes) -> None:
-        if len(kek) != 32:
+    def __init__(self, kek: bytes, previous: Sequence[bytes] = ()) -> None:
+        if any(len(k) != 32 for k in (kek, *previous)):
             raise ValueError("the key-encryption key must be 32 bytes (AES-256)")
         self._aead = AESGCM(kek)
+        self._previous = [AESGCM(k) for k in previous]
 
     async def wrap(self, data_key: bytes, aad: bytes) -> bytes:
         nonce = os.urandom(_NONCE)
         return nonce + self._aead.encrypt(nonce, data_key, aad)
 
     async def unwrap(self, wrapped: bytes, aad: bytes) -> bytes:
+        for aead in (self._aead, *self._previous):
+            try:
+                return aead.decrypt(wrapped[:_NONCE], wrapped[_NONCE:], aad)
+            except InvalidTag:
+                continue
+        raise ValueError("the data key does not open with this KEK (nor a previous one)")
+
+    async def is_current(self, wrapped: bytes, aad: bytes) -> bool:
         try:
-            return self._aead.decrypt(wrapped[:_NONCE], wrapped[_NONCE:], aad)
-        except InvalidTag as exc:
-            raise ValueError("the data key does not open with this KEK") from exc
+            self._aead.decrypt(wrapped[:_NONCE], wrapped[_NONCE:], aad)
+        except InvalidTag:
+            return False
+        return True
+
+
+def wrap_aad(scope: str) -> bytes:
+    """The associated data binding a wrapped data key to its scope."""
+    return f"dek{_SEP}{scope}".encode()
 
 
 def parse_kek(value: str) -> bytes:

@@ -1,7 +1,8 @@
 """Wrapped data keys in MongoDB (:class:`shared.keys.KeyStore`).
 
 One document per scope (a tenant, or one of its users) with ``_id = scope``: the ``_id`` uniqueness makes
-"first writer wins" hold across replicas without transactions. A replica that loses the race reads the winner
+"first writer wins" hold across replicas without transactions. A rotated-out key stays as a retired
+document (``_id = <scope>#<key id>``, with ``scope``) so what it encrypted still reads. A replica that loses the race reads the winner
 back and uses it, so every replica encrypts a scope's text with the same key. Documents written before user
 scopes existed have no ``tenant`` field; their ``_id`` is the tenant. Destroying keys deletes the documents and
 records tombstones (``erased_keys``: key id, scope and time, no key material). Writes are journaled: losing a
@@ -11,6 +12,7 @@ key that was already used would make its text unreadable, and losing a tombstone
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -35,7 +37,7 @@ class MongoKeyStore:
 
     @staticmethod
     def _key(doc: dict[str, Any]) -> WrappedKey:
-        return WrappedKey(scope=doc["_id"], key_id=doc["key_id"], wrapped=bytes(doc["wrapped"]))
+        return WrappedKey(scope=doc.get("scope", doc["_id"]), key_id=doc["key_id"], wrapped=bytes(doc["wrapped"]))
 
     async def get(self, scope: str) -> WrappedKey | None:
         doc = await self.keys.find_one({"_id": scope})
@@ -56,15 +58,16 @@ class MongoKeyStore:
         return [self._key(d) async for d in self.keys.find({"key_id": {"$in": list(key_ids)}})]
 
     async def destroy(self, scope: str, *, whole_tenant: bool = False) -> list[str]:
-        query: dict[str, Any] = {"$or": [{"_id": scope}, {"tenant": scope}]} if whole_tenant else {"_id": scope}
-        doomed = [d async for d in self.keys.find(query, {"key_id": 1})]
+        query: dict[str, Any] = {"$or": [{"_id": scope}, {"tenant": scope} if whole_tenant else {"scope": scope}]}
+        doomed = [d async for d in self.keys.find(query, {"key_id": 1, "scope": 1})]
         if not doomed:
             return []
         now = datetime.now(UTC)
         # Tombstones first: a crash in between leaves a live key marked erased, retried by the next erase.
         try:
             await self.tombstones.insert_many(
-                [{"_id": d["key_id"], "scope": d["_id"], "erased_at": now} for d in doomed], ordered=False
+                [{"_id": d["key_id"], "scope": d.get("scope", d["_id"]), "erased_at": now} for d in doomed],
+                ordered=False,
             )
         except BulkWriteError as exc:  # tombstones a crashed earlier erase already wrote are fine
             if any(e.get("code") != 11000 for e in exc.details.get("writeErrors", [])):
@@ -77,3 +80,22 @@ class MongoKeyStore:
 
     async def all(self) -> list[WrappedKey]:
         return [self._key(d) async for d in self.keys.find({})]
+
+    async def rotate(self, scope: str, new: WrappedKey) -> None:
+        current = await self.get(scope)
+        if current is not None and current.key_id == new.key_id:
+            return  # a retried rotation
+        if current is not None:
+            # Retired copy first: a crash before the switch leaves the old key current, nothing lost.
+            retired = {"_id": f"{scope}#{current.key_id}", "scope": scope, "tenant": tenant_of(scope),
+                       "key_id": current.key_id, "wrapped": current.wrapped, "retired": True}  # fmt: skip
+            with contextlib.suppress(DuplicateKeyError):  # a retried rotation
+                await self.keys.insert_one(retired)
+        doc = {"tenant": tenant_of(scope), "key_id": new.key_id, "wrapped": new.wrapped}
+        await self.keys.replace_one({"_id": scope}, doc, upsert=True)
+
+    async def rewrap(self, key: WrappedKey, wrapped: bytes) -> bool:
+        result = await self.keys.update_one(
+            {"key_id": key.key_id, "wrapped": key.wrapped}, {"$set": {"wrapped": wrapped}}
+        )
+        return result.modified_count == 1

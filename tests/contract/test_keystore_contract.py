@@ -122,3 +122,26 @@ async def test_a_user_key_created_after_erasure_is_a_new_one(store: KeyStore) ->
     first = await cipher.for_tenant("t", "u")
     await cipher.erase("t", "u")
     assert (await FieldCipher(kek, store).for_tenant("t", "u")).key_id != first.key_id
+
+
+async def test_a_rotated_out_key_stays_findable_until_its_scope_is_destroyed(store: KeyStore) -> None:
+    scope = user_scope("t", "u")
+    old, new = WrappedKey(scope, "k-old", b"o" * 44), WrappedKey(scope, "k-new", b"n" * 44)
+    await store.put_if_absent(old)
+
+    await store.rotate(scope, new)
+    await store.rotate(scope, new)  # a retried rotation changes nothing more
+
+    assert await store.get(scope) == new
+    assert sorted(await store.find(["k-old", "k-new"]), key=lambda k: k.key_id) == [new, old]
+    assert sorted(await store.destroy(scope)) == ["k-new", "k-old"]
+    assert await store.all() == []
+
+
+async def test_rewrap_replaces_a_keys_wrapping_once(store: KeyStore) -> None:
+    key = WrappedKey("t", "k", b"a" * 44)
+    await store.put_if_absent(key)
+
+    assert await store.rewrap(key, b"b" * 44)
+    assert not await store.rewrap(key, b"c" * 44), "changed meanwhile: left alone"
+    assert await store.get("t") == WrappedKey("t", "k", b"b" * 44)
