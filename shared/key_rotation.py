@@ -10,10 +10,11 @@ retired, so everything still reads. Then it walks every collection holding the t
 events and the read models) in ``_id`` order and re-encrypts each token of an old key under its scope's new
 key, with the same associated data (tenant, record, field), by a conditional update (a document changed
 meanwhile is left to the next run). The position is saved after each batch in ``key_rotations``: a run after a
-crash resumes there. What is "old" is recomputed each run (every key of the tenant but the current ones), so
-a run after the job finished catches tokens written under an old key by a process that had it cached. Copies
-outside MongoDB (JetStream's log stream, backups) keep the old ciphertext: the retired keys must stay until
-those copies expire.
+crash resumes there. An event's token moves to its owner's key even when its key is current: events written
+before per-user keys (under the tenant's) become their user's, so an erasure shreds them too. What is "old"
+is recomputed each run, so a run after the job finished catches tokens a process with a cached old key wrote.
+Copies outside MongoDB (JetStream's log stream, backups) keep the old ciphertext: the retired keys must stay
+until those copies expire.
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.crypto import FieldCipher, token_key_id
 from shared.events.envelope import utcnow
-from shared.keys import tenant_of, wrap_aad
+from shared.events.recorded import REGISTRY
+from shared.keys import scope_of, tenant_of, wrap_aad
 
 JOBS = "key_rotations"
+EVENTS = "events"  # the event log's collection (shared/eventlog/mongo.py)
 #: Collections without tenant data to re-encrypt (keys themselves, the relay's bookkeeping, the jobs).
 NOT_DATA = frozenset({"tenant_keys", "erased_keys", "relay_intents", "relay_receipts", "relay_state", JOBS})
 BATCH = 200
@@ -81,16 +84,16 @@ async def rotate_tenant(
     jobs = db[JOBS]
     job = await jobs.find_one({"_id": tenant_id, "state": "running"})
     if job is None:
-        scopes = sorted({k.scope for k in await cipher.store.all() if tenant_of(k.scope) == tenant_id})
-        for scope in scopes:
+        rotated = sorted({k.scope for k in await cipher.store.all() if tenant_of(k.scope) == tenant_id})
+        for scope in rotated:
             await cipher.rotate(scope)
         job = {"_id": tenant_id, "state": "running", "collection": "", "last_id": None, "scanned": 0,
                "reencrypted": 0, "started_at": utcnow()}  # fmt: skip
         await jobs.replace_one({"_id": tenant_id}, job, upsert=True)
-        progress(f"tenant {tenant_id}: {len(scopes)} data keys rotated")
+        progress(f"tenant {tenant_id}: {len(rotated)} data keys rotated")
     keys = [k for k in await cipher.store.all() if tenant_of(k.scope) == tenant_id]
     current = {k.key_id for k in [await cipher.store.get(s) for s in {k.scope for k in keys}] if k is not None}
-    old_scope = {k.key_id: k.scope for k in keys if k.key_id not in current}
+    scopes = _Scopes({k.key_id: k.scope for k in keys}, current, tenant_id)
     scanned, reencrypted, this_run = int(job["scanned"]), int(job["reencrypted"]), 0
     names = sorted(n for n in await db.list_collection_names() if n not in NOT_DATA and not n.startswith("system."))
     for name in names:
@@ -105,7 +108,7 @@ async def rotate_tenant(
             if not docs:
                 break
             for doc in docs:
-                reencrypted += await _reencrypt(db, name, doc, cipher, old_scope)
+                reencrypted += await _reencrypt(db, name, doc, cipher, scopes)
             scanned += len(docs)
             this_run += len(docs)
             last_id = docs[-1]["_id"]
@@ -119,8 +122,27 @@ async def rotate_tenant(
     return RotationReport(scanned, reencrypted, done=True)
 
 
+@dataclass(frozen=True)
+class _Scopes:
+    of_key: dict[str, str]  # every key of the tenant (current and retired) -> its scope
+    current: set[str]
+    tenant_id: str
+
+    def target(self, collection: str, doc: dict[str, Any], key_id: str) -> str | None:
+        """The scope a token should be under, None when it already is (or its key is not the tenant's).
+
+        An event's is its owner's (``key_owner``): events written before per-user keys, under the tenant's
+        key, move to their owner's, so erasing the owner shreds them too. Elsewhere the scope is kept."""
+        scope = self.of_key.get(key_id)
+        if scope is None:
+            return None
+        if collection == EVENTS and isinstance(doc.get("payload"), dict) and doc.get("type") in REGISTRY:
+            scope = scope_of(self.tenant_id, REGISTRY.get(str(doc["type"])).owner(doc["payload"]))
+        return scope if key_id not in self.current or self.of_key[key_id] != scope else None
+
+
 async def _reencrypt(
-    db: AsyncDatabase[dict[str, Any]], collection: str, doc: dict[str, Any], cipher: FieldCipher, old: dict[str, str]
+    db: AsyncDatabase[dict[str, Any]], collection: str, doc: dict[str, Any], cipher: FieldCipher, scopes: _Scopes
 ) -> int:
     """Tokens are top-level fields of read-model documents and fields of an event's ``payload``."""
     fields = [(k, k, v) for k, v in doc.items()]
@@ -129,9 +151,10 @@ async def _reencrypt(
     changes: dict[str, Any] = {}
     for path, name, token in fields:
         key_id = token_key_id(token)
-        if key_id is None or key_id not in old:
+        target = scopes.target(collection, doc, key_id) if key_id is not None else None
+        if target is None:
             continue
-        tc = await cipher.cipher_for_scope(old[key_id], reading=({name: token},))
+        tc = await cipher.cipher_for_scope(target, reading=({name: token},))
         record = str(doc["_id"])
         changes[path] = (token, tc.encrypt(record, name, tc.decrypt(record, name, token)))
     if not changes:

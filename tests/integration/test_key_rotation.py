@@ -20,8 +20,10 @@ from pymongo import AsyncMongoClient
 from runtime import keys_cli
 from shared.bootstrap import open_core
 from shared.crypto import token_key_id
-from shared.events.envelope import NewEvent
-from shared.events.recorded import MESSAGE_RECORDED, conversation_stream
+from shared.eventlog.codec import EventCodec
+from shared.eventlog.mongo import MongoEventStore
+from shared.events.envelope import EventRegistry, NewEvent
+from shared.events.recorded import MESSAGE_RECORDED, REGISTRY, conversation_stream
 from shared.key_rotation import JOBS
 from shared.readmodels import ReadModels
 from shared.settings import Settings
@@ -165,3 +167,36 @@ async def test_kek_rotation_rewraps_every_data_key_without_touching_data_and_res
     assert await contents(retired) == before, "the new KEK alone reads everything"
     with pytest.raises(Exception, match="does not open"):
         await contents(core_settings)  # the old KEK alone opens nothing any more
+
+
+async def test_rotation_moves_events_written_under_the_tenant_key_to_their_owners(core_settings: Settings) -> None:
+    """Logs written before per-user keys hold users' text under the tenant's key: after a rotation it is
+    under each owner's, so erasing one user shreds it."""
+    legacy = EventRegistry()  # the registry as it was: no type names an owner
+    for name in REGISTRY.names():
+        et = REGISTRY.get(name)
+        legacy.register(name, et.model, schema_version=et.schema_version, encrypted=et.encrypted_fields,
+                        upcasters=et.upcasters)  # fmt: skip
+    core = await open_core(core_settings)
+    try:
+        old_log = MongoEventStore(core.db, EventCodec(legacy, core.cipher))
+        for user in USERS[:2]:
+            await old_log.append(
+                conversation_stream(TENANT, user, "c"), 0, [message(TENANT, user, i) for i in range(5)]
+            )
+        tenant_key = (await core.cipher.for_tenant(TENANT)).key_id
+    finally:
+        await core.close()
+    assert token_keys(await raw(core_settings), TENANT) == {tenant_key}
+
+    assert (await keys_cli.tenant(core_settings, TENANT, embedded=False)).done
+
+    core = await open_core(core_settings)
+    try:
+        owners = {u: (await core.cipher.for_tenant(TENANT, u)).key_id for u in USERS[:2]}
+        assert token_keys(await raw(core_settings), TENANT) == set(owners.values())
+        await core.cipher.erase(TENANT, USERS[0])
+        left = {e.payload["user_id"] async for e in core.store.read_all()}
+        assert left == {USERS[1]}, "the erased user's old events no longer read"
+    finally:
+        await core.close()
