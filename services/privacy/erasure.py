@@ -2,7 +2,7 @@
 
 Order matters. Keys first: from then on nothing of theirs decrypts in this process, and in any other once its
 key cache expires (``MNEMO_KEY_CACHE_SECONDS``), so a projector still holding an event of theirs cannot bring
-rows back for long; the rows, vectors and plaintext stream messages are then deleted, and deleted once more
+rows back for long; the rows, vectors and JetStream messages of theirs are then deleted, and deleted once more
 after that cache time (``resweep``), catching whatever an in-flight projection wrote meanwhile. Last, an
 ``erasure.completed`` event records ids and counts (no content); ``mnemo replay`` reads it to skip every
 event of theirs recorded before it (docs/privacy.md). Each step is idempotent, so a failed erasure is retried
@@ -35,8 +35,12 @@ from shared.vectors.port import VectorFilter, VectorIndex
 
 log = logging.getLogger(__name__)
 
-#: The streams holding plaintext a user sent (chat) or that a service could not process (dead letters).
-PLAINTEXT_STREAMS = ((subjects.CHAT_STREAM, subjects.CHAT_STREAM_SUBJECTS[0]), (subjects.DLQ_STREAM, subjects.DLQ_ALL))
+#: The streams a user's messages are deleted from (services/privacy/stream_purge.py says why each).
+PURGED_STREAMS = (
+    (subjects.CHAT_STREAM, subjects.CHAT_STREAM_SUBJECTS[0]),
+    (subjects.LOG_STREAM, subjects.LOG_ALL),
+    (subjects.DLQ_STREAM, subjects.DLQ_ALL),
+)
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,7 @@ class Eraser:
         if self._js is not None:
             match = belongs_to(target.tenant_id, target.user_id)
             removed = 0
-            for stream, subject in PLAINTEXT_STREAMS:
+            for stream, subject in PURGED_STREAMS:
                 removed += await purge(self._js, stream, subject, match)
             deleted["stream_messages"] = removed
         return deleted

@@ -1,10 +1,12 @@
-"""Removing a user's plaintext messages from JetStream streams (the chat stream and the dead letters).
+"""Removing a user's messages from JetStream streams (chat, log relay, dead letters).
 
 Chat messages arrive from the platform in plaintext (mnemo cannot encrypt what it has not received yet), and
 a dead letter keeps the body it could not process, so crypto-shredding does not reach them: erasure deletes
-each message of the user from those streams by sequence. Their retention limits bound them anyway. The log
-stream (``mnemo.log.>``) carries the log's encrypted form and needs no purge: it is shredded with the keys.
-Scanning is a full pass over each stream (an ephemeral consumer, no acks): erasure is rare, streams bounded.
+each message of the user from those streams by sequence. The log stream (``mnemo.log.>``) carries only the
+log's encrypted form and ids, shredded with the keys; its messages of the user are deleted too, so that no
+consumer still behind folds their plaintext events (ids, flags) into rows after the erasure. Retention limits
+bound all of them anyway. Scanning is a full pass over each stream (an ephemeral consumer, no acks): erasure
+is rare and streams are bounded.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
+
+from shared.events.envelope import UnknownEventType
+from shared.events.recorded import REGISTRY
 
 BATCH = 256
 Match = Callable[[bytes], bool]
@@ -36,10 +41,12 @@ def belongs_to(tenant_id: str, user_id: str | None) -> Match:
         if user_id is None:
             return True
         payload = doc.get("payload")
-        owners = [doc.get("user_id")]
-        if isinstance(payload, dict):
-            owners += [payload.get("user_id"), payload.get("owner_user_id")]
-        return user_id in owners
+        if isinstance(payload, dict) and isinstance(doc.get("type"), str):  # a log event, relayed or dead-lettered
+            try:
+                return REGISTRY.get(doc["type"]).owner(payload) == user_id  # bots stay, whoever created them
+            except UnknownEventType:
+                return False
+        return bool(doc.get("user_id") == user_id)  # a chat payload (a bot's has no user_id)
 
     return match
 
