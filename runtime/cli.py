@@ -102,7 +102,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
     if not args.tenant:
         print("mnemo keys rotate: give --tenant", file=sys.stderr)
         return 2
-    report = asyncio.run(keys_cli.tenant(settings, args.tenant, embedded=args.embedded, stop_after=args.stop_after))
+    report = asyncio.run(
+        keys_cli.tenant(settings, args.tenant, embedded=args.embedded, stop_after=args.stop_after, batch=args.batch)
+    )
     return 0 if report.done else 3
 
 
@@ -187,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("action", choices=("rotate-kek", "rotate"))
     keys.add_argument("--tenant", help="rotate: the tenant whose data keys to rotate")
     keys.add_argument("--stop-after", type=int, help=argparse.SUPPRESS)  # tests: stop as a killed run would
+    keys.add_argument("--batch", type=int, default=200, help="documents per batch (the progress and resume step)")
     add_backend_flags(keys)
     keys.add_argument("--embedded", action="store_true", help="start the embedded servers first (stack stopped)")
     keys.set_defaults(func=cmd_keys)

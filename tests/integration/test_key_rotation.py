@@ -1,12 +1,13 @@
 """Key rotation on a populated store (SecantusDB): data-key rotation of one tenant re-encrypts its log and read
-models under new keys, with progress, resuming after an interruption (in process and as a CLI run stopped
-midway); KEK rotation re-wraps every data key without touching data, resuming too. Nothing reads differently
+models under new keys, with progress, resuming after an interruption (in process, a CLI run stopped midway, a
+CLI run killed with SIGKILL); KEK rotation re-wraps every data key without touching data, resuming too. Nothing reads differently
 afterwards, and the other tenant is untouched."""
 
 from __future__ import annotations
 
 import base64
 import os
+import signal
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -100,15 +101,27 @@ def current_keys(docs: dict[str, list[dict[str, Any]]], tenant: str) -> set[str]
     return {d["key_id"] for d in docs["tenant_keys"] if d.get("tenant") == tenant and not d.get("retired")}
 
 
-def run_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+def cli_env(settings: Settings) -> dict[str, str]:
     assert settings.kek is not None
     env = {**os.environ, "MNEMO_MONGODB_URL": settings.mongodb_url, "MNEMO_MONGODB_DB": settings.mongodb_db,
-           "MNEMO_KEK": settings.kek.get_secret_value(), "MNEMO_DATA_DIR": str(settings.data_dir)}  # fmt: skip
+           "MNEMO_KEK": settings.kek.get_secret_value(), "MNEMO_DATA_DIR": str(settings.data_dir),
+           "PYTHONUNBUFFERED": "1"}  # fmt: skip
     if settings.kek_previous is not None:
         env["MNEMO_KEK_PREVIOUS"] = settings.kek_previous.get_secret_value()
+    return env
+
+
+def run_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "runtime.cli", "keys", *args],
-        env=env, capture_output=True, text=True, timeout=600, check=False, cwd=Path(__file__).resolve().parents[2],
+        [sys.executable, "-m", "runtime.cli", "keys", *args], env=cli_env(settings), capture_output=True,
+        text=True, timeout=600, check=False, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+
+
+def cli_process(settings: Settings, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "runtime.cli", "keys", *args], env=cli_env(settings), stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True, cwd=Path(__file__).resolve().parents[2],
     )  # fmt: skip
 
 
@@ -143,6 +156,27 @@ async def test_rotating_a_tenants_data_keys_re_encrypts_everything_and_resumes(c
     assert await contents(core_settings) == before
     other = [d for n in ("events", "rm_messages") for d in after_raw[n] if d.get("tenant_id") == OTHER]
     assert other == [d for n in ("events", "rm_messages") for d in before_raw[n] if d.get("tenant_id") == OTHER]
+
+
+async def test_a_rotation_killed_midway_resumes_from_its_saved_position(core_settings: Settings) -> None:
+    await populate(core_settings)
+    before = await contents(core_settings)
+    proc = cli_process(core_settings, "rotate", "--tenant", TENANT, "--batch", "5")
+    assert proc.stdout is not None
+    while "documents scanned" not in proc.stdout.readline():
+        assert proc.poll() is None, "the job ended before reporting progress"
+    proc.send_signal(signal.SIGKILL)  # kill -9 right after a batch was reported
+    proc.wait(30)
+    job = (await raw(core_settings))[JOBS][0]
+    assert job["state"] == "running", "killed midway"
+    assert job["scanned"] >= 5
+
+    report = await keys_cli.tenant(core_settings, TENANT, embedded=False)
+    assert report.done
+    after = await raw(core_settings)
+    assert report.scanned == sum(1 for docs in after.values() for d in docs if d.get("tenant_id") == TENANT)
+    assert token_keys(after, TENANT) <= current_keys(after, TENANT)
+    assert await contents(core_settings) == before
 
 
 async def test_kek_rotation_rewraps_every_data_key_without_touching_data_and_resumes(core_settings: Settings) -> None:
