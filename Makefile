@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context bench-scale up down clean
+.PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context bench-scale chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -83,6 +83,12 @@ bench-context: $(STAMP)
 ## Ingest at 1 and 2 replicas on `mnemo cluster` beside one process, same run: msgs/s, CPU per message, duplicates.
 bench-scale: $(STAMP)
 	$(PY) -m bench.scale $(ARGS)
+
+## Faults under load on `mnemo cluster` (kill -9 each service's replica, a NATS node, SecantusDB for 10 s), then
+## lost / duplicated / out-of-order messages and the share of context requests answered; one JSON line.
+## The default topology; CI runs ARGS=--quick (tests/integration/test_chaos.py).
+chaos: $(STAMP)
+	$(PY) -m bench.chaos $(ARGS)
 
 ## Distributed mode (needs a Docker engine).
 up:

@@ -38,6 +38,7 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("context-assembler", "services.context_assembler", replicas=2),
     ServiceSpec("lore", "services.lore"),
     ServiceSpec("memory", "services.memory"),
+    ServiceSpec("privacy", "services.privacy"),
 )
 
 

@@ -1,6 +1,7 @@
-"""`mnemo` command line: run the embedded stack or a local cluster, replay the log into the projections, write
-the files generated from the contract registry and the settings reference; against a running deployment
-(``runtime/cli_contract.py``): lore, memories, context, dead letters; the HTTP gateway."""
+"""`mnemo` command line: run the embedded stack or a local cluster, replay the log into the projections, export
+a user's data, rotate keys, write the files generated from the contract registry and the settings reference;
+against a running deployment (``runtime/cli_contract.py``): lore, memories, context, dead letters; the HTTP
+gateway."""
 
 from __future__ import annotations
 
@@ -95,6 +96,31 @@ def cmd_replay(args: argparse.Namespace) -> int:
     settings, nats_config = _secure(args, _settings(args))
     asyncio.run(replay(settings, embedded=not args.external, nats_config=nats_config))
     return 0
+
+
+def cmd_export_user(args: argparse.Namespace) -> int:
+    from runtime.privacy_cli import export_user
+
+    settings = _settings(args)
+    out: Path = args.out or Path(f"export-{args.tenant}-{args.user}.json")
+    asyncio.run(export_user(settings, args.tenant, args.user, out, embedded=args.embedded))
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from runtime import keys_cli
+
+    settings = _settings(args)
+    if args.action == "rotate-kek":
+        asyncio.run(keys_cli.kek(settings, embedded=args.embedded, stop_after=args.stop_after))
+        return 0
+    if not args.tenant:
+        print("mnemo keys rotate: give --tenant", file=sys.stderr)
+        return 2
+    report = asyncio.run(
+        keys_cli.tenant(settings, args.tenant, embedded=args.embedded, stop_after=args.stop_after, batch=args.batch)
+    )
+    return 0 if report.done else 3
 
 
 def cmd_asyncapi(args: argparse.Namespace) -> int:
@@ -205,6 +231,30 @@ def build_parser() -> argparse.ArgumentParser:
         "file; without it the file reads each from $MNEMO_NATS_PASSWORD_<USER>",
     )
     auth.set_defaults(func=cmd_nats_config)
+    exp = sub.add_parser("export-user", help="write everything mnemo holds about a user to a JSON file")
+    add_backend_flags(exp)
+    exp.add_argument("--tenant", required=True, help="the user's tenant id")
+    exp.add_argument("--user", required=True, help="the user id")
+    exp.add_argument("--out", type=Path, help="file to write (default export-<tenant>-<user>.json)")
+    exp.add_argument(
+        "--embedded", action="store_true", help="start the embedded servers first (the stack must be stopped)"
+    )
+    exp.set_defaults(func=cmd_export_user)
+
+    keys = sub.add_parser(
+        "keys",
+        help="key rotation: re-wrap every data key under the current KEK, or rotate a tenant's data keys",
+        description="rotate-kek: re-wrap every data key under MNEMO_KEK (the old KEK in MNEMO_KEK_PREVIOUS). "
+        "rotate --tenant T: new data keys for the tenant and its users, then re-encrypt its records. Both "
+        "print progress and resume after an interruption (docs/privacy.md).",
+    )
+    keys.add_argument("action", choices=("rotate-kek", "rotate"))
+    keys.add_argument("--tenant", help="rotate: the tenant whose data keys to rotate")
+    keys.add_argument("--stop-after", type=int, help=argparse.SUPPRESS)  # tests: stop as a killed run would
+    keys.add_argument("--batch", type=int, default=200, help="documents per batch (the progress and resume step)")
+    add_backend_flags(keys)
+    keys.add_argument("--embedded", action="store_true", help="start the embedded servers first (stack stopped)")
+    keys.set_defaults(func=cmd_keys)
 
     doc = sub.add_parser("asyncapi", help="write the AsyncAPI document of the public contract")
     doc.add_argument("--out", default="asyncapi.json", help="file to write, or - for stdout")

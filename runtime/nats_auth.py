@@ -37,6 +37,7 @@ class Role:
     answers: tuple[str, ...] = ()  # the RPC subjects it serves
     points: Literal["write", "read"] | None = None  # stream-mode vectors: the writer or a follower's shard
     lease: bool = False  # single active (shared/lease.py): its key in the lease bucket
+    purges: tuple[str, ...] = ()  # streams it reads with ephemeral consumers and deletes messages from (erasure)
 
 
 _LORE_RPCS = (
@@ -62,6 +63,11 @@ ROLES: dict[str, Role] = {
     "context-assembler": Role(answers=(subjects.CONTEXT_ASSEMBLE,), points="read"),
     "lore": Role(answers=_LORE_RPCS),
     "memory": Role(answers=(subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST)),
+    "privacy": Role(
+        answers=(subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER),
+        points="write",
+        purges=CORE_STREAMS,
+    ),
 }
 
 
@@ -104,6 +110,20 @@ def _points_api(role: Literal["write", "read"]) -> list[str]:
     ]
 
 
+def _purge_api(stream: str) -> list[str]:
+    """Erasure: scan ``stream`` with an ephemeral pull consumer and delete the erased user's messages."""
+    api = f"{JS_API}.CONSUMER"
+    return [
+        f"{api}.CREATE.{stream}",
+        f"{api}.CREATE.{stream}.>",
+        f"{api}.MSG.NEXT.{stream}.>",
+        f"{api}.DELETE.{stream}.>",
+        f"{api}.INFO.{stream}.>",
+        f"{JS_API}.STREAM.MSG.DELETE.{stream}",
+        f"$JS.ACK.{stream}.>",
+    ]
+
+
 def _lease_api() -> list[str]:
     """The lease bucket (a key-value stream): declare it, read the key (direct or not), write it."""
     stream = f"KV_{LEASE_BUCKET}"
@@ -128,6 +148,8 @@ def service_grant(name: str, role: Role) -> Grant:
         publish += _points_api(role.points)
     if role.lease:
         publish += _lease_api()
+    for stream in role.purges:
+        publish += _purge_api(stream)
     return Grant(tuple(dict.fromkeys(publish)), (*subscribe, *role.answers), responds=bool(role.answers))
 
 

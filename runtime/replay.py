@@ -2,7 +2,9 @@
 
 The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore,
 characters' knowledge and lore timed effects included) and the vectors of messages, summaries, legacy memories,
-lore entries and characters' facts, then folds every event back in, in batches, with a progress bar and the totals by event type at the end. Run it with the stack stopped: in embedded mode the vector index has one owner
+lore entries and characters' facts, then folds every event back in, in batches, with a progress bar and the
+totals by event type at the end; events of erased users are skipped (their keys are gone, and ``Erasures`` hides
+their plaintext events too). Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
 
 In stream mode (``MNEMO_VECTORS__MODE=stream``) the vectors are rebuilt in the points stream: replay writes the
@@ -40,7 +42,9 @@ from services.embedding.domain import PAYLOAD_MODELS, payload_error
 from services.embedding.handlers import EmbeddingHandler
 from services.memory_extractor.witnessed import WitnessedReadModel
 from shared.bootstrap import open_core
+from shared.eventlog.erasures import Erasures
 from shared.events.envelope import EventEnvelope
+from shared.events.recorded import ERASURE_COMPLETED, REGISTRY
 from shared.readmodels import ReadModels
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
@@ -94,8 +98,11 @@ async def replay(settings: Settings, *, embedded: bool, nats_config: str = "") -
                 await vectors.reset()  # followers wipe their shard at the marker
             else:
                 await vectors.delete(points.all_kinds())
+            # Everything of an erased user stays erased (shared/eventlog/erasures.py, docs/privacy.md).
+            erasure_docs = await core.store.events.find({"type": ERASURE_COMPLETED.name}).to_list()
+            erasures = Erasures.of(REGISTRY, await core.codec.decode_all(erasure_docs))
             expected = await core.store.events.estimated_document_count()
-            return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding, expected)
+            return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding, erasures, expected)
         finally:
             await core.close()
     finally:
@@ -113,12 +120,13 @@ async def _fold_log(
     events: AsyncIterator[EventEnvelope],
     projections: Sequence[Projection],
     embedding: EmbeddingHandler,
+    erasures: Erasures,
     expected: int | None = None,
 ) -> int:
     """Fold every event, showing a progress bar against ``expected`` (the log's size when replay started), then
     the totals by event type."""
     started = time.monotonic()
-    total = 0
+    total = hidden = 0
     by_type: Counter[str] = Counter()
     batch: list[EventEnvelope] = []
     console = Console()
@@ -147,6 +155,9 @@ async def _fold_log(
 
     with progress:
         async for env in events:
+            if erasures.hides(env):
+                hidden += 1
+                continue
             batch.append(env)
             if len(batch) >= BATCH:
                 await flush()
@@ -158,5 +169,6 @@ async def _fold_log(
         table.add_row(event_type, f"{count:,}")
     table.add_row("[bold]total[/bold]", f"[bold]{total:,}[/bold]")
     console.print(table)
-    print(f"replay done: {total} events in {elapsed:.1f}s ({total / max(elapsed, 1e-9):,.0f}/s)", flush=True)
+    erased = f" ({hidden} of erased users skipped)" if hidden else ""
+    print(f"replay done: {total} events in {elapsed:.1f}s ({total / max(elapsed, 1e-9):,.0f}/s){erased}", flush=True)
     return total

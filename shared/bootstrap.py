@@ -24,7 +24,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from shared import natsconn
 from shared.broker import ensure_streams, make_broker, start_broker
-from shared.crypto import FieldCipher, load_or_create_kek, parse_kek
+from shared.crypto import FieldCipher
 from shared.embedders.factory import build_embedder
 from shared.embedders.port import Embedder
 from shared.eventlog.codec import EventCodec
@@ -32,6 +32,7 @@ from shared.eventlog.keystore import MongoKeyStore
 from shared.eventlog.mongo import MongoEventStore
 from shared.eventlog.relay import NatsJetStreamPublisher, Relay
 from shared.events.recorded import REGISTRY
+from shared.keys import LocalKek, load_or_create_kek, parse_kek, read_kek_file
 from shared.lease import Lease, lease_bucket
 from shared.llm.factory import build_chat_model
 from shared.llm.port import ChatModel
@@ -63,10 +64,18 @@ class ServiceDefinition:
     single_active: bool = False
 
 
-def resolve_kek(settings: Settings) -> bytes:
+def resolve_kek(settings: Settings) -> LocalKek:
+    """The KEK from ``MNEMO_KEK``, else the file ``MNEMO_KEK_FILE``, else (embedded mode) ``data_dir/kek.b64``,
+    created on first use; with the KEKs being retired (``MNEMO_KEK_PREVIOUS``) accepted for unwrapping. A KMS
+    adapter would implement ``shared.keys.KeyWrapper`` instead."""
     if settings.kek is not None:
-        return parse_kek(settings.kek.get_secret_value())
-    return load_or_create_kek(settings.data_dir)
+        kek = parse_kek(settings.kek.get_secret_value())
+    elif settings.kek_file is not None:
+        kek = read_kek_file(settings.kek_file)
+    else:
+        kek = load_or_create_kek(settings.data_dir)
+    previous = settings.kek_previous.get_secret_value().split(",") if settings.kek_previous else []
+    return LocalKek(kek, [parse_kek(p.strip()) for p in previous if p.strip()])
 
 
 @dataclass
@@ -102,7 +111,9 @@ async def open_core(settings: Settings, *, vectors: bool | VectorRole = False, e
     index); in stream mode it selects the writer or a follower's shard (``shared/vectors/factory.py``)."""
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(settings.mongodb_url, tz_aware=True)
     db = mongo[settings.mongodb_db]
-    cipher = FieldCipher(resolve_kek(settings), MongoKeyStore(db))
+    keys = MongoKeyStore(db)
+    await keys.ensure_indexes()
+    cipher = FieldCipher(resolve_kek(settings), keys, cache_seconds=settings.key_cache_seconds)
     codec = EventCodec(REGISTRY, cipher)
     store = MongoEventStore(db, codec)
     await store.ensure_indexes()
@@ -132,6 +143,7 @@ def deps_for(core: Core, broker: NatsBroker) -> Deps:
         codec=core.codec,
         publisher=core.relay,
         cipher=core.cipher,
+        nc=core.nc,
         vectors=core.vectors,
         embedder=core.embedder,
         chat_model=core.chat_model,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from faststream.nats import NatsBroker
+from nats.aio.client import Client as NatsClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.crypto import FieldCipher
@@ -52,6 +53,7 @@ class Deps:
     #: Stream mode's read-your-writes wait (``PointsFollower.caught_up``): True once this process's shard has
     #: applied every write acked before the call, False after the given seconds; None: the index is shared.
     vectors_caught_up: Callable[[float], Awaitable[bool]] | None = None
+    nc: NatsClient | None = None  # the core's NATS connection (JetStream streams beyond the broker's)
 
     def require_vectors(self) -> VectorIndex:
         if self.vectors is None:

@@ -260,6 +260,18 @@ class Settings(_Tree):
     kek: SecretStr | None = Field(
         None, description="base64 32-byte key-encryption key; embedded mode generates one in data_dir"
     )
+    kek_file: Path | None = Field(None, description="a file holding the base64 KEK (when `kek` is unset)")
+    kek_previous: SecretStr | None = Field(
+        None,
+        description="comma-separated base64 KEKs being retired: still accepted for unwrapping data keys until "
+        "`mnemo keys rotate-kek` re-wrapped them all under `kek` (docs/privacy.md)",
+    )
+    key_cache_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="how long a process keeps a data key in memory before checking the key store again: "
+        "the longest another process can still use a key erased elsewhere",
+    )
     vector_collection: str = Field("mnemo", description="the Qdrant collection (one for every tenant, filtered)")
     embedder: EmbedderSettings = EmbedderSettings()
     llm: LLMSettings = LLMSettings()

@@ -46,6 +46,9 @@ MEMORY_UNPROMOTE: Final = "mnemo.rpc.memory.unpromote.v1"
 MEMORY_CONVERT_TO_LORE: Final = "mnemo.rpc.memory.convert_to_lore.v1"
 MEMORY_DELETE: Final = "mnemo.rpc.memory.delete.v1"
 MEMORY_LIST: Final = "mnemo.rpc.memory.list.v1"
+PRIVACY_ERASE_USER: Final = "mnemo.rpc.privacy.erase_user.v1"
+PRIVACY_ERASE_TENANT: Final = "mnemo.rpc.privacy.erase_tenant.v1"
+PRIVACY_EXPORT_USER: Final = "mnemo.rpc.privacy.export_user.v1"
 
 # --- Recorded events: what the event log's relay publishes after a durable append ----------------
 LOG_PREFIX: Final = "mnemo.log"

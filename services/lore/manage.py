@@ -146,7 +146,11 @@ def _validated(fields: dict[str, Any]) -> LoreEntry:
 
 def _written(state: BookState, entry: LoreEntry, now: datetime) -> LorebookEntryWritten:
     return LorebookEntryWritten(
-        lorebook_id=state.lorebook_id, uid=entry.uid, entry=entry.model_dump(mode="json"), at=now
+        lorebook_id=state.lorebook_id,
+        uid=entry.uid,
+        entry=entry.model_dump(mode="json"),
+        at=now,
+        owner_user_id=state.owner_user_id,
     )
 
 

@@ -12,6 +12,7 @@ from nats.aio.msg import Msg
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from shared.crypto import KeyErased
 from shared.delivery.dead_letters import DeadLetters, heartbeat, retry_delay
 from shared.delivery.order import OrderGate
 from shared.delivery.types import (
@@ -97,6 +98,10 @@ class BatchConsumer(Generic[T]):
                 value = self._decode(msg)
                 if isinstance(value, Awaitable):
                     value = await value
+            except KeyErased:  # its owner was erased (crypto-shredded): gone by design, not a failure
+                span.set_attribute("mnemo.erased", True)
+                await msg.ack()
+                continue
             except Exception as exc:  # any decode failure is permanent for this payload
                 await self._reject(msg, f"invalid payload: {type(exc).__name__}: {exc}", span)
                 continue

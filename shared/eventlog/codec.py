@@ -3,7 +3,7 @@
 Why one codec for both: user text must be encrypted at rest *and* on the bus (JetStream persists messages
 to disk), so the log and JetStream carry the very same encrypted document and every consumer decodes it
 with this codec. The payload fields an event type lists in ``encrypted_fields`` are encrypted with the
-tenant's data key and bound (AES-GCM associated data) to the tenant, the ``event_id`` and the field name,
+data key of the user the type's ``key_owner`` field names (else the tenant's) and bound (AES-GCM associated data) to the tenant, the ``event_id`` and the field name,
 so a ciphertext copied to another event, field or tenant does not decrypt.
 
 Stored form (a plain dict, BSON- and JSON-friendly)::
@@ -23,13 +23,14 @@ up to its current schema version.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import to_json, to_jsonable_python
 
-from shared.crypto import FieldCipher
+from shared.crypto import FieldCipher, KeyErased
 from shared.events.envelope import EventEnvelope, EventRegistry, EventType, NewEvent, UnknownEventType
 
 StoredDoc = dict[str, Any]
@@ -113,7 +114,7 @@ class EventCodec:
         et = self.event_type(env.type, env.event_id)
         payload = env.payload
         if et.encrypted_fields:
-            tenant = await self.cipher.for_tenant(env.tenant_id)
+            tenant = await self.cipher.for_tenant(env.tenant_id, et.owner(payload))
             payload = tenant.encrypt_fields(env.event_id, payload, et.encrypted_fields)
         doc = {name: getattr(env, name) for name in _ENVELOPE_FIELDS}
         if doc["traceparent"] is None:
@@ -135,7 +136,8 @@ class EventCodec:
             raise MalformedEvent(f"not a stored event: {exc!r}") from exc
         et = self.event_type(type_name, event_id)
         if et.encrypted_fields:
-            tenant = await self.cipher.for_tenant(tenant_id)
+            # Tokens name their key: the owner's (possibly erased, then KeyErased) or the tenant's.
+            tenant = await self.cipher.for_tenant(tenant_id, reading=(payload,))
             payload = tenant.decrypt_fields(event_id, payload, et.encrypted_fields)
         raw["payload"] = et.upcast(version, payload)
         raw["schema_version"] = et.schema_version
@@ -146,6 +148,17 @@ class EventCodec:
             return EventEnvelope.model_validate(raw)
         except ValidationError as exc:
             raise MalformedEvent(f"event {event_id}: invalid envelope: {exc}") from exc
+
+    async def decode_all(self, docs: Iterable[StoredDoc]) -> list[EventEnvelope]:
+        """``decode`` each, skipping events whose owner was erased (key destroyed): every read of the log and
+        so ``mnemo replay`` treat them as gone, not as errors."""
+        out = []
+        for doc in docs:
+            try:
+                out.append(await self.decode(doc))
+            except KeyErased:
+                continue
+        return out
 
     @staticmethod
     def to_wire(doc: StoredDoc) -> bytes:

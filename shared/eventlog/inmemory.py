@@ -83,7 +83,7 @@ class InMemoryEventStore:
 
     # --- reads ----------------------------------------------------------------------------------------
     async def _decode(self, event_ids: Sequence[str]) -> list[EventEnvelope]:
-        return [await self.codec.decode(self.docs[e]) for e in event_ids]
+        return await self.codec.decode_all(self.docs[e] for e in event_ids)
 
     async def stream_version(self, stream_id: str) -> int:
         return max(self._streams.get(stream_id) or [0])
@@ -111,8 +111,8 @@ class InMemoryEventStore:
     async def read_all(self, batch_size: int = 1000) -> AsyncIterator[EventEnvelope]:
         """Streams in id order, each in version order (the MongoDB adapter's order)."""
         for sid in sorted(self._streams):
-            for eid in self._ordered_ids(sid):
-                yield await self.codec.decode(self.docs[eid])
+            for env in await self.codec.decode_all(self.docs[eid] for eid in self._ordered_ids(sid)):
+                yield env
 
     # --- outbox ---------------------------------------------------------------------------------------
     async def unpublished(self, min_age_s: float, limit: int) -> list[EventEnvelope]:

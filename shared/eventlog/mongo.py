@@ -265,7 +265,7 @@ class MongoEventStore:
 
     # --- reads ----------------------------------------------------------------------------------------
     async def _decode_all(self, cursor: Any) -> list[EventEnvelope]:
-        return [await self.codec.decode(d) async for d in cursor]
+        return await self.codec.decode_all([d async for d in cursor])
 
     async def stream_version(self, stream_id: str) -> int:
         doc = await self.events.find_one(
@@ -308,7 +308,7 @@ class MongoEventStore:
     async def get_events(self, event_ids: Sequence[str]) -> list[EventEnvelope]:
         """The stored ones among ``event_ids``, in the order asked."""
         found = {d["_id"]: d async for d in self.events.find({"_id": {"$in": list(event_ids)}})}
-        return [await self.codec.decode(found[i]) for i in dict.fromkeys(event_ids) if i in found]
+        return await self.codec.decode_all(found[i] for i in dict.fromkeys(event_ids) if i in found)
 
     async def read_all(self, batch_size: int = 1000) -> AsyncIterator[EventEnvelope]:
         """Keyset pagination over the unique ``(stream_id, version)`` index.
@@ -325,8 +325,8 @@ class MongoEventStore:
                 query = {"$or": [{"stream_id": {"$gt": last[0]}}, {"stream_id": last[0], "version": {"$gt": last[1]}}]}
             cursor = self.events.find(query).sort([("stream_id", ASCENDING), ("version", ASCENDING)]).limit(batch_size)
             docs = [d async for d in cursor]
-            for d in docs:
-                yield await self.codec.decode(d)
+            for env in await self.codec.decode_all(docs):
+                yield env
             if len(docs) < batch_size:
                 return
             last = (docs[-1]["stream_id"], int(docs[-1]["version"]))
@@ -365,7 +365,7 @@ class MongoEventStore:
         settled_until = min((intended[d["_id"]] for d in found), default=cutoff)
         if watermark is None or settled_until > watermark:
             await self.relay_state.update_one({"_id": _WATERMARK}, {"$max": {"at": settled_until}}, upsert=True)
-        return [await self.codec.decode(d) for d in found[:limit]]
+        return await self.codec.decode_all(found[:limit])
 
     async def mark_published(self, event_ids: Sequence[str]) -> None:
         """One receipt document (an insert, never an update); unknown ids are harmless."""

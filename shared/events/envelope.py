@@ -99,6 +99,9 @@ class EventType(Generic[P]):
     schema_version: int = 1
     encrypted_fields: frozenset[str] = frozenset()
     upcasters: dict[int, Upcaster] = field(default_factory=dict)
+    #: The payload field naming the user who owns the event's data: their data key encrypts its encrypted
+    #: fields (None: the tenant's key), and erasing them erases it (``mnemo replay`` skips it).
+    key_owner: str | None = None
 
     def upcast(self, from_version: int, payload: Payload) -> Payload:
         """Chain the upcasters from ``from_version`` to the current version."""
@@ -111,6 +114,11 @@ class EventType(Generic[P]):
                 raise UnknownSchemaVersion(f"no upcaster for {self.name} v{v} -> v{v + 1}") from None
             payload = step(dict(payload))
         return payload
+
+    def owner(self, payload: Payload) -> str | None:
+        """The user owning an event of this type with ``payload`` (see ``key_owner``), or None."""
+        value = payload.get(self.key_owner) if self.key_owner else None
+        return value if isinstance(value, str) else None
 
     def parse(self, payload: Payload) -> P:
         """The payload of an event of this type (as read: upcast, decrypted) as its model."""
@@ -137,11 +145,12 @@ class EventRegistry:
         schema_version: int = 1,
         encrypted: Iterable[str] = (),
         upcasters: dict[int, Upcaster] | None = None,
+        key_owner: str | None = None,
     ) -> EventType[P]:
         """Bind ``name`` (at ``schema_version``) to its payload ``model``; a name is registered once."""
         if name in self._types:
             raise ValueError(f"event type {name!r} registered twice")
-        et = EventType(name, model, schema_version, frozenset(encrypted), dict(upcasters or {}))
+        et = EventType(name, model, schema_version, frozenset(encrypted), dict(upcasters or {}), key_owner)
         self._types[name] = et
         return et
 

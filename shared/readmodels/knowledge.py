@@ -168,7 +168,7 @@ class KnowledgeReadModel:
                 yield k
 
     async def _doc(self, env: EventEnvelope, fact: FactLearned, keys: list[str]) -> dict[str, Any]:
-        tc = await self._cipher.for_tenant(env.tenant_id)
+        tc = await self._cipher.for_tenant(env.tenant_id, fact.user_id)
         return {
             "tenant_id": env.tenant_id,
             "event_id": env.event_id,
@@ -176,6 +176,7 @@ class KnowledgeReadModel:
             **fact.model_dump(exclude={"fact_id", "text", "subject", "consolidates"}),
             "text": tc.encrypt(fact.fact_id, "text", fact.text),
             "subject": tc.encrypt(fact.fact_id, "subject", fact.subject),
+            "tags": tc.encrypt(fact.fact_id, "tags", list(fact.tags)),
             "consolidates": list(getattr(fact, "consolidates", [])),
             "source_keys": list(dict.fromkeys(keys)),
             "scope_version": env.version,
@@ -272,7 +273,7 @@ class KnowledgeReadModel:
         return [await self._view(d) async for d in self._col.find(query)]
 
     async def _view(self, d: dict[str, Any]) -> FactView:
-        tc = await self._cipher.for_tenant(d["tenant_id"])
+        tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))
         return FactView(
             fact_id=d["_id"],
             tenant_id=d["tenant_id"],
@@ -283,7 +284,8 @@ class KnowledgeReadModel:
             text=str(tc.decrypt(d["_id"], "text", d["text"])),
             subject=str(tc.decrypt(d["_id"], "subject", d["subject"])),
             fact_type=d["fact_type"],
-            tags=tuple(d.get("tags", ())),
+            # rows written before tags were encrypted hold a plain list
+            tags=tuple(t if isinstance(t := d.get("tags", ()), list) else tc.decrypt(d["_id"], "tags", t)),
             confidence=float(d["confidence"]),
             learned_at=_utc(d["learned_at"]),
             scope=d["scope"],

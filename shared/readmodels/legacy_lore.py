@@ -98,7 +98,7 @@ class LegacyLoreReadModel:
 
     async def _created(self, env: EventEnvelope) -> UpdateOne:
         c = LEGACY_LORE_CREATED.parse(env.payload)
-        tc = await self._cipher.for_tenant(env.tenant_id)
+        tc = await self._cipher.for_tenant(env.tenant_id, c.user_id)
         plain = c.model_dump(exclude={"legacy_id", *ENCRYPTED})
         doc: Doc = {
             "tenant_id": env.tenant_id,
@@ -164,7 +164,7 @@ class LegacyLoreReadModel:
         return [await self._view(d) async for d in cursor], total
 
     async def _view(self, d: Doc) -> LegacyLoreView:
-        tc = await self._cipher.for_tenant(d["tenant_id"])
+        tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))
 
         def plain(field: str) -> Any:
             return tc.decrypt(d["_id"], field, d[field]) if d.get(field) is not None else None

@@ -112,7 +112,7 @@ class LoreReadModel:
             "targets": s.targets,
             "deleted": s.deleted,
         }
-        cipher = await self._cipher.for_tenant(s.tenant_id)
+        cipher = await self._cipher.for_tenant(s.tenant_id, s.owner_user_id)
         encrypted = {**cipher.encrypt_fields(doc_id, doc, ENCRYPTED), "version": s.version}
         try:
             await self.books.replace_one({"_id": doc_id, "version": {"$lte": s.version}}, encrypted, upsert=True)
@@ -136,7 +136,7 @@ class LoreReadModel:
         doc = await self.books.find_one({"_id": lorebook_stream(tenant_id, lorebook_id)})
         if doc is None:
             return None
-        plain = (await self._cipher.for_tenant(tenant_id)).decrypt_fields(doc["_id"], doc, ENCRYPTED)
+        plain = (await self._cipher.for_tenant(tenant_id, reading=(doc,))).decrypt_fields(doc["_id"], doc, ENCRYPTED)
         return BookState(
             tenant_id=plain["tenant_id"],
             lorebook_id=plain["lorebook_id"],
@@ -161,7 +161,7 @@ class LoreReadModel:
         if not ids:
             return {}
         docs = await self.books.find({"_id": {"$in": ids}, "deleted": {"$ne": True}}).to_list()
-        cipher = await self._cipher.for_tenant(tenant_id)
+        cipher = await self._cipher.for_tenant(tenant_id, reading=docs)
         out: dict[str, LorebookView] = {}
         for doc in docs:
             plain = cipher.decrypt_fields(doc["_id"], doc, ENCRYPTED)

@@ -140,7 +140,8 @@ class ReadModels:
             if stream_parts(sid)[0] == "conversation":
                 conversation_streams.append(sid)
             for env in events:
-                cipher = await self._cipher.for_tenant(env.tenant_id)
+                owner = env.payload.get("user_id")  # messages and personas: the user's key; bots: the tenant's
+                cipher = await self._cipher.for_tenant(env.tenant_id, owner if isinstance(owner, str) else None)
                 target = _WRITES.get(env.type)
                 if target is not None and (op := target[1](env, cipher)) is not None:
                     ops[target[0]].append(op)
@@ -225,7 +226,8 @@ class ReadModels:
         return {by_id[d["_id"]]: MessageStatus.from_doc(d) for d in docs}
 
     async def _views(self, tenant_id: str, docs: Iterable[Doc]) -> list[MessageView]:
-        cipher = await self._cipher.for_tenant(tenant_id)
+        docs = list(docs)
+        cipher = await self._cipher.for_tenant(tenant_id, reading=docs)
         return sorted((message_view(d, cipher) for d in docs), key=lambda m: m.index)
 
     @staticmethod
@@ -303,11 +305,11 @@ class ReadModels:
     # --- profiles -------------------------------------------------------------------------------------
     async def bot(self, tenant_id: str, bot_id: str) -> BotView | None:
         doc = await self.bots.find_one({"_id": bot_stream(tenant_id, bot_id)})
-        return bot_view(doc, await self._cipher.for_tenant(tenant_id)) if doc else None
+        return bot_view(doc, await self._cipher.for_tenant(tenant_id, reading=(doc,))) if doc else None
 
     async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaView | None:
         doc = await self.personas.find_one({"_id": persona_stream(tenant_id, user_id, persona_id)})
-        return persona_view(doc, await self._cipher.for_tenant(tenant_id)) if doc else None
+        return persona_view(doc, await self._cipher.for_tenant(tenant_id, reading=(doc,))) if doc else None
 
 
 def _wanted(doc: Doc, include_deleted: bool, visible_to: str | None) -> bool:

@@ -100,7 +100,7 @@ class SummariesReadModel:
 
     async def _created(self, env: EventEnvelope) -> UpdateOne:
         s = SUMMARY_CREATED.parse(env.payload)
-        tc = await self._cipher.for_tenant(env.tenant_id)
+        tc = await self._cipher.for_tenant(env.tenant_id, s.user_id)
         emotional = s.emotional_context
         fields = {
             "event_id": env.event_id,
@@ -169,7 +169,7 @@ class SummariesReadModel:
         return [await self._view(d) async for d in cursor]
 
     async def _view(self, d: dict[str, Any]) -> SummaryView:
-        tc = await self._cipher.for_tenant(d["tenant_id"])
+        tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))
         emotional = d.get("emotional_context")
         return SummaryView(
             summary_id=d["_id"],

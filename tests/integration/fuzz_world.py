@@ -21,6 +21,7 @@ from services.ingest.app import create_router as ingest_router
 from services.lore.app import create_router as lore_router
 from services.memory.app import create_router as memory_router
 from services.memory_extractor.app import create_router as extractor_router
+from services.privacy.app import create_router as privacy_router
 from shared import subjects
 from shared.embedders.bundled import BundledEmbedder
 from shared.readmodels.knowledge import KnowledgeReadModel
@@ -85,7 +86,7 @@ def chat_message(tenant: str, user: str, conv: str, message_id: str, content: st
 
 @contextlib.asynccontextmanager
 async def world(nats_url: str, mongo_url: str) -> AsyncIterator[World]:
-    routers = [ingest_router, context_router, lore_router, memory_router, extractor_router]
+    routers = [ingest_router, context_router, lore_router, memory_router, extractor_router, privacy_router]
     db = f"fuzz_{uuid.uuid4().hex[:10]}"
     # No request rate limit: the fuzzer sends far faster than a tenant's default rate, and every valid request
     # must get its reply (the rate limit has its own tests: tests/lore/component/test_lore_limits.py).
@@ -156,6 +157,11 @@ def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]
         return _owned(w, lorebook_id=book, uid=0, changes={"content": draw(texts)}), _scratch_book(w, book, entry=True)
     if subject == subjects.LORE_ENTRY_DELETE:
         return _owned(w, lorebook_id=book, uid=0), _scratch_book(w, book, entry=True)
+    if subject in (subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_EXPORT_USER):
+        # Users of their own tenants: erasing tenant A's would pull the world from under the other cases.
+        return {"tenant_id": draw(ids), "user_id": draw(ids)}, ()
+    if subject == subjects.PRIVACY_ERASE_TENANT:
+        return {"tenant_id": draw(ids), "confirm": "erase"}, ()
     mine = {"tenant_id": w.tenant, "user_id": USER}
     if subject == subjects.MEMORY_CONVERT_TO_LORE:
         return {**mine, "memory_id": w.memory, "applies_to_bots": draw(st.lists(ids, min_size=1, max_size=3)),

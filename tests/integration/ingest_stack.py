@@ -102,7 +102,7 @@ async def running(
     cipher = FieldCipher(kek or os.urandom(32), MongoKeyStore(db))
     log = await connect(db, nats_url, cipher, reset_streams)
     broker = NatsBroker(nats_url)
-    deps = Deps(settings, broker, db, log.store, log.codec, log.relay, cipher, vectors, embedder)
+    deps = Deps(settings, broker, db, log.store, log.codec, log.relay, cipher, vectors, embedder, nc=log.nc)
     for factory in create_router if isinstance(create_router, Sequence) else [create_router]:
         broker.include_router(factory(deps))
     await start_broker(broker)  # returns once the server has the subscriptions (no 'no responders')

@@ -64,6 +64,7 @@ from shared.events.memory_contract import (
     MemoryPromoteRequest,
     MemoryUnpromoteRequest,
 )
+from shared.events.privacy_contract import EraseTenantRequest, EraseUserRequest, ExportUserRequest
 from shared.events.recorded import bot_stream, conversation_stream, persona_stream
 from shared.lore.model import LoreEntry
 from tests.integration.fuzz_cases import Bad, free_form, json_values, marker, mutations, texts
@@ -112,6 +113,9 @@ REQUESTS: dict[str, type[Any]] = {
     subjects.MEMORY_LIST: MemoryListRequest,
     subjects.MEMORY_PROMOTE: MemoryPromoteRequest,
     subjects.MEMORY_UNPROMOTE: MemoryUnpromoteRequest,
+    subjects.PRIVACY_ERASE_USER: EraseUserRequest,
+    subjects.PRIVACY_ERASE_TENANT: EraseTenantRequest,
+    subjects.PRIVACY_EXPORT_USER: ExportUserRequest,
 }
 EVENTS: dict[str, type[Any]] = {
     subjects.MESSAGE_CREATED: MessageCreated,
@@ -130,6 +134,9 @@ BY_ID = set(REQUESTS) - {
     subjects.LORE_BOOK_CREATE,
     subjects.LORE_LIST,
     subjects.MEMORY_LIST,
+    subjects.PRIVACY_ERASE_USER,
+    subjects.PRIVACY_ERASE_TENANT,
+    subjects.PRIVACY_EXPORT_USER,
 }
 OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT}
 MARKER = re.compile(rb"fz[0-9a-f]{32}")

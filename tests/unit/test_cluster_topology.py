@@ -24,6 +24,7 @@ REQUIRED = {
     "context-assembler": 2,
     "lore": 1,
     "memory": 1,
+    "privacy": 1,
 }
 
 

@@ -16,7 +16,16 @@ from runtime.catalog import SERVICES
 from shared.vectors.qdrant_server import MIN_SERVER_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
-MNEMO_SERVICES = ("ingest", "embedding", "summarizer", "memory_extractor", "context_assembler", "lore", "memory")
+MNEMO_SERVICES = (
+    "ingest",
+    "embedding",
+    "summarizer",
+    "memory_extractor",
+    "context_assembler",
+    "lore",
+    "memory",
+    "privacy",
+)
 GATEWAY = "gateway"  # not in the catalog: an HTTP server and NATS client, not a NATS service
 
 

@@ -119,11 +119,12 @@ def test_every_registered_type_parses_its_payload_into_its_model() -> None:
 STORED_FORM = {
     "bot.recorded": (1, {"name", "system_prompt", "gender", "age"}),
     "conversation.forked": (1, set()),
-    "knowledge.fact_learned": (1, {"text", "subject"}),
+    "erasure.completed": (1, set()),
+    "knowledge.fact_learned": (1, {"text", "subject", "tags"}),
     "knowledge.fact_promoted": (1, set()),
     "knowledge.fact_retired": (1, set()),
     "knowledge.fact_unpromoted": (1, set()),
-    "knowledge.facts_consolidated": (1, {"text", "subject"}),
+    "knowledge.facts_consolidated": (1, {"text", "subject", "tags"}),
     "knowledge.witnessed": (1, set()),
     "legacy_lore.created": (1, {"title", "text", "emotional_tags"}),
     "legacy_lore.deleted": (1, set()),
@@ -150,6 +151,41 @@ STORED_FORM = {
 def test_the_registry_keeps_every_types_stored_form() -> None:
     registered = {n: (REGISTRY.get(n).schema_version, set(REGISTRY.get(n).encrypted_fields)) for n in REGISTRY.names()}
     assert registered == STORED_FORM
+
+
+#: Whose data key encrypts each type and whose erasure erases it (docs/privacy.md): a type missing here is
+#: the tenant's (bots, book deletions and attachments, the erasure record itself).
+KEY_OWNERS = {
+    "knowledge.fact_learned": "user_id",
+    "knowledge.fact_promoted": "owner_user_id",
+    "knowledge.fact_retired": "user_id",
+    "knowledge.fact_unpromoted": "owner_user_id",
+    "knowledge.facts_consolidated": "user_id",
+    "knowledge.witnessed": "user_id",
+    "legacy_lore.created": "user_id",
+    "legacy_lore.deleted": "user_id",
+    "lore.timed_state_recorded": "user_id",
+    "lorebook.created": "owner_user_id",
+    "lorebook.entry_created": "owner_user_id",
+    "lorebook.entry_updated": "owner_user_id",
+    "lorebook.imported": "owner_user_id",
+    "conversation.forked": "user_id",
+    "message.alternative_deleted": "user_id",
+    "message.alternative_recorded": "user_id",
+    "message.deleted": "user_id",
+    "message.edited": "user_id",
+    "message.recorded": "user_id",
+    "persona.recorded": "user_id",
+    "summary.created": "user_id",
+    "summary.retired": "user_id",
+}
+
+
+def test_every_user_owned_type_names_its_owner_and_the_field_exists() -> None:
+    owners = {n: REGISTRY.get(n).key_owner for n in REGISTRY.names() if REGISTRY.get(n).key_owner}
+    assert owners == KEY_OWNERS
+    for name, owner in owners.items():
+        assert owner in REGISTRY.get(name).model.model_fields, name
 
 
 def test_registry_payload_parses_an_envelope_by_its_type() -> None:

@@ -3,7 +3,7 @@
 Stream ids (``kind/tenant/...``) always start with the tenant, and conversations and personas also with
 the user, so equal ids under another tenant or user are different streams. Each stream's types live in
 their own module (``conversation``, ``profiles``, ``summaries``, ``knowledge``, ``lorebooks``,
-``legacy_lore``, ``lore_timed``), each registered with its payload model in :data:`REGISTRY`; this module
+``legacy_lore``, ``lore_timed``, ``privacy``), each registered with its payload model in :data:`REGISTRY`; this module
 re-exports them all so callers import from one place.
 """
 
@@ -76,6 +76,7 @@ from shared.events.recorded.lorebooks import (
     LorebookImported,
     lorebook_stream,
 )
+from shared.events.recorded.privacy import ERASURE_COMPLETED, ErasureCompleted, privacy_stream
 from shared.events.recorded.profiles import (
     BOT_RECORDED,
     PERSONA_RECORDED,
@@ -97,6 +98,7 @@ from shared.events.recorded.summaries import (
 __all__ = [
     "BOT_RECORDED",
     "CONVERSATION_FORKED",
+    "ERASURE_COMPLETED",
     "EVERYONE",
     "FACTS_CONSOLIDATED",
     "FACT_LEARNED",
@@ -126,6 +128,7 @@ __all__ = [
     "SUMMARY_RETIRED",
     "BotRecorded",
     "ConversationForked",
+    "ErasureCompleted",
     "FactLearned",
     "FactPromoted",
     "FactRetired",
@@ -165,5 +168,6 @@ __all__ = [
     "lorebook_stream",
     "persona_stream",
     "player_scope",
+    "privacy_stream",
     "summary_stream",
 ]

@@ -52,6 +52,7 @@ MESSAGE_RECORDED = REGISTRY.register(
     schema_version=2,
     encrypted=("author_name", "content"),
     upcasters={1: _message_recorded_v1_to_v2},
+    key_owner="user_id",
 )
 
 
@@ -69,7 +70,7 @@ class MessageEdited(RecordedPayload):
     )
 
 
-MESSAGE_EDITED = REGISTRY.register("message.edited", MessageEdited, encrypted=("content",))
+MESSAGE_EDITED = REGISTRY.register("message.edited", MessageEdited, encrypted=("content",), key_owner="user_id")
 
 
 class MessageDeleted(RecordedPayload):
@@ -79,7 +80,7 @@ class MessageDeleted(RecordedPayload):
     deleted_at: datetime
 
 
-MESSAGE_DELETED = REGISTRY.register("message.deleted", MessageDeleted)
+MESSAGE_DELETED = REGISTRY.register("message.deleted", MessageDeleted, key_owner="user_id")
 
 
 class MessageAlternativeRecorded(RecordedPayload):
@@ -96,7 +97,7 @@ class MessageAlternativeRecorded(RecordedPayload):
 
 
 MESSAGE_ALTERNATIVE_RECORDED = REGISTRY.register(
-    "message.alternative_recorded", MessageAlternativeRecorded, encrypted=("content",)
+    "message.alternative_recorded", MessageAlternativeRecorded, encrypted=("content",), key_owner="user_id"
 )
 
 
@@ -110,7 +111,9 @@ class MessageAlternativeDeleted(RecordedPayload):
     deleted_at: datetime
 
 
-MESSAGE_ALTERNATIVE_DELETED = REGISTRY.register("message.alternative_deleted", MessageAlternativeDeleted)
+MESSAGE_ALTERNATIVE_DELETED = REGISTRY.register(
+    "message.alternative_deleted", MessageAlternativeDeleted, key_owner="user_id"
+)
 
 
 class ConversationForked(RecordedPayload):
@@ -126,4 +129,4 @@ class ConversationForked(RecordedPayload):
     forked_at: datetime
 
 
-CONVERSATION_FORKED = REGISTRY.register("conversation.forked", ConversationForked)
+CONVERSATION_FORKED = REGISTRY.register("conversation.forked", ConversationForked, key_owner="user_id")

@@ -27,7 +27,7 @@ class MessagesWitnessed(RecordedPayload):
     last_index: int
 
 
-MESSAGES_WITNESSED = REGISTRY.register("knowledge.witnessed", MessagesWitnessed)
+MESSAGES_WITNESSED = REGISTRY.register("knowledge.witnessed", MessagesWitnessed, key_owner="user_id")
 
 
 FactType = Literal["episodic", "semantic", "declarative", "procedural"]
@@ -71,7 +71,9 @@ class FactLearned(RecordedPayload):
     prompt_version: str | None = Field(None, description="e.g. `extract_knowledge.v1` when an LLM extracted it")
 
 
-FACT_LEARNED = REGISTRY.register("knowledge.fact_learned", FactLearned, encrypted=("text", "subject"))
+FACT_LEARNED = REGISTRY.register(
+    "knowledge.fact_learned", FactLearned, encrypted=("text", "subject", "tags"), key_owner="user_id"
+)
 
 
 class FactsConsolidated(FactLearned):
@@ -84,7 +86,9 @@ class FactsConsolidated(FactLearned):
     consolidates: list[str] = Field(..., min_length=1, description="fact ids this fact replaces")
 
 
-FACTS_CONSOLIDATED = REGISTRY.register("knowledge.facts_consolidated", FactsConsolidated, encrypted=("text", "subject"))
+FACTS_CONSOLIDATED = REGISTRY.register(
+    "knowledge.facts_consolidated", FactsConsolidated, encrypted=("text", "subject", "tags"), key_owner="user_id"
+)
 
 
 class FactRetired(RecordedPayload):
@@ -99,7 +103,7 @@ class FactRetired(RecordedPayload):
     retired_at: datetime
 
 
-FACT_RETIRED = REGISTRY.register("knowledge.fact_retired", FactRetired)
+FACT_RETIRED = REGISTRY.register("knowledge.fact_retired", FactRetired, key_owner="user_id")
 
 
 class FactScopeChanged(RecordedPayload):
@@ -122,5 +126,5 @@ class FactUnpromoted(FactScopeChanged):
     """``knowledge.fact_unpromoted``: the promotion was undone; the fact is back in the player's scope."""
 
 
-FACT_PROMOTED = REGISTRY.register("knowledge.fact_promoted", FactPromoted)
-FACT_UNPROMOTED = REGISTRY.register("knowledge.fact_unpromoted", FactUnpromoted)
+FACT_PROMOTED = REGISTRY.register("knowledge.fact_promoted", FactPromoted, key_owner="owner_user_id")
+FACT_UNPROMOTED = REGISTRY.register("knowledge.fact_unpromoted", FactUnpromoted, key_owner="owner_user_id")

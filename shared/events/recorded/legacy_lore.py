@@ -43,7 +43,7 @@ class LegacyLoreCreated(RecordedPayload):
 
 
 LEGACY_LORE_CREATED = REGISTRY.register(
-    "legacy_lore.created", LegacyLoreCreated, encrypted=("title", "text", "emotional_tags")
+    "legacy_lore.created", LegacyLoreCreated, encrypted=("title", "text", "emotional_tags"), key_owner="user_id"
 )
 
 
@@ -55,4 +55,4 @@ class LegacyLoreDeleted(RecordedPayload):
     deleted_at: datetime
 
 
-LEGACY_LORE_DELETED = REGISTRY.register("legacy_lore.deleted", LegacyLoreDeleted)
+LEGACY_LORE_DELETED = REGISTRY.register("legacy_lore.deleted", LegacyLoreDeleted, key_owner="user_id")

@@ -27,4 +27,4 @@ class LoreTimedStateRecorded(RecordedPayload):
     recorded_at: datetime
 
 
-LORE_TIMED_STATE_RECORDED = REGISTRY.register("lore.timed_state_recorded", LoreTimedStateRecorded)
+LORE_TIMED_STATE_RECORDED = REGISTRY.register("lore.timed_state_recorded", LoreTimedStateRecorded, key_owner="user_id")

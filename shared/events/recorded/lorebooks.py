@@ -27,7 +27,10 @@ class LorebookImported(RecordedPayload):
 
 
 LOREBOOK_IMPORTED = REGISTRY.register(
-    "lorebook.imported", LorebookImported, encrypted=("name", "book", "original", "warnings")
+    "lorebook.imported",
+    LorebookImported,
+    encrypted=("name", "book", "original", "warnings"),
+    key_owner="owner_user_id",
 )
 
 
@@ -54,7 +57,9 @@ class LorebookCreated(RecordedPayload):
     created_at: datetime
 
 
-LOREBOOK_CREATED = REGISTRY.register("lorebook.created", LorebookCreated, encrypted=("name", "description"))
+LOREBOOK_CREATED = REGISTRY.register(
+    "lorebook.created", LorebookCreated, encrypted=("name", "description"), key_owner="owner_user_id"
+)
 
 
 class LorebookEntryWritten(RecordedPayload):
@@ -65,10 +70,16 @@ class LorebookEntryWritten(RecordedPayload):
     uid: int
     entry: dict[str, object]
     at: datetime
+    #: The book's owner, whose data key encrypts the entry (absent in entries written before: the tenant's key).
+    owner_user_id: str | None = None
 
 
-LOREBOOK_ENTRY_CREATED = REGISTRY.register("lorebook.entry_created", LorebookEntryWritten, encrypted=("entry",))
-LOREBOOK_ENTRY_UPDATED = REGISTRY.register("lorebook.entry_updated", LorebookEntryWritten, encrypted=("entry",))
+LOREBOOK_ENTRY_CREATED = REGISTRY.register(
+    "lorebook.entry_created", LorebookEntryWritten, encrypted=("entry",), key_owner="owner_user_id"
+)
+LOREBOOK_ENTRY_UPDATED = REGISTRY.register(
+    "lorebook.entry_updated", LorebookEntryWritten, encrypted=("entry",), key_owner="owner_user_id"
+)
 
 
 class LorebookEntryDeleted(RecordedPayload):

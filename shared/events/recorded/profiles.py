@@ -49,5 +49,8 @@ class PersonaRecorded(RecordedPayload):
 
 
 PERSONA_RECORDED = REGISTRY.register(
-    "persona.recorded", PersonaRecorded, encrypted=("name", "description", "traits", "instructions")
+    "persona.recorded",
+    PersonaRecorded,
+    encrypted=("name", "description", "traits", "instructions"),
+    key_owner="user_id",
 )

@@ -48,7 +48,9 @@ class SummaryCreated(RecordedPayload):
 
 
 EVERYONE = "*"
-SUMMARY_CREATED = REGISTRY.register("summary.created", SummaryCreated, encrypted=("text", "emotional_context"))
+SUMMARY_CREATED = REGISTRY.register(
+    "summary.created", SummaryCreated, encrypted=("text", "emotional_context"), key_owner="user_id"
+)
 
 
 class SummaryRetired(RecordedPayload):
@@ -64,4 +66,4 @@ class SummaryRetired(RecordedPayload):
     retired_at: datetime
 
 
-SUMMARY_RETIRED = REGISTRY.register("summary.retired", SummaryRetired)
+SUMMARY_RETIRED = REGISTRY.register("summary.retired", SummaryRetired, key_owner="user_id")

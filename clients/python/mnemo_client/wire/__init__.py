@@ -51,6 +51,13 @@ from mnemo_client.wire.memory_contract import (
     MemoryScopeReply,
     MemoryUnpromoteRequest,
 )
+from mnemo_client.wire.privacy_contract import (
+    EraseTenantRequest,
+    EraseUserRequest,
+    ErasureReply,
+    ExportUserReply,
+    ExportUserRequest,
+)
 
 __all__ = [
     "BotUpserted",
@@ -59,8 +66,13 @@ __all__ = [
     "ContextAssembleRequest",
     "ConversationForked",
     "ConversationRef",
+    "EraseTenantRequest",
+    "EraseUserRequest",
+    "ErasureReply",
     "ErrorBody",
     "ErrorReply",
+    "ExportUserReply",
+    "ExportUserRequest",
     "LoreAttachReply",
     "LoreAttachRequest",
     "LoreBookCreateReply",

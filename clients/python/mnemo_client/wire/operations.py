@@ -51,6 +51,13 @@ from mnemo_client.wire.memory_contract import (
     MemoryScopeReply,
     MemoryUnpromoteRequest,
 )
+from mnemo_client.wire.privacy_contract import (
+    EraseTenantRequest,
+    EraseUserRequest,
+    ErasureReply,
+    ExportUserReply,
+    ExportUserRequest,
+)
 
 
 @dataclass(frozen=True)
@@ -279,6 +286,33 @@ OPERATIONS: dict[str, Operation] = {
         MemoryUnpromoteRequest,
         MemoryScopeReply,
         ("bad_request", "not_found", "rate_limited", "internal"),
+        (),
+    ),
+    "privacy.erase_user": Operation(
+        "privacy.erase_user",
+        "mnemo.rpc.privacy.erase_user.v1",
+        "request",
+        EraseUserRequest,
+        ErasureReply,
+        ("bad_request", "rate_limited", "internal"),
+        (),
+    ),
+    "privacy.erase_tenant": Operation(
+        "privacy.erase_tenant",
+        "mnemo.rpc.privacy.erase_tenant.v1",
+        "request",
+        EraseTenantRequest,
+        ErasureReply,
+        ("bad_request", "rate_limited", "internal"),
+        (),
+    ),
+    "privacy.export_user": Operation(
+        "privacy.export_user",
+        "mnemo.rpc.privacy.export_user.v1",
+        "request",
+        ExportUserRequest,
+        ExportUserReply,
+        ("bad_request", "rate_limited", "internal"),
         (),
     ),
 }

@@ -1,0 +1,334 @@
+"""`make chaos`: faults under load on `mnemo cluster`, then what was lost, duplicated or reordered.
+
+A platform-like publisher (every node's URL, reconnecting for ever) sends messages to several conversations, each
+conversation's messages one after the other with ``Nats-Msg-Id`` and retried until JetStream acknowledges them,
+while a client keeps asking for contexts. Meanwhile, in turn: a random replica of each service is killed with
+SIGKILL and restarted (``mnemo cluster restart``), a NATS node is killed and restarted, SecantusDB is killed,
+left down for ``--db-down`` seconds and restarted. Then the publisher stops, the suite waits until every durable has
+acknowledged everything, and checks, reading the event log (the cluster's own key decrypts it):
+
+- ``lost``: acknowledged messages that were never recorded; ``duplicated``: recorded more than once;
+  ``out_of_order``: messages recorded at another position than the order their conversation published them in;
+- ``duplicate_summaries``: active summaries of the same range, type and audience more than once;
+- ``dead_letters``: messages in the DLQ stream (all input is valid, so any is a failure);
+- ``degraded_final``: conversations whose context, asked once everything is processed, names a degraded part;
+- ``answered_share`` and ``p95_ms`` of the context requests made during the faults (5 s deadline each).
+
+Ends with one JSON line; exits 1 when lost, duplicated or out_of_order is not 0, dead letters or duplicate
+summaries exist, or fewer than 95 % of the context requests were answered. ``--quick`` is the CI size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.aio.client import Client as NatsClient
+from nats.js import JetStreamContext
+from pymongo import AsyncMongoClient
+
+from bench.cluster_proc import ROOT, cluster
+from bench.common import machine, print_result
+from runtime.catalog import SERVICES
+from shared import subjects
+from shared.crypto import FieldCipher, load_or_create_kek
+from shared.eventlog.codec import EventCodec
+from shared.eventlog.keystore import MongoKeyStore
+from shared.eventlog.mongo import MongoEventStore
+from shared.events.recorded import REGISTRY, conversation_stream
+from shared.settings import Settings
+
+TENANT, USER, BOT = "t-chaos", "u-chaos", "bot-chaos"
+T0 = datetime(2026, 11, 1, 20, 0, tzinfo=UTC)
+QUICK_REPLICAS = "ingest=2,embedding=1,summarizer=1,memory-extractor=1,context-assembler=2,lore=1,memory=1"
+# Summaries early and often, so the faults hit summarizing too; extractive summaries need no LLM.
+ENV = {"MNEMO_SUMMARIZER__FIRST_AT": "5", "MNEMO_SUMMARIZER__EVERY": "10"}
+
+
+@dataclass
+class Published:
+    acked: dict[str, list[str]] = field(default_factory=dict)  # conversation -> message ids, in publish order
+    retries: int = 0
+
+
+@dataclass
+class Asked:
+    latencies_ms: list[float] = field(default_factory=list)
+    failed: int = 0
+    degraded: int = 0
+
+    @property
+    def total(self) -> int:
+        return len(self.latencies_ms) + self.failed
+
+
+def body(conv: str, k: int) -> bytes:
+    return json.dumps(
+        {
+            "tenant_id": TENANT,
+            "user_id": USER,
+            "conversation_id": conv,
+            "message_id": f"{conv}-m{k:05d}",
+            "role": "user" if k % 2 == 0 else "assistant",
+            "author_id": "persona-chaos" if k % 2 == 0 else BOT,
+            "author_name": "Ilya" if k % 2 == 0 else "Maren",
+            "content": f"In {conv}, turn {k}: the lantern number {k} swung over the deck of the airship.",
+            "created_at": (T0 + timedelta(seconds=k)).isoformat(),
+            "bot_ids": [BOT],
+        }
+    ).encode()
+
+
+async def publish_until_acked(js: JetStreamContext, subject: str, data: bytes, msg_id: str, out: Published) -> None:
+    """A platform's publish: the same ``Nats-Msg-Id`` again until JetStream acknowledges (a duplicate ack counts)."""
+    while True:
+        try:
+            await js.publish(subject, data, headers={"Nats-Msg-Id": msg_id}, timeout=5)
+            return
+        except Exception:  # timeout, no responders, connection lost: the platform retries
+            out.retries += 1
+            await asyncio.sleep(0.5)
+
+
+async def publisher(
+    js: JetStreamContext, conversations: list[str], rate: float, stop: asyncio.Event, out: Published
+) -> None:
+    """Until ``stop``: each conversation's next message once the previous one is acknowledged (``out.acked``)."""
+    bot = {"tenant_id": TENANT, "bot_id": BOT, "name": "Captain Maren Voss", "updated_at": T0.isoformat()}
+    await publish_until_acked(js, subjects.BOT_UPSERTED, json.dumps(bot).encode(), "chaos-bot", out)
+
+    async def one_conversation(conv: str) -> None:
+        k = 0
+        while not stop.is_set():
+            msg_id = f"{conv}-m{k:05d}"
+            await publish_until_acked(js, subjects.MESSAGE_CREATED, body(conv, k), msg_id, out)
+            out.acked[conv].append(msg_id)
+            k += 1
+            await asyncio.sleep(len(conversations) / rate)
+
+    await asyncio.gather(*(one_conversation(conv) for conv in conversations))
+
+
+def context_request(conv: str) -> bytes:
+    request = {"tenant_id": TENANT, "user_id": USER, "conversation_id": conv, "bot_id": BOT,
+               "user_message": "Which lantern swung over the deck?", "max_tokens": 1500}  # fmt: skip
+    return json.dumps(request).encode()
+
+
+async def asker(nc: NatsClient, published: Published, stop: asyncio.Event) -> Asked:
+    out = Asked()
+    while not stop.is_set():
+        ready = [conv for conv, ids in published.acked.items() if ids]
+        if not ready:
+            await asyncio.sleep(0.2)
+            continue
+        started = time.perf_counter()
+        try:
+            msg = await nc.request(subjects.CONTEXT_ASSEMBLE, context_request(random.choice(ready)), timeout=5)
+            reply = json.loads(msg.data)
+            if "error" in reply:
+                raise RuntimeError(reply["error"])
+            out.latencies_ms.append((time.perf_counter() - started) * 1000)
+            out.degraded += bool(reply.get("degraded"))
+        except Exception:
+            out.failed += 1
+        await asyncio.sleep(0.2)
+    return out
+
+
+def cli(data_dir: Path, *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "runtime.cli", "cluster", *args, "--data-dir", str(data_dir)],
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def pids_of(data_dir: Path) -> list[dict[str, Any]]:
+    processes: list[dict[str, Any]] = json.loads((data_dir / "run" / "pids.json").read_text())["processes"]
+    return processes
+
+
+async def kill_and_restart(data_dir: Path, name: str, replica: int | None, down_s: float, log: list[str]) -> None:
+    entry = next(p for p in pids_of(data_dir) if p["name"] == name and p.get("replica") == replica)
+    label = name if replica is None else f"{name}-{replica}"
+    print(f"  kill -9 {label} (pid {entry['pid']}), down {down_s:.0f}s", flush=True)
+    os.kill(entry["pid"], signal.SIGKILL)
+    await asyncio.sleep(down_s)
+    await asyncio.to_thread(cli, data_dir, "restart", name, *([] if replica is None else [str(replica)]))
+    log.append(label)
+
+
+async def faults(data_dir: Path, db_down_s: float, rng: random.Random) -> list[str]:
+    """Each service's random replica, then a NATS node, then SecantusDB, one after the other."""
+    done: list[str] = []
+    await asyncio.sleep(5)
+    for service in SERVICES:
+        replicas = [p["replica"] for p in pids_of(data_dir) if p["name"] == service.name]
+        if replicas:
+            await kill_and_restart(data_dir, service.name, rng.choice(replicas), 3, done)
+            await asyncio.sleep(3)
+    node = rng.choice([p["name"] for p in pids_of(data_dir) if p["name"].startswith("nats-")])
+    await kill_and_restart(data_dir, node, None, 5, done)
+    await asyncio.sleep(5)
+    await kill_and_restart(data_dir, "secantusd", None, db_down_s, done)
+    await asyncio.sleep(5)
+    return done
+
+
+async def quiet(js: JetStreamContext, timeout_s: float) -> bool:
+    """Until every durable of the chat and log streams has acknowledged everything."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        busy = 0
+        try:
+            for stream in (subjects.CHAT_STREAM, subjects.LOG_STREAM):
+                for info in await js.consumers_info(stream):
+                    busy += (info.num_pending or 0) + (info.num_ack_pending or 0)
+        except Exception:
+            busy = 1
+        if busy == 0:
+            return True
+        await asyncio.sleep(1)
+    return False
+
+
+async def recorded(mongodb_url: str, data_dir: Path, conversations: list[str]) -> dict[str, list[str]]:
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_url, tz_aware=True)
+    try:
+        db = client[Settings().mongodb_db]
+        store = MongoEventStore(db, EventCodec(REGISTRY, FieldCipher(load_or_create_kek(data_dir), MongoKeyStore(db))))
+        out: dict[str, list[str]] = {}
+        for conv in conversations:
+            events = await store.read_stream(conversation_stream(TENANT, USER, conv))
+            out[conv] = [e.payload["message_id"] for e in events if e.type == "message.recorded"]
+        return out
+    finally:
+        await client.close()
+
+
+async def duplicate_summaries(mongodb_url: str) -> int:
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_url)
+    try:
+        ranges: Counter[tuple[Any, ...]] = Counter()
+        async for s in client[Settings().mongodb_db]["summaries"].find({"tenant_id": TENANT, "status": "active"}):
+            key = (s["conversation_id"], s["summary_type"], s["first_index"], s["last_index"], tuple(s["audience"]))
+            ranges[key] += 1
+        return sum(n - 1 for n in ranges.values() if n > 1)
+    finally:
+        await client.close()
+
+
+def compare(published: dict[str, list[str]], stored: dict[str, list[str]]) -> dict[str, int]:
+    lost = duplicated = out_of_order = 0
+    for conv, ids in published.items():
+        got = stored.get(conv, [])
+        lost += len(set(ids) - set(got))
+        duplicated += len(got) - len(set(got))
+        order = [m for m in dict.fromkeys(got) if m in set(ids)]
+        expected = [m for m in ids if m in set(order)]
+        out_of_order += sum(a != b for a, b in zip(order, expected, strict=True))
+    return {"lost": lost, "duplicated": duplicated, "out_of_order": out_of_order}
+
+
+async def final_contexts(nc: NatsClient, conversations: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for conv in conversations:
+        msg = await nc.request(subjects.CONTEXT_ASSEMBLE, context_request(conv), timeout=30)
+        reply = json.loads(msg.data)
+        out[conv] = reply.get("degraded", []) if "error" not in reply else [f"error: {reply['error']}"]
+    return out
+
+
+async def main(replicas: str, conversations: int, rate: float, db_down_s: float, keep: Path | None) -> dict[str, Any]:
+    convs = [f"c{i:02d}" for i in range(conversations)]
+    rng = random.Random(7)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mnemo-chaos-") as scratch:
+        base = keep or Path(scratch)
+        async with cluster(base, replicas, "chaos", ENV) as (_nats_url, mongodb_url, pids):
+            data_dir = Path(pids["processes"][0]["log"]).parent.parent
+            urls = [p["url"] for p in pids["processes"] if p["name"].startswith("nats-")]
+            nc = await nats.connect(urls, max_reconnect_attempts=-1, reconnect_time_wait=0.5, name="chaos-platform")
+            try:
+                js = nc.jetstream(timeout=10)
+                stop = asyncio.Event()
+                published = Published({conv: [] for conv in convs})
+                publishing = asyncio.create_task(publisher(js, convs, rate, stop, published))
+                asking = asyncio.create_task(asker(nc, published, stop))
+                fault_log = await faults(data_dir, db_down_s, rng)
+                stop.set()
+                await publishing
+                asked = await asking
+                print("  faults done; waiting until every durable has acknowledged everything...", flush=True)
+                settled = await quiet(js, 600)
+                stored = await recorded(mongodb_url, data_dir, convs)
+                counts = compare(published.acked, stored)
+                dupes = await duplicate_summaries(mongodb_url)
+                dlq = (await js.stream_info(subjects.DLQ_STREAM)).state.messages
+                degraded = await final_contexts(nc, convs)
+            finally:
+                await nc.close()
+    latencies = sorted(asked.latencies_ms)
+    return {
+        **counts,
+        "answered_share": round(len(latencies) / asked.total, 3) if asked.total else 0.0,
+        "p95_ms": round(latencies[int(0.95 * (len(latencies) - 1))]) if latencies else None,
+        "context_requests": asked.total,
+        "degraded_during": asked.degraded,
+        "degraded_final": sum(bool(d) for d in degraded.values()),
+        "degraded_parts": sorted({part for d in degraded.values() for part in d}),
+        "duplicate_summaries": dupes,
+        "dead_letters": dlq,
+        "published": sum(len(v) for v in published.acked.values()),
+        "publish_retries": published.retries,
+        "conversations": conversations,
+        "faults": fault_log,
+        "settled": settled,
+        "replicas": replicas,
+        "seconds": round(time.monotonic() - started),
+        **machine(),
+    }
+
+
+def ok(result: dict[str, Any]) -> bool:
+    return bool(
+        result["lost"] == result["duplicated"] == result["out_of_order"] == 0
+        and result["dead_letters"] == 0
+        and result["duplicate_summaries"] == 0
+        and result["answered_share"] >= 0.95
+        and result["settled"]
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--replicas", help="as `mnemo cluster --replicas` (default: the default topology)")
+    parser.add_argument("--conversations", type=int, default=8)
+    parser.add_argument("--rate", type=float, help="messages per second, all conversations together (20; quick: 4)")
+    parser.add_argument("--db-down", type=float, default=10.0, help="seconds SecantusDB stays down")
+    parser.add_argument("--quick", action="store_true", help="the CI size: fewer replicas and conversations")
+    parser.add_argument("--keep", type=Path, help="keep the cluster's data and logs under this directory")
+    args = parser.parse_args()
+    default = ",".join(f"{s.name}={s.replicas}" for s in SERVICES)
+    replicas = args.replicas or (QUICK_REPLICAS if args.quick else default)
+    conversations = 4 if args.quick else args.conversations
+    rate = args.rate or (4.0 if args.quick else 20.0)
+    outcome = asyncio.run(main(replicas, conversations, rate, args.db_down, args.keep))
+    print_result(outcome)
+    sys.exit(0 if ok(outcome) else 1)

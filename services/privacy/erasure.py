@@ -1,0 +1,155 @@
+"""Erasing a user or a tenant: destroy their data keys, delete what was derived, record that it happened.
+
+Order matters. Keys first: from then on nothing of theirs decrypts in this process, and in any other once its
+key cache expires (``MNEMO_KEY_CACHE_SECONDS``), so a projector still holding an event of theirs cannot bring
+rows back for long; the rows, vectors and JetStream messages of theirs are then deleted, and deleted once more
+after that cache time (``resweep``), catching whatever an in-flight projection wrote meanwhile. Last, an
+``erasure.completed`` event records ids and counts (no content); ``mnemo replay`` reads it to skip every
+event of theirs recorded before it (docs/privacy.md). Each step is idempotent, so a failed erasure is retried
+by calling it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from nats.js import JetStreamContext
+from pymongo.asynchronous.database import AsyncDatabase
+
+from services.privacy import rows
+from services.privacy.stream_purge import belongs_to, purge
+from shared import subjects
+from shared.crypto import FieldCipher
+from shared.eventlog.append import append_at_head
+from shared.eventlog.port import EventStore
+from shared.events.envelope import NewEvent, deterministic_id, new_id, utcnow
+from shared.events.privacy_contract import EraseTenantRequest, EraseUserRequest, ErasureReply
+from shared.events.recorded import ERASURE_COMPLETED, ErasureCompleted, privacy_stream
+from shared.readmodels.lore import LOREBOOKS
+from shared.runtime import CommittedPublisher
+from shared.vectors import points
+from shared.vectors.port import VectorFilter, VectorIndex
+
+log = logging.getLogger(__name__)
+
+#: The streams a user's messages are deleted from (services/privacy/stream_purge.py says why each).
+PURGED_STREAMS = (
+    (subjects.CHAT_STREAM, subjects.CHAT_STREAM_SUBJECTS[0]),
+    (subjects.LOG_STREAM, subjects.LOG_ALL),
+    (subjects.DLQ_STREAM, subjects.DLQ_ALL),
+)
+
+
+@dataclass(frozen=True)
+class _Target:
+    tenant_id: str
+    user_id: str | None  # None: the whole tenant
+
+
+class Eraser:
+    def __init__(
+        self,
+        db: AsyncDatabase[dict[str, Any]],
+        cipher: FieldCipher,
+        store: EventStore,
+        publisher: CommittedPublisher,
+        *,
+        vectors: VectorIndex | None,
+        js: JetStreamContext | None,
+        resweep_after_s: float,
+    ) -> None:
+        self._db, self._cipher, self._store, self._publisher = db, cipher, store, publisher
+        self._vectors, self._js = vectors, js
+        self._resweep_after_s = resweep_after_s
+        self._resweeps: set[asyncio.Task[None]] = set()
+
+    async def erase_user(self, req: EraseUserRequest) -> ErasureReply:
+        return await self._erase(_Target(req.tenant_id, req.user_id))
+
+    async def erase_tenant(self, req: EraseTenantRequest) -> ErasureReply:
+        return await self._erase(_Target(req.tenant_id, None))
+
+    async def drain(self) -> None:
+        """Wait for scheduled resweeps (tests; a stopping service)."""
+        if self._resweeps:
+            await asyncio.gather(*self._resweeps, return_exceptions=True)
+
+    async def _erase(self, target: _Target) -> ErasureReply:
+        erased_at = utcnow()
+        books = await self._owned_books(target)
+        key_ids = await self._cipher.erase(target.tenant_id, target.user_id)
+        deleted = await self._sweep(target, books)
+        erasure_id = new_id()
+        event = ErasureCompleted(
+            erasure_id=erasure_id,
+            user_id=target.user_id,
+            key_ids=key_ids,
+            deleted=deleted,
+            lorebook_ids=books,
+            erased_at=erased_at,
+        )
+        stream = privacy_stream(target.tenant_id)
+        new = NewEvent(
+            event_id=deterministic_id(stream, erasure_id),
+            type=ERASURE_COMPLETED.name,
+            tenant_id=target.tenant_id,
+            payload=event.model_dump(mode="json"),
+        )
+        result = await append_at_head(self._store, stream, [new])
+        if result.committed:
+            await self._publisher.publish_committed(result.committed)
+        task = asyncio.create_task(self._resweep(target, books))
+        self._resweeps.add(task)
+        task.add_done_callback(self._resweeps.discard)
+        log.info("erased %s: %d keys destroyed, deleted %s", target, len(key_ids), deleted)
+        return ErasureReply(erasure_id=erasure_id, keys_destroyed=len(key_ids), deleted=deleted)
+
+    async def _owned_books(self, target: _Target) -> list[str]:
+        query: dict[str, Any] = {"tenant_id": target.tenant_id}
+        if target.user_id is not None:
+            query["owner_user_id"] = target.user_id
+        return sorted({str(d["lorebook_id"]) async for d in self._db[LOREBOOKS].find(query, {"lorebook_id": 1})})
+
+    async def _sweep(self, target: _Target, books: list[str]) -> dict[str, int]:
+        if target.user_id is None:
+            query = rows.tenant_rows(target.tenant_id)
+        else:
+            query = rows.user_rows(target.tenant_id, target.user_id, books)
+        names = await self._db.list_collection_names()
+        deleted: dict[str, int] = {}
+        for name in rows.read_model_collections(names, user=target.user_id is not None):
+            result = await self._db[name].delete_many(query)
+            if result.deleted_count:
+                deleted[name] = result.deleted_count
+        if self._vectors is not None:
+            filters = _vector_filters(target, books)
+            for flt in filters:
+                await self._vectors.delete(flt)
+            deleted["vector_filters"] = len(filters)
+        if self._js is not None:
+            match = belongs_to(target.tenant_id, target.user_id)
+            removed = 0
+            for stream, subject in PURGED_STREAMS:
+                removed += await purge(self._js, stream, subject, match)
+            deleted["stream_messages"] = removed
+        return deleted
+
+    async def _resweep(self, target: _Target, books: list[str]) -> None:
+        await asyncio.sleep(self._resweep_after_s)
+        try:
+            late = await self._sweep(target, books)
+        except Exception:
+            log.exception("resweep of %s failed: call the erasure again", target)
+            return
+        if any(late.values()):
+            log.info("resweep of %s deleted what in-flight work wrote after the erasure: %s", target, late)
+
+
+def _vector_filters(target: _Target, books: list[str]) -> list[VectorFilter]:
+    if target.user_id is None:
+        return [VectorFilter.where(**{points.TENANT_ID: target.tenant_id})]
+    user = VectorFilter.where(**{points.TENANT_ID: target.tenant_id, points.USER_ID: target.user_id})
+    return [user, *(points.lore_entries_by_uid(target.tenant_id, b) for b in books)]
