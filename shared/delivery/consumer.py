@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Generic
@@ -62,6 +63,7 @@ class BatchConsumer(Generic[T]):
         self._max_deliver = max_deliver
         self._backoff = backoff
         self._beat_every = max(0.5, ack_wait_s / 3)
+        self._ack_wait_s = ack_wait_s
         self._tracer = tracer or trace.get_tracer(__name__)
         self._slots = asyncio.Semaphore(max(1, in_flight))
         self._completing: set[asyncio.Task[None]] = set()
@@ -124,14 +126,23 @@ class BatchConsumer(Generic[T]):
             if not items:
                 return
             seqs = [m.metadata.sequence.stream for m in msgs] if self._gate is not None else []
-            if self._gate is not None and not await self._admitted(self._gate, items, seqs):
-                return
+            if self._gate is not None:
+                if not await self._admitted(self._gate, items, seqs):
+                    return
+                # Redelivered messages come first in a batch: stream order is the order to decide them in.
+                items.sort(key=lambda i: i.msg.metadata.sequence.stream)
             try:
                 async with heartbeat([i.msg for i in items], self._beat_every):
                     completion = await self._first(staged, items)
             except Exception as exc:
                 if self._gate is not None:
+                    # Isolating items one by one could record a later one before an earlier one that failed:
+                    # the whole batch goes back, in order, and later batches wait for it (the gate).
                     self._gate.abandon(seqs)
+                    async with heartbeat([i.msg for i in items], self._beat_every):
+                        await self._after_earlier()
+                    await self._retry_or_dead_letter(items, exc)
+                    return
                 # Retried right here (after every earlier completion), before the next batch is fetched.
                 async with heartbeat([i.msg for i in items], self._beat_every):
                     await self._after_earlier()
@@ -157,20 +168,26 @@ class BatchConsumer(Generic[T]):
         # Not our turn yet while we hold the pull loop: give the batch back, to be fetched behind the earlier
         # messages JetStream redelivers first. Counts as a delivery, which is why ``wait_s`` is long.
         log.warning("batch of %d waited for earlier messages held elsewhere; handing it back", len(items))
-        for item in items:
-            await item.msg.nak()
+        for item in items:  # delayed, so the earlier messages (redelivered without delay) are fetched first
+            await item.msg.nak(delay=1.0)
         return False
 
     async def _first(self, staged: Staged[T], items: list[Item[T]]) -> Completion:
-        """The first stage; with a gate, retried in place so nothing later overtakes this batch."""
-        attempts = self._max_deliver if self._gate is not None else 1
-        for attempt in range(1, attempts):
+        """The first stage; with a gate, retried in place (for ``ack_wait`` at least, backoff capped at 5 s) so
+        a database outage that short makes nothing later overtake this batch."""
+        if self._gate is None:
+            return await staged.first(items)
+        deadline = time.monotonic() + self._ack_wait_s
+        attempt = 1
+        while True:
             try:
                 return await staged.first(items)
             except Exception as exc:
+                if attempt >= self._max_deliver and time.monotonic() >= deadline:
+                    raise
                 log.warning("batch of %d failed (attempt %d), retrying in place: %s", len(items), attempt, exc)
-                await asyncio.sleep(self._backoff(attempt))
-        return await staged.first(items)
+                await asyncio.sleep(min(5.0, self._backoff(attempt)))
+                attempt += 1
 
     async def _after_earlier(self) -> None:
         if self._last is not None and not self._last.done():
