@@ -50,6 +50,7 @@ from shared.eventlog.codec import EventCodec
 from shared.eventlog.keystore import MongoKeyStore
 from shared.eventlog.mongo import MongoEventStore
 from shared.events.recorded import REGISTRY, conversation_stream
+from shared.lease import LEASE_BUCKET
 from shared.settings import Settings
 
 TENANT, USER, BOT = "t-chaos", "u-chaos", "bot-chaos"
@@ -174,15 +175,28 @@ async def kill_and_restart(data_dir: Path, name: str, replica: int | None, down_
     log.append(label)
 
 
-async def faults(data_dir: Path, db_down_s: float, rng: random.Random) -> list[str]:
-    """Each service's random replica, then a NATS node, then SecantusDB, one after the other."""
+async def lease_holder(js: JetStreamContext, service: str) -> int | None:
+    """The pid of the replica holding a single-active service's lease (shared/lease.py), if any."""
+    try:
+        entry = await (await js.key_value(LEASE_BUCKET)).get(service.replace("-", "_"))
+        return int((entry.value or b"").decode().rsplit(":", 1)[1])
+    except Exception:
+        return None
+
+
+async def faults(js: JetStreamContext, data_dir: Path, db_down_s: float, rng: random.Random) -> list[str]:
+    """Each service's random replica (a single-active service's active one: its standby must take over), then a
+    NATS node, then SecantusDB, one after the other."""
     done: list[str] = []
     await asyncio.sleep(5)
     for service in SERVICES:
-        replicas = [p["replica"] for p in pids_of(data_dir) if p["name"] == service.name]
-        if replicas:
-            await kill_and_restart(data_dir, service.name, rng.choice(replicas), 3, done)
-            await asyncio.sleep(3)
+        entries = [p for p in pids_of(data_dir) if p["name"] == service.name]
+        if not entries:
+            continue
+        holder = await lease_holder(js, service.name) if service.definition().single_active else None
+        active = [p["replica"] for p in entries if p["pid"] == holder]
+        await kill_and_restart(data_dir, service.name, active[0] if active else rng.choice(entries)["replica"], 3, done)
+        await asyncio.sleep(3)
     node = rng.choice([p["name"] for p in pids_of(data_dir) if p["name"].startswith("nats-")])
     await kill_and_restart(data_dir, node, None, 5, done)
     await asyncio.sleep(5)
@@ -271,7 +285,7 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
                 published = Published({conv: [] for conv in convs})
                 publishing = asyncio.create_task(publisher(js, convs, rate, stop, published))
                 asking = asyncio.create_task(asker(nc, published, stop))
-                fault_log = await faults(data_dir, db_down_s, rng)
+                fault_log = await faults(js, data_dir, db_down_s, rng)
                 stop.set()
                 await publishing
                 asked = await asking
@@ -320,7 +334,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--replicas", help="as `mnemo cluster --replicas` (default: the default topology)")
     parser.add_argument("--conversations", type=int, default=8)
-    parser.add_argument("--rate", type=float, help="messages per second, all conversations together (20; quick: 4)")
+    parser.add_argument("--rate", type=float, help="messages per second, all conversations together (10; quick: 4)")
     parser.add_argument("--db-down", type=float, default=10.0, help="seconds SecantusDB stays down")
     parser.add_argument("--quick", action="store_true", help="the CI size: fewer replicas and conversations")
     parser.add_argument("--keep", type=Path, help="keep the cluster's data and logs under this directory")
@@ -328,7 +342,7 @@ if __name__ == "__main__":
     default = ",".join(f"{s.name}={s.replicas}" for s in SERVICES)
     replicas = args.replicas or (QUICK_REPLICAS if args.quick else default)
     conversations = 4 if args.quick else args.conversations
-    rate = args.rate or (4.0 if args.quick else 20.0)
+    rate = args.rate or (4.0 if args.quick else 10.0)
     outcome = asyncio.run(main(replicas, conversations, rate, args.db_down, args.keep))
     print_result(outcome)
     sys.exit(0 if ok(outcome) else 1)
