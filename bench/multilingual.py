@@ -22,10 +22,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import json
 import os
 import time
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -130,7 +132,21 @@ def print_table(per_lang: dict[str, Any]) -> None:
     print(flush=True)
 
 
-async def main(people: int, languages: tuple[str, ...], concurrency: int) -> dict[str, Any]:
+def dump(path: Path, chats: Sequence[Chat], ranked: dict[str, dict[str, list[str]]]) -> None:
+    """Every question with its evidence and each method's top 10, one JSON object a line (for reading misses)."""
+    texts = {(c.key, t.dia_id): t.text for c in chats for t in c.turns}
+    with path.open("w") as out:
+        for chat in chats:
+            for i, q in enumerate(chat.questions):
+                key = f"{chat.key}/{i}"
+                row = {"key": key, "question": q.text, "evidence": [texts[(chat.key, e)] for e in q.evidence]}
+                row |= {m: [texts[(chat.key, d)] for d in ranked[m][key][:10]] for m in METHODS}
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+async def main(
+    people: int, languages: tuple[str, ...], concurrency: int, dump_to: Path | None = None
+) -> dict[str, Any]:
     chats = build_chats(people, languages)
     turns = sum(len(c.turns) for c in chats)
     questions = sum(len(c.questions) for c in chats)
@@ -160,6 +176,8 @@ async def main(people: int, languages: tuple[str, ...], concurrency: int) -> dic
     ranked = {"system": system, **await asyncio.to_thread(baselines, chats)}
     timings["baselines_s"] = round(time.perf_counter() - start, 1)
     per_lang = score(chats, ranked)
+    if dump_to is not None:
+        dump(dump_to, chats, ranked)
     print_table(per_lang)
     if degraded:
         print(f"warning: some replies were degraded: {sorted(degraded)} (the figures are not the system's)")
@@ -182,6 +200,7 @@ if __name__ == "__main__":
     parser.add_argument("--people", type=int, default=30, help="people per language (4 questions each)")
     parser.add_argument("--languages", default="", help="comma-separated subset of zh,ja,ko,ru (default: all)")
     parser.add_argument("--concurrency", type=int, default=2, help="questions in flight at once")
+    parser.add_argument("--dump", type=Path, help="write every question's rankings to this JSON-lines file")
     args = parser.parse_args()
     langs = tuple(x for x in args.languages.split(",") if x)
-    print_result(asyncio.run(main(args.people, langs, args.concurrency)))
+    print_result(asyncio.run(main(args.people, langs, args.concurrency, args.dump)))
