@@ -14,6 +14,9 @@ Baselines over the same turns, each chat its own corpus:
 - ``bm25_analyzer``: the same BM25 over ``shared/analyzer.py``'s terms, the system's own lexical analyzer
   (shown to separate what the analyzer gives from what the rest of the system adds);
 - ``dense``: brute-force cosine over the same multilingual model's vectors.
+A reply whose search missed its deadline (``degraded`` names ``embedder``, ``vector_index`` or ``retrieved``)
+is asked again, at most twice, and counted (``asked_again``): on a shared machine that deadline measures the
+load, not retrieval. ``degraded`` lists what the final replies still named.
 Done when the system's recall@10 beats ``bm25_naive`` and ``dense`` in every script (``beats_baselines``).
 """
 
@@ -54,16 +57,24 @@ from shared.analyzer import terms
 from shared.embedders.multilingual import MultilingualEmbedder
 
 METHODS = ("system", "bm25_naive", "bm25_analyzer", "dense")
+#: Degraded parts of a reply that make it ask again (the search missed its deadline; see ``ask_system``).
+RETRIED = {"embedder", "vector_index", "retrieved"}
 
 
 async def ask_system(
-    nc: NatsClient, chats: Sequence[Chat], tenant: str, concurrency: int, degraded: set[str] | None = None
+    nc: NatsClient,
+    chats: Sequence[Chat],
+    tenant: str,
+    concurrency: int,
+    degraded: set[str] | None = None,
+    retries: list[str] | None = None,
 ) -> dict[str, list[str]]:
-    """Question key (``chat/index``) -> the scored message sources of its reply, best first; what any reply
-    named in ``degraded`` is added to ``degraded``."""
+    """Question key (``chat/index``) -> the scored message sources of its reply, best first; what the final
+    replies named in ``degraded`` is added to ``degraded``, each question asked again to ``retries``."""
     gate = asyncio.Semaphore(concurrency)
     out: dict[str, list[str]] = {}
     degraded = set() if degraded is None else degraded
+    retries = [] if retries is None else retries
 
     async def ask(chat: Chat, i: int) -> None:
         request = {
@@ -76,6 +87,13 @@ async def ask_system(
         }
         async with gate:
             reply = await assemble(nc, request)
+            # The search has its own deadline (1.5 s); on a machine shared with other work a query can miss it,
+            # which measures the machine, not retrieval: such a reply is asked again (at most twice), counted.
+            for _ in range(2):
+                if not RETRIED & set(reply.get("degraded", [])):
+                    break
+                retries.append(f"{chat.key}/{i}")
+                reply = await assemble(nc, request)
         degraded.update(reply.get("degraded", []))
         scored = [s for s in message_sources(reply) if s.get("score") is not None]
         out[f"{chat.key}/{i}"] = [s["id"] for s in sorted(scored, key=lambda s: -float(s["score"]))]
@@ -168,7 +186,8 @@ async def main(
             await ask_system(nc, [dataclasses.replace(c, questions=c.questions[:1]) for c in chats], tenant, 1)
             start = time.perf_counter()
             degraded: set[str] = set()
-            system = await ask_system(nc, chats, tenant, concurrency, degraded)
+            retries: list[str] = []
+            system = await ask_system(nc, chats, tenant, concurrency, degraded, retries)
             timings["questions_s"] = round(time.perf_counter() - start, 1)
         finally:
             await nc.drain()
@@ -187,6 +206,7 @@ async def main(
         "questions": questions,
         "turns": turns,
         "degraded": sorted(degraded),
+        "asked_again": len(retries),
         "people_per_language": people,
         "embedder": settings.embedder.provider,
         "assembler": assembler_env,
