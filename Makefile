@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context bench-scale chaos up down clean
+.PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -75,6 +75,10 @@ bench-lore: $(STAMP)
 ## Retrieval recall on a LoCoMo-family file or folder (default: the REALTALK dev set beside the repo).
 bench-retrieval: $(STAMP)
 	$(PY) -m bench.retrieval --data $(DATA) $(ARGS)
+
+## Recall@10 on zh/ja/ko/ru chats with known evidence (bench/multilingual_data.py) beside BM25 and dense, per script.
+bench-multilingual: $(STAMP)
+	$(PY) -m bench.multilingual $(ARGS)
 
 ## Context request latency with 100,000 indexed items and a 400-entry lorebook (quick: ARGS="--items 20000").
 bench-context: $(STAMP)

@@ -24,6 +24,7 @@ from services.embedding.lore_entries import lore_touched
 from services.embedding.messages import latest_message_events
 from services.embedding.plan import Chunker, Plan
 from services.embedding.summaries import created_summary_ids
+from shared.analyzer import ANALYZER_VERSION
 from shared.delivery import Completion, Item, Rejection
 from shared.embedders.port import Embedder
 from shared.events.envelope import EventEnvelope
@@ -31,6 +32,7 @@ from shared.lore.history import BookState
 from shared.readmodels.knowledge import ACTIVE
 from shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
 from shared.sparse import document_vector
+from shared.vectors import points as vp
 from shared.vectors.port import VectorIndex, VectorPoint
 
 log = logging.getLogger(__name__)
@@ -130,7 +132,7 @@ class EmbeddingHandler:
             await self._index.upsert(
                 [
                     # The lexical vector comes from the same chunk text, so hybrid search can match its words.
-                    VectorPoint(p.id, v, p.payload, document_vector(p.text))
+                    VectorPoint(p.id, v, p.payload | {vp.ANALYZER: ANALYZER_VERSION}, document_vector(p.text))
                     for p, v in zip(plan.points, prepared.vectors, strict=True)
                 ]
             )

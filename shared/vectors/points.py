@@ -19,6 +19,7 @@ kind carries (``*`` marks the fields readers filter on):
 - ``fact``: ``tenant_id*, user_id, kind*, fact_id*, source_id, character_id, audience*`` (exactly the
   fact's character, never ``*``), ``scope*, model, chunk``.
 
+Every point also carries ``analyzer``: the version of the lexical analyzer its sparse vector was made with.
 Filters are applied inside the vector query, never after it, so a query cannot rank points it may not see.
 """
 
@@ -47,7 +48,8 @@ CONVERSATION_ID: Final = "conversation_id"
 KIND: Final = "kind"
 SOURCE_ID: Final = "source_id"  # the id of the item the point is a chunk of (message, summary, ... id)
 CHUNK: Final = "chunk"  # the chunk's place in its item, from 0
-MODEL: Final = "model"  # the embedder's model id
+MODEL: Final = "model"  # the embedder's model id (``mnemo reindex`` re-embeds points of another model)
+ANALYZER: Final = "analyzer"  # the lexical analyzer's version (``shared/analyzer.py``), on every kind
 # messages
 MESSAGE_ID: Final = "message_id"
 BOT_IDS: Final = "bot_ids"
@@ -128,6 +130,11 @@ def facts_by_id(tenant_id: str, fact_ids: Iterable[str]) -> VectorFilter:
 def all_kinds() -> VectorFilter:
     """Every point the embedding service wrote, of every tenant (what ``mnemo replay`` rebuilds)."""
     return VectorFilter(must=(Match(KIND, KINDS),))
+
+
+def made_by(model: str, analyzer: str) -> VectorFilter:
+    """Every point made by ``model`` with ``analyzer`` (``mnemo reindex`` re-embeds when others exist)."""
+    return VectorFilter(must=(Match(KIND, KINDS), Match(MODEL, (model,)), Match(ANALYZER, (analyzer,))))
 
 
 # --- what the readers search ----------------------------------------------------------------------------------
