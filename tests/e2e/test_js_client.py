@@ -1,7 +1,8 @@
 """The JavaScript client (clients/js) with Node against the whole embedded stack, its NATS WebSocket listener
 on (``MNEMO_NATS__WEBSOCKET_PORT``): the package installed from its lock file (``npm ci``) in a copy of the
 repository's files, its generated types checked against the contract, its declarations compiled (``tsc``),
-its unit tests run, then clients/js/test/e2e.mjs against the stack over TCP and WebSocket. And the README's
+its unit tests run, then clients/js/test/e2e.mjs against the stack over TCP (the Node package) and WebSocket
+(the package bundled for the browser by esbuild, as a web page or an edge worker gets it). And the README's
 example as a user runs it: ``npm install`` of the package into an empty folder, then the first ```js block
 under the "JavaScript" heading, as written: it publishes a scene and prints a context."""
 

@@ -81,8 +81,10 @@ export class MnemoClient {
   /** Connect over TCP with `@nats-io/transport-node` (reconnecting forever unless `maxReconnectAttempts` says otherwise). */
   static async connect(servers = DEFAULT_URL, options = {}) {
     const { requestTimeout, ackTimeout, bufferSize, onDropped, ...natsOptions } = options;
-    // Imported here so runtimes without Node's `net` module can use the rest of the package.
-    const { connect } = await import("@nats-io/transport-node");
+    // Imported here, by a name bundlers do not follow, so browsers and edge runtimes (no `node:net`) can bundle
+    // and use the rest of the package.
+    const transport = "@nats-io/transport-node";
+    const { connect } = await import(transport);
     const nc = await connect({ servers, maxReconnectAttempts: -1, ...natsOptions });
     return new MnemoClient(nc, { requestTimeout, ackTimeout, bufferSize, onDropped, ownsConnection: true });
   }

@@ -4,6 +4,7 @@
 // client over the stack's NATS WebSocket listener. MNEMO_NATS_URL, MNEMO_NATS_WS_URL say where.
 import assert from "node:assert/strict";
 import { BadRequest, MnemoClient, NotFound } from "@mnemo/client";
+import { browserBundle } from "./browser-bundle.mjs";
 
 const TENANT = `t-js-${Date.now()}`; // a tenant of its own: the script may run again on the same stack
 const USER = "u-1";
@@ -107,8 +108,10 @@ try {
   await mnemo.close();
 }
 
-// The same client over WebSocket, as a browser or an edge runtime connects.
-const ws = await MnemoClient.connectWs(process.env.MNEMO_NATS_WS_URL, auth);
+// The same client over WebSocket, bundled as a browser or an edge runtime gets it (no Node transport inside).
+const { outfile } = await browserBundle();
+const browser = await import(outfile);
+const ws = await browser.MnemoClient.connectWs(process.env.MNEMO_NATS_WS_URL, auth);
 try {
   for (let i = 0; i < 4; i++) ws.submit("chat.message.created", line(i, "c-ws"));
   await ws.flush();
@@ -117,7 +120,7 @@ try {
     return reply.context.includes(LINES[3]) && reply;
   }, "the WebSocket scene in the context");
   assert.ok(context.sections.some((s) => s.name === "history"));
-  await rejectsWith(ws.memoryDelete({ tenant_id: TENANT, user_id: USER, memory_id: "no-such-memory" }), NotFound, "not_found");
+  await rejectsWith(ws.memoryDelete({ tenant_id: TENANT, user_id: USER, memory_id: "no-such-memory" }), browser.NotFound, "not_found");
 } finally {
   await ws.close();
 }
