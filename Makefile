@@ -8,10 +8,11 @@ DATA ?= ../shared/eval/realtalk
 
 .PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale chaos up down clean
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,embedded]' -e ./clients/python
+	cd clients/js && npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -58,10 +59,12 @@ asyncapi: $(STAMP)
 	$(VENV)/bin/mnemo asyncapi --out asyncapi.json
 
 ## The settings reference, docs/settings.md, and every file generated from the contract registry
-## (contracts/, the Python client's models, the README's contract table); tests fail when one is stale.
+## (contracts/, the Python client's models, the JavaScript client's types, the README's contract table);
+## tests fail when one is stale.
 docs: $(STAMP)
 	$(VENV)/bin/mnemo settings-doc --out docs/settings.md
 	$(VENV)/bin/mnemo contract-doc
+	cd clients/js && npm run --silent generate
 
 bench-ingest: $(STAMP)
 	$(PY) -m bench.ingest $(ARGS)

@@ -156,6 +156,14 @@ class NatsSettings(BaseModel):
     tls_ca_file: Path | None = Field(None, description="PEM CA bundle to verify the server's certificate (TLS on)")
     tls_cert_file: Path | None = Field(None, description="PEM client certificate, when the server verifies clients")
     tls_key_file: Path | None = Field(None, description="the client certificate's PEM private key")
+    websocket_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description="the embedded nats-server (`mnemo run`) also listens for NATS over WebSocket on this port, "
+        "for clients in browsers and edge runtimes (the JavaScript client's `connectWs`); 0: no WebSocket "
+        "listener. Plain `ws://` unless the stack runs `--secure` (then `wss://` with the server's certificate)",
+    )
 
 
 class VectorsSettings(BaseModel):
