@@ -1,7 +1,7 @@
 """`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
 
 The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore,
-characters' knowledge and lore timed effects included) and the vectors of messages, summaries, legacy memories,
+characters' knowledge and lore timed effects and uploaded documents' chunks included) and the vectors of messages, summaries, legacy memories,
 lore entries and characters' facts, then folds every event back in, in batches, printing progress. Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
 
@@ -29,6 +29,7 @@ from services.memory_extractor.witnessed import WitnessedReadModel
 from shared.bootstrap import open_core
 from shared.events.envelope import EventEnvelope
 from shared.readmodels import ReadModels
+from shared.readmodels.documents import DocumentsReadModel
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.lore import LoreReadModel
@@ -67,14 +68,24 @@ async def replay(settings: Settings, *, embedded: bool) -> int:
             lore = LoreReadModel(core.db, core.cipher)
             legacy = LegacyLoreReadModel(core.db, core.cipher)
             knowledge = KnowledgeReadModel(core.db, core.cipher)
+            documents = DocumentsReadModel(core.db, core.cipher)
             vectors = core.vectors
             if vectors is None or core.embedder is None:
                 raise RuntimeError("replay needs the vector index and the embedder")
             # The knowledge read model is folded before the embedding in each batch, so facts are indexed from it.
             embedding = EmbeddingHandler(
-                vectors, core.embedder, read_models, chunk_strings, lore=lore, knowledge=knowledge
+                vectors, core.embedder, read_models, chunk_strings, lore=lore, knowledge=knowledge, documents=documents
             )
-            projections = (read_models, summaries, witnessed, lore, legacy, knowledge, LoreTimedReadModel(core.db))
+            projections = (
+                read_models,
+                summaries,
+                witnessed,
+                lore,
+                legacy,
+                knowledge,
+                LoreTimedReadModel(core.db),
+                documents,
+            )
             for projection in projections:
                 await projection.drop_all()
             if isinstance(vectors, StreamPointWriter):

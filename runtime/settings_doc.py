@@ -10,6 +10,8 @@ from pydantic.fields import FieldInfo
 
 from services.context_assembler.settings import SECTION as ASSEMBLER
 from services.context_assembler.settings import AssemblerSettings
+from services.lore.settings import SECTION as LORE
+from services.lore.settings import LoreSettings
 from services.memory_extractor.settings import SECTION as EXTRACTOR
 from services.memory_extractor.settings import KnowledgeSettings
 from services.summarizer.settings import SECTION as SUMMARIZER
@@ -20,6 +22,7 @@ from shared.settings import Settings
 SERVICE_SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     (ASSEMBLER, AssemblerSettings),
     (EXTRACTOR, KnowledgeSettings),
+    (LORE, LoreSettings),
     (SUMMARIZER, SummarizerSettings),
 )
 

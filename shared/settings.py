@@ -82,6 +82,14 @@ class StreamsSettings(BaseModel):
         le=5,
         description="copies of each stream in a NATS cluster (3 in `make cluster` and compose; 1 on one server)",
     )
+    uploads_max_bytes: int = Field(
+        10 * 1024**3, ge=1024**2, description="the MNEMO_UPLOADS object store bucket's total size limit"
+    )
+    upload_max_object_bytes: int = Field(
+        100 * 1024**2,
+        ge=1024,
+        description="the largest document a client may upload (a larger import ends `failed`, its object deleted)",
+    )
 
 
 class VectorsSettings(BaseModel):

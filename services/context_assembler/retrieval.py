@@ -166,6 +166,7 @@ class Gatherer:
                 lore = await self._lore.activate(
                     req, books, history, bot=bot, persona=persona, similar=similar, degraded=degraded
                 )
+                lore += await self._lore.document_items(req, books, history, lore, degraded)
             reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore, self._counter)
             shown = [h.message_id for h in reachable]
             hits = await self._search.run(req, query_text(req, history), shown, degraded)

@@ -3,7 +3,7 @@
 Stream ids (``kind/tenant/...``) always start with the tenant, and conversations and personas also with
 the user, so equal ids under another tenant or user are different streams. Each stream's types live in
 their own module (``conversation``, ``profiles``, ``summaries``, ``knowledge``, ``lorebooks``,
-``legacy_lore``, ``lore_timed``), each registered with its payload model in :data:`REGISTRY`; this module
+``legacy_lore``, ``lore_timed``, ``documents``), each registered with its payload model in :data:`REGISTRY`; this module
 re-exports them all so callers import from one place.
 """
 
@@ -19,6 +19,21 @@ from shared.events.recorded.conversation import (
     MessageRecorded,
     conversation_stream,
     created_event_id,
+)
+from shared.events.recorded.documents import (
+    DOCUMENT_ACCEPTED,
+    DOCUMENT_CHUNKED,
+    DOCUMENT_COMPLETED,
+    DOCUMENT_DELETED,
+    DOCUMENT_EVENTS,
+    DOCUMENT_FAILED,
+    DocumentAccepted,
+    DocumentChunk,
+    DocumentChunked,
+    DocumentCompleted,
+    DocumentDeleted,
+    DocumentFailed,
+    document_stream,
 )
 from shared.events.recorded.knowledge import (
     FACT_LEARNED,
@@ -90,6 +105,12 @@ from shared.events.recorded.summaries import (
 
 __all__ = [
     "BOT_RECORDED",
+    "DOCUMENT_ACCEPTED",
+    "DOCUMENT_CHUNKED",
+    "DOCUMENT_COMPLETED",
+    "DOCUMENT_DELETED",
+    "DOCUMENT_EVENTS",
+    "DOCUMENT_FAILED",
     "EVERYONE",
     "FACTS_CONSOLIDATED",
     "FACT_LEARNED",
@@ -116,6 +137,12 @@ __all__ = [
     "SUMMARY_CREATED",
     "SUMMARY_RETIRED",
     "BotRecorded",
+    "DocumentAccepted",
+    "DocumentChunk",
+    "DocumentChunked",
+    "DocumentCompleted",
+    "DocumentDeleted",
+    "DocumentFailed",
     "FactLearned",
     "FactPromoted",
     "FactRetired",
@@ -147,6 +174,7 @@ __all__ = [
     "character_scope",
     "conversation_stream",
     "created_event_id",
+    "document_stream",
     "knowledge_stream",
     "legacy_lore_stream",
     "lore_timed_stream",
