@@ -8,7 +8,8 @@ Run only in the parsing subprocess (``worker.py``), under its time and memory li
 - Markdown: ``markdown-it-py`` (CommonMark, already a dependency of the stack) finds the real headings, not
   a ``#`` inside a code block.
 - HTML: ``beautifulsoup4`` with the standard library's parser: tolerant of broken markup.
-- Text: UTF-8 (and BOMs) first, else ``charset-normalizer`` (the maintained chardet successor) guesses.
+- Text: UTF-8 (and BOMs) first, else ``charset-normalizer`` (the maintained chardet successor, already
+  installed with httpx' dependencies) guesses.
 
 Every failure is a :class:`DocumentError` whose message is for the user who uploaded the file.
 """
@@ -99,10 +100,15 @@ def decode_text(raw: bytes) -> str:
         pass
     from charset_normalizer import from_bytes
 
-    best = from_bytes(raw).best()
-    if best is None:
+    matches = list(from_bytes(raw))
+    if not matches:
         raise DocumentError("the file is not text in any encoding mnemo recognises")
-    return str(best)
+    best = matches[0]
+    # Western text in one of the Latin 8-bit code pages often decodes cleanly in several of them, and
+    # charset-normalizer's tie-break then favours a rarer one (iso8859_14, cp1257): prefer Windows-1252, by
+    # far the most common legacy encoding, when it reads about as cleanly as the best guess.
+    western = next((m for m in matches if m.encoding == "cp1252" and m.chaos <= best.chaos + 0.1), None)
+    return str(western or best)
 
 
 def _paragraphs(text: str) -> list[str]:
