@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from services.lore.documents.chunks import MAX_TOKENS, MIN_TOKENS, OVERLAP_TOKENS, chunk_blocks
@@ -53,7 +54,7 @@ def test_windows_are_750_to_1000_tokens_and_never_span_a_section() -> None:
 def test_consecutive_windows_overlap_by_whole_sentences_and_cover_the_text() -> None:
     blocks = _book()
     chunks = [c for c in chunk_blocks(blocks) if c.heading == "Part I > Chapter 1"]
-    for before, after in zip(chunks, chunks[1:], strict=False):
+    for before, after in itertools.pairwise(chunks):
         first_sentence = after.text.split(". ")[0]
         assert first_sentence in before.text, "the next window starts with the end of this one"
         assert estimate_tokens(after.text[: after.text.index(first_sentence) + len(first_sentence)]) <= (
