@@ -10,7 +10,7 @@ text is left out. The budget then takes them like other lore entries, after them
 
 A document is data, never instructions: each chunk is quoted (``> ``) under a line naming the document and
 where the passage is, and its source is ``{"kind": "document", "id": "<document>#<chunk>", "detail":
-"<name>, page 12, Chapter 3"}``. A failed or slow search leaves the documents out and names
+"<name>, page 12, Chapter 3"}`` (``pages 12-13`` for a chunk that runs onto the next page). A failed or slow search leaves the documents out and names
 ``lore_documents`` in ``degraded``.
 """
 
@@ -55,7 +55,9 @@ def _norm(text: str) -> str:
 def location(name: str, chunk: ChunkView) -> str:
     """``Dragon Compendium, page 12, Dragons > Red``: the document and where the passage is."""
     parts = [name]
-    if chunk.page is not None:
+    if chunk.page is not None and chunk.last_page is not None and chunk.last_page != chunk.page:
+        parts.append(f"pages {chunk.page}-{chunk.last_page}")
+    elif chunk.page is not None:
         parts.append(f"page {chunk.page}")
     if chunk.heading:
         parts.append(chunk.heading)

@@ -58,6 +58,7 @@ class ChunkView:
     heading: str
     page: int | None
     hash: str
+    last_page: int | None = None
 
 
 def _chunk_id(stream: str, version: int, index: int) -> str:
@@ -130,13 +131,14 @@ class DocumentsReadModel:
                     "index": ch.index,
                     "hash": ch.hash,
                     "page": ch.page,
+                    "last_page": ch.last_page,
                     "tokens": ch.tokens,
                     "text": tc.encrypt(cid, "text", ch.text),
                     "heading": tc.encrypt(cid, "heading", ch.heading),
                 }
                 chunks.append(UpdateOne({"_id": cid}, {"$set": row}, upsert=True))
             recorded = max((ch.index + 1 for ch in c.chunks), default=0)
-            pages = max((ch.page or 0 for ch in c.chunks), default=0)
+            pages = max((ch.last_page or ch.page or 0 for ch in c.chunks), default=0)
             progress = {"progress.chunks_recorded": recorded, "progress.pages_read": pages}
             docs.append(
                 UpdateOne(
@@ -236,5 +238,6 @@ class DocumentsReadModel:
                 str(tc.decrypt(d["_id"], "heading", d["heading"])),
                 d.get("page"),
                 d["hash"],
+                d.get("last_page"),
             )
         return out

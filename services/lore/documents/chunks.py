@@ -30,8 +30,9 @@ class DocChunk:
     index: int
     text: str
     heading: str
-    page: int | None
+    page: int | None  # where the chunk's text starts (its overlap included)
     tokens: int
+    last_page: int | None = None  # where it ends, when that is another page
 
     @property
     def embedded(self) -> str:
@@ -115,16 +116,15 @@ def _overlap(pieces: list[_Piece]) -> list[_Piece]:
     return tail
 
 
-def _section(blocks: list[Block]) -> list[tuple[str, int | None]]:
-    """(text, page of its first new piece) of each window of one section."""
+def _section(blocks: list[Block]) -> list[tuple[str, int | None, int | None]]:
+    """(text, first page, last page) of each window of one section."""
     pieces = _pieces(blocks)
-    windows: list[tuple[str, int | None]] = []
+    windows: list[tuple[str, int | None, int | None]] = []
     current: list[_Piece] = []
     fresh = 0  # pieces of ``current`` that are not overlap
     for piece in pieces:
         if current and fresh and estimate_tokens(_join([*current, piece])) > MAX_TOKENS:
-            new = current[len(current) - fresh :]
-            windows.append((_join(current), new[0].page))
+            windows.append((_join(current), current[0].page, current[-1].page))
             current = [*_overlap(current), piece]
             fresh = 1
             if estimate_tokens(_join(current)) > MAX_TOKENS:  # the overlap leaves no room: drop it
@@ -133,8 +133,7 @@ def _section(blocks: list[Block]) -> list[tuple[str, int | None]]:
         current.append(piece)
         fresh += 1
     if fresh:
-        new = current[len(current) - fresh :]
-        windows.append((_join(current), new[0].page))
+        windows.append((_join(current), current[0].page, current[-1].page))
     return windows
 
 
@@ -142,6 +141,7 @@ def chunk_blocks(blocks: list[Block]) -> list[DocChunk]:
     """Every section's windows in document order, numbered from 0."""
     chunks: list[DocChunk] = []
     for heading, group in groupby(blocks, key=lambda b: b.heading):
-        for text, page in _section(list(group)):
-            chunks.append(DocChunk(len(chunks), text, heading, page, estimate_tokens(text)))
+        for text, first, last in _section(list(group)):
+            end = last if last != first else None
+            chunks.append(DocChunk(len(chunks), text, heading, first, estimate_tokens(text), end))
     return chunks

@@ -30,7 +30,15 @@ def run(path: Path, name: str) -> dict[str, object]:
         "ok": True,
         "pages": parsed.pages,
         "chunks": [
-            {"index": c.index, "text": c.text, "heading": c.heading, "page": c.page, "tokens": c.tokens, "hash": c.hash}
+            {
+                "index": c.index,
+                "text": c.text,
+                "heading": c.heading,
+                "page": c.page,
+                "last_page": c.last_page,
+                "tokens": c.tokens,
+                "hash": c.hash,
+            }
             for c in chunks
         ],
     }

@@ -43,6 +43,7 @@ class DocumentChunk(RecordedPayload):
     text: str  # what is shown (the heading path is prefixed only to what is embedded)
     heading: str = ""  # the heading path, ``Part I > Chapter 3``
     page: int | None = None  # 1-based page of the chunk's start (PDF, .docx page breaks); None: no pages
+    last_page: int | None = None  # the page it ends on, when another
     hash: str  # of the embedded text: an unchanged chunk of a new version is not embedded again
     tokens: int = 0
 
