@@ -14,11 +14,18 @@ from faststream.nats import NatsBroker
 from faststream.specification import AsyncAPI
 
 from shared import subjects
-from shared.events import contract, lore_contract, memory_contract
+from shared.events import contract, document_contract, lore_contract, memory_contract
 
 _LORE_ERRORS = (
     "Request-reply (lore service). Errors: ErrorReply {error: {code, message}} with bad_request (invalid request, "
     "or a file that is not a readable lorebook, saying what is wrong) or not_found (no such book in the tenant)."
+)
+_DOCUMENT_ERRORS = (
+    "Request-reply (lore service): documents as lore. The file goes in the JetStream Object Store bucket "
+    "MNEMO_UPLOADS as `<tenant_id>/...` (or inline as data_base64 when small); import answers `accepted` at once "
+    "and the lore service publishes DocumentState on mnemo.lore.document.status.v1 until `completed` or `failed` "
+    "(with a reason). Errors: ErrorReply {error: {code, message}} with bad_request (invalid request, unsupported "
+    "file type, an object outside the tenant's prefix) or not_found (no such object or document of this user)."
 )
 _MEMORY_ERRORS = (
     "Request-reply (memory service). Errors: ErrorReply {error: {code, message}} with bad_request (invalid JSON "
@@ -69,6 +76,29 @@ def build_contract_app() -> FastStream:
     ]
     for subject, request_model, reply_model in lore_management:
         broker.subscriber(subject, title=subject, description=_LORE_ERRORS)(_documented(request_model, reply_model))
+
+    documents: list[tuple[str, type[Any], type[Any]]] = [
+        (
+            subjects.LORE_DOCUMENT_IMPORT,
+            document_contract.DocumentImportRequest,
+            document_contract.DocumentImportReply,
+        ),
+        (subjects.LORE_DOCUMENT_GET, document_contract.DocumentGetRequest, document_contract.DocumentState),
+        (subjects.LORE_DOCUMENT_LIST, document_contract.DocumentListRequest, document_contract.DocumentListReply),
+        (
+            subjects.LORE_DOCUMENT_DELETE,
+            document_contract.DocumentDeleteRequest,
+            document_contract.DocumentDeleteReply,
+        ),
+    ]
+    for subject, request_model, reply_model in documents:
+        broker.subscriber(subject, title=subject, description=_DOCUMENT_ERRORS)(_documented(request_model, reply_model))
+    broker.publisher(
+        subjects.LORE_DOCUMENT_STATUS,
+        schema=document_contract.DocumentState,
+        title=subjects.LORE_DOCUMENT_STATUS,
+        description="A document's import state at each step (core NATS, published by the lore service).",
+    )
 
     @broker.subscriber(
         subjects.MEMORY_CONVERT_TO_LORE, title=subjects.MEMORY_CONVERT_TO_LORE, description=_MEMORY_ERRORS

@@ -61,9 +61,12 @@ def create_router(
             embedder=deps.embedder,
             vector_settings=settings.lore_vector,
             timed=TimedStates(deps.store, timed or LoreTimedReadModel(deps.db), deps.publisher),
+            # Without a database (component tests) documents are read only from a given read model.
             documents=DocumentLore(
                 documents or DocumentsReadModel(deps.db, deps.cipher), index, deps.embedder, settings.documents
-            ),
+            )
+            if documents is not None or deps.db is not None
+            else None,
         ),
         # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
         token_counter(settings.tokenizer_file),

@@ -67,9 +67,17 @@ def _chunk_id(stream: str, version: int, index: int) -> str:
 
 class DocumentsReadModel:
     def __init__(self, db: AsyncDatabase[Doc], cipher: FieldCipher) -> None:
-        self._docs: AsyncCollection[Doc] = db.get_collection(DOCUMENTS)
-        self._chunks: AsyncCollection[Doc] = db.get_collection(CHUNKS)
+        self._db = db
         self._cipher = cipher
+
+    # Resolved on use, so a service built without a database (component tests) can hold one unused.
+    @property
+    def _docs(self) -> AsyncCollection[Doc]:
+        return self._db.get_collection(DOCUMENTS)
+
+    @property
+    def _chunks(self) -> AsyncCollection[Doc]:
+        return self._db.get_collection(CHUNKS)
 
     async def ensure_indexes(self) -> None:
         await self._docs.create_index([("tenant_id", ASCENDING), ("lorebook_id", ASCENDING)], name="by_book")

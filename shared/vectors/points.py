@@ -18,10 +18,8 @@ kind carries (``*`` marks the fields readers filter on):
 - ``lore_entry``: ``tenant_id*, kind*, lorebook_id*, uid*, source_id, model, chunk``.
 - ``fact``: ``tenant_id*, user_id, kind*, fact_id*, source_id, character_id, audience*`` (exactly the
   fact's character, never ``*``), ``scope*, model, chunk``.
-- ``document_chunk`` (one point per distinct chunk text of a document, id over its content hash, so an
-  unchanged chunk of a new version keeps its point): ``tenant_id*, kind*, lorebook_id*, document_id*,
-  chunk_hash*, source_id`` (the document id), ``chunk, total_chunks, page`` (as in the version that first
-  embedded it: the documents read model holds each version's own), ``model``.
+- ``document_chunk`` (a point per distinct chunk text, id over its hash): ``tenant_id*, kind*, lorebook_id*,
+  document_id*, chunk_hash*, source_id, chunk, total_chunks, page, model`` (see ``document_point_id``).
 
 Filters are applied inside the vector query, never after it, so a query cannot rank points it may not see.
 """
@@ -103,7 +101,9 @@ def lore_source_id(lorebook_id: str, uid: int) -> str:
 
 
 def document_point_id(tenant_id: str, document_id: str, chunk_hash: str) -> str:
-    """A document chunk's point: one per distinct text of the document, whatever its version or place."""
+    """A document chunk's point: one per distinct text of the document, whatever its version or place, so an
+    unchanged chunk of a new version keeps its point. Its ``chunk``, ``total_chunks`` and ``page`` are those
+    of the version that first embedded it; the documents read model holds each version's own."""
     return deterministic_id("vec", DOCUMENT_CHUNK, tenant_id, document_id, chunk_hash)
 
 

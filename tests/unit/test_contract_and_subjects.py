@@ -15,6 +15,8 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     lore = {subjects.LORE_IMPORT, subjects.LORE_EXPORT, subjects.LORE_ATTACH, subjects.LORE_DETACH}
     lore |= {subjects.LORE_BOOK_CREATE, subjects.LORE_BOOK_DELETE}
     lore |= {subjects.LORE_ENTRY_CREATE, subjects.LORE_ENTRY_UPDATE, subjects.LORE_ENTRY_DELETE}
+    lore |= {subjects.LORE_DOCUMENT_IMPORT, subjects.LORE_DOCUMENT_GET, subjects.LORE_DOCUMENT_LIST}
+    lore |= {subjects.LORE_DOCUMENT_DELETE, subjects.LORE_DOCUMENT_STATUS}
     memory = {subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST}
     assert set(doc["channels"]) == {*subjects.CHAT_INBOUND, subjects.CONTEXT_ASSEMBLE, *lore, *memory}
     schemas = doc["components"]["schemas"]
@@ -29,6 +31,9 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     lore_import = schemas["LoreImportRequest"]["properties"]
     assert {"data", "data_base64", "attach_to_bots", "owner_user_id", "format"} <= set(lore_import)
     assert {"user_id", "lorebook_id", "uid", "changes"} <= set(schemas["LoreEntryUpdateRequest"]["properties"])
+    document_import = schemas["DocumentImportRequest"]["properties"]
+    assert {"owner_user_id", "name", "object", "data_base64", "attach_to_bots", "document_id"} <= set(document_import)
+    assert {"status", "progress", "reason", "chunks", "pages"} <= set(schemas["DocumentState"]["properties"])
 
 
 def test_every_inbound_subject_is_captured_by_the_chat_stream() -> None:
