@@ -19,12 +19,16 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js.errors import NotFoundError
 
+from runtime.replay import _fold_log
 from services.context_assembler.app import create_router as assembler_router
 from services.context_assembler.settings import AssemblerSettings
+from services.embedding.app import chunk_strings
 from services.embedding.app import create_router as embedding_router
+from services.embedding.handlers import EmbeddingHandler
 from services.lore.app import create_router as lore_router
 from shared import subjects
-from shared.readmodels.documents import CHUNKS
+from shared.readmodels import ReadModels
+from shared.readmodels.documents import CHUNKS, DocumentsReadModel
 from shared.runtime import Deps
 from shared.vectors import points as vp
 from shared.vectors.port import VectorFilter
@@ -301,3 +305,37 @@ async def test_bad_files_fail_with_a_reason_and_leave_nothing_searchable(
     assert foreign_object["error"]["code"] == "bad_request"
     assert unsupported["error"]["code"] == "bad_request"
     assert "unsupported file type" in unsupported["error"]["message"]
+
+
+async def test_replay_rebuilds_chunks_and_points_from_the_log(stack: Stack, tenant: str) -> None:
+    """What ``mnemo replay`` does (``runtime.replay._fold_log``): the documents read model and the document
+    points are dropped, then rebuilt from the log alone; the context quotes the passage again."""
+    await seed(stack, tenant)
+    text = "\n\n".join(filler_pages(2, seed_=11)) + f"\n\n{PASSAGE}"
+    made = await call(stack.nc, subjects.LORE_DOCUMENT_IMPORT, import_body(tenant, "varnholt.txt", data_base64=inline(text.encode())))  # fmt: skip
+    doc_id = made["document_id"]
+    before = await ended(stack.nc, tenant, doc_id)
+    await context_quoting(stack.nc, tenant, PASSAGE)
+    index = stack.deps.require_vectors()
+    await wait_until(lambda: _count_is(index, tenant, doc_id, before["chunks"]), "points written", timeout=60)
+
+    documents = DocumentsReadModel(stack.db, stack.deps.cipher)
+    await documents.drop_all()
+    await index.delete(VectorFilter.where(tenant_id=tenant, kind=vp.DOCUMENT_CHUNK))
+    gone = await call(stack.nc, subjects.LORE_DOCUMENT_GET, {"tenant_id": tenant, "document_id": doc_id})
+    handler = EmbeddingHandler(
+        index,
+        stack.deps.require_embedder(),
+        ReadModels(stack.db, stack.deps.cipher),
+        chunk_strings,
+        documents=documents,
+    )
+    await _fold_log(stack.store.read_all(), [documents], handler)
+    rebuilt = await call(stack.nc, subjects.LORE_DOCUMENT_GET, {"tenant_id": tenant, "document_id": doc_id})
+    points = await index.count(vp.document_chunks(tenant, doc_id))
+    reply = await context_quoting(stack.nc, tenant, PASSAGE)
+
+    assert gone["error"]["code"] == "not_found"
+    assert rebuilt == before
+    assert points == before["chunks"]
+    assert any(s["kind"] == "document" and s["id"].startswith(doc_id) for s in reply["sources"])

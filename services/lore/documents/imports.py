@@ -112,13 +112,14 @@ class DocumentImports:
             rec = await self._docs.get(req.tenant_id, req.document_id)
             if rec is None or rec.state.owner_user_id != req.owner_user_id or rec.state.status == "deleted":
                 raise NotFound(f"no document {req.document_id!r} of this user in this tenant")
-            if rec.state.status == "processing":
+            if self._under_way(rec.state):
                 raise BadRequest("an import of this document is still running; replace it once it has ended")
             document_id, version, book_id = req.document_id, rec.state.version + 1, rec.state.book_id
         else:
             document_id = ev.document_id_for(req.tenant_id, req.owner_user_id, req.name, digest)
             rec = await self._docs.get(req.tenant_id, document_id)
-            if rec is not None and rec.state.status != "deleted":  # a retry: the same import, nothing new
+            if rec is not None and (rec.state.status == "completed" or self._under_way(rec.state)):
+                # A retry: the same import, nothing new. A failed, deleted or abandoned one starts again.
                 return DocumentImportReply(
                     book_id=rec.state.book_id, document_id=document_id, version=rec.state.version
                 )
@@ -151,6 +152,11 @@ class DocumentImports:
         self._running[key] = task
         task.add_done_callback(lambda t: self._running.pop(key, None) if self._running.get(key) is t else None)
         return DocumentImportReply(book_id=book_id, document_id=document_id, version=version)
+
+    def _under_way(self, state: DocumentState) -> bool:
+        """Processing here; a ``processing`` import with no task in this replica was cut short by a restart
+        (the lore service runs one replica), so importing the file again starts a new version."""
+        return state.status == "processing" and (state.tenant_id, state.document_id) in self._running
 
     async def wait_idle(self) -> None:
         """Until every import under way has ended (tests, and a draining shutdown)."""

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from services.lore.documents.reading import DocumentError, decode_text, read
+from services.lore.documents.reading import DocumentError, Parsed, decode_text, read
 from tests.lore.documents import files
 
 
-def _read(tmp_path: Path, name: str, data: bytes):  # type: ignore[no-untyped-def]
+def _read(tmp_path: Path, name: str, data: bytes) -> Parsed:
     path = tmp_path / "upload"
     path.write_bytes(data)
     return read(path, name)
