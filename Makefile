@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster test test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context bench-scale up down clean
+.PHONY: run cluster test test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context bench-scale bench-documents up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -80,6 +80,10 @@ bench-context: $(STAMP)
 ## Ingest at 1 and 2 replicas on `mnemo cluster` beside one process, same run: msgs/s, CPU per message, duplicates.
 bench-scale: $(STAMP)
 	$(PY) -m bench.scale $(ARGS)
+
+## Documents as lore: a 363-page public-domain book as PDF and text, pages/s and embedded chunks/s beside the raw model.
+bench-documents: $(STAMP)
+	$(PY) -m bench.documents $(ARGS)
 
 ## Distributed mode (needs a Docker engine).
 up:

