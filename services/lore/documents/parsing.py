@@ -1,8 +1,8 @@
 """Parse an uploaded file off the event loop, in a subprocess with time and memory limits.
 
 A hostile file (a decompression bomb, a PDF built to loop, a 1 GB line) can then exhaust only that process:
-its address space is capped (``RLIMIT_AS``), its CPU time too (``RLIMIT_CPU``), and it is killed at a wall
-deadline. A process per document costs ~0.3 s of interpreter start, nothing next to parsing a book, and
+its address space is capped (``RLIMIT_AS``), its CPU time too (``RLIMIT_CPU``), it runs at a lower
+priority (``nice`` 10: requests of other tenants go first), and it is killed at a wall deadline. A process per document costs ~0.3 s of interpreter start, nothing next to parsing a book, and
 unlike a process pool a killed worker leaves nothing behind to repair.
 """
 
@@ -30,6 +30,7 @@ class ParseOutcome:
 
 
 def _limits(memory_mb: int, cpu_s: int) -> None:  # pragma: no cover - runs in the child
+    os.nice(10)  # parsing yields the CPU to the services' requests (context assembly goes first)
     resource.setrlimit(resource.RLIMIT_AS, (memory_mb * 1024**2, memory_mb * 1024**2))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
 
