@@ -23,7 +23,7 @@ HOSTILE = [
     ("bomb.docx", files.zip_bomb(50)),
     ("secret.pdf", files.encrypted_pdf(PASSAGE)),
     ("cut.pdf", files.pdf([PASSAGE * 20] * 3)[:900]),
-    ("wall.txt", ("竜" * 200_000).encode()),  # one 600 kB "word": cut between characters
+    ("notes.pdf", PASSAGE.encode() * 100),
 ]
 
 
@@ -77,5 +77,5 @@ async def test_other_tenants_context_p95_within_2x_during_hostile_imports(
         states = [await ended(stack.nc, attacker, d) for d in imported[: len(HOSTILE)]]
 
     assert len(imported) >= len(HOSTILE), "the hostile imports ran during the measurement"
-    assert [s["status"] for s in states[:3]] == ["failed"] * 3
+    assert [s["status"] for s in states] == ["failed"] * len(HOSTILE)
     assert p95(during) <= 2 * p95(baseline), (p95(baseline), p95(during))

@@ -174,13 +174,15 @@ class DocumentImports:
             except Exception:
                 log.exception("import of document %s v%d stopped", document_id, version)
                 reason = "the import stopped on an internal error; upload the file again"
-            if reason is not None:
-                await self._record(
-                    tenant_id, document_id, [ev.failed(tenant_id, document_id, version, reason, utcnow())]
-                )
-                await self._delete_object(obj)
-            elif previous is not None:
-                await self._delete_object(previous)
+            try:
+                if reason is not None:
+                    failed = ev.failed(tenant_id, document_id, version, reason, utcnow())
+                    await self._record(tenant_id, document_id, [failed])
+                    await self._delete_object(obj)
+                elif previous is not None:
+                    await self._delete_object(previous)
+            except Exception:  # shutting down, or the log unreachable: it stays `processing` (docs/documents.md)
+                log.exception("the end of document %s v%d was not recorded", document_id, version)
 
     async def _read_and_record(
         self, tenant_id: str, document_id: str, version: int, name: str, obj: str, size: int
