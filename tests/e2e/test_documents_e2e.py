@@ -119,3 +119,39 @@ async def test_a_300_page_book_as_pdf_and_as_text_reaches_the_context(stack: Sta
     assert stored == [f"{TENANT}/books/tragedies.pdf"]
     print(f"pdf: {pdf_state['pages']} pages, {pdf_state['chunks']} chunks, passage on page {pdf_page}; "
           f"text: {txt_state['pages']} pages, {txt_state['chunks']} chunks, page {txt_page}")  # fmt: skip
+
+
+async def test_replace_a_document_through_the_contract(stack: StackProcess) -> None:
+    """A new version (same ``document_id``) takes over at its completion: the context quotes the new text and
+    no longer the old one; unchanged chunks keep the document's count."""
+    old = "# Harbour rules\n\n## Night\n\nAfter dark the harbour chain of Varnholt is raised with a brass winch."
+    new = old.replace("brass winch", "bronze capstan turned by four oxen")
+    nc = await nats.connect(stack.nats_url)
+    try:
+        body = {"tenant_id": TENANT, "owner_user_id": OWNER, "name": "harbour.md", "attach_to_bots": ["bot-harbour"]}
+        first = await rpc(nc, "mnemo.rpc.lore.document.import.v1", {**body, "data_base64": _b64(old)})
+        doc = {"tenant_id": TENANT, "document_id": first["document_id"]}
+
+        async def context_says(words: str) -> bool:
+            req = {**ask("bot-harbour"), "user_message": "How is the harbour chain raised at night?"}
+            reply = await rpc(nc, "mnemo.rpc.context.assemble.v1", req)
+            return words in flat(reply["context"])
+
+        await wait_for_stack(lambda: context_says("brass winch"), "version 1 in the context", timeout=300)
+        second = await rpc(nc, "mnemo.rpc.lore.document.import.v1",
+                           {**body, "data_base64": _b64(new), "document_id": first["document_id"]})  # fmt: skip
+        await wait_for_stack(lambda: context_says("bronze capstan"), "version 2 in the context", timeout=300)
+        state = await rpc(nc, "mnemo.rpc.lore.document.get.v1", doc)
+        still_old = await context_says("brass winch")
+    finally:
+        await nc.drain()
+
+    assert (second["document_id"], second["version"], second["book_id"]) == (doc["document_id"], 2, first["book_id"])
+    assert (state["status"], state["version"], state["active_version"]) == ("completed", 2, 2)
+    assert not still_old
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode()).decode()
