@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale chaos up down clean
+.PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-documents chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -96,6 +96,10 @@ bench-scale: $(STAMP)
 ## The default topology; CI runs ARGS=--quick (tests/integration/test_chaos.py).
 chaos: $(STAMP)
 	$(PY) -m bench.chaos $(ARGS)
+
+## Documents as lore: a 363-page public-domain book as PDF and text, pages/s and embedded chunks/s beside the raw model.
+bench-documents: $(STAMP)
+	$(PY) -m bench.documents $(ARGS)
 
 ## Distributed mode (needs a Docker engine).
 up:

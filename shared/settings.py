@@ -136,6 +136,14 @@ class StreamsSettings(BaseModel):
         description="MNEMO_POINTS (stream-mode vectors, one message per point): no age limit, a new replica "
         "rebuilds its shard from it",
     )
+    uploads_max_bytes: int = Field(
+        10 * 1024**3, ge=1024**2, description="the MNEMO_UPLOADS object store bucket's total size limit"
+    )
+    upload_max_object_bytes: int = Field(
+        100 * 1024**2,
+        ge=1024,
+        description="the largest document a client may upload (a larger import ends `failed`, its object deleted)",
+    )
 
 
 class NatsSettings(BaseModel):
@@ -163,6 +171,14 @@ class NatsSettings(BaseModel):
         description="the embedded nats-server (`mnemo run`) also listens for NATS over WebSocket on this port, "
         "for clients in browsers and edge runtimes (the JavaScript client's `connectWs`); 0: no WebSocket "
         "listener. Plain `ws://` unless the stack runs `--secure` (then `wss://` with the server's certificate)",
+    )
+    uploads_max_bytes: int = Field(
+        10 * 1024**3, ge=1024**2, description="the MNEMO_UPLOADS object store bucket's total size limit"
+    )
+    upload_max_object_bytes: int = Field(
+        100 * 1024**2,
+        ge=1024,
+        description="the largest document a client may upload (a larger import ends `failed`, its object deleted)",
     )
 
 

@@ -241,4 +241,39 @@ export class MnemoClient {
   knowledgeUnpromote(request) {
     return this.request("memory.unpromote", request);
   }
+
+  /** Import a document as lore; the import runs on after the reply (`lore.document.import`). */
+  documentImport(request) {
+    return this.request("lore.document.import", request);
+  }
+
+  /** A document's import state (`lore.document.get`). */
+  documentGet(request) {
+    return this.request("lore.document.get", request);
+  }
+
+  /** The tenant's documents (`lore.document.list`). */
+  documentList(request) {
+    return this.request("lore.document.list", request);
+  }
+
+  /** Delete a document, its chunks and stored bytes (`lore.document.delete`). */
+  documentDelete(request) {
+    return this.request("lore.document.delete", request);
+  }
+
+  /** Erase a user by crypto-shredding (`privacy.erase_user`). */
+  eraseUser(request) {
+    return this.request("privacy.erase_user", request);
+  }
+
+  /** Erase a whole tenant (`privacy.erase_tenant`, `confirm: "erase"`). */
+  eraseTenant(request) {
+    return this.request("privacy.erase_tenant", request);
+  }
+
+  /** Everything mnemo holds about a user (`privacy.export_user`). */
+  exportUser(request) {
+    return this.request("privacy.export_user", request);
+  }
 }

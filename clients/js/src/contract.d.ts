@@ -68,7 +68,7 @@ export interface Section {
   tokens: number;
 }
 export interface Source {
-  kind: "message" | "summary" | "fact" | "knowledge" | "lore" | "legacy_memory" | "persona" | "system";
+  kind: "message" | "summary" | "fact" | "knowledge" | "lore" | "document" | "legacy_memory" | "persona" | "system";
   id: string;
   /**
    * messages this item comes from
@@ -141,6 +141,169 @@ export interface ConversationRef {
   user_id: string;
   conversation_id: string;
 }
+export interface DocumentDeleteReply {
+  document_id: string;
+  /**
+   * false when it was already gone
+   */
+  deleted: boolean;
+}
+export interface DocumentDeleteRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the acting user: the document's owner
+   */
+  user_id: string;
+  document_id: string;
+}
+export interface DocumentGetRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  document_id: string;
+}
+export interface DocumentImportReply {
+  /**
+   * the lorebook the document belongs to (attach/detach it like any book)
+   */
+  book_id: string;
+  document_id: string;
+  /**
+   * the version this import makes
+   */
+  version: number;
+  status?: "accepted";
+}
+/**
+ * `mnemo.rpc.lore.document.import.v1` request.
+ */
+export interface DocumentImportRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user uploading the document (its owner)
+   */
+  owner_user_id: string;
+  /**
+   * the file name; its extension says the type (.txt, .md, ...)
+   */
+  name: string;
+  /**
+   * the object's name in the MNEMO_UPLOADS bucket, `<tenant_id>/...`
+   */
+  object?: string | null;
+  /**
+   * a small file's bytes
+   */
+  data_base64?: string | null;
+  /**
+   * bots that get it
+   *
+   * @maxItems 1000
+   */
+  attach_to_bots?: string[];
+  /**
+   * replace this document of the owner with a new version (unset: a new document)
+   */
+  document_id?: string | null;
+}
+export interface DocumentListReply {
+  documents: DocumentState[];
+}
+/**
+ * `mnemo.rpc.lore.document.get.v1` reply and the body of `mnemo.lore.document.status.v1`.
+ */
+export interface DocumentState {
+  tenant_id: string;
+  document_id: string;
+  book_id: string;
+  owner_user_id: string;
+  name: string;
+  status: "processing" | "completed" | "failed" | "deleted";
+  /**
+   * the version being imported, or the last one
+   */
+  version: number;
+  /**
+   * the version whose chunks are searched
+   */
+  active_version?: number | null;
+  pages?: number;
+  chunks?: number;
+  tokens?: number;
+  progress?: DocumentProgress;
+  /**
+   * why the last import failed, for the user
+   */
+  reason?: string | null;
+  updated_at?: string | null;
+}
+export interface DocumentProgress {
+  pages_read?: number;
+  chunks_recorded?: number;
+}
+export interface DocumentListRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * only this user's documents
+   */
+  owner_user_id?: string | null;
+  /**
+   * only this book's documents
+   */
+  book_id?: string | null;
+}
+/**
+ * `mnemo.rpc.privacy.erase_tenant.v1`: forget a whole tenant (every user, bot and book of it).
+ */
+export interface EraseTenantRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * must be `erase`: guards against a mistaken call
+   */
+  confirm: "erase";
+}
+/**
+ * `mnemo.rpc.privacy.erase_user.v1`: forget one user of a tenant (their conversations, personas, books).
+ */
+export interface EraseUserRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user to erase: the owner of conversations, personas and books
+   */
+  user_id: string;
+}
+export interface ErasureReply {
+  /**
+   * id of the `erasure.completed` event that records this erasure
+   */
+  erasure_id: string;
+  /**
+   * data keys destroyed (crypto-shredded)
+   */
+  keys_destroyed: number;
+  /**
+   * rows deleted per read model, `vector_filters` applied, `stream_messages` removed from JetStream
+   */
+  deleted: {
+    [k: string]: number | undefined;
+  };
+}
 export interface ErrorBody {
   /**
    * bad_request | not_found | internal | unavailable | rate_limited | book_too_large | too_many_books (see README, Limits)
@@ -153,6 +316,54 @@ export interface ErrorBody {
  */
 export interface ErrorReply {
   error: ErrorBody;
+}
+export interface ExportUserReply {
+  tenant_id: string;
+  user_id: string;
+  /**
+   * per conversation: `conversation_id`, `messages` (in order) and `summaries`
+   */
+  conversations: {
+    [k: string]: unknown | undefined;
+  }[];
+  /**
+   * the facts characters learned in the user's conversations, per character id
+   */
+  facts: {
+    [k: string]:
+      | {
+          [k: string]: unknown | undefined;
+        }[]
+      | undefined;
+  };
+  /**
+   * summaries the user turned into lore
+   */
+  legacy_memories: {
+    [k: string]: unknown | undefined;
+  }[];
+  /**
+   * the lorebooks the user owns, entries included
+   */
+  lorebooks: {
+    [k: string]: unknown | undefined;
+  }[];
+  /**
+   * the user's personas
+   */
+  personas: {
+    [k: string]: unknown | undefined;
+  }[];
+}
+/**
+ * `mnemo.rpc.privacy.export_user.v1`: everything mnemo holds about a user, decrypted, as plain JSON.
+ */
+export interface ExportUserRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  user_id: string;
 }
 /**
  * `mnemo.rpc.lore.attach.v1` reply; attaching twice is harmless.
@@ -1022,6 +1233,42 @@ export interface Operations {
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
   };
+  /** Import a document (text, Markdown, HTML, PDF, .docx) as lore; the reply comes at once, the import runs on. */
+  "lore.document.import": {
+    subject: "mnemo.rpc.lore.document.import.v1";
+    kind: "request";
+    payload: DocumentImportRequest;
+    reply: DocumentImportReply;
+    errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** A document's state: status, pages, chunks, progress, and the reason of a failed import. */
+  "lore.document.get": {
+    subject: "mnemo.rpc.lore.document.get.v1";
+    kind: "request";
+    payload: DocumentGetRequest;
+    reply: DocumentState;
+    errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** The tenant's documents (one owner's, or one book's). */
+  "lore.document.list": {
+    subject: "mnemo.rpc.lore.document.list.v1";
+    kind: "request";
+    payload: DocumentListRequest;
+    reply: DocumentListReply;
+    errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Delete a document: every chunk, point and stored byte goes. */
+  "lore.document.delete": {
+    subject: "mnemo.rpc.lore.document.delete.v1";
+    kind: "request";
+    payload: DocumentDeleteRequest;
+    reply: DocumentDeleteReply;
+    errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
+    msgId: [];
+  };
   /** Keep a memory (a summary) as a `legacy_memory` lore entry for some bots and personas. */
   "memory.convert_to_lore": {
     subject: "mnemo.rpc.memory.convert_to_lore.v1";
@@ -1065,6 +1312,33 @@ export interface Operations {
     payload: MemoryUnpromoteRequest;
     reply: MemoryScopeReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Erase a user: their data keys are destroyed, their rows, facts, vectors and stream messages deleted. */
+  "privacy.erase_user": {
+    subject: "mnemo.rpc.privacy.erase_user.v1";
+    kind: "request";
+    payload: EraseUserRequest;
+    reply: ErasureReply;
+    errors: ["bad_request", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Erase a whole tenant (every user, bot and book); `confirm` must be `erase`. */
+  "privacy.erase_tenant": {
+    subject: "mnemo.rpc.privacy.erase_tenant.v1";
+    kind: "request";
+    payload: EraseTenantRequest;
+    reply: ErasureReply;
+    errors: ["bad_request", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Everything mnemo holds about a user, decrypted, as plain JSON (large users: `mnemo export-user`). */
+  "privacy.export_user": {
+    subject: "mnemo.rpc.privacy.export_user.v1";
+    kind: "request";
+    payload: ExportUserRequest;
+    reply: ExportUserReply;
+    errors: ["bad_request", "rate_limited", "internal"];
     msgId: [];
   };
 }

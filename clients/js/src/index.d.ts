@@ -77,6 +77,13 @@ export declare class MnemoClient {
   memoryDelete(request: Payload<"memory.delete">): Promise<Reply<"memory.delete">>;
   knowledgePromote(request: Payload<"memory.promote">): Promise<Reply<"memory.promote">>;
   knowledgeUnpromote(request: Payload<"memory.unpromote">): Promise<Reply<"memory.unpromote">>;
+  documentImport(request: Payload<"lore.document.import">): Promise<Reply<"lore.document.import">>;
+  documentGet(request: Payload<"lore.document.get">): Promise<Reply<"lore.document.get">>;
+  documentList(request: Payload<"lore.document.list">): Promise<Reply<"lore.document.list">>;
+  documentDelete(request: Payload<"lore.document.delete">): Promise<Reply<"lore.document.delete">>;
+  eraseUser(request: Payload<"privacy.erase_user">): Promise<Reply<"privacy.erase_user">>;
+  eraseTenant(request: Payload<"privacy.erase_tenant">): Promise<Reply<"privacy.erase_tenant">>;
+  exportUser(request: Payload<"privacy.export_user">): Promise<Reply<"privacy.export_user">>;
 }
 
 /** mnemo answered with `ErrorReply`, or no service answered (`unavailable`). */

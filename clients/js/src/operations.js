@@ -252,6 +252,66 @@ export const OPERATIONS = Object.freeze({
     ],
     "msgId": []
   },
+  "lore.document.import": {
+    "subject": "mnemo.rpc.lore.document.import.v1",
+    "kind": "request",
+    "payload": "DocumentImportRequest",
+    "reply": "DocumentImportReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "book_too_large",
+      "too_many_books",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "lore.document.get": {
+    "subject": "mnemo.rpc.lore.document.get.v1",
+    "kind": "request",
+    "payload": "DocumentGetRequest",
+    "reply": "DocumentState",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "book_too_large",
+      "too_many_books",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "lore.document.list": {
+    "subject": "mnemo.rpc.lore.document.list.v1",
+    "kind": "request",
+    "payload": "DocumentListRequest",
+    "reply": "DocumentListReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "book_too_large",
+      "too_many_books",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "lore.document.delete": {
+    "subject": "mnemo.rpc.lore.document.delete.v1",
+    "kind": "request",
+    "payload": "DocumentDeleteRequest",
+    "reply": "DocumentDeleteReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "book_too_large",
+      "too_many_books",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
   "memory.convert_to_lore": {
     "subject": "mnemo.rpc.memory.convert_to_lore.v1",
     "kind": "request",
@@ -312,6 +372,42 @@ export const OPERATIONS = Object.freeze({
     "errors": [
       "bad_request",
       "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "privacy.erase_user": {
+    "subject": "mnemo.rpc.privacy.erase_user.v1",
+    "kind": "request",
+    "payload": "EraseUserRequest",
+    "reply": "ErasureReply",
+    "errors": [
+      "bad_request",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "privacy.erase_tenant": {
+    "subject": "mnemo.rpc.privacy.erase_tenant.v1",
+    "kind": "request",
+    "payload": "EraseTenantRequest",
+    "reply": "ErasureReply",
+    "errors": [
+      "bad_request",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "privacy.export_user": {
+    "subject": "mnemo.rpc.privacy.export_user.v1",
+    "kind": "request",
+    "payload": "ExportUserRequest",
+    "reply": "ExportUserReply",
+    "errors": [
+      "bad_request",
       "rate_limited",
       "internal"
     ],

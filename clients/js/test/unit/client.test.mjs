@@ -41,6 +41,9 @@ test("every request method reaches its own operation", async () => {
     loreBookDelete: "lore.book.delete", loreEntryCreate: "lore.entry.create", loreEntryUpdate: "lore.entry.update",
     loreEntryDelete: "lore.entry.delete", memoriesList: "memory.list", memoryConvertToLore: "memory.convert_to_lore",
     memoryDelete: "memory.delete", knowledgePromote: "memory.promote", knowledgeUnpromote: "memory.unpromote",
+    documentImport: "lore.document.import", documentGet: "lore.document.get", documentList: "lore.document.list",
+    documentDelete: "lore.document.delete", eraseUser: "privacy.erase_user", eraseTenant: "privacy.erase_tenant",
+    exportUser: "privacy.export_user",
   };
   for (const [method, name] of Object.entries(methods)) {
     assert.deepEqual(await mnemo[method]({ tenant_id: "t1" }), { ok: OPERATIONS[name].subject }, method);
