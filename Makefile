@@ -6,12 +6,13 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-context bench-scale chaos up down clean
+.PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-documents chaos up down clean
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,embedded]' -e ./clients/python
+	cd clients/js && npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -58,10 +59,12 @@ asyncapi: $(STAMP)
 	$(VENV)/bin/mnemo asyncapi --out asyncapi.json
 
 ## The settings reference, docs/settings.md, and every file generated from the contract registry
-## (contracts/, the Python client's models, the README's contract table); tests fail when one is stale.
+## (contracts/, the Python client's models, the JavaScript client's types, the README's contract table);
+## tests fail when one is stale.
 docs: $(STAMP)
 	$(VENV)/bin/mnemo settings-doc --out docs/settings.md
 	$(VENV)/bin/mnemo contract-doc
+	cd clients/js && npm run --silent generate
 
 bench-ingest: $(STAMP)
 	$(PY) -m bench.ingest $(ARGS)
@@ -76,6 +79,10 @@ bench-lore: $(STAMP)
 bench-retrieval: $(STAMP)
 	$(PY) -m bench.retrieval --data $(DATA) $(ARGS)
 
+## Recall@10 on zh/ja/ko/ru chats with known evidence (bench/multilingual_data.py) beside BM25 and dense, per script.
+bench-multilingual: $(STAMP)
+	$(PY) -m bench.multilingual $(ARGS)
+
 ## Context request latency with 100,000 indexed items and a 400-entry lorebook (quick: ARGS="--items 20000").
 bench-context: $(STAMP)
 	$(PY) -m bench.context $(ARGS)
@@ -89,6 +96,10 @@ bench-scale: $(STAMP)
 ## The default topology; CI runs ARGS=--quick (tests/integration/test_chaos.py).
 chaos: $(STAMP)
 	$(PY) -m bench.chaos $(ARGS)
+
+## Documents as lore: a 363-page public-domain book as PDF and text, pages/s and embedded chunks/s beside the raw model.
+bench-documents: $(STAMP)
+	$(PY) -m bench.documents $(ARGS)
 
 ## Distributed mode (needs a Docker engine).
 up:

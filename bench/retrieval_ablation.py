@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 import services.context_assembler.ranking as ranking
+import shared.analyzer as analyzer
 import shared.sparse as sparse
 from bench.retrieval import DEFAULT_DATA, KS, Chat, load_chats, mean, recall
 from bench.retrieval_baselines import top_k
@@ -54,7 +55,7 @@ def levers(**values: Any) -> Iterator[None]:
     """Temporarily set module constants (``ranking.NEIGHBOUR_WEIGHT=0``, ``stem=None`` for no stemming)."""
     saved: dict[tuple[Any, str], Any] = {}
     for name, value in values.items():
-        module: Any = sparse if name == "stem" else sys.modules[__name__] if name == "STRIP_NAMES" else ranking
+        module: Any = analyzer if name == "stem" else sys.modules[__name__] if name == "STRIP_NAMES" else ranking
         saved[(module, name)] = getattr(module, name)
         setattr(module, name, (lambda w: w) if name == "stem" and value is None else value)
     try:

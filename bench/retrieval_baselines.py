@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -32,10 +32,13 @@ class BM25:
     more than half the turns still counts a little instead of pushing a document down.
     """
 
-    def __init__(self, docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(
+        self, docs: Sequence[str], k1: float = 1.2, b: float = 0.75, tokenizer: Callable[[str], list[str]] = tokenize
+    ) -> None:
         self.k1 = k1
         self.b = b
-        self._tfs = [Counter(tokenize(d)) for d in docs]
+        self._tokenize = tokenizer  # ``bench.multilingual`` also runs it with the system's analyzer
+        self._tfs = [Counter(tokenizer(d)) for d in docs]
         self._lengths = [sum(tf.values()) for tf in self._tfs]
         n = len(docs)
         self._avg_len = (sum(self._lengths) / n) if n else 0.0
@@ -45,7 +48,7 @@ class BM25:
         self._idf = {term: math.log(1 + (n - f + 0.5) / (f + 0.5)) for term, f in df.items()}
 
     def scores(self, query: str) -> list[float]:
-        terms = [t for t in tokenize(query) if t in self._idf]
+        terms = [t for t in self._tokenize(query) if t in self._idf]
         out: list[float] = []
         for tf, length in zip(self._tfs, self._lengths, strict=True):
             norm = self.k1 * (1 - self.b + self.b * length / self._avg_len) if self._avg_len else self.k1

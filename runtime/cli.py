@@ -123,6 +123,19 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0 if report.done else 3
 
 
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from runtime.reindex import reindex, target_embedder
+
+    settings = _settings(args)
+    try:
+        target = target_embedder(settings.embedder, args.model, args.provider, args.dimensions, args.base_url)
+    except ValueError as exc:
+        print(f"mnemo reindex: {exc}", file=sys.stderr)
+        return 2
+    asyncio.run(reindex(settings, target, embedded=not args.external, force=args.force))
+    return 0
+
+
 def cmd_asyncapi(args: argparse.Namespace) -> int:
     from runtime.contract_doc import asyncapi_document
 
@@ -255,6 +268,21 @@ def build_parser() -> argparse.ArgumentParser:
     add_backend_flags(keys)
     keys.add_argument("--embedded", action="store_true", help="start the embedded servers first (stack stopped)")
     keys.set_defaults(func=cmd_keys)
+    rei = sub.add_parser(
+        "reindex",
+        help="re-embed every vector with another model (from the event log, with progress)",
+        description="--model bundled|bundled-multilingual, or a model the HTTP --provider serves",
+    )
+    add_backend_flags(rei)
+    rei.add_argument("--model", required=True, help="bundled, bundled-multilingual, or the HTTP provider's model")
+    rei.add_argument("--provider", choices=("bundled", "bundled-multilingual", "openai", "tei", "ollama"))
+    rei.add_argument("--dimensions", type=int, help="the model's vector size (HTTP providers)")
+    rei.add_argument("--base-url", help="the HTTP provider's endpoint")
+    rei.add_argument("--force", action="store_true", help="rebuild even when every point is on the model")
+    rei.add_argument(
+        "--external", action="store_true", help="use running NATS/MongoDB/Qdrant from settings instead of embedded"
+    )
+    rei.set_defaults(func=cmd_reindex)
 
     doc = sub.add_parser("asyncapi", help="write the AsyncAPI document of the public contract")
     doc.add_argument("--out", default="asyncapi.json", help="file to write, or - for stdout")

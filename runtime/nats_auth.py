@@ -37,6 +37,7 @@ class Role:
     answers: tuple[str, ...] = ()  # the RPC subjects it serves
     points: Literal["write", "read"] | None = None  # stream-mode vectors: the writer or a follower's shard
     lease: bool = False  # single active (shared/lease.py): its key in the lease bucket
+    uploads: bool = False  # reads and deletes uploaded documents (MNEMO_UPLOADS)
     purges: tuple[str, ...] = ()  # streams it reads with ephemeral consumers and deletes messages from (erasure)
 
 
@@ -51,6 +52,10 @@ _LORE_RPCS = (
     subjects.LORE_ENTRY_UPDATE,
     subjects.LORE_ENTRY_DELETE,
     subjects.LORE_LIST,
+    subjects.LORE_DOCUMENT_IMPORT,
+    subjects.LORE_DOCUMENT_GET,
+    subjects.LORE_DOCUMENT_LIST,
+    subjects.LORE_DOCUMENT_DELETE,
 )
 
 ROLES: dict[str, Role] = {
@@ -61,7 +66,7 @@ ROLES: dict[str, Role] = {
         consumes=subjects.LOG_STREAM, answers=(subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE)
     ),
     "context-assembler": Role(answers=(subjects.CONTEXT_ASSEMBLE,), points="read"),
-    "lore": Role(answers=_LORE_RPCS),
+    "lore": Role(answers=_LORE_RPCS, uploads=True),
     "memory": Role(answers=(subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST)),
     "privacy": Role(
         answers=(subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER),
@@ -135,9 +140,27 @@ def _lease_api() -> list[str]:
     ]
 
 
+UPLOADS_STREAM = f"OBJ_{subjects.UPLOADS_BUCKET}"
+
+
+def _uploads_api() -> list[str]:
+    """The documents' Object Store bucket: put, get (an ordered consumer), read its metadata, delete."""
+    return [
+        f"$O.{subjects.UPLOADS_BUCKET}.>",
+        f"{JS_API}.STREAM.MSG.GET.{UPLOADS_STREAM}",
+        f"{JS_API}.DIRECT.GET.{UPLOADS_STREAM}.>",
+        f"{JS_API}.CONSUMER.CREATE.{UPLOADS_STREAM}",
+        f"{JS_API}.CONSUMER.CREATE.{UPLOADS_STREAM}.>",
+        f"{JS_API}.CONSUMER.DELETE.{UPLOADS_STREAM}.>",
+        f"{JS_API}.STREAM.PURGE.{UPLOADS_STREAM}",
+        f"$JS.FC.{UPLOADS_STREAM}.>",
+    ]
+
+
 def _core(user: str) -> tuple[list[str], list[str]]:
-    """What every process's core connection does: declare the streams, relay recorded events."""
-    return [subjects.LOG_ALL, *_streams_api(*CORE_STREAMS)], [f"{inbox_prefix(user)}.>"]
+    """What every process's core connection does: declare the streams and the uploads bucket, relay recorded
+    events."""
+    return [subjects.LOG_ALL, *_streams_api(*CORE_STREAMS, UPLOADS_STREAM)], [f"{inbox_prefix(user)}.>"]
 
 
 def service_grant(name: str, role: Role) -> Grant:
@@ -148,6 +171,8 @@ def service_grant(name: str, role: Role) -> Grant:
         publish += _points_api(role.points)
     if role.lease:
         publish += _lease_api()
+    if role.uploads:
+        publish += [*_uploads_api(), subjects.LORE_DOCUMENT_STATUS]
     for stream in role.purges:
         publish += _purge_api(stream)
     return Grant(tuple(dict.fromkeys(publish)), (*subscribe, *role.answers), responds=bool(role.answers))
@@ -155,7 +180,9 @@ def service_grant(name: str, role: Role) -> Grant:
 
 def grants() -> dict[str, Grant]:
     """Every user's grant, in the order of the rendered configuration."""
-    table = {PLATFORM: Grant(("mnemo.chat.>", "mnemo.rpc.>"), (f"{inbox_prefix(PLATFORM)}.>",))}
+    # The platform uploads documents into the bucket (object names are per tenant; NATS cannot check that).
+    platform = ("mnemo.chat.>", "mnemo.rpc.>", f"{JS_API}.STREAM.INFO.{UPLOADS_STREAM}", *_uploads_api())
+    table = {PLATFORM: Grant(platform, (f"{inbox_prefix(PLATFORM)}.>", subjects.LORE_DOCUMENT_STATUS))}
     table.update({name: service_grant(name, role) for name, role in ROLES.items()})
     publish, subscribe = _core(HOST)
     host_publish = [

@@ -1,7 +1,7 @@
 """`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
 
 The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore,
-characters' knowledge and lore timed effects included) and the vectors of messages, summaries, legacy memories,
+characters' knowledge and lore timed effects and uploaded documents' chunks included) and the vectors of messages, summaries, legacy memories,
 lore entries and characters' facts, then folds every event back in, in batches, with a progress bar and the
 totals by event type at the end; events of erased users are skipped (their keys are gone, and ``Erasures`` hides
 their plaintext events too). Run it with the stack stopped: in embedded mode the vector index has one owner
@@ -46,6 +46,7 @@ from shared.eventlog.erasures import Erasures
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import ERASURE_COMPLETED, REGISTRY
 from shared.readmodels import ReadModels
+from shared.readmodels.documents import DocumentsReadModel
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.lore import LoreReadModel
@@ -76,38 +77,53 @@ async def replay(settings: Settings, *, embedded: bool, nats_config: str = "") -
     """Returns the number of events replayed; ``nats_config``: the embedded nats-server's (``--secure``)."""
     servers = await asyncio.to_thread(start_servers, settings, nats_config) if embedded else []
     try:
-        core = await open_core(settings, vectors="write", embedder=True)
-        try:
-            read_models = ReadModels(core.db, core.cipher)
-            summaries = SummariesReadModel(core.db, core.cipher)
-            witnessed = WitnessedReadModel(core.db)
-            lore = LoreReadModel(core.db, core.cipher)
-            legacy = LegacyLoreReadModel(core.db, core.cipher)
-            knowledge = KnowledgeReadModel(core.db, core.cipher)
-            vectors = core.vectors
-            if vectors is None or core.embedder is None:
-                raise RuntimeError("replay needs the vector index and the embedder")
-            # The knowledge read model is folded before the embedding in each batch, so facts are indexed from it.
-            embedding = EmbeddingHandler(
-                vectors, core.embedder, read_models, chunk_strings, lore=lore, knowledge=knowledge
-            )
-            projections = (read_models, summaries, witnessed, lore, legacy, knowledge, LoreTimedReadModel(core.db))
-            for projection in projections:
-                await projection.drop_all()
-            if isinstance(vectors, StreamPointWriter):
-                await vectors.reset()  # followers wipe their shard at the marker
-            else:
-                await vectors.delete(points.all_kinds())
-            # Everything of an erased user stays erased (shared/eventlog/erasures.py, docs/privacy.md).
-            erasure_docs = await core.store.events.find({"type": ERASURE_COMPLETED.name}).to_list()
-            erasures = Erasures.of(REGISTRY, await core.codec.decode_all(erasure_docs))
-            expected = await core.store.events.estimated_document_count()
-            return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding, erasures, expected)
-        finally:
-            await core.close()
+        return await rebuild(settings)
     finally:
         for server in reversed(servers):
             await asyncio.to_thread(server.stop)
+
+
+async def rebuild(settings: Settings) -> int:
+    """Drop and refold every projection on running servers; returns the number of events replayed."""
+    core = await open_core(settings, vectors="write", embedder=True)
+    try:
+        read_models = ReadModels(core.db, core.cipher)
+        summaries = SummariesReadModel(core.db, core.cipher)
+        witnessed = WitnessedReadModel(core.db)
+        lore = LoreReadModel(core.db, core.cipher)
+        legacy = LegacyLoreReadModel(core.db, core.cipher)
+        knowledge = KnowledgeReadModel(core.db, core.cipher)
+        documents = DocumentsReadModel(core.db, core.cipher)
+        vectors = core.vectors
+        if vectors is None or core.embedder is None:
+            raise RuntimeError("replay needs the vector index and the embedder")
+        # The knowledge read model is folded before the embedding in each batch, so facts are indexed from it.
+        embedding = EmbeddingHandler(
+            vectors, core.embedder, read_models, chunk_strings, lore=lore, knowledge=knowledge, documents=documents
+        )
+        projections = (
+            read_models,
+            summaries,
+            witnessed,
+            lore,
+            legacy,
+            knowledge,
+            LoreTimedReadModel(core.db),
+            documents,
+        )
+        for projection in projections:
+            await projection.drop_all()
+        if isinstance(vectors, StreamPointWriter):
+            await vectors.reset()  # followers wipe their shard at the marker
+        else:
+            await vectors.delete(points.all_kinds())
+        # Everything of an erased user stays erased (shared/eventlog/erasures.py, docs/privacy.md).
+        erasure_docs = await core.store.events.find({"type": ERASURE_COMPLETED.name}).to_list()
+        erasures = Erasures.of(REGISTRY, await core.codec.decode_all(erasure_docs))
+        expected = await core.store.events.estimated_document_count()
+        return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding, erasures, expected)
+    finally:
+        await core.close()
 
 
 class Projection(Protocol):

@@ -80,7 +80,7 @@ class ChildServer:
             self.process.wait(5)
 
 
-def _wait_for_port(server: ChildServer, host: str, port: int, timeout: float) -> None:
+def wait_for_port(server: ChildServer, host: str, port: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not server.alive():
@@ -141,8 +141,17 @@ def start_nats(
     argv = [find_binary("nats-server"), "-c", str(config), "-js", "-sd", str(store), "-a", host, "-p", str(port)]
     log_path = data_dir / "logs" / "nats-server.log"
     server = ChildServer("nats-server", f"nats://{host}:{port}", spawn(argv, log_path), log_path)
-    _wait_for_port(server, host, port, timeout)
+    wait_for_port(server, host, port, timeout)
     return server
+
+
+def websocket_config(host: str, port: int, server_config: str = "") -> str:
+    """nats-server's ``websocket`` block: a listener on ``host:port`` for NATS over WebSocket (browsers and edge
+    runtimes cannot open TCP). It reuses the ``tls`` block of ``server_config`` (``--secure``: TLS and users,
+    whose authorization applies to it too); without one it is plain ``ws://``, which nats-server only accepts
+    when told so (``no_tls``)."""
+    tls = next((line for line in server_config.splitlines() if line.startswith("tls {")), None)
+    return f'websocket {{\n  listen: "{host}:{port}"\n  {tls or "no_tls: true"}\n}}\n'
 
 
 @dataclass(frozen=True)
@@ -198,7 +207,7 @@ def start_nats_node(
     server = ChildServer(
         node.name, node.url, spawn([find_binary("nats-server"), "-c", str(config)], log_path), log_path
     )
-    _wait_for_port(server, node.host, node.port, timeout)
+    wait_for_port(server, node.host, node.port, timeout)
     return server
 
 
@@ -221,7 +230,7 @@ def start_mongo(data_dir: Path, host: str = "127.0.0.1", port: int = 27017, time
     log_path = data_dir / "logs" / "secantusd.log"
     url = f"mongodb://{host}:{port}/?directConnection=true"
     server = ChildServer("secantusd", url, spawn(argv, log_path), log_path)
-    _wait_for_port(server, host, port, timeout)
+    wait_for_port(server, host, port, timeout)
     _wait_for_ping(server, timeout)
     return server
 

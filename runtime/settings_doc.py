@@ -12,6 +12,8 @@ from services.context_assembler.settings import SECTION as ASSEMBLER
 from services.context_assembler.settings import AssemblerSettings
 from services.gateway.settings import SECTION as GATEWAY
 from services.gateway.settings import GatewaySettings
+from services.lore.settings import SECTION as LORE
+from services.lore.settings import LoreSettings
 from services.memory_extractor.settings import SECTION as EXTRACTOR
 from services.memory_extractor.settings import KnowledgeSettings
 from services.summarizer.settings import SECTION as SUMMARIZER
@@ -23,6 +25,7 @@ SERVICE_SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     (ASSEMBLER, AssemblerSettings),
     (EXTRACTOR, KnowledgeSettings),
     (GATEWAY, GatewaySettings),
+    (LORE, LoreSettings),
     (SUMMARIZER, SummarizerSettings),
 )
 

@@ -23,7 +23,7 @@ from runtime.catalog import SERVICES, ensure_own_indexes
 from runtime.demo import player
 from runtime.nats_auth import PLATFORM
 from runtime.render import render_reply
-from runtime.servers import ChildServer, host_port, start_mongo, start_nats
+from runtime.servers import ChildServer, host_port, start_mongo, start_nats, wait_for_port, websocket_config
 from shared.bootstrap import Core, deps_for, open_core, wait_for_stop_signal
 from shared.broker import make_broker, start_broker
 from shared.natsconn import connect_options
@@ -36,8 +36,14 @@ def start_servers(settings: Settings, nats_config: str = "") -> list[ChildServer
     """``nats_config``: more of nats-server's configuration (``--secure``: TLS and users)."""
     data_dir = settings.data_dir
     host, port = host_port(settings.nats_url, 4222)
+    if settings.nats.websocket_port:
+        nats_config += websocket_config(host, settings.nats.websocket_port, nats_config)
     nats_server = start_nats(data_dir, host, port, extra_config=nats_config)
     try:
+        if settings.nats.websocket_port:
+            wait_for_port(nats_server, host, settings.nats.websocket_port, 20.0)
+            scheme = "wss" if "tls {" in nats_config else "ws"
+            log.info("NATS over WebSocket on %s://%s:%d", scheme, host, settings.nats.websocket_port)
         mhost, mport = host_port(settings.mongodb_url, 27017)
         mongo_server = start_mongo(data_dir, mhost, mport)
     except Exception:

@@ -12,20 +12,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, create_model, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class EmbedderSettings(BaseModel):
     """Which embedding model turns text into vectors."""
 
-    provider: Literal["bundled", "openai"] = Field(
-        "bundled", description="`bundled` runs all-MiniLM-L6-v2 int8 on onnxruntime in-process"
+    provider: Literal["bundled", "bundled-multilingual", "openai", "tei", "ollama"] = Field(
+        "bundled",
+        description="`bundled` runs all-MiniLM-L6-v2 int8 (English) on onnxruntime in-process; "
+        "`bundled-multilingual` runs USE multilingual v3 (512-d, 16 languages) in-process; `openai` any "
+        "OpenAI-compatible /embeddings endpoint; `tei` text-embeddings-inference's /embed; `ollama` Ollama's "
+        "/api/embed (the HTTP ones need `base_url`)",
     )
-    base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://host:8000/v1")
-    api_key: SecretStr | None = Field(None, description="the OpenAI-compatible endpoint's key")
-    model: str = Field("text-embedding-3-small", description="model name sent to the OpenAI-compatible endpoint")
-    dimensions: int = Field(384, description="vector size; must match the model")
+    base_url: str | None = Field(
+        None,
+        description="the HTTP provider's endpoint: http://host:8000/v1 (openai), http://host:8080 (tei), "
+        "http://host:11434 (ollama)",
+    )
+    api_key: SecretStr | None = Field(None, description="the HTTP provider's key (sent as a Bearer token)")
+    model: str = Field(
+        "text-embedding-3-small", description="model name sent to the HTTP provider (e.g. bge-m3 for ollama)"
+    )
+    dimensions: int = Field(384, description="vector size; must match the model (bundled-multilingual: 512 unless set)")
     batch_size: int = Field(32, ge=1, le=2048, description="texts per request to an HTTP embedding provider")
     spin_threads: bool = Field(
         False,
@@ -33,6 +43,13 @@ class EmbedderSettings(BaseModel):
         "but they then burn the cores the pipeline and the other services need)",
     )
     timeout_s: float = Field(30.0, description="an HTTP embedding request's deadline")
+
+    @model_validator(mode="after")
+    def _multilingual_dimensions(self) -> EmbedderSettings:
+        # The bundled models' sizes are known: only the multilingual one differs from the default.
+        if self.provider == "bundled-multilingual" and "dimensions" not in self.model_fields_set:
+            self.dimensions = 512
+        return self
 
 
 class LLMSettings(BaseModel):
@@ -119,6 +136,14 @@ class StreamsSettings(BaseModel):
         description="MNEMO_POINTS (stream-mode vectors, one message per point): no age limit, a new replica "
         "rebuilds its shard from it",
     )
+    uploads_max_bytes: int = Field(
+        10 * 1024**3, ge=1024**2, description="the MNEMO_UPLOADS object store bucket's total size limit"
+    )
+    upload_max_object_bytes: int = Field(
+        100 * 1024**2,
+        ge=1024,
+        description="the largest document a client may upload (a larger import ends `failed`, its object deleted)",
+    )
 
 
 class NatsSettings(BaseModel):
@@ -139,6 +164,22 @@ class NatsSettings(BaseModel):
     tls_ca_file: Path | None = Field(None, description="PEM CA bundle to verify the server's certificate (TLS on)")
     tls_cert_file: Path | None = Field(None, description="PEM client certificate, when the server verifies clients")
     tls_key_file: Path | None = Field(None, description="the client certificate's PEM private key")
+    websocket_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description="the embedded nats-server (`mnemo run`) also listens for NATS over WebSocket on this port, "
+        "for clients in browsers and edge runtimes (the JavaScript client's `connectWs`); 0: no WebSocket "
+        "listener. Plain `ws://` unless the stack runs `--secure` (then `wss://` with the server's certificate)",
+    )
+    uploads_max_bytes: int = Field(
+        10 * 1024**3, ge=1024**2, description="the MNEMO_UPLOADS object store bucket's total size limit"
+    )
+    upload_max_object_bytes: int = Field(
+        100 * 1024**2,
+        ge=1024,
+        description="the largest document a client may upload (a larger import ends `failed`, its object deleted)",
+    )
 
 
 class VectorsSettings(BaseModel):

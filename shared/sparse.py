@@ -8,10 +8,9 @@ points themselves; this module supplies only the term-frequency part.
 Pure and deterministic, so the embedding service (documents) and the context assembler (queries) produce
 the same term ids in any process, on any machine, in any release:
 
-- tokens: ``\\w+`` over the lowercased text (Unicode-aware, so non-English words are kept), minus a small
-  English stop list (words that carry no topic and would only add noise to the match), each reduced by a
-  light English suffix stemmer (:func:`stem`: plurals, ``-ing``, ``-ed``, ``-ly``, a final ``e``), so
-  "hiking" finds "hiked" and "games" finds "game" (+0.04 R@10 for BM25 alone on the REALTALK dev set);
+- tokens: ``shared/analyzer.py`` (NFKC, case folding, Latin accents stripped, character bigrams for CJK,
+  Thai and other scripts without spaces, the English stop list and light stemmer on ASCII words only), so
+  "hiking" finds "hiked" and a search for ``玄天宗`` finds ``然后我们去玄天宗拜访。``;
 - term id: the first 4 bytes of ``blake2b(token)`` as an unsigned 32-bit integer (never Python's
   ``hash()``, which is salted per process). Collisions at 2**32 are negligible for a chat vocabulary;
 - document value: BM25 term-frequency saturation with a FIXED average length (:func:`document_vector`);
@@ -19,134 +18,28 @@ the same term ids in any process, on any machine, in any release:
   the BM25 formula; :func:`terms_vector` lets secondary text (recent history) add its terms at a lower
   weight.
 
-Changing any of this (tokeniser, stop list, hash, constants) changes stored vectors: it needs a replay.
+Changing any of this (analyzer, hash, constants) changes stored vectors: it needs ``mnemo reindex``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 
+from shared.analyzer import STOP_WORDS, stem, terms
 from shared.vectors.port import SparseVector
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
+__all__ = ["STOP_WORDS", "document_vector", "query_vector", "stem", "term_id", "terms_vector", "tokens"]
 
 K1 = 1.2
 B = 0.75
 #: Fixed average document length, in tokens after stop words (see the module docstring).
 AVGDL = 16.0
 
-STOP_WORDS = frozenset(
-    {
-        "a",
-        "about",
-        "can",
-        "could",
-        "how",
-        "just",
-        "should",
-        "would",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "but",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "he",
-        "her",
-        "hers",
-        "him",
-        "his",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "she",
-        "so",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "too",
-        "us",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-        "yours",
-    }
-)
-
-
-def stem(word: str) -> str:
-    """A light, deterministic English suffix stemmer (not Porter: fewer rules, no dependency).
-
-    Only ASCII alphabetic words longer than 3 letters change (numbers, names in other scripts and short words
-    are kept): ``-ies`` -> ``-y``; ``-sses/-xes/-ches/-shes/-zes`` lose ``es``; another final ``s`` goes
-    unless after ``s``, ``u`` or ``i``; then one of ``-ingly, -edly, -ing, -ed, -ly`` when 3 letters remain
-    (undoubling a final double consonant: "running" -> "run"); then a final ``e``. Document and query go
-    through the same function, so a crude stem is still a consistent one.
-    """
-    if len(word) <= 3 or not (word.isascii() and word.isalpha()):
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith(("sses", "xes", "ches", "shes", "zes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ingly", "edly", "ing", "ed", "ly"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]
-            break
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    return word
-
 
 def tokens(text: str) -> list[str]:
-    """Lowercased, stemmed word tokens of ``text`` without stop words."""
-    return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOP_WORDS]
+    """The lexical terms of ``text`` (``shared/analyzer.py``): the same for documents and queries."""
+    return terms(text)
 
 
 def term_id(token: str) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nats.js import JetStreamContext
-from nats.js.api import StorageType, StreamConfig
+from nats.js.api import ObjectStoreConfig, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from shared import subjects
@@ -130,6 +130,37 @@ async def ensure_points_stream(js: JetStreamContext, settings: StreamsSettings |
     await declare(js, config.evolve(max_msgs_per_subject=1, deny_delete=True))
 
 
+async def ensure_uploads_bucket(js: JetStreamContext, settings: StreamsSettings | None = None) -> None:
+    """The Object Store bucket of document uploads (``MNEMO_UPLOADS``): file storage, ``uploads_max_bytes`` in
+    all, ``settings.replicas`` copies. Creating it again with the same configuration is a no-op; a changed
+    limit is applied to its underlying stream (``OBJ_MNEMO_UPLOADS``)."""
+    s = settings or StreamsSettings()
+    config = ObjectStoreConfig(
+        bucket=subjects.UPLOADS_BUCKET,
+        description="mnemo document uploads, named <tenant_id>/...",
+        storage=StorageType.FILE,
+        replicas=s.replicas,
+        max_bytes=s.uploads_max_bytes,
+    )
+    try:
+        await js.object_store(subjects.UPLOADS_BUCKET)
+    except NotFoundError:
+        await js.create_object_store(subjects.UPLOADS_BUCKET, config=config)
+        return
+    info = await js.stream_info(f"OBJ_{subjects.UPLOADS_BUCKET}")
+    current = info.config.max_bytes
+    if current is None or current <= 0:  # only a missing limit is filled in: an operator's own value stays
+        await js.update_stream(info.config.evolve(max_bytes=s.uploads_max_bytes))
+    elif current != s.uploads_max_bytes:
+        log.warning(
+            "stream OBJ_%s keeps max_bytes=%s (settings say %s): change it on the server to apply",
+            subjects.UPLOADS_BUCKET,
+            current,
+            s.uploads_max_bytes,
+        )
+
+
 async def ensure_streams(js: JetStreamContext, settings: StreamsSettings | None = None) -> None:
     for name, stream_subjects in STREAMS:
         await ensure_stream(js, name, stream_subjects, settings)
+    await ensure_uploads_bucket(js, settings)

@@ -41,6 +41,10 @@ LORE_BOOK_DELETE: Final = "mnemo.rpc.lore.book.delete.v1"
 LORE_ENTRY_CREATE: Final = "mnemo.rpc.lore.entry.create.v1"
 LORE_ENTRY_UPDATE: Final = "mnemo.rpc.lore.entry.update.v1"
 LORE_ENTRY_DELETE: Final = "mnemo.rpc.lore.entry.delete.v1"
+LORE_DOCUMENT_IMPORT: Final = "mnemo.rpc.lore.document.import.v1"
+LORE_DOCUMENT_GET: Final = "mnemo.rpc.lore.document.get.v1"
+LORE_DOCUMENT_LIST: Final = "mnemo.rpc.lore.document.list.v1"
+LORE_DOCUMENT_DELETE: Final = "mnemo.rpc.lore.document.delete.v1"
 MEMORY_PROMOTE: Final = "mnemo.rpc.memory.promote.v1"
 MEMORY_UNPROMOTE: Final = "mnemo.rpc.memory.unpromote.v1"
 MEMORY_CONVERT_TO_LORE: Final = "mnemo.rpc.memory.convert_to_lore.v1"
@@ -49,6 +53,12 @@ MEMORY_LIST: Final = "mnemo.rpc.memory.list.v1"
 PRIVACY_ERASE_USER: Final = "mnemo.rpc.privacy.erase_user.v1"
 PRIVACY_ERASE_TENANT: Final = "mnemo.rpc.privacy.erase_tenant.v1"
 PRIVACY_EXPORT_USER: Final = "mnemo.rpc.privacy.export_user.v1"
+
+# --- Public outbound events (core NATS: follow them while an import runs; the get request answers the same) --
+#: A document's import state (``shared.events.document_contract.DocumentState``) at each step of its import.
+LORE_DOCUMENT_STATUS: Final = "mnemo.lore.document.status.v1"
+#: The JetStream Object Store bucket uploads go to; object names start with the tenant id and a ``/``.
+UPLOADS_BUCKET: Final = "MNEMO_UPLOADS"
 
 # --- Recorded events: what the event log's relay publishes after a durable append ----------------
 LOG_PREFIX: Final = "mnemo.log"

@@ -8,6 +8,7 @@ from faststream.nats import NatsRouter
 from pymongo.asynchronous.database import AsyncDatabase
 
 from services.context_assembler.context_reads import ContextReads
+from services.context_assembler.document_lore import DocumentLore, DocumentReads
 from services.context_assembler.faults import SwitchableIndex
 from services.context_assembler.handlers import answer
 from services.context_assembler.lore import LoreLoader, LoreReads
@@ -20,6 +21,7 @@ from shared import subjects
 from shared.bootstrap import ServiceDefinition
 from shared.events.contract import ContextAssembleReply, ErrorReply
 from shared.limits import RateLimiter
+from shared.readmodels.documents import DocumentsReadModel
 from shared.readmodels.lore import LoreReadModel
 from shared.rpc import raw_body
 from shared.runtime import Deps
@@ -41,6 +43,7 @@ def create_router(
     *,
     lore: LoreReads | None = None,
     timed: TimedPort | None = None,
+    documents: DocumentReads | None = None,
 ) -> NatsRouter:
     """``reads``, ``lore``, ``timed``: read models to use instead of the MongoDB ones (component tests)."""
     router = NatsRouter()
@@ -60,6 +63,12 @@ def create_router(
             vector_settings=settings.lore_vector,
             scan_settings=settings.lore_scan,
             timed=TimedStates(deps.store, timed or LoreTimedReadModel(deps.db), deps.publisher),
+            # Without a database (component tests) documents are read only from a given read model.
+            documents=DocumentLore(
+                documents or DocumentsReadModel(deps.db, deps.cipher), index, deps.embedder, settings.documents
+            )
+            if documents is not None or deps.db is not None
+            else None,
         ),
         # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
         token_counter(settings.tokenizer_file),

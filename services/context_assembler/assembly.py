@@ -63,7 +63,9 @@ def _reply(draft: Draft, degraded: list[str]) -> ContextAssembleReply:
     sources: list[Source] = [Source(kind="system", id=inp.bot_id)]
     if inp.persona is not None:
         sources.append(Source(kind="persona", id=inp.persona.persona_id))
-    sources += [Source(kind="lore", id=i.ident, detail=i.detail) for i in in_order(inp.lore, draft.lore)]
+    sources += [
+        Source(kind=i.source_kind, id=i.source_id or i.ident, detail=i.detail) for i in in_order(inp.lore, draft.lore)
+    ]
     sources += [
         Source(kind=m.kind, id=m.summary_id, message_ids=list(m.message_ids), score=m.score)
         for m in [*draft.legacy_in_order(), *draft.memories_in_order()]

@@ -83,6 +83,9 @@ class LoreItem:
     position: int = 2
     depth: int = 4
     role: int = 0
+    # A chunk of an uploaded document (``document_lore.py``) is lore too, with its own source kind and id.
+    source_kind: Literal["lore", "document"] = "lore"
+    source_id: str | None = None
 
     @property
     def ident(self) -> str:

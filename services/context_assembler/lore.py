@@ -11,7 +11,7 @@ bot the book is not attached to, never sees it; the caches are keyed by tenant t
 Activation (``lore_activation.py``, pure) follows SillyTavern's global defaults over the history window;
 timed effects (sticky, cooldown, delay) use the conversation's stored state (``timed.py``). Vector activation
 (:meth:`LoreLoader.similar`, ``lore_vectors.py``) forces the entries whose ``lore_entry`` points are close
-to the chat.
+to the chat. Uploaded documents' chunks join the activated entries (``document_lore.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Protocol, TypeVar
 
 from services.context_assembler.activation.compiled import ActiveBook, CompiledLore, compile_lore
 from services.context_assembler.activation.scan_types import ScanBudgetExceeded
+from services.context_assembler.document_lore import DocumentLore
 from services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
 from services.context_assembler.lore_activation import activate_lore_state, scan_texts, unversioned, versioned
 from services.context_assembler.lore_scans import ScanPool, ScanRefused
@@ -89,9 +90,11 @@ class LoreLoader:
         vector_settings: LoreVectorSettings | None = None,
         timed: TimedStates | None = None,
         scan_settings: LoreScanSettings | None = None,
+        documents: DocumentLore | None = None,
     ) -> None:
         self._reads = reads
         self._scans = ScanPool(scan_settings)
+        self.documents = documents
         self._timed = timed
         self._index = index
         self._embedder = embedder
@@ -174,6 +177,19 @@ class LoreLoader:
                 log.warning("timed lore state not recorded: %s: %s", type(exc).__name__, exc)
                 degraded.append("lore_timed")
         return activation.items
+
+    async def document_items(
+        self,
+        req: ContextAssembleRequest,
+        books: Sequence[ActiveBook],
+        history: Sequence[ChatLine],
+        entries: Sequence[LoreItem],
+        degraded: list[str],
+    ) -> list[LoreItem]:
+        """The attached documents' best chunks (``document_lore.py``), none without documents."""
+        if self.documents is None:
+            return []
+        return await self.documents.items(req, books, history, entries, degraded)
 
     def compiled(self, tenant_id: str, books: Sequence[ActiveBook], macros: Mapping[str, str]) -> CompiledLore:
         key = (tenant_id, tuple((b.book_id, b.source) for b in books), tuple(sorted(macros.items())))

@@ -168,6 +168,7 @@ class Gatherer:
                 lore = await self._lore.activate(
                     req, books, history, bot=bot, persona=persona, similar=similar, degraded=degraded
                 )
+                lore += await self._lore.document_items(req, books, history, lore, degraded)
             reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore, self._counter)
             shown = [h.message_id for h in reachable]
             others = await branches

@@ -38,6 +38,19 @@ class LoreScanSettings(BaseModel):
     )
 
 
+class DocumentLoreSettings(BaseModel):
+    """``MNEMO_CONTEXT_ASSEMBLER__DOCUMENTS__<KEY>``: chunks of uploaded documents in the lore section."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_chunks: int = Field(5, ge=0, le=50, description="document chunks offered to the lore section at most")
+    threshold: float = Field(
+        0.2, ge=-1.0, le=1.0, description="minimum cosine of the dense side (a lexical match enters anyway)"
+    )
+    query_messages: int = Field(2, ge=0, le=50, description="recent messages searched with the user_message")
+    timeout_s: float = Field(1.5, gt=0, description="embed + search + chunk reads deadline")
+
+
 class AssemblerSettings(BaseModel):
     """Section ``context_assembler``: ``MNEMO_CONTEXT_ASSEMBLER__<KEY>``."""
 
@@ -68,3 +81,4 @@ class AssemblerSettings(BaseModel):
     max_workers: int = Field(32, ge=1, description="requests answered concurrently per replica")
     lore_vector: LoreVectorSettings = Field(default_factory=LoreVectorSettings)
     lore_scan: LoreScanSettings = Field(default_factory=LoreScanSettings)
+    documents: DocumentLoreSettings = Field(default_factory=DocumentLoreSettings)

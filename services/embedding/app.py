@@ -17,6 +17,7 @@ from shared.bootstrap import ServiceDefinition
 from shared.consumers import log_consumer_router
 from shared.delivery import Staged
 from shared.readmodels import ReadModels
+from shared.readmodels.documents import DocumentsReadModel
 from shared.readmodels.knowledge import KnowledgeReadModel
 from shared.readmodels.legacy_lore import LegacyLoreReadModel
 from shared.readmodels.lore import LoreReadModel
@@ -40,12 +41,13 @@ def create_router(deps: Deps) -> NatsRouter:
         LegacyLoreReadModel(deps.db, deps.cipher),
         LoreReadModel(deps.db, deps.cipher),
         KnowledgeReadModel(deps.db, deps.cipher),
+        DocumentsReadModel(deps.db, deps.cipher),
     )
     return log_consumer_router(
         deps,
         service=SERVICE,
         handle=Staged(handler.begin),
-        title="embedding: chunk and embed messages, summaries, lore and facts into the vector index",
+        title="embedding: chunk and embed messages, summaries, lore, facts and documents into the vector index",
         batch_size=deps.settings.delivery.embedding_batch_size,
     )
 

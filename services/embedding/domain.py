@@ -1,7 +1,7 @@
 """What the embedding service does with a batch of log events (pure, no I/O): one :class:`Plan`.
 
 Each handled event type maps, in :data:`HANDLED`, to its payload model and to the source that plans its
-points: ``messages``, ``summaries``, ``legacy_memories``, ``lore_entries`` or ``facts`` (one module each,
+points: ``messages``, ``summaries``, ``legacy_memories``, ``lore_entries``, ``facts`` or ``documents`` (one module each,
 with its rules). The sources run in a fixed order, so deletions keep that order; deletions run before upserts.
 
 Idempotency key: point ids are deterministic (``shared.vectors.points.point_id``: kind, tenant, user,
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ValidationError
 
+from services.embedding.documents import DocState, plan_documents
 from services.embedding.facts import FactState, plan_facts
 from services.embedding.legacy_memories import plan_legacy
 from services.embedding.lore_entries import plan_lore
@@ -26,6 +27,11 @@ from services.embedding.plan import Chunker, Plan
 from services.embedding.summaries import plan_summaries
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import (
+    DOCUMENT_ACCEPTED,
+    DOCUMENT_CHUNKED,
+    DOCUMENT_COMPLETED,
+    DOCUMENT_DELETED,
+    DOCUMENT_FAILED,
     FACT_LEARNED,
     FACT_PROMOTED,
     FACT_RETIRED,
@@ -61,6 +67,13 @@ from shared.events.recorded import (
     SummaryCreated,
     SummaryRetired,
 )
+from shared.events.recorded.documents import (
+    DocumentAccepted,
+    DocumentChunked,
+    DocumentCompleted,
+    DocumentDeleted,
+    DocumentFailed,
+)
 from shared.lore.history import BookState
 from shared.readmodels import MessageKey, MessageStatus
 
@@ -76,6 +89,7 @@ class BatchReads:
     deleted_legacy: set[str]
     lore_books: Mapping[tuple[str, str], BookState | None] | None  # None: lore is not indexed
     facts: Mapping[tuple[str, str], FactState] | None  # None: facts are not indexed
+    documents: Mapping[tuple[str, str], DocState] | None = None  # None: documents are not indexed
 
 
 #: One source's planning: its events of the batch (log order) into the plan.
@@ -104,8 +118,13 @@ def _facts(events: Sequence[EventEnvelope], plan: Plan, reads: BatchReads) -> No
         plan_facts(events, plan, model=reads.model, chunker=reads.chunker, states=reads.facts)
 
 
+def _documents(events: Sequence[EventEnvelope], plan: Plan, reads: BatchReads) -> None:
+    if reads.documents is not None:
+        plan_documents(events, plan, model=reads.model, states=reads.documents)
+
+
 #: The order the sources plan in (and so the order of the deletions).
-SOURCES: tuple[Source, ...] = (_messages, _summaries, _legacy, _lore, _facts)
+SOURCES: tuple[Source, ...] = (_messages, _summaries, _legacy, _lore, _facts, _documents)
 
 
 @dataclass(frozen=True)
@@ -135,6 +154,11 @@ HANDLED: dict[str, Handled] = {
     FACT_RETIRED.name: Handled(FactRetired, _facts),
     FACT_PROMOTED.name: Handled(FactScopeChanged, _facts),
     FACT_UNPROMOTED.name: Handled(FactScopeChanged, _facts),
+    DOCUMENT_ACCEPTED.name: Handled(DocumentAccepted, _documents),
+    DOCUMENT_CHUNKED.name: Handled(DocumentChunked, _documents),
+    DOCUMENT_COMPLETED.name: Handled(DocumentCompleted, _documents),
+    DOCUMENT_FAILED.name: Handled(DocumentFailed, _documents),
+    DOCUMENT_DELETED.name: Handled(DocumentDeleted, _documents),
 }
 #: The payload model of each handled event type (an event of another type is not the service's).
 PAYLOAD_MODELS: dict[str, type[BaseModel]] = {name: handled.payload for name, handled in HANDLED.items()}
@@ -162,12 +186,13 @@ def plan_batch(
     deleted_legacy: set[str] | None = None,
     lore_books: Mapping[tuple[str, str], BookState | None] | None = None,
     facts: Mapping[tuple[str, str], FactState] | None = None,
+    documents: Mapping[tuple[str, str], DocState] | None = None,
 ) -> Plan:
     """The deletions and points for a batch; ``statuses`` (with scenes) from the messages read model;
     ``inactive_summaries`` from the summaries read model (see ``summaries.plan_summaries``); ``facts`` from
     the knowledge read model (None: facts are not indexed; see ``facts.plan_facts``)."""
     reads = BatchReads(
-        model, chunker, statuses, inactive_summaries or set(), deleted_legacy or set(), lore_books, facts
+        model, chunker, statuses, inactive_summaries or set(), deleted_legacy or set(), lore_books, facts, documents
     )
     by_source: dict[Source, list[EventEnvelope]] = {source: [] for source in SOURCES}
     for env in envelopes:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from services.embedding.documents import DocState, documents_touched
 from services.embedding.domain import PAYLOAD_MODELS, payload_error, plan_batch
 from services.embedding.facts import FactState, fact_ids_touched
 from services.embedding.legacy_memories import created_legacy_ids
@@ -24,13 +25,16 @@ from services.embedding.lore_entries import lore_touched
 from services.embedding.messages import latest_message_events
 from services.embedding.plan import Chunker, Plan
 from services.embedding.summaries import created_summary_ids
+from shared.analyzer import ANALYZER_VERSION
 from shared.delivery import Completion, Item, Rejection
 from shared.embedders.port import Embedder
 from shared.events.envelope import EventEnvelope
 from shared.lore.history import BookState
+from shared.readmodels.documents import DocumentsReadModel
 from shared.readmodels.knowledge import ACTIVE
 from shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
 from shared.sparse import document_vector
+from shared.vectors import points as vp
 from shared.vectors.port import VectorIndex, VectorPoint
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,7 @@ class EmbeddingHandler:
         legacy: LegacyLorePort | None = None,
         lore: LorePort | None = None,
         knowledge: KnowledgePort | None = None,
+        documents: DocumentsReadModel | None = None,
     ) -> None:
         self._index = index
         self._embedder = embedder
@@ -64,6 +69,7 @@ class EmbeddingHandler:
         self._legacy = legacy  # the same for a deleted legacy lore entry
         self._lore = lore  # lore entries are indexed from their book's current state (None: not indexed)
         self._knowledge = knowledge  # facts' current status, scope and text (None: facts are not indexed)
+        self._documents = documents  # documents' versions and active chunk hashes (None: not indexed)
 
     @staticmethod
     def _valid(items: list[Item[EventEnvelope]]) -> tuple[list[EventEnvelope], list[Rejection]]:
@@ -117,6 +123,7 @@ class EmbeddingHandler:
             deleted_legacy=await self._deleted_legacy(events),
             lore_books=await self._lore_books(events),
             facts=await self._fact_states(events),
+            documents=await self._document_states(events),
         )
         vectors = await self._embedder.embed([p.text for p in plan.points]) if plan.points else []
         return Prepared(plan, vectors)
@@ -130,7 +137,7 @@ class EmbeddingHandler:
             await self._index.upsert(
                 [
                     # The lexical vector comes from the same chunk text, so hybrid search can match its words.
-                    VectorPoint(p.id, v, p.payload, document_vector(p.text))
+                    VectorPoint(p.id, v, p.payload | {vp.ANALYZER: ANALYZER_VERSION}, document_vector(p.text))
                     for p, v in zip(plan.points, prepared.vectors, strict=True)
                 ]
             )
@@ -161,6 +168,20 @@ class EmbeddingHandler:
         if self._lore is None:
             return None
         return {key: await self._lore.state(*key) for key in sorted(lore_touched(events))}
+
+    async def _document_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], DocState] | None:
+        """The documents read model's view of every document the batch's ``document.*`` events name."""
+        if self._documents is None:
+            return None
+        out: dict[tuple[str, str], DocState] = {}
+        for tenant_id, document_id in sorted(documents_touched(events)):
+            rec = await self._documents.get(tenant_id, document_id)
+            if rec is not None:
+                s = rec.state
+                out[(tenant_id, document_id)] = DocState(
+                    s.book_id, s.version, s.active_version, s.status == "deleted", rec.hashes
+                )
+        return out
 
     async def _fact_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], FactState] | None:
         """The knowledge read model's view of every fact the batch's knowledge events name (see

@@ -2,7 +2,9 @@
 requests; each answered once).
 
 Contract: ``mnemo.rpc.lore.{import,export,list,attach,detach}.v1``, ``mnemo.rpc.lore.book.{create,delete}.v1`` and
-``mnemo.rpc.lore.entry.{create,update,delete}.v1`` (see ``shared.events.lore_contract``). Every request gets a
+``mnemo.rpc.lore.entry.{create,update,delete}.v1`` (see ``shared.events.lore_contract``), and documents:
+``mnemo.rpc.lore.document.{import,get,list,delete}.v1`` (``shared.events.document_contract``, imports run
+in the background: ``documents/imports.py``). Every request gets a
 reply: the reply model, or ``ErrorReply`` with ``bad_request`` (invalid request, or a file that is not a
 readable lorebook, with what is wrong), ``not_found`` (no such book in the tenant, or not the acting user's),
 ``book_too_large`` / ``too_many_books`` / ``rate_limited`` (the tenant's limits, ``services/lore/limits.py``)
@@ -14,12 +16,22 @@ from __future__ import annotations
 import functools
 
 from faststream.nats import NatsRouter
+from nats.js.object_store import ObjectStore
 
 from services.lore.books import BadRequest, LoreBooks, NotFound
+from services.lore.documents.imports import DocumentImports
 from services.lore.formats.convert import LoreImportError
 from services.lore.listing import list_books
+from services.lore.settings import SECTION, LoreSettings
 from shared import subjects
 from shared.bootstrap import ServiceDefinition
+from shared.events.document_contract import (
+    DocumentDeleteRequest,
+    DocumentGetRequest,
+    DocumentImportRequest,
+    DocumentListRequest,
+    DocumentState,
+)
 from shared.events.lore_contract import (
     LoreAttachRequest,
     LoreBookCreateRequest,
@@ -33,13 +45,38 @@ from shared.events.lore_contract import (
     LoreListRequest,
 )
 from shared.limits import RateLimiter
+from shared.readmodels.documents import DocumentsReadModel
 from shared.readmodels.lore import LoreReadModel
 from shared.readmodels.ports import LorePort
 from shared.rpc import serve
 from shared.runtime import Deps
+from shared.settings import read_section
 
 SERVICE = "lore"
 ERRORS: dict[type[Exception], str] = {LoreImportError: "bad_request", BadRequest: "bad_request", NotFound: "not_found"}
+
+
+def document_imports(deps: Deps, books: LoreBooks, settings: LoreSettings | None = None) -> DocumentImports:
+    """Document imports over the broker's Object Store bucket and core NATS status events."""
+    broker = deps.broker
+
+    async def uploads() -> ObjectStore:
+        # Declared with its limits at start (shared/streams.py); FastStream caches the handle.
+        return await broker.object_storage(subjects.UPLOADS_BUCKET, declare=False)
+
+    async def status(state: DocumentState) -> None:
+        await broker.publish(state.model_dump_json().encode(), subjects.LORE_DOCUMENT_STATUS)
+
+    return DocumentImports(
+        deps.store,
+        DocumentsReadModel(deps.db, deps.cipher),
+        books,
+        deps.publisher,
+        uploads,
+        status,
+        (settings or read_section(SECTION, LoreSettings)).documents,
+        deps.settings.streams.upload_max_object_bytes,
+    )
 
 
 def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRouter:
@@ -47,6 +84,7 @@ def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRout
     router = NatsRouter()
     model = read_model or LoreReadModel(deps.db, deps.cipher)
     books = LoreBooks(deps.store, model, deps.publisher, deps.settings.limits)
+    documents = document_imports(deps, books)
     on = functools.partial(serve, router, service=SERVICE, errors=ERRORS, limiter=RateLimiter(deps.settings.limits))
     on(subjects.LORE_IMPORT, request=LoreImportRequest, call=books.import_book, max_workers=4)
     on(subjects.LORE_EXPORT, request=LoreExportRequest, call=books.export_book)
@@ -58,6 +96,10 @@ def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRout
     on(subjects.LORE_ENTRY_UPDATE, request=LoreEntryUpdateRequest, call=books.update_entry)
     on(subjects.LORE_ENTRY_DELETE, request=LoreEntryDeleteRequest, call=books.delete_entry)
     on(subjects.LORE_LIST, request=LoreListRequest, call=functools.partial(list_books, model))
+    on(subjects.LORE_DOCUMENT_IMPORT, request=DocumentImportRequest, call=documents.import_document, max_workers=4)
+    on(subjects.LORE_DOCUMENT_GET, request=DocumentGetRequest, call=documents.get)
+    on(subjects.LORE_DOCUMENT_LIST, request=DocumentListRequest, call=documents.list)
+    on(subjects.LORE_DOCUMENT_DELETE, request=DocumentDeleteRequest, call=documents.delete)
     return router
 
 

@@ -13,12 +13,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from shared.contract_registry import chat, lore, memory, privacy
+from shared.contract_registry import chat, documents, lore, memory, privacy
 from shared.contract_registry.operation import ERROR_CODES, Operation, nats_msg_id
 from shared.events.contract import ErrorReply
 
 #: Every public subject, in the order of the README table. A new area: a module like ``lore`` and one line here.
-OPERATIONS: tuple[Operation, ...] = (*chat.OPERATIONS, *lore.OPERATIONS, *memory.OPERATIONS, *privacy.OPERATIONS)
+OPERATIONS: tuple[Operation, ...] = (
+    *chat.OPERATIONS,
+    *lore.OPERATIONS,
+    *documents.OPERATIONS,
+    *memory.OPERATIONS,
+    *privacy.OPERATIONS,
+)
 
 __all__ = ["ERROR_CODES", "OPERATIONS", "Operation", "models", "nats_msg_id", "operation"]
 

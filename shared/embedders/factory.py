@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+from shared.embedders import multilingual
 from shared.embedders.bundled import DIMENSIONS, BundledEmbedder
+from shared.embedders.multilingual import MultilingualEmbedder
+from shared.embedders.native import OllamaEmbedder, TEIEmbedder
 from shared.embedders.openai import OpenAIEmbedder
 from shared.embedders.port import Embedder
 from shared.settings import Settings
 
+HTTP_PROVIDERS = {"openai": OpenAIEmbedder, "tei": TEIEmbedder, "ollama": OllamaEmbedder}
+
 
 def build_embedder(settings: Settings) -> Embedder:
-    """``bundled``: the in-process MiniLM (384-d, the configured dimensions must agree); ``openai``: HTTP."""
+    """``bundled``: the in-process MiniLM (384-d); ``bundled-multilingual``: the in-process USE (512-d) (the
+    configured dimensions must agree); ``openai``, ``tei``, ``ollama``: HTTP (``shared/embedders/native.py``)."""
     cfg = settings.embedder
     if cfg.provider == "bundled":
         if cfg.dimensions != DIMENSIONS:
             raise ValueError(f"the bundled model makes {DIMENSIONS}-d vectors, settings say {cfg.dimensions}")
         return BundledEmbedder(batch_size=cfg.batch_size, spin=cfg.spin_threads)
+    if cfg.provider == "bundled-multilingual":
+        if cfg.dimensions != multilingual.DIMENSIONS:
+            raise ValueError(
+                f"the bundled multilingual model makes {multilingual.DIMENSIONS}-d vectors, "
+                f"settings say {cfg.dimensions}"
+            )
+        return MultilingualEmbedder(batch_size=cfg.batch_size)
     if not cfg.base_url:
-        raise ValueError("embedder provider 'openai' needs MNEMO_EMBEDDER__BASE_URL")
-    return OpenAIEmbedder(
+        raise ValueError(f"embedder provider {cfg.provider!r} needs MNEMO_EMBEDDER__BASE_URL")
+    return HTTP_PROVIDERS[cfg.provider](
         base_url=cfg.base_url,
         api_key=cfg.api_key.get_secret_value() if cfg.api_key else None,
         model=cfg.model,

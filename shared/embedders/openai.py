@@ -63,22 +63,39 @@ class OpenAIEmbedder:
     def dimensions(self) -> int:
         return self._dimensions
 
-    @property
-    def model_id(self) -> str:
-        return f"openai:{self._model}:{self._dimensions}"
-
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self._batch_size):
             vectors.extend(await self._embed_batch(list(texts[start : start + self._batch_size])))
         return vectors
 
-    async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        body: dict[str, Any] = {"model": self._model, "input": [t or " " for t in texts]}
+    #: The provider's path under ``base_url`` and the prefix of ``model_id``; other API shapes override these
+    #: and :meth:`_body` / :meth:`_items` (``shared/embedders/native.py``).
+    path = "embeddings"
+    provider = "openai"
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.provider}:{self._model}:{self._dimensions}"
+
+    def _body(self, texts: list[str]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self._model, "input": texts}
         if self._send_dimensions:
             body["dimensions"] = self._dimensions
+        return body
+
+    def _items(self, answer: Any, expected: int) -> list[Any]:
+        """The vectors of an OpenAI answer, in input order (placed by their ``index``)."""
+        items = sorted(((int(d["index"]), d["embedding"]) for d in answer["data"]), key=lambda pair: pair[0])
+        if [i for i, _ in items] != list(range(expected)):
+            raise EmbedderResponseError(f"expected indexes 0..{expected - 1}, got {[i for i, _ in items]}")
+        return [vector for _, vector in items]
+
+    async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         try:
-            response = await post_json_with_retries(self._client, "embeddings", body, self._policy)
+            response = await post_json_with_retries(
+                self._client, self.path, self._body([t or " " for t in texts]), self._policy
+            )
         except RequestRefused as exc:
             raise EmbedderUnavailable(f"embeddings request refused ({exc})") from exc
         except RetriesExhausted as exc:
@@ -87,15 +104,14 @@ class OpenAIEmbedder:
 
     def _parse(self, response: httpx.Response, expected: int) -> list[list[float]]:
         try:
-            data = response.json()["data"]
-            items = sorted(((int(d["index"]), d["embedding"]) for d in data), key=lambda pair: pair[0])
-        except (ValueError, KeyError, TypeError) as exc:
+            vectors = self._items(response.json(), expected)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise EmbedderResponseError(
                 f"malformed embeddings response ({type(exc).__name__}: {exc}): {response.text[:200]!r}"
             ) from exc
-        if [i for i, _ in items] != list(range(expected)):
-            raise EmbedderResponseError(f"expected indexes 0..{expected - 1}, got {[i for i, _ in items]}")
-        return [self._normalise(vector) for _, vector in items]
+        if len(vectors) != expected:
+            raise EmbedderResponseError(f"expected {expected} vectors, got {len(vectors)}")
+        return [self._normalise(vector) for vector in vectors]
 
     def _normalise(self, vector: Any) -> list[float]:
         if not isinstance(vector, list) or len(vector) != self._dimensions:

@@ -142,7 +142,9 @@ class ContextAssembleRequest(_Tenanted):
     max_tokens: int = Field(8000, ge=64, le=1_000_000)
 
 
-SourceKind = Literal["message", "summary", "fact", "knowledge", "lore", "legacy_memory", "persona", "system"]
+SourceKind = Literal[
+    "message", "summary", "fact", "knowledge", "lore", "document", "legacy_memory", "persona", "system"
+]
 
 
 class Section(_Wire):

@@ -19,6 +19,7 @@ async def ensure_all_indexes(db: AsyncDatabase[dict[str, Any]], cipher: FieldCip
     once when a service opens its core, so no handler needs a first-use check; the indexes serve queries,
     none enforces uniqueness, so a read model also works before they exist. A read model one service owns
     is set up by that service (``ensure_own_indexes`` in its ``app.py``)."""
+    from shared.readmodels.documents import DocumentsReadModel
     from shared.readmodels.knowledge import KnowledgeReadModel
     from shared.readmodels.legacy_lore import LegacyLoreReadModel
     from shared.readmodels.lore import LoreReadModel
@@ -29,6 +30,7 @@ async def ensure_all_indexes(db: AsyncDatabase[dict[str, Any]], cipher: FieldCip
     await LoreReadModel(db, cipher).ensure_indexes()
     await KnowledgeReadModel(db, cipher).ensure_indexes()
     await LegacyLoreReadModel(db, cipher).ensure_indexes()
+    await DocumentsReadModel(db, cipher).ensure_indexes()
 
 
 __all__ = [

@@ -18,7 +18,10 @@ kind carries (``*`` marks the fields readers filter on):
 - ``lore_entry``: ``tenant_id*, kind*, lorebook_id*, uid*, source_id, model, chunk``.
 - ``fact``: ``tenant_id*, user_id, kind*, fact_id*, source_id, character_id, audience*`` (exactly the
   fact's character, never ``*``), ``scope*, model, chunk``.
+- ``document_chunk`` (a point per distinct chunk text, id over its hash): ``tenant_id*, kind*, lorebook_id*,
+  document_id*, chunk_hash*, source_id, chunk, total_chunks, page, model`` (see ``document_point_id``).
 
+Every point also carries ``analyzer``: the version of the lexical analyzer its sparse vector was made with.
 Filters are applied inside the vector query, never after it, so a query cannot rank points it may not see.
 """
 
@@ -37,8 +40,9 @@ SUMMARY: Final = "summary"
 LEGACY_MEMORY: Final = "legacy_memory"  # a user's summary turned into lore
 LORE_ENTRY: Final = "lore_entry"  # an entry of a lorebook in ``vector`` or ``hybrid`` activation mode
 FACT: Final = "fact"  # a character's fact (knowledge)
+DOCUMENT_CHUNK: Final = "document_chunk"  # a chunk of an uploaded document (lore of the document kind)
 #: Every kind the embedding service writes (what ``mnemo replay`` wipes before rebuilding).
-KINDS: Final = (MESSAGE, SUMMARY, LEGACY_MEMORY, LORE_ENTRY, FACT)
+KINDS: Final = (MESSAGE, SUMMARY, LEGACY_MEMORY, LORE_ENTRY, FACT, DOCUMENT_CHUNK)
 
 # --- payload keys -------------------------------------------------------------------------------------------
 TENANT_ID: Final = "tenant_id"
@@ -47,7 +51,8 @@ CONVERSATION_ID: Final = "conversation_id"
 KIND: Final = "kind"
 SOURCE_ID: Final = "source_id"  # the id of the item the point is a chunk of (message, summary, ... id)
 CHUNK: Final = "chunk"  # the chunk's place in its item, from 0
-MODEL: Final = "model"  # the embedder's model id
+MODEL: Final = "model"  # the embedder's model id (``mnemo reindex`` re-embeds points of another model)
+ANALYZER: Final = "analyzer"  # the lexical analyzer's version (``shared/analyzer.py``), on every kind
 # messages
 MESSAGE_ID: Final = "message_id"
 BOT_IDS: Final = "bot_ids"
@@ -75,6 +80,11 @@ END_AT: Final = "end_at"
 # lore entries
 LOREBOOK_ID: Final = "lorebook_id"
 UID: Final = "uid"  # the entry's uid in its book (an int)
+# document chunks
+DOCUMENT_ID: Final = "document_id"
+CHUNK_HASH: Final = "chunk_hash"
+TOTAL_CHUNKS: Final = "total_chunks"
+PAGE: Final = "page"
 # facts
 FACT_ID: Final = "fact_id"
 CHARACTER_ID: Final = "character_id"
@@ -90,6 +100,13 @@ def point_id(kind: str, tenant_id: str, user_id: str, conversation_id: str, sour
 def lore_source_id(lorebook_id: str, uid: int) -> str:
     """A lore entry's ``source_id`` (its book and uid)."""
     return f"{lorebook_id}:{uid}"
+
+
+def document_point_id(tenant_id: str, document_id: str, chunk_hash: str) -> str:
+    """A document chunk's point: one per distinct text of the document, whatever its version or place, so an
+    unchanged chunk of a new version keeps its point. Its ``chunk``, ``total_chunks`` and ``page`` are those
+    of the version that first embedded it; the documents read model holds each version's own."""
+    return deterministic_id("vec", DOCUMENT_CHUNK, tenant_id, document_id, chunk_hash)
 
 
 # --- what the writer deletes ----------------------------------------------------------------------------------
@@ -125,9 +142,21 @@ def facts_by_id(tenant_id: str, fact_ids: Iterable[str]) -> VectorFilter:
     return VectorFilter.where(**{TENANT_ID: tenant_id, KIND: FACT}).and_(Match(FACT_ID, tuple(sorted(fact_ids))))
 
 
+def document_chunks(tenant_id: str, document_id: str, keep_hashes: Iterable[str] = ()) -> VectorFilter:
+    """Every chunk point of one document, except those whose hash is in ``keep_hashes``."""
+    flt = VectorFilter.where(**{TENANT_ID: tenant_id, KIND: DOCUMENT_CHUNK, DOCUMENT_ID: document_id})
+    keep = tuple(sorted(set(keep_hashes)))
+    return VectorFilter(flt.must, (Match(CHUNK_HASH, keep),)) if keep else flt
+
+
 def all_kinds() -> VectorFilter:
     """Every point the embedding service wrote, of every tenant (what ``mnemo replay`` rebuilds)."""
     return VectorFilter(must=(Match(KIND, KINDS),))
+
+
+def made_by(model: str, analyzer: str) -> VectorFilter:
+    """Every point made by ``model`` with ``analyzer`` (``mnemo reindex`` re-embeds when others exist)."""
+    return VectorFilter(must=(Match(KIND, KINDS), Match(MODEL, (model,)), Match(ANALYZER, (analyzer,))))
 
 
 # --- what the readers search ----------------------------------------------------------------------------------
@@ -167,5 +196,12 @@ def character_facts(tenant_id: str, character_id: str, scopes: Sequence[str]) ->
 def lore_books(tenant_id: str, lorebook_ids: Iterable[str]) -> VectorFilter:
     """The lore entries of these books of one tenant."""
     return VectorFilter.where(**{TENANT_ID: tenant_id, KIND: LORE_ENTRY}).and_(
+        Match(LOREBOOK_ID, tuple(sorted(lorebook_ids)))
+    )
+
+
+def document_books(tenant_id: str, lorebook_ids: Iterable[str]) -> VectorFilter:
+    """The document chunks of these books (each document belongs to one book) of one tenant."""
+    return VectorFilter.where(**{TENANT_ID: tenant_id, KIND: DOCUMENT_CHUNK}).and_(
         Match(LOREBOOK_ID, tuple(sorted(lorebook_ids)))
     )

@@ -58,6 +58,7 @@ MESSAGE_FIELDS = {
     "created_at",
     "chunk",
     "model",
+    "analyzer",
 }
 
 

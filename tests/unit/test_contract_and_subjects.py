@@ -15,6 +15,10 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     lore = {subjects.LORE_IMPORT, subjects.LORE_EXPORT, subjects.LORE_LIST, subjects.LORE_ATTACH, subjects.LORE_DETACH}
     lore |= {subjects.LORE_BOOK_CREATE, subjects.LORE_BOOK_DELETE}
     lore |= {subjects.LORE_ENTRY_CREATE, subjects.LORE_ENTRY_UPDATE, subjects.LORE_ENTRY_DELETE}
+    lore |= {subjects.LORE_DOCUMENT_IMPORT, subjects.LORE_DOCUMENT_GET, subjects.LORE_DOCUMENT_LIST}
+    # mnemo.lore.document.status.v1 goes the other way (mnemo publishes it on core NATS): the registry holds what
+    # clients send, so it is documented in docs/documents.md and the README, not in this document.
+    lore |= {subjects.LORE_DOCUMENT_DELETE}
     memory = {subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST}
     memory |= {subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE}
     privacy = {subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER}
@@ -31,6 +35,8 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     lore_import = schemas["LoreImportRequest"]["properties"]
     assert {"data", "data_base64", "attach_to_bots", "owner_user_id", "format"} <= set(lore_import)
     assert {"user_id", "lorebook_id", "uid", "changes"} <= set(schemas["LoreEntryUpdateRequest"]["properties"])
+    document_import = schemas["DocumentImportRequest"]["properties"]
+    assert {"owner_user_id", "name", "object", "data_base64", "attach_to_bots", "document_id"} <= set(document_import)
 
 
 def test_every_inbound_subject_is_captured_by_the_chat_stream() -> None:

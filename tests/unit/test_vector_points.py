@@ -16,11 +16,14 @@ from typing import Any
 import pytest
 
 from services.context_assembler.activation.compiled import ActiveBook
+from services.context_assembler.document_lore import DocumentLore
 from services.context_assembler.lore import LoreLoader
 from services.context_assembler.search_filters import facts_filter, legacy_filter, memories_filter, messages_filter
+from services.embedding.documents import DocState
 from services.embedding.domain import plan_batch
 from services.embedding.plan import Plan
 from shared.events.contract import ContextAssembleRequest
+from shared.events.document_contract import DocumentState
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import (
     FactLearned,
@@ -30,6 +33,7 @@ from shared.events.recorded import (
     SummaryRetired,
     character_scope,
     conversation_stream,
+    document_stream,
     knowledge_stream,
     legacy_lore_stream,
     lorebook_stream,
@@ -38,6 +42,7 @@ from shared.events.recorded import (
 )
 from shared.lore.history import BookState
 from shared.lore.model import Lorebook, LoreEntry
+from shared.readmodels.documents import ChunkView, DocumentRecord
 from shared.vectors import points as vp
 from shared.vectors.port import (
     FLOAT_FIELDS,
@@ -47,6 +52,7 @@ from shared.vectors.port import (
     PayloadValue,
     Range,
     ScoredPoint,
+    SparseVector,
     VectorFilter,
 )
 from tests.envelopes import message_recorded, recorded
@@ -54,6 +60,7 @@ from tests.fakes.embedders import ConstantEmbedder
 
 T0 = datetime(2026, 4, 1, 12, 0, tzinfo=UTC)
 USER, CONVERSATION, BOT, PERSONA, BOOK = "u1", "c1", "bard", "p1", "book-1"
+DOC, DOC_BOOK = "doc-1", "doc-book-1"
 
 
 def matches(flt: VectorFilter, payload: Mapping[str, PayloadValue]) -> bool:
@@ -173,10 +180,17 @@ def lore_entry(tenant: str) -> list[EventEnvelope]:
 BOOK_STATE = Lorebook(entries=[LoreEntry(uid=1, content="The reef glows at night.", activation_mode="vector")])
 
 
+def document(tenant: str) -> list[EventEnvelope]:
+    chunk = {"index": 0, "text": "The reef glows at night.", "heading": "Reefs", "page": 3, "hash": "h0", "tokens": 8}
+    payload = {"document_id": DOC, "version": 1, "part": 0, "parts": 1, "total_chunks": 1, "chunks": [chunk]}
+    return [event(tenant, document_stream(tenant, DOC), "document.chunked", payload)]
+
+
 def planned(tenant: str, events: Sequence[EventEnvelope]) -> Plan:
     """The writer's plan, as the embedding service makes it (every source on)."""
     books = {(tenant, BOOK): BookState(tenant, BOOK, owner_user_id=USER, book=BOOK_STATE, version=2)}
-    return plan_batch(events, {}, model="m", chunker=lambda t: [t], lore_books=books, facts={})
+    docs = {(tenant, DOC): DocState(DOC_BOOK, 1, 1, False, frozenset({"h0"}))}
+    return plan_batch(events, {}, model="m", chunker=lambda t: [t], lore_books=books, facts={}, documents=docs)
 
 
 class RecordingIndex:
@@ -190,6 +204,44 @@ class RecordingIndex:
     ) -> list[ScoredPoint]:
         self.filters.append(flt)
         return []
+
+    async def hybrid_search(
+        self,
+        vector: Sequence[float],
+        sparse: SparseVector,
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[ScoredPoint]:
+        self.filters.append(flt)
+        return []
+
+
+class OneDocument:
+    """The documents read model of a tenant with one completed document in book ``DOC_BOOK``."""
+
+    async def list(
+        self, tenant_id: str, *, owner_user_id: str | None = None, lorebook_ids: Sequence[str] | None = None
+    ) -> list[DocumentRecord]:
+        state = DocumentState(tenant_id=tenant_id, document_id=DOC, book_id=DOC_BOOK, owner_user_id=USER,
+                              name="Reefs.pdf", status="completed", version=1, active_version=1)  # fmt: skip
+        return [DocumentRecord(state, "", frozenset({"h0"}))] if DOC_BOOK in (lorebook_ids or ()) else []
+
+    async def chunks_by_hash(
+        self, tenant_id: str, document_id: str, version: int, hashes: Sequence[str]
+    ) -> dict[str, ChunkView]:
+        return {}
+
+
+async def document_filter(req: ContextAssembleRequest) -> VectorFilter:
+    """The filter the document reader (``DocumentLore``) searches the attached document's book with."""
+    index = RecordingIndex()
+    reader = DocumentLore(OneDocument(), index, ConstantEmbedder())  # type: ignore[arg-type]
+    degraded: list[str] = []
+    await reader.items(req, [ActiveBook(f"{DOC_BOOK}@1", Lorebook(entries=[]))], [], [], degraded)
+    assert degraded == []
+    [flt] = index.filters
+    return flt
 
 
 async def lore_filter(req: ContextAssembleRequest) -> VectorFilter:
@@ -215,6 +267,7 @@ KINDS = (
     Kind(vp.LEGACY_MEMORY, legacy),
     Kind(vp.LORE_ENTRY, lore_entry),
     Kind(vp.FACT, facts),
+    Kind(vp.DOCUMENT_CHUNK, document),
 )
 
 
@@ -228,6 +281,8 @@ async def reader_filter(kind: str, req: ContextAssembleRequest) -> VectorFilter:
     }
     if kind == vp.LORE_ENTRY:
         return await lore_filter(req)
+    if kind == vp.DOCUMENT_CHUNK:
+        return await document_filter(req)
     return readers[kind]()
 
 
@@ -253,7 +308,7 @@ async def test_the_reader_does_not_see_another_users_or_characters_points(kind: 
     other_user = request("t1").model_copy(update={"user_id": "u2"})
     other_bot = request("t1").model_copy(update={"bot_id": "elise", "persona_id": None})
     for req in (other_user, other_bot):
-        if kind.kind == vp.LORE_ENTRY:
+        if kind.kind in (vp.LORE_ENTRY, vp.DOCUMENT_CHUNK):
             continue  # lore is scoped by the attached books, not by user or character
         flt = await reader_filter(kind.kind, req)
         assert not any(matches(flt, p.payload) for p in mine), (kind.kind, req.user_id, req.bot_id)
@@ -297,6 +352,9 @@ def deletions(tenant: str) -> dict[str, list[VectorFilter]]:
         ),
         vp.FACT: event(
             tenant, knowledge_stream(tenant, BOT), "knowledge.fact_retired", gone.model_dump(mode="json"), 2
+        ),
+        vp.DOCUMENT_CHUNK: event(
+            tenant, document_stream(tenant, DOC), "document.deleted", {"document_id": DOC, "at": T0}, 2
         ),
     }
     return {kind: planned(tenant, [env]).deletions for kind, env in events.items()}

@@ -3,7 +3,7 @@
 Stream ids (``kind/tenant/...``) always start with the tenant, and conversations and personas also with
 the user, so equal ids under another tenant or user are different streams. Each stream's types live in
 their own module (``conversation``, ``profiles``, ``summaries``, ``knowledge``, ``lorebooks``,
-``legacy_lore``, ``lore_timed``, ``privacy``), each registered with its payload model in :data:`REGISTRY`; this module
+``legacy_lore``, ``lore_timed``, ``privacy``, ``documents``), each registered with its payload model in :data:`REGISTRY`; this module
 re-exports them all so callers import from one place.
 """
 
@@ -25,6 +25,21 @@ from shared.events.recorded.conversation import (
     MessageRecorded,
     conversation_stream,
     created_event_id,
+)
+from shared.events.recorded.documents import (
+    DOCUMENT_ACCEPTED,
+    DOCUMENT_CHUNKED,
+    DOCUMENT_COMPLETED,
+    DOCUMENT_DELETED,
+    DOCUMENT_EVENTS,
+    DOCUMENT_FAILED,
+    DocumentAccepted,
+    DocumentChunk,
+    DocumentChunked,
+    DocumentCompleted,
+    DocumentDeleted,
+    DocumentFailed,
+    document_stream,
 )
 from shared.events.recorded.knowledge import (
     FACT_LEARNED,
@@ -98,6 +113,12 @@ from shared.events.recorded.summaries import (
 __all__ = [
     "BOT_RECORDED",
     "CONVERSATION_FORKED",
+    "DOCUMENT_ACCEPTED",
+    "DOCUMENT_CHUNKED",
+    "DOCUMENT_COMPLETED",
+    "DOCUMENT_DELETED",
+    "DOCUMENT_EVENTS",
+    "DOCUMENT_FAILED",
     "ERASURE_COMPLETED",
     "EVERYONE",
     "FACTS_CONSOLIDATED",
@@ -128,6 +149,12 @@ __all__ = [
     "SUMMARY_RETIRED",
     "BotRecorded",
     "ConversationForked",
+    "DocumentAccepted",
+    "DocumentChunk",
+    "DocumentChunked",
+    "DocumentCompleted",
+    "DocumentDeleted",
+    "DocumentFailed",
     "ErasureCompleted",
     "FactLearned",
     "FactPromoted",
@@ -162,6 +189,7 @@ __all__ = [
     "character_scope",
     "conversation_stream",
     "created_event_id",
+    "document_stream",
     "knowledge_stream",
     "legacy_lore_stream",
     "lore_timed_stream",

@@ -16,6 +16,17 @@ from mnemo_client.wire.contract import (
     Section,
     Source,
 )
+from mnemo_client.wire.document_contract import (
+    DocumentDeleteReply,
+    DocumentDeleteRequest,
+    DocumentGetRequest,
+    DocumentImportReply,
+    DocumentImportRequest,
+    DocumentListReply,
+    DocumentListRequest,
+    DocumentProgress,
+    DocumentState,
+)
 from mnemo_client.wire.lore_contract import (
     ConversationRef,
     LoreAttachReply,
@@ -66,6 +77,15 @@ __all__ = [
     "ContextAssembleRequest",
     "ConversationForked",
     "ConversationRef",
+    "DocumentDeleteReply",
+    "DocumentDeleteRequest",
+    "DocumentGetRequest",
+    "DocumentImportReply",
+    "DocumentImportRequest",
+    "DocumentListReply",
+    "DocumentListRequest",
+    "DocumentProgress",
+    "DocumentState",
     "EraseTenantRequest",
     "EraseUserRequest",
     "ErasureReply",

@@ -1,0 +1,279 @@
+// MnemoClient: mnemo's public contract over one NATS connection (the Python client's MnemoClient).
+//
+// Events (`publish`, `submit`) go to JetStream with the contract's Nats-Msg-Id and are retried until
+// acknowledged (outbox.js). Requests go out with NATS request-reply and their JSON replies come back typed
+// (src/contract.d.ts); an ErrorReply rejects with the MnemoError of its code, no responder or no answer in time
+// with `Unavailable`. The server validates every request (bad input is a `BadRequest` carrying what is wrong).
+// The connection is any NatsConnection: `MnemoClient.connect` opens a TCP one (Node), `MnemoClient.connectWs`
+// a WebSocket one (browsers, Deno, Bun, Workers-style runtimes; Node 22+ or a `wsFactory`), or pass your own.
+import { wsconnect } from "@nats-io/nats-core";
+import { errors } from "@nats-io/nats-core";
+import { jetstream } from "@nats-io/jetstream";
+import { errorFor, Unavailable } from "./errors.js";
+import { OPERATIONS } from "./operations.js";
+import { Outbox } from "./outbox.js";
+
+export const DEFAULT_URL = "nats://127.0.0.1:4222";
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+// A Date as pydantic writes a UTC datetime ("2026-11-01T18:05:00Z", a fraction only when there is one, in
+// microseconds), so an event built with Dates has the same body and Nats-Msg-Id from this client as from Python.
+function isoLikePydantic(date) {
+  const text = date.toISOString(); // always UTC, milliseconds
+  const millis = text.slice(20, 23);
+  return millis === "000" ? `${text.slice(0, 19)}Z` : `${text.slice(0, 19)}.${millis}000Z`;
+}
+
+function toJson(body) {
+  return JSON.stringify(body, function replace(key, value) {
+    const raw = this[key];
+    return raw instanceof Date ? isoLikePydantic(raw) : value;
+  });
+}
+
+/** The event's Nats-Msg-Id: its name and the JSON values of its msg_id fields (absent or null as empty), joined by `:`. */
+export function natsMsgId(name, body) {
+  const op = OPERATIONS[name];
+  if (op?.kind !== "event") throw new TypeError(`not a chat event: ${name}`);
+  const json = typeof body === "string" ? JSON.parse(body) : JSON.parse(toJson(body));
+  return [name, ...op.msgId.map((field) => (json[field] == null ? "" : String(json[field])))].join(":");
+}
+
+function pending(name, body) {
+  const op = OPERATIONS[name];
+  if (op?.kind !== "event") throw new TypeError(`not a chat event: ${name} (events: ${eventNames().join(", ")})`);
+  if (body === null || typeof body !== "object" || Array.isArray(body)) throw new TypeError(`${name} takes an object`);
+  const text = toJson(body);
+  return { subject: op.subject, body: encoder.encode(text), msgId: natsMsgId(name, text) };
+}
+
+const eventNames = () => Object.keys(OPERATIONS).filter((name) => OPERATIONS[name].kind === "event");
+
+function isNoResponders(err) {
+  return (
+    err instanceof errors.NoRespondersError ||
+    (err instanceof errors.RequestError && err.isNoResponders()) ||
+    err?.cause instanceof errors.NoRespondersError
+  );
+}
+
+export class MnemoClient {
+  #nc;
+  #timeout;
+  #outbox;
+  #owns;
+
+  /**
+   * `requestTimeout`: ms to wait for a reply; `ackTimeout`: for one JetStream acknowledgement; `bufferSize`:
+   * events `submit` may hold before `BufferFull`; `ownsConnection`: `close()` drains the connection too;
+   * `jetstream`: the JetStream context to publish with (default: `jetstream(nc)`, e.g. another domain's).
+   */
+  constructor(nc, options = {}) {
+    const { requestTimeout = 30_000, ackTimeout = 5000, bufferSize = 10_000, ownsConnection = false, onDropped } = options;
+    this.#nc = nc;
+    this.#timeout = requestTimeout;
+    const js = options.jetstream ?? jetstream(nc, { timeout: ackTimeout });
+    this.#outbox = new Outbox(js, { ackTimeout, bufferSize, onDropped });
+    this.#owns = ownsConnection;
+  }
+
+  /** Connect over TCP with `@nats-io/transport-node` (reconnecting forever unless `maxReconnectAttempts` says otherwise). */
+  static async connect(servers = DEFAULT_URL, options = {}) {
+    const { requestTimeout, ackTimeout, bufferSize, onDropped, ...natsOptions } = options;
+    // Imported here, by a name bundlers do not follow, so browsers and edge runtimes (no `node:net`) can bundle
+    // and use the rest of the package.
+    const transport = "@nats-io/transport-node";
+    const { connect } = await import(transport);
+    const nc = await connect({ servers, maxReconnectAttempts: -1, ...natsOptions });
+    return new MnemoClient(nc, { requestTimeout, ackTimeout, bufferSize, onDropped, ownsConnection: true });
+  }
+
+  /** Connect over WebSocket (`ws://host:port`): the stack's MNEMO_NATS__WEBSOCKET_PORT listener. */
+  static async connectWs(servers, options = {}) {
+    const { requestTimeout, ackTimeout, bufferSize, onDropped, ...natsOptions } = options;
+    const nc = await wsconnect({ servers, maxReconnectAttempts: -1, ...natsOptions });
+    return new MnemoClient(nc, { requestTimeout, ackTimeout, bufferSize, onDropped, ownsConnection: true });
+  }
+
+  /** The underlying NatsConnection. */
+  get connection() {
+    return this.#nc;
+  }
+
+  /** Wait up to `flushTimeout` ms for buffered events, then stop (and drain the connection if ours). */
+  async close({ flushTimeout = 30_000 } = {}) {
+    try {
+      if (this.#outbox.buffered) {
+        let timer;
+        const timeout = new Promise((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Unavailable("unavailable", `${this.#outbox.buffered} events not acknowledged in ${flushTimeout}ms`)),
+            flushTimeout,
+          );
+        });
+        try {
+          await Promise.race([this.#outbox.flush(), timeout]);
+        } finally {
+          clearTimeout(timer);
+        }
+      }
+    } finally {
+      this.#outbox.close();
+      if (this.#owns && !this.#nc.isClosed()) await this.#nc.drain();
+    }
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close();
+  }
+
+  // --- events ---------------------------------------------------------------------------------------------
+  /** Publish a chat event and wait for JetStream's acknowledgement, retrying; `Unavailable` after `giveUpAfter` ms. */
+  async publish(name, event, { giveUpAfter = 60_000 } = {}) {
+    return this.#outbox.publish(pending(name, event), { giveUpAfter });
+  }
+
+  /** Buffer the event and return; it is published in order and retried until acknowledged. */
+  submit(name, event) {
+    this.#outbox.submit(pending(name, event));
+  }
+
+  /** Resolves when every submitted event is acknowledged (bound it with a timeout of your own). */
+  flush() {
+    return this.#outbox.flush();
+  }
+
+  /** Submitted events not yet acknowledged. */
+  get buffered() {
+    return this.#outbox.buffered;
+  }
+
+  // --- request-reply -------------------------------------------------------------------------------------
+  /** Any request-reply operation by name (`lore.import`), e.g. one newer than this client's methods. */
+  async request(name, request = {}) {
+    const op = OPERATIONS[name];
+    if (op === undefined) throw new TypeError(`no such operation: ${name}`);
+    if (op.kind !== "request") throw new TypeError(`${name} is an event: use publish`);
+    let msg;
+    try {
+      msg = await this.#nc.request(op.subject, encoder.encode(toJson(request)), { timeout: this.#timeout });
+    } catch (err) {
+      if (isNoResponders(err)) {
+        throw new Unavailable("unavailable", "no service answers this subject", { subject: op.subject, cause: err });
+      }
+      if (err instanceof errors.TimeoutError || err?.cause instanceof errors.TimeoutError) {
+        throw new Unavailable("unavailable", `no reply within ${this.#timeout}ms`, { subject: op.subject, cause: err });
+      }
+      throw err;
+    }
+    const body = JSON.parse(decoder.decode(msg.data));
+    const error = body?.error;
+    if (error !== null && typeof error === "object" && !Array.isArray(error)) {
+      throw errorFor(String(error.code), String(error.message ?? ""), { subject: op.subject });
+    }
+    return body;
+  }
+
+  /** The prompt context for the bot's next reply: `context` (text), `sections`, `sources`, `messages`, `degraded`. */
+  context(request) {
+    return this.request("context.assemble", request);
+  }
+
+  loreImport(request) {
+    return this.request("lore.import", request);
+  }
+
+  loreExport(request) {
+    return this.request("lore.export", request);
+  }
+
+  loreList(request) {
+    return this.request("lore.list", request);
+  }
+
+  loreAttach(request) {
+    return this.request("lore.attach", request);
+  }
+
+  loreDetach(request) {
+    return this.request("lore.detach", request);
+  }
+
+  loreBookCreate(request) {
+    return this.request("lore.book.create", request);
+  }
+
+  loreBookDelete(request) {
+    return this.request("lore.book.delete", request);
+  }
+
+  loreEntryCreate(request) {
+    return this.request("lore.entry.create", request);
+  }
+
+  loreEntryUpdate(request) {
+    return this.request("lore.entry.update", request);
+  }
+
+  loreEntryDelete(request) {
+    return this.request("lore.entry.delete", request);
+  }
+
+  memoriesList(request) {
+    return this.request("memory.list", request);
+  }
+
+  memoryConvertToLore(request) {
+    return this.request("memory.convert_to_lore", request);
+  }
+
+  memoryDelete(request) {
+    return this.request("memory.delete", request);
+  }
+
+  /** Share one of the user's own facts with a campaign (`memory.promote`). */
+  knowledgePromote(request) {
+    return this.request("memory.promote", request);
+  }
+
+  /** Bring a promoted fact back into the player's scope (`memory.unpromote`). */
+  knowledgeUnpromote(request) {
+    return this.request("memory.unpromote", request);
+  }
+
+  /** Import a document as lore; the import runs on after the reply (`lore.document.import`). */
+  documentImport(request) {
+    return this.request("lore.document.import", request);
+  }
+
+  /** A document's import state (`lore.document.get`). */
+  documentGet(request) {
+    return this.request("lore.document.get", request);
+  }
+
+  /** The tenant's documents (`lore.document.list`). */
+  documentList(request) {
+    return this.request("lore.document.list", request);
+  }
+
+  /** Delete a document, its chunks and stored bytes (`lore.document.delete`). */
+  documentDelete(request) {
+    return this.request("lore.document.delete", request);
+  }
+
+  /** Erase a user by crypto-shredding (`privacy.erase_user`). */
+  eraseUser(request) {
+    return this.request("privacy.erase_user", request);
+  }
+
+  /** Erase a whole tenant (`privacy.erase_tenant`, `confirm: "erase"`). */
+  eraseTenant(request) {
+    return this.request("privacy.erase_tenant", request);
+  }
+
+  /** Everything mnemo holds about a user (`privacy.export_user`). */
+  exportUser(request) {
+    return this.request("privacy.export_user", request);
+  }
+}

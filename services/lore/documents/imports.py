@@ -1,0 +1,261 @@
+"""The lore service's document imports: accept an upload, read it in the background, record its chunks.
+
+An import is answered as soon as it is accepted (``document.accepted`` recorded, the book created and
+attached); the file is then read off the event loop (``parsing.py``: a subprocess with time and memory
+limits, at most ``concurrent_imports`` at once), its chunks recorded in parts and the import ended with
+``document.completed`` or ``document.failed`` (a reason for the user). After every step the document's
+state is published on ``mnemo.lore.document.status.v1``. Each document's events are projected into the
+documents read model right after their append, so ``document.get`` answers what was published.
+
+The stored bytes: an inline upload is put in ``MNEMO_UPLOADS`` under the tenant's prefix; a failed import's
+object is deleted (it is useless), so is a replaced version's once the new one completed and every object
+of a deleted document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import hashlib
+import logging
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from nats.js.errors import NotFoundError
+from nats.js.object_store import ObjectStore
+
+from services.lore.documents import events as ev
+from services.lore.documents.parsing import parse_file
+from services.lore.documents.reading import DocumentError, kind_of
+from services.lore.manage import BadRequest, NotFound
+from services.lore.settings import DocumentSettings
+from shared.eventlog.append import append_at_head
+from shared.eventlog.port import AppendResult, EventStore
+from shared.events.document_contract import (
+    DocumentDeleteReply,
+    DocumentDeleteRequest,
+    DocumentGetRequest,
+    DocumentImportReply,
+    DocumentImportRequest,
+    DocumentListReply,
+    DocumentListRequest,
+    DocumentState,
+)
+from shared.events.envelope import NewEvent, utcnow
+from shared.events.lore_contract import LoreAttachRequest, LoreBookCreateRequest, LoreBookDeleteRequest
+from shared.events.recorded import document_stream
+from shared.readmodels.documents import DocumentsReadModel
+from shared.runtime import CommittedPublisher
+
+log = logging.getLogger(__name__)
+MB = 1024**2
+
+
+class Books(Protocol):
+    """What imports need of ``services.lore.books.LoreBooks``."""
+
+    async def create_book(self, req: LoreBookCreateRequest) -> object: ...
+    async def attach(self, req: LoreAttachRequest) -> object: ...
+    async def delete_book(self, req: LoreBookDeleteRequest) -> object: ...
+
+
+class DocumentImports:
+    def __init__(
+        self,
+        store: EventStore,
+        documents: DocumentsReadModel,
+        books: Books,
+        publisher: CommittedPublisher,
+        uploads: Callable[[], Awaitable[ObjectStore]],
+        status: Callable[[DocumentState], Awaitable[None]],
+        settings: DocumentSettings,
+        max_object_bytes: int,
+    ) -> None:
+        self._store = store
+        self._docs = documents
+        self._books = books
+        self._publisher = publisher
+        self._uploads = uploads
+        self._status = status
+        self.settings = settings
+        self.max_object_bytes = max_object_bytes
+        self._slots = asyncio.Semaphore(settings.concurrent_imports)
+        self._running: dict[tuple[str, str], asyncio.Task[None]] = {}
+
+    async def import_document(self, req: DocumentImportRequest) -> DocumentImportReply:
+        try:
+            kind_of(req.name)
+        except DocumentError as exc:
+            raise BadRequest(str(exc)) from exc
+        obs = await self._uploads()
+        raw: bytes | None = None
+        if req.data_base64 is not None:
+            try:
+                raw = base64.b64decode(req.data_base64, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise BadRequest(f"`data_base64` is not valid base64: {exc}") from exc
+            digest, size = hashlib.sha256(raw).hexdigest(), len(raw)
+        else:
+            assert req.object is not None  # the request model requires one of the two
+            if not req.object.startswith(f"{req.tenant_id}/"):
+                raise BadRequest("`object` must be named `<tenant_id>/...` in MNEMO_UPLOADS (the tenant's own upload)")
+            try:
+                info = await obs.get_info(req.object)
+            except NotFoundError as exc:
+                raise NotFound(f"no object {req.object!r} in MNEMO_UPLOADS") from exc
+            digest, size = str(info.digest or req.object), int(info.size or 0)
+        if req.document_id is not None:
+            rec = await self._docs.get(req.tenant_id, req.document_id)
+            if rec is None or rec.state.owner_user_id != req.owner_user_id or rec.state.status == "deleted":
+                raise NotFound(f"no document {req.document_id!r} of this user in this tenant")
+            if self._under_way(rec.state):
+                raise BadRequest("an import of this document is still running; replace it once it has ended")
+            document_id, version, book_id = req.document_id, rec.state.version + 1, rec.state.book_id
+        else:
+            document_id = ev.document_id_for(req.tenant_id, req.owner_user_id, req.name, digest)
+            rec = await self._docs.get(req.tenant_id, document_id)
+            if rec is not None and (rec.state.status == "completed" or self._under_way(rec.state)):
+                # A retry: the same import, nothing new. A failed, deleted or abandoned one starts again.
+                return DocumentImportReply(
+                    book_id=rec.state.book_id, document_id=document_id, version=rec.state.version
+                )
+            version = rec.state.version + 1 if rec is not None else 1
+            book_id = ev.book_id_for(req.tenant_id, document_id)
+        obj = req.object or ev.inline_object_name(req.tenant_id, document_id, version)
+        if raw is not None:
+            await obs.put(obj, raw)
+        await self._books.create_book(
+            LoreBookCreateRequest(
+                tenant_id=req.tenant_id,
+                owner_user_id=req.owner_user_id,
+                name=req.name,
+                lorebook_id=book_id,
+                attach_to_bots=req.attach_to_bots,
+            )
+        )
+        if req.document_id is not None and req.attach_to_bots:
+            await self._books.attach(
+                LoreAttachRequest(tenant_id=req.tenant_id, lorebook_id=book_id, bot_ids=req.attach_to_bots)
+            )
+        now = utcnow()
+        accepted = ev.accepted(
+            req.tenant_id, document_id, book_id, req.owner_user_id, req.name, version, obj, digest, size, now
+        )
+        await self._record(req.tenant_id, document_id, [accepted])
+        previous = rec.object_name if rec is not None and rec.object_name != obj else None
+        key = (req.tenant_id, document_id)
+        task = asyncio.create_task(self._run(req.tenant_id, document_id, version, req.name, obj, size, previous))
+        self._running[key] = task
+        task.add_done_callback(lambda t: self._running.pop(key, None) if self._running.get(key) is t else None)
+        return DocumentImportReply(book_id=book_id, document_id=document_id, version=version)
+
+    def _under_way(self, state: DocumentState) -> bool:
+        """Processing here; a ``processing`` import with no task in this replica was cut short by a restart
+        (the lore service runs one replica), so importing the file again starts a new version."""
+        return state.status == "processing" and (state.tenant_id, state.document_id) in self._running
+
+    async def wait_idle(self) -> None:
+        """Until every import under way has ended (tests, and a draining shutdown)."""
+        while self._running:
+            await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+
+    async def _run(
+        self, tenant_id: str, document_id: str, version: int, name: str, obj: str, size: int, previous: str | None
+    ) -> None:
+        async with self._slots:
+            try:
+                reason = await self._read_and_record(tenant_id, document_id, version, name, obj, size)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("import of document %s v%d stopped", document_id, version)
+                reason = "the import stopped on an internal error; upload the file again"
+            try:
+                if reason is not None:
+                    failed = ev.failed(tenant_id, document_id, version, reason, utcnow())
+                    await self._record(tenant_id, document_id, [failed])
+                    await self._delete_object(obj)
+                elif previous is not None:
+                    await self._delete_object(previous)
+            except Exception:  # shutting down, or the log unreachable: it stays `processing` (docs/documents.md)
+                log.exception("the end of document %s v%d was not recorded", document_id, version)
+
+    async def _read_and_record(
+        self, tenant_id: str, document_id: str, version: int, name: str, obj: str, size: int
+    ) -> str | None:
+        """None when completed, else why it failed."""
+        limit = self.max_object_bytes
+        if size > limit:
+            return f"the file is {size / MB:,.0f} MB; the largest document mnemo imports is {limit / MB:,.0f} MB"
+        s = self.settings
+        obs = await self._uploads()
+        with tempfile.TemporaryDirectory(dir=s.work_dir, prefix="mnemo-doc-") as work:
+            path = Path(work) / f"upload{Path(name).suffix.lower()}"
+            with path.open("wb") as f:
+                await obs.get(obj, writeinto=f)  # streamed to disk: the file is never whole in this process
+            if path.stat().st_size > limit:
+                return f"the file is over {limit / MB:,.0f} MB, the largest document mnemo imports"
+            outcome = await parse_file(path, name, timeout_s=s.parse_timeout_s, memory_mb=s.parse_memory_mb)
+        if not outcome.ok:
+            return outcome.reason
+        for part in ev.chunked(tenant_id, document_id, version, outcome.chunks, s.chunks_per_event, utcnow()):
+            await self._record(tenant_id, document_id, [part])
+        done = ev.completed(tenant_id, document_id, version, outcome.pages, outcome.chunks, utcnow())
+        await self._record(tenant_id, document_id, [done])
+        return None
+
+    async def _record(self, tenant_id: str, document_id: str, events: Sequence[NewEvent]) -> None:
+        """Append at the stream's head, project, publish what committed, then the document's new state."""
+
+        async def project(result: AppendResult) -> None:
+            await self._docs.apply(result.committed)
+
+        await append_at_head(
+            self._store, document_stream(tenant_id, document_id), events, publisher=self._publisher, project=project
+        )
+        rec = await self._docs.get(tenant_id, document_id)
+        if rec is not None:
+            try:
+                await self._status(rec.state)
+            except Exception as exc:  # best effort: `document.get` answers the same state
+                log.warning("document status not published: %s", exc)
+
+    async def _delete_object(self, obj: str) -> None:
+        with contextlib.suppress(NotFoundError):
+            await (await self._uploads()).delete(obj)
+
+    async def get(self, req: DocumentGetRequest) -> DocumentState:
+        rec = await self._docs.get(req.tenant_id, req.document_id)
+        if rec is None:
+            raise NotFound(f"no document {req.document_id!r} in this tenant")
+        return rec.state
+
+    async def list(self, req: DocumentListRequest) -> DocumentListReply:
+        books = [req.book_id] if req.book_id is not None else None
+        recs = await self._docs.list(req.tenant_id, owner_user_id=req.owner_user_id, lorebook_ids=books)
+        return DocumentListReply(documents=[r.state for r in recs])
+
+    async def delete(self, req: DocumentDeleteRequest) -> DocumentDeleteReply:
+        """The document's chunks (read model and points), its stored bytes and its book go."""
+        rec = await self._docs.get(req.tenant_id, req.document_id)
+        if rec is None or rec.state.owner_user_id != req.user_id:
+            raise NotFound(f"no document {req.document_id!r} of this user in this tenant")
+        if rec.state.status == "deleted":
+            return DocumentDeleteReply(document_id=req.document_id, deleted=False)
+        task = self._running.get((req.tenant_id, req.document_id))
+        if task is not None:  # an import under way records nothing more
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        gone = ev.deleted(req.tenant_id, req.document_id, rec.state.version, utcnow())
+        await self._record(req.tenant_id, req.document_id, [gone])
+        await self._delete_object(rec.object_name)
+        with contextlib.suppress(NotFound):
+            await self._books.delete_book(
+                LoreBookDeleteRequest(tenant_id=req.tenant_id, user_id=req.user_id, lorebook_id=rec.state.book_id)
+            )
+        return DocumentDeleteReply(document_id=req.document_id, deleted=True)
