@@ -22,6 +22,7 @@ from shared import subjects
 from shared.events import contract as c
 from shared.events import lore_contract as lc
 from shared.events import memory_contract as mc
+from shared.events import privacy_contract as pc
 from shared.settings import Settings
 
 Command = Callable[[argparse.Namespace, Console], Coroutine[Any, Any, Any]]
@@ -141,6 +142,17 @@ async def dlq_redrive(args: argparse.Namespace, console: Console) -> list[dict[s
     return [{"seq": d.seq, "subject": d.original_subject, "outcome": o} for d, o in outcomes]
 
 
+async def erase_user(args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    if not args.yes:
+        raise ValueError("erasing a user cannot be undone (docs/privacy.md): add --yes")
+    request = pc.EraseUserRequest(tenant_id=args.tenant, user_id=args.user)
+    reply = await _call(args, subjects.PRIVACY_ERASE_USER, request)
+    if not args.json:
+        deleted = ", ".join(f"{what} {n}" for what, n in sorted(reply["deleted"].items()) if n)
+        console.print(f"erased {args.tenant}/{args.user}: {reply['keys_destroyed']} data key(s) destroyed; {deleted}")
+    return reply
+
+
 def _common(p: argparse.ArgumentParser, *, tenant: bool = True, user: bool = True) -> None:
     p.add_argument("--nats-url", help="the deployment's NATS (default MNEMO_NATS_URL or nats://127.0.0.1:4222)")
     p.add_argument("--json", action="store_true", help="print the reply as JSON instead of tables")
@@ -171,6 +183,11 @@ def add_commands(sub: Any) -> None:
     lst.add_argument("--bot", help="only books attached to this bot")
     _common(lst, user=False)
     lst.set_defaults(func=_run(lore_list))
+
+    era = sub.add_parser("erase-user", help="erase a user by crypto-shredding (their keys, rows, vectors, messages)")
+    era.add_argument("--yes", action="store_true", help="confirm: an erasure cannot be undone")
+    _common(era)
+    era.set_defaults(func=_run(erase_user))
 
     mem = sub.add_parser("memories", help="a user's memories").add_subparsers(dest="memories_cmd", required=True)
     ml = mem.add_parser("list", help="one page of memories, legacy lore and knowledge, newest first")

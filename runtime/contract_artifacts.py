@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -165,11 +166,21 @@ def readme_with_table(readme: str) -> str:
     return readme[:start] + contract_table() + readme[end + len(TABLE_END) :]
 
 
+def gateway_openapi() -> dict[str, Any]:
+    """The HTTP gateway's OpenAPI document (FastAPI builds it from the registry's models; nothing connects)."""
+    from services.gateway.app import create_app
+    from services.gateway.settings import GatewaySettings
+
+    document: dict[str, Any] = create_app(GatewaySettings(), ["nats://127.0.0.1:4222"]).openapi()
+    return document
+
+
 def artifacts(root: Path = ROOT) -> dict[Path, str]:
     """Each generated file (relative to the repository root) with the text it must hold."""
     files = {
         Path("contracts/asyncapi.json"): json.dumps(asyncapi_document(), indent=2, sort_keys=True) + "\n",
         Path("contracts/mnemo.schema.json"): schema_text(),
+        Path("contracts/openapi.json"): json.dumps(gateway_openapi(), indent=2, sort_keys=True) + "\n",
         CLIENT_WIRE / "__init__.py": _wire_init(),
         CLIENT_WIRE / "operations.py": _operations_module(),
         Path("README.md"): readme_with_table((root / "README.md").read_text()),

@@ -198,3 +198,23 @@ def _env() -> dict[str, str]:
     import os
 
     return dict(os.environ)
+
+
+def test_erase_user_asks_for_yes_then_erases_that_user(capsys, stack: StackProcess):
+    gone, conv = "u-gone", "c-gone"
+    lines = ["The lighthouse keeper hid the key under the third step.", "I will remember the third step."]
+    start = datetime(2026, 10, 2, 9, 0, tzinfo=UTC)
+    publish(stack, [
+        ("mnemo.chat.message.created.v1", turn(i, line, start + timedelta(minutes=i), tenant=TENANT, user=gone,
+         conv=conv, message_id=f"gone-m{i}", persona=(PERSONA, "Mira"), bot=(BOT, "Guide")), {"Nats-Msg-Id": f"gone-{i}"})
+        for i, line in enumerate(lines)
+    ])  # fmt: skip
+    ask = ["context", "--tenant", TENANT, "--user", gone, "--conversation", conv, "--bot", BOT, "--message", "Key?"]
+    until(lambda: mnemo_json(capsys, stack, *ask), lambda r: lines[-1] in r["context"])
+    code, _, err = mnemo(capsys, stack, "erase-user", "--tenant", TENANT, "--user", gone)
+    assert code == 2
+    assert "--yes" in err
+    erased = mnemo_json(capsys, stack, "erase-user", "--tenant", TENANT, "--user", gone, "--yes")
+    assert erased["keys_destroyed"] >= 1, erased
+    after = mnemo_json(capsys, stack, *ask)
+    assert not any(line in after["context"] for line in lines), after["context"]
