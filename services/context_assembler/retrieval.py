@@ -179,7 +179,8 @@ class Gatherer:
                 self._retrieved(req, hits.messages, set(shown), degraded),
                 knowing,
             )
-            knowledge = relevant_first(facts, list(best_per_key(hits.facts, vp.FACT_ID)), s.knowledge_limit)
+            found_facts = ranked_keys(hits.facts.points, vp.FACT_ID, s.knowledge_limit, hits.facts.cosine)
+            knowledge = relevant_first(facts, found_facts, s.knowledge_limit, hits.searched)
             return AssemblyInput(
                 bot_id=req.bot_id,
                 bot=bot,
