@@ -233,6 +233,11 @@ def configure_assembler(history_limit: int, retrieved_limit: int = 40) -> dict[s
         "MNEMO_CONTEXT_ASSEMBLER__HISTORY_LIMIT": str(history_limit),
         # min_history above the history window would be meaningless; keep them consistent.
         "MNEMO_CONTEXT_ASSEMBLER__MIN_HISTORY": str(min(history_limit, 4)),
+        # Recall, not latency, is measured here: on a loaded machine a read past the service's deadlines would
+        # turn into a missing section (``degraded``) and count as lost evidence.
+        "MNEMO_CONTEXT_ASSEMBLER__READ_TIMEOUT_S": "30",
+        "MNEMO_CONTEXT_ASSEMBLER__DEADLINE_S": "60",
+        "MNEMO_CONTEXT_ASSEMBLER__RETRIEVAL_TIMEOUT_S": "30",
     }
     os.environ.update(env)
     return env
@@ -340,7 +345,7 @@ class Result:
 
 
 async def assemble(nc: NatsClient, request: dict[str, Any]) -> dict[str, Any]:
-    msg = await nc.request(subjects.CONTEXT_ASSEMBLE, json.dumps(request).encode(), timeout=60)
+    msg = await nc.request(subjects.CONTEXT_ASSEMBLE, json.dumps(request).encode(), timeout=120)
     reply: dict[str, Any] = json.loads(msg.data)
     if "error" in reply:
         raise RuntimeError(f"assemble failed: {reply['error']}")
