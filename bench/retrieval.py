@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -342,6 +343,8 @@ class Result:
     dense_budget: dict[int, set[str]] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
     sections: dict[int, dict[str, int]] = field(default_factory=dict)  # max_tokens -> tokens per section
+    scored: list[tuple[str, float]] = field(default_factory=list)  # the unbounded reply's (id, score), best first
+    history: list[str] = field(default_factory=list)  # the unbounded reply's history message ids
 
 
 async def assemble(nc: NatsClient, request: dict[str, Any]) -> dict[str, Any]:
@@ -379,6 +382,8 @@ async def ask_all(nc: NatsClient, chats: Sequence[Chat], tenant: str, concurrenc
         scored = [s for s in message_sources(replies[0]) if s.get("score") is not None]
         result = Result(chat.key, q.category, q.evidence)
         result.system = [s["id"] for s in sorted(scored, key=lambda s: -float(s["score"]))]
+        result.scored = [(s["id"], float(s["score"])) for s in sorted(scored, key=lambda s: -float(s["score"]))]
+        result.history = [s["id"] for s in message_sources(replies[0]) if s.get("score") is None]
         result.budget = {m: {s["id"] for s in message_sources(r)} for m, r in zip(BUDGETS, replies[1:], strict=True)}
         result.sections = {
             m: {sec["name"]: int(sec["tokens"]) for sec in r.get("sections", [])}
@@ -517,6 +522,7 @@ async def main(
     concurrency: int,
     retrieved_limit: int = 40,
     limit_questions: int | None = None,
+    dump: Path | None = None,
 ) -> dict[str, Any]:
     chats = load_chats(data, limit_chats)
     if limit_questions is not None:
@@ -552,6 +558,9 @@ async def main(
     await asyncio.to_thread(run_baselines, chats, results)
     timings["baselines_s"] = round(time.perf_counter() - start, 1)
 
+    if dump is not None:
+        dump.write_text("".join(json.dumps(dataclasses.asdict(r), default=sorted) + "\n" for r in results))
+        print(f"per-question results written to {dump}")
     overall = summarize(results)
     categories = sorted({r.category for r in results})
     by_category = {str(c): summarize([r for r in results if r.category == c]) for c in categories}
@@ -602,6 +611,7 @@ if __name__ == "__main__":
         "--retrieved-limit", type=int, default=40, help="MNEMO_CONTEXT_ASSEMBLER__RETRIEVED_LIMIT (at least 20)"
     )
     parser.add_argument("--limit-questions", type=int, default=None, help="only the first N questions of each chat")
+    parser.add_argument("--dump", type=Path, default=None, help="write every question's result here (JSON lines)")
     args = parser.parse_args()
     print_result(
         asyncio.run(
@@ -612,6 +622,7 @@ if __name__ == "__main__":
                 args.concurrency,
                 args.retrieved_limit,
                 args.limit_questions,
+                args.dump,
             )
         )
     )
