@@ -131,7 +131,7 @@ class Gatherer:
           keep the platform's author name).
 
         ``lore:<uid>`` and ``knowledge:<fact_id>`` (or ``knowledge:+<n>``) are added by the budget
-        (``assembly.py``): a constant lore entry or a fact of the bot that did not fit.
+        (``budget.py``): a constant lore entry, or a fact of the bot related to the request, that did not fit.
         """
         degraded: list[str] = []
         s = self._settings
