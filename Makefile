@@ -75,7 +75,7 @@ bench-embedding: $(STAMP)
 bench-lore: $(STAMP)
 	$(PY) -m bench.lore $(ARGS)
 
-## Retrieval recall on a LoCoMo-family file or folder (default: the REALTALK dev set beside the repo).
+## Retrieval recall, bare and within 500-4,000 tokens, on a LoCoMo-family file or folder (default: the REALTALK dev set beside the repo; quick: ARGS="--limit-chats 2").
 bench-retrieval: $(STAMP)
 	$(PY) -m bench.retrieval --data $(DATA) $(ARGS)
 

@@ -15,12 +15,14 @@ What it does, and why each choice:
   summarising from competing with the questions for the core.
 - Each question (categories other than 5 with evidence that exists) is a ``user_message`` on
   ``mnemo.rpc.context.assemble.v1``. The assembler is configured for the run through its settings:
-  ``retrieved_limit`` 20 and ``min_score`` 0, so the 20 best-scored turns always come back, and
+  ``retrieved_limit`` 40 (``--retrieved-limit``) and ``min_score`` 0, so the 40 best-scored turns always
+  come back (recall@k reads the first k; a budgeted reply packs as many as its budget holds), and
   ``history_limit`` 4 (``--history-limit``): the history window is the last turns of the chat, which the
   assembler excludes from the vector search; a large window would hand over late evidence for free and
   hide it from the ranking. Recall@k ranks the reply's ``message`` sources that carry a ``score``.
-- Recall at a token budget asks again with ``max_tokens`` 1,000 and 2,000 and counts every ``message``
-  source (retrieved and history), i.e. what the LLM would actually see. The baselines get the same budget
+- Recall at a token budget asks again with ``max_tokens`` 500, 1,000, 2,000 and 4,000 and counts every
+  ``message`` source (retrieved and history), i.e. what the LLM would actually see, and reports the share of
+  the budget each section used (the sections compete for it: ``services/context_assembler/packing.py``). The baselines get the same budget
   for their own ranked turns alone (rendered as the assembler renders a retrieved turn, counted with
   ``shared.tokens.estimate_tokens``, skipping what does not fit); the system also pays for its system text
   and history out of the budget, so this comparison favours the baselines slightly.
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -60,7 +63,7 @@ from shared.tokens import estimate_tokens
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "realtalk"
 KS = (5, 10, 20)
-BUDGETS = (1000, 2000)
+BUDGETS = (500, 1000, 2000, 4000)
 # Large enough that nothing retrieved is cut by the budget: recall@k must measure ranking, not packing.
 UNBOUNDED_TOKENS = 100_000
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -223,14 +226,19 @@ def embedded_stack(settings: Settings) -> contextlib.AbstractAsyncContextManager
     return all_services(settings)
 
 
-def configure_assembler(history_limit: int) -> dict[str, str]:
+def configure_assembler(history_limit: int, retrieved_limit: int = 40) -> dict[str, str]:
     """Environment for ``AssemblerSettings`` (read when the router is built, so this runs before)."""
     env = {
-        "MNEMO_CONTEXT_ASSEMBLER__RETRIEVED_LIMIT": str(max(KS)),
+        "MNEMO_CONTEXT_ASSEMBLER__RETRIEVED_LIMIT": str(max(retrieved_limit, *KS)),
         "MNEMO_CONTEXT_ASSEMBLER__MIN_SCORE": "0",
         "MNEMO_CONTEXT_ASSEMBLER__HISTORY_LIMIT": str(history_limit),
         # min_history above the history window would be meaningless; keep them consistent.
         "MNEMO_CONTEXT_ASSEMBLER__MIN_HISTORY": str(min(history_limit, 4)),
+        # Recall, not latency, is measured here: on a loaded machine a read past the service's deadlines would
+        # turn into a missing section (``degraded``) and count as lost evidence.
+        "MNEMO_CONTEXT_ASSEMBLER__READ_TIMEOUT_S": "30",
+        "MNEMO_CONTEXT_ASSEMBLER__DEADLINE_S": "60",
+        "MNEMO_CONTEXT_ASSEMBLER__RETRIEVAL_TIMEOUT_S": "30",
     }
     os.environ.update(env)
     return env
@@ -335,10 +343,12 @@ class Result:
     dense_budget: dict[int, set[str]] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
     sections: dict[int, dict[str, int]] = field(default_factory=dict)  # max_tokens -> tokens per section
+    scored: list[tuple[str, float]] = field(default_factory=list)  # the unbounded reply's (id, score), best first
+    history: list[str] = field(default_factory=list)  # the unbounded reply's history message ids
 
 
 async def assemble(nc: NatsClient, request: dict[str, Any]) -> dict[str, Any]:
-    msg = await nc.request(subjects.CONTEXT_ASSEMBLE, json.dumps(request).encode(), timeout=60)
+    msg = await nc.request(subjects.CONTEXT_ASSEMBLE, json.dumps(request).encode(), timeout=120)
     reply: dict[str, Any] = json.loads(msg.data)
     if "error" in reply:
         raise RuntimeError(f"assemble failed: {reply['error']}")
@@ -372,6 +382,8 @@ async def ask_all(nc: NatsClient, chats: Sequence[Chat], tenant: str, concurrenc
         scored = [s for s in message_sources(replies[0]) if s.get("score") is not None]
         result = Result(chat.key, q.category, q.evidence)
         result.system = [s["id"] for s in sorted(scored, key=lambda s: -float(s["score"]))]
+        result.scored = [(s["id"], float(s["score"])) for s in sorted(scored, key=lambda s: -float(s["score"]))]
+        result.history = [s["id"] for s in message_sources(replies[0]) if s.get("score") is None]
         result.budget = {m: {s["id"] for s in message_sources(r)} for m, r in zip(BUDGETS, replies[1:], strict=True)}
         result.sections = {
             m: {sec["name"]: int(sec["tokens"]) for sec in r.get("sections", [])}
@@ -472,6 +484,16 @@ def budget_sections(results: Sequence[Result]) -> dict[str, dict[str, float]]:
     return out
 
 
+def budget_shares(section_use: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The share of ``max_tokens`` each section used, on average (what is left over is unused)."""
+    return {m: {n: round(tokens / int(m), 3) for n, tokens in use.items()} for m, use in section_use.items()}
+
+
+def is_budget_note(entry: str) -> bool:
+    """``lore:<uid>`` / ``knowledge:<id>``: what the budget could not fit, named by design; not a failure."""
+    return entry.startswith(("lore:", "knowledge:"))
+
+
 def budget_recall(summary: dict[str, Any], method: str, max_tokens: int) -> float:
     if method == "system":
         return float(summary["token_budget"][str(max_tokens)])
@@ -493,15 +515,26 @@ def print_table(overall: dict[str, Any], by_category: dict[str, dict[str, Any]])
     print(flush=True)
 
 
-async def main(data: Path, limit_chats: int | None, history_limit: int, concurrency: int) -> dict[str, Any]:
+async def main(
+    data: Path,
+    limit_chats: int | None,
+    history_limit: int,
+    concurrency: int,
+    retrieved_limit: int = 40,
+    limit_questions: int | None = None,
+    dump: Path | None = None,
+) -> dict[str, Any]:
     chats = load_chats(data, limit_chats)
+    if limit_questions is not None:
+        for chat in chats:
+            chat.questions = chat.questions[:limit_questions]
     turns = sum(len(c.turns) for c in chats)
     questions = sum(len(c.questions) for c in chats)
     dropped = sum(c.dropped_evidence_ids for c in chats)
     skipped = sum(c.skipped_questions for c in chats)
     print(f"{len(chats)} chats, {turns:,} turns, {questions} questions ({skipped} skipped: category 5 or no valid")
     print(f"evidence; {dropped} evidence ids dropped as unknown or malformed) from {data}", flush=True)
-    assembler_env = configure_assembler(history_limit)
+    assembler_env = configure_assembler(history_limit, retrieved_limit)
     tenant = f"bench-retrieval-{uuid.uuid4().hex[:8]}"
     timings: dict[str, float] = {}
     async with embedded_backends() as settings, embedded_stack(settings):
@@ -525,18 +558,30 @@ async def main(data: Path, limit_chats: int | None, history_limit: int, concurre
     await asyncio.to_thread(run_baselines, chats, results)
     timings["baselines_s"] = round(time.perf_counter() - start, 1)
 
+    if dump is not None:
+        dump.write_text("".join(json.dumps(dataclasses.asdict(r), default=sorted) + "\n" for r in results))
+        print(f"per-question results written to {dump}")
     overall = summarize(results)
     categories = sorted({r.category for r in results})
     by_category = {str(c): summarize([r for r in results if r.category == c]) for c in categories}
     print_table(overall, by_category)
     section_use = budget_sections(results)
+    shares = budget_shares(section_use)
     for m, use in section_use.items():
         print(f"mean tokens per section at max_tokens {m}: {use}")
-    degraded = sum(1 for r in results if r.degraded)
+        print(f"  share of the budget: {shares[m]}")
+    budget_notes = sum(1 for r in results if any(is_budget_note(d) for d in r.degraded))
+    print(f"{budget_notes} questions had a fact or constant lore entry left out by a budget (named in degraded)")
+    failures = [[d for d in r.degraded if not is_budget_note(d)] for r in results]
+    degraded = sum(1 for f in failures if f)
     if degraded:
-        print(f"warning: {degraded} questions got a degraded reply: {sorted({d for r in results for d in r.degraded})}")
+        print(f"warning: {degraded} questions got a degraded reply: {sorted({d for f in failures for d in f})}")
     best = max(overall["bm25"]["recall@10"], overall["dense"]["recall@10"])
     print(f"system recall@10 - best baseline: {overall['system']['recall@10'] - best:+.3f} (goal: +0.15)", flush=True)
+    for tokens in BUDGETS:
+        best_at = max(budget_recall(overall, b, tokens) for b in ("bm25", "dense"))
+        gain = budget_recall(overall, "system", tokens) - best_at
+        print(f"system recall within {tokens:,} tokens - best baseline: {gain:+.3f}")
     return {
         **overall,
         "by_category": by_category,
@@ -546,6 +591,8 @@ async def main(data: Path, limit_chats: int | None, history_limit: int, concurre
         "skipped_questions": skipped,
         "degraded_replies": degraded,
         "budget_sections": section_use,
+        "budget_shares": shares,
+        "budget_notes": budget_notes,
         "assembler": assembler_env,
         **timings,
         **machine(),
@@ -560,5 +607,22 @@ if __name__ == "__main__":
         "--history-limit", type=int, default=4, help="MNEMO_CONTEXT_ASSEMBLER__HISTORY_LIMIT for the run"
     )
     parser.add_argument("--concurrency", type=int, default=8, help="questions in flight at once")
+    parser.add_argument(
+        "--retrieved-limit", type=int, default=40, help="MNEMO_CONTEXT_ASSEMBLER__RETRIEVED_LIMIT (at least 20)"
+    )
+    parser.add_argument("--limit-questions", type=int, default=None, help="only the first N questions of each chat")
+    parser.add_argument("--dump", type=Path, default=None, help="write every question's result here (JSON lines)")
     args = parser.parse_args()
-    print_result(asyncio.run(main(args.data, args.limit_chats, args.history_limit, args.concurrency)))
+    print_result(
+        asyncio.run(
+            main(
+                args.data,
+                args.limit_chats,
+                args.history_limit,
+                args.concurrency,
+                args.retrieved_limit,
+                args.limit_questions,
+                args.dump,
+            )
+        )
+    )

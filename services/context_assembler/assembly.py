@@ -7,13 +7,16 @@ The contract, and where each rule is documented next to the code that implements
   ``legacy_memories``, ``memories``, ``knowledge``, ``retrieved``, ``history``. What each says:
   :mod:`services.context_assembler.render`; what is kept of each: :class:`~.draft.Draft`.
 - ``messages``, the same context for a chat-completions API: :mod:`services.context_assembler.messages`.
-- Budget: whole items fill ``max_tokens`` in priority order, and the reply never exceeds it unless
-  ``system`` and ``persona`` alone do: :func:`services.context_assembler.budget.pack`.
+- Budget: whole items fill ``max_tokens``, the reserved ones first (constant then keyword lore, the newest
+  ``min_history`` messages), then knowledge, memories, legacy memories and retrieved messages competing by
+  value per token (``packing.py``), and the reply never exceeds it unless ``system`` and ``persona`` alone
+  do: :func:`services.context_assembler.budget.pack`.
 - Tokens: every section's ``tokens`` is the ``counter``'s count of its rendered text (the configured LLM's
   tokenizer, or :func:`shared.tokens.estimate_tokens`) and ``token_count`` their sum; the blank lines
   joining sections and the chat messages' framing are not counted.
 - ``degraded``: the gathering's entries (unknown bot, index or embedder down, a read model unreachable),
-  then a constant lore entry or a fact of the speaking bot the budget left out (:func:`~.budget.pack`).
+  then a constant lore entry or a fact of the speaking bot related to the request the budget left out
+  (:func:`~.budget.pack`).
 - ``sources``: what each kept item came from: system, persona, lore (insertion order), legacy memories and
   memories, knowledge, retrieved, history.
 """

@@ -9,8 +9,8 @@ search (:func:`relevant_first`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from services.context_assembler.context_reads import SummaryText
 from services.context_assembler.items import ChatLine, KnowledgeItem
@@ -35,22 +35,27 @@ class Hits:
     memories: Found = Found([], None)
     messages: Found = Found([], None)
     legacy: Found = Found([], None)
-    facts: tuple[ScoredPoint, ...] = ()  # the bot's facts, best first (order only: no score is shown)
+    facts: Found = Found([], None)  # the bot's facts, best first (no score is shown; the budget packs by it)
+    searched: bool = False  # the searches ran: a fact they did not find is unrelated to the request
 
 
-def relevant_first(facts: Sequence[KnowledgeItem], found: Sequence[str], limit: int) -> list[KnowledgeItem]:
+def relevant_first(
+    facts: Sequence[KnowledgeItem], found: Mapping[str, float], limit: int, searched: bool = True
+) -> list[KnowledgeItem]:
     """The knowledge shown: the bot's current facts come from the read model (``facts_for``: the source of
-    truth for what is current and visible); the fact search only orders them. Without a query or when the
-    search fails, ``found`` is empty and the newest facts are shown.
+    truth for what is current and visible); the fact search orders and scores them. Without a query or when
+    the search fails, ``found`` is empty and the newest facts are shown.
 
-    ``facts`` (the bot's current facts, newest first) with those among ``found`` (fact ids, most relevant
-    first) moved to the front in that order, then the rest newest first, at most ``limit``. A found id that is
-    not among ``facts`` (retired, superseded, or not visible here) is ignored: ``facts`` decides what may be
-    shown, the search only the order."""
+    ``facts`` (the bot's current facts, newest first) with those among ``found`` (fact id -> score, most
+    relevant first) moved to the front in that order with their score, then the rest newest first, scored 0
+    when the search ran (``searched``: it found them unrelated) or left unscored (nothing judged them), at most
+    ``limit``. A found id that is not among ``facts`` (retired, superseded, or not visible here) is ignored:
+    ``facts`` decides what may be shown, the search only the order and the score."""
     by_id = {f.fact_id: f for f in facts}
-    first = [by_id[i] for i in dict.fromkeys(found) if i in by_id]
+    first = [replace(by_id[i], score=max(0.0, score)) for i, score in found.items() if i in by_id]
     taken = {f.fact_id for f in first}
-    return [*first, *(f for f in facts if f.fact_id not in taken)][: max(0, limit)]
+    rest = [f if not searched else replace(f, score=0.0) for f in facts if f.fact_id not in taken]
+    return [*first, *rest][: max(0, limit)]
 
 
 def persona_took_part(summary: SummaryText, req: ContextAssembleRequest, persona_id: str | None) -> bool:

@@ -41,11 +41,15 @@ class MemoryItem:
 
 @dataclass(frozen=True)
 class KnowledgeItem:
-    """A fact the speaking character learned (only its own, only from what it witnessed or was told)."""
+    """A fact the speaking character learned (only its own, only from what it witnessed or was told).
+
+    ``score``: the request's dense cosine to it when the fact search found it, 0 when the search ran and did
+    not, None when no search judged it (no query, no index): what the budget packs it by (``budget.py``)."""
 
     fact_id: str
     text: str
     message_ids: tuple[str, ...] = ()
+    score: float | None = None
 
 
 @dataclass(frozen=True)

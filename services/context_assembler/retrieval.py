@@ -131,7 +131,7 @@ class Gatherer:
           keep the platform's author name).
 
         ``lore:<uid>`` and ``knowledge:<fact_id>`` (or ``knowledge:+<n>``) are added by the budget
-        (``assembly.py``): a constant lore entry or a fact of the bot that did not fit.
+        (``budget.py``): a constant lore entry, or a fact of the bot related to the request, that did not fit.
         """
         degraded: list[str] = []
         s = self._settings
@@ -180,7 +180,8 @@ class Gatherer:
                 self._retrieved(req, hits.messages, set(shown), degraded),
                 knowing,
             )
-            knowledge = relevant_first(facts, list(best_per_key(hits.facts, vp.FACT_ID)), s.knowledge_limit)
+            found_facts = ranked_keys(hits.facts.points, vp.FACT_ID, s.knowledge_limit, hits.facts.cosine)
+            knowledge = relevant_first(facts, found_facts, s.knowledge_limit, hits.searched)
             return AssemblyInput(
                 bot_id=req.bot_id,
                 bot=bot,

@@ -88,14 +88,14 @@ class VectorSearch:
                     # that day compete even when the whole conversation has better matches.
                     self._pool(vector, sparse, in_window, s.retrieved_limit) if in_window else _no_points(),
                     self._find(vector, sparse, legacy_filter(req), s.legacy_limit * 2, vp.LEGACY_ID),
-                    self._pool(vector, sparse, facts_filter(req), s.knowledge_limit),
+                    self._find(vector, sparse, facts_filter(req), s.knowledge_limit, vp.FACT_ID),
                 )
         except Exception as exc:  # TimeoutError included: retrieval is optional, the reply is not
             log.warning("retrieval skipped (%s): %s: %s", stage, type(exc).__name__, exc)
             degraded.append(stage)
             return Hits()
         # Both lists carry fusion scores of the same scale; best_per_key interleaves them by score.
-        return Hits(memories, Found([*messages, *dated], None), legacy, tuple(facts))
+        return Hits(memories, Found([*messages, *dated], None), legacy, facts, searched=True)
 
     async def _pool(
         self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int

@@ -57,7 +57,9 @@ class AssemblerSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     history_limit: int = Field(40, ge=0, description="most recent messages loaded as the history window")
-    min_history: int = Field(4, ge=0, description="newest messages placed before memories and retrieved")
+    min_history: int = Field(
+        4, ge=0, description="newest messages placed before the scored sections (knowledge, memories, retrieved)"
+    )
     memories_limit: int = Field(4, ge=0, description="summaries searched for the memories section")
     retrieved_limit: int = Field(6, ge=0, description="older messages retrieved by search")
     legacy_limit: int = Field(2, ge=0, description="legacy memories (summaries turned into lore) searched")

@@ -5,7 +5,9 @@ Also the valid payload of each public subject, from the README's examples with r
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -19,6 +21,7 @@ from nats.js.api import RawStreamMsg
 from services.context_assembler.app import create_router as context_router
 from services.ingest.app import create_router as ingest_router
 from services.lore.app import create_router as lore_router
+from services.lore.documents.events import document_id_for
 from services.memory.app import create_router as memory_router
 from services.memory_extractor.app import create_router as extractor_router
 from services.privacy.app import create_router as privacy_router
@@ -162,6 +165,19 @@ def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]
         return {"tenant_id": draw(ids), "user_id": draw(ids)}, ()
     if subject == subjects.PRIVACY_ERASE_TENANT:
         return {"tenant_id": draw(ids), "confirm": "erase"}, ()
+    if subject == subjects.LORE_DOCUMENT_IMPORT:
+        data = base64.b64encode(draw(texts).encode() or b"x").decode()
+        return {"tenant_id": draw(ids), "owner_user_id": draw(ids), "name": f"{draw(ids)}.txt", "data_base64": data}, ()
+    if subject == subjects.LORE_DOCUMENT_LIST:
+        return {"tenant_id": w.tenant, "owner_user_id": draw(st.none() | st.just(OWNER)), "book_id": None}, ()
+    if subject in (subjects.LORE_DOCUMENT_GET, subjects.LORE_DOCUMENT_DELETE):
+        name, body = f"scratch-{book}.txt", f"Scratch notes {book}.".encode()
+        upload = {"tenant_id": w.tenant, "owner_user_id": OWNER, "name": name, "data_base64": base64.b64encode(body).decode()}  # fmt: skip
+        document = document_id_for(w.tenant, OWNER, name, hashlib.sha256(body).hexdigest())
+        target = {"tenant_id": w.tenant, "document_id": document}
+        if subject == subjects.LORE_DOCUMENT_DELETE:
+            target["user_id"] = OWNER
+        return target, ((subjects.LORE_DOCUMENT_IMPORT, upload),)
     mine = {"tenant_id": w.tenant, "user_id": USER}
     if subject == subjects.MEMORY_CONVERT_TO_LORE:
         return {**mine, "memory_id": w.memory, "applies_to_bots": draw(st.lists(ids, min_size=1, max_size=3)),

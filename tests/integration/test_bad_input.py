@@ -45,6 +45,12 @@ from shared.events.contract import (
     MessageSwipeSelected,
     PersonaUpserted,
 )
+from shared.events.document_contract import (
+    DocumentDeleteRequest,
+    DocumentGetRequest,
+    DocumentImportRequest,
+    DocumentListRequest,
+)
 from shared.events.lore_contract import (
     LoreAttachRequest,
     LoreBookCreateRequest,
@@ -116,6 +122,10 @@ REQUESTS: dict[str, type[Any]] = {
     subjects.PRIVACY_ERASE_USER: EraseUserRequest,
     subjects.PRIVACY_ERASE_TENANT: EraseTenantRequest,
     subjects.PRIVACY_EXPORT_USER: ExportUserRequest,
+    subjects.LORE_DOCUMENT_IMPORT: DocumentImportRequest,
+    subjects.LORE_DOCUMENT_GET: DocumentGetRequest,
+    subjects.LORE_DOCUMENT_LIST: DocumentListRequest,
+    subjects.LORE_DOCUMENT_DELETE: DocumentDeleteRequest,
 }
 EVENTS: dict[str, type[Any]] = {
     subjects.MESSAGE_CREATED: MessageCreated,
@@ -137,8 +147,10 @@ BY_ID = set(REQUESTS) - {
     subjects.PRIVACY_ERASE_USER,
     subjects.PRIVACY_ERASE_TENANT,
     subjects.PRIVACY_EXPORT_USER,
+    subjects.LORE_DOCUMENT_IMPORT,
+    subjects.LORE_DOCUMENT_LIST,
 }
-OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT}
+OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT, subjects.LORE_DOCUMENT_GET}  # no acting user: the tenant reads
 MARKER = re.compile(rb"fz[0-9a-f]{32}")
 assert set(REQUESTS) | set(EVENTS) == {*subjects.CHAT_INBOUND, *(s for s in vars(subjects).values() if isinstance(s, str) and s.startswith("mnemo.rpc."))}  # fmt: skip
 

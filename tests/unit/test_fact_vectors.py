@@ -200,13 +200,17 @@ def items(*ids: str) -> list[KnowledgeItem]:
 
 def test_found_facts_come_first_then_the_rest_newest_first() -> None:
     facts = items("n1", "n2", "n3", "n4")  # newest first
-    assert [f.fact_id for f in relevant_first(facts, ["n3", "n1"], 3)] == ["n3", "n1", "n2"]
+    out = relevant_first(facts, {"n3": 0.6, "n1": 0.4}, 3)
+    assert [f.fact_id for f in out] == ["n3", "n1", "n2"]
+    assert [f.score for f in out] == [0.6, 0.4, 0.0], "the search ran: a fact it did not find scores 0"
+    unjudged = relevant_first(facts, {}, 2, searched=False)
+    assert [(f.fact_id, f.score) for f in unjudged] == [("n1", None), ("n2", None)], "no search: no score"
 
 
 def test_found_ids_not_among_the_current_facts_are_ignored() -> None:
     facts = items("n1", "n2")
-    assert [f.fact_id for f in relevant_first(facts, ["gone", "n2", "n2"], 5)] == ["n2", "n1"]
-    assert relevant_first(facts, ["n1"], 0) == []
+    assert [f.fact_id for f in relevant_first(facts, {"gone": 0.9, "n2": 0.5}, 5)] == ["n2", "n1"]
+    assert relevant_first(facts, {"n1": 0.5}, 0) == []
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -215,7 +219,7 @@ def test_ordering_is_a_permutation_prefix_of_the_current_facts(seed: int) -> Non
     facts = items(*(f"f{i}" for i in range(rnd.randint(0, 12))))
     found = [f"f{rnd.randint(0, 15)}" for _ in range(rnd.randint(0, 8))]
     limit = rnd.randint(0, 14)
-    out = [f.fact_id for f in relevant_first(facts, found, limit)]
+    out = [f.fact_id for f in relevant_first(facts, dict.fromkeys(found, 0.5), limit)]
     current = [f.fact_id for f in facts]
     assert len(out) == min(limit, len(facts))
     assert len(set(out)) == len(out)

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
 from services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, MemoryItem, PersonaProfile
+from shared.events.contract import ContextAssembleReply
 from shared.tokens import estimate_tokens
 from tests.budget_checks import assert_newest_history, assert_within_budget
 
@@ -196,22 +197,29 @@ def test_knowledge_section_names_the_speaking_bot_and_follows_the_memories():
     assert next(s for s in reply.sources if s.id == "f2").message_ids == ["m4"]
 
 
-def test_knowledge_comes_before_the_history_floor_and_the_memories():
+def test_the_history_floor_comes_before_the_facts_and_an_unjudged_fact_before_a_memory():
     fact = KnowledgeItem("f1", "Tobin carries a sealed letter for the queen. " * 3)
-    memory = MemoryItem("s1", "Tobin hid in the cargo hold. " * 3, 0.9)
-    system_only = assemble(AssemblyInput(bot_id="bot-1", bot=BOT, persona=None))
-    room = system_only.token_count + estimate_tokens("What Captain Mirelle knows:\n- " + fact.text) + 2
-    reply = assemble(
-        AssemblyInput(
-            bot_id="bot-1",
-            bot=BOT,
-            persona=None,
-            knowledge=[fact],
-            memories=[memory],
-            history=history(2),
-            max_tokens=room,
-            min_history=2,
+    memory = MemoryItem("s1", "Tobin hid in the cargo hold. " * 6, 0.9)
+    with_floor = assemble(AssemblyInput(bot_id="bot-1", bot=BOT, persona=None, history=history(2)))
+    room = with_floor.token_count + estimate_tokens("What Captain Mirelle knows:\n- " + fact.text) + 2
+
+    def at(max_tokens: int) -> ContextAssembleReply:
+        return assemble(
+            AssemblyInput(
+                bot_id="bot-1",
+                bot=BOT,
+                persona=None,
+                knowledge=[fact],
+                memories=[memory],
+                history=history(2),
+                max_tokens=max_tokens,
+                min_history=2,
+            )
         )
-    )
-    assert names(reply) == ["system", "knowledge"], "the fact took the room the history and memory wanted"
+
+    reply = at(room)
+    assert names(reply) == ["system", "knowledge", "history"], "the fact took the room the memory wanted"
     assert reply.degraded == []
+    floor_only = at(with_floor.token_count + 2)
+    assert names(floor_only) == ["system", "history"], "the newest messages are a floor, the fact competes"
+    assert floor_only.degraded == ["knowledge:f1"], "a fact no search judged is never left out silently"

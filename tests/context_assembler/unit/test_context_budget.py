@@ -3,6 +3,8 @@ silently, and holds with any token counter."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -66,22 +68,37 @@ def cut_order(inp: AssemblyInput) -> list[str]:
     return order
 
 
-def test_budget_cuts_history_then_retrieved_memories_legacy_floor_lore_knowledge_constant_lore():
+def test_budget_cuts_history_then_the_scored_items_by_value_then_floor_lore_constant_lore():
+    # Lines of about the same length: retrieved 0.7, legacy 0.8 / 0.7, memories 0.9 / 0.8, facts unjudged (1.0).
     assert cut_order(full_input(min_history=2)) == [
         "history",
         "retrieved",
-        "memories",
         "legacy_memories",
+        "memories",
+        "knowledge",
         "history_floor",
         "lore",
-        "knowledge",
         "constant_lore",
     ]
 
 
-def test_without_a_history_floor_the_order_is_history_memories_legacy_lore():
+def test_the_scored_sections_compete_by_value_not_by_a_fixed_order():
+    inp = full_input(min_history=2)
+    relevant_turns = [replace(r, score=0.95) for r in inp.retrieved]
+    weak = [replace(m, score=0.2) for m in inp.memories]
+    judged = [replace(f, score=0.5) for f in inp.knowledge]
+    flipped = AssemblyInput(**{**inp.__dict__, "retrieved": relevant_turns, "memories": weak, "knowledge": judged})
+    order = cut_order(flipped)
+    assert order[0] == "history"
+    assert order[-3:] == ["history_floor", "lore", "constant_lore"]
+    assert order[1:-3] == ["memories", "legacy_memories", "knowledge", "retrieved"], (
+        "the weak memories go first, the relevant turns last"
+    )
+
+
+def test_without_a_history_floor_the_order_is_history_scored_items_lore():
     order = cut_order(full_input(min_history=0))
-    assert order[:5] == ["history", "retrieved", "memories", "legacy_memories", "lore"]
+    assert order == ["history", "retrieved", "legacy_memories", "memories", "knowledge", "lore", "constant_lore"]
 
 
 def fixed_tokens() -> int:
@@ -104,6 +121,14 @@ def test_a_constant_entry_and_facts_that_cannot_fit_are_named_in_degraded():
         **{**inp.__dict__, "knowledge": (), "lore": inp.lore[1:], "max_tokens": fixed_tokens()}
     )
     assert assemble(non_constant_only).degraded == [], "a keyword entry or a memory left out is not degraded"
+
+
+def test_a_fact_the_search_found_unrelated_goes_silently_a_related_one_is_named():
+    facts = [KnowledgeItem("related", f"Fact: {SENTENCE}.", score=0.6), KnowledgeItem("unrelated", "x", score=0.0)]
+    reply = assemble(
+        AssemblyInput(bot_id="bot-1", bot=BOT, persona=PERSONA, knowledge=facts, max_tokens=fixed_tokens())
+    )
+    assert reply.degraded == ["knowledge:related"]
 
 
 def test_more_than_five_missing_facts_are_counted():
