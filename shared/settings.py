@@ -172,14 +172,6 @@ class NatsSettings(BaseModel):
         "for clients in browsers and edge runtimes (the JavaScript client's `connectWs`); 0: no WebSocket "
         "listener. Plain `ws://` unless the stack runs `--secure` (then `wss://` with the server's certificate)",
     )
-    uploads_max_bytes: int = Field(
-        10 * 1024**3, ge=1024**2, description="the MNEMO_UPLOADS object store bucket's total size limit"
-    )
-    upload_max_object_bytes: int = Field(
-        100 * 1024**2,
-        ge=1024,
-        description="the largest document a client may upload (a larger import ends `failed`, its object deleted)",
-    )
 
 
 class VectorsSettings(BaseModel):
