@@ -20,9 +20,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
 
-AckFloor = Callable[[], Awaitable[int]]
-"""The durable's ack floor as a stream sequence: every message at or below it is acknowledged."""
+
+@dataclass(frozen=True)
+class Progress:
+    """The durable's state as the server sees it."""
+
+    ack_floor: int  # stream sequence: every message at or below it is acknowledged
+    ack_pending: int  # messages delivered (to any replica) and not acknowledged yet
+
+
+AckFloor = Callable[[], Awaitable[Progress]]
 
 
 class OrderGate:
@@ -32,9 +41,11 @@ class OrderGate:
         self._poll_s = poll_s
         self._upto = 0  # every sequence <= this is acked or was begun here, in order
         self._begun: set[int] = set()  # begun here and maybe not acked yet (pruned below the ack floor)
+        self._handed_back: set[int] = set()  # given back once after waiting for their turn
 
-    async def admit(self, seqs: Collection[int]) -> bool:
-        """Wait until the batch ``seqs`` may begin; False when ``wait_s`` ran out (the caller naks it)."""
+    async def admit(self, seqs: Collection[int], held: int | None = None) -> bool:
+        """Wait until the batch ``seqs`` may begin; False when ``wait_s`` ran out (the caller naks it). ``held``:
+        how many of ``seqs`` are still unacknowledged (the others were dead-lettered while decoding)."""
         if not seqs:
             return True
         low, high = min(seqs), max(seqs)
@@ -44,16 +55,37 @@ class OrderGate:
         deadline = time.monotonic() + self._wait_s
         delay = self._poll_s
         while True:
-            floor = await self._ack_floor()
+            progress = await self._ack_floor()
+            floor = progress.ack_floor
             self._begun = {s for s in self._begun if s > floor}
             between = set(range(floor + 1, high)) - set(seqs)
-            if between <= self._begun:
+            # Either every earlier sequence is acked or ours, or nothing delivered is held by anyone else: the
+            # sequences in between are then gone from the stream (a server killed mid-write can leave such
+            # gaps, which the ack floor never passes).
+            ours = len(self._begun) + (len(seqs) if held is None else held)
+            if between <= self._begun or progress.ack_pending <= ours:
                 self._begin(seqs, max(high, self._upto))
                 return True
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(delay)
             delay = min(0.25, delay * 2)
+
+    def hand_back(self, seqs: Collection[int]) -> bool:
+        """The batch did not get its turn: True the first time (the caller naks it, so the earlier messages come
+        first), False when these messages were handed back once already. Then what they waited for is not coming
+        (a server killed mid-write can lose sequences the ack floor never passes): the caller begins them anyway,
+        so the stream goes on, and says so in the log."""
+        if set(seqs) & self._handed_back:
+            self._handed_back.difference_update(seqs)
+            self._begin(seqs, max(max(seqs), self._upto))
+            return False
+        self._handed_back.update(seqs)
+        return True
+
+    def settled(self, seqs: Collection[int]) -> None:
+        """These messages were acknowledged, dead-lettered or naked: this replica no longer holds them."""
+        self._begun.difference_update(seqs)
 
     def abandon(self, seqs: Collection[int]) -> None:
         """The batch was naked after all: its sequences are no longer begun here, and later batches wait for them."""
@@ -64,4 +96,5 @@ class OrderGate:
 
     def _begin(self, seqs: Collection[int], upto: int) -> None:
         self._begun.update(seqs)
+        self._handed_back.difference_update(seqs)
         self._upto = upto
