@@ -72,7 +72,7 @@ def _ack_floor(deps: Deps, stream: str, durable: str) -> AckFloor:
         js = deps.broker.config.connection_state.connection.jetstream()
         info = await js.consumer_info(stream, durable)
         floor = info.ack_floor.stream_seq if info.ack_floor and info.ack_floor.stream_seq else 0
-        return Progress(floor, info.num_ack_pending or 0)
+        return Progress(floor, info.num_ack_pending or 0)  # pending: reported, not a rule (see order.py)
 
     return ack_floor
 

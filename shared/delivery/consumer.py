@@ -129,8 +129,6 @@ class BatchConsumer(Generic[T]):
             if self._gate is not None:
                 if not await self._admitted(self._gate, items, seqs):
                     return
-                kept = {id(i.msg) for i in items}  # the others were dead-lettered (acked) while decoding
-                self._gate.settled([m.metadata.sequence.stream for m in msgs if id(m) not in kept])
                 # Redelivered messages come first in a batch: stream order is the order to decide them in.
                 items.sort(key=lambda i: i.msg.metadata.sequence.stream)
             try:
@@ -165,7 +163,7 @@ class BatchConsumer(Generic[T]):
 
     async def _admitted(self, gate: OrderGate, items: list[Item[T]], seqs: list[int]) -> bool:
         async with heartbeat([i.msg for i in items], self._beat_every):
-            if await gate.admit(seqs, held=len(items)):
+            if await gate.admit(seqs):
                 return True
         if not gate.hand_back(seqs):
             log.warning("batch of %d waited twice for earlier messages nobody delivers; beginning it", len(items))
@@ -285,17 +283,12 @@ class BatchConsumer(Generic[T]):
         for item in items:
             if id(item.msg) not in rejected:
                 await item.msg.ack()
-        self._settled([i.msg for i in items])
 
     async def _reject(self, msg: Msg, reason: str, span: Span) -> None:
         span.set_status(Status(StatusCode.ERROR, f"dead-lettered: {reason[:500]}"))
         span.set_attribute("mnemo.dead_lettered", True)
         await self._dlq.send(msg, reason)
         await msg.ack()
-
-    def _settled(self, msgs: Sequence[Msg]) -> None:
-        if self._gate is not None:
-            self._gate.settled([m.metadata.sequence.stream for m in msgs])
 
     async def _retry_or_dead_letter(self, items: Sequence[Item[T]], exc: Exception) -> None:
         for item in items:
@@ -306,4 +299,3 @@ class BatchConsumer(Generic[T]):
                 item.span.record_exception(exc)
                 item.span.set_status(Status(StatusCode.ERROR, f"attempt {attempt} failed; retried later"))
                 await item.msg.nak(delay=self._backoff(attempt))
-        self._settled([i.msg for i in items])

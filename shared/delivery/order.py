@@ -43,9 +43,8 @@ class OrderGate:
         self._begun: set[int] = set()  # begun here and maybe not acked yet (pruned below the ack floor)
         self._handed_back: set[int] = set()  # given back once after waiting for their turn
 
-    async def admit(self, seqs: Collection[int], held: int | None = None) -> bool:
-        """Wait until the batch ``seqs`` may begin; False when ``wait_s`` ran out (the caller naks it). ``held``:
-        how many of ``seqs`` are still unacknowledged (the others were dead-lettered while decoding)."""
+    async def admit(self, seqs: Collection[int]) -> bool:
+        """Wait until the batch ``seqs`` may begin; False when ``wait_s`` ran out (the caller hands it back)."""
         if not seqs:
             return True
         low, high = min(seqs), max(seqs)
@@ -59,11 +58,9 @@ class OrderGate:
             floor = progress.ack_floor
             self._begun = {s for s in self._begun if s > floor}
             between = set(range(floor + 1, high)) - set(seqs)
-            # Either every earlier sequence is acked or ours, or nothing delivered is held by anyone else: the
-            # sequences in between are then gone from the stream (a server killed mid-write can leave such
-            # gaps, which the ack floor never passes).
-            ours = len(self._begun) + (len(seqs) if held is None else held)
-            if between <= self._begun or progress.ack_pending <= ours:
+            # Every earlier sequence is acked, or was begun here (acked or not: the floor may be held below them
+            # by another replica's messages still to come back).
+            if between <= self._begun:
                 self._begin(seqs, max(high, self._upto))
                 return True
             if time.monotonic() >= deadline:
@@ -82,10 +79,6 @@ class OrderGate:
             return False
         self._handed_back.update(seqs)
         return True
-
-    def settled(self, seqs: Collection[int]) -> None:
-        """These messages were acknowledged, dead-lettered or naked: this replica no longer holds them."""
-        self._begun.difference_update(seqs)
 
     def abandon(self, seqs: Collection[int]) -> None:
         """The batch was naked after all: its sequences are no longer begun here, and later batches wait for them."""
