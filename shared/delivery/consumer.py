@@ -135,14 +135,8 @@ class BatchConsumer(Generic[T]):
                 async with heartbeat([i.msg for i in items], self._beat_every):
                     completion = await self._first(staged, items)
             except Exception as exc:
-                if self._gate is not None:
-                    # Isolating items one by one could record a later one before an earlier one that failed:
-                    # the whole batch goes back, in order, and later batches wait for it (the gate).
-                    self._gate.abandon(seqs)
-                    async with heartbeat([i.msg for i in items], self._beat_every):
-                        await self._after_earlier()
-                    await self._retry_or_dead_letter(items, exc)
-                    return
+                # With a gate the first stage was retried in place for ``ack_wait`` (a database outage that long
+                # lets nothing overtake): what still fails holds a message that fails by itself, isolated below.
                 # Retried right here (after every earlier completion), before the next batch is fetched.
                 async with heartbeat([i.msg for i in items], self._beat_every):
                     await self._after_earlier()

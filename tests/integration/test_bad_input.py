@@ -92,7 +92,7 @@ from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
-CASES = int(os.environ.get("MNEMO_FUZZ_EXAMPLES", "1000"))
+CASES = int(os.environ.get("MNEMO_FUZZ_EXAMPLES", "400"))
 BATCH = 25
 DEADLINE_S = 30.0
 FUZZ = settings(
@@ -122,6 +122,11 @@ REQUESTS: dict[str, type[Any]] = {
     subjects.PRIVACY_ERASE_USER: EraseUserRequest,
     subjects.PRIVACY_ERASE_TENANT: EraseTenantRequest,
     subjects.PRIVACY_EXPORT_USER: ExportUserRequest,
+}
+# Documents have their own bad-input suite (tests/integration/test_documents.py: encrypted, scanned, truncated,
+# zip-bomb, oversized and mislabelled files): here each valid import would start a parsing subprocess, and a
+# thousand of them starve the shared servers of this test.
+DOCUMENTS = {
     subjects.LORE_DOCUMENT_IMPORT: DocumentImportRequest,
     subjects.LORE_DOCUMENT_GET: DocumentGetRequest,
     subjects.LORE_DOCUMENT_LIST: DocumentListRequest,
@@ -152,7 +157,7 @@ BY_ID = set(REQUESTS) - {
 }
 OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT, subjects.LORE_DOCUMENT_GET}  # no acting user: the tenant reads
 MARKER = re.compile(rb"fz[0-9a-f]{32}")
-assert set(REQUESTS) | set(EVENTS) == {*subjects.CHAT_INBOUND, *(s for s in vars(subjects).values() if isinstance(s, str) and s.startswith("mnemo.rpc."))}  # fmt: skip
+assert set(REQUESTS) | set(DOCUMENTS) | set(EVENTS) == {*subjects.CHAT_INBOUND, *(s for s in vars(subjects).values() if isinstance(s, str) and s.startswith("mnemo.rpc."))}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -315,7 +320,9 @@ def events(draw: st.DrawFn) -> Event:
 
 
 async def publish(w: World, e: Event) -> None:
-    js = w.stack.js
+    # A platform waits for its ack as long as it takes; the default 5 s is short on a loaded 2-core machine while
+    # the documents fuzzed just before are still being parsed and embedded.
+    js = w.stack.nc.jetstream(timeout=30)
     for i, (subject, payload) in enumerate(e.setup):
         await js.publish(subject, _json(payload), headers={"Nats-Msg-Id": f"setup-{e.tenant}-{i}"})
     subject = e.subject.removesuffix(".v1") + e.bad.subject_suffix if e.bad.subject_suffix else e.subject
