@@ -16,7 +16,7 @@ from nats.aio.msg import Msg
 from shared import natsconn, subjects
 from shared.broker import LOG_JSTREAM
 from shared.delivery import BatchConsumer, BatchHandler, DeadLetters, Decoder, Staged, subscribe_batches
-from shared.delivery.order import AckFloor, OrderGate, Progress
+from shared.delivery.order import AckFloor, OrderGate
 from shared.events.envelope import EventEnvelope
 from shared.runtime import Deps
 from shared.telemetry import tracer
@@ -68,11 +68,10 @@ def consumer_router(
 
 
 def _ack_floor(deps: Deps, stream: str, durable: str) -> AckFloor:
-    async def ack_floor() -> Progress:
+    async def ack_floor() -> int:
         js = deps.broker.config.connection_state.connection.jetstream()
         info = await js.consumer_info(stream, durable)
-        floor = info.ack_floor.stream_seq if info.ack_floor and info.ack_floor.stream_seq else 0
-        return Progress(floor, info.num_ack_pending or 0)  # pending: reported, not a rule (see order.py)
+        return info.ack_floor.stream_seq if info.ack_floor and info.ack_floor.stream_seq else 0
 
     return ack_floor
 

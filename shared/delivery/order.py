@@ -20,18 +20,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Progress:
-    """The durable's state as the server sees it."""
-
-    ack_floor: int  # stream sequence: every message at or below it is acknowledged
-    ack_pending: int  # messages delivered (to any replica) and not acknowledged yet
-
-
-AckFloor = Callable[[], Awaitable[Progress]]
+AckFloor = Callable[[], Awaitable[int]]
+"""The durable's ack floor as a stream sequence: every message at or below it is acknowledged."""
 
 
 class OrderGate:
@@ -54,8 +45,7 @@ class OrderGate:
         deadline = time.monotonic() + self._wait_s
         delay = self._poll_s
         while True:
-            progress = await self._ack_floor()
-            floor = progress.ack_floor
+            floor = await self._ack_floor()
             self._begun = {s for s in self._begun if s > floor}
             between = set(range(floor + 1, high)) - set(seqs)
             # Every earlier sequence is acked, or was begun here (acked or not: the floor may be held below them

@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import asyncio
 
-from shared.delivery.order import OrderGate, Progress
+from shared.delivery.order import OrderGate
 
 
 class Floor:
-    """The server's view: the ack floor, and how many delivered messages are unacked (by default, more than
-    any test's batches, as when another replica holds some)."""
-
-    def __init__(self, value: int = 0, pending: int = 10_000) -> None:
+    def __init__(self, value: int = 0) -> None:
         self.value = value
-        self.pending = pending
         self.asked = 0
 
-    async def __call__(self) -> Progress:
+    async def __call__(self) -> int:
         self.asked += 1
-        return Progress(self.value, self.pending)
+        return self.value
 
 
 async def test_consecutive_batches_pass_without_asking_the_server() -> None:
