@@ -177,23 +177,6 @@ def test_dead_letters_are_listed_and_redriven(capsys, stack: StackProcess):
     assert (code, "no such dead letter" in err) == (2, True)
 
 
-def test_replay_shows_progress_and_totals(stack: StackProcess):
-    """Last: replay reads the log itself (the one command that does), so the stack is stopped first."""
-    assert stack.stop() == 0
-    done = subprocess.run(
-        [sys.executable, "-m", "runtime.cli", "replay", "--data-dir", str(stack.data_dir),
-         "--nats-url", stack.nats_url, "--mongodb-url", stack.mongo_url],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env={"COLUMNS": "200", **_env()},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "replaying" in done.stdout
-    assert "message.recorded" in done.stdout
-    assert "lorebook.imported" in done.stdout
-    total = int(done.stdout.split("replay done: ")[1].split()[0])
-    assert total > len(LINES)
-    assert f"{total:,}" in done.stdout.split("total")[-1]
-
-
 def _env() -> dict[str, str]:
     import os
 
@@ -218,3 +201,20 @@ def test_erase_user_asks_for_yes_then_erases_that_user(capsys, stack: StackProce
     assert erased["keys_destroyed"] >= 1, erased
     after = mnemo_json(capsys, stack, *ask)
     assert not any(line in after["context"] for line in lines), after["context"]
+
+
+def test_replay_shows_progress_and_totals(stack: StackProcess):
+    """Last: replay reads the log itself (the one command that does), so the stack is stopped first."""
+    assert stack.stop() == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "runtime.cli", "replay", "--data-dir", str(stack.data_dir),
+         "--nats-url", stack.nats_url, "--mongodb-url", stack.mongo_url],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env={"COLUMNS": "200", **_env()},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "replaying" in done.stdout
+    assert "message.recorded" in done.stdout
+    assert "lorebook.imported" in done.stdout
+    total = int(done.stdout.split("replay done: ")[1].split()[0])
+    assert total > len(LINES)
+    assert f"{total:,}" in done.stdout.split("total")[-1]

@@ -30,6 +30,7 @@ import nats
 import pytest
 from nats.errors import NoRespondersError
 
+from runtime import catalog
 from runtime.servers import free_port, pid_alive
 from shared import subjects
 from shared.streams import STREAMS
@@ -40,7 +41,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = "mnemo cluster is serving"
-SERVICES = ("ingest", "embedding", "summarizer", "memory-extractor", "context-assembler", "lore", "memory")
+SERVICES = tuple(service.name for service in catalog.SERVICES)
 ONE_EACH = ",".join(f"{name}=1" for name in SERVICES if name != "context-assembler") + ",context-assembler=2"
 # A short history window, so an old message can only reach the context through the vector search.
 ENV = {**os.environ, "MNEMO_CONTEXT_ASSEMBLER__HISTORY_LIMIT": "4"}

@@ -27,6 +27,8 @@ from services.embedding.app import create_router as embedding_router
 from services.embedding.handlers import EmbeddingHandler
 from services.lore.app import create_router as lore_router
 from shared import subjects
+from shared.eventlog.erasures import Erasures
+from shared.events.recorded import REGISTRY
 from shared.readmodels import ReadModels
 from shared.readmodels.documents import CHUNKS, DocumentsReadModel
 from shared.runtime import Deps
@@ -330,7 +332,7 @@ async def test_replay_rebuilds_chunks_and_points_from_the_log(stack: Stack, tena
         chunk_strings,
         documents=documents,
     )
-    await _fold_log(stack.store.read_all(), [documents], handler)
+    await _fold_log(stack.store.read_all(), [documents], handler, Erasures(REGISTRY))
     rebuilt = await call(stack.nc, subjects.LORE_DOCUMENT_GET, {"tenant_id": tenant, "document_id": doc_id})
     points = await index.count(vp.document_chunks(tenant, doc_id))
     reply = await context_quoting(stack.nc, tenant, PASSAGE)

@@ -1,15 +1,17 @@
-"""Hostile imports do not stall other tenants: another tenant's context p95 while a stream of hostile files is
-imported stays within 2x of its p95 measured just before, in the same test (a ratio, not a time: the machine
-is shared). The files are parsed in niced subprocesses with memory and time limits (``parsing.py``)."""
+"""Hostile imports do not stall other tenants: another tenant's context p95 while hostile files are imported
+one after another stays within 2x of its p95 measured just before, in the same test (a ratio, not a time: the machine
+is shared). The files are parsed in low-priority subprocesses with memory and time limits (``parsing.py``)."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import contextlib
+import json
 import time
 
 import pytest
+from nats.aio.msg import Msg
 
 from shared import subjects
 from tests.integration.ingest_stack import StackFactory
@@ -53,10 +55,20 @@ async def test_other_tenants_context_p95_within_2x_during_hostile_imports(
                           import_body(victim, "varnholt.txt", data_base64=base64.b64encode(PASSAGE.encode()).decode()))  # fmt: skip
         await ended(stack.nc, victim, made["document_id"])
         await latencies(stack.nc, victim, 5)  # warm: model, caches
-        baseline = await latencies(stack.nc, victim, 40)
+        baseline = await latencies(stack.nc, victim, 60)
         imported: list[str] = []
 
         async def attack() -> None:
+            """Hostile imports back to back, each followed through its status events as a client would (a
+            `document.get` poll would be the test's load, not the import's)."""
+            ends: asyncio.Queue[str] = asyncio.Queue()
+
+            async def on_status(msg: Msg) -> None:
+                state = json.loads(msg.data)
+                if state.get("status") in ("completed", "failed"):
+                    ends.put_nowait(state["document_id"])
+
+            await stack.nc.subscribe(subjects.LORE_DOCUMENT_STATUS, cb=on_status)
             n = 0
             while True:
                 name, data = HOSTILE[n % len(HOSTILE)]
@@ -64,12 +76,13 @@ async def test_other_tenants_context_p95_within_2x_during_hostile_imports(
                 reply = await call(stack.nc, subjects.LORE_DOCUMENT_IMPORT, body)
                 imported.append(reply["document_id"])
                 n += 1
-                await asyncio.sleep(0.2)
+                while await asyncio.wait_for(ends.get(), 180) != reply["document_id"]:
+                    pass  # the next import begins as this one ends
 
         attacking = asyncio.create_task(attack())
         await asyncio.sleep(1.0)  # the first subprocesses are running
         try:
-            during = await latencies(stack.nc, victim, 40)
+            during = await latencies(stack.nc, victim, 60)
         finally:
             attacking.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,9 +1,10 @@
 """Parse an uploaded file off the event loop, in a subprocess with time and memory limits.
 
 A hostile file (a decompression bomb, a PDF built to loop, a 1 GB line) can then exhaust only that process:
-its address space is capped (``RLIMIT_AS``), its CPU time too (``RLIMIT_CPU``), it runs at a lower
-priority (``nice`` 10: requests of other tenants go first), and it is killed at a wall deadline. A process per document costs ~0.3 s of interpreter start, nothing next to parsing a book, and
-unlike a process pool a killed worker leaves nothing behind to repair.
+its address space is capped (``RLIMIT_AS``), its CPU time too (``RLIMIT_CPU``), it runs at the lowest
+priority (``nice`` 19: requests of other tenants go first), all three set by the child itself (``worker.py``
+says why), and it is killed at a wall deadline. A process per document costs ~0.3 s of interpreter start,
+nothing next to parsing a book, and unlike a process pool a killed worker leaves nothing behind to repair.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import os
-import resource
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +29,6 @@ class ParseOutcome:
     chunks: tuple[dict[str, Any], ...] = ()
 
 
-def _limits(memory_mb: int, cpu_s: int) -> None:  # pragma: no cover - runs in the child
-    os.nice(10)  # parsing yields the CPU to the services' requests (context assembly goes first)
-    resource.setrlimit(resource.RLIMIT_AS, (memory_mb * 1024**2, memory_mb * 1024**2))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-
-
 async def parse_file(path: Path, name: str, *, timeout_s: float, memory_mb: int) -> ParseOutcome:
     """The chunks of the file, or a failure whose ``reason`` is for the user."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))}
@@ -44,10 +38,11 @@ async def parse_file(path: Path, name: str, *, timeout_s: float, memory_mb: int)
         "services.lore.documents.worker",
         str(path),
         name,
+        str(memory_mb),
+        str(int(timeout_s) + 1),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
-        preexec_fn=lambda: _limits(memory_mb, int(timeout_s) + 1),
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
