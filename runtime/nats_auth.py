@@ -71,6 +71,7 @@ ROLES: dict[str, Role] = {
     "privacy": Role(
         answers=(subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER),
         points="write",
+        uploads=True,
         purges=CORE_STREAMS,
     ),
 }
@@ -98,6 +99,8 @@ def _durable_api(stream: str, durable: str) -> list[str]:
         f"{api}.DURABLE.CREATE.{stream}.{durable}",
         f"{api}.MSG.NEXT.{stream}.{durable}",
         f"$JS.ACK.{stream}.{durable}.>",
+        # The order gate asks whether a gap's sequences exist (shared/consumers.py): the stream it reads anyway.
+        f"{JS_API}.STREAM.MSG.GET.{stream}",
     ]
 
 

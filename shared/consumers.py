@@ -8,20 +8,26 @@ and the service's tracer for per-message spans. A ``Staged`` handler overlaps up
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TypeVar
 
 from faststream.nats import JStream, NatsRouter
 from nats.aio.msg import Msg
+from nats.js.errors import NotFoundError
 
 from shared import natsconn, subjects
 from shared.broker import LOG_JSTREAM
 from shared.delivery import BatchConsumer, BatchHandler, DeadLetters, Decoder, Staged, subscribe_batches
-from shared.delivery.order import AckFloor, OrderGate
+from shared.delivery.order import Absent, AckFloor, OrderGate
 from shared.events.envelope import EventEnvelope
 from shared.runtime import Deps
 from shared.telemetry import tracer
 
 T = TypeVar("T")
+#: How long an ordered batch waits for acks in flight to move the ack floor before it is handed back.
+ORDER_WAIT_S = 5.0
+#: Sequences of a gap asked about per wait (one ``STREAM.MSG.GET`` each), from the lowest.
+ABSENT_PROBES = 256
 
 
 def consumer_router(
@@ -43,7 +49,11 @@ def consumer_router(
     if batch_size is not None:
         delivery = delivery.model_copy(update={"batch_size": batch_size})
     durable = subjects.durable(service)
-    gate = OrderGate(_ack_floor(deps, stream.name, durable), wait_s=1.5 * delivery.ack_wait_s) if ordered else None
+    gate = (
+        OrderGate(_ack_floor(deps, stream.name, durable), _absent(deps, stream.name), wait_s=ORDER_WAIT_S)
+        if ordered
+        else None
+    )
     consumer: BatchConsumer[T] = BatchConsumer(
         decode=decode,
         handle=handle,
@@ -65,6 +75,20 @@ def consumer_router(
         inbox_prefix=natsconn.inbox_prefix(natsconn.nats_user(deps.settings, service)),
     )
     return router
+
+
+def _absent(deps: Deps, stream: str) -> Absent:
+    async def absent(seqs: Collection[int]) -> set[int]:
+        js = deps.broker.config.connection_state.connection.jetstream()
+        gone = set()
+        for seq in sorted(seqs)[:ABSENT_PROBES]:  # a wider gap is probed again on the next wait
+            try:
+                await js.get_msg(stream, seq)
+            except NotFoundError:
+                gone.add(seq)
+        return gone
+
+    return absent
 
 
 def _ack_floor(deps: Deps, stream: str, durable: str) -> AckFloor:

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import socket
 import time
 
@@ -41,7 +42,8 @@ class Lease:
         self._kv = kv
         self._key = name.replace("-", "_")
         self._ttl_s = ttl_s
-        self._owner = f"{socket.gethostname()}:{os.getpid()}".encode()
+        # Unique per lease, not per process (a create whose reply was lost is recognised by it); the pid last.
+        self._owner = f"{socket.gethostname()}:{secrets.token_hex(4)}:{os.getpid()}".encode()
         self._revision = 0
         self._keeper: asyncio.Task[None] | None = None
         self.lost = asyncio.Event()
@@ -54,12 +56,27 @@ class Lease:
                 self._revision = await self._kv.create(self._key, self._owner)
                 break
             except KeyWrongLastSequenceError:  # held (or the holder's key has not expired yet)
+                if await self._ours():  # our own create whose reply was lost (below)
+                    break
                 if not announced:
                     log.info("standby: another replica holds the %s lease", self._key)
                     announced = True
-                await asyncio.sleep(poll)
+            except Exception as exc:  # the bucket's stream has no leader yet, a node went away: try again
+                log.warning("asking for the %s lease failed, retrying: %s", self._key, exc)
+            await asyncio.sleep(poll)
         log.info("holding the %s lease", self._key)
         self._keeper = asyncio.create_task(self._keep())
+
+    async def _ours(self) -> bool:
+        """Whether the key names this replica (a create that timed out may still have been written)."""
+        try:
+            entry = await self._kv.get(self._key)
+        except Exception:
+            return False
+        if entry.value != self._owner or entry.revision is None:
+            return False
+        self._revision = entry.revision
+        return True
 
     async def stop_refreshing(self) -> None:
         """What a crash does to the lease: the key is left to expire after the TTL."""

@@ -21,6 +21,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from services.privacy import rows
 from services.privacy.stream_purge import belongs_to, purge
+from services.privacy.uploads import delete_uploads
 from shared import subjects
 from shared.crypto import FieldCipher
 from shared.eventlog.append import append_at_head
@@ -28,6 +29,7 @@ from shared.eventlog.port import EventStore
 from shared.events.envelope import NewEvent, deterministic_id, new_id, utcnow
 from shared.events.privacy_contract import EraseTenantRequest, EraseUserRequest, ErasureReply
 from shared.events.recorded import ERASURE_COMPLETED, ErasureCompleted, privacy_stream
+from shared.readmodels.documents import DOCUMENTS
 from shared.readmodels.lore import LOREBOOKS
 from shared.runtime import CommittedPublisher
 from shared.vectors import points
@@ -80,8 +82,13 @@ class Eraser:
     async def _erase(self, target: _Target) -> ErasureReply:
         erased_at = utcnow()
         books = await self._owned_books(target)
+        documents, objects = await self._owned_documents(target)  # read before their rows are deleted
         key_ids = await self._cipher.erase(target.tenant_id, target.user_id)
         deleted = await self._sweep(target, books)
+        if self._js is not None:
+            deleted["uploads"] = await delete_uploads(
+                self._js, target.tenant_id, None if target.user_id is None else objects
+            )
         erasure_id = new_id()
         event = ErasureCompleted(
             erasure_id=erasure_id,
@@ -89,6 +96,7 @@ class Eraser:
             key_ids=key_ids,
             deleted=deleted,
             lorebook_ids=books,
+            document_ids=documents,
             erased_at=erased_at,
         )
         stream = privacy_stream(target.tenant_id)
@@ -112,6 +120,14 @@ class Eraser:
         if target.user_id is not None:
             query["owner_user_id"] = target.user_id
         return sorted({str(d["lorebook_id"]) async for d in self._db[LOREBOOKS].find(query, {"lorebook_id": 1})})
+
+    async def _owned_documents(self, target: _Target) -> tuple[list[str], list[str]]:
+        """The ids of their documents and the names of the stored files."""
+        query: dict[str, Any] = {"tenant_id": target.tenant_id}
+        if target.user_id is not None:
+            query["owner_user_id"] = target.user_id
+        rows = [d async for d in self._db[DOCUMENTS].find(query, {"document_id": 1, "object_name": 1})]
+        return sorted({str(d["document_id"]) for d in rows}), sorted({str(d["object_name"]) for d in rows})
 
     async def _sweep(self, target: _Target, books: list[str]) -> dict[str, int]:
         if target.user_id is None:
@@ -152,4 +168,6 @@ def _vector_filters(target: _Target, books: list[str]) -> list[VectorFilter]:
     if target.user_id is None:
         return [VectorFilter.where(**{points.TENANT_ID: target.tenant_id})]
     user = VectorFilter.where(**{points.TENANT_ID: target.tenant_id, points.USER_ID: target.user_id})
-    return [user, *(points.lore_entries_by_uid(target.tenant_id, b) for b in books)]
+    books_points = [points.lore_entries_by_uid(target.tenant_id, b) for b in books]
+    documents = [points.document_books(target.tenant_id, books)] if books else []
+    return [user, *books_points, *documents]

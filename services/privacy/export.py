@@ -1,7 +1,7 @@
 """Exporting what mnemo holds about a user, decrypted, as plain JSON (``export_user``, ``mnemo export-user``).
 
 The export reads the current state: the read models of the user's messages, summaries, facts (per character),
-legacy memories, owned lorebooks and personas. Every read-model document is encrypted field by field with its
+legacy memories, owned lorebooks, personas and uploaded documents. Every read-model document is encrypted field by field with its
 ``_id`` as the record (``shared/readmodels``), so one generic opener decrypts them all without knowing each
 model. Internal fields (versions, status keys) are dropped; ``id`` replaces ``_id``.
 """
@@ -17,6 +17,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from shared.crypto import FieldCipher, token_key_id
 from shared.events.privacy_contract import ExportUserReply, ExportUserRequest
+from shared.readmodels.documents import DOCUMENTS
 from shared.readmodels.knowledge import COLLECTION as FACTS
 from shared.readmodels.legacy_lore import COLLECTION as LEGACY
 from shared.readmodels.lore import LOREBOOKS
@@ -58,6 +59,7 @@ class Exporter:
             legacy_memories=await self._read(LEGACY, owned, "legacy_memories", progress),
             lorebooks=await self._read(LOREBOOKS, {"tenant_id": t, "owner_user_id": u}, "lorebooks", progress),
             personas=await self._read(PERSONAS, owned, "personas", progress),
+            documents=await self._read(DOCUMENTS, {"tenant_id": t, "owner_user_id": u}, "documents", progress),
         )
 
     async def _read(

@@ -64,6 +64,8 @@ class BatchConsumer(Generic[T]):
         self._backoff = backoff
         self._beat_every = max(0.5, ack_wait_s / 3)
         self._ack_wait_s = ack_wait_s
+        # JetStream stops redelivering after ``max_deliver + 5`` (subscribe.py): keep a delivery to spare.
+        self._last_hand_back = max_deliver + 3
         self._tracer = tracer or trace.get_tracer(__name__)
         self._slots = asyncio.Semaphore(max(1, in_flight))
         self._completing: set[asyncio.Task[None]] = set()
@@ -125,9 +127,9 @@ class BatchConsumer(Generic[T]):
             items = await self._items(msgs, spans)
             if not items:
                 return
-            seqs = [m.metadata.sequence.stream for m in msgs] if self._gate is not None else []
             if self._gate is not None:
-                if not await self._admitted(self._gate, items, seqs):
+                items = await self._admitted(self._gate, items, msgs)
+                if not items:
                     return
                 # Redelivered messages come first in a batch: stream order is the order to decide them in.
                 items.sort(key=lambda i: i.msg.metadata.sequence.stream)
@@ -155,19 +157,24 @@ class BatchConsumer(Generic[T]):
                     span.end()
                 self._slots.release()
 
-    async def _admitted(self, gate: OrderGate, items: list[Item[T]], seqs: list[int]) -> bool:
+    async def _admitted(self, gate: OrderGate, items: list[Item[T]], msgs: Sequence[Msg]) -> list[Item[T]]:
+        """The items that begin now; the others are handed back (naked with a delay of ``ack_wait``, so the
+        earlier messages they wait for, redelivered once their own ``ack_wait`` runs out, are fetched first).
+        The whole fetched batch is asked about: its invalid messages, settled already, are part of its run."""
         async with heartbeat([i.msg for i in items], self._beat_every):
-            if await gate.admit(seqs):
-                return True
-        if not gate.hand_back(seqs):
-            log.warning("batch of %d waited twice for earlier messages nobody delivers; beginning it", len(items))
-            return True
-        # Not our turn yet while we hold the pull loop: give the batch back, to be fetched behind the earlier
-        # messages JetStream redelivers first. Counts as a delivery, which is why ``wait_s`` is long.
-        log.warning("batch of %d waited for earlier messages held elsewhere; handing it back", len(items))
-        for item in items:  # delayed, so the earlier messages (redelivered without delay) are fetched first
-            await item.msg.nak(delay=1.0)
-        return False
+            begun = await gate.admit([m.metadata.sequence.stream for m in msgs])
+        later = [i for i in items if i.msg.metadata.sequence.stream not in begun]
+        if not later:
+            return items
+        if any(i.msg.metadata.num_delivered >= self._last_hand_back for i in later):
+            log.warning("%d messages waited for earlier ones through %d deliveries; beginning them", len(later),
+                        self._last_hand_back)  # fmt: skip
+            gate.begin_anyway([i.msg.metadata.sequence.stream for i in later])
+            return items
+        log.info("%d of %d messages wait for earlier ones still out; handed back", len(later), len(items))
+        for item in later:
+            await item.msg.nak(delay=self._ack_wait_s)
+        return [i for i in items if i.msg.metadata.sequence.stream in begun]
 
     async def _first(self, staged: Staged[T], items: list[Item[T]]) -> Completion:
         """The first stage; with a gate, retried in place (for ``ack_wait`` at least, backoff capped at 5 s) so
@@ -292,4 +299,6 @@ class BatchConsumer(Generic[T]):
             else:
                 item.span.record_exception(exc)
                 item.span.set_status(Status(StatusCode.ERROR, f"attempt {attempt} failed; retried later"))
+                if self._gate is not None:  # later batches wait for it again
+                    self._gate.abandon([item.msg.metadata.sequence.stream])
                 await item.msg.nak(delay=self._backoff(attempt))

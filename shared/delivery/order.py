@@ -1,18 +1,21 @@
-"""Stream-order gate: replicas sharing one durable still start batches in stream order.
+"""Stream-order gate: an ordered consumer begins its batches in stream order, across crashes and redeliveries.
 
-JetStream spreads a shared durable's batches across replicas, so replica B can append messages 1,025-2,048
-while replica A still holds 1-1,024: a conversation with messages in both would be recorded out of order. The
-gate lets a batch begin only when every earlier stream message is either acknowledged (the consumer's ack floor,
-which NATS keeps for the durable across replicas) or was already begun, in order, by this replica. One replica
-with consecutive batches never asks the server (the fast path); a batch that skips sequences another replica
-holds waits until that replica acks them. After a crash, the dead replica's messages come back after
-``ack_wait``; the survivor's waiting batch then gives way (``wait_s`` runs out, the batch is naked and fetched
-again behind the redelivered ones), because a replica blocked in the gate is not pulling.
+JetStream redelivers late: a message delivered to a replica that died (or to a connection a NATS node dropped)
+comes back only after ``ack_wait``, behind newer messages. Recorded in fetch order, a conversation would then be
+out of order. The gate lets a batch begin only when every earlier stream message is either acknowledged (the
+consumer's ack floor, which NATS keeps for the durable), was already begun here, or does not exist (a sequence
+the stream deleted or never stored). One replica with consecutive batches never asks the server (the fast
+path).
+
+A batch begins up to its first earlier message still out; the part after it is handed back (the caller naks
+it with a delay of ``ack_wait``, so the earlier messages, whose ``ack_wait`` ran out first, are redelivered
+before it). A batch with nothing to begin waits ``wait_s`` first (acks in flight move the floor). The replica
+keeps pulling meanwhile: it never blocks on messages that only its own pulls can bring back. A message that
+cannot be handed back again (JetStream stops redelivering after ``max_deliver``) begins anyway, logged.
 
 Why not partitions: the v1 chat subjects carry no conversation id, so a subject transform cannot route a
 conversation to one partition; a router hop would write every message twice. Ingest's limit is the store (see
-``make bench-scale``), so its replicas are for availability, and the gate costs one consumer-info call only
-when batches interleave across replicas.
+``make bench-scale``), so its replicas are for availability (one active, shared/lease.py).
 """
 
 from __future__ import annotations
@@ -23,52 +26,58 @@ from collections.abc import Awaitable, Callable, Collection
 
 AckFloor = Callable[[], Awaitable[int]]
 """The durable's ack floor as a stream sequence: every message at or below it is acknowledged."""
+Absent = Callable[[Collection[int]], Awaitable[set[int]]]
+"""Which of these stream sequences hold no message (deleted, or never stored): nothing will deliver them."""
 
 
 class OrderGate:
-    def __init__(self, ack_floor: AckFloor, *, wait_s: float, poll_s: float = 0.02) -> None:
+    def __init__(self, ack_floor: AckFloor, absent: Absent, *, wait_s: float, poll_s: float = 0.02) -> None:
         self._ack_floor = ack_floor
+        self._absent = absent
         self._wait_s = wait_s
         self._poll_s = poll_s
-        self._upto = 0  # every sequence <= this is acked or was begun here, in order
-        self._begun: set[int] = set()  # begun here and maybe not acked yet (pruned below the ack floor)
-        self._handed_back: set[int] = set()  # given back once after waiting for their turn
+        self._upto = 0  # every sequence <= this is acked, begun here or absent, in order
+        self._begun: set[int] = set()  # begun here (or absent) and maybe not acked yet (pruned below the floor)
 
-    async def admit(self, seqs: Collection[int]) -> bool:
-        """Wait until the batch ``seqs`` may begin; False when ``wait_s`` ran out (the caller hands it back)."""
+    async def admit(self, seqs: Collection[int]) -> set[int]:
+        """The sequences of the batch that may begin now, begun: all of them, or the part before the first
+        earlier message still out (at once: what comes before a gap never waits for it), or none after
+        ``wait_s`` (acks in flight may move the floor meanwhile). The caller hands back the others."""
         if not seqs:
-            return True
-        low, high = min(seqs), max(seqs)
-        if low == self._upto + 1 and high - low + 1 == len(seqs):  # the next consecutive run: nothing between
-            self._begin(seqs, high)
-            return True
+            return set()
+        batch = set(seqs)
+        low, high = min(batch), max(batch)
+        if low == self._upto + 1 and high - low + 1 == len(batch):  # the next consecutive run: nothing between
+            self._begin(batch, high)
+            return batch
         deadline = time.monotonic() + self._wait_s
         delay = self._poll_s
+        probed = False
         while True:
             floor = await self._ack_floor()
             self._begun = {s for s in self._begun if s > floor}
-            between = set(range(floor + 1, high)) - set(seqs)
-            # Every earlier sequence is acked, or was begun here (acked or not: the floor may be held below them
-            # by another replica's messages still to come back).
-            if between <= self._begun:
-                self._begin(seqs, max(high, self._upto))
-                return True
-            if time.monotonic() >= deadline:
-                return False
+            missing = set(range(floor + 1, high)) - batch - self._begun
+            if missing and not probed:  # asked once per wait: a gap in the stream is never delivered
+                probed = True
+                gone = await self._absent(missing)
+                self._begun |= gone
+                missing -= gone
+            if not missing:
+                self._begin(batch, max(high, self._upto))
+                return batch
+            first_out = min(missing)
+            before = {s for s in batch if s < first_out}
+            if before or time.monotonic() >= deadline:
+                if before:
+                    self._begin(before, max(max(before), self._upto))
+                return before
             await asyncio.sleep(delay)
             delay = min(0.25, delay * 2)
 
-    def hand_back(self, seqs: Collection[int]) -> bool:
-        """The batch did not get its turn: True the first time (the caller naks it, so the earlier messages come
-        first), False when these messages were handed back once already. Then what they waited for is not coming
-        (a server killed mid-write can lose sequences the ack floor never passes): the caller begins them anyway,
-        so the stream goes on, and says so in the log."""
-        if set(seqs) & self._handed_back:
-            self._handed_back.difference_update(seqs)
+    def begin_anyway(self, seqs: Collection[int]) -> None:
+        """Begin messages out of turn: they cannot be handed back again (JetStream's ``max_deliver``)."""
+        if seqs:
             self._begin(seqs, max(max(seqs), self._upto))
-            return False
-        self._handed_back.update(seqs)
-        return True
 
     def abandon(self, seqs: Collection[int]) -> None:
         """The batch was naked after all: its sequences are no longer begun here, and later batches wait for them."""
@@ -79,5 +88,4 @@ class OrderGate:
 
     def _begin(self, seqs: Collection[int], upto: int) -> None:
         self._begun.update(seqs)
-        self._handed_back.difference_update(seqs)
         self._upto = upto

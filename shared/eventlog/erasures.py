@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.events.envelope import EventEnvelope, EventRegistry, UnknownEventType
-from shared.events.recorded import ERASURE_COMPLETED, lorebook_stream
+from shared.events.recorded import ERASURE_COMPLETED, document_stream, lorebook_stream
 
 
 @dataclass
@@ -39,8 +39,10 @@ class Erasures:
             else:
                 key = (env.tenant_id, e.user_id)
                 out.users[key] = max(at, out.users.get(key, at))
-            for book in e.lorebook_ids:
-                sid = lorebook_stream(env.tenant_id, book)
+            for sid in (
+                *(lorebook_stream(env.tenant_id, book) for book in e.lorebook_ids),
+                *(document_stream(env.tenant_id, doc) for doc in e.document_ids),
+            ):
                 out.streams[sid] = max(at, out.streams.get(sid, at))
         return out
 

@@ -110,7 +110,7 @@ class DocumentsReadModel:
         if env.type == DOCUMENT_ACCEPTED.name:
             a = DOCUMENT_ACCEPTED.parse(env.payload)
             stream = document_stream(t, a.document_id)
-            tc = await self._cipher.for_tenant(t)
+            tc = await self._cipher.for_tenant(t, a.owner_user_id)  # the uploader's key: erasure shreds it
             fields: Doc = {
                 "tenant_id": t,
                 "document_id": a.document_id,
@@ -129,12 +129,13 @@ class DocumentsReadModel:
         elif env.type == DOCUMENT_CHUNKED.name:
             c = DOCUMENT_CHUNKED.parse(env.payload)
             stream = document_stream(t, c.document_id)
-            tc = await self._cipher.for_tenant(t)
+            tc = await self._cipher.for_tenant(t, c.owner_user_id)
             for ch in c.chunks:
                 cid = _chunk_id(stream, c.version, ch.index)
                 row: Doc = {
                     "tenant_id": t,
                     "document_id": c.document_id,
+                    "owner_user_id": c.owner_user_id,  # erasing the user deletes the rows (services/privacy)
                     "version": c.version,
                     "index": ch.index,
                     "hash": ch.hash,
@@ -191,7 +192,7 @@ class DocumentsReadModel:
             docs.append(UpdateOne({"_id": stream}, {"$set": gone, "$unset": {"name": "", "reason": ""}}))
 
     async def _record(self, d: Doc) -> DocumentRecord:
-        tc = await self._cipher.for_tenant(d["tenant_id"])
+        tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))  # whichever key wrote it
         name = tc.decrypt(d["_id"], "name", d["name"]) if d.get("name") else ""
         reason = tc.decrypt(d["_id"], "reason", d["reason"]) if d.get("reason") else None
         updated: datetime | None = d.get("updated_at")
@@ -237,7 +238,7 @@ class DocumentsReadModel:
         async for d in self._chunks.find(query).sort("index", ASCENDING):
             if d["hash"] in out:
                 continue
-            tc = await self._cipher.for_tenant(tenant_id)
+            tc = await self._cipher.for_tenant(tenant_id, reading=(d,))
             out[d["hash"]] = ChunkView(
                 document_id,
                 version,

@@ -1,6 +1,7 @@
 """Erasure by crypto-shredding and export, on the whole embedded stack (docs/privacy.md).
 
-Two users of one tenant chat (summaries and facts follow), keep a persona and, for alice, a lorebook. Alice
+Two users of one tenant chat (summaries and facts follow), keep a persona and, for alice, a lorebook and an
+uploaded document (its bytes in MNEMO_UPLOADS, its chunks in the log, the read model and the vectors). Alice
 is exported (RPC and ``mnemo export-user``), then erased. Afterwards, reading MongoDB's raw documents and every
 JetStream stream with every key left in the key store finds nothing of alice, neither decryptable nor plain;
 she has no read-model rows, facts or vectors; bob's context is unchanged; and ``mnemo replay`` (the stack
@@ -9,6 +10,7 @@ stopped) brings none of it back.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -58,6 +60,7 @@ ASSEMBLE, LIST = "mnemo.rpc.context.assemble.v1", "mnemo.rpc.memory.list.v1"
 ERASE, EXPORT = "mnemo.rpc.privacy.erase_user.v1", "mnemo.rpc.privacy.export_user.v1"
 ERASE_TENANT = "mnemo.rpc.privacy.erase_tenant.v1"
 BOOK_CREATE, ENTRY_CREATE = "mnemo.rpc.lore.book.create.v1", "mnemo.rpc.lore.entry.create.v1"
+DOCUMENT_IMPORT, DOCUMENT_GET = "mnemo.rpc.lore.document.import.v1", "mnemo.rpc.lore.document.get.v1"
 NOT_READ_MODELS = {"events", "relay_intents", "relay_receipts", "relay_state", "tenant_keys", "erased_keys"}
 T0 = datetime(2026, 10, 1, 20, 0, tzinfo=UTC)
 
@@ -82,6 +85,17 @@ async def seed(nc: nats.NATS) -> None:
     entry = {"key": ["mill"], "content": f"The {ALICE_WORDS[1]} mill is haunted.", "activationMode": "hybrid"}
     req = {"tenant_id": TENANT, "user_id": ALICE, "lorebook_id": book["lorebook_id"], "entry": entry}
     await call(nc, ENTRY_CREATE, req)
+    text = f"# The {ALICE_WORDS[0]} Chronicle\n\nThe {ALICE_WORDS[0]} mill was raised by the {ALICE_WORDS[1]} masons."
+    doc = {"tenant_id": TENANT, "owner_user_id": ALICE, "name": f"{ALICE_WORDS[0]} chronicle.md",
+           "data_base64": base64.b64encode(text.encode()).decode(), "attach_to_bots": ["bot-1"]}  # fmt: skip
+    made = await call(nc, DOCUMENT_IMPORT, doc)
+
+    async def imported() -> bool:
+        state = await call(nc, DOCUMENT_GET, {"tenant_id": TENANT, "document_id": made["document_id"]})
+        assert state["status"] != "failed", state
+        return bool(state["status"] == "completed")
+
+    await wait_for_stack(imported, "alice's document imported")
 
 
 async def memories(nc: nats.NATS, user: str) -> dict[str, Any]:
@@ -178,7 +192,8 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
         assert export["facts"]["bot-1"]
         assert all(word in text for word in ("Quillfeather", "Marrowglen", "haunted"))
         assert "Driftwood" not in text
-        assert [b["name"] for b in export["lorebooks"]] == ["Marrowglen lore"]
+        assert sorted(b["name"] for b in export["lorebooks"]) == ["Marrowglen lore", "Quillfeather chronicle.md"]
+        assert [(d["name"], d["status"]) for d in export["documents"]] == [("Quillfeather chronicle.md", "completed")]
         assert export["personas"][0]["description"] == "Born in Marrowglen."
         out = tmp_path / "alice.json"
         cli = run_cli(stack, "export-user", "--tenant", TENANT, "--user", ALICE, "--out", str(out))
@@ -188,6 +203,7 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
         erased = await call(nc, ERASE, {"tenant_id": TENANT, "user_id": ALICE})
         assert erased["keys_destroyed"] == 1
         assert erased["deleted"]["stream_messages"] >= 7, "alice's persona and six messages left the chat stream"
+        assert erased["deleted"]["uploads"] == 1, "the stored bytes of alice's document are deleted"
 
         found, rows = scan_mongo(stack)
         assert_nothing_of_alice(found, "MongoDB")
@@ -196,13 +212,15 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
         assert_nothing_of_alice(await scan_streams(nc, stack), "JetStream")
         assert (await memories(nc, ALICE))["total"] == 0
         alice_ctx = await context(nc, ALICE, "Tell me about Quillfeather and the mill.")
-        assert not [s for s in alice_ctx["sources"] if s["kind"] in ("message", "summary", "fact", "lore")], (
-            "no vectors or rows of alice are found"
-        )
+        assert not [
+            s for s in alice_ctx["sources"] if s["kind"] in ("message", "summary", "fact", "lore", "document")
+        ], "no vectors or rows of alice are found"
         assert await context(nc, BOB, "Tell me about Driftwood.") == bob_before
         assert (await memories(nc, BOB))["items"] == bob_memories["items"]
         empty = await call(nc, EXPORT, {"tenant_id": TENANT, "user_id": ALICE})
-        assert [empty[k] for k in ("conversations", "legacy_memories", "lorebooks", "personas")] == [[]] * 4
+        assert [empty[k] for k in ("conversations", "legacy_memories", "lorebooks", "personas", "documents")] == [
+            []
+        ] * 5
         assert empty["facts"] == {}
     finally:
         await nc.close()
@@ -229,11 +247,18 @@ async def test_erase_tenant_leaves_nothing_of_the_tenant_and_spares_the_others(s
     try:
         await nc.jetstream().publish(CREATED, json.dumps(keep).encode())
         await wait_for_stack(lambda: "Keepsake" in scan_mongo(stack)[0].readable(), "the other tenant's message")
+        uploads = await nc.jetstream().object_store("MNEMO_UPLOADS")
+        await uploads.put(f"{TENANT}/never-imported.txt", b"uploaded, never imported")  # the platform's upload
+        await uploads.put("t-keep/kept.txt", b"another tenant's file")
         refused = json.loads((await request_reply(nc, ERASE_TENANT, json.dumps({"tenant_id": TENANT}).encode())).data)
         assert refused["error"]["code"] == "bad_request", "erasing a tenant needs confirm: erase"
 
         erased = await call(nc, ERASE_TENANT, {"tenant_id": TENANT, "confirm": "erase"})
         assert erased["keys_destroyed"] >= 2, "bob's key and the tenant's"
+        assert erased["deleted"]["uploads"] >= 1, "every file of the tenant, imported or not"
+        left = sorted(o.name for o in await uploads.list(ignore_deletes=True))
+        assert [n for n in left if n.startswith(f"{TENANT}/")] == []
+        assert "t-keep/kept.txt" in left
     finally:
         await nc.close()
     found, rows = scan_mongo(stack)

@@ -173,6 +173,8 @@ KEY_OWNERS = {
     "lorebook.created": "owner_user_id",
     "lorebook.entry_created": "owner_user_id",
     "lorebook.entry_updated": "owner_user_id",
+    "document.accepted": "owner_user_id",  # the uploader: erasing them shreds the document's text
+    "document.chunked": "owner_user_id",
     "lorebook.imported": "owner_user_id",
     "conversation.forked": "user_id",
     "message.alternative_deleted": "user_id",

@@ -7,16 +7,18 @@ from typing import Any
 
 from shared.eventlog.erasures import Erasures
 from shared.events.envelope import EventEnvelope
-from shared.events.recorded import REGISTRY, lorebook_stream, privacy_stream
+from shared.events.recorded import REGISTRY, document_stream, lorebook_stream, privacy_stream
 from tests.envelopes import numbered
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 ERASED_AT = T0 + timedelta(hours=1)
 
 
-def erasure(tenant: str, user: str | None, books: list[str] | None = None) -> EventEnvelope:
+def erasure(
+    tenant: str, user: str | None, books: list[str] | None = None, documents: list[str] | None = None
+) -> EventEnvelope:
     payload = {"erasure_id": "x", "user_id": user, "key_ids": ["k"], "deleted": {}, "lorebook_ids": books or [],
-               "erased_at": ERASED_AT.isoformat()}  # fmt: skip
+               "document_ids": documents or [], "erased_at": ERASED_AT.isoformat()}  # fmt: skip
     return numbered(tenant, privacy_stream(tenant), 1, "erasure.completed", payload, ERASED_AT)
 
 
@@ -55,3 +57,15 @@ def test_hides_a_whole_tenant_and_an_erased_users_books() -> None:
     assert erasures.hides(event("t3", "lorebook.entry_deleted", entry_deleted, T0, lorebook_stream("t3", "book")))
     assert not erasures.hides(event("t3", "lorebook.entry_deleted", entry_deleted, T0, lorebook_stream("t3", "other")))
     assert not Erasures.of(REGISTRY, [deleted("t", "alice", T0)]), "no erasure event: hides nothing"
+
+
+def test_hides_every_event_of_an_erased_users_documents() -> None:
+    erasures = Erasures.of(REGISTRY, [erasure("t", "alice", documents=["d1"])])
+    completed = {"document_id": "d1", "version": 1, "pages": 3, "chunks": 2, "tokens": 90, "hashes": ["a", "b"],
+                 "at": T0.isoformat()}  # fmt: skip
+    assert erasures.hides(event("t", "document.completed", completed, T0, document_stream("t", "d1")))
+    other = {**completed, "document_id": "d2"}
+    assert not erasures.hides(event("t", "document.completed", other, T0, document_stream("t", "d2")))
+    chunked = {"document_id": "d2", "version": 1, "part": 0, "parts": 1, "total_chunks": 0, "chunks": [],
+               "owner_user_id": "alice"}  # fmt: skip
+    assert erasures.hides(event("t", "document.chunked", chunked, T0, document_stream("t", "d2"))), "by its owner"

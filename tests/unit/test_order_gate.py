@@ -1,10 +1,23 @@
-"""The stream-order gate (shared/delivery/order.py) on a fake ack floor."""
+"""The stream-order gate (shared/delivery/order.py) on a fake ack floor and a fake stream."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 
 from shared.delivery.order import OrderGate
+
+
+class Stream:
+    """Which sequences the stream holds no message at (``absent``), and how often it was asked."""
+
+    def __init__(self, gaps: set[int] | None = None) -> None:
+        self.gaps = gaps or set()
+        self.asked: list[int] = []
+
+    async def __call__(self, seqs: Collection[int]) -> set[int]:
+        self.asked += sorted(seqs)
+        return set(seqs) & self.gaps
 
 
 class Floor:
@@ -19,48 +32,67 @@ class Floor:
 
 async def test_consecutive_batches_pass_without_asking_the_server() -> None:
     floor = Floor()
-    gate = OrderGate(floor, wait_s=1)
-    assert await gate.admit(range(1, 65))
-    assert await gate.admit(range(65, 129))
+    gate = OrderGate(floor, Stream(), wait_s=1)
+    assert await gate.admit(range(1, 65)) == set(range(1, 65))
+    assert await gate.admit(range(65, 129)) == set(range(65, 129))
     assert floor.asked == 0
 
 
 async def test_a_batch_after_a_gap_waits_until_the_gap_is_acked() -> None:
     floor = Floor(64)
-    gate = OrderGate(floor, wait_s=5, poll_s=0.01)
-    waiting = asyncio.create_task(gate.admit(range(129, 193)))  # 65-128 are held by another replica
+    gate = OrderGate(floor, Stream(), wait_s=5, poll_s=0.01)
+    waiting = asyncio.create_task(gate.admit(range(129, 193)))  # 65-128 are out (a dead replica's)
     await asyncio.sleep(0.05)
     assert not waiting.done()
     floor.value = 128
-    assert await asyncio.wait_for(waiting, 2)
+    assert await asyncio.wait_for(waiting, 2) == set(range(129, 193))
+
+
+async def test_a_batch_with_nothing_to_begin_gives_up_after_wait_s() -> None:
+    gate = OrderGate(Floor(0), Stream(), wait_s=0.05, poll_s=0.01)
+    assert await gate.admit(range(50, 60)) == set()  # 1-49 are out: the caller hands it back
+
+
+async def test_the_part_before_a_message_still_out_begins_at_once() -> None:
+    floor = Floor(10)
+    gate = OrderGate(floor, Stream(), wait_s=5, poll_s=0.01)
+    # 11-14 redelivered together with 20-22 handed back earlier; 15-19 are still out.
+    assert await asyncio.wait_for(gate.admit([11, 12, 13, 14, 20, 21, 22]), 1) == {11, 12, 13, 14}
 
 
 async def test_what_this_replica_began_itself_does_not_block_it() -> None:
     floor = Floor(0)
-    gate = OrderGate(floor, wait_s=0.1, poll_s=0.01)
-    assert await gate.admit([1, 2, 3])  # begun here, not acked yet
-    assert await gate.admit([5, 6]) is False  # 4 is held elsewhere and never acked
-    floor.value = 4 - 3  # only 1 acked: 2 and 3 are still this replica's own, 4 is not
-    assert await gate.admit([5, 6]) is False
+    gate = OrderGate(floor, Stream(), wait_s=0.1, poll_s=0.01)
+    assert await gate.admit([1, 2, 3]) == {1, 2, 3}  # begun here, not acked yet
+    assert await gate.admit([5, 6]) == set()  # 4 is out and never acked
+    floor.value = 1  # only 1 acked: 2 and 3 are still this replica's own, 4 is not
+    assert await gate.admit([5, 6]) == set()
     floor.value = 4
-    assert await gate.admit([5, 6])
-    assert await gate.admit([8]) is False  # 7 belongs to someone else
-    assert await gate.admit([7])
+    assert await gate.admit([5, 6]) == {5, 6}
+    assert await gate.admit([8]) == set()  # 7 is out
+    assert await gate.admit([7]) == {7}
 
 
 async def test_an_abandoned_batch_blocks_later_ones_until_it_is_acked() -> None:
     floor = Floor(0)
-    gate = OrderGate(floor, wait_s=0.1, poll_s=0.01)
-    assert await gate.admit(range(1, 11))
+    gate = OrderGate(floor, Stream(), wait_s=0.1, poll_s=0.01)
+    assert await gate.admit(range(1, 11)) == set(range(1, 11))
     gate.abandon(range(1, 11))  # naked after all: later messages must wait for its redelivery
-    assert await gate.admit(range(11, 21)) is False
-    assert await gate.admit(range(1, 11))
+    assert await gate.admit(range(11, 21)) == set()
+    assert await gate.admit(range(1, 11)) == set(range(1, 11))
 
 
-async def test_a_batch_handed_back_once_begins_the_second_time_it_waits_in_vain() -> None:
-    gate = OrderGate(Floor(0), wait_s=0.05, poll_s=0.01)
-    assert await gate.admit(range(50, 60)) is False
-    assert gate.hand_back(range(50, 60))  # first time: nak it, the earlier ones may come first
-    assert await gate.admit(range(50, 60)) is False
-    assert not gate.hand_back(range(50, 60))  # second time: begin it anyway
-    assert await gate.admit(range(60, 70))  # and what follows it runs on from there
+async def test_messages_begun_anyway_let_what_follows_run_on() -> None:
+    gate = OrderGate(Floor(0), Stream(), wait_s=0.05, poll_s=0.01)
+    assert await gate.admit(range(50, 60)) == set()
+    gate.begin_anyway(range(50, 60))  # no delivery left to hand them back with
+    assert await gate.admit(range(60, 70)) == set(range(60, 70))
+
+
+async def test_sequences_the_stream_does_not_hold_do_not_block() -> None:
+    stream = Stream(gaps={4, 5})  # deleted, or lost by a server killed mid-write: nothing will deliver them
+    gate = OrderGate(Floor(3), stream, wait_s=0.05, poll_s=0.01)
+    assert await gate.admit([6, 7]) == {6, 7}
+    assert stream.asked == [4, 5]
+    assert await gate.admit([9]) == set()  # 8 exists and is out: it blocks
+    assert await gate.admit([8]) == {8}

@@ -354,6 +354,12 @@ export interface ExportUserReply {
   personas: {
     [k: string]: unknown | undefined;
   }[];
+  /**
+   * the documents the user uploaded: name, status, pages, chunks (not the files' bytes)
+   */
+  documents?: {
+    [k: string]: unknown | undefined;
+  }[];
 }
 /**
  * `mnemo.rpc.privacy.export_user.v1`: everything mnemo holds about a user, decrypted, as plain JSON.

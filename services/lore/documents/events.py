@@ -83,9 +83,15 @@ def accepted(
 
 
 def chunked(
-    tenant_id: str, document_id: str, version: int, chunks: Sequence[dict[str, Any]], per_event: int, now: datetime
+    tenant_id: str,
+    document_id: str,
+    owner: str,
+    version: int,
+    chunks: Sequence[dict[str, Any]],
+    per_event: int,
+    now: datetime,
 ) -> list[NewEvent]:
-    """The chunks in parts of ``per_event``, each its own event."""
+    """The chunks in parts of ``per_event``, each its own event (encrypted under the owner's key)."""
     parts = [chunks[i : i + per_event] for i in range(0, len(chunks), per_event)]
     return [
         _event(
@@ -100,6 +106,7 @@ def chunked(
                 parts=len(parts),
                 total_chunks=len(chunks),
                 chunks=[DocumentChunk.model_validate(c) for c in part],
+                owner_user_id=owner,
             ),
             now,
         )

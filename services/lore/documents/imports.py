@@ -22,6 +22,7 @@ import hashlib
 import logging
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -61,6 +62,19 @@ class Books(Protocol):
     async def create_book(self, req: LoreBookCreateRequest) -> object: ...
     async def attach(self, req: LoreAttachRequest) -> object: ...
     async def delete_book(self, req: LoreBookDeleteRequest) -> object: ...
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One import under way: a version of a document and where its bytes are."""
+
+    tenant_id: str
+    document_id: str
+    owner: str
+    version: int
+    name: str
+    obj: str
+    size: int
 
 
 class DocumentImports:
@@ -148,7 +162,8 @@ class DocumentImports:
         await self._record(req.tenant_id, document_id, [accepted])
         previous = rec.object_name if rec is not None and rec.object_name != obj else None
         key = (req.tenant_id, document_id)
-        task = asyncio.create_task(self._run(req.tenant_id, document_id, version, req.name, obj, size, previous))
+        job = _Job(req.tenant_id, document_id, req.owner_user_id, version, req.name, obj, size)
+        task = asyncio.create_task(self._run(job, previous))
         self._running[key] = task
         task.add_done_callback(lambda t: self._running.pop(key, None) if self._running.get(key) is t else None)
         return DocumentImportReply(book_id=book_id, document_id=document_id, version=version)
@@ -163,31 +178,30 @@ class DocumentImports:
         while self._running:
             await asyncio.gather(*list(self._running.values()), return_exceptions=True)
 
-    async def _run(
-        self, tenant_id: str, document_id: str, version: int, name: str, obj: str, size: int, previous: str | None
-    ) -> None:
+    async def _run(self, job: _Job, previous: str | None) -> None:
         async with self._slots:
             try:
-                reason = await self._read_and_record(tenant_id, document_id, version, name, obj, size)
+                reason = await self._read_and_record(job)
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("import of document %s v%d stopped", document_id, version)
+                log.exception("import of document %s v%d stopped", job.document_id, job.version)
                 reason = "the import stopped on an internal error; upload the file again"
             try:
                 if reason is not None:
-                    failed = ev.failed(tenant_id, document_id, version, reason, utcnow())
-                    await self._record(tenant_id, document_id, [failed])
-                    await self._delete_object(obj)
+                    failed = ev.failed(job.tenant_id, job.document_id, job.version, reason, utcnow())
+                    await self._record(job.tenant_id, job.document_id, [failed])
+                    await self._delete_object(job.obj)
                 elif previous is not None:
                     await self._delete_object(previous)
             except Exception:  # shutting down, or the log unreachable: it stays `processing` (docs/documents.md)
-                log.exception("the end of document %s v%d was not recorded", document_id, version)
+                log.exception("the end of document %s v%d was not recorded", job.document_id, job.version)
 
-    async def _read_and_record(
-        self, tenant_id: str, document_id: str, version: int, name: str, obj: str, size: int
-    ) -> str | None:
+    async def _read_and_record(self, job: _Job) -> str | None:
         """None when completed, else why it failed."""
+        tenant_id, document_id, version, name, obj, size = (
+            job.tenant_id, job.document_id, job.version, job.name, job.obj, job.size
+        )  # fmt: skip
         limit = self.max_object_bytes
         if size > limit:
             return f"the file is {size / MB:,.0f} MB; the largest document mnemo imports is {limit / MB:,.0f} MB"
@@ -202,7 +216,8 @@ class DocumentImports:
             outcome = await parse_file(path, name, timeout_s=s.parse_timeout_s, memory_mb=s.parse_memory_mb)
         if not outcome.ok:
             return outcome.reason
-        for part in ev.chunked(tenant_id, document_id, version, outcome.chunks, s.chunks_per_event, utcnow()):
+        parts = ev.chunked(tenant_id, document_id, job.owner, version, outcome.chunks, s.chunks_per_event, utcnow())
+        for part in parts:
             await self._record(tenant_id, document_id, [part])
         done = ev.completed(tenant_id, document_id, version, outcome.pages, outcome.chunks, utcnow())
         await self._record(tenant_id, document_id, [done])

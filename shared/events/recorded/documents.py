@@ -35,7 +35,9 @@ class DocumentAccepted(RecordedPayload):
     at: datetime
 
 
-DOCUMENT_ACCEPTED = REGISTRY.register("document.accepted", DocumentAccepted, encrypted=("name",))
+DOCUMENT_ACCEPTED = REGISTRY.register(
+    "document.accepted", DocumentAccepted, encrypted=("name",), key_owner="owner_user_id"
+)
 
 
 class DocumentChunk(RecordedPayload):
@@ -55,9 +57,14 @@ class DocumentChunked(RecordedPayload):
     parts: int
     total_chunks: int
     chunks: list[DocumentChunk]
+    #: The uploader, whose data key encrypts the chunks (erasing them shreds the text in the log too); absent in
+    #: parts recorded before it was added: the tenant's key.
+    owner_user_id: str | None = None
 
 
-DOCUMENT_CHUNKED = REGISTRY.register("document.chunked", DocumentChunked, encrypted=("chunks",))
+DOCUMENT_CHUNKED = REGISTRY.register(
+    "document.chunked", DocumentChunked, encrypted=("chunks",), key_owner="owner_user_id"
+)
 
 
 class DocumentCompleted(RecordedPayload):

@@ -25,6 +25,7 @@ class ErasureCompleted(RecordedPayload):
     key_ids: list[str] = Field(..., description="the destroyed data keys")
     deleted: dict[str, int] = Field(..., description="rows deleted per read model and messages per stream")
     lorebook_ids: list[str] = Field(default_factory=list, description="books of theirs that were deleted")
+    document_ids: list[str] = Field(default_factory=list, description="documents of theirs that were deleted")
     erased_at: datetime
 
 

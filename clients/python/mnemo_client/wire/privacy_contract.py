@@ -55,3 +55,7 @@ class ExportUserReply(_Wire):
     legacy_memories: list[dict[str, Any]] = Field(..., description="summaries the user turned into lore")
     lorebooks: list[dict[str, Any]] = Field(..., description="the lorebooks the user owns, entries included")
     personas: list[dict[str, Any]] = Field(..., description="the user's personas")
+    documents: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="the documents the user uploaded: name, status, pages, chunks (not the files' bytes)",
+    )

@@ -1,0 +1,46 @@
+"""The single-active lease (shared/lease.py) on a real nats-server: one holder, a standby that takes over once
+the holder stops refreshing, and a holder that finds its own key after a create whose reply it never saw."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import nats
+import pytest
+
+from shared.lease import Lease, lease_bucket
+
+pytestmark = pytest.mark.integration
+TTL = 2.0
+
+
+async def test_a_standby_takes_over_when_the_holder_stops_refreshing(nats_url: str) -> None:
+    nc = await nats.connect(nats_url)
+    try:
+        kv = await lease_bucket(nc.jetstream(), TTL)
+        name = f"svc-{uuid.uuid4().hex[:8]}"
+        first, second = Lease(kv, name, TTL), Lease(kv, name, TTL)
+        await first.acquire(poll_s=0.1)
+        standby = asyncio.create_task(second.acquire(poll_s=0.1))
+        await asyncio.sleep(TTL * 1.2)  # refreshed by the holder meanwhile
+        assert not standby.done(), "the standby waits while the holder refreshes"
+        await first.stop_refreshing()  # what a crash does
+        await asyncio.wait_for(standby, TTL * 5)
+        assert not second.lost.is_set()
+        await second.release()
+    finally:
+        await nc.close()
+
+
+async def test_a_create_whose_reply_was_lost_is_recognised_as_ours(nats_url: str) -> None:
+    nc = await nats.connect(nats_url)
+    try:
+        kv = await lease_bucket(nc.jetstream(), TTL)
+        name = f"svc-{uuid.uuid4().hex[:8]}"
+        lease = Lease(kv, name, TTL)
+        await kv.create(name, lease._owner)  # written, but the replica never saw the reply
+        await asyncio.wait_for(lease.acquire(poll_s=0.1), TTL / 2)  # not after the key expired: at once
+        await lease.release()
+    finally:
+        await nc.close()
