@@ -14,7 +14,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from faststream.nats import NatsBroker
@@ -64,13 +64,18 @@ async def all_services(settings: Settings) -> AsyncIterator[Core]:
     relay_task: asyncio.Task[None] | None = None
     try:
         await ensure_own_indexes(core.db)
+        started: list[Callable[[], Awaitable[object]]] = []
         for spec in SERVICES:
             broker = make_broker(settings, spec.name)
-            broker.include_router(spec.router_factory()(deps_for(core, broker)))
+            deps = deps_for(core, broker)
+            broker.include_router(spec.router_factory()(deps))
             brokers.append(broker)
+            started += deps.on_started
         for broker in brokers:
             await start_broker(broker)
         relay_task = asyncio.create_task(core.relay.run())
+        for begin in started:
+            await begin()
         yield core
     finally:
         for broker in reversed(brokers):

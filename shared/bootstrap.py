@@ -186,9 +186,12 @@ async def running(service: ServiceDefinition, settings: Settings) -> AsyncIterat
     if service.own_indexes is not None:
         await service.own_indexes(core.db)
     broker = make_broker(settings, service.name)
-    broker.include_router(service.create_router(deps_for(core, broker)))
+    deps = deps_for(core, broker)
+    broker.include_router(service.create_router(deps))
     relay_task = asyncio.create_task(core.relay.run())
     await start_broker(broker)
+    for begin in deps.on_started:
+        await begin()
     try:
         yield Running(core, broker, lease)
     finally:

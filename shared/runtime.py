@@ -8,7 +8,7 @@ servers or fakes and the embedded stack can share one vector index and one embed
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from faststream.nats import NatsBroker
@@ -54,6 +54,9 @@ class Deps:
     #: applied every write acked before the call, False after the given seconds; None: the index is shared.
     vectors_caught_up: Callable[[float], Awaitable[bool]] | None = None
     nc: NatsClient | None = None  # the core's NATS connection (JetStream streams beyond the broker's)
+    #: What the service begins once its broker serves (the lore service resumes document imports cut short by
+    #: a restart); the hosts (``shared.bootstrap.running``, ``runtime.stack``) await each after start.
+    on_started: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
 
     def require_vectors(self) -> VectorIndex:
         if self.vectors is None:

@@ -85,6 +85,7 @@ def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRout
     model = read_model or LoreReadModel(deps.db, deps.cipher)
     books = LoreBooks(deps.store, model, deps.publisher, deps.settings.limits)
     documents = document_imports(deps, books)
+    deps.on_started.append(documents.resume)
     on = functools.partial(serve, router, service=SERVICE, errors=ERRORS, limiter=RateLimiter(deps.settings.limits))
     on(subjects.LORE_IMPORT, request=LoreImportRequest, call=books.import_book, max_workers=4)
     on(subjects.LORE_EXPORT, request=LoreExportRequest, call=books.export_book)

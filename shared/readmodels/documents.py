@@ -214,6 +214,10 @@ class DocumentsReadModel:
         )
         return DocumentRecord(state, str(d.get("object_name", "")), frozenset(d.get("hashes", ())))
 
+    async def processing(self) -> list[DocumentRecord]:
+        """Every tenant's imports still under way (or cut short by a restart: the lore service resumes them)."""
+        return [await self._record(d) async for d in self._docs.find({"status": "processing", "deleted": False})]
+
     async def get(self, tenant_id: str, document_id: str) -> DocumentRecord | None:
         d = await self._docs.find_one({"_id": document_stream(tenant_id, document_id), "tenant_id": tenant_id})
         return None if d is None else await self._record(d)

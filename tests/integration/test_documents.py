@@ -26,11 +26,15 @@ from services.embedding.app import chunk_strings
 from services.embedding.app import create_router as embedding_router
 from services.embedding.handlers import EmbeddingHandler
 from services.lore.app import create_router as lore_router
+from services.lore.app import document_imports
+from services.lore.books import LoreBooks
 from shared import subjects
 from shared.eventlog.erasures import Erasures
+from shared.events.document_contract import DocumentImportRequest
 from shared.events.recorded import REGISTRY
 from shared.readmodels import ReadModels
 from shared.readmodels.documents import CHUNKS, DocumentsReadModel
+from shared.readmodels.lore import LoreReadModel
 from shared.runtime import Deps
 from shared.vectors import points as vp
 from shared.vectors.port import VectorFilter
@@ -341,3 +345,34 @@ async def test_replay_rebuilds_chunks_and_points_from_the_log(stack: Stack, tena
     assert rebuilt == before
     assert points == before["chunks"]
     assert any(s["kind"] == "document" and s["id"].startswith(doc_id) for s in reply["sources"])
+
+
+async def test_an_import_cut_short_by_a_restart_resumes_when_the_service_starts(stack: Stack, tenant: str) -> None:
+    """The lore process dies mid-import (its task is cancelled: nothing more is recorded, the document stays
+    `processing`); the next start resumes it from the stored file (``Deps.on_started``)."""
+    await seed(stack, tenant)
+    books = LoreBooks(stack.deps.store, LoreReadModel(stack.db, stack.deps.cipher), stack.deps.publisher,
+                      stack.deps.settings.limits)  # fmt: skip
+    text = "\n\n".join(filler_pages(2, seed_=5)) + f"\n\n{PASSAGE}"
+    dying = document_imports(stack.deps, books)
+    made = await dying.import_document(
+        DocumentImportRequest.model_validate(import_body(tenant, "cut.txt", data_base64=inline(text.encode())))
+    )
+    for task in list(dying._running.values()):  # the process is killed
+        task.cancel()
+    await dying.wait_idle()
+    cut = await call(stack.nc, subjects.LORE_DOCUMENT_GET, {"tenant_id": tenant, "document_id": made.document_id})
+
+    restarted = document_imports(stack.deps, books)
+    resumed = await restarted.resume()
+    await restarted.wait_idle()
+    done = await ended(stack.nc, tenant, made.document_id)
+    again = await document_imports(stack.deps, books).resume()
+    reply = await context_quoting(stack.nc, tenant, PASSAGE)
+
+    assert cut["status"] == "processing"
+    assert resumed >= 1
+    assert (done["status"], done["version"]) == ("completed", made.version)
+    assert done["chunks"] > 0
+    assert again == 0, "nothing left to resume"
+    assert any(s["kind"] == "document" and s["id"].startswith(made.document_id) for s in reply["sources"])

@@ -74,7 +74,7 @@ class _Job:
     version: int
     name: str
     obj: str
-    size: int
+    size: int  # 0 when unknown (a resumed import): the file's size is checked once it is on disk
 
 
 class DocumentImports:
@@ -161,16 +161,33 @@ class DocumentImports:
         )
         await self._record(req.tenant_id, document_id, [accepted])
         previous = rec.object_name if rec is not None and rec.object_name != obj else None
-        key = (req.tenant_id, document_id)
-        job = _Job(req.tenant_id, document_id, req.owner_user_id, version, req.name, obj, size)
+        self._start(_Job(req.tenant_id, document_id, req.owner_user_id, version, req.name, obj, size), previous)
+        return DocumentImportReply(book_id=book_id, document_id=document_id, version=version)
+
+    async def resume(self) -> int:
+        """Imports cut short by a restart (``processing`` with no task here) run again from their stored file;
+        returns how many. Called once the service serves (``Deps.on_started``). Their events have deterministic
+        ids, so the parts recorded before the restart are not recorded twice."""
+        resumed = 0
+        for rec in await self._docs.processing():
+            s = rec.state
+            if (s.tenant_id, s.document_id) in self._running:
+                continue
+            log.info("resuming the import of document %s v%d (cut short by a restart)", s.document_id, s.version)
+            job = _Job(s.tenant_id, s.document_id, s.owner_user_id, s.version, s.name, rec.object_name, 0)
+            self._start(job, previous=None)
+            resumed += 1
+        return resumed
+
+    def _start(self, job: _Job, previous: str | None) -> None:
+        key = (job.tenant_id, job.document_id)
         task = asyncio.create_task(self._run(job, previous))
         self._running[key] = task
         task.add_done_callback(lambda t: self._running.pop(key, None) if self._running.get(key) is t else None)
-        return DocumentImportReply(book_id=book_id, document_id=document_id, version=version)
 
     def _under_way(self, state: DocumentState) -> bool:
         """Processing here; a ``processing`` import with no task in this replica was cut short by a restart
-        (the lore service runs one replica), so importing the file again starts a new version."""
+        (``resume`` runs it again at start; meanwhile importing the file again starts a new version)."""
         return state.status == "processing" and (state.tenant_id, state.document_id) in self._running
 
     async def wait_idle(self) -> None:
