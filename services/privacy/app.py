@@ -18,6 +18,7 @@ from services.privacy.export import Exporter
 from shared import subjects
 from shared.bootstrap import ServiceDefinition
 from shared.events.privacy_contract import EraseTenantRequest, EraseUserRequest, ExportUserRequest
+from shared.limits import RateLimiter
 from shared.rpc import serve
 from shared.runtime import Deps
 
@@ -41,7 +42,8 @@ def create_router(deps: Deps) -> NatsRouter:
     router = NatsRouter()
     eraser = eraser_for(deps)
     exporter = Exporter(deps.db, deps.cipher)
-    on = functools.partial(serve, router, service=SERVICE, errors={})
+    limiter = RateLimiter(deps.settings.limits)  # per tenant, like every RPC (an erasure scans whole streams)
+    on = functools.partial(serve, router, service=SERVICE, errors={}, limiter=limiter)
     on(subjects.PRIVACY_ERASE_USER, request=EraseUserRequest, call=eraser.erase_user)
     on(subjects.PRIVACY_ERASE_TENANT, request=EraseTenantRequest, call=eraser.erase_tenant)
     on(subjects.PRIVACY_EXPORT_USER, request=ExportUserRequest, call=exporter.export_user)

@@ -2,11 +2,12 @@
 
 Order matters. Keys first: from then on nothing of theirs decrypts in this process, and in any other once its
 key cache expires (``MNEMO_KEY_CACHE_SECONDS``), so a projector still holding an event of theirs cannot bring
-rows back for long; the rows, vectors and JetStream messages of theirs are then deleted, and deleted once more
-after that cache time (``resweep``), catching whatever an in-flight projection wrote meanwhile. Last, an
-``erasure.completed`` event records ids and counts (no content); ``mnemo replay`` reads it to skip every
-event of theirs recorded before it (docs/privacy.md). Each step is idempotent, so a failed erasure is retried
-by calling it again.
+rows back for long; the rows, vectors, uploaded files and JetStream messages of theirs are then deleted, and
+the rows and vectors once more after that cache time (``resweep``), catching whatever an in-flight projection
+wrote meanwhile. Last, an ``erasure.completed`` event records ids and counts (no content); ``mnemo replay``
+reads it to skip every event of theirs recorded before it (docs/privacy.md). Each step is idempotent, so a
+failed erasure is retried by calling it again. A replica runs one erasure or resweep at a time, and requests
+are rate-limited per tenant: each scans whole streams, so a flood of them queues instead of loading NATS.
 """
 
 from __future__ import annotations
@@ -66,7 +67,10 @@ class Eraser:
         self._db, self._cipher, self._store, self._publisher = db, cipher, store, publisher
         self._vectors, self._js = vectors, js
         self._resweep_after_s = resweep_after_s
-        self._resweeps: set[asyncio.Task[None]] = set()
+        self._resweeps: dict[_Target, asyncio.Task[None]] = {}
+        # One erasure (or resweep) at a time per replica: each scans whole streams and every read model, and a
+        # flood of erasure requests must queue rather than multiply that load on NATS and the database.
+        self._one_at_a_time = asyncio.Lock()
 
     async def erase_user(self, req: EraseUserRequest) -> ErasureReply:
         return await self._erase(_Target(req.tenant_id, req.user_id))
@@ -77,9 +81,18 @@ class Eraser:
     async def drain(self) -> None:
         """Wait for scheduled resweeps (tests; a stopping service)."""
         if self._resweeps:
-            await asyncio.gather(*self._resweeps, return_exceptions=True)
+            await asyncio.gather(*self._resweeps.values(), return_exceptions=True)
 
     async def _erase(self, target: _Target) -> ErasureReply:
+        async with self._one_at_a_time:
+            reply, books = await self._erase_now(target)
+        if target not in self._resweeps:  # an erasure repeated before its resweep needs only the one
+            task = asyncio.create_task(self._resweep(target, books))
+            self._resweeps[target] = task
+            task.add_done_callback(lambda _: self._resweeps.pop(target, None))
+        return reply
+
+    async def _erase_now(self, target: _Target) -> tuple[ErasureReply, list[str]]:
         erased_at = utcnow()
         books = await self._owned_books(target)
         documents, objects = await self._owned_documents(target)  # read before their rows are deleted
@@ -109,11 +122,8 @@ class Eraser:
         result = await append_at_head(self._store, stream, [new])
         if result.committed:
             await self._publisher.publish_committed(result.committed)
-        task = asyncio.create_task(self._resweep(target, books))
-        self._resweeps.add(task)
-        task.add_done_callback(self._resweeps.discard)
         log.info("erased %s: %d keys destroyed, deleted %s", target, len(key_ids), deleted)
-        return ErasureReply(erasure_id=erasure_id, keys_destroyed=len(key_ids), deleted=deleted)
+        return ErasureReply(erasure_id=erasure_id, keys_destroyed=len(key_ids), deleted=deleted), books
 
     async def _owned_books(self, target: _Target) -> list[str]:
         query: dict[str, Any] = {"tenant_id": target.tenant_id}
@@ -129,7 +139,7 @@ class Eraser:
         rows = [d async for d in self._db[DOCUMENTS].find(query, {"document_id": 1, "object_name": 1})]
         return sorted({str(d["document_id"]) for d in rows}), sorted({str(d["object_name"]) for d in rows})
 
-    async def _sweep(self, target: _Target, books: list[str]) -> dict[str, int]:
+    async def _sweep(self, target: _Target, books: list[str], *, streams: bool = True) -> dict[str, int]:
         if target.user_id is None:
             query = rows.tenant_rows(target.tenant_id)
         else:
@@ -145,7 +155,7 @@ class Eraser:
             for flt in filters:
                 await self._vectors.delete(flt)
             deleted["vector_filters"] = len(filters)
-        if self._js is not None:
+        if self._js is not None and streams:
             match = belongs_to(target.tenant_id, target.user_id)
             removed = 0
             for stream, subject in PURGED_STREAMS:
@@ -154,9 +164,12 @@ class Eraser:
         return deleted
 
     async def _resweep(self, target: _Target, books: list[str]) -> None:
+        """Rows and vectors again, once in-flight work can no longer hold the key. Not the streams: what reached
+        them after the first pass is new activity, or log events under the destroyed key (shredded)."""
         await asyncio.sleep(self._resweep_after_s)
         try:
-            late = await self._sweep(target, books)
+            async with self._one_at_a_time:
+                late = await self._sweep(target, books, streams=False)
         except Exception:
             log.exception("resweep of %s failed: call the erasure again", target)
             return
