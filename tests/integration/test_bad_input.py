@@ -92,7 +92,7 @@ from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
-CASES = int(os.environ.get("MNEMO_FUZZ_EXAMPLES", "400"))
+CASES = int(os.environ.get("MNEMO_FUZZ_EXAMPLES", "1000"))
 BATCH = 25
 DEADLINE_S = 30.0
 FUZZ = settings(
