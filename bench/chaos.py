@@ -12,10 +12,12 @@ acknowledged everything, and checks, reading the event log (the cluster's own ke
 - ``duplicate_summaries``: active summaries of the same range, type and audience more than once;
 - ``dead_letters``: messages in the DLQ stream (all input is valid, so any is a failure);
 - ``degraded_final``: conversations whose context, asked once everything is processed, names a degraded part;
+- ``missing_points``: per context-assembler replica, recorded messages whose point is not in its index shard
+  (counted once every replica has applied the whole points stream and the cluster stopped), summed;
 - ``answered_share`` and ``p95_ms`` of the context requests made during the faults (5 s deadline each).
 
 Ends with one JSON line; exits 1 when lost, duplicated or out_of_order is not 0, dead letters or duplicate
-summaries exist, or fewer than 95 % of the context requests were answered. ``--quick`` is the CI size.
+summaries exist, a replica's shard misses points, or fewer than 95 % of the context requests were answered. ``--quick`` is the CI size.
 """
 
 from __future__ import annotations
@@ -46,12 +48,18 @@ from bench.common import machine, print_result
 from runtime.catalog import SERVICES
 from shared import subjects
 from shared.crypto import FieldCipher, load_or_create_kek
+from shared.embedders.bundled import DIMENSIONS
 from shared.eventlog.codec import EventCodec
 from shared.eventlog.keystore import MongoKeyStore
 from shared.eventlog.mongo import MongoEventStore
 from shared.events.recorded import REGISTRY, conversation_stream
 from shared.lease import LEASE_BUCKET
 from shared.settings import Settings
+from shared.vectors import points as vp
+from shared.vectors.edge import EdgeVectorIndex
+from shared.vectors.factory import REPLICA_DIR
+from shared.vectors.follower import STATE_FILE
+from shared.vectors.port import VectorFilter
 
 TENANT, USER, BOT = "t-chaos", "u-chaos", "bot-chaos"
 T0 = datetime(2026, 11, 1, 20, 0, tzinfo=UTC)
@@ -260,6 +268,38 @@ def compare(published: dict[str, list[str]], stored: dict[str, list[str]]) -> di
     return {"lost": lost, "duplicated": duplicated, "out_of_order": out_of_order}
 
 
+def _shard_homes(data_dir: Path) -> list[Path]:
+    return sorted((data_dir / "services").glob("context-assembler-*"))
+
+
+async def shards_caught_up(js: JetStreamContext, data_dir: Path, timeout_s: float) -> bool:
+    """Until every context-assembler replica's shard has applied the whole points stream (its ``applied.json``)."""
+    last = (await js.stream_info(subjects.POINTS_STREAM)).state.last_seq
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        applied = []
+        for home in _shard_homes(data_dir):
+            state = home / REPLICA_DIR / STATE_FILE
+            applied.append(json.loads(state.read_text()).get("applied", 0) if state.exists() else 0)
+        if applied and min(applied) >= last:
+            return True
+        await asyncio.sleep(0.5)
+    return False
+
+
+async def shard_counts(data_dir: Path) -> dict[str, int]:
+    """The message points of the chaos tenant in each replica's shard (read after the cluster stopped)."""
+    out: dict[str, int] = {}
+    for home in _shard_homes(data_dir):
+        index = EdgeVectorIndex(home / REPLICA_DIR, Settings().vector_collection)
+        await index.ensure_collection(DIMENSIONS)
+        try:
+            out[home.name] = await index.count(VectorFilter.where(**{vp.TENANT_ID: TENANT, vp.KIND: vp.MESSAGE}))
+        finally:
+            await index.close()
+    return out
+
+
 async def final_contexts(nc: NatsClient, conversations: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for conv in conversations:
@@ -296,8 +336,10 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
                 dupes = await duplicate_summaries(mongodb_url)
                 dlq = (await js.stream_info(subjects.DLQ_STREAM)).state.messages
                 degraded = await final_contexts(nc, convs)
+                followed = await shards_caught_up(js, data_dir, 120)
             finally:
                 await nc.close()
+        shards = await shard_counts(data_dir)  # the cluster is stopped: the shards are free to open
     latencies = sorted(asked.latencies_ms)
     return {
         **counts,
@@ -307,6 +349,9 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
         "degraded_during": asked.degraded,
         "degraded_final": sum(bool(d) for d in degraded.values()),
         "degraded_parts": sorted({part for d in degraded.values() for part in d}),
+        "points_per_shard": shards,
+        "shards_caught_up": followed,
+        "missing_points": sum(max(0, sum(len(set(v)) for v in stored.values()) - n) for n in shards.values()),
         "duplicate_summaries": dupes,
         "dead_letters": dlq,
         "published": sum(len(v) for v in published.acked.values()),
@@ -327,6 +372,8 @@ def ok(result: dict[str, Any]) -> bool:
         and result["duplicate_summaries"] == 0
         and result["answered_share"] >= 0.95
         and result["settled"]
+        and result["shards_caught_up"]
+        and result["missing_points"] == 0
     )
 
 

@@ -1,4 +1,5 @@
-"""`make bench-scale`: ingest at 1 and 2 replicas on `mnemo cluster`, beside one process in the same run.
+"""`make bench-scale`: ingest and embedding at 1 and 2 replicas on `mnemo cluster`, beside one process (ingest)
+and the raw model (embedding) in the same run.
 
 Three runs on fresh servers, the same N payloads (``bench.ingest.payloads``) published by the same publisher
 process (``bench.publisher``), each timed from the first publish until the ingest durable has acknowledged
@@ -14,22 +15,31 @@ duplicates: ``message.recorded`` events in the log minus N (must be 0). The over
 ingest processes' CPU per message minus the one-process figure of the same run (and cluster-2 minus
 cluster-1: what the second replica adds). The servers' CPU is reported apart: three NATS nodes replicating
 every stream cost more than one nats-server, whatever the replicas do. On 2 cores expect little gain from a
-second replica; the point is that replicas add no duplicates and little overhead. Embedding is not measured
-here (yet): ingest only.
+second replica; the point is that replicas add no duplicates and little overhead.
+
+Embedding: ``embedding-1`` / ``embedding-2`` start a cluster with one ingest replica and 1 or 2 embedding
+replicas (stream vector mode, as ``mnemo cluster`` runs it), publish the same N messages and time them from the
+first publish until the embedding durable has acknowledged every log event. The reference is the bundled model
+itself in this process on the same N texts (``raw``, texts/s), measured just before. Reported: texts/s and its
+ratio to the raw model, embedding CPU-us per text, points in ``MNEMO_POINTS`` (one per text: a second replica
+must not write a point twice under another id) and the durable's redeliveries.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nats
+from nats.js import JetStreamContext
 from pymongo import AsyncMongoClient
 
 from bench.cluster_proc import cluster
@@ -38,6 +48,7 @@ from bench.ingest import measure_ingest, payloads
 from bench.publisher import publisher_process
 from runtime.catalog import SERVICES
 from shared import subjects
+from shared.embedders.bundled import BundledEmbedder
 from shared.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,9 +77,72 @@ class Run:
         }
 
 
-def replica_flags(ingest: int) -> str:
-    """``--replicas`` running ``ingest`` ingest replicas and nothing else."""
-    return ",".join(f"{s.name}={ingest if s.name == 'ingest' else 0}" for s in SERVICES)
+def replica_flags(ingest: int, embedding: int = 0) -> str:
+    """``--replicas`` running ``ingest`` ingest and ``embedding`` embedding replicas and nothing else."""
+    counts = {"ingest": ingest, "embedding": embedding}
+    return ",".join(f"{s.name}={counts.get(s.name, 0)}" for s in SERVICES)
+
+
+def texts_of(bodies: list[bytes]) -> list[str]:
+    return [json.loads(b)["content"] for b in bodies]
+
+
+def raw_model_rate(texts: list[str]) -> float:
+    """The bundled model alone on ``texts``, in batches as the embedding service sends them: texts/s."""
+    embedder = BundledEmbedder()
+    embedder.embed_sync(texts[:64])  # load and warm
+    start = time.perf_counter()
+    for i in range(0, len(texts), 256):
+        embedder.embed_sync(texts[i : i + 256])
+    return len(texts) / (time.perf_counter() - start)
+
+
+async def log_settled(js: JetStreamContext, mongodb_url: str, timeout_s: float) -> int:
+    """Once every recorded event is relayed to ``MNEMO_LOG``: its last sequence (what the embedding acks)."""
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_url)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            events = await client[Settings().mongodb_db]["events"].count_documents({})
+            relayed = (await js.stream_info(subjects.LOG_STREAM)).state.last_seq
+            if relayed >= events or time.monotonic() > deadline:
+                return relayed
+            await asyncio.sleep(0.1)
+    finally:
+        await client.close()
+
+
+async def run_embedding(bodies: list[bytes], replicas: int, raw_rate: float, tmp: Path) -> dict[str, Any]:
+    label = f"embedding-{replicas}"
+    async with cluster(tmp, replica_flags(1, replicas), label) as (nats_url, mongodb_url, pids):
+        procs = pids["processes"]
+        workers = {f"embedding-{p['replica']}": p["pid"] for p in procs if p["name"] == "embedding"}
+        cpu = CpuMeter(workers)
+        nc = await nats.connect(nats_url)
+        try:
+            js = nc.jetstream(timeout=30)
+            async with publisher_process(nats_url, subjects.MESSAGE_CREATED, bodies) as publisher:
+                cpu.start()
+                start = time.perf_counter()
+                await publisher.publish()
+                await wait_for_acks(js, subjects.CHAT_STREAM, subjects.durable("ingest"), len(bodies), 600)
+                relayed = await log_settled(js, mongodb_url, 120)
+                await wait_for_acks(js, subjects.LOG_STREAM, subjects.durable("embedding"), relayed, 1200)
+                elapsed = time.perf_counter() - start
+                cpu.stop()
+            info = await js.consumer_info(subjects.LOG_STREAM, subjects.durable("embedding"))
+            points = (await js.stream_info(subjects.POINTS_STREAM)).state.messages
+        finally:
+            await nc.drain()
+    rate = len(bodies) / elapsed
+    return {
+        "texts_per_s": round(rate, 1),
+        "ratio_to_raw_model": round(rate / raw_rate, 3),
+        "embedding_cpu_us_per_text": round(sum(cpu.used[k] for k in workers) / len(bodies) * 1e6),
+        "points": points,
+        "redelivered": info.num_redelivered,
+        "label": label,
+    }
 
 
 def overheads(runs: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -143,11 +217,12 @@ async def main(n: int, conversations: int, keep: Path | None = None) -> dict[str
     runs: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-scale-") as scratch:
         tmp = keep or scratch
-        for label, measure in (
+        measures: list[tuple[str, Callable[[], Awaitable[Run]]]] = [
             ("one", lambda: run_one(bodies)),
             ("cluster-1", lambda: run_cluster(bodies, 1, Path(tmp))),
             ("cluster-2", lambda: run_cluster(bodies, 2, Path(tmp))),
-        ):
+        ]
+        for label, measure in measures:
             print(f"{label}: publishing {n:,} messages...", flush=True)
             run = await measure()
             runs[label] = run.report(n)
@@ -166,9 +241,32 @@ async def main(n: int, conversations: int, keep: Path | None = None) -> dict[str
             print(f"{name}: {r['msgs_per_s'] / base:.2f} of one process's rate, {over[f'{name}_vs_one']:+d} CPU-us/msg")
     if "cluster-2_vs_cluster-1" in over:
         print(f"the second replica adds {over['cluster-2_vs_cluster-1']:+d} CPU-us per message")
+    texts = texts_of(bodies)
+    raw = raw_model_rate(texts)
+    print(f"raw model: {raw:,.0f} texts/s on the same {len(texts):,} texts", flush=True)
+    embedding: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-scale-") as scratch:
+        for replicas in (1, 2):
+            print(f"embedding-{replicas}: publishing {n:,} messages...", flush=True)
+            e = await run_embedding(bodies, replicas, raw, Path(keep or scratch))
+            embedding[e.pop("label")] = e
+            print(
+                f"embedding-{replicas}: {e['texts_per_s']:,.0f} texts/s ({e['ratio_to_raw_model']:.2f} of the raw"
+                f" model), {e['embedding_cpu_us_per_text']} CPU-us per text; {e['points']:,} points for {n:,}"
+                f" texts, redelivered {e['redelivered']}",
+                flush=True,
+            )
+    if embedding:
+        embedding["embedding-2"]["overhead_cpu_us_per_text"] = (
+            embedding["embedding-2"]["embedding_cpu_us_per_text"]
+            - embedding["embedding-1"]["embedding_cpu_us_per_text"]
+        )
     bad = {name: r["duplicates"] for name, r in runs.items() if r["duplicates"]}
+    bad.update({name: e["points"] - n for name, e in embedding.items() if e["points"] != n})
     result = {
         "runs": runs,
+        "raw_model_texts_per_s": round(raw, 1),
+        "embedding": embedding,
         "ratio_to_one": {name: round(r["msgs_per_s"] / base, 3) for name, r in runs.items() if name != "one"},
         "overhead_cpu_us_per_msg": over,
         "duplicates": sum(r["duplicates"] for r in runs.values()),

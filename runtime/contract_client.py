@@ -12,12 +12,12 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import nats
 from nats.aio.client import Client as NatsClient
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 from pydantic import BaseModel
 
+from shared import natsconn
 from shared.settings import Settings
 
 
@@ -29,9 +29,9 @@ class ContractError(Exception):
 
 @contextlib.asynccontextmanager
 async def connected(settings: Settings) -> AsyncIterator[NatsClient]:
-    try:
-        nc = await nats.connect(
-            settings.nats_servers, name="mnemo-cli", connect_timeout=5, max_reconnect_attempts=0, allow_reconnect=False
+    try:  # as ``MNEMO_NATS__USER`` with its password and TLS when set (a secured deployment: usually ``admin``)
+        nc = await natsconn.connect(
+            settings, "admin", name="mnemo-cli", connect_timeout=5, max_reconnect_attempts=0, allow_reconnect=False
         )
     except Exception as exc:
         raise ContractError("unavailable", f"cannot connect to NATS at {settings.nats_url}: {exc}") from exc

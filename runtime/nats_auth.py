@@ -157,6 +157,8 @@ def _uploads_api() -> list[str]:
         f"{JS_API}.CONSUMER.DELETE.{UPLOADS_STREAM}.>",
         f"{JS_API}.STREAM.PURGE.{UPLOADS_STREAM}",
         f"$JS.FC.{UPLOADS_STREAM}.>",
+        # nats-py's object store finds the bucket's stream by subject to read an object: names only, no content.
+        f"{JS_API}.STREAM.NAMES",
     ]
 
 
@@ -188,11 +190,13 @@ def grants() -> dict[str, Grant]:
     table = {PLATFORM: Grant(platform, (f"{inbox_prefix(PLATFORM)}.>", subjects.LORE_DOCUMENT_STATUS))}
     table.update({name: service_grant(name, role) for name, role in ROLES.items()})
     publish, subscribe = _core(HOST)
-    host_publish = [
+    host_publish = [  # one core connection for every service of the embedded stack: what their cores do
         *publish,
         *_points_api("write"),
         *_points_api("read"),
         f"{JS_API}.STREAM.PURGE.{subjects.POINTS_STREAM}",
+        *(api for stream in ROLES["privacy"].purges for api in _purge_api(stream)),  # erasure's stream scans
+        *_uploads_api(),  # erasure deletes uploaded files
     ]
     table[HOST] = Grant(tuple(dict.fromkeys(host_publish)), tuple(subscribe))
     table[ADMIN] = Grant((">",), (">",))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import nats
 from fastapi import Depends, FastAPI, Request
@@ -51,11 +51,20 @@ class Health(BaseModel):
     status: str = Field(..., description="`ok`, or `unavailable` while NATS is not connected")
 
 
-def create_app(settings: GatewaySettings, nats_servers: list[str], *, nc: NatsClient | None = None) -> FastAPI:
+def create_app(
+    settings: GatewaySettings,
+    nats_servers: list[str],
+    *,
+    nc: NatsClient | None = None,
+    connect_options: dict[str, Any] | None = None,
+) -> FastAPI:
+    """``connect_options``: credentials and TLS for ``nats.connect`` (``shared.natsconn.connect_options``)."""
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         own = nc is None
-        client = nc or await nats.connect(nats_servers, name="mnemo-gateway", max_reconnect_attempts=-1)
+        options = connect_options or {}
+        client = nc or await nats.connect(nats_servers, name="mnemo-gateway", max_reconnect_attempts=-1, **options)
         app.state.bridge = NatsBridge(
             client, request_timeout_s=settings.request_timeout_s, publish_timeout_s=settings.publish_timeout_s
         )

@@ -12,6 +12,7 @@ import uvicorn
 
 from services.gateway.app import create_app
 from services.gateway.settings import SECTION, GatewaySettings
+from shared import natsconn
 from shared.bootstrap import configure_logging, wait_for_stop_signal
 from shared.settings import Settings, read_section
 
@@ -33,7 +34,9 @@ def gateway_settings() -> GatewaySettings:
 @contextlib.asynccontextmanager
 async def hosted_gateway(settings: Settings, gateway: GatewaySettings) -> AsyncIterator[str]:
     """The gateway serving in this event loop; yields its URL (the real port when ``port`` is 0)."""
-    app = create_app(gateway, settings.nats_servers)
+    # The gateway acts for the platforms: on a secured deployment it connects as the `platform` user (or
+    # MNEMO_NATS__USER), with that user's password and the CA from MNEMO_NATS__*.
+    app = create_app(gateway, settings.nats_servers, connect_options=natsconn.connect_options(settings, "platform"))
     config = uvicorn.Config(app, host=gateway.host, port=gateway.port, log_level="warning", access_log=False)
     server = _HostedServer(config)
     task = asyncio.create_task(server.serve())

@@ -103,6 +103,18 @@ class StackProcess:
             "inbox_prefix": f"_INBOX.{user}",
         }
 
+    def client_env(self, user: str = "admin") -> dict[str, str]:
+        """``MNEMO_NATS__*`` for a ``mnemo`` command run against this stack: with ``--secure``, ``user``'s
+        password directory and the stack's CA (``admin``: the operators' user, for JetStream inspection)."""
+        if not self.secure:
+            return {}
+        home = self.data_dir / "secure"
+        return {
+            "MNEMO_NATS__USER": user,
+            "MNEMO_NATS__PASSWORD_DIR": str(home / "passwords"),
+            "MNEMO_NATS__TLS_CA_FILE": str(home / "tls" / "ca.pem"),
+        }
+
     @property
     def gateway_url(self) -> str:
         """Where the HTTP gateway of a stack started with ``--gateway`` listens (from its start line)."""

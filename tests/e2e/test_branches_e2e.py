@@ -83,7 +83,7 @@ async def shows(nc: nats.NATS, conv: str, present: str, absent: str, question: s
 
 async def test_only_the_current_swipe_is_remembered(stack: Any) -> None:
     conv = "swipe-c"
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         await publish(nc, CREATED, *(message(conv, i, line) for i, line in enumerate(LINES)))
         question = "Where does the crown lie?"
@@ -139,7 +139,7 @@ def go_on(conv: str, start: int, count: int, secret_at: int, secret: str) -> lis
 
 async def test_a_fork_and_its_parent_never_share_what_came_after(stack: Any) -> None:
     parent, fork = "fork-p", "fork-f"
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         await publish(nc, CREATED, *(message(parent, i, line) for i, line in enumerate(LINES)))
         await wait_for_stack(lambda: shows(nc, parent, "obsidian", "cedar", "Where does the crown lie?"), "the parent")

@@ -39,8 +39,10 @@ LINES = [
 
 
 @pytest.fixture(autouse=True)
-def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+def wide_terminal(monkeypatch: pytest.MonkeyPatch, stack: StackProcess) -> None:
     monkeypatch.setenv("COLUMNS", "300")  # rich wraps tables to the terminal's width
+    for name, value in stack.client_env().items():  # `make test-e2e-secure`: the commands connect as admin
+        monkeypatch.setenv(name, value)
 
 
 def mnemo(capsys: pytest.CaptureFixture[str], stack: StackProcess, *argv: str) -> tuple[int, str, str]:
@@ -64,8 +66,10 @@ def until(fetch: Callable[[], Any], ready: Callable[[Any], bool], timeout: float
     return value
 
 
-async def _publish(url: str, items: list[tuple[str, dict[str, Any] | bytes, dict[str, str]]]) -> None:
-    nc = await nats.connect(url)
+async def _publish(
+    stack: StackProcess, items: list[tuple[str, dict[str, Any] | bytes, dict[str, str]]], user: str = "platform"
+) -> None:
+    nc = await nats.connect(stack.nats_url, **stack.client_options(user))
     try:
         js = nc.jetstream()
         for subject, body, headers in items:
@@ -75,8 +79,10 @@ async def _publish(url: str, items: list[tuple[str, dict[str, Any] | bytes, dict
         await nc.drain()
 
 
-def publish(stack: StackProcess, items: list[tuple[str, dict[str, Any] | bytes, dict[str, str]]]) -> None:
-    asyncio.run(_publish(stack.nats_url, items))
+def publish(
+    stack: StackProcess, items: list[tuple[str, dict[str, Any] | bytes, dict[str, str]]], user: str = "platform"
+) -> None:
+    asyncio.run(_publish(stack, items, user))
 
 
 def scene(conv: str = CONV, lines: list[str] = LINES) -> list[tuple[str, dict[str, Any] | bytes, dict[str, str]]]:
@@ -164,7 +170,7 @@ def test_dead_letters_are_listed_and_redriven(capsys, stack: StackProcess):
     (_, parked, _), = scene("c-dlq", [lost])  # fmt: skip
     headers = {"Mnemo-Dlq-Original-Subject": "mnemo.chat.message.created.v1", "Mnemo-Dlq-Service": "ingest",
                "Mnemo-Dlq-Reason": "timeout", "Mnemo-Dlq-Attempts": "5", "Nats-Msg-Id": "parked-1"}  # fmt: skip
-    publish(stack, [("mnemo.dlq.ingest.v1", parked, headers)])
+    publish(stack, [("mnemo.dlq.ingest.v1", parked, headers)], user="admin")  # as a service would park it
     letters = mnemo_json(capsys, stack, "dlq", "list", "--service", "ingest")
     seq = next(d["seq"] for d in letters if d["reason"] == "timeout")
     code, out, err = mnemo(capsys, stack, "dlq", "redrive", "--seq", str(seq))

@@ -86,7 +86,7 @@ async def test_a_300_page_book_as_pdf_and_as_text_reaches_the_context(stack: Sta
     pages = book.pages()
     assert len(pages) >= 300
     pdf = await asyncio.to_thread(book.pdf, pages)
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         obs = await nc.jetstream().object_store("MNEMO_UPLOADS")
         await obs.put(f"{TENANT}/books/tragedies.pdf", pdf)
@@ -126,7 +126,7 @@ async def test_replace_a_document_through_the_contract(stack: StackProcess) -> N
     no longer the old one; unchanged chunks keep the document's count."""
     old = "# Harbour rules\n\n## Night\n\nAfter dark the harbour chain of Varnholt is raised with a brass winch."
     new = old.replace("brass winch", "bronze capstan turned by four oxen")
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         body = {"tenant_id": TENANT, "owner_user_id": OWNER, "name": "harbour.md", "attach_to_bots": ["bot-harbour"]}
         first = await rpc(nc, "mnemo.rpc.lore.document.import.v1", {**body, "data_base64": _b64(old)})

@@ -138,9 +138,17 @@ def scan_mongo(stack: StackProcess) -> tuple[Found, dict[str, list[dict[str, Any
     return found, rows
 
 
-async def scan_streams(nc: nats.NATS, stack: StackProcess) -> Found:
+async def scan_streams(stack: StackProcess) -> Found:
     with MongoClient(stack.mongo_url) as client:
         keys = data_keys(stack.data_dir / "kek.b64", list(client["mnemo"]["tenant_keys"].find()))
+    nc = await nats.connect(stack.nats_url, **stack.client_options("admin"))  # the platform cannot read streams
+    try:
+        return await _scan(nc, keys)
+    finally:
+        await nc.close()
+
+
+async def _scan(nc: nats.NATS, keys: dict[str, Any]) -> Found:
     js, found = nc.jetstream(), Found()
     streams = {s.config.name: s for s in await js.streams_info()}
     assert {"MNEMO_CHAT", "MNEMO_LOG", "MNEMO_DLQ"} <= set(streams)
@@ -178,7 +186,7 @@ def assert_nothing_of_alice(found: Found, where: str) -> None:
 
 
 async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackProcess, tmp_path: Path) -> None:
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         await seed(nc)
         await settled(nc, ALICE)
@@ -209,7 +217,7 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
         assert_nothing_of_alice(found, "MongoDB")
         assert of_user(rows, ALICE) == {}, "no read-model rows, facts or summaries of alice"
         assert of_user(rows, BOB), "bob's rows are there"
-        assert_nothing_of_alice(await scan_streams(nc, stack), "JetStream")
+        assert_nothing_of_alice(await scan_streams(stack), "JetStream")
         assert (await memories(nc, ALICE))["total"] == 0
         alice_ctx = await context(nc, ALICE, "Tell me about Quillfeather and the mill.")
         assert not [
@@ -232,7 +240,7 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
     found, rows = scan_mongo(stack)
     assert of_user(rows, ALICE) == {}, "replay brought back no rows of alice"
     assert_nothing_of_alice(found, "MongoDB after replay")
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         assert await context(nc, BOB, "Tell me about Driftwood.") == bob_before
         assert (await memories(nc, ALICE))["total"] == 0
@@ -243,7 +251,7 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
 async def test_erase_tenant_leaves_nothing_of_the_tenant_and_spares_the_others(stack: StackProcess) -> None:
     keep = turn(0, "The Keepsake inn serves cider.", T0, tenant="t-keep", user="k", conv="c", message_id="m-0",
                 persona=("p-k", "Kim"), bot=("bot-1", "Sage"))  # fmt: skip
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
         await nc.jetstream().publish(CREATED, json.dumps(keep).encode())
         await wait_for_stack(lambda: "Keepsake" in scan_mongo(stack)[0].readable(), "the other tenant's message")
@@ -270,7 +278,7 @@ async def test_erase_tenant_leaves_nothing_of_the_tenant_and_spares_the_others(s
 
 def run_cli(stack: StackProcess, *args: str) -> str:
     env = {**os.environ, "MNEMO_DATA_DIR": str(stack.data_dir), "MNEMO_NATS_URL": stack.nats_url,
-           "MNEMO_MONGODB_URL": stack.mongo_url}  # fmt: skip
+           "MNEMO_MONGODB_URL": stack.mongo_url, **stack.client_env()}  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "runtime.cli", *args],
         env=env,
