@@ -35,6 +35,9 @@ def test_the_quick_fault_suite_loses_duplicates_and_reorders_nothing(tmp_path: P
     assert result["duplicate_summaries"] == 0, result
     assert result["settled"], result
     assert result["answered_share"] >= 0.95, result
+    assert result["shards_caught_up"], result
+    assert result["missing_points"] == 0, result  # every recorded message's point in every shard
+    assert len(result["points_per_shard"]) == 2, result  # the quick topology's two context-assemblers
     assert result["published"] > 0, result
     assert len(result["faults"]) >= 9, result  # 7 services, a NATS node, SecantusDB
     assert run.returncode == 0, run.stdout[-3000:]
