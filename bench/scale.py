@@ -45,7 +45,7 @@ from pymongo import AsyncMongoClient
 from bench.cluster_proc import cluster
 from bench.common import CpuMeter, embedded_servers, machine, print_result, wait_for_acks
 from bench.ingest import measure_ingest, payloads
-from bench.publisher import publisher_process
+from bench.publisher import Published, PublisherProcess, publisher_process
 from runtime.catalog import SERVICES
 from shared import subjects
 from shared.embedders.bundled import BundledEmbedder
@@ -112,6 +112,15 @@ async def log_settled(js: JetStreamContext, mongodb_url: str, timeout_s: float) 
         await client.close()
 
 
+async def publish_and_ingest(publisher: PublisherProcess, js: JetStreamContext, n: int) -> tuple[float, Published]:
+    """Publish the ``n`` messages and wait until the ingest durable has acknowledged them all: (start, the
+    publisher's report)."""
+    start = time.perf_counter()
+    published = await publisher.publish()
+    await wait_for_acks(js, subjects.CHAT_STREAM, subjects.durable("ingest"), n, 600)
+    return start, published
+
+
 async def run_embedding(bodies: list[bytes], replicas: int, raw_rate: float, tmp: Path) -> dict[str, Any]:
     label = f"embedding-{replicas}"
     async with cluster(tmp, replica_flags(1, replicas), label) as (nats_url, mongodb_url, pids):
@@ -123,9 +132,7 @@ async def run_embedding(bodies: list[bytes], replicas: int, raw_rate: float, tmp
             js = nc.jetstream(timeout=30)
             async with publisher_process(nats_url, subjects.MESSAGE_CREATED, bodies) as publisher:
                 cpu.start()
-                start = time.perf_counter()
-                await publisher.publish()
-                await wait_for_acks(js, subjects.CHAT_STREAM, subjects.durable("ingest"), len(bodies), 600)
+                start, _ = await publish_and_ingest(publisher, js, len(bodies))
                 relayed = await log_settled(js, mongodb_url, 120)
                 await wait_for_acks(js, subjects.LOG_STREAM, subjects.durable("embedding"), relayed, 1200)
                 elapsed = time.perf_counter() - start
@@ -191,9 +198,7 @@ async def run_cluster(bodies: list[bytes], ingest: int, tmp: Path) -> Run:
             js = nc.jetstream(timeout=30)
             async with publisher_process(nats_url, subjects.MESSAGE_CREATED, bodies) as publisher:
                 cpu.start()
-                start = time.perf_counter()
-                published = await publisher.publish()
-                await wait_for_acks(js, subjects.CHAT_STREAM, subjects.durable("ingest"), len(bodies), 600)
+                start, published = await publish_and_ingest(publisher, js, len(bodies))
                 elapsed = time.perf_counter() - start
                 cpu.stop()
             info = await js.consumer_info(subjects.CHAT_STREAM, subjects.durable("ingest"))

@@ -126,17 +126,13 @@ class Eraser:
         return ErasureReply(erasure_id=erasure_id, keys_destroyed=len(key_ids), deleted=deleted), books
 
     async def _owned_books(self, target: _Target) -> list[str]:
-        query: dict[str, Any] = {"tenant_id": target.tenant_id}
-        if target.user_id is not None:
-            query["owner_user_id"] = target.user_id
+        query = _owned_by(target)
         return sorted({str(d["lorebook_id"]) async for d in self._db[LOREBOOKS].find(query, {"lorebook_id": 1})})
 
     async def _owned_documents(self, target: _Target) -> tuple[list[str], list[str]]:
         """The ids of their documents and the names of the stored files."""
-        query: dict[str, Any] = {"tenant_id": target.tenant_id}
-        if target.user_id is not None:
-            query["owner_user_id"] = target.user_id
-        rows = [d async for d in self._db[DOCUMENTS].find(query, {"document_id": 1, "object_name": 1})]
+        fields = {"document_id": 1, "object_name": 1}
+        rows = [d async for d in self._db[DOCUMENTS].find(_owned_by(target), fields)]
         return sorted({str(d["document_id"]) for d in rows}), sorted({str(d["object_name"]) for d in rows})
 
     async def _sweep(self, target: _Target, books: list[str], *, streams: bool = True) -> dict[str, int]:
@@ -175,6 +171,14 @@ class Eraser:
             return
         if any(late.values()):
             log.info("resweep of %s deleted what in-flight work wrote after the erasure: %s", target, late)
+
+
+def _owned_by(target: _Target) -> dict[str, Any]:
+    """What the target owns in a read model keyed by owner (books, documents): the tenant's, or the user's."""
+    query: dict[str, Any] = {"tenant_id": target.tenant_id}
+    if target.user_id is not None:
+        query["owner_user_id"] = target.user_id
+    return query
 
 
 def _vector_filters(target: _Target, books: list[str]) -> list[VectorFilter]:

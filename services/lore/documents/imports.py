@@ -216,28 +216,25 @@ class DocumentImports:
 
     async def _read_and_record(self, job: _Job) -> str | None:
         """None when completed, else why it failed."""
-        tenant_id, document_id, version, name, obj, size = (
-            job.tenant_id, job.document_id, job.version, job.name, job.obj, job.size
-        )  # fmt: skip
         limit = self.max_object_bytes
-        if size > limit:
-            return f"the file is {size / MB:,.0f} MB; the largest document mnemo imports is {limit / MB:,.0f} MB"
+        if job.size > limit:
+            return f"the file is {job.size / MB:,.0f} MB; the largest document mnemo imports is {limit / MB:,.0f} MB"
         s = self.settings
         obs = await self._uploads()
         with tempfile.TemporaryDirectory(dir=s.work_dir, prefix="mnemo-doc-") as work:
-            path = Path(work) / f"upload{Path(name).suffix.lower()}"
+            path = Path(work) / f"upload{Path(job.name).suffix.lower()}"
             with path.open("wb") as f:
-                await obs.get(obj, writeinto=f)  # streamed to disk: the file is never whole in this process
+                await obs.get(job.obj, writeinto=f)  # streamed to disk: the file is never whole in this process
             if path.stat().st_size > limit:
                 return f"the file is over {limit / MB:,.0f} MB, the largest document mnemo imports"
-            outcome = await parse_file(path, name, timeout_s=s.parse_timeout_s, memory_mb=s.parse_memory_mb)
+            outcome = await parse_file(path, job.name, timeout_s=s.parse_timeout_s, memory_mb=s.parse_memory_mb)
         if not outcome.ok:
             return outcome.reason
-        parts = ev.chunked(tenant_id, document_id, job.owner, version, outcome.chunks, s.chunks_per_event, utcnow())
-        for part in parts:
-            await self._record(tenant_id, document_id, [part])
-        done = ev.completed(tenant_id, document_id, version, outcome.pages, outcome.chunks, utcnow())
-        await self._record(tenant_id, document_id, [done])
+        t, doc = job.tenant_id, job.document_id
+        for part in ev.chunked(t, doc, job.owner, job.version, outcome.chunks, s.chunks_per_event, utcnow()):
+            await self._record(t, doc, [part])
+        done = ev.completed(t, doc, job.version, outcome.pages, outcome.chunks, utcnow())
+        await self._record(t, doc, [done])
         return None
 
     async def _record(self, tenant_id: str, document_id: str, events: Sequence[NewEvent]) -> None:
