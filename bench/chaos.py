@@ -10,14 +10,17 @@ acknowledged everything, and checks, reading the event log (the cluster's own ke
 - ``lost``: acknowledged messages that were never recorded; ``duplicated``: recorded more than once;
   ``out_of_order``: messages recorded at another position than the order their conversation published them in;
 - ``duplicate_summaries``: active summaries of the same range, type and audience more than once;
+- ``duplicate_facts``: facts the bot learned twice from one message, folded into two consolidations, or current
+  twice with the same text (``bench/chaos_checks.py``); ``facts`` and ``consolidations`` say how many there were;
 - ``dead_letters``: messages in the DLQ stream (all input is valid, so any is a failure);
-- ``degraded_final``: conversations whose context, asked once everything is processed, names a degraded part;
+- ``degraded_final``: conversations whose context, asked once everything is processed and every shard has caught
+  up (at the contract's default budget), names a degraded part;
 - ``missing_points``: per context-assembler replica, recorded messages whose point is not in its index shard
   (counted once every replica has applied the whole points stream and the cluster stopped), summed;
 - ``answered_share`` and ``p95_ms`` of the context requests made during the faults (5 s deadline each).
 
-Ends with one JSON line; exits 1 when lost, duplicated or out_of_order is not 0, dead letters or duplicate
-summaries exist, a replica's shard misses points, or fewer than 95 % of the context requests were answered. ``--quick`` is the CI size.
+Ends with one JSON line; exits 1 when lost, duplicated or out_of_order is not 0, dead letters, duplicate
+summaries or duplicate facts exist, a final context is degraded, a replica's shard misses points, or fewer than 95 % of the context requests were answered. ``--quick`` is the CI size.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -41,18 +43,13 @@ from typing import Any
 import nats
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
-from pymongo import AsyncMongoClient
 
+from bench.chaos_checks import compare, duplicate_summaries, event_log, fact_counts, recorded
 from bench.cluster_proc import ROOT, cluster
 from bench.common import machine, print_result
 from runtime.catalog import SERVICES
 from shared import subjects
-from shared.crypto import FieldCipher, load_or_create_kek
 from shared.embedders.bundled import DIMENSIONS
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.keystore import MongoKeyStore
-from shared.eventlog.mongo import MongoEventStore
-from shared.events.recorded import REGISTRY, conversation_stream
 from shared.lease import LEASE_BUCKET
 from shared.settings import Settings
 from shared.vectors import points as vp
@@ -64,8 +61,14 @@ from shared.vectors.port import VectorFilter
 TENANT, USER, BOT = "t-chaos", "u-chaos", "bot-chaos"
 T0 = datetime(2026, 11, 1, 20, 0, tzinfo=UTC)
 QUICK_REPLICAS = "ingest=2,embedding=1,summarizer=1,memory-extractor=1,context-assembler=2,lore=1,memory=1"
-# Summaries early and often, so the faults hit summarizing too; extractive summaries need no LLM.
-ENV = {"MNEMO_SUMMARIZER__FIRST_AT": "5", "MNEMO_SUMMARIZER__EVERY": "10"}
+# Summaries early and often, and a small cap on each character's facts so that they are consolidated often too:
+# the faults hit summarizing and consolidating; extractive summaries and pattern facts need no LLM.
+ENV = {"MNEMO_SUMMARIZER__FIRST_AT": "5", "MNEMO_SUMMARIZER__EVERY": "10", "MNEMO_MEMORY_EXTRACTOR__CAP": "12"}
+#: What the user says they have, one every other user turn: the bot learns ``Ilya has a <thing>.`` (the memory
+#: extractor's pattern facts), so facts are learned, deduplicated and consolidated while the faults go on.
+THINGS = ("brass telescope", "green parrot", "silver compass", "cracked violin", "wool scarf", "leather journal",
+          "tin whistle", "spyglass of oak", "map of the northern isles", "pocket watch", "jar of honey",
+          "broken lute", "red umbrella", "deck of cards", "copper kettle", "wooden chess set")  # fmt: skip
 
 
 @dataclass
@@ -95,7 +98,8 @@ def body(conv: str, k: int) -> bytes:
             "role": "user" if k % 2 == 0 else "assistant",
             "author_id": "persona-chaos" if k % 2 == 0 else BOT,
             "author_name": "Ilya" if k % 2 == 0 else "Maren",
-            "content": f"In {conv}, turn {k}: the lantern number {k} swung over the deck of the airship.",
+            "content": f"In {conv}, turn {k}: the lantern number {k} swung over the deck of the airship."
+            + (f" I have a {THINGS[(k // 4 + int(conv[1:])) % len(THINGS)]}." if k % 4 == 0 else ""),
             "created_at": (T0 + timedelta(seconds=k)).isoformat(),
             "bot_ids": [BOT],
         }
@@ -132,9 +136,9 @@ async def publisher(
     await asyncio.gather(*(one_conversation(conv) for conv in conversations))
 
 
-def context_request(conv: str) -> bytes:
+def context_request(conv: str, max_tokens: int = 1500) -> bytes:
     request = {"tenant_id": TENANT, "user_id": USER, "conversation_id": conv, "bot_id": BOT,
-               "user_message": "Which lantern swung over the deck?", "max_tokens": 1500}  # fmt: skip
+               "user_message": "Which lantern swung over the deck?", "max_tokens": max_tokens}  # fmt: skip
     return json.dumps(request).encode()
 
 
@@ -230,44 +234,6 @@ async def quiet(js: JetStreamContext, timeout_s: float) -> bool:
     return False
 
 
-async def recorded(mongodb_url: str, data_dir: Path, conversations: list[str]) -> dict[str, list[str]]:
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_url, tz_aware=True)
-    try:
-        db = client[Settings().mongodb_db]
-        store = MongoEventStore(db, EventCodec(REGISTRY, FieldCipher(load_or_create_kek(data_dir), MongoKeyStore(db))))
-        out: dict[str, list[str]] = {}
-        for conv in conversations:
-            events = await store.read_stream(conversation_stream(TENANT, USER, conv))
-            out[conv] = [e.payload["message_id"] for e in events if e.type == "message.recorded"]
-        return out
-    finally:
-        await client.close()
-
-
-async def duplicate_summaries(mongodb_url: str) -> int:
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_url)
-    try:
-        ranges: Counter[tuple[Any, ...]] = Counter()
-        async for s in client[Settings().mongodb_db]["summaries"].find({"tenant_id": TENANT, "status": "active"}):
-            key = (s["conversation_id"], s["summary_type"], s["first_index"], s["last_index"], tuple(s["audience"]))
-            ranges[key] += 1
-        return sum(n - 1 for n in ranges.values() if n > 1)
-    finally:
-        await client.close()
-
-
-def compare(published: dict[str, list[str]], stored: dict[str, list[str]]) -> dict[str, int]:
-    lost = duplicated = out_of_order = 0
-    for conv, ids in published.items():
-        got = stored.get(conv, [])
-        lost += len(set(ids) - set(got))
-        duplicated += len(got) - len(set(got))
-        order = [m for m in dict.fromkeys(got) if m in set(ids)]
-        expected = [m for m in ids if m in set(order)]
-        out_of_order += sum(a != b for a, b in zip(order, expected, strict=True))
-    return {"lost": lost, "duplicated": duplicated, "out_of_order": out_of_order}
-
-
 def _shard_homes(data_dir: Path) -> list[Path]:
     return sorted((data_dir / "services").glob("context-assembler-*"))
 
@@ -303,7 +269,9 @@ async def shard_counts(data_dir: Path) -> dict[str, int]:
 async def final_contexts(nc: NatsClient, conversations: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for conv in conversations:
-        msg = await nc.request(subjects.CONTEXT_ASSEMBLE, context_request(conv), timeout=30)
+        # The contract's default budget: at 1,500 tokens a fact related to the question may not fit, and the
+        # reply names it in ``degraded`` (``knowledge:<id>``): a budget note, not a part that failed.
+        msg = await nc.request(subjects.CONTEXT_ASSEMBLE, context_request(conv, 8000), timeout=30)
         reply = json.loads(msg.data)
         out[conv] = reply.get("degraded", []) if "error" not in reply else [f"error: {reply['error']}"]
     return out
@@ -331,12 +299,14 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
                 asked = await asking
                 print("  faults done; waiting until every durable has acknowledged everything...", flush=True)
                 settled = await quiet(js, 600)
-                stored = await recorded(mongodb_url, data_dir, convs)
+                async with event_log(mongodb_url, data_dir) as store:
+                    stored = await recorded(store, TENANT, USER, convs)
+                    facts = await fact_counts(store, TENANT, BOT)
                 counts = compare(published.acked, stored)
-                dupes = await duplicate_summaries(mongodb_url)
+                dupes = await duplicate_summaries(mongodb_url, TENANT)
                 dlq = (await js.stream_info(subjects.DLQ_STREAM)).state.messages
-                degraded = await final_contexts(nc, convs)
                 followed = await shards_caught_up(js, data_dir, 120)
+                degraded = await final_contexts(nc, convs)
             finally:
                 await nc.close()
         shards = await shard_counts(data_dir)  # the cluster is stopped: the shards are free to open
@@ -353,6 +323,7 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
         "shards_caught_up": followed,
         "missing_points": sum(max(0, sum(len(set(v)) for v in stored.values()) - n) for n in shards.values()),
         "duplicate_summaries": dupes,
+        **facts,
         "dead_letters": dlq,
         "published": sum(len(v) for v in published.acked.values()),
         "publish_retries": published.retries,
@@ -370,7 +341,9 @@ def ok(result: dict[str, Any]) -> bool:
         result["lost"] == result["duplicated"] == result["out_of_order"] == 0
         and result["dead_letters"] == 0
         and result["duplicate_summaries"] == 0
+        and result["duplicate_facts"] == 0
         and result["answered_share"] >= 0.95
+        and result["degraded_final"] == 0
         and result["settled"]
         and result["shards_caught_up"]
         and result["missing_points"] == 0

@@ -33,7 +33,10 @@ def test_the_quick_fault_suite_loses_duplicates_and_reorders_nothing(tmp_path: P
     assert (result["lost"], result["duplicated"], result["out_of_order"]) == (0, 0, 0), result
     assert result["dead_letters"] == 0, result
     assert result["duplicate_summaries"] == 0, result
+    assert result["duplicate_facts"] == 0, result
+    assert result["facts"] > 0, result  # the bot learned facts while the faults went on: the check is not vacuous
     assert result["settled"], result
+    assert result["degraded_final"] == 0, result
     assert result["answered_share"] >= 0.95, result
     assert result["shards_caught_up"], result
     assert result["missing_points"] == 0, result  # every recorded message's point in every shard
