@@ -5,7 +5,7 @@ The set (``bench/multilingual_data.py``, its origin documented there): Chinese, 
 chats built from Faker's locale data, 4 questions per person, each with one evidence turn. The system runs as
 ``make bench-retrieval`` runs it (``bench/retrieval.py``: a fresh embedded stack, every turn through
 ``mnemo.chat.message.created.v1``, each question a ``user_message`` on ``mnemo.rpc.context.assemble.v1``,
-``retrieved_limit`` 20, ``min_score`` 0, a history window of 4), with the bundled multilingual embedder
+``retrieved_limit`` 40, ``min_score`` 0, a history window of 4), with the bundled multilingual embedder
 (``MNEMO_EMBEDDER__PROVIDER=bundled-multilingual``); recall@k ranks the reply's scored message sources.
 
 Baselines over the same turns, each chat its own corpus:

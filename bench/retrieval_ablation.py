@@ -7,8 +7,9 @@ in process, on the same data and with the same code where it matters:
 - the same sparse vectors (``shared.sparse``: tokens, stemmer, BM25 saturation) with the engine's IDF
   (``ln(1 + (N - n + 0.5) / (n + 0.5))`` over every turn of the run), and the same bundled model's vectors
   (brute-force cosine, as the baselines of ``bench.retrieval``);
-- the same fusion as the vector query: reciprocal rank fusion (k = 60) of the dense and the lexical top
-  ``pool`` (three times the 20 slots), the last ``history`` turns excluded as the history window is;
+- the same fusion as the vector query: distribution-based score fusion (Qdrant's DBSF, :func:`dbsf_scale`) of
+  the dense and the lexical top ``pool`` (three times the 20 slots), the last ``history`` turns excluded as the
+  history window is (``--fusion rrf`` replays the reciprocal rank fusion used before, k = 60);
 - the same query: ``search_query.query_text`` takes the names of who speaks in the history window out of the
   question (for the dense and the lexical query alike), ``rank_candidates`` sees the question as asked;
 - the same re-ranking: ``services.context_assembler.ranking.rank_candidates`` on that pool.
@@ -44,6 +45,8 @@ from services.context_assembler.search_query import participant_names, without_n
 from shared.embedders.bundled import BundledEmbedder
 
 RRF_K = 60
+#: ``dbsf`` (what the vector query does) or ``rrf`` (what it did before; ``--fusion``).
+FUSION = "dbsf"
 #: Whether the query loses the participants' names (a lever like the others; see ``levers``).
 STRIP_NAMES = True
 #: Per chat: turn vectors, question vectors as asked, question vectors as searched (names out).
@@ -95,14 +98,27 @@ def sparse_scores(chats: Sequence[Chat]) -> Callable[[Chat, str], np.ndarray]:
     return score
 
 
+def dbsf_scale(scores: np.ndarray) -> np.ndarray:
+    """One list's scores as the engine's DBSF scales them: ``mean +/- 3`` sample standard deviations map to 0 and
+    1 (not clipped); a single score, or equal ones, become 0.5 (Qdrant's ``distr_norm``)."""
+    if len(scores) < 2 or float(np.std(scores)) == 0.0:
+        return np.full(len(scores), 0.5)
+    mean, std = float(np.mean(scores)), float(np.std(scores, ddof=1))
+    return np.asarray((scores - (mean - 3 * std)) / (6 * std))
+
+
 def fused_pool(dense: np.ndarray, lexical: np.ndarray, pool: int) -> list[int]:
-    """RRF (k = 60) of the dense and the lexical top ``pool`` (a lexical score of 0 is no match), best first."""
+    """The dense and the lexical top ``pool`` (a lexical score of 0 is no match) fused as the vector query fuses
+    them (``FUSION``: DBSF, or RRF with k = 60), best first."""
+    lists = [top_k(dense, pool), [i for i in top_k(lexical, pool) if lexical[i] > 0]]
     fused: dict[int, float] = {}
-    for rank, i in enumerate(top_k(dense, pool), start=1):
-        fused[i] = fused.get(i, 0.0) + 1 / (RRF_K + rank)
-    for rank, i in enumerate(top_k(lexical, pool), start=1):
-        if lexical[i] > 0:
-            fused[i] = fused.get(i, 0.0) + 1 / (RRF_K + rank)
+    for ids, scores in zip(lists, (dense, lexical), strict=True):
+        if FUSION == "rrf":
+            adds = [1 / (RRF_K + rank) for rank in range(1, len(ids) + 1)]
+        else:
+            adds = list(dbsf_scale(scores[ids])) if ids else []
+        for i, add in zip(ids, adds, strict=True):
+            fused[i] = fused.get(i, 0.0) + float(add)
     return sorted(fused, key=lambda i: -fused[i])[:pool]
 
 
@@ -167,5 +183,7 @@ if __name__ == "__main__":
     parser.add_argument("--limit-chats", type=int, default=None)
     parser.add_argument("--history-limit", type=int, default=4)
     parser.add_argument("--pool", type=int, default=3 * max(KS))
+    parser.add_argument("--fusion", choices=("dbsf", "rrf"), default=FUSION)
     args = parser.parse_args()
+    FUSION = args.fusion
     main(args.data, args.limit_chats, args.history_limit, args.pool)

@@ -256,6 +256,13 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def hiragana_only(term: str) -> bool:
+    """Whether ``term`` is written in hiragana alone (``どこ``, ``ます``, ``んで``). Japanese spells in hiragana
+    most of what English has stop words for (particles, auxiliaries, inflections, question words), and
+    content mostly in kanji and katakana; a bigram that crosses into kanji (``に住``) is not hiragana only."""
+    return bool(term) and all("\u3040" <= ch <= "\u309f" for ch in term)
+
+
 def naive_terms(text: str) -> list[str]:
     """The previous analyzer, ``\\w+`` over the lowercased text: the naive baseline of the benchmarks."""
     return _NAIVE_WORD.findall(text.lower())

@@ -15,8 +15,9 @@ the same term ids in any process, on any machine, in any release:
   ``hash()``, which is salted per process). Collisions at 2**32 are negligible for a chat vocabulary;
 - document value: BM25 term-frequency saturation with a FIXED average length (:func:`document_vector`);
 - query value: 1.0 per distinct term, so the engine's score is ``sum(idf(t) * saturated_tf(t, doc))``,
-  the BM25 formula; :func:`terms_vector` lets secondary text (recent history) add its terms at a lower
-  weight.
+  the BM25 formula, except a hiragana-only term, at ``GRAMMAR_WEIGHT`` (:func:`query_weight`); a query-side
+  weight, so documents keep every term and nothing needs re-indexing; :func:`terms_vector` lets secondary
+  text (recent history) add its terms at a lower weight.
 
 Changing any of this (analyzer, hash, constants) changes stored vectors: it needs ``mnemo reindex``.
 """
@@ -26,15 +27,31 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 
-from shared.analyzer import STOP_WORDS, stem, terms
+from shared.analyzer import STOP_WORDS, hiragana_only, stem, terms
 from shared.vectors.port import SparseVector
 
-__all__ = ["STOP_WORDS", "document_vector", "query_vector", "stem", "term_id", "terms_vector", "tokens"]
+__all__ = [
+    "GRAMMAR_WEIGHT",
+    "STOP_WORDS",
+    "document_vector",
+    "query_vector",
+    "query_weight",
+    "stem",
+    "term_id",
+    "terms_vector",
+    "tokens",
+]
 
 K1 = 1.2
 B = 0.75
 #: Fixed average document length, in tokens after stop words (see the module docstring).
 AVGDL = 16.0
+#: What a hiragana-only query term weighs (``shared.analyzer.hiragana_only``: in Japanese mostly grammar, what the
+#: English stop list drops). Not 0: hiragana also spells some content words (``いとこ``, cousin). Why: a question
+#: such as ``…さんは今どこに住んでいますか`` otherwise matches every turn whose small talk says ``どこにも`` or
+#: ``ます``, and on the multilingual set those matches pushed the evidence that the dense side ranked 3rd out
+#: of the top 10 (README, ``make bench-multilingual``).
+GRAMMAR_WEIGHT = 0.3
 
 
 def tokens(text: str) -> list[str]:
@@ -69,9 +86,15 @@ def document_vector(text: str) -> SparseVector:
     return _by_id(weights)
 
 
+def query_weight(term: str) -> float:
+    """A query term's weight: ``GRAMMAR_WEIGHT`` for a hiragana-only term, 1 for the others."""
+    return GRAMMAR_WEIGHT if hiragana_only(term) else 1.0
+
+
 def query_vector(text: str) -> SparseVector:
-    """Weight 1 per distinct term of ``text``; the index multiplies in the IDF (empty when no words)."""
-    return _by_id(dict.fromkeys((term_id(t) for t in tokens(text)), 1.0))
+    """Each distinct term of ``text`` at its :func:`query_weight`; the index multiplies in the IDF (empty when
+    no words)."""
+    return terms_vector({t: query_weight(t) for t in tokens(text)})
 
 
 def terms_vector(weights: dict[str, float]) -> SparseVector:

@@ -1,8 +1,8 @@
 """What the searches found, turned into what the sections show (pure).
 
 Chunks of one item are merged, keeping the best score (:func:`best_per_key`). With hybrid search the hits
-come in reciprocal-rank-fusion order and RRF scores are rank-based, not similarities, so they are never
-shown: a summary's or legacy memory's shown score is its best dense cosine (``Found.cosine``), a retrieved
+come in fusion order and fusion scores (sums of each list's scaled scores) are not similarities, so they are
+never shown: a summary's or legacy memory's shown score is its best dense cosine (``Found.cosine``), a retrieved
 message's is its relevance from ``ranking.py``. Knowledge is decided by the read model, ordered by the
 search (:func:`relevant_first`).
 """

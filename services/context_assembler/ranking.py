@@ -1,6 +1,6 @@
 """Pure ranking of retrieved messages: which of the hybrid search's candidates are shown, and their relevance.
 
-The vector query (``search.py``) returns a pool of candidates in the order of its reciprocal rank fusion
+The vector query (``search.py``) returns a pool of candidates in the order of its score fusion (DBSF)
 of a dense and a lexical search, filtered inside the query (tenant, conversation, what the speaking bot
 witnessed, not in the history window). The pool is several times the slots; this module re-ranks it with
 what the index alone does not know (the conversation's neighbours, who and when the query names,

@@ -302,7 +302,7 @@ class Gatherer:
         """The pool of searched messages (several times the slots, fused order) read back and re-ranked by
         ``ranking.rank_candidates``: fused rank, neighbours, the named participant, the referred time,
         near-duplicates, MMR and the optional re-ranking model (``rerank.py``); each line's ``score`` is its
-        relevance in [0, 1], monotone with the order it is packed in (never the RRF score)."""
+        relevance in [0, 1], monotone with the order it is packed in (never the fusion score)."""
         kept = [p for p in found.points if p.payload.get(vp.MESSAGE_ID) not in exclude]
         pool = list(best_per_key(kept, vp.MESSAGE_ID))
         if not pool or self._settings.retrieved_limit == 0:

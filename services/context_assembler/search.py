@@ -5,7 +5,7 @@ all and names the stage (``embedder`` or ``vector_index``) in ``degraded``: retr
 is not. Every search is filtered inside the query (``search_filters.py``).
 
 Hybrid retrieval: when the query has words (``shared/sparse.py``), each search is one ``hybrid_search``, a
-reciprocal rank fusion of the dense and the lexical prefetch, both filtered inside the query; it decides
+score fusion (the engine's DBSF) of the dense and the lexical prefetch, both filtered inside the query; it decides
 WHICH summaries and messages are taken (the fused order, best chunk per message). A summary's or legacy
 memory's ``score`` is its best dense cosine, read by a second, dense search restricted to the taken ids
 (sub-millisecond in-process). Messages are searched as a pool of three times their slots, re-ranked after
@@ -100,7 +100,7 @@ class VectorSearch:
     async def _pool(
         self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int
     ) -> list[ScoredPoint]:
-        """Candidate messages, best first: hybrid (RRF scores) when the query has words, else dense."""
+        """Candidate messages, best first: hybrid (fusion scores) when the query has words, else dense."""
         assert self._index is not None
         if limit <= 0:
             return []
@@ -122,7 +122,7 @@ class VectorSearch:
     async def _hybrid(
         self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int, key: str
     ) -> tuple[list[ScoredPoint], dict[str, float]]:
-        """Fused hits (RRF order) and the best dense cosine of each of their ``key`` values."""
+        """Fused hits (fusion order) and the best dense cosine of each of their ``key`` values."""
         assert self._index is not None
         fused = await self._index.hybrid_search(vector, sparse, flt, limit, self._settings.min_score)
         keys = tuple(dict.fromkeys(v for h in fused if isinstance(v := h.payload.get(key), str)))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from services.context_assembler.items import ChatLine
 from shared.events.contract import ContextAssembleRequest
-from shared.sparse import terms_vector, tokens
+from shared.sparse import query_weight, terms_vector, tokens
 from shared.vectors.port import SparseVector
 
 #: A user message with fewer content words than this is a follow-up ("Why?", "tell me more"): the query then
@@ -64,6 +64,7 @@ def query_text(req: ContextAssembleRequest, history: Sequence[ChatLine]) -> str:
 
 def query_sparse(req: ContextAssembleRequest, text: str) -> SparseVector:
     """The lexical query: the words of ``text`` (see :func:`query_text`), those of the user's own message at
-    weight 1, those only from the history at ``HISTORY_WEIGHT``."""
+    weight 1, those only from the history at ``HISTORY_WEIGHT``, each times its ``shared.sparse.query_weight``
+    (hiragana-only terms weigh less)."""
     own = set(tokens(req.user_message))
-    return terms_vector({t: 1.0 if not own or t in own else HISTORY_WEIGHT for t in tokens(text)})
+    return terms_vector({t: (1.0 if not own or t in own else HISTORY_WEIGHT) * query_weight(t) for t in tokens(text)})

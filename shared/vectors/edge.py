@@ -61,7 +61,6 @@ from qdrant_edge import SparseVector as EdgeSparseVector
 from shared.vectors.port import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
-    RRF_K,
     SPARSE_NAME,
     TENANT_FIELD,
     VECTOR_NAME,
@@ -174,7 +173,7 @@ class EdgeVectorIndex:
         limit: int,
         score_threshold: float | None = None,
     ) -> list[ScoredPoint]:
-        """RRF of the dense and the lexical prefetch, both filtered (see the port)."""
+        """DBSF of the dense and the lexical prefetch, both filtered (see the port)."""
         shard = self._require()
         if not self._has_sparse:
             return await self.search(vector, flt, limit, score_threshold)
@@ -193,7 +192,7 @@ class EdgeVectorIndex:
         request = QueryRequest(
             limit=limit,
             prefetches=prefetches,
-            query=Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # the stub's union names Fusion, not Fusion.Rrf
+            query=Fusion.Dbsf(),  # type: ignore[arg-type]  # the stub's union names Fusion, not Fusion.Dbsf
             filter=edge_filter,
             with_payload=True,
             with_vector=False,

@@ -31,7 +31,6 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from shared.vectors.port import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
-    RRF_K,
     SPARSE_NAME,
     TENANT_FIELD,
     VECTOR_NAME,
@@ -47,9 +46,11 @@ from shared.vectors.port import (
 
 log = logging.getLogger(__name__)
 
-#: The oldest Qdrant server that serves every query this adapter sends: ``RrfQuery`` with its own ``k``
-#: (parametrized RRF) arrived in v1.16.0. docker-compose.yml pins an image at least this new (a test checks).
-MIN_SERVER_VERSION = (1, 16, 0)
+#: The oldest Qdrant server that serves every request this adapter sends: DBSF fusion (``FusionQuery``) and the
+#: tenant keyword index (``is_tenant``) arrived in v1.11.0, prefetches and the sparse IDF modifier in v1.10.0.
+#: (The parametrized ``RrfQuery`` sent before needed v1.16.0.) docker-compose.yml pins an image at least this
+#: new (a test checks).
+MIN_SERVER_VERSION = (1, 11, 0)
 
 
 @asynccontextmanager
@@ -143,7 +144,7 @@ class QdrantServerIndex:
         limit: int,
         score_threshold: float | None = None,
     ) -> list[ScoredPoint]:
-        """RRF of the dense and the lexical prefetch, both filtered (see the port)."""
+        """DBSF of the dense and the lexical prefetch, both filtered (see the port)."""
         if not self._has_sparse:
             return await self.search(vector, flt, limit, score_threshold)
         qdrant_filter = to_qdrant_filter(flt)
@@ -163,7 +164,7 @@ class QdrantServerIndex:
             response = await self._client.query_points(
                 self._collection,
                 prefetch=prefetch,
-                query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
+                query=models.FusionQuery(fusion=models.Fusion.DBSF),
                 query_filter=qdrant_filter,
                 limit=limit,
                 with_payload=True,

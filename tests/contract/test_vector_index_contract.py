@@ -315,7 +315,7 @@ async def test_factory_picks_the_adapter_from_settings(tmp_path: Path) -> None:
         await server.close()
 
 
-# --- hybrid search: RRF of dense and lexical, both filtered inside the query ------------------------------
+# --- hybrid search: DBSF of dense and lexical, both filtered inside the query ------------------------------
 
 
 def lexical(text: str) -> SparseVector:
@@ -338,7 +338,7 @@ async def test_hybrid_finds_a_lexical_match_that_dense_ranks_out(index: VectorIn
     assert hits[0].id in {word.id, near[0].id}  # first of one list each: tied at the top
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
-    assert all(0 < s < 1 for s in scores)  # RRF scores, not cosines
+    assert all(0 < s < 1 for s in scores)  # fusion scores (each list scaled to about [0, 1], summed), not cosines
 
 
 async def test_hybrid_without_words_is_the_dense_order(index: VectorIndex) -> None:

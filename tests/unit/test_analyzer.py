@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.analyzer import bigrams, naive_terms, normalise, script_class, terms
+from shared.analyzer import bigrams, hiragana_only, naive_terms, normalise, script_class, terms
 from shared.sparse import document_vector, query_vector
 
 
@@ -38,6 +38,11 @@ def test_japanese_kana_and_kanji_mix() -> None:
     assert not matches("大阪城", sentence)
     # Half-width katakana (NFKC) is the same word as full-width.
     assert terms("ﾀﾜｰ") == terms("タワー")
+
+
+def test_hiragana_only_terms_are_told_apart() -> None:
+    assert [t for t in terms("山田さんはどこに住んでいますか") if hiragana_only(t)] == ["さん", "んは", "はど", "どこ", "こに", "んで", "でい", "いま", "ます", "すか"]  # fmt: skip
+    assert not any(hiragana_only(t) for t in ("山田", "に住", "住ん", "カタ", "abc", ""))
 
 
 def test_korean_words_with_particles_match_the_bare_word() -> None:

@@ -9,7 +9,17 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.sparse import AVGDL, K1, document_vector, query_vector, stem, term_id, terms_vector, tokens
+from shared.sparse import (
+    AVGDL,
+    GRAMMAR_WEIGHT,
+    K1,
+    document_vector,
+    query_vector,
+    stem,
+    term_id,
+    terms_vector,
+    tokens,
+)
 
 
 def test_tokens_are_folded_unicode_words_without_stop_words() -> None:
@@ -50,6 +60,15 @@ def test_query_vector_weighs_each_distinct_term_once() -> None:
     assert sorted(v.indices) == v.indices
     assert sorted(v.indices) == sorted({term_id("cat"), term_id("dog")})
     assert v.values == [1.0, 1.0]
+
+
+def test_hiragana_only_query_terms_weigh_less_and_documents_keep_them() -> None:
+    v = query_vector("田中さんはどこに住んでいますか")
+    weights = dict(zip(v.indices, v.values, strict=True))
+    assert weights[term_id("どこ")] == weights[term_id("ます")] == GRAMMAR_WEIGHT < 1.0  # grammar, in hiragana
+    assert weights[term_id("田中")] == weights[term_id("に住")] == 1.0  # kanji, and a bigram crossing into it
+    assert query_vector("カタカナ").values == [1.0, 1.0, 1.0]  # katakana is content (names, loanwords)
+    assert term_id("どこ") in document_vector("どこにも行きませんでした").indices  # a query-side weight only
 
 
 def test_document_vector_saturates_term_frequency() -> None:
