@@ -8,6 +8,7 @@ even when an earlier attempt crashed between the append and the projection. Publ
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -68,8 +69,9 @@ class LoreBooks:
         limits = self._limits.for_tenant(req.tenant_id)
         check_book(result.book.entries, limits)
         await check_attach(self._read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
-        state = await self._read_model.state(req.tenant_id, lorebook_id)
-        # A book deleted and imported again is a new generation: its event ids must not be the first import's.
+        state = await self._book_state(req.tenant_id, lorebook_id)
+        # A book deleted (or erased) and imported again is a new generation: its event ids must not be the
+        # first import's.
         generation = state.version if state is not None and state.deleted else 0
         events = domain.import_events(req, result, lorebook_id, utcnow(), generation)
         await self._record(req.tenant_id, lorebook_id, events)
@@ -110,6 +112,24 @@ class LoreBooks:
 
         await append_at_head(self._store, stream, events, publisher=self._publisher, project=project)
 
+    async def _book_state(self, tenant_id: str, lorebook_id: str) -> BookState | None:
+        """The book's state to decide on: the read model's; else, when the log has the book's stream, the state
+        projected from it (the read model was behind: a crash between an append and its projection) or, when
+        nothing of it can be read any more (its owner or tenant was erased: their events are skipped), a
+        deleted book at the stream's version, so that a new create or import starts a new life with event ids
+        of its own instead of repeating the erased ones (which the log would take as a retry and ignore)."""
+        state = await self._read_model.state(tenant_id, lorebook_id)
+        if state is not None:
+            return state
+        stream = lorebook_stream(tenant_id, lorebook_id)
+        version = await self._store.stream_version(stream)
+        if version == 0:
+            return None
+        with contextlib.suppress(VersionGap):  # raised when only the unreadable earlier life is there
+            await self._read_model.apply(await self._store.read_stream(stream))
+        state = await self._read_model.state(tenant_id, lorebook_id)
+        return state or BookState(tenant_id, lorebook_id, deleted=True, version=version)
+
     async def _project(self, stream: str, committed: Sequence[EventEnvelope]) -> None:
         """Fold just the new events onto the stored state; the whole stream when they do not follow it (a
         retry after a crash between append and projection: nothing new, or the read model is behind)."""
@@ -130,7 +150,7 @@ class LoreBooks:
         stream = lorebook_stream(tenant_id, lorebook_id)
 
         async def on_state() -> Decision[BookState | None]:
-            state = await self._read_model.state(tenant_id, lorebook_id)
+            state = await self._book_state(tenant_id, lorebook_id)
             return Decision(state.version if state else 0, decide(state), state)
 
         async def reproject() -> None:

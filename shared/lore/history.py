@@ -16,7 +16,9 @@ folding a prefix gives it as it was then, so ``mnemo replay`` rebuilds the read 
 - ``lorebook.deleted``: a tombstone: no entries, no original, no name, no targets; the owner stays so that a
   repeated delete by the owner answers ``deleted: false`` instead of ``not_found``.
 
-Events of other types are ignored (the version still advances).
+Events of other types are ignored (the version still advances). A gap before ``lorebook.created`` or
+``lorebook.imported`` is a life of the book that can no longer be read (its owner or tenant was erased: the
+log skips or hides those events); the fold starts anew at that event (:func:`fold_all`).
 """
 
 from __future__ import annotations
@@ -77,13 +79,18 @@ def fold(state: BookState | None, env: EventEnvelope) -> BookState:
 def fold_all(state: BookState | None, envelopes: list[EventEnvelope]) -> BookState | None:
     """Fold the events newer than ``state`` (by version, in version order); ``state`` is not modified.
 
-    Raises :class:`VersionGap` when the first newer event does not follow ``state`` (events are missing)."""
+    Raises :class:`VersionGap` when the first newer event does not follow ``state`` (events are missing),
+    unless a create or an import comes after the gap: the book's life before it was erased, and the fold
+    starts anew at the last one."""
     start = state.version if state is not None else 0
     newer = sorted((e for e in envelopes if e.version > start), key=lambda e: e.version)
     if not newer:
         return state
     if newer[0].version != start + 1:
-        raise VersionGap(f"book state at version {start}, next event at {newer[0].version}")
+        lives = [i for i, e in enumerate(newer) if e.type in NEW_LIFE]
+        if not lives:
+            raise VersionGap(f"book state at version {start}, next event at {newer[0].version}")
+        state, newer = None, newer[lives[-1] :]
     s = (
         copy.deepcopy(state)
         if state is not None
@@ -178,3 +185,5 @@ _APPLY: dict[str, Callable[[BookState, EventEnvelope], None]] = {
     LOREBOOK_DELETED.name: _on_deleted,
 }
 LORE_EVENTS = frozenset(_APPLY)  # the lorebook event types: the ones the fold above changes a book with
+#: The events a book's life starts with: after an unreadable (erased) earlier life, a new one starts there.
+NEW_LIFE = frozenset({LOREBOOK_CREATED.name, LOREBOOK_IMPORTED.name})

@@ -248,6 +248,45 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
         await nc.close()
 
 
+async def test_an_erased_user_id_starts_afresh(stack: StackProcess) -> None:
+    """A new account with alice's id (after her erasure) creates her book and uploads her document again, the
+    same file: their ids are the erased ones (deterministic), yet both are really recorded, not taken for
+    retries of what was erased; a repeated create is a retry again."""
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
+    try:
+        again = {"tenant_id": TENANT, "owner_user_id": ALICE, "name": f"{ALICE_WORDS[1]} lore"}
+        first, second = await call(nc, BOOK_CREATE, again), await call(nc, BOOK_CREATE, again)
+        entry = {"key": ["mill"], "content": "The new mill is painted blue.", "activationMode": "keyword"}
+        await call(nc, ENTRY_CREATE, {"tenant_id": TENANT, "user_id": ALICE, "lorebook_id": first["lorebook_id"], "entry": entry})  # fmt: skip
+        books = await call(nc, "mnemo.rpc.lore.list.v1", {"tenant_id": TENANT, "owner_user_id": ALICE})
+        text = (
+            f"# The {ALICE_WORDS[0]} Chronicle\n\nThe {ALICE_WORDS[0]} mill was raised by the {ALICE_WORDS[1]} masons."
+        )
+        doc = {"tenant_id": TENANT, "owner_user_id": ALICE, "name": f"{ALICE_WORDS[0]} chronicle.md",
+               "data_base64": base64.b64encode(text.encode()).decode(), "attach_to_bots": ["bot-1"]}  # fmt: skip
+        made = await call(nc, DOCUMENT_IMPORT, doc)
+        state: dict[str, Any] = {}
+
+        async def imported() -> bool:
+            state.update(await call(nc, DOCUMENT_GET, {"tenant_id": TENANT, "document_id": made["document_id"]}))
+            return state["status"] in ("completed", "failed")
+
+        await wait_for_stack(imported, "alice's new document imported")
+        quoted: dict[str, Any] = {}
+
+        async def in_context() -> bool:
+            quoted.update(await context(nc, ALICE, f"Who raised the {ALICE_WORDS[0]} mill?"))
+            return f"raised by the {ALICE_WORDS[1]} masons" in quoted["context"]
+
+        await wait_for_stack(in_context, "alice's new document in her context")
+    finally:
+        await nc.close()
+    assert (first["created"], second["created"]) == (True, False), (first, second)
+    assert [(b["name"], b["entries"]) for b in books["books"]] == [(f"{ALICE_WORDS[1]} lore", 1)], books
+    assert state["status"] == "completed", state
+    assert [s for s in quoted["sources"] if s["kind"] == "document"], quoted["sources"]
+
+
 async def test_erase_tenant_leaves_nothing_of_the_tenant_and_spares_the_others(stack: StackProcess) -> None:
     keep = turn(0, "The Keepsake inn serves cider.", T0, tenant="t-keep", user="k", conv="c", message_id="m-0",
                 persona=("p-k", "Kim"), bot=("bot-1", "Sage"))  # fmt: skip

@@ -48,7 +48,7 @@ from shared.events.document_contract import (
 )
 from shared.events.envelope import NewEvent, utcnow
 from shared.events.lore_contract import LoreAttachRequest, LoreBookCreateRequest, LoreBookDeleteRequest
-from shared.events.recorded import document_stream
+from shared.events.recorded import DOCUMENT_ACCEPTED, document_stream
 from shared.readmodels.documents import DocumentsReadModel
 from shared.runtime import CommittedPublisher
 
@@ -137,7 +137,9 @@ class DocumentImports:
                 return DocumentImportReply(
                     book_id=rec.state.book_id, document_id=document_id, version=rec.state.version
                 )
-            version = rec.state.version + 1 if rec is not None else 1
+            version = (
+                rec.state.version + 1 if rec is not None else await self._first_version(req.tenant_id, document_id)
+            )
             book_id = ev.book_id_for(req.tenant_id, document_id)
         obj = req.object or ev.inline_object_name(req.tenant_id, document_id, version)
         if raw is not None:
@@ -236,6 +238,18 @@ class DocumentImports:
         done = ev.completed(t, doc, job.version, outcome.pages, outcome.chunks, utcnow())
         await self._record(t, doc, [done])
         return None
+
+    async def _first_version(self, tenant_id: str, document_id: str) -> int:
+        """The version a document the read model does not know starts at: 1, unless the log holds an earlier
+        life of it that can no longer be read (its uploader or tenant was erased: their ``document.accepted``
+        events are skipped). Then one past the stream's version, above every version that life used, so the
+        new import's event ids are its own instead of the erased ones (the log would take those as a retry)."""
+        stream = document_stream(tenant_id, document_id)
+        version = await self._store.stream_version(stream)
+        if version == 0:
+            return 1
+        readable = await self._store.read_stream(stream)
+        return 1 if any(e.type == DOCUMENT_ACCEPTED.name for e in readable) else version + 1
 
     async def _record(self, tenant_id: str, document_id: str, events: Sequence[NewEvent]) -> None:
         """Append at the stream's head, project, publish what committed, then the document's new state."""

@@ -181,6 +181,21 @@ def test_folding_a_prefix_gives_the_book_as_it_was_then() -> None:
         fold_all(None, history)
 
 
+def test_a_new_life_after_an_erased_one_folds_from_its_create() -> None:
+    """The first 3 events of the stream can no longer be read (the owner was erased); a create at version 4
+    decided on a deleted book at version 3 starts the book anew, and only then."""
+    req = LoreBookCreateRequest(tenant_id=TENANT, owner_user_id="u-new", name="Again", lorebook_id=BOOK)
+    erased = BookState(TENANT, BOOK, deleted=True, version=3)
+    events = manage.create_book(erased, req, T0)
+    anew = fold_all(None, log_of(events, 4))
+    assert anew is not None
+    assert (anew.owner_user_id, anew.name, anew.deleted, anew.version) == ("u-new", "Again", False, 4)
+    assert {e.event_id for e in events}.isdisjoint(e.event_id for e in manage.create_book(None, req, T0))
+    entry = LoreEntryCreateRequest(tenant_id=TENANT, user_id="u-new", lorebook_id=BOOK, entry={"content": "x"})
+    with pytest.raises(VersionGap):  # a gap before anything but a create or an import is still refused
+        fold_all(None, log_of(manage.create_entry(anew, entry, T0)[1], 6))
+
+
 def test_a_created_entry_drops_the_original_raw_entry_of_its_uid() -> None:
     state = BookState(
         TENANT,
