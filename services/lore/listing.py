@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from shared.events.envelope import stream_parts
 from shared.events.lore_contract import ConversationRef, LoreBookItem, LoreListReply, LoreListRequest
-from shared.lore.history import BookState
+from shared.readmodels.lore import BookListing
 from shared.readmodels.ports import LorePort
 
 
-def _item(state: BookState) -> LoreBookItem:
+def _item(state: BookListing) -> LoreBookItem:
     bots: list[str] = []
     conversations: list[ConversationRef] = []
     for target in state.targets:  # stream ids: bot/<tenant>/<bot>, conversation/<tenant>/<user>/<conversation>
@@ -22,7 +22,7 @@ def _item(state: BookState) -> LoreBookItem:
         name=state.name,
         owner_user_id=state.owner_user_id,
         format=state.format or "",
-        entries=len(state.book.entries),
+        entries=state.entries,
         bot_ids=bots,
         conversations=conversations,
         version=state.version,

@@ -17,7 +17,7 @@ from shared.lore.history import BookState
 from shared.readmodels.conversation import ConversationState
 from shared.readmodels.knowledge import FactView
 from shared.readmodels.legacy_lore import LegacyLoreView
-from shared.readmodels.lore import LorebookRef, LorebookView
+from shared.readmodels.lore import BookListing, LorebookRef, LorebookView
 from shared.readmodels.messages import MessageKey, MessageStatus, MessageView
 from shared.readmodels.profiles import BotView, PersonaView
 from shared.readmodels.summaries import SummaryListed, SummaryView
@@ -198,8 +198,8 @@ class LorePort(Protocol):
 
     async def books_by_ids(self, tenant_id: str, lorebook_ids: Sequence[str]) -> dict[str, LorebookView]: ...
 
-    async def list_books(self, tenant_id: str, owner_user_id: str | None = None) -> list[BookState]:
-        """The tenant's live books (of one owner), decrypted, by name then id."""
+    async def list_books(self, tenant_id: str, owner_user_id: str | None = None) -> list[BookListing]:
+        """The tenant's live books (of one owner), by name then id, without their entries."""
         ...
 
     async def attached(

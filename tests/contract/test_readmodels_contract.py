@@ -651,6 +651,8 @@ async def test_lorebooks_are_listed_by_tenant_and_owner_without_deleted_ones(p: 
         [*lore_events("lb1"), *lore_events("lb2"), *lore_events("lb1", tenant="t2"), lore_deleted(4, "lb2")]
     )
     assert [(s.tenant_id, s.lorebook_id, s.name) for s in await p.lore.list_books(T)] == [(T, "lb1", "Port Vell")]
+    [listed] = await p.lore.list_books(T)
+    assert (listed.owner_user_id, listed.entries, listed.targets, listed.version) == (U, 1, (bot_stream(T, "b1"),), 3)
     assert [s.lorebook_id for s in await p.lore.list_books(T, U)] == ["lb1"]
     assert await p.lore.list_books(T, "someone-else") == []
 

@@ -17,7 +17,7 @@ from shared.lore.history import LORE_EVENTS, BookState, fold_all
 from shared.lore.model import Lorebook
 from shared.readmodels.conversation import as_utc
 from shared.readmodels.legacy_lore import LegacyLoreView
-from shared.readmodels.lore import LorebookRef, LorebookView, LoreSource
+from shared.readmodels.lore import BookListing, LorebookRef, LorebookView, LoreSource
 
 
 class InMemoryLegacyLore:
@@ -162,13 +162,13 @@ class InMemoryLore:
                 )
         return out
 
-    async def list_books(self, tenant_id: str, owner_user_id: str | None = None) -> list[BookState]:
+    async def list_books(self, tenant_id: str, owner_user_id: str | None = None) -> list[BookListing]:
         found = [
-            _copy_state(s)
+            BookListing.of(s)
             for (tenant, _), s in self.books.items()
             if tenant == tenant_id and not s.deleted and owner_user_id in (None, s.owner_user_id)
         ]
-        return sorted(found, key=lambda s: (s.name, s.lorebook_id))
+        return sorted(found, key=lambda b: (b.name, b.lorebook_id))
 
     async def attached(
         self, tenant_id: str, bot_id: str, user_id: str | None = None, conversation_id: str | None = None
