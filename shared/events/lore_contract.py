@@ -15,6 +15,10 @@ from pydantic import Field, model_validator
 
 from shared.events.contract import Id, _Tenanted, _Wire
 
+#: The largest entry uid, JavaScript's largest safe integer; also the bound of every number field of an entry
+#: (``shared.lore.model.MAX_NUMBER``).
+MAX_UID = 2**53 - 1
+
 LoreFormat = Literal["auto", "sillytavern", "chub", "card", "character_book", "lorebook_v3", "novelai", "agnai", "risu"]
 
 
@@ -162,7 +166,7 @@ class LoreEntryUpdateRequest(_Tenanted):
 
     user_id: Id = Field(..., description="the acting user; must be the book's owner")
     lorebook_id: Id = Field(...)
-    uid: int = Field(..., ge=0)
+    uid: int = Field(..., ge=0, le=MAX_UID)
     changes: dict[str, Any] = Field(..., min_length=1, description="fields to change, as in `entry.create`")
 
 
@@ -180,7 +184,7 @@ class LoreEntryDeleteRequest(_Tenanted):
 
     user_id: Id = Field(..., description="the acting user; must be the book's owner")
     lorebook_id: Id = Field(...)
-    uid: int = Field(..., ge=0)
+    uid: int = Field(..., ge=0, le=MAX_UID)
 
 
 class LoreDeleteReply(_Wire):

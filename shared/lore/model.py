@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 from enum import IntEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from shared.events.lore_contract import MAX_UID
 
 
 class Position(IntEnum):
@@ -44,6 +46,14 @@ class SelectiveLogic(IntEnum):
     AND_ALL = 3
 
 
+#: The largest number an entry field holds, and the largest uid: JavaScript's largest safe integer (SillyTavern
+#: and the JavaScript client read them as numbers), well inside the 64-bit integers of BSON and of Qdrant
+#: payloads, where a uid and the timed effects' ends (``sticky`` and ``cooldown`` added to a message count) are
+#: stored plain. A larger value made the log's insert fail (found by the 100,000-case fuzz run).
+MAX_NUMBER = MAX_UID
+Whole = Annotated[int, Field(ge=-MAX_NUMBER, le=MAX_NUMBER)]
+Number = Annotated[int | float, Field(ge=-MAX_NUMBER, le=MAX_NUMBER)]
+
 ActivationMode = Literal["keyword", "vector", "hybrid"]
 """mnemo's addition: keyword only, similarity only, or either (SillyTavern's ``vectorized`` maps to hybrid)."""
 
@@ -63,7 +73,7 @@ class CharacterFilter(_Model):
 class LoreEntry(_Model):
     """One World Info entry with every field of the spec, defaults from SillyTavern's entry template."""
 
-    uid: int
+    uid: int = Field(ge=0, le=MAX_UID)
     key: list[str] = Field(default_factory=list)
     keysecondary: list[str] = Field(default_factory=list)
     comment: str = ""
@@ -71,26 +81,26 @@ class LoreEntry(_Model):
     constant: bool = False
     vectorized: bool = False
     selective: bool = True
-    selective_logic: int = Field(default=0, alias="selectiveLogic")
+    selective_logic: Whole = Field(default=0, alias="selectiveLogic")
     add_memo: bool = Field(default=False, alias="addMemo")
-    order: int | float = 100
-    position: int = 0
-    depth: int = 4
-    role: int = 0
+    order: Number = 100
+    position: Whole = 0
+    depth: Whole = 4
+    role: Whole = 0
     outlet_name: str = Field(default="", alias="outletName")
     disable: bool = False
     ignore_budget: bool = Field(default=False, alias="ignoreBudget")
     exclude_recursion: bool = Field(default=False, alias="excludeRecursion")
     prevent_recursion: bool = Field(default=False, alias="preventRecursion")
     # 0 = off; a positive level means "only in recursion passes at or after this level" (true is level 1).
-    delay_until_recursion: int = Field(default=0, alias="delayUntilRecursion")
-    probability: int | float = 100
+    delay_until_recursion: Whole = Field(default=0, alias="delayUntilRecursion")
+    probability: Number = 100
     use_probability: bool = Field(default=True, alias="useProbability")
     group: str = ""
     group_override: bool = Field(default=False, alias="groupOverride")
-    group_weight: int | float = Field(default=100, alias="groupWeight")
+    group_weight: Number = Field(default=100, alias="groupWeight")
     use_group_scoring: bool | None = Field(default=None, alias="useGroupScoring")
-    scan_depth: int | None = Field(default=None, alias="scanDepth")
+    scan_depth: Whole | None = Field(default=None, alias="scanDepth")
     case_sensitive: bool | None = Field(default=None, alias="caseSensitive")
     match_whole_words: bool | None = Field(default=None, alias="matchWholeWords")
     match_persona_description: bool = Field(default=False, alias="matchPersonaDescription")
@@ -99,13 +109,13 @@ class LoreEntry(_Model):
     match_character_depth_prompt: bool = Field(default=False, alias="matchCharacterDepthPrompt")
     match_scenario: bool = Field(default=False, alias="matchScenario")
     match_creator_notes: bool = Field(default=False, alias="matchCreatorNotes")
-    sticky: int = 0
-    cooldown: int = 0
-    delay: int = 0
+    sticky: Whole = 0
+    cooldown: Whole = 0
+    delay: Whole = 0
     triggers: list[str] = Field(default_factory=list)
     automation_id: str = Field(default="", alias="automationId")
     character_filter: CharacterFilter = Field(default_factory=CharacterFilter, alias="characterFilter")
-    display_index: int | None = Field(default=None, alias="displayIndex")
+    display_index: Whole | None = Field(default=None, alias="displayIndex")
     extensions: dict[str, Any] = Field(default_factory=dict)
     activation_mode: ActivationMode = Field(default="keyword", alias="activationMode")
 

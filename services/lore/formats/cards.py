@@ -21,8 +21,9 @@ from services.lore.formats.convert import (
     string_list,
     truthy,
 )
-from services.lore.formats.fields import FIELDS, coerce
+from services.lore.formats.fields import FIELDS, bounded, coerce
 from services.lore.formats.st_format import check_semantics, normalise_probability, split_mnemo_extensions
+from shared.events.lore_contract import MAX_UID
 from shared.lore.model import Lorebook, LoreEntry
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -139,7 +140,7 @@ def card_entry(raw: dict[str, Any], index: int, sink: Sink) -> LoreEntry:
     order = number(raw.get("insertion_order"))
     if order is None:
         sink.warn(uid, "insertion_order", f"{raw.get('insertion_order')!r} is not a number; set to the default 100")
-    values["order"] = order if order is not None else 100
+    values["order"] = bounded(order, uid, "insertion_order", sink) if order is not None else 100
     values["position"] = _card_position(raw.get("position"), ext.get("position", MISSING), uid, sink)
     prob = ext.get("probability", MISSING)
     use = ext.get("useProbability", MISSING)
@@ -171,7 +172,7 @@ def _card_position(top: Any, ext_position: Any, uid: int, sink: Sink) -> int:
 
 def _card_uid(value: Any, index: int, sink: Sink) -> int:
     parsed = number(value) if value is not MISSING else None
-    if isinstance(parsed, int) and parsed >= 0 and not isinstance(value, bool):
+    if isinstance(parsed, int) and 0 <= parsed <= MAX_UID and not isinstance(value, bool):
         if isinstance(value, str):
             sink.warn(parsed, "id", f"text id {value!r} read as the number {parsed}")
         return parsed

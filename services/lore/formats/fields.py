@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from services.lore.formats.convert import MISSING, Sink, number, truthy
+from shared.lore.model import MAX_NUMBER
 
 Kind = Literal["bool", "strict_bool", "opt_bool", "int", "opt_int", "num", "str", "timed", "level", "list"]
 
@@ -93,7 +94,7 @@ def coerce(kind: Kind, value: Any, default: Any, uid: int, name: str, sink: Sink
         if parsed is None or parsed < 0:
             sink.warn(uid, name, f"{value!r} is not a recursion level; read as 0 (off)")
             return 0
-        return int(parsed)
+        return bounded(int(parsed), uid, name, sink)
     parsed = number(value)
     if value is None:
         return None if kind in ("opt_int",) else (0 if kind == "timed" else default)
@@ -102,7 +103,7 @@ def coerce(kind: Kind, value: Any, default: Any, uid: int, name: str, sink: Sink
             sink.warn(uid, name, f"{value!r} is not a number; replaced by the default {default!r}")
         return default
     if kind == "num":
-        return parsed
+        return bounded(parsed, uid, name, sink)
     if not isinstance(parsed, int):
         if loud:
             sink.warn(uid, name, f"{value!r} is not a whole number; rounded down")
@@ -112,4 +113,13 @@ def coerce(kind: Kind, value: Any, default: Any, uid: int, name: str, sink: Sink
     if kind == "timed" and parsed < 0:
         sink.warn(uid, name, f"negative {parsed} read as 0 (off)")
         return 0
-    return parsed
+    return bounded(parsed, uid, name, sink)
+
+
+def bounded(parsed: int | float, uid: int | None, name: str, sink: Sink) -> int | float:
+    """``parsed`` within +/- ``MAX_NUMBER`` (the model's bounds), warning when it was beyond."""
+    if abs(parsed) <= MAX_NUMBER:
+        return parsed
+    bound = MAX_NUMBER if parsed > 0 else -MAX_NUMBER
+    sink.warn(uid, name, f"{parsed!r} is beyond what a number field holds; set to {bound}")
+    return bound

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.lore.formats.convert import MalformedFileError, Sink, number, string_list, truthy
+from services.lore.formats.fields import bounded
 from shared.lore.model import Lorebook, LoreEntry
 
 
@@ -44,7 +45,7 @@ def read_novelai(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
                 comment=display,
                 add_memo=bool(display.strip()),
                 disable=not truthy(raw.get("enabled")),
-                order=order if order is not None else 0,
+                order=bounded(order, i, "budgetPriority", sink) if order is not None else 0,
                 position=0,
                 selective=False,
             )
@@ -70,7 +71,7 @@ def read_agnai(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
                 content=_text(raw.get("entry")),
                 comment=title,
                 add_memo=bool(title),
-                order=weight if weight is not None else 0,
+                order=bounded(weight, i, "weight", sink) if weight is not None else 0,
                 disable=not truthy(raw.get("enabled")),
                 position=0,
                 selective=False,
@@ -102,11 +103,11 @@ def read_risu(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
                 content=_text(raw.get("content")),
                 constant=truthy(raw.get("alwaysActive")),
                 selective=truthy(raw.get("selective")),
-                order=order if order is not None else 100,
+                order=bounded(order, i, "insertorder", sink) if order is not None else 100,
                 position=0,
                 # SillyTavern stores `useProbability = activationPercent ?? true` (a number); truthy either way
                 # unless the percent is 0, which also means "never" as a probability.
-                probability=percent if percent is not None else 100,
+                probability=bounded(percent, i, "activationPercent", sink) if percent is not None else 100,
                 use_probability=True,
                 add_memo=True,
             )

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from services.lore.formats.cards import (
     PNG_SIGNATURE,
     book_from_card,
@@ -47,6 +49,15 @@ def import_lorebook(
     ``extensions_fallback`` reads values that a Chub export keeps only under ``extensions`` (SillyTavern ignores
     them, so this is off by default). Raises a ``LoreImportError`` subclass naming what is wrong with the file.
     """
+    try:
+        return _import(data, format, name, extensions_fallback)
+    except ValidationError as exc:  # a value no normalisation above brought within the model's bounds
+        problem = exc.errors()[0]
+        where = ".".join(str(p) for p in problem["loc"])
+        raise MalformedFileError(f"an entry's {where}: {problem['msg']}") from exc
+
+
+def _import(data: dict[str, Any] | bytes, format: Format, name: str, extensions_fallback: bool) -> ImportResult:
     doc = _document(data)
     detected = _detect(doc) if format == "auto" else format
     sink = Sink()

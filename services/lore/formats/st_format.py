@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from services.lore.formats.convert import MISSING, MalformedFileError, Sink, number, string_list, truthy
-from services.lore.formats.fields import FIELDS, coerce
+from services.lore.formats.fields import FIELDS, bounded, coerce
+from shared.events.lore_contract import MAX_UID
 from shared.lore.model import Lorebook, LoreEntry, Position
 
 MNEMO_EXT = "mnemo"  # extensions key where mnemo keeps its own fields (activation mode) in exported files
@@ -104,6 +105,7 @@ def normalise_probability(prob: Any, use: Any, uid: int, sink: Sink) -> tuple[in
     """`useProbability` missing means no roll; with the roll on, a null/missing probability never passes."""
     use_roll = truthy(use)
     parsed = number(prob) if prob is not MISSING and prob is not None else None
+    parsed = bounded(parsed, uid, "probability", sink) if parsed is not None else None
     if use is MISSING:
         if parsed is not None and parsed < 100:
             sink.warn(uid, "useProbability", f"missing: SillyTavern does not roll, so probability {parsed} is inert")
@@ -136,17 +138,29 @@ def _keys(value: Any, uid: int, name: str, sink: Sink) -> list[str]:
     return string_list(value, uid, name, sink)
 
 
+def _key_uid(map_key: str) -> int | None:
+    """The map key as a uid: ASCII digits up to ``MAX_UID`` (``str.isdigit`` also takes ``²`` and other digits
+    ``int`` refuses, and a very long number would be refused by ``int`` too)."""
+    if not (map_key.isascii() and map_key.isdigit()) or len(map_key) > len(str(MAX_UID)):
+        return None
+    uid = int(map_key)
+    return uid if uid <= MAX_UID else None
+
+
 def _uid(value: Any, map_key: str, sink: Sink) -> int:
     parsed = number(value)
-    if isinstance(parsed, int) and not isinstance(value, bool) and parsed >= 0:
-        if map_key.isdigit() and int(map_key) != parsed:
+    from_key = _key_uid(map_key)
+    if isinstance(parsed, int) and not isinstance(value, bool) and 0 <= parsed <= MAX_UID:
+        if from_key is not None and from_key != parsed:
             sink.warn(parsed, "uid", f"differs from its map key {map_key!r}; the uid field is used")
         return parsed
-    if map_key.isdigit():
+    if from_key is not None:
         if value is not None:
-            sink.warn(int(map_key), "uid", f"{value!r} is not a uid; the map key {map_key} is used")
-        return int(map_key)
-    raise MalformedFileError(f"entry {map_key!r} has no usable uid ({value!r}) and its key is not a number")
+            sink.warn(from_key, "uid", f"{value!r} is not a uid; the map key {map_key} is used")
+        return from_key
+    raise MalformedFileError(
+        f"entry {map_key[:40]!r} has no usable uid ({str(value)[:40]!r}): a uid is a whole number from 0 to {MAX_UID}"
+    )
 
 
 def _order(value: Any, uid: int, sink: Sink) -> int | float:
@@ -157,7 +171,7 @@ def _order(value: Any, uid: int, sink: Sink) -> int | float:
         return 100
     if isinstance(value, str):
         sink.warn(uid, "order", f"text {value!r} read as the number {parsed}")
-    return parsed
+    return bounded(parsed, uid, "order", sink)
 
 
 def _selective(value: Any, secondary: list[str], uid: int, sink: Sink) -> bool:

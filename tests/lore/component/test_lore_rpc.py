@@ -139,6 +139,20 @@ async def test_bad_requests_get_a_bad_request_reply(lore, body, says):
     assert published(d).events == []
 
 
+async def test_an_entry_number_beyond_the_largest_is_a_bad_request_not_a_failed_append(lore):
+    """Found by the 100,000-case fuzz run: a uid of 2**80 passed validation and the log's insert failed
+    (BSON holds 64-bit integers), answering ``internal``; a sticky of 2**80 would reach the timed effects'
+    plain ends the same way."""
+    rpc, _, d = lore
+    book = await rpc(subjects.LORE_BOOK_CREATE, {"tenant_id": T, "owner_user_id": OWNER, "name": "Uids"})
+    before = len(published(d).events)
+    for uid, field in ((2**80, {}), (2**53, {}), (-1, {}), (1, {"sticky": 2**80}), (2, {"depth": -(2**63)})):
+        entry = {"uid": uid, "key": ["x"], "content": "y", **field}
+        reply = await rpc(subjects.LORE_ENTRY_CREATE, {"tenant_id": T, "user_id": OWNER, "lorebook_id": book["lorebook_id"], "entry": entry})  # fmt: skip
+        assert_bad_request(reply, next(iter(field), "uid"))
+    assert len(published(d).events) == before
+
+
 async def test_list_pages_the_tenants_live_books_with_their_attachments(lore):
     rpc, _, _ = lore
     port = await rpc(subjects.LORE_IMPORT, import_request())

@@ -13,6 +13,7 @@ import pytest
 from services.lore.formats.convert import MalformedFileError, NotALorebookError, UnsupportedFormatError
 from services.lore.formats.exporter import export_world_info
 from services.lore.formats.importer import import_lorebook
+from shared.lore.model import MAX_NUMBER
 
 
 def png(chunks: dict[str, dict[str, Any]]) -> bytes:
@@ -148,6 +149,24 @@ def test_novelai_agnai_risu() -> None:
     assert (got["key"], got["keysecondary"], got["constant"], got["probability"]) == (["a", "b"], [], True, 40)
 
 
+def test_a_uid_beyond_what_json_clients_and_storage_hold_falls_back_to_its_map_key() -> None:
+    """Uids are stored as plain 64-bit integers and read by JavaScript: above 2**53 - 1 a uid is not usable."""
+    got = import_lorebook({"entries": {"7": {"uid": 2**60, "content": "x"}}})
+    assert [e.uid for e in got.book.entries] == [7]
+    assert (7, "uid") in [(w.uid, w.field) for w in got.warnings]
+    card = import_lorebook({"spec": "chara_card_v2", "data": {"name": "A", "character_book": {"entries": [
+        {"id": 2**60, "keys": ["a"], "content": "x", "enabled": True, "insertion_order": 1, "selective": False}]}}})  # fmt: skip
+    assert [e.uid for e in card.book.entries] == [0]
+
+
+def test_numbers_beyond_what_a_field_holds_are_set_to_the_bound_with_a_warning() -> None:
+    big = {"uid": 0, "key": ["a"], "content": "x", "sticky": 2**80, "order": -1e300, "depth": "9" * 30}
+    got = import_lorebook({"entries": {"0": big}})
+    [entry] = got.book.entries
+    assert (entry.sticky, entry.order, entry.depth) == (MAX_NUMBER, -MAX_NUMBER, MAX_NUMBER)
+    assert {"sticky", "order", "depth"} <= {w.field for w in got.warnings if "beyond" in w.message}
+
+
 @pytest.mark.parametrize(
     ("data", "error", "words"),
     [
@@ -159,6 +178,8 @@ def test_novelai_agnai_risu() -> None:
         (b"\x89PNG\r\n\x1a\n", MalformedFileError, "IEND"),
         (png({}), UnsupportedFormatError, "chara"),
         (png({})[:30], MalformedFileError, "truncated"),
+        ({"entries": {str(2**60): {"uid": 2**60, "content": "x"}}}, MalformedFileError, "no usable uid"),
+        ({"entries": {"²": {"content": "x"}}}, MalformedFileError, "no usable uid"),  # a digit int() refuses
     ],
 )
 def test_bad_files_raise_typed_errors_naming_the_problem(data, error, words) -> None:
