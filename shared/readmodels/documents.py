@@ -15,6 +15,7 @@ Every query takes the tenant first: nothing crosses tenants.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +25,7 @@ from pymongo import ASCENDING, DeleteMany, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
-from shared.crypto import FieldCipher
+from shared.crypto import FieldCipher, KeyErased
 from shared.events.document_contract import DocumentProgress, DocumentState
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import (
@@ -35,6 +36,7 @@ from shared.events.recorded import (
     DOCUMENT_FAILED,
     document_stream,
 )
+from shared.readmodels.erased import readable, readable_one
 
 DOCUMENTS = "rm_documents"
 CHUNKS = "rm_document_chunks"
@@ -216,11 +218,11 @@ class DocumentsReadModel:
 
     async def processing(self) -> list[DocumentRecord]:
         """Every tenant's imports still under way (or cut short by a restart: the lore service resumes them)."""
-        return [await self._record(d) async for d in self._docs.find({"status": "processing", "deleted": False})]
+        return await readable(self._docs.find({"status": "processing", "deleted": False}), self._record)
 
     async def get(self, tenant_id: str, document_id: str) -> DocumentRecord | None:
         d = await self._docs.find_one({"_id": document_stream(tenant_id, document_id), "tenant_id": tenant_id})
-        return None if d is None else await self._record(d)
+        return await readable_one(d, self._record)
 
     async def list(
         self, tenant_id: str, *, owner_user_id: str | None = None, lorebook_ids: Sequence[str] | None = None
@@ -231,7 +233,7 @@ class DocumentsReadModel:
             query["owner_user_id"] = owner_user_id
         if lorebook_ids is not None:
             query["lorebook_id"] = {"$in": list(lorebook_ids)}
-        return [await self._record(d) async for d in self._docs.find(query).sort("_id", ASCENDING)]
+        return await readable(self._docs.find(query).sort("_id", ASCENDING), self._record)
 
     async def chunks_by_hash(
         self, tenant_id: str, document_id: str, version: int, hashes: Sequence[str]
@@ -243,14 +245,15 @@ class DocumentsReadModel:
             if d["hash"] in out:
                 continue
             tc = await self._cipher.for_tenant(tenant_id, reading=(d,))
-            out[d["hash"]] = ChunkView(
-                document_id,
-                version,
-                int(d["index"]),
-                str(tc.decrypt(d["_id"], "text", d["text"])),
-                str(tc.decrypt(d["_id"], "heading", d["heading"])),
-                d.get("page"),
-                d["hash"],
-                d.get("last_page"),
-            )
+            with contextlib.suppress(KeyErased):  # an erased uploader's leftover (shared/readmodels/erased.py)
+                out[d["hash"]] = ChunkView(
+                    document_id,
+                    version,
+                    int(d["index"]),
+                    str(tc.decrypt(d["_id"], "text", d["text"])),
+                    str(tc.decrypt(d["_id"], "heading", d["heading"])),
+                    d.get("page"),
+                    d["hash"],
+                    d.get("last_page"),
+                )
         return out

@@ -36,6 +36,7 @@ from shared.events.recorded import (
     character_scope,
     player_scope,
 )
+from shared.readmodels.erased import readable, readable_one
 
 COLLECTION = "knowledge"
 ACTIVE = "active"
@@ -201,7 +202,7 @@ class KnowledgeReadModel:
         if campaign_id is not None:
             scopes.append(campaign_scope(campaign_id))
         query = {"tenant_id": tenant_id, "character_id": character_id, "status": ACTIVE, "scope": {"$in": scopes}}
-        found = [await self._view(d) async for d in self._col.find(query)]
+        found = await readable(self._col.find(query), self._view)
         views = with_supersession(outside(found, user_id, exclude_conversations))
         return [v for v in views if v.status == ACTIVE][: max(0, limit)]
 
@@ -211,7 +212,7 @@ class KnowledgeReadModel:
         """The character's facts learned in ``user_id``'s conversations that are not retired or consolidated
         (any scope), newest first, superseded ones marked; none of ``exclude_conversations``."""
         query = {"tenant_id": tenant_id, "character_id": character_id, "user_id": user_id, "status": ACTIVE}
-        found = [await self._view(d) async for d in self._col.find(query)]
+        found = await readable(self._col.find(query), self._view)
         return with_supersession(outside(found, user_id, exclude_conversations))
 
     async def page(
@@ -238,7 +239,7 @@ class KnowledgeReadModel:
         total = await self._col.count_documents(query)
         cursor = self._col.find(query).sort([("learned_at", DESCENDING), ("_id", DESCENDING)])
         docs = [d async for d in cursor.skip(max(0, offset)).limit(max(0, limit))]
-        views = [await self._view(d) for d in docs]
+        views = await readable(docs, self._view)
         superseded: set[str] = set()
         for cid in {v.character_id for v in views if v.status == ACTIVE}:
             superseded |= {f.fact_id for f in await self.owned(tenant_id, cid, user_id) if f.status == "superseded"}
@@ -248,12 +249,12 @@ class KnowledgeReadModel:
     async def by_id(self, tenant_id: str, fact_id: str) -> FactView | None:
         """The fact with that id in the tenant, whatever its status (callers check the owner)."""
         doc = await self._col.find_one({"_id": fact_id, "tenant_id": tenant_id})
-        return None if doc is None else await self._view(doc)
+        return await readable_one(doc, self._view)
 
     async def by_ids(self, tenant_id: str, fact_ids: Sequence[str]) -> list[FactView]:
         """The facts among ``fact_ids`` in the tenant, whatever their status, in the order asked."""
         found = {d["_id"]: d async for d in self._col.find({"tenant_id": tenant_id, "_id": {"$in": list(fact_ids)}})}
-        return [await self._view(found[i]) for i in fact_ids if i in found]
+        return await readable([found[i] for i in fact_ids if i in found], self._view)
 
     async def scope_versions(self, tenant_id: str, fact_ids: Sequence[str]) -> dict[str, int]:
         """The log version of the event that last set each fact's scope (the embedding service compares it
@@ -270,7 +271,7 @@ class KnowledgeReadModel:
             "source_keys": source_key(conversation_id, message_id),
             "status": ACTIVE,
         }
-        return [await self._view(d) async for d in self._col.find(query)]
+        return await readable(self._col.find(query), self._view)
 
     async def _view(self, d: dict[str, Any]) -> FactView:
         tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))

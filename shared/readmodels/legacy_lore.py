@@ -27,6 +27,7 @@ from shared.crypto import FieldCipher
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import LEGACY_LORE_CREATED, LEGACY_LORE_DELETED
 from shared.readmodels.conversation import as_utc
+from shared.readmodels.erased import readable
 from shared.readmodels.repository import _bulk
 
 COLLECTION = "rm_legacy_lore"
@@ -118,7 +119,7 @@ class LegacyLoreReadModel:
         if not ids:
             return []
         query = self._live(tenant_id, user_id) | {"_id": {"$in": list(ids)}}
-        found = {d["_id"]: await self._view(d) async for d in self._col.find(query)}
+        found = {v.legacy_id: v for v in await readable(self._col.find(query), self._view)}
         return [found[i] for i in ids if i in found]
 
     async def for_memories(
@@ -130,7 +131,7 @@ class LegacyLoreReadModel:
         query: Doc = {"tenant_id": tenant_id, "deleted": False, "memory_id": {"$in": list(memory_ids)}}
         if user_id is not None:
             query["user_id"] = user_id
-        return {d["memory_id"]: await self._view(d) async for d in self._col.find(query)}
+        return {v.memory_id: v for v in await readable(self._col.find(query), self._view)}
 
     async def deleted(self, tenant_id: str, legacy_ids: Sequence[str]) -> set[str]:
         """Those of ``legacy_ids`` the tenant's projection shows deleted (the embedding service skips a late
@@ -161,7 +162,7 @@ class LegacyLoreReadModel:
         if limit <= 0 or offset >= total:
             return [], total
         cursor = self._col.find(query).sort(ORDER).skip(offset).limit(limit)
-        return [await self._view(d) async for d in cursor], total
+        return await readable(cursor, self._view), total
 
     async def _view(self, d: Doc) -> LegacyLoreView:
         tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))

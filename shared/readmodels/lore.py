@@ -30,6 +30,7 @@ from shared.events.envelope import EventEnvelope
 from shared.events.recorded import bot_stream, conversation_stream, lorebook_stream
 from shared.lore.history import LORE_EVENTS, BookState, fold_all
 from shared.lore.model import Lorebook
+from shared.readmodels.erased import readable_one, readable_sync
 
 LOREBOOKS = "rm_lorebooks"
 LORE_ATTACHMENTS = "rm_lore_attachments"
@@ -153,11 +154,15 @@ class LoreReadModel:
         )
 
     async def state(self, tenant_id: str, lorebook_id: str) -> BookState | None:
-        """The stored state of a book (a deleted one too: ``deleted`` is set), decrypted."""
+        """The stored state of a book (a deleted one too: ``deleted`` is set), decrypted; None when there is
+        none or its owner was erased (``shared/readmodels/erased.py``)."""
         doc = await self.books.find_one({"_id": lorebook_stream(tenant_id, lorebook_id)})
-        if doc is None:
-            return None
-        plain = (await self._cipher.for_tenant(tenant_id, reading=(doc,))).decrypt_fields(doc["_id"], doc, ENCRYPTED)
+        return await readable_one(doc, self._state)
+
+    async def _state(self, doc: Doc) -> BookState:
+        plain = (await self._cipher.for_tenant(doc["tenant_id"], reading=(doc,))).decrypt_fields(
+            doc["_id"], doc, ENCRYPTED
+        )
         return BookState(
             tenant_id=plain["tenant_id"],
             lorebook_id=plain["lorebook_id"],
@@ -183,10 +188,10 @@ class LoreReadModel:
             return {}
         docs = await self.books.find({"_id": {"$in": ids}, "deleted": {"$ne": True}}).to_list()
         cipher = await self._cipher.for_tenant(tenant_id, reading=docs)
-        out: dict[str, LorebookView] = {}
-        for doc in docs:
+
+        def view(doc: Doc) -> LorebookView:
             plain = cipher.decrypt_fields(doc["_id"], doc, ENCRYPTED)
-            out[plain["lorebook_id"]] = LorebookView(
+            return LorebookView(
                 tenant_id=plain["tenant_id"],
                 lorebook_id=plain["lorebook_id"],
                 owner_user_id=plain["owner_user_id"],
@@ -196,7 +201,8 @@ class LoreReadModel:
                 book=Lorebook.model_validate(plain["book"]),
                 original=plain.get("original") or {},
             )
-        return out
+
+        return {v.lorebook_id: v for v in readable_sync(docs, view)}
 
     async def list_books(self, tenant_id: str, owner_user_id: str | None = None) -> list[BookListing]:
         """The tenant's live books (of one owner), by name then id: one query that leaves each book's entries
@@ -210,12 +216,13 @@ class LoreReadModel:
         if not docs:
             return []
         cipher = await self._cipher.for_tenant(tenant_id, reading=docs)
-        out = []
-        for d in docs:
+
+        def listing(d: Doc) -> BookListing:
             name = cipher.decrypt_fields(d["_id"], {"name": d.get("name")}, _NAME)["name"] or ""
-            out.append(BookListing(tenant_id, d["lorebook_id"], d["owner_user_id"], name, d.get("format") or "",
-                                   int(d.get("entries") or 0), tuple(d.get("targets") or ()), int(d["version"])))  # fmt: skip
-        return sorted(out, key=lambda b: (b.name, b.lorebook_id))
+            return BookListing(tenant_id, d["lorebook_id"], d["owner_user_id"], name, d.get("format") or "",
+                               int(d.get("entries") or 0), tuple(d.get("targets") or ()), int(d["version"]))  # fmt: skip
+
+        return sorted(readable_sync(docs, listing), key=lambda b: (b.name, b.lorebook_id))
 
     async def attached(
         self, tenant_id: str, bot_id: str, user_id: str | None = None, conversation_id: str | None = None

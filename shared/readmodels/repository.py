@@ -33,6 +33,7 @@ from shared.events.envelope import EventEnvelope, stream_parts
 from shared.events.recorded import BOT_RECORDED, PERSONA_RECORDED, bot_stream, persona_stream
 from shared.presence import bot_may_see
 from shared.readmodels.conversation import ConversationState, fold
+from shared.readmodels.erased import readable_sync
 from shared.readmodels.messages import (
     MESSAGE_WRITES,
     MessageKey,
@@ -228,7 +229,7 @@ class ReadModels:
     async def _views(self, tenant_id: str, docs: Iterable[Doc]) -> list[MessageView]:
         docs = list(docs)
         cipher = await self._cipher.for_tenant(tenant_id, reading=docs)
-        return sorted((message_view(d, cipher) for d in docs), key=lambda m: m.index)
+        return sorted(readable_sync(docs, lambda d: message_view(d, cipher)), key=lambda m: m.index)
 
     @staticmethod
     def _of_conversation(tenant_id: str, user_id: str, conversation_id: str) -> Doc:
@@ -305,11 +306,17 @@ class ReadModels:
     # --- profiles -------------------------------------------------------------------------------------
     async def bot(self, tenant_id: str, bot_id: str) -> BotView | None:
         doc = await self.bots.find_one({"_id": bot_stream(tenant_id, bot_id)})
-        return bot_view(doc, await self._cipher.for_tenant(tenant_id, reading=(doc,))) if doc else None
+        if doc is None:
+            return None
+        cipher = await self._cipher.for_tenant(tenant_id, reading=(doc,))
+        return next(iter(readable_sync([doc], lambda d: bot_view(d, cipher))), None)
 
     async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaView | None:
         doc = await self.personas.find_one({"_id": persona_stream(tenant_id, user_id, persona_id)})
-        return persona_view(doc, await self._cipher.for_tenant(tenant_id, reading=(doc,))) if doc else None
+        if doc is None:
+            return None
+        cipher = await self._cipher.for_tenant(tenant_id, reading=(doc,))
+        return next(iter(readable_sync([doc], lambda d: persona_view(d, cipher))), None)
 
 
 def _wanted(doc: Doc, include_deleted: bool, visible_to: str | None) -> bool:

@@ -23,6 +23,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from shared.crypto import FieldCipher
 from shared.events.envelope import EventEnvelope
 from shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
+from shared.readmodels.erased import readable
 
 COLLECTION = "summaries"
 ACTIVE = "active"
@@ -119,7 +120,7 @@ class SummariesReadModel:
         """The conversation's latest summaries (any status), newest range first."""
         query = {"tenant_id": tenant_id, "user_id": user_id, "conversation_id": conversation_id, **_CREATED}
         cursor = self._col.find(query).sort("last_index", DESCENDING).limit(limit)
-        return [await self._view(d) async for d in cursor]
+        return await readable(cursor, self._view)
 
     async def by_ids(
         self,
@@ -141,7 +142,7 @@ class SummariesReadModel:
             async for d in self._col.find({"_id": {"$in": list(dict.fromkeys(summary_ids))}})
             if "text" in d and all(v is None or d.get(k) == v for k, v in wanted.items())
         ]
-        found = {d["_id"]: await self._view(d) for d in docs}
+        found = {v.summary_id: v for v in await readable(docs, self._view)}
         return [found[i] for i in summary_ids if i in found]
 
     async def inactive(self, tenant_id: str, summary_ids: Sequence[str]) -> set[str]:
@@ -166,7 +167,7 @@ class SummariesReadModel:
         if audience_member is not None:
             query["audience"] = {"$in": [audience_member, EVERYONE]}
         cursor = self._col.find(query).sort([("first_index", ASCENDING), ("_id", ASCENDING)])
-        return [await self._view(d) async for d in cursor]
+        return await readable(cursor, self._view)
 
     async def _view(self, d: dict[str, Any]) -> SummaryView:
         tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))
@@ -229,10 +230,11 @@ class SummariesReadModel:
         if limit <= 0 or offset >= total:
             return [], total
         cursor = self._col.find(query).sort([("end_at", DESCENDING), ("_id", ASCENDING)]).skip(offset).limit(limit)
-        return [
-            SummaryListed(await self._view(d), str(d.get("status") or "active"), d.get("prompt_version"))
-            async for d in cursor
-        ], total
+
+        async def listed(d: dict[str, Any]) -> SummaryListed:
+            return SummaryListed(await self._view(d), str(d.get("status") or "active"), d.get("prompt_version"))
+
+        return await readable(cursor, listed), total
 
 
 @dataclass(frozen=True)
