@@ -6,8 +6,10 @@ rows back for long; the rows, vectors, uploaded files and JetStream messages of 
 the rows and vectors once more after that cache time (``resweep``), catching whatever an in-flight projection
 wrote meanwhile. Last, an ``erasure.completed`` event records ids and counts (no content); ``mnemo replay``
 reads it to skip every event of theirs recorded before it (docs/privacy.md). Each step is idempotent, so a
-failed erasure is retried by calling it again. A replica runs one erasure or resweep at a time, and requests
-are rate-limited per tenant: each scans whole streams, so a flood of them queues instead of loading NATS.
+failed erasure is retried by calling it again. A replica deletes one erasure's (or resweep's) rows at a time,
+and the JetStream messages in whole-stream passes that every erasure waiting at the time shares
+(``stream_purge.SharedPasses``); requests are rate-limited per tenant. So a flood of erasures queues for
+passes instead of multiplying them, and another tenant's erasure waits for at most two passes.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from nats.js import JetStreamContext
 from pymongo.asynchronous.database import AsyncDatabase
 
 from services.privacy import rows
-from services.privacy.stream_purge import belongs_to, purge
+from services.privacy.stream_purge import belongs_to, stream_passes
 from services.privacy.uploads import delete_uploads
 from shared import subjects
 from shared.crypto import FieldCipher
@@ -68,9 +70,10 @@ class Eraser:
         self._vectors, self._js = vectors, js
         self._resweep_after_s = resweep_after_s
         self._resweeps: dict[_Target, asyncio.Task[None]] = {}
-        # One erasure (or resweep) at a time per replica: each scans whole streams and every read model, and a
-        # flood of erasure requests must queue rather than multiply that load on NATS and the database.
+        # One erasure's (or resweep's) row deletion at a time per replica: each queries every read model, and
+        # a flood of erasure requests must queue rather than multiply that load on the database.
         self._one_at_a_time = asyncio.Lock()
+        self._stream_passes = stream_passes(js, PURGED_STREAMS) if js is not None else None
 
     async def erase_user(self, req: EraseUserRequest) -> ErasureReply:
         return await self._erase(_Target(req.tenant_id, req.user_id))
@@ -84,8 +87,7 @@ class Eraser:
             await asyncio.gather(*self._resweeps.values(), return_exceptions=True)
 
     async def _erase(self, target: _Target) -> ErasureReply:
-        async with self._one_at_a_time:
-            reply, books = await self._erase_now(target)
+        reply, books = await self._erase_now(target)
         if target not in self._resweeps:  # an erasure repeated before its resweep needs only the one
             task = asyncio.create_task(self._resweep(target, books))
             self._resweeps[target] = task
@@ -96,8 +98,11 @@ class Eraser:
         erased_at = utcnow()
         books = await self._owned_books(target)
         documents, objects = await self._owned_documents(target)  # read before their rows are deleted
-        key_ids = await self._cipher.erase(target.tenant_id, target.user_id)
-        deleted = await self._sweep(target, books)
+        async with self._one_at_a_time:
+            key_ids = await self._cipher.erase(target.tenant_id, target.user_id)
+            deleted = await self._sweep(target, books)
+        if self._stream_passes is not None:
+            deleted["stream_messages"] = await self._stream_passes.purge(belongs_to(target.tenant_id, target.user_id))
         if self._js is not None:
             deleted["uploads"] = await delete_uploads(
                 self._js, target.tenant_id, None if target.user_id is None else objects
@@ -135,7 +140,8 @@ class Eraser:
         rows = [d async for d in self._db[DOCUMENTS].find(_owned_by(target), fields)]
         return sorted({str(d["document_id"]) for d in rows}), sorted({str(d["object_name"]) for d in rows})
 
-    async def _sweep(self, target: _Target, books: list[str], *, streams: bool = True) -> dict[str, int]:
+    async def _sweep(self, target: _Target, books: list[str]) -> dict[str, int]:
+        """Rows and vectors (the streams are :attr:`_stream_passes`')."""
         if target.user_id is None:
             query = rows.tenant_rows(target.tenant_id)
         else:
@@ -151,12 +157,6 @@ class Eraser:
             for flt in filters:
                 await self._vectors.delete(flt)
             deleted["vector_filters"] = len(filters)
-        if self._js is not None and streams:
-            match = belongs_to(target.tenant_id, target.user_id)
-            removed = 0
-            for stream, subject in PURGED_STREAMS:
-                removed += await purge(self._js, stream, subject, match)
-            deleted["stream_messages"] = removed
         return deleted
 
     async def _resweep(self, target: _Target, books: list[str]) -> None:
@@ -165,7 +165,7 @@ class Eraser:
         await asyncio.sleep(self._resweep_after_s)
         try:
             async with self._one_at_a_time:
-                late = await self._sweep(target, books, streams=False)
+                late = await self._sweep(target, books)
         except Exception:
             log.exception("resweep of %s failed: call the erasure again", target)
             return

@@ -10,7 +10,8 @@ public subject of one real stack (``fuzz_world``), and checks the contract's pro
 - no service dead-letters anything else, and the services still answer at the end.
 
 ``MNEMO_FUZZ_EXAMPLES`` is the number of cases per test (sent in concurrent batches of ``BATCH``); the default
-keeps the file near a minute or two here, ``make fuzz`` runs 100,000.
+keeps the file near a minute or two here, ``make fuzz`` runs 100,000 (hours: above the default, each test
+prints a progress line every ``PROGRESS_EVERY`` cases).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import json
 import os
 import re
 import string
+import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +98,7 @@ pytestmark = pytest.mark.integration
 CASES = int(os.environ.get("MNEMO_FUZZ_EXAMPLES", "1000"))
 BATCH = 25
 DEADLINE_S = 30.0
+PROGRESS_EVERY = 1000
 FUZZ = settings(
     max_examples=max(1, CASES // BATCH),
     deadline=None,
@@ -278,14 +282,33 @@ async def check_request(w: World, r: Request) -> None:
         assert any(n in error["message"] for n in bad.names), (where, bad.names, reply)
 
 
+_cases_done: Counter[str] = Counter()
+_started: dict[str, float] = {}
+
+
+def progress(config: pytest.Config, test: str) -> None:
+    """One more batch of ``test`` done; every ``PROGRESS_EVERY`` cases of a long run, a line on the terminal
+    (pytest's terminal reporter, which output capture does not hide)."""
+    started = _started.setdefault(test, time.monotonic())
+    _cases_done[test] += BATCH
+    done = _cases_done[test]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if CASES > PROGRESS_EVERY and done % PROGRESS_EVERY == 0 and reporter is not None:
+        minutes = (time.monotonic() - started) / 60
+        reporter.write_line(f"{test}: {done:,} of {CASES:,} cases in {minutes:.1f} min")
+
+
 @FUZZ
 @given(data=st.data())
-async def test_every_request_gets_a_reply_naming_the_problem(fuzz_world: World, data: st.DataObject) -> None:
+async def test_every_request_gets_a_reply_naming_the_problem(
+    fuzz_world: World, data: st.DataObject, pytestconfig: pytest.Config
+) -> None:
     batch = data.draw(st.lists(requests(fuzz_world), min_size=BATCH, max_size=BATCH), label="requests")
     for r in batch:  # --hypothesis-show-statistics: how often each subject and kind was sent
         event(r.bad.kind)
         event(r.subject)
     await asyncio.gather(*(check_request(fuzz_world, r) for r in batch))
+    progress(pytestconfig, "requests")
 
 
 # --- chat events --------------------------------------------------------------------------------------
@@ -364,7 +387,7 @@ def by_marker(letters: list[RawStreamMsg]) -> dict[str, list[RawStreamMsg]]:
 @FUZZ
 @given(data=st.data())
 async def test_every_bad_event_is_dead_lettered_with_its_reason_and_the_stream_goes_on(
-    fuzz_world: World, data: st.DataObject
+    fuzz_world: World, data: st.DataObject, pytestconfig: pytest.Config
 ) -> None:
     w = fuzz_world
     batch = data.draw(st.lists(events(), min_size=BATCH, max_size=BATCH), label="events")
@@ -387,6 +410,7 @@ async def test_every_bad_event_is_dead_lettered_with_its_reason_and_the_stream_g
         assert len(mine) == 1, (e.subject, e.bad.kind, e.bad.body[:300], len(mine))
         reason = str((mine[0].headers or {}).get(DLQ_REASON, ""))
         assert any(n in reason for n in e.bad.names), (e.subject, e.bad.kind, e.bad.names, reason)
+    progress(pytestconfig, "events")
 
 
 # --- still alive --------------------------------------------------------------------------------------
