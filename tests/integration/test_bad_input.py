@@ -287,15 +287,17 @@ _started: dict[str, float] = {}
 
 
 def progress(config: pytest.Config, test: str) -> None:
-    """One more batch of ``test`` done; every ``PROGRESS_EVERY`` cases of a long run, a line on the terminal
-    (pytest's terminal reporter, which output capture does not hide)."""
+    """One more batch of ``test`` done; every ``PROGRESS_EVERY`` cases of a long run, a line on the terminal."""
     started = _started.setdefault(test, time.monotonic())
     _cases_done[test] += BATCH
     done = _cases_done[test]
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if CASES > PROGRESS_EVERY and done % PROGRESS_EVERY == 0 and reporter is not None:
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if CASES > PROGRESS_EVERY and done % PROGRESS_EVERY == 0 and reporter is not None and capture is not None:
         minutes = (time.monotonic() - started) / 60
-        reporter.write_line(f"{test}: {done:,} of {CASES:,} cases in {minutes:.1f} min")
+        with capture.global_and_fixture_disabled():  # a test's output is captured, this line is not
+            reporter.write_line(f"{test}: {done:,} of {CASES:,} cases in {minutes:.1f} min")
+            reporter.flush()  # seen at once when the output goes to a file
 
 
 @FUZZ
