@@ -7,9 +7,9 @@ the rows and vectors once more after that cache time (``resweep``), catching wha
 wrote meanwhile. Last, an ``erasure.completed`` event records ids and counts (no content); ``mnemo replay``
 reads it to skip every event of theirs recorded before it (docs/privacy.md). Each step is idempotent, so a
 failed erasure is retried by calling it again. A replica deletes one erasure's (or resweep's) rows at a time,
-and the JetStream messages in whole-stream passes that every erasure waiting at the time shares
-(``stream_purge.SharedPasses``); requests are rate-limited per tenant. So a flood of erasures queues for
-passes instead of multiplying them, and another tenant's erasure waits for at most two passes.
+and the JetStream messages by sequence, from an index of whose each message is that a reading shared by
+every erasure waiting at the time brings up to date (``stream_purge``); requests are rate-limited per tenant. So a flood of erasures queues for
+readings instead of multiplying them, and another tenant's erasure waits for at most two.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from nats.js import JetStreamContext
 from pymongo.asynchronous.database import AsyncDatabase
 
 from services.privacy import rows
-from services.privacy.stream_purge import belongs_to, stream_passes
+from services.privacy.stream_purge import stream_passes
 from services.privacy.uploads import delete_uploads
 from shared import subjects
 from shared.crypto import FieldCipher
@@ -102,7 +102,7 @@ class Eraser:
             key_ids = await self._cipher.erase(target.tenant_id, target.user_id)
             deleted = await self._sweep(target, books)
         if self._stream_passes is not None:
-            deleted["stream_messages"] = await self._stream_passes.purge(belongs_to(target.tenant_id, target.user_id))
+            deleted["stream_messages"] = await self._stream_passes.purge((target.tenant_id, target.user_id))
         if self._js is not None:
             deleted["uploads"] = await delete_uploads(
                 self._js, target.tenant_id, None if target.user_id is None else objects

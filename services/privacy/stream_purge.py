@@ -7,120 +7,76 @@ log's encrypted form and ids, shredded with the keys; its messages of the user a
 consumer still behind folds their plaintext events (ids, flags) into rows after the erasure. Retention limits
 bound all of them anyway.
 
-Finding them is a full pass over each stream (an ephemeral consumer, no acks, deleted after the pass): the
-subjects do not name tenants. A pass costs time in proportion to the streams, so erasures waiting at the same
-time share one (:class:`SharedPasses`): a flood of them costs one pass per pass's duration, not one each
-(the 100,000-case fuzz run sent an erasure every few seconds and each waited for all the passes before it).
+Whose a message is comes from its body (:func:`owner_of`); the sequences come from an index of each stream
+(``stream_index.OwnerIndex``) brought up to date by a reading of what was published since the last one.
+Erasures waiting at the same time share that reading (:class:`SharedPasses`), which starts after they asked,
+so it sees every message of theirs published before.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import NotFoundError
 
+from services.privacy.stream_index import Owner, OwnerIndex
 from shared.events.envelope import UnknownEventType
 from shared.events.recorded import REGISTRY
 
-BATCH = 256
-Match = Callable[[bytes], bool]
+T = TypeVar("T")
 
 
-def belongs_to(tenant_id: str, user_id: str | None) -> Match:
-    """Whether a message body (a chat payload, or a log event in a dead letter) is the user's (tenant's)."""
-
-    def match(body: bytes) -> bool:
+def owner_of(body: bytes) -> Owner | None:
+    """The tenant and user a message body (a chat payload, a log event, relayed or dead-lettered) belongs to;
+    the user is None for a bot's (bots stay, whoever created them) or an event type this version does not know;
+    None for a body without a tenant (not JSON, not an object)."""
+    try:
+        doc: Any = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(tenant := doc.get("tenant_id"), str):
+        return None
+    payload = doc.get("payload")
+    if isinstance(payload, dict) and isinstance(doc.get("type"), str):  # a log event
         try:
-            doc: Any = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return False
-        if not isinstance(doc, dict) or doc.get("tenant_id") != tenant_id:
-            return False
-        if user_id is None:
-            return True
-        payload = doc.get("payload")
-        if isinstance(payload, dict) and isinstance(doc.get("type"), str):  # a log event, relayed or dead-lettered
-            try:
-                return REGISTRY.get(doc["type"]).owner(payload) == user_id  # bots stay, whoever created them
-            except UnknownEventType:
-                return False
-        return bool(doc.get("user_id") == user_id)  # a chat payload (a bot's has no user_id)
-
-    return match
+            return tenant, REGISTRY.get(doc["type"]).owner(payload)
+        except UnknownEventType:
+            return tenant, None
+    user = doc.get("user_id")  # a chat payload (a bot's has no user_id)
+    return tenant, user if isinstance(user, str) else None
 
 
-async def purge(js: JetStreamContext, stream: str, subject: str, matches: Sequence[Match]) -> list[int]:
-    """Delete the messages of ``stream`` whose body one of ``matches`` takes, in one pass; returns how many
-    each took (a message counts for the first that takes it). A missing or empty stream: zeros."""
-    counts = [0] * len(matches)
-    try:
-        info = await js.stream_info(stream)
-    except NotFoundError:
-        return counts
-    if info.state.messages == 0:
-        return counts
-    config = ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL, inactive_threshold=60.0)
-    sub = await js.pull_subscribe(subject, stream=stream, config=config)
-    try:
-        while True:
-            try:
-                msgs = await sub.fetch(BATCH, timeout=2.0)
-            except NatsTimeout:
-                break
-            for msg in msgs:
-                taker = next((i for i, match in enumerate(matches) if match(msg.data)), None)
-                if taker is not None:
-                    await js.delete_msg(stream, msg.metadata.sequence.stream)
-                    counts[taker] += 1
-            if not msgs or msgs[-1].metadata.num_pending == 0:
-                break
-    finally:
-        # Unsubscribing leaves an ephemeral consumer on the server until its inactive threshold.
-        with contextlib.suppress(Exception):
-            await js.delete_consumer(stream, (await sub.consumer_info()).name)
-        with contextlib.suppress(Exception):
-            await sub.unsubscribe()
-    return counts
-
-
-Pass = Callable[[Sequence[Match]], Awaitable[list[int]]]
-
-
-class SharedPasses:
+class SharedPasses(Generic[T]):
     """One pass at a time over the streams, shared by every erasure that waits for one.
 
     An erasure waits for a pass that starts after it asked (one already under way may have gone by its
     messages), so its messages are found as surely as with a pass of its own; the ones that asked meanwhile
-    go together in the next. ``run_pass`` takes the matchers and returns how many messages each took."""
+    go together in the next. ``run_pass`` takes what each asked for and returns how many messages each took."""
 
-    def __init__(self, run_pass: Pass) -> None:
+    def __init__(self, run_pass: Callable[[Sequence[T]], Awaitable[list[int]]]) -> None:
         self._run_pass = run_pass
-        self._waiting: list[tuple[Match, asyncio.Future[int]]] = []
+        self._waiting: list[tuple[T, asyncio.Future[int]]] = []
         self._runner: asyncio.Task[None] | None = None
         self.passes = 0  # how many passes ran (tests, logs)
 
-    async def purge(self, match: Match) -> int:
+    async def purge(self, target: T) -> int:
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._waiting.append((match, done))
+        self._waiting.append((target, done))
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._run())
         return await done
 
     async def _run(self) -> None:
-        batch: list[tuple[Match, asyncio.Future[int]]] = []
+        batch: list[tuple[T, asyncio.Future[int]]] = []
         try:
             while self._waiting:
                 batch, self._waiting = self._waiting, []
                 self.passes += 1
                 try:
-                    counts = await self._run_pass([match for match, _ in batch])
+                    counts = await self._run_pass([target for target, _ in batch])
                 except Exception as exc:  # the waiters see the failure (and retry the erasure)
                     for _, done in batch:
                         if not done.done():
@@ -134,14 +90,14 @@ class SharedPasses:
                 done.cancel()
 
 
-def stream_passes(js: JetStreamContext, streams: Sequence[tuple[str, str]]) -> SharedPasses:
-    """Shared passes over ``streams`` (name, subject filter), one after the other."""
+def stream_passes(js: JetStreamContext, streams: Sequence[tuple[str, str]]) -> SharedPasses[Owner]:
+    """Shared passes over ``streams`` (name, subject filter): each brings their indexes up to date, then
+    deletes the messages of every (tenant, user) that asked (user None: the whole tenant)."""
+    indexes = [OwnerIndex(stream, subject, owner_of) for stream, subject in streams]
 
-    async def run_pass(matches: Sequence[Match]) -> list[int]:
-        total = [0] * len(matches)
-        for stream, subject in streams:
-            for i, n in enumerate(await purge(js, stream, subject, matches)):
-                total[i] += n
-        return total
+    async def run_pass(targets: Sequence[Owner]) -> list[int]:
+        for index in indexes:
+            await index.catch_up(js)
+        return [sum([await index.delete(js, *target) for index in indexes]) for target in targets]
 
     return SharedPasses(run_pass)

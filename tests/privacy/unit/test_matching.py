@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from services.privacy.rows import read_model_collections, user_rows
-from services.privacy.stream_purge import belongs_to
+from services.privacy.stream_purge import owner_of
 
 
 def body(doc: dict[str, Any]) -> bytes:
@@ -14,27 +14,23 @@ def body(doc: dict[str, Any]) -> bytes:
 
 
 def test_a_chat_payload_is_the_users_by_its_user_id_in_the_tenant() -> None:
-    alice = belongs_to("t", "alice")
-    assert alice(body({"tenant_id": "t", "user_id": "alice", "content": "hi"}))
-    assert not alice(body({"tenant_id": "t", "user_id": "bob", "content": "hi"}))
-    assert not alice(body({"tenant_id": "t2", "user_id": "alice", "content": "hi"}))
-    assert not alice(body({"tenant_id": "t", "bot_id": "b", "owner_user_id": "alice"})), "bots stay"
-    assert not alice(b"not json")
+    assert owner_of(body({"tenant_id": "t", "user_id": "alice", "content": "hi"})) == ("t", "alice")
+    assert owner_of(body({"tenant_id": "t2", "user_id": "alice", "content": "hi"})) == ("t2", "alice")
+    assert owner_of(body({"tenant_id": "t", "bot_id": "b", "owner_user_id": "alice"})) == ("t", None), "bots stay"
+    assert owner_of(body({"tenant_id": "t", "user_id": 7})) == ("t", None)
+    assert owner_of(body({"tenant_id": 1, "user_id": "alice"})) is None
+    assert owner_of(json.dumps(["t"]).encode()) is None
+    assert owner_of(b"not json") is None
+    assert owner_of(b"\xff\xfe") is None
 
 
 def test_a_log_event_is_its_owners_by_its_type() -> None:
-    alice = belongs_to("t", "alice")
     message = {"tenant_id": "t", "type": "message.deleted", "payload": {"user_id": "alice"}}
     book = {"tenant_id": "t", "type": "lorebook.created", "payload": {"owner_user_id": "alice"}}
     bot = {"tenant_id": "t", "type": "bot.recorded", "payload": {"owner_user_id": "alice"}}
     unknown = {"tenant_id": "t", "type": "nope", "payload": {"user_id": "alice"}}
-    assert [alice(body(d)) for d in (message, book, bot, unknown)] == [True, True, False, False]
-
-
-def test_a_tenant_erasure_takes_every_message_of_the_tenant_only() -> None:
-    tenant = belongs_to("t", None)
-    assert tenant(body({"tenant_id": "t", "bot_id": "b"}))
-    assert not tenant(body({"tenant_id": "t2", "bot_id": "b"}))
+    owners = [owner_of(body(d)) for d in (message, book, bot, unknown)]
+    assert owners == [("t", "alice"), ("t", "alice"), ("t", None), ("t", None)], "a bot stays with its tenant"
 
 
 def test_user_rows_match_owned_documents_stream_ids_and_books() -> None:

@@ -4,11 +4,13 @@ started before it asked (that pass may already have gone by its messages)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
-from services.privacy.stream_purge import Match, SharedPasses
+from services.privacy.stream_purge import SharedPasses
+
+Match = Callable[[bytes], bool]
 
 
 def takes(marker: bytes) -> Match:
