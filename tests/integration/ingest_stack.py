@@ -22,6 +22,7 @@ from nats.js.errors import NotFoundError
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from runtime.catalog import ensure_own_indexes
 from shared import subjects
 from shared.broker import ensure_streams, start_broker
 from shared.crypto import FieldCipher
@@ -30,6 +31,7 @@ from shared.eventlog.codec import EventCodec
 from shared.eventlog.keystore import MongoKeyStore
 from shared.eventlog.mongo import MongoEventStore
 from shared.eventlog.relay import Relay
+from shared.readmodels import ensure_all_indexes
 from shared.runtime import Deps
 from shared.settings import DeliverySettings, LimitsSettings, Settings
 from shared.vectors.edge import EdgeVectorIndex
@@ -99,8 +101,14 @@ async def running(
     )
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_url, tz_aware=True)
     db = client[db_name]
-    cipher = FieldCipher(kek or os.urandom(32), MongoKeyStore(db))
+    keys = MongoKeyStore(db)
+    cipher = FieldCipher(kek or os.urandom(32), keys)
     log = await connect(db, nats_url, cipher, reset_streams)
+    # The indexes a real start creates (shared/bootstrap.open_core, runtime/stack.py): without them every
+    # tenant-scoped query reads the whole collection, and long runs (make fuzz) slow down as the data grows.
+    await keys.ensure_indexes()
+    await ensure_all_indexes(db, cipher)
+    await ensure_own_indexes(db)
     broker = NatsBroker(nats_url)
     deps = Deps(settings, broker, db, log.store, log.codec, log.relay, cipher, vectors, embedder, nc=log.nc)
     for factory in create_router if isinstance(create_router, Sequence) else [create_router]:
