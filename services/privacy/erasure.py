@@ -7,9 +7,9 @@ the rows and vectors once more after that cache time (``resweep``), catching wha
 wrote meanwhile. Last, an ``erasure.completed`` event records ids and counts (no content); ``mnemo replay``
 reads it to skip every event of theirs recorded before it (docs/privacy.md). Each step is idempotent, so a
 failed erasure is retried by calling it again. A replica deletes one erasure's (or resweep's) rows at a time,
-and the JetStream messages by sequence, from an index of whose each message is that a reading shared by
-every erasure waiting at the time brings up to date (``stream_purge``); requests are rate-limited per tenant. So a flood of erasures queues for
-readings instead of multiplying them, and another tenant's erasure waits for at most two.
+and the JetStream messages by sequence from an index of whose each message is, brought up to date by a
+reading that every erasure waiting at the time shares (``stream_purge``); requests are rate-limited per
+tenant. So a flood of erasures queues for readings instead of multiplying them.
 """
 
 from __future__ import annotations
