@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
@@ -47,7 +48,8 @@ class LoreTimedReadModel:
         self._col = db[COLLECTION]
 
     async def ensure_indexes(self) -> None:
-        """Lookups are by ``_id`` (the stream id, which starts with the tenant): no other index is needed."""
+        """Lookups are by ``_id`` (the stream id); this one serves erasure, which reads a tenant's rows."""
+        await self._col.create_index([("tenant_id", ASCENDING)], name="by_tenant")
 
     async def drop_all(self) -> None:
         """Forget the projection before a replay of the log."""

@@ -142,16 +142,11 @@ class Eraser:
 
     async def _sweep(self, target: _Target, books: list[str]) -> dict[str, int]:
         """Rows and vectors (the streams are :attr:`_stream_passes`')."""
-        if target.user_id is None:
-            query = rows.tenant_rows(target.tenant_id)
-        else:
-            query = rows.user_rows(target.tenant_id, target.user_id, books)
         names = await self._db.list_collection_names()
         deleted: dict[str, int] = {}
         for name in rows.read_model_collections(names, user=target.user_id is not None):
-            result = await self._db[name].delete_many(query)
-            if result.deleted_count:
-                deleted[name] = result.deleted_count
+            if count := await rows.delete_rows(self._db[name], target.tenant_id, target.user_id, books):
+                deleted[name] = count
         if self._vectors is not None:
             filters = _vector_filters(target, books)
             for flt in filters:

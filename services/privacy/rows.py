@@ -6,15 +6,22 @@ read-model document of mnemo carries ``tenant_id`` and, when a user owns it, ``u
 documents keyed by a user's stream id (``conversation/<tenant>/<user>/...``) are matched by their ``_id`` too,
 and a user's lorebooks take their attachments along (``lorebook_id``). The event log, the key store and the
 relay's bookkeeping are not read models: the log is crypto-shredded instead (its events stay, unreadable).
+
+Why a user's rows are picked here, in Python, from their tenant's: one query holding all of those alternatives
+(an ``$or`` with an ``_id`` regex) reads the whole collection on SecantusDB, the embedded default, whose planner
+uses an index only for a filter of plain fields (every read model has one that starts with ``tenant_id``) or
+for ``_id`` equality and ``$in``. So erasure reads the tenant's rows by that index, keeping the few fields below,
+and deletes the user's by ``_id``: the cost follows the tenant's size, not the database's.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
 
+from pymongo.asynchronous.collection import AsyncCollection
+
+from shared.events.envelope import stream_id
 from shared.readmodels.repository import BOTS
 
 #: Not read models (the log and its outbox, the keys and their tombstones).
@@ -24,27 +31,52 @@ NOT_READ_MODELS = frozenset({"events", "relay_intents", "relay_receipts", "relay
 KEPT_ON_USER_ERASURE = frozenset({BOTS})
 #: Stream kinds whose id continues with the owning user (``shared/events/recorded``).
 USER_STREAM_KINDS = ("conversation", "persona", "summaries", "legacy_lore", "lore_timed")
-
-
-def _stream_prefix(kinds: Sequence[str], *parts: str) -> dict[str, Any]:
-    quoted = "/".join(re.escape(quote(p, safe="")) for p in parts)
-    return {"_id": {"$regex": f"^({'|'.join(kinds)})/{quoted}(/|$)"}}
-
-
-def user_rows(tenant_id: str, user_id: str, lorebook_ids: Sequence[str]) -> dict[str, Any]:
-    """The query matching every read-model document of the user (and of the books they own)."""
-    return {
-        "$or": [
-            {"tenant_id": tenant_id, "user_id": user_id},
-            {"tenant_id": tenant_id, "owner_user_id": user_id},
-            {"tenant_id": tenant_id, "lorebook_id": {"$in": list(lorebook_ids)}},
-            _stream_prefix(USER_STREAM_KINDS, tenant_id, user_id),
-        ]
-    }
+#: Rows deleted per ``_id $in`` query: well inside MongoDB's 16 MB command limit whatever the ids.
+DELETE_BATCH = 1000
+#: What :func:`is_users_row` looks at: read with the tenant's rows instead of the rows whole.
+OWNER_FIELDS = {"_id": 1, "user_id": 1, "owner_user_id": 1, "lorebook_id": 1}
 
 
 def tenant_rows(tenant_id: str) -> dict[str, Any]:
-    return {"$or": [{"tenant_id": tenant_id}, _stream_prefix([r"[a-z_]+"], tenant_id)]}
+    """Every read-model document of the tenant (served by the ``tenant_id``-first index of each read model)."""
+    return {"tenant_id": tenant_id}
+
+
+def is_users_row(doc: Mapping[str, Any], tenant_id: str, user_id: str, lorebook_ids: Collection[str]) -> bool:
+    """Whether a row of ``tenant_id`` (read with :data:`OWNER_FIELDS`) is the user's, or one of their books'."""
+    if user_id in (doc.get("user_id"), doc.get("owner_user_id")):
+        return True
+    book = doc.get("lorebook_id")
+    if isinstance(book, str) and book in lorebook_ids:
+        return True
+    row_id = doc.get("_id")
+    return isinstance(row_id, str) and any(
+        row_id == stream or row_id.startswith(stream + "/") for stream in user_streams(tenant_id, user_id)
+    )
+
+
+def user_streams(tenant_id: str, user_id: str) -> list[str]:
+    """The stream ids (without their last parts) a user's rows may be keyed by."""
+    return [stream_id(kind, tenant_id, user_id) for kind in USER_STREAM_KINDS]
+
+
+async def delete_rows(
+    collection: AsyncCollection[dict[str, Any]], tenant_id: str, user_id: str | None, lorebook_ids: Sequence[str]
+) -> int:
+    """Delete the tenant's rows of one read model or, given a user, theirs and their books'; how many went."""
+    if user_id is None:
+        return (await collection.delete_many(tenant_rows(tenant_id))).deleted_count
+    books = set(lorebook_ids)
+    theirs = [
+        d["_id"]
+        async for d in collection.find(tenant_rows(tenant_id), OWNER_FIELDS)
+        if is_users_row(d, tenant_id, user_id, books)
+    ]
+    deleted = 0
+    for start in range(0, len(theirs), DELETE_BATCH):
+        batch = theirs[start : start + DELETE_BATCH]
+        deleted += (await collection.delete_many({"_id": {"$in": batch}})).deleted_count
+    return deleted
 
 
 def read_model_collections(names: Sequence[str], *, user: bool) -> list[str]:

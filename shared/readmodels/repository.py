@@ -112,6 +112,9 @@ class ReadModels:
                 )
             ]
         )
+        # Read by _id; erasure reads a tenant's rows (services/privacy/rows.py).
+        await self.bots.create_indexes([IndexModel([("tenant_id", ASCENDING)], name="by_tenant")])
+        await self.personas.create_indexes([IndexModel([("tenant_id", ASCENDING)], name="by_tenant")])
 
     async def drop_all(self) -> None:
         """Forget every projection (before a replay of the log); indexes are recreated."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from services.privacy.rows import read_model_collections, user_rows
+from services.privacy.rows import is_users_row, read_model_collections
 from services.privacy.stream_purge import owner_of
 
 
@@ -33,11 +33,20 @@ def test_a_log_event_is_its_owners_by_its_type() -> None:
     assert owners == [("t", "alice"), ("t", "alice"), ("t", None), ("t", None)], "a bot stays with its tenant"
 
 
-def test_user_rows_match_owned_documents_stream_ids_and_books() -> None:
-    query = user_rows("t/1", "al.ice", ["book-1"])
-    stream_match = query["$or"][3]["_id"]["$regex"]
-    assert stream_match == r"^(conversation|persona|summaries|legacy_lore|lore_timed)/t%2F1/al\.ice(/|$)"
-    assert {"tenant_id": "t/1", "lorebook_id": {"$in": ["book-1"]}} in query["$or"]
+def test_a_users_rows_are_theirs_by_owner_stream_id_or_book_and_nothing_else_is() -> None:
+    def theirs(**doc: Any) -> bool:
+        return is_users_row(doc, "t/1", "al.ice", {"book-1"})
+
+    assert theirs(_id="x", user_id="al.ice")
+    assert theirs(_id="x", owner_user_id="al.ice")
+    assert theirs(_id="x", lorebook_id="book-1", target="bot:b"), "their book's attachments go with it"
+    assert theirs(_id="lore_timed/t%2F1/al.ice/c1"), "a row keyed by their stream id only"
+    assert theirs(_id="persona/t%2F1/al.ice")
+    assert not theirs(_id="lore_timed/t%2F1/al.ice2/c1"), "another user whose id starts like theirs"
+    assert not theirs(_id="lore_timed/t/1/al.ice/c1"), "another tenant's (ids are percent-encoded)"
+    assert not theirs(_id="bot/t%2F1/al.ice"), "not a user's stream kind"
+    assert not theirs(_id="x", user_id="bob", lorebook_id="book-2")
+    assert not theirs(_id={"odd": 1}, lorebook_id=["book-1"]), "odd values are nobody's"
 
 
 def test_the_log_keys_and_bots_are_not_swept_as_read_models() -> None:
