@@ -138,6 +138,19 @@ def scan_mongo(stack: StackProcess) -> tuple[Found, dict[str, list[dict[str, Any
     return found, rows
 
 
+def read_models_without_tenant_index(stack: StackProcess) -> list[str]:
+    """Erasure reads a tenant's rows of every read model (services/privacy/rows.py): without an index that
+    starts with ``tenant_id``, each erasure would read that collection whole."""
+    with MongoClient(stack.mongo_url) as client:
+        db = client["mnemo"]
+        return [
+            name
+            for name in db.list_collection_names()
+            if name not in NOT_READ_MODELS
+            and not any(next(iter(i["key"])) == "tenant_id" for i in db[name].list_indexes())
+        ]
+
+
 async def scan_streams(stack: StackProcess) -> Found:
     with MongoClient(stack.mongo_url) as client:
         keys = data_keys(stack.data_dir / "kek.b64", list(client["mnemo"]["tenant_keys"].find()))
@@ -192,6 +205,7 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
         await settled(nc, ALICE)
         bob_memories = await settled(nc, BOB)
         bob_before = await context(nc, BOB, "Tell me about Driftwood.")
+        assert read_models_without_tenant_index(stack) == []
 
         export = await call(nc, EXPORT, {"tenant_id": TENANT, "user_id": ALICE})
         text = json.dumps(export)

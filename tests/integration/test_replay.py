@@ -83,6 +83,10 @@ async def test_opening_a_core_creates_the_read_model_indexes(core_settings: Sett
             "rm_conversations": "by_family_root",
             "summaries": "by_conversation",
             "witnessed": "by_character_message",
+            # erasure reads a tenant's rows of every read model (services/privacy/rows.py)
+            "rm_bots": "by_tenant",
+            "rm_personas": "by_tenant",
+            "lore_timed": "by_tenant",
         }
         for collection, index in names.items():
             assert index in await core.db[collection].index_information(), collection
