@@ -151,15 +151,22 @@ class LoreReadModel:
         return True
 
     async def _sync_attachments(self, s: BookState) -> None:
-        for target in s.targets:
-            await self.attachments.replace_one(
-                {"_id": f"{target}|{s.lorebook_id}"},
-                {"tenant_id": s.tenant_id, "target": target, "lorebook_id": s.lorebook_id},
-                upsert=True,
-            )
-        await self.attachments.delete_many(
-            {"tenant_id": s.tenant_id, "lorebook_id": s.lorebook_id, "target": {"$nin": list(s.targets)}}
-        )
+        """Add the targets the book's attachment rows lack and delete the rows of targets it has left.
+
+        Why read the rows and diff rather than upsert every target and delete ``target $nin targets``: a book's
+        event then costs what changed, not its number of targets, and the ``$nin`` filter is one SecantusDB (the
+        embedded default) serves from no index, reading every tenant's attachments per book event."""
+        book = {"tenant_id": s.tenant_id, "lorebook_id": s.lorebook_id}
+        stored = {str(d["target"]): d["_id"] async for d in self.attachments.find(book, {"target": 1})}
+        targets = dict.fromkeys(s.targets)
+        for target in targets:
+            if target not in stored:
+                await self.attachments.replace_one(
+                    {"_id": f"{target}|{s.lorebook_id}"}, {**book, "target": target}, upsert=True
+                )
+        left = [row_id for target, row_id in stored.items() if target not in targets]
+        if left:
+            await self.attachments.delete_many({"_id": {"$in": left}})
 
     async def state(self, tenant_id: str, lorebook_id: str) -> BookState | None:
         """The stored state of a book (a deleted one too: ``deleted`` is set), decrypted; None when there is

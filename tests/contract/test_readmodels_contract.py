@@ -635,6 +635,25 @@ async def test_lorebooks_fold_attach_and_delete(p: Ports) -> None:
     assert (state.deleted, state.version) == (True, 5)
 
 
+async def test_a_books_attachments_follow_its_attaches_and_detaches(p: Ports) -> None:
+    s = lorebook_stream(T, "lb1")
+
+    def change(version: int, kind: str, bots: list[str]) -> EventEnvelope:
+        return recorded(T, s, version, f"lorebook.{kind}", {"lorebook_id": "lb1", "bot_ids": bots, f"{kind}_at": T0}, T0)  # fmt: skip
+
+    async def bots_with_the_book() -> list[str]:
+        return [b for b in ("b1", "b2", "b3", "b4") if await p.lore.attached(T, b)]
+
+    await p.lore.apply(lore_events())  # attached to b1
+    await p.lore.apply([change(4, "attached", ["b2", "b3", "b2"])])
+    assert await bots_with_the_book() == ["b1", "b2", "b3"]
+    await p.lore.apply([change(5, "detached", ["b1", "b3"]), change(6, "attached", ["b4"])])
+    assert await bots_with_the_book() == ["b2", "b4"]
+    assert [r.version for r in await p.lore.attached(T, "b4")] == [6]
+    await p.lore.apply([change(7, "detached", ["b2", "b4"])])
+    assert await bots_with_the_book() == []
+
+
 async def test_lorebooks_answer_alike(both: tuple[Ports, Ports]) -> None:
     for ports in both:
         await ports.lore.apply([*lore_events("lb1"), *lore_events("lb2"), lore_attach_chat(4, "lb2")])
