@@ -213,7 +213,7 @@ def free_form_request(draw: st.DrawFn, w: World, subject: str, payload: Payload,
     else:
         key = "entry" if subject == subjects.LORE_ENTRY_CREATE else "changes"
         payload = {**payload, key: draw(typed_entries | free_form(ENTRY_KEYS))}
-        then = {**ask_, "bot_id": scratch_bot(payload["lorebook_id"])}
+        then = {**ask_, "tenant_id": payload["tenant_id"], "bot_id": scratch_bot(payload["lorebook_id"])}
     return Request(subject, setup, Bad("free_form", _json(payload), "not_internal"), then)
 
 
