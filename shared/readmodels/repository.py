@@ -199,23 +199,17 @@ class ReadModels:
         return ConversationState.from_doc(doc) if doc else None
 
     async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
-        """The fork family: the root and every conversation whose state names it as root. One query for a
-        conversation that is not a fork (its own state and its forks at once), a second one for a fork."""
+        """The fork family: the root and every conversation whose state names it as root.
+
+        Two queries (its own state by ``_id``, then the root's forks by ``by_family_root``), not one ``$or`` of
+        both: SecantusDB, the embedded default, serves an ``$or`` from no index, so every context request
+        read every conversation of every tenant."""
         own_id = ConversationState.initial(tenant_id, user_id, conversation_id).stream_id
-        fields = {"conversation_id": 1, "root_conversation_id": 1}
-
-        async def forks_of(root: str, *extra: Doc) -> list[Doc]:
-            query: Doc = {"tenant_id": tenant_id, "user_id": user_id, "root_conversation_id": root}
-            return await self.conversations.find({"$or": [query, *extra]}, fields).to_list()
-
-        docs = await forks_of(conversation_id, {"_id": own_id})
-        own = next((d for d in docs if d["_id"] == own_id), None)
-        root = (own or {}).get("root_conversation_id")
-        if root is not None:  # a fork: its family is its root's
-            docs = await forks_of(root)
-        else:
-            root = conversation_id
-        return frozenset({root, conversation_id, *(d["conversation_id"] for d in docs)})
+        own = await self.conversations.find_one({"_id": own_id}, {"root_conversation_id": 1})
+        root = (own or {}).get("root_conversation_id") or conversation_id
+        query: Doc = {"tenant_id": tenant_id, "user_id": user_id, "root_conversation_id": root}
+        forks = await self.conversations.find(query, {"conversation_id": 1}).to_list()
+        return frozenset({root, conversation_id, *(d["conversation_id"] for d in forks)})
 
     # --- messages -------------------------------------------------------------------------------------
     async def message_status(
