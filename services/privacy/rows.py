@@ -16,7 +16,7 @@ and deletes the user's by ``_id``: the cost follows the tenant's size, not the d
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
@@ -33,7 +33,7 @@ KEPT_ON_USER_ERASURE = frozenset({BOTS})
 USER_STREAM_KINDS = ("conversation", "persona", "summaries", "legacy_lore", "lore_timed")
 #: Rows deleted per ``_id $in`` query: well inside MongoDB's 16 MB command limit whatever the ids.
 DELETE_BATCH = 1000
-#: What :func:`is_users_row` looks at: read with the tenant's rows instead of the rows whole.
+#: What :func:`owned_by` looks at: read with the tenant's rows instead of the rows whole.
 OWNER_FIELDS = {"_id": 1, "user_id": 1, "owner_user_id": 1, "lorebook_id": 1}
 
 
@@ -42,22 +42,22 @@ def tenant_rows(tenant_id: str) -> dict[str, Any]:
     return {"tenant_id": tenant_id}
 
 
-def is_users_row(doc: Mapping[str, Any], tenant_id: str, user_id: str, lorebook_ids: Collection[str]) -> bool:
-    """Whether a row of ``tenant_id`` (read with :data:`OWNER_FIELDS`) is the user's, or one of their books'."""
-    if user_id in (doc.get("user_id"), doc.get("owner_user_id")):
-        return True
-    book = doc.get("lorebook_id")
-    if isinstance(book, str) and book in lorebook_ids:
-        return True
-    row_id = doc.get("_id")
-    return isinstance(row_id, str) and any(
-        row_id == stream or row_id.startswith(stream + "/") for stream in user_streams(tenant_id, user_id)
-    )
+def owned_by(tenant_id: str, user_id: str, lorebook_ids: Iterable[str]) -> Callable[[Mapping[str, Any]], bool]:
+    """The test of whether a row of ``tenant_id`` (read with :data:`OWNER_FIELDS`) is the user's, or one of their
+    books'. Built once per read model swept, since it runs on every row of the tenant there."""
+    books = frozenset(lorebook_ids)
+    streams = tuple(stream_id(kind, tenant_id, user_id) for kind in USER_STREAM_KINDS)
+    below = tuple(f"{stream}/" for stream in streams)  # a stream id continued by more parts
 
+    def theirs(doc: Mapping[str, Any]) -> bool:
+        if user_id in (doc.get("user_id"), doc.get("owner_user_id")):
+            return True
+        book, row_id = doc.get("lorebook_id"), doc.get("_id")
+        if isinstance(book, str) and book in books:
+            return True
+        return isinstance(row_id, str) and (row_id in streams or row_id.startswith(below))
 
-def user_streams(tenant_id: str, user_id: str) -> list[str]:
-    """The stream ids (without their last parts) a user's rows may be keyed by."""
-    return [stream_id(kind, tenant_id, user_id) for kind in USER_STREAM_KINDS]
+    return theirs
 
 
 async def delete_rows(
@@ -66,12 +66,8 @@ async def delete_rows(
     """Delete the tenant's rows of one read model or, given a user, theirs and their books'; how many went."""
     if user_id is None:
         return (await collection.delete_many(tenant_rows(tenant_id))).deleted_count
-    books = set(lorebook_ids)
-    theirs = [
-        d["_id"]
-        async for d in collection.find(tenant_rows(tenant_id), OWNER_FIELDS)
-        if is_users_row(d, tenant_id, user_id, books)
-    ]
+    is_theirs = owned_by(tenant_id, user_id, lorebook_ids)
+    theirs = [d["_id"] async for d in collection.find(tenant_rows(tenant_id), OWNER_FIELDS) if is_theirs(d)]
     deleted = 0
     for start in range(0, len(theirs), DELETE_BATCH):
         batch = theirs[start : start + DELETE_BATCH]

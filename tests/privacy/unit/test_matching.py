@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from services.privacy.rows import is_users_row, read_model_collections
+from services.privacy.rows import owned_by, read_model_collections
 from services.privacy.stream_purge import owner_of
 
 
@@ -35,7 +35,7 @@ def test_a_log_event_is_its_owners_by_its_type() -> None:
 
 def test_a_users_rows_are_theirs_by_owner_stream_id_or_book_and_nothing_else_is() -> None:
     def theirs(**doc: Any) -> bool:
-        return is_users_row(doc, "t/1", "al.ice", {"book-1"})
+        return owned_by("t/1", "al.ice", ["book-1"])(doc)
 
     assert theirs(_id="x", user_id="al.ice")
     assert theirs(_id="x", owner_user_id="al.ice")
