@@ -1,12 +1,11 @@
-# One image for every mnemo service; the command picks the service (python -m services.<name>).
+# One image for every mnemo service; the command picks the service (python -m mnemo.services.<name>).
 FROM python:3.11-slim
 WORKDIR /app
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 COPY pyproject.toml README.md ./
-COPY shared ./shared
-COPY services ./services
-COPY runtime ./runtime
+COPY mnemo ./mnemo
+COPY clients/python ./clients/python
 # No [embedded] extra: the services talk to the NATS and MongoDB servers of the deployment (docker-compose.yml).
 RUN pip install --no-cache-dir .
 USER 1000:1000
-CMD ["python", "-m", "services.context_assembler"]
+CMD ["python", "-m", "mnemo.services.context_assembler"]

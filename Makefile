@@ -11,7 +11,7 @@ DATA ?= ../shared/eval/realtalk
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,embedded]' -e ./clients/python
+	$(PY) -m pip install -q -e '.[dev,embedded]'
 	cd clients/js && npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
@@ -48,7 +48,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy shared services runtime clients/python/mnemo_client
+	$(VENV)/bin/mypy mnemo clients/python/mnemo_client
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -47,16 +47,16 @@ from nats.js import JetStreamContext
 from bench.chaos_checks import compare, duplicate_summaries, event_log, fact_counts, recorded
 from bench.cluster_proc import ROOT, cluster
 from bench.common import machine, print_result
-from runtime.catalog import SERVICES
-from shared import subjects
-from shared.embedders.bundled import DIMENSIONS
-from shared.lease import LEASE_BUCKET
-from shared.settings import Settings
-from shared.vectors import points as vp
-from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.factory import REPLICA_DIR
-from shared.vectors.follower import STATE_FILE
-from shared.vectors.port import VectorFilter
+from mnemo.runtime.catalog import SERVICES
+from mnemo.shared import subjects
+from mnemo.shared.embedders.bundled import DIMENSIONS
+from mnemo.shared.lease import LEASE_BUCKET
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors import points as vp
+from mnemo.shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.vectors.factory import REPLICA_DIR
+from mnemo.shared.vectors.follower import STATE_FILE
+from mnemo.shared.vectors.port import VectorFilter
 
 TENANT, USER, BOT = "t-chaos", "u-chaos", "bot-chaos"
 T0 = datetime(2026, 11, 1, 20, 0, tzinfo=UTC)
@@ -165,7 +165,7 @@ async def asker(nc: NatsClient, published: Published, stop: asyncio.Event) -> As
 
 def cli(data_dir: Path, *args: str) -> None:
     subprocess.run(
-        [sys.executable, "-m", "runtime.cli", "cluster", *args, "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "mnemo.runtime.cli", "cluster", *args, "--data-dir", str(data_dir)],
         cwd=ROOT,
         check=True,
         stdout=subprocess.DEVNULL,
@@ -188,7 +188,7 @@ async def kill_and_restart(data_dir: Path, name: str, replica: int | None, down_
 
 
 async def lease_holder(js: JetStreamContext, service: str) -> int | None:
-    """The pid of the replica holding a single-active service's lease (shared/lease.py), if any."""
+    """The pid of the replica holding a single-active service's lease (mnemo/shared/lease.py), if any."""
     try:
         entry = await (await js.key_value(LEASE_BUCKET)).get(service.replace("-", "_"))
         return int((entry.value or b"").decode().rsplit(":", 1)[1])

@@ -21,13 +21,13 @@ from typing import Any
 
 from pymongo import AsyncMongoClient
 
-from services.memory_extractor.facts import normalise
-from shared.crypto import FieldCipher, load_or_create_kek
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.keystore import MongoKeyStore
-from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.port import EventStore
-from shared.events.recorded import (
+from mnemo.services.memory_extractor.facts import normalise
+from mnemo.shared.crypto import FieldCipher, load_or_create_kek
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.keystore import MongoKeyStore
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.events.recorded import (
     FACT_LEARNED,
     FACT_RETIRED,
     FACTS_CONSOLIDATED,
@@ -36,7 +36,7 @@ from shared.events.recorded import (
     conversation_stream,
     knowledge_stream,
 )
-from shared.settings import Settings
+from mnemo.shared.settings import Settings
 
 
 @asynccontextmanager

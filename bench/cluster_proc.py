@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from runtime.servers import free_port
+from mnemo.runtime.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 READY = "mnemo cluster is serving"
@@ -33,7 +33,7 @@ async def start_cluster(
     nats_url, mongodb_url = f"nats://127.0.0.1:{ports[0]}", f"mongodb://127.0.0.1:{ports[3]}/?directConnection=true"
     data_dir = base / f"{label}-{attempt}"
     data_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "runtime.cli", "cluster", "--data-dir", str(data_dir / "data")]
+    argv = [sys.executable, "-m", "mnemo.runtime.cli", "cluster", "--data-dir", str(data_dir / "data")]
     argv += ["--nats-url", nats_url, "--nats-ports", f"{ports[1]},{ports[2]}", "--mongodb-url", mongodb_url]
     argv += ["--replicas", replicas, "--stop-timeout", "20"]
     with open(data_dir / "cluster.out", "wb") as out:

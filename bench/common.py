@@ -18,10 +18,10 @@ from typing import Any
 from faststream.nats import NatsBroker
 from nats.js import JetStreamContext
 
-from runtime.catalog import spec
-from runtime.servers import free_port, start_mongo, start_nats
-from shared.bootstrap import Core, running
-from shared.settings import Settings
+from mnemo.runtime.catalog import spec
+from mnemo.runtime.servers import free_port, start_mongo, start_nats
+from mnemo.shared.bootstrap import Core, running
+from mnemo.shared.settings import Settings
 
 
 def machine() -> dict[str, Any]:

@@ -5,7 +5,7 @@ same run, and the process's peak memory.
 What it does, and why each choice:
 
 - A fresh embedded stack in a temporary directory (nats-server, SecantusDB, Qdrant Edge, the bundled model,
-  every service in this process on one core: ``services/stack.all_services``), as ``make run`` runs it. The
+  every service in this process on one core: ``mnemo/services/stack.all_services``), as ``make run`` runs it. The
   directory is removed at the end.
 - Setup through the public contract: the bot and persona (``mnemo.chat.*.upserted.v1``); a 400-entry
   lorebook imported with ``mnemo.rpc.lore.import.v1`` and attached to the measured bot. The book is the real
@@ -72,15 +72,15 @@ from bench.context_data import lore_keys, lorebook_of_size, lorebook_parts, user
 from bench.context_load import BulkLayout, bulk_load, single_chunk
 from bench.context_profile import as_json, breakdown, capture_gatherer, cpu_profile, print_breakdown, print_cpu
 from bench.retrieval import Chat, load_chats, slug, wait_quiet
-from runtime.stack import all_services
-from shared import subjects
-from shared.bootstrap import Core
-from shared.events.contract import ContextAssembleRequest
-from shared.events.recorded import bot_stream
-from shared.readmodels import ReadModels
-from shared.sparse import query_vector
-from shared.vectors import points
-from shared.vectors.port import VectorFilter
+from mnemo.runtime.stack import all_services
+from mnemo.shared import subjects
+from mnemo.shared.bootstrap import Core
+from mnemo.shared.events.recorded import bot_stream
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.sparse import query_vector
+from mnemo.shared.vectors import points
+from mnemo.shared.vectors.port import VectorFilter
+from mnemo_client.wire.contract import ContextAssembleRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT / "shared" / "eval" / "realtalk"
@@ -260,7 +260,7 @@ async def raw_references(core: Core, scene: Scene, messages: list[str]) -> dict[
     assert core.vectors is not None
     assert core.embedder is not None
     index, embedder = core.vectors, core.embedder
-    # The assembler's message filter (services/context_assembler/search_filters.messages_filter), built here
+    # The assembler's message filter (mnemo/services/context_assembler/search_filters.messages_filter), built here
     # from the shared point schema so the reference does not depend on the assembler's internals.
     flt = points.witnessed_messages(scene.tenant, scene.user_id, scene.conversation_id, scene.bot_id)
     out: dict[str, list[float]] = {"embed": [], "dense": [], "hybrid": []}

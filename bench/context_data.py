@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from shared.events.envelope import EventEnvelope, deterministic_id
-from shared.events.recorded import MESSAGE_RECORDED, MessageRecorded, conversation_stream
-from shared.tokens import estimate_tokens
+from mnemo.shared.events.envelope import EventEnvelope, deterministic_id
+from mnemo.shared.events.recorded import MESSAGE_RECORDED, MessageRecorded, conversation_stream
+from mnemo.shared.tokens import estimate_tokens
 
 LORE_TEMPLATES = (
     "Have you ever seen a {a} up close?",

@@ -7,7 +7,7 @@ goes through the pipeline; the rest is written here with the services' own code,
   folded into the messages and conversation read models by ``ReadModels.apply`` (text encrypted as live);
 - the points are planned by the embedding service's ``plan_batch`` (same ids, payloads, audience, chunking);
 - each point's dense vector is the pool embedding of its text, perturbed (``perturb``); its sparse vector is
-  ``shared.sparse.document_vector`` of the text itself, as the embedding service computes it.
+  ``mnemo.shared.sparse.document_vector`` of the text itself, as the embedding service computes it.
 
 Not written: the event log (the assembler never reads it; appending would make the relay publish every event
 and the embedding service embed them all). So these conversations exist for queries, not for ``mnemo replay``.
@@ -25,11 +25,11 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.context_data import bulk_envelopes, perturb
-from services.embedding.app import chunk_strings
-from services.embedding.domain import plan_batch
-from shared.readmodels import ReadModels
-from shared.sparse import document_vector
-from shared.vectors.port import VectorIndex, VectorPoint
+from mnemo.services.embedding.app import chunk_strings
+from mnemo.services.embedding.domain import plan_batch
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.sparse import document_vector
+from mnemo.shared.vectors.port import VectorIndex, VectorPoint
 
 
 @dataclass(frozen=True)

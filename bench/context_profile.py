@@ -2,7 +2,7 @@
 
 Two views, both on the running stack's own objects (same index, embedder, read models, lore loader):
 
-- Wall time per part: a ``Gatherer`` built with the very arguments ``services/context_assembler/app.py`` gave
+- Wall time per part: a ``Gatherer`` built with the very arguments ``mnemo/services/context_assembler/app.py`` gave
   the live one (captured when the stack starts), its reads, index, embedder and lore loader wrapped in timing
   proxies, and ``activate_lore`` / ``reachable_history`` /
   ``assemble`` timed by wrapping the module attributes for the duration of the run. Requests run one at a
@@ -34,12 +34,12 @@ from typing import Any
 
 from nats.aio.client import Client as NatsClient
 
-from services.context_assembler import app as app_module
-from services.context_assembler import assembly
-from services.context_assembler import retrieval as gatherer_module
-from services.context_assembler.retrieval import Gatherer
-from shared import tokens
-from shared.events.contract import ContextAssembleRequest
+from mnemo.services.context_assembler import app as app_module
+from mnemo.services.context_assembler import assembly
+from mnemo.services.context_assembler import retrieval as gatherer_module
+from mnemo.services.context_assembler.retrieval import Gatherer
+from mnemo.shared import tokens
+from mnemo_client.wire.contract import ContextAssembleRequest
 
 Timings = defaultdict[str, list[float]]
 
@@ -102,7 +102,7 @@ class GathererArgs:
 
 @contextlib.contextmanager
 def capture_gatherer() -> Iterator[list[GathererArgs]]:
-    """While open, every ``Gatherer`` that ``services/context_assembler/app.py`` builds is recorded with its
+    """While open, every ``Gatherer`` that ``mnemo/services/context_assembler/app.py`` builds is recorded with its
     arguments, so the breakdown builds the same one (same reads, index, embedder, lore loader and caches,
     token counter, ...) whatever the app passes, with timing proxies around the first parts."""
     captured: list[GathererArgs] = []

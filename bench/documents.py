@@ -20,11 +20,11 @@ from typing import Any
 from bench import documents_book as book
 from bench.common import embedded_servers, machine, print_result, running_service
 from bench.embedding_raw import measure_raw_model
-from services.lore.documents.chunks import chunk_blocks
-from services.lore.documents.reading import Block
-from shared import subjects
-from shared.settings import Settings
-from shared.vectors import points as vp
+from mnemo.services.lore.documents.chunks import chunk_blocks
+from mnemo.services.lore.documents.reading import Block
+from mnemo.shared import subjects
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors import points as vp
 
 TENANT = "bench"
 

@@ -22,14 +22,14 @@ from typing import Any
 
 from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_for_acks
 from bench.embedding_raw import measure_raw_model, measure_raw_model_windowed
-from shared import subjects
-from shared.bootstrap import open_core
-from shared.eventlog.port import Append
-from shared.events.envelope import NewEvent, deterministic_id
-from shared.events.recorded import MESSAGE_RECORDED, conversation_stream
-from shared.settings import Settings
-from shared.tokens import estimate_tokens
-from shared.vectors.port import VectorFilter
+from mnemo.shared import subjects
+from mnemo.shared.bootstrap import open_core
+from mnemo.shared.eventlog.port import Append
+from mnemo.shared.events.envelope import NewEvent, deterministic_id
+from mnemo.shared.events.recorded import MESSAGE_RECORDED, conversation_stream
+from mnemo.shared.settings import Settings
+from mnemo.shared.tokens import estimate_tokens
+from mnemo.shared.vectors.port import VectorFilter
 
 REALTALK = Path(__file__).resolve().parents[2] / "shared" / "eval" / "realtalk"
 

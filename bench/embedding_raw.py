@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.embedders.bundled import BundledEmbedder
 
 
 def measure_raw_model(

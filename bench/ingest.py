@@ -37,8 +37,8 @@ from pymongo import ASCENDING, AsyncMongoClient, IndexModel, WriteConcern
 
 from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_for_acks
 from bench.publisher import publisher_process
-from shared import subjects
-from shared.streams import ensure_stream
+from mnemo.shared import subjects
+from mnemo.shared.streams import ensure_stream
 
 
 def payloads(n: int, conversations: int) -> list[bytes]:

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from services.context_assembler.activation.activation import ChatMessage, ScanRequest, activate
-from services.context_assembler.activation.compiled import ActiveBook, compile_lore
-from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
+from mnemo.services.context_assembler.activation.activation import ChatMessage, ScanRequest, activate
+from mnemo.services.context_assembler.activation.compiled import ActiveBook, compile_lore
+from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
 SIZES = (100, 1_000, 10_000)
 WINDOW = 50

@@ -11,7 +11,7 @@ chats built from Faker's locale data, 4 questions per person, each with one evid
 Baselines over the same turns, each chat its own corpus:
 - ``bm25_naive``: Okapi BM25 over lowercase ``\\w+`` tokens, the analyzer mnemo had before (a Chinese or
   Japanese sentence is one token);
-- ``bm25_analyzer``: the same BM25 over ``shared/analyzer.py``'s terms, the system's own lexical analyzer
+- ``bm25_analyzer``: the same BM25 over ``mnemo/shared/analyzer.py``'s terms, the system's own lexical analyzer
   (shown to separate what the analyzer gives from what the rest of the system adds);
 - ``dense``: brute-force cosine over the same multilingual model's vectors.
 A reply whose search missed its deadline (``degraded`` names ``embedder``, ``vector_index`` or ``retrieved``)
@@ -53,8 +53,8 @@ from bench.retrieval import (
     wait_quiet,
 )
 from bench.retrieval_baselines import BM25, dense_rank
-from shared.analyzer import terms
-from shared.embedders.multilingual import MultilingualEmbedder
+from mnemo.shared.analyzer import terms
+from mnemo.shared.embedders.multilingual import MultilingualEmbedder
 
 METHODS = ("system", "bm25_naive", "bm25_analyzer", "dense")
 #: Degraded parts of a reply that make it ask again (the search missed its deadline; see ``ask_system``).

@@ -22,9 +22,9 @@ What it does, and why each choice:
   hide it from the ranking. Recall@k ranks the reply's ``message`` sources that carry a ``score``.
 - Recall at a token budget asks again with ``max_tokens`` 500, 1,000, 2,000 and 4,000 and counts every
   ``message`` source (retrieved and history), i.e. what the LLM would actually see, and reports the share of
-  the budget each section used (the sections compete for it: ``services/context_assembler/packing.py``). The baselines get the same budget
+  the budget each section used (the sections compete for it: ``mnemo/services/context_assembler/packing.py``). The baselines get the same budget
   for their own ranked turns alone (rendered as the assembler renders a retrieved turn, counted with
-  ``shared.tokens.estimate_tokens``, skipping what does not fit); the system also pays for its system text
+  ``mnemo.shared.tokens.estimate_tokens``, skipping what does not fit); the system also pays for its system text
   and history out of the budget, so this comparison favours the baselines slightly.
 - Evidence ids are cleaned as the dataset README says: split on ``;``, ``,`` and spaces, ids that name no
   turn dropped (and counted); a question left without evidence is skipped.
@@ -54,12 +54,12 @@ from nats.js import JetStreamContext
 
 from bench.common import embedded_backends, machine, print_result
 from bench.retrieval_baselines import BM25, dense_rank
-from runtime.stack import all_services
-from shared import subjects
-from shared.bootstrap import Core
-from shared.embedders.bundled import BundledEmbedder
-from shared.settings import Settings
-from shared.tokens import estimate_tokens
+from mnemo.runtime.stack import all_services
+from mnemo.shared import subjects
+from mnemo.shared.bootstrap import Core
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.settings import Settings
+from mnemo.shared.tokens import estimate_tokens
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "realtalk"
 KS = (5, 10, 20)

@@ -4,7 +4,7 @@ The full benchmark (``bench.retrieval``) replays every chat through the services
 per run; measuring each lever that way would take hours. This script replays only the retrieval arithmetic,
 in process, on the same data and with the same code where it matters:
 
-- the same sparse vectors (``shared.sparse``: tokens, stemmer, BM25 saturation) with the engine's IDF
+- the same sparse vectors (``mnemo.shared.sparse``: tokens, stemmer, BM25 saturation) with the engine's IDF
   (``ln(1 + (N - n + 0.5) / (n + 0.5))`` over every turn of the run), and the same bundled model's vectors
   (brute-force cosine, as the baselines of ``bench.retrieval``);
 - the same fusion as the vector query: distribution-based score fusion (Qdrant's DBSF, :func:`dbsf_scale`) of
@@ -12,7 +12,7 @@ in process, on the same data and with the same code where it matters:
   history window is (``--fusion rrf`` replays the reciprocal rank fusion used before, k = 60);
 - the same query: ``search_query.query_text`` takes the names of who speaks in the history window out of the
   question (for the dense and the lexical query alike), ``rank_candidates`` sees the question as asked;
-- the same re-ranking: ``services.context_assembler.ranking.rank_candidates`` on that pool.
+- the same re-ranking: ``mnemo.services.context_assembler.ranking.rank_candidates`` on that pool.
 
 What it does not model: chunking of long turns, the separate dated search of ``search.py``, summaries
 and facts in the collection (they change the IDF a little). Its figures are therefore close to, not equal
@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-import services.context_assembler.ranking as ranking
-import shared.analyzer as analyzer
-import shared.sparse as sparse
+import mnemo.services.context_assembler.ranking as ranking
+import mnemo.shared.analyzer as analyzer
+import mnemo.shared.sparse as sparse
 from bench.retrieval import DEFAULT_DATA, KS, Chat, load_chats, mean, recall
 from bench.retrieval_baselines import top_k
-from services.context_assembler.items import ChatLine
-from services.context_assembler.search_query import participant_names, without_names
-from shared.embedders.bundled import BundledEmbedder
+from mnemo.services.context_assembler.items import ChatLine
+from mnemo.services.context_assembler.search_query import participant_names, without_names
+from mnemo.shared.embedders.bundled import BundledEmbedder
 
 RRF_K = 60
 #: ``dbsf`` (what the vector query does) or ``rrf`` (what it did before; ``--fusion``).

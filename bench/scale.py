@@ -46,10 +46,10 @@ from bench.cluster_proc import cluster
 from bench.common import CpuMeter, embedded_servers, machine, print_result, wait_for_acks
 from bench.ingest import measure_ingest, payloads
 from bench.publisher import Published, PublisherProcess, publisher_process
-from runtime.catalog import SERVICES
-from shared import subjects
-from shared.embedders.bundled import BundledEmbedder
-from shared.settings import Settings
+from mnemo.runtime.catalog import SERVICES
+from mnemo.shared import subjects
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 READY = "mnemo cluster is serving"

@@ -12,16 +12,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from services.context_assembler.app import create_router as create_assembler
-from services.context_assembler.inmemory import InMemoryLoreTimed
-from services.context_assembler.settings import AssemblerSettings
-from services.ingest.handlers import IngestHandler, decode_command
-from services.ingest.recorder import Recorder
-from services.memory_extractor.handlers import MemoryExtractor
-from services.memory_extractor.inmemory import InMemoryWitnessed
-from services.memory_extractor.learning import Learning
-from services.memory_extractor.revisions import Revisions
-from shared import subjects
+from mnemo.services.context_assembler.app import create_router as create_assembler
+from mnemo.services.context_assembler.inmemory import InMemoryLoreTimed
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.services.ingest.handlers import IngestHandler, decode_command
+from mnemo.services.ingest.recorder import Recorder
+from mnemo.services.memory_extractor.handlers import MemoryExtractor
+from mnemo.services.memory_extractor.inmemory import InMemoryWitnessed
+from mnemo.services.memory_extractor.learning import Learning
+from mnemo.services.memory_extractor.revisions import Revisions
+from mnemo.shared import subjects
 from tests.components import Reads, Rpc, TestNatsBroker, broker_with, deps, items, published
 
 

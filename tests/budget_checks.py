@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.events.contract import ContextAssembleReply
+from mnemo_client.wire.contract import ContextAssembleReply
 
 
 def assert_within_budget(reply: ContextAssembleReply, max_tokens: int) -> bool:

@@ -1,7 +1,7 @@
 """What the component tests (``tests/<service>/component/``) share: a service's ``Deps`` with no server behind it.
 
 The event log is the in-memory store (it still encrypts and decrypts through the codec), the read models are
-the in-memory fakes (``shared.readmodels.inmemory``), each checked against its MongoDB adapter by
+the in-memory fakes (``mnemo.shared.readmodels.inmemory``), each checked against its MongoDB adapter by
 ``tests/contract/test_readmodels_contract.py``, and what a service publishes to JetStream is kept in
 ``Published`` so a test can hand it on to the next consumer, as the relay would. RPC services run on
 FastStream's ``TestNatsBroker`` (in memory, no acks or redelivery: these tests cover logic, not delivery);
@@ -19,31 +19,31 @@ from typing import Any
 
 from faststream.nats import NatsBroker, NatsRouter, TestNatsBroker
 
-from services.context_assembler.app import create_router as create_assembler
-from services.context_assembler.inmemory import InMemoryLoreTimed
-from services.context_assembler.reads import ReadModelReads
-from services.context_assembler.settings import AssemblerSettings
-from services.embedding.app import chunk_strings
-from services.embedding.handlers import EmbeddingHandler
-from services.ingest.handlers import IngestHandler
-from services.ingest.recorder import Recorder
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.delivery import Item
-from shared.eventlog.codec import EventCodec, StoredDoc
-from shared.eventlog.inmemory import InMemoryEventStore
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import REGISTRY
-from shared.readmodels.inmemory import (
+from mnemo.services.context_assembler.app import create_router as create_assembler
+from mnemo.services.context_assembler.inmemory import InMemoryLoreTimed
+from mnemo.services.context_assembler.reads import ReadModelReads
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.services.embedding.app import chunk_strings
+from mnemo.services.embedding.handlers import EmbeddingHandler
+from mnemo.services.ingest.handlers import IngestHandler
+from mnemo.services.ingest.recorder import Recorder
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.delivery import Item
+from mnemo.shared.deps import Deps
+from mnemo.shared.eventlog.codec import EventCodec, StoredDoc
+from mnemo.shared.eventlog.inmemory import InMemoryEventStore
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import REGISTRY
+from mnemo.shared.readmodels.inmemory import (
     InMemoryKnowledge,
     InMemoryLegacyLore,
     InMemoryLore,
     InMemoryReadModels,
     InMemorySummaries,
 )
-from shared.runtime import Deps
-from shared.settings import Settings
-from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.port import VectorIndex
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.vectors.port import VectorIndex
 
 
 class Published:

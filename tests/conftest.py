@@ -18,8 +18,8 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
-from runtime.servers import ChildServer, free_port, start_mongo, start_nats
-from shared.settings import Settings
+from mnemo.runtime.servers import ChildServer, free_port, start_mongo, start_nats
+from mnemo.shared.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -28,7 +28,7 @@ SHARED = ROOT.parent / "shared"
 @pytest.fixture(scope="module")
 def embedder() -> Any:
     """The bundled embedding model (no server), loaded once a module that asks for it."""
-    from shared.embedders.bundled import BundledEmbedder
+    from mnemo.shared.embedders.bundled import BundledEmbedder
 
     return BundledEmbedder(batch_size=16)
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from shared.events.envelope import EventEnvelope, NewEvent, deterministic_id
-from shared.events.recorded import REGISTRY, conversation_stream
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent, deterministic_id
+from mnemo.shared.events.recorded import REGISTRY, conversation_stream
 
 
 def recorded(

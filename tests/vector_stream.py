@@ -1,7 +1,7 @@
 """Stream mode for tests: a ``VectorIndex`` that writes through the points stream and reads a follower's shard.
 
 Reads wait for the follower to reach the stream's last sequence first (the read-your-writes rule of
-``shared/vectors/follower.py``), so the contract suite can run on the writer + follower pair unchanged.
+``mnemo/shared/vectors/follower.py``), so the contract suite can run on the writer + follower pair unchanged.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import nats
 from nats.aio.client import Client as NatsClient
 from nats.js.errors import NotFoundError
 
-from shared import subjects
-from shared.vectors.follower import FollowedIndex, PointsFollower
-from shared.vectors.port import ScoredPoint, SparseVector, VectorFilter
-from shared.vectors.stream import StreamPointWriter
+from mnemo.shared import subjects
+from mnemo.shared.vectors.follower import FollowedIndex, PointsFollower
+from mnemo.shared.vectors.port import ScoredPoint, SparseVector, VectorFilter
+from mnemo.shared.vectors.stream import StreamPointWriter
 
 CATCH_UP_S = 10.0
 

@@ -34,7 +34,7 @@ async def request_reply(nc: Any, subject: str, data: bytes, timeout: float = 20.
 
     Right after a subscriber starts, a client that already published to the subject while no one listened
     (a previous broker of the same test) is now and then told "no responders" although the server has
-    confirmed the new subscription (``shared.broker.start_broker`` flushes): seen about once in ten restarts
+    confirmed the new subscription (``mnemo.shared.broker.start_broker`` flushes): seen about once in ten restarts
     on a loaded machine, never with a fresh client. A platform retries the same way; a test must not flake.
     """
     from nats.errors import NoRespondersError

@@ -21,14 +21,14 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from shared.crypto import DecryptionError, FieldCipher, InMemoryKeyStore
-from shared.eventlog.codec import EventCodec, StoredDoc
-from shared.eventlog.inmemory import InMemoryEventStore
-from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, ConcurrencyError, EventStore
-from shared.events.envelope import EventEnvelope, NewEvent, UnknownEventType
-from shared.events.recorded import REGISTRY, conversation_stream
-from shared.tokens import estimate_tokens
+from mnemo.shared.crypto import DecryptionError, FieldCipher, InMemoryKeyStore
+from mnemo.shared.eventlog.codec import EventCodec, StoredDoc
+from mnemo.shared.eventlog.inmemory import InMemoryEventStore
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, ConcurrencyError, EventStore
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent, UnknownEventType
+from mnemo.shared.events.recorded import REGISTRY, conversation_stream
+from mnemo.shared.tokens import estimate_tokens
 
 TENANT = "tenant-a"
 

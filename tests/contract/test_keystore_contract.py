@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from shared.crypto import FieldCipher, InMemoryKeyStore, KeyStore, WrappedKey
-from shared.eventlog.keystore import MongoKeyStore
-from shared.keys import user_scope
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore, KeyStore, WrappedKey
+from mnemo.shared.eventlog.keystore import MongoKeyStore
+from mnemo.shared.keys import user_scope
 
 
 @pytest.fixture(params=["inmemory", "secantusdb", "mongodb"])

@@ -1,6 +1,6 @@
 """One contract suite for the read-model ports, run on the MongoDB adapters and on the in-memory fakes.
 
-Adapters: the in-memory fakes (``shared.readmodels.inmemory``, ``services.*.inmemory``), the MongoDB read
+Adapters: the in-memory fakes (``mnemo.shared.readmodels.inmemory``, ``services.*.inmemory``), the MongoDB read
 models on the session's SecantusDB (a fresh database per test), and on a real MongoDB when MONGODB_URL is set
 (skipped with the reason otherwise). Every test states a behaviour services rely on (idempotent projection,
 version filters, tenant scoping, ordering, paging); the ``..._answer_alike`` tests also fold one scenario into a
@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from services.context_assembler.inmemory import InMemoryLoreTimed
-from services.context_assembler.timed_readmodel import LoreTimedReadModel, TimedPort
-from services.memory_extractor.inmemory import InMemoryWitnessed
-from services.memory_extractor.witnessed import WitnessedPort, WitnessedReadModel
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import (
+from mnemo.services.context_assembler.inmemory import InMemoryLoreTimed
+from mnemo.services.context_assembler.timed_readmodel import LoreTimedReadModel, TimedPort
+from mnemo.services.memory_extractor.inmemory import InMemoryWitnessed
+from mnemo.services.memory_extractor.witnessed import WitnessedPort, WitnessedReadModel
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import (
     bot_stream,
     character_scope,
     conversation_stream,
@@ -36,20 +36,20 @@ from shared.events.recorded import (
     player_scope,
     summary_stream,
 )
-from shared.readmodels import ReadModels
-from shared.readmodels.inmemory import (
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.inmemory import (
     InMemoryKnowledge,
     InMemoryLegacyLore,
     InMemoryLore,
     InMemoryReadModels,
     InMemorySummaries,
 )
-from shared.readmodels.knowledge import FactView, KnowledgeReadModel
-from shared.readmodels.legacy_lore import LegacyLoreReadModel
-from shared.readmodels.lore import LoreReadModel
-from shared.readmodels.messages import MessageKey
-from shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
-from shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.readmodels.knowledge import FactView, KnowledgeReadModel
+from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
+from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.readmodels.messages import MessageKey
+from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
+from mnemo.shared.readmodels.summaries import SummariesReadModel
 from tests.envelopes import message_recorded, recorded
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient
 
-from shared.sparse import document_vector, query_vector
-from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.port import Match, Range, ScoredPoint, SparseVector, VectorFilter, VectorIndex, VectorPoint
-from shared.vectors.qdrant_server import QdrantServerIndex
+from mnemo.shared.sparse import document_vector, query_vector
+from mnemo.shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.vectors.port import Match, Range, ScoredPoint, SparseVector, VectorFilter, VectorIndex, VectorPoint
+from mnemo.shared.vectors.qdrant_server import QdrantServerIndex
 from tests.vector_stream import StreamedIndex
 
 DIM = 8
@@ -231,7 +231,7 @@ async def test_edge_persists_across_close_and_reopen(tmp_path: Path) -> None:
 
 
 async def test_edge_second_handle_on_same_path_is_refused(tmp_path: Path) -> None:
-    from shared.vectors.port import VectorIndexUnavailable
+    from mnemo.shared.vectors.port import VectorIndexUnavailable
 
     first = EdgeVectorIndex(tmp_path, "locked")
     await first.ensure_collection(DIM)
@@ -296,8 +296,8 @@ def test_filtered_search_returns_exactly_the_matching_points(
 
 
 async def test_factory_picks_the_adapter_from_settings(tmp_path: Path) -> None:
-    from shared.settings import Settings
-    from shared.vectors.factory import build_vector_index
+    from mnemo.shared.settings import Settings
+    from mnemo.shared.vectors.factory import build_vector_index
 
     edge = build_vector_index(Settings(data_dir=tmp_path, vector_collection="f"))
     assert isinstance(edge, EdgeVectorIndex)
@@ -307,7 +307,7 @@ async def test_factory_picks_the_adapter_from_settings(tmp_path: Path) -> None:
     server = build_vector_index(Settings(qdrant_url="http://127.0.0.1:9", vector_collection="f"))
     assert isinstance(server, QdrantServerIndex)
     try:
-        from shared.vectors.port import VectorIndexUnavailable
+        from mnemo.shared.vectors.port import VectorIndexUnavailable
 
         with pytest.raises(VectorIndexUnavailable):
             await server.count()  # nothing listens on port 9

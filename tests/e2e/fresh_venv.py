@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # What the Dockerfile copies: an install from this copy sees no tests, no build/ left in the tree.
-PROJECT_FILES = ("pyproject.toml", "README.md", "shared", "services", "runtime")
+PROJECT_FILES = ("pyproject.toml", "README.md", "mnemo", "clients/python/mnemo_client")
 
 
 def isolated_env(**extra: str) -> dict[str, str]:
@@ -46,6 +46,7 @@ def project_copy(dest: Path) -> Path:
         if source.is_dir():
             shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / name)
     return dest
 

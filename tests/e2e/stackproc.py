@@ -1,4 +1,4 @@
-"""Starts the embedded stack as a separate process (`python -m runtime.cli run`), like a user would,
+"""Starts the embedded stack as a separate process (`python -m mnemo.runtime.cli run`), like a user would,
 so end-to-end tests talk to it only over NATS. Standard library only."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class StackProcess:
             or [
                 sys.executable,
                 "-m",
-                "runtime.cli",
+                "mnemo.runtime.cli",
                 "run",
                 "--no-demo",
                 *(["--secure"] if self.secure else []),

@@ -1,7 +1,7 @@
 """The `mnemo` commands against a running embedded stack (one stack for the module), each through the public
 contract: `lore import/list/export`, `context` (sections, sources, activated lore and why, degraded),
 `memories list` with its filters, `dlq list/redrive`; last, `replay` on the stopped stack's data with its
-progress bar and totals. Commands run in this process (`runtime.cli.main`), the scene is published with plain
+progress bar and totals. Commands run in this process (`mnemo.runtime.cli.main`), the scene is published with plain
 nats-py as a platform would."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import nats
 import pytest
 
-from runtime.cli import main
+from mnemo.runtime.cli import main
 from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
 
@@ -213,7 +213,7 @@ def test_replay_shows_progress_and_totals(stack: StackProcess):
     """Last: replay reads the log itself (the one command that does), so the stack is stopped first."""
     assert stack.stop() == 0
     done = subprocess.run(
-        [sys.executable, "-m", "runtime.cli", "replay", "--data-dir", str(stack.data_dir),
+        [sys.executable, "-m", "mnemo.runtime.cli", "replay", "--data-dir", str(stack.data_dir),
          "--nats-url", stack.nats_url, "--mongodb-url", stack.mongo_url],
         cwd=ROOT, capture_output=True, text=True, timeout=600, env={"COLUMNS": "200", **_env()},
     )  # fmt: skip

@@ -11,7 +11,7 @@
   they come and go as the budget moves.
 - The vector index stopped mid-test. The embedded stack runs Qdrant Edge inside its own process and no Qdrant
   server binary is installable here (see the infra guide), so there is no server process to stop. The stack is
-  started with ``MNEMO_CONTEXT_ASSEMBLER__FAULT_FILE`` (``services/context_assembler/faults.py``): while that file
+  started with ``MNEMO_CONTEXT_ASSEMBLER__FAULT_FILE`` (``mnemo/services/context_assembler/faults.py``): while that file
   exists, the index as the context-assembler sees it is stopped: ``down`` fails every call at once, ``hang``
   never answers (a server that accepts connections and stalls). The answer still comes with ``vector_index``
   in ``degraded`` and the history and keyword lore served; for ``hang`` the answer arriving at all shows the

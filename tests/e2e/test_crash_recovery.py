@@ -17,11 +17,11 @@ import nats
 import pytest
 from pymongo import AsyncMongoClient
 
-from shared.events.recorded import conversation_stream
-from shared.settings import Settings
-from shared.vectors.factory import build_vector_index
-from shared.vectors.points import point_id
-from shared.vectors.port import VectorFilter
+from mnemo.shared.events.recorded import conversation_stream
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors.factory import build_vector_index
+from mnemo.shared.vectors.points import point_id
+from mnemo.shared.vectors.port import VectorFilter
 from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
 

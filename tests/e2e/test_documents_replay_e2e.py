@@ -21,7 +21,7 @@ import nats
 import pytest
 from nats.aio.client import Client
 
-from shared import subjects
+from mnemo.shared import subjects
 from tests.e2e.stackproc import StackProcess
 from tests.waiting import wait_for_stack
 
@@ -102,7 +102,7 @@ async def test_replay_brings_a_live_document_back_and_keeps_a_deleted_one_gone(t
 
         done = await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, "-m", "runtime.cli", "replay", "--data-dir", str(stack.data_dir),
+            [sys.executable, "-m", "mnemo.runtime.cli", "replay", "--data-dir", str(stack.data_dir),
              "--nats-url", stack.nats_url, "--mongodb-url", stack.mongo_url],
             cwd=ROOT, capture_output=True, text=True, timeout=600, env=_env(),
         )  # fmt: skip

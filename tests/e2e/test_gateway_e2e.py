@@ -117,8 +117,8 @@ def test_the_readme_curl_examples_work(stack: StackProcess, http: httpx.Client, 
 
 def _document() -> dict[str, Any]:
     """The gateway's OpenAPI document as the app builds it (the served one is compared with it below)."""
-    from services.gateway.app import create_app
-    from services.gateway.settings import GatewaySettings
+    from mnemo.services.gateway.app import create_app
+    from mnemo.services.gateway.settings import GatewaySettings
 
     return create_app(GatewaySettings(), []).openapi()
 

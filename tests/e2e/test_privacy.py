@@ -139,7 +139,7 @@ def scan_mongo(stack: StackProcess) -> tuple[Found, dict[str, list[dict[str, Any
 
 
 def read_models_without_tenant_index(stack: StackProcess) -> list[str]:
-    """Erasure reads a tenant's rows of every read model (services/privacy/rows.py): without an index that
+    """Erasure reads a tenant's rows of every read model (mnemo/services/privacy/rows.py): without an index that
     starts with ``tenant_id``, each erasure would read that collection whole."""
     with MongoClient(stack.mongo_url) as client:
         db = client["mnemo"]
@@ -333,7 +333,7 @@ def run_cli(stack: StackProcess, *args: str) -> str:
     env = {**os.environ, "MNEMO_DATA_DIR": str(stack.data_dir), "MNEMO_NATS_URL": stack.nats_url,
            "MNEMO_MONGODB_URL": stack.mongo_url, **stack.client_env()}  # fmt: skip
     done = subprocess.run(
-        [sys.executable, "-m", "runtime.cli", *args],
+        [sys.executable, "-m", "mnemo.runtime.cli", *args],
         env=env,
         capture_output=True,
         text=True,

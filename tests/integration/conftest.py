@@ -12,9 +12,9 @@ import nats
 import pytest
 from nats.aio.client import Client as NatsClient
 
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.embedders.bundled import BundledEmbedder
-from shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.vectors.edge import EdgeVectorIndex
 from tests.integration.ingest_stack import StackFactory, running_with_vectors
 
 

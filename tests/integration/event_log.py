@@ -14,15 +14,15 @@ import nats
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from runtime.replay import replay
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.delivery import Item
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import NatsJetStreamPublisher, Relay, ensure_log_stream
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import REGISTRY
-from shared.settings import Settings
+from mnemo.runtime.replay import replay
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.delivery import Item
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.eventlog.relay import NatsJetStreamPublisher, Relay, ensure_log_stream
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import REGISTRY
+from mnemo.shared.settings import Settings
 
 
 @dataclass(frozen=True)

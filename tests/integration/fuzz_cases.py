@@ -2,7 +2,7 @@
 the README's examples with random values) and mutations of it, each with the outcome the contract promises.
 
 The contract models are the oracle: a mutation is kept only when the model (strict for requests, as
-``shared.rpc`` parses them; lenient for chat events, which ignore unknown fields) really rejects it, so an
+``mnemo.shared.rpc`` parses them; lenient for chat events, which ignore unknown fields) really rejects it, so an
 expected ``bad_request`` or dead letter is never a guess. ``names``: words of which the error message or
 dead-letter reason must contain at least one (the field, or what is wrong with the body).
 """

@@ -18,17 +18,17 @@ from typing import Any
 from hypothesis import strategies as st
 from nats.js.api import RawStreamMsg
 
-from services.context_assembler.app import create_router as context_router
-from services.ingest.app import create_router as ingest_router
-from services.lore.app import create_router as lore_router
-from services.lore.documents.events import document_id_for
-from services.memory.app import create_router as memory_router
-from services.memory_extractor.app import create_router as extractor_router
-from services.privacy.app import create_router as privacy_router
-from shared import subjects
-from shared.embedders.bundled import BundledEmbedder
-from shared.readmodels.knowledge import KnowledgeReadModel
-from shared.settings import LimitsSettings
+from mnemo.services.context_assembler.app import create_router as context_router
+from mnemo.services.ingest.app import create_router as ingest_router
+from mnemo.services.lore.app import create_router as lore_router
+from mnemo.services.lore.documents.events import document_id_for
+from mnemo.services.memory.app import create_router as memory_router
+from mnemo.services.memory_extractor.app import create_router as extractor_router
+from mnemo.services.privacy.app import create_router as privacy_router
+from mnemo.shared import subjects
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.settings import LimitsSettings
 from tests.integration.fuzz_cases import ascii_ids, ids, texts
 from tests.integration.ingest_stack import Stack, running
 from tests.integration.test_memory_rpc import seed, summary

@@ -22,20 +22,20 @@ from nats.js.errors import NotFoundError
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from runtime.catalog import ensure_own_indexes
-from shared import subjects
-from shared.broker import ensure_streams, start_broker
-from shared.crypto import FieldCipher
-from shared.embedders.port import Embedder
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.keystore import MongoKeyStore
-from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import Relay
-from shared.readmodels import ensure_all_indexes
-from shared.runtime import Deps
-from shared.settings import DeliverySettings, LimitsSettings, Settings
-from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.port import VectorIndex
+from mnemo.runtime.catalog import ensure_own_indexes
+from mnemo.shared import subjects
+from mnemo.shared.broker import ensure_streams, start_broker
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.deps import Deps
+from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.keystore import MongoKeyStore
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.eventlog.relay import Relay
+from mnemo.shared.readmodels import ensure_all_indexes
+from mnemo.shared.settings import DeliverySettings, LimitsSettings, Settings
+from mnemo.shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.vectors.port import VectorIndex
 from tests.integration.event_log import connect
 
 
@@ -104,7 +104,7 @@ async def running(
     keys = MongoKeyStore(db)
     cipher = FieldCipher(kek or os.urandom(32), keys)
     log = await connect(db, nats_url, cipher, reset_streams)
-    # The indexes a real start creates (shared/bootstrap.open_core, runtime/stack.py): without them every
+    # The indexes a real start creates (mnemo/shared/bootstrap.open_core, mnemo/runtime/stack.py): without them every
     # tenant-scoped query reads the whole collection, and long runs (make fuzz) slow down as the data grows.
     await keys.ensure_indexes()
     await ensure_all_indexes(db, cipher)

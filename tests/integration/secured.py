@@ -1,5 +1,5 @@
-"""A nats-server secured as ``mnemo run --secure`` does it (``runtime.secure``: TLS and the least-privilege
-users of ``runtime.nats_auth``), and clients that connect as one of its users and record every permission
+"""A nats-server secured as ``mnemo run --secure`` does it (``mnemo.runtime.secure``: TLS and the least-privilege
+users of ``mnemo.runtime.nats_auth``), and clients that connect as one of its users and record every permission
 violation the server reports."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Protocol
 import nats
 from nats.aio.client import Client as NatsClient
 
-from runtime.secure import SecureNats, secure_nats
-from runtime.servers import ChildServer, free_port, start_nats
-from shared.natsconn import connect_options
-from shared.settings import NatsSettings, Settings
+from mnemo.runtime.secure import SecureNats, secure_nats
+from mnemo.runtime.servers import ChildServer, free_port, start_nats
+from mnemo.shared.natsconn import connect_options
+from mnemo.shared.settings import NatsSettings, Settings
 
 
 @dataclass
@@ -41,7 +41,7 @@ class SecuredNats:
 
 @dataclass
 class NodeEndpoint:
-    """A node of a secured cluster (``runtime.secure`` files under ``secure_dir``)."""
+    """A node of a secured cluster (``mnemo.runtime.secure`` files under ``secure_dir``)."""
 
     url: str
     secure_dir: Path

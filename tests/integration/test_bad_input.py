@@ -36,10 +36,12 @@ from hypothesis import strategies as st
 from nats.errors import MaxPayloadError, NoRespondersError
 from nats.js.api import RawStreamMsg
 
-from runtime.servers import ChildServer
-from shared import rpc, subjects
-from shared.delivery import DLQ_REASON
-from shared.events.contract import (
+from mnemo.runtime.servers import ChildServer
+from mnemo.shared import rpc, subjects
+from mnemo.shared.delivery import DLQ_REASON
+from mnemo.shared.events.recorded import bot_stream, conversation_stream, persona_stream
+from mnemo.shared.lore.model import LoreEntry
+from mnemo_client.wire.contract import (
     BotUpserted,
     ContextAssembleRequest,
     ConversationForked,
@@ -49,13 +51,13 @@ from shared.events.contract import (
     MessageSwipeSelected,
     PersonaUpserted,
 )
-from shared.events.document_contract import (
+from mnemo_client.wire.document_contract import (
     DocumentDeleteRequest,
     DocumentGetRequest,
     DocumentImportRequest,
     DocumentListRequest,
 )
-from shared.events.lore_contract import (
+from mnemo_client.wire.lore_contract import (
     LoreAttachRequest,
     LoreBookCreateRequest,
     LoreBookDeleteRequest,
@@ -67,16 +69,14 @@ from shared.events.lore_contract import (
     LoreImportRequest,
     LoreListRequest,
 )
-from shared.events.memory_contract import (
+from mnemo_client.wire.memory_contract import (
     MemoryConvertToLoreRequest,
     MemoryDeleteRequest,
     MemoryListRequest,
     MemoryPromoteRequest,
     MemoryUnpromoteRequest,
 )
-from shared.events.privacy_contract import EraseTenantRequest, EraseUserRequest, ExportUserRequest
-from shared.events.recorded import bot_stream, conversation_stream, persona_stream
-from shared.lore.model import LoreEntry
+from mnemo_client.wire.privacy_contract import EraseTenantRequest, EraseUserRequest, ExportUserRequest
 from tests.integration.fuzz_cases import Bad, free_form, json_values, marker, mutations, texts
 from tests.integration.fuzz_world import (
     SECRET,

@@ -12,9 +12,9 @@ import nats
 import pytest
 from nats.js.api import StreamConfig
 
+from mnemo.runtime.servers import free_port, start_nats
+from mnemo.shared import subjects
 from mnemo_client import BufferFull, MessageCreated, MnemoClient, Unavailable
-from runtime.servers import free_port, start_nats
-from shared import subjects
 
 pytestmark = [pytest.mark.integration]
 

@@ -30,10 +30,10 @@ import nats
 import pytest
 from nats.errors import NoRespondersError
 
-from runtime import catalog
-from runtime.servers import free_port, pid_alive
-from shared import subjects
-from shared.streams import STREAMS
+from mnemo.runtime import catalog
+from mnemo.runtime.servers import free_port, pid_alive
+from mnemo.shared import subjects
+from mnemo.shared.streams import STREAMS
 from tests.e2e.scenes import turn
 from tests.waiting import request_reply, wait_for_stack
 
@@ -57,7 +57,7 @@ class ClusterProcess:
         self.start_seconds = 0.0
 
     def cli(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "runtime.cli", "cluster", *args, "--data-dir", str(self.data_dir)]
+        return [sys.executable, "-m", "mnemo.runtime.cli", "cluster", *args, "--data-dir", str(self.data_dir)]
 
     def start(self, timeout: float = 300.0) -> None:
         argv = self.cli(

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from runtime.nats_auth import ADMIN, PLATFORM
-from shared import subjects
+from mnemo.runtime.nats_auth import ADMIN, PLATFORM
+from mnemo.shared import subjects
 from tests.integration.secured import NodeEndpoint, connected
 from tests.integration.test_cluster import ClusterProcess
 from tests.waiting import wait_until

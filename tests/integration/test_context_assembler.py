@@ -17,22 +17,22 @@ import pytest
 from faststream.nats import NatsBroker
 from nats.aio.client import Client as NatsClient
 
-from services.context_assembler.app import create_router
-from services.context_assembler.settings import AssemblerSettings
-from shared import subjects
-from shared.broker import start_broker
-from shared.crypto import FieldCipher
-from shared.embedders.bundled import BundledEmbedder
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.mongo import MongoEventStore
-from shared.events.envelope import EventEnvelope, deterministic_id
-from shared.events.recorded import EVERYONE, REGISTRY, bot_stream, persona_stream, summary_stream
-from shared.readmodels import ReadModels
-from shared.readmodels.summaries import SummariesReadModel
-from shared.runtime import Deps
-from shared.settings import Settings
-from shared.sparse import document_vector
-from shared.vectors.port import VectorIndex, VectorIndexUnavailable, VectorPoint
+from mnemo.services.context_assembler.app import create_router
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.shared import subjects
+from mnemo.shared.broker import start_broker
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.deps import Deps
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.events.envelope import EventEnvelope, deterministic_id
+from mnemo.shared.events.recorded import EVERYONE, REGISTRY, bot_stream, persona_stream, summary_stream
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.settings import Settings
+from mnemo.shared.sparse import document_vector
+from mnemo.shared.vectors.port import VectorIndex, VectorIndexUnavailable, VectorPoint
 from tests.envelopes import message_recorded, recorded
 from tests.waiting import request_reply
 
@@ -297,7 +297,7 @@ async def test_a_word_match_is_retrieved_below_min_score(nats_url, mongo_db, cip
     assert reply["degraded"] == []
     retrieved = {s["id"]: s["score"] for s in reply["sources"] if s["kind"] == "message" and s["score"] is not None}
     assert max(retrieved, key=lambda k: retrieved[k]) == "m2"  # the rare word outweighs the common ones (IDF)
-    # The score is the re-ranked relevance (services/context_assembler/ranking.py), in [0, 1].
+    # The score is the re-ranked relevance (mnemo/services/context_assembler/ranking.py), in [0, 1].
     assert 0 < retrieved["m2"] <= 1
 
 
@@ -372,7 +372,7 @@ class HangingReads:
 async def test_stalled_read_models_are_bounded_by_the_deadline(nats_url, mongo_db, cipher, index, embedder, nc, tenant):
     """A read that never returns cannot hold the reply: it is given up at the deadline and named. The reply
     arriving at all is the proof (these reads would wait forever)."""
-    from services.context_assembler.reads import ReadModelReads
+    from mnemo.services.context_assembler.reads import ReadModelReads
 
     await seed(mongo_db, cipher, index, embedder, tenant)
     reads = HangingReads(ReadModelReads.over(mongo_db, cipher), {"recent_messages", "knowledge", "summaries_by_ids"})
@@ -422,8 +422,8 @@ async def test_the_fault_switch_stops_and_restarts_the_index(
 
 async def test_a_configured_tokenizer_counts_the_sections(nats_url, mongo_db, cipher, index, embedder, nc, tenant):
     """``MNEMO_CONTEXT_ASSEMBLER__TOKENIZER_FILE``: the bundled model's tokenizer.json stands in for an LLM's."""
-    from shared.embedders.bundled import tokenizer_path
-    from shared.tokens import HfTokenizerTokens
+    from mnemo.shared.embedders.bundled import tokenizer_path
+    from mnemo.shared.tokens import HfTokenizerTokens
 
     await seed(mongo_db, cipher, index, embedder, tenant)
     settings = AssemblerSettings(history_limit=6, tokenizer_file=tokenizer_path())

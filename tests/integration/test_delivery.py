@@ -1,4 +1,4 @@
-"""Delivery semantics (``shared.delivery``) against the real nats-server (JetStream) through FastStream.
+"""Delivery semantics (``mnemo.shared.delivery``) against the real nats-server (JetStream) through FastStream.
 
 Each test gets its own source stream (``DTEST_<hex>`` on ``dtest.<hex>.>``), its own durable and its own
 service name, hence its own dead-letter subject on the shared ``MNEMO_DLQ`` stream. Nothing here asserts a
@@ -24,9 +24,9 @@ from nats.js import JetStreamContext
 from nats.js.api import ConsumerInfo, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
-from shared import subjects
-from shared.broker import ensure_streams, make_broker, start_broker
-from shared.delivery import (
+from mnemo.shared import subjects
+from mnemo.shared.broker import ensure_streams, make_broker, start_broker
+from mnemo.shared.delivery import (
     DLQ_ATTEMPTS,
     DLQ_REASON,
     DLQ_SERVICE,
@@ -39,7 +39,7 @@ from shared.delivery import (
     retry_delay,
     subscribe_batches,
 )
-from shared.settings import DeliverySettings, Settings
+from mnemo.shared.settings import DeliverySettings, Settings
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration

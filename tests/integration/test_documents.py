@@ -19,25 +19,25 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js.errors import NotFoundError
 
-from runtime.replay import _fold_log
-from services.context_assembler.app import create_router as assembler_router
-from services.context_assembler.settings import AssemblerSettings
-from services.embedding.app import chunk_strings
-from services.embedding.app import create_router as embedding_router
-from services.embedding.handlers import EmbeddingHandler
-from services.lore.app import create_router as lore_router
-from services.lore.app import document_imports
-from services.lore.books import LoreBooks
-from shared import subjects
-from shared.eventlog.erasures import Erasures
-from shared.events.document_contract import DocumentImportRequest
-from shared.events.recorded import REGISTRY
-from shared.readmodels import ReadModels
-from shared.readmodels.documents import CHUNKS, DocumentsReadModel
-from shared.readmodels.lore import LoreReadModel
-from shared.runtime import Deps
-from shared.vectors import points as vp
-from shared.vectors.port import VectorFilter
+from mnemo.runtime.replay import _fold_log
+from mnemo.services.context_assembler.app import create_router as assembler_router
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.services.embedding.app import chunk_strings
+from mnemo.services.embedding.app import create_router as embedding_router
+from mnemo.services.embedding.handlers import EmbeddingHandler
+from mnemo.services.lore.app import create_router as lore_router
+from mnemo.services.lore.app import document_imports
+from mnemo.services.lore.books import LoreBooks
+from mnemo.shared import subjects
+from mnemo.shared.deps import Deps
+from mnemo.shared.eventlog.erasures import Erasures
+from mnemo.shared.events.recorded import REGISTRY
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.documents import CHUNKS, DocumentsReadModel
+from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.vectors import points as vp
+from mnemo.shared.vectors.port import VectorFilter
+from mnemo_client.wire.document_contract import DocumentImportRequest
 from tests.integration.ingest_stack import Stack, StackFactory
 from tests.integration.test_lore import BOT, CONV, USER, call, seed
 from tests.lore.documents import files
@@ -314,7 +314,7 @@ async def test_bad_files_fail_with_a_reason_and_leave_nothing_searchable(
 
 
 async def test_replay_rebuilds_chunks_and_points_from_the_log(stack: Stack, tenant: str) -> None:
-    """What ``mnemo replay`` does (``runtime.replay._fold_log``): the documents read model and the document
+    """What ``mnemo replay`` does (``mnemo.runtime.replay._fold_log``): the documents read model and the document
     points are dropped, then rebuilt from the log alone; the context quotes the passage again."""
     await seed(stack, tenant)
     text = "\n\n".join(filler_pages(2, seed_=11)) + f"\n\n{PASSAGE}"

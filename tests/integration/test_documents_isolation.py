@@ -13,7 +13,7 @@ import time
 import pytest
 from nats.aio.msg import Msg
 
-from shared import subjects
+from mnemo.shared import subjects
 from tests.integration.ingest_stack import StackFactory
 from tests.integration.test_documents import PASSAGE, call, ended, import_body, question, routers
 from tests.integration.test_lore import seed

@@ -14,21 +14,21 @@ from typing import Any
 
 import pytest
 
-from services.embedding.app import chunk_strings
-from services.embedding.app import create_router as embedding_router
-from services.embedding.handlers import EmbeddingHandler
-from services.ingest.app import create_router as ingest_router
-from shared import subjects
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.delivery import DLQ_REASON, Item
-from shared.embedders.bundled import BundledEmbedder
-from shared.events.envelope import NewEvent
-from shared.events.recorded import conversation_stream, summary_stream
-from shared.readmodels import ReadModels
-from shared.sparse import query_vector
-from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.points import point_id
-from shared.vectors.port import Match, VectorFilter
+from mnemo.services.embedding.app import chunk_strings
+from mnemo.services.embedding.app import create_router as embedding_router
+from mnemo.services.embedding.handlers import EmbeddingHandler
+from mnemo.services.ingest.app import create_router as ingest_router
+from mnemo.shared import subjects
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.delivery import DLQ_REASON, Item
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import conversation_stream, summary_stream
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.sparse import query_vector
+from mnemo.shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.vectors.points import point_id
+from mnemo.shared.vectors.port import Match, VectorFilter
 from tests.envelopes import recorded
 from tests.integration.ingest_stack import Stack, StackFactory, dead_letters, drained, message_created
 from tests.waiting import wait_until

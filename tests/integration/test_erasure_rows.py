@@ -13,9 +13,9 @@ import pytest
 from pymongo import ASCENDING, AsyncMongoClient
 from pymongo.asynchronous.collection import AsyncCollection
 
-from runtime.servers import ChildServer
-from services.privacy import rows
-from shared.events.envelope import stream_id
+from mnemo.runtime.servers import ChildServer
+from mnemo.services.privacy import rows
+from mnemo.shared.events.envelope import stream_id
 
 pytestmark = pytest.mark.integration
 

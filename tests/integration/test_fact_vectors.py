@@ -16,19 +16,18 @@ from typing import Any
 
 import pytest
 
-from services.context_assembler.reads import ReadModelReads
-from services.context_assembler.retrieval import Gatherer
-from services.context_assembler.search_filters import facts_filter
-from services.context_assembler.settings import AssemblerSettings
-from services.embedding.app import chunk_strings
-from services.embedding.handlers import EmbeddingHandler
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.embedders.bundled import BundledEmbedder
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.mongo import MongoEventStore
-from shared.events.contract import ContextAssembleRequest
-from shared.events.envelope import NewEvent
-from shared.events.recorded import (
+from mnemo.services.context_assembler.reads import ReadModelReads
+from mnemo.services.context_assembler.retrieval import Gatherer
+from mnemo.services.context_assembler.search_filters import facts_filter
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.services.embedding.app import chunk_strings
+from mnemo.services.embedding.handlers import EmbeddingHandler
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import (
     REGISTRY,
     FactLearned,
     FactPromoted,
@@ -38,11 +37,12 @@ from shared.events.recorded import (
     knowledge_stream,
     player_scope,
 )
-from shared.readmodels import ReadModels
-from shared.readmodels.knowledge import KnowledgeReadModel
-from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.points import point_id
-from shared.vectors.port import Match, VectorFilter
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.vectors.points import point_id
+from mnemo.shared.vectors.port import Match, VectorFilter
+from mnemo_client.wire.contract import ContextAssembleRequest
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

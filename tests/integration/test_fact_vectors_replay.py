@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from runtime.replay import replay
-from shared.bootstrap import open_core
-from shared.events.envelope import NewEvent
-from shared.events.recorded import (
+from mnemo.runtime.replay import replay
+from mnemo.shared.bootstrap import open_core
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import (
     FactLearned,
     FactPromoted,
     FactRetired,
@@ -18,8 +18,8 @@ from shared.events.recorded import (
     knowledge_stream,
     player_scope,
 )
-from shared.settings import Settings
-from shared.vectors.port import Match, VectorFilter
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors.port import Match, VectorFilter
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, tzinfo=UTC)

@@ -22,10 +22,10 @@ import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from services.gateway.app import create_app
-from services.gateway.settings import GatewaySettings
-from shared import subjects
-from shared.streams import ensure_streams
+from mnemo.services.gateway.app import create_app
+from mnemo.services.gateway.settings import GatewaySettings
+from mnemo.shared import subjects
+from mnemo.shared.streams import ensure_streams
 
 pytestmark = pytest.mark.integration
 
@@ -201,12 +201,12 @@ async def test_health_says_whether_nats_is_connected(gateway: httpx.AsyncClient)
 
 
 def test_the_gateway_runs_alone_and_stops_on_sigint(nats_url: str, tmp_path):
-    """`python -m services.gateway`: only NATS needed; it prints where it listens, serves, and stops on Ctrl-C."""
+    """`python -m mnemo.services.gateway`: only NATS needed; it prints where it listens, serves, and stops on Ctrl-C."""
     env = {**os.environ, "MNEMO_NATS_URL": nats_url, "MNEMO_GATEWAY__PORT": "0", "PYTHONUNBUFFERED": "1",
            "MNEMO_GATEWAY__API_KEYS": json.dumps({KEY: "t1"})}  # fmt: skip
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "services.gateway"], cwd=root, env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "mnemo.services.gateway"], cwd=root, env=env, stdout=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout is not None

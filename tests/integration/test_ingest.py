@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from services.ingest.app import create_router
-from services.ingest.recorder import Recorder
-from shared import subjects
-from shared.delivery import DLQ_REASON, DLQ_SUBJECT
-from shared.events.contract import MessageCreated
-from shared.events.envelope import NewEvent
-from shared.events.recorded import conversation_stream, created_event_id
-from shared.readmodels import ReadModels
-from shared.tokens import estimate_tokens
+from mnemo.services.ingest.app import create_router
+from mnemo.services.ingest.recorder import Recorder
+from mnemo.shared import subjects
+from mnemo.shared.delivery import DLQ_REASON, DLQ_SUBJECT
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import conversation_stream, created_event_id
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.tokens import estimate_tokens
+from mnemo_client.wire.contract import MessageCreated
 from tests.integration.ingest_stack import Stack, dead_letters, drained, message_created, running
 from tests.waiting import wait_until
 

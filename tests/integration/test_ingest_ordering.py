@@ -1,5 +1,5 @@
 """Ingest keeps each conversation in stream order while it overlaps consecutive batches (pipelining), and when
-a standby replica takes over from one that died holding a batch (shared/lease.py, shared/delivery/order.py).
+a standby replica takes over from one that died holding a batch (mnemo/shared/lease.py, mnemo/shared/delivery/order.py).
 
 Real nats-server and SecantusDB: many messages interleaved across conversations are published as fast as
 JetStream takes them, so the ingest consumer holds several small batches at once. Every conversation's
@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from services.ingest.app import create_router
-from shared import subjects
-from shared.events.recorded import conversation_stream
-from shared.lease import lease_bucket
-from shared.readmodels import ReadModels
+from mnemo.services.ingest.app import create_router
+from mnemo.shared import subjects
+from mnemo.shared.events.recorded import conversation_stream
+from mnemo.shared.lease import lease_bucket
+from mnemo.shared.readmodels import ReadModels
 from tests.integration.ingest_stack import Stack, drained, reset_streams, running
 from tests.waiting import wait_until
 
@@ -153,7 +153,7 @@ async def logged(path: Path, text: str) -> bool:
 def ingest_process(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "services.ingest"], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT
+            [sys.executable, "-m", "mnemo.services.ingest"], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT
         )
     try:
         yield process

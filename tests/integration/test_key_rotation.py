@@ -18,16 +18,16 @@ import pytest
 from pydantic import SecretStr
 from pymongo import AsyncMongoClient
 
-from runtime import keys_cli
-from shared.bootstrap import open_core
-from shared.crypto import token_key_id
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.mongo import MongoEventStore
-from shared.events.envelope import EventRegistry, NewEvent
-from shared.events.recorded import MESSAGE_RECORDED, REGISTRY, conversation_stream
-from shared.key_rotation import JOBS
-from shared.readmodels import ReadModels
-from shared.settings import Settings
+from mnemo.runtime import keys_cli
+from mnemo.shared.bootstrap import open_core
+from mnemo.shared.crypto import token_key_id
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.events.envelope import EventRegistry, NewEvent
+from mnemo.shared.events.recorded import MESSAGE_RECORDED, REGISTRY, conversation_stream
+from mnemo.shared.key_rotation import JOBS
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.settings import Settings
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -113,14 +113,14 @@ def cli_env(settings: Settings) -> dict[str, str]:
 
 def run_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "runtime.cli", "keys", *args], env=cli_env(settings), capture_output=True,
+        [sys.executable, "-m", "mnemo.runtime.cli", "keys", *args], env=cli_env(settings), capture_output=True,
         text=True, timeout=600, check=False, cwd=Path(__file__).resolve().parents[2],
     )  # fmt: skip
 
 
 def cli_process(settings: Settings, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "keys", *args], env=cli_env(settings), stdout=subprocess.PIPE,
+        [sys.executable, "-m", "mnemo.runtime.cli", "keys", *args], env=cli_env(settings), stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True, cwd=Path(__file__).resolve().parents[2],
     )  # fmt: skip
 

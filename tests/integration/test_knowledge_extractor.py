@@ -14,20 +14,20 @@ from typing import Any
 
 import pytest
 
-from services.memory_extractor.handlers import MemoryExtractor
-from services.memory_extractor.learning import Learning
-from services.memory_extractor.revisions import Revisions
-from services.memory_extractor.settings import KnowledgeSettings
-from services.memory_extractor.witnessed import WitnessedReadModel
-from shared.crypto import FieldCipher
-from shared.embedders.bundled import BundledEmbedder
-from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import Relay
-from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.recorded import conversation_stream, created_event_id, knowledge_stream
-from shared.llm.openai import OpenAIChatModel
-from shared.llm.port import ChatModel
-from shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.services.memory_extractor.handlers import MemoryExtractor
+from mnemo.services.memory_extractor.learning import Learning
+from mnemo.services.memory_extractor.revisions import Revisions
+from mnemo.services.memory_extractor.settings import KnowledgeSettings
+from mnemo.services.memory_extractor.witnessed import WitnessedReadModel
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.eventlog.relay import Relay
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
+from mnemo.shared.events.recorded import conversation_stream, created_event_id, knowledge_stream
+from mnemo.shared.llm.openai import OpenAIChatModel
+from mnemo.shared.llm.port import ChatModel
+from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from tests.envelopes import message_deleted, message_edited
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler
 from tests.integration.event_log import event_log, items

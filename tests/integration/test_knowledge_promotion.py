@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NatsClient
 
-from services.memory_extractor.app import create_router
-from shared import subjects
-from shared.embedders.bundled import BundledEmbedder
-from shared.events.envelope import NewEvent
-from shared.events.recorded import conversation_stream, created_event_id, knowledge_stream
-from shared.readmodels.knowledge import FactView, KnowledgeReadModel
+from mnemo.services.memory_extractor.app import create_router
+from mnemo.shared import subjects
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import conversation_stream, created_event_id, knowledge_stream
+from mnemo.shared.readmodels.knowledge import FactView, KnowledgeReadModel
 from tests.integration.ingest_stack import Stack, running
 from tests.waiting import request_reply, wait_until
 

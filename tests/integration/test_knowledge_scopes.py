@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pymongo import AsyncMongoClient
 
-from runtime.servers import ChildServer
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import knowledge_stream
-from shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.runtime.servers import ChildServer
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import knowledge_stream
+from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from tests.envelopes import recorded
 
 pytestmark = pytest.mark.integration

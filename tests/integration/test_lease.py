@@ -1,4 +1,4 @@
-"""The single-active lease (shared/lease.py) on a real nats-server: one holder, a standby that takes over once
+"""The single-active lease (mnemo/shared/lease.py) on a real nats-server: one holder, a standby that takes over once
 the holder stops refreshing, and a holder that finds its own key after a create whose reply it never saw."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import uuid
 import nats
 import pytest
 
-from shared.lease import Lease, lease_bucket
+from mnemo.shared.lease import Lease, lease_bucket
 
 pytestmark = pytest.mark.integration
 TTL = 2.0

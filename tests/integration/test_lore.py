@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NatsClient
 
-from services.context_assembler.app import create_router as assembler_router
-from services.context_assembler.settings import AssemblerSettings
-from services.lore.app import create_router as lore_router
-from services.lore.formats.importer import import_lorebook
-from shared import subjects
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import bot_stream
-from shared.readmodels import ReadModels
-from shared.readmodels.lore import LoreReadModel
-from shared.runtime import Deps
+from mnemo.services.context_assembler.app import create_router as assembler_router
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.services.lore.app import create_router as lore_router
+from mnemo.services.lore.formats.importer import import_lorebook
+from mnemo.shared import subjects
+from mnemo.shared.deps import Deps
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import bot_stream
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.lore import LoreReadModel
 from tests.envelopes import message_recorded, recorded
 from tests.integration.ingest_stack import Stack, running
 from tests.waiting import request_reply

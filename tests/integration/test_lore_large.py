@@ -1,6 +1,6 @@
 """Books past NATS' 1 MB default go through the lore service: the two largest real fixtures (a 1.6 MB World
 Info file, a 1.4 MB PNG card) import over ``mnemo.rpc.lore.import.v1`` and export to a file that imports to
-the same entries. Needs the nats-server's ``max_payload`` raised (``runtime/servers.py``)."""
+the same entries. Needs the nats-server's ``max_payload`` raised (``mnemo/runtime/servers.py``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from services.lore.app import create_router as lore_router
-from services.lore.formats.importer import import_lorebook
-from shared import subjects
+from mnemo.services.lore.app import create_router as lore_router
+from mnemo.services.lore.formats.importer import import_lorebook
+from mnemo.shared import subjects
 from tests.integration.ingest_stack import running
 from tests.waiting import request_reply
 

@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
-from services.embedding.app import chunk_strings
-from services.embedding.domain import PAYLOAD_MODELS
-from services.embedding.handlers import EmbeddingHandler
-from services.lore import manage
-from shared import subjects
-from shared.embedders.bundled import BundledEmbedder
-from shared.events.envelope import utcnow
-from shared.events.lore_contract import LoreEntryUpdateRequest
-from shared.events.recorded import lorebook_stream
-from shared.readmodels import ReadModels
-from shared.readmodels.lore import LoreReadModel
-from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.port import ScoredPoint, VectorFilter
+from mnemo.services.embedding.app import chunk_strings
+from mnemo.services.embedding.domain import PAYLOAD_MODELS
+from mnemo.services.embedding.handlers import EmbeddingHandler
+from mnemo.services.lore import manage
+from mnemo.shared import subjects
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.events.envelope import utcnow
+from mnemo.shared.events.recorded import lorebook_stream
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.vectors.port import ScoredPoint, VectorFilter
+from mnemo_client.wire.lore_contract import LoreEntryUpdateRequest
 from tests.integration.ingest_stack import Stack, running
 from tests.integration.test_lore import BOT, CONV, OTHER_BOT, USER, call, routers, seed
 

@@ -8,15 +8,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.lore import manage
-from shared.bootstrap import open_core
-from shared.events.envelope import NewEvent
-from shared.events.lore_contract import LoreBookCreateRequest, LoreEntryCreateRequest, LoreEntryUpdateRequest
-from shared.events.recorded import lorebook_stream
-from shared.lore.history import BookState, fold_all
-from shared.readmodels.lore import LoreReadModel
-from shared.settings import Settings
-from shared.vectors.port import VectorFilter
+from mnemo.services.lore import manage
+from mnemo.shared.bootstrap import open_core
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import lorebook_stream
+from mnemo.shared.lore.history import BookState, fold_all
+from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors.port import VectorFilter
+from mnemo_client.wire.lore_contract import LoreBookCreateRequest, LoreEntryCreateRequest, LoreEntryUpdateRequest
 from tests.envelopes import recorded
 from tests.integration.event_log import replay_twice
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from services.context_assembler.app import create_router as assembler_router
-from services.context_assembler.settings import AssemblerSettings
-from services.context_assembler.timed_readmodel import LoreTimedReadModel
-from services.lore.app import create_router as lore_router
-from shared import subjects
-from shared.events.recorded import bot_stream, lore_timed_stream
-from shared.readmodels import ReadModels
-from shared.runtime import Deps
+from mnemo.services.context_assembler.app import create_router as assembler_router
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.services.context_assembler.timed_readmodel import LoreTimedReadModel
+from mnemo.services.lore.app import create_router as lore_router
+from mnemo.shared import subjects
+from mnemo.shared.deps import Deps
+from mnemo.shared.events.recorded import bot_stream, lore_timed_stream
+from mnemo.shared.readmodels import ReadModels
 from tests.envelopes import message_recorded, recorded
 from tests.integration.ingest_stack import Stack, running
 from tests.integration.test_lore import T0, call

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from services.memory import domain
-from shared.bootstrap import open_core
-from shared.events.envelope import NewEvent
-from shared.events.memory_contract import MemoryConvertToLoreRequest
-from shared.events.recorded import SummaryCreated, legacy_lore_stream
-from shared.readmodels.legacy_lore import COLLECTION, LegacyLoreReadModel
-from shared.settings import Settings
-from shared.vectors.port import VectorFilter
+from mnemo.services.memory import domain
+from mnemo.shared.bootstrap import open_core
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import SummaryCreated, legacy_lore_stream
+from mnemo.shared.readmodels.legacy_lore import COLLECTION, LegacyLoreReadModel
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors.port import VectorFilter
+from mnemo_client.wire.memory_contract import MemoryConvertToLoreRequest
 from tests.integration.event_log import replay_twice
 
 pytestmark = pytest.mark.integration

@@ -16,17 +16,17 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NatsClient
 
-from services.embedding.app import create_router as embedding_router
-from services.memory.app import create_router as memory_router
-from shared import subjects
-from shared.crypto import TOKEN_PREFIX
-from shared.embedders.bundled import BundledEmbedder
-from shared.events.envelope import NewEvent
-from shared.events.recorded import knowledge_stream, legacy_lore_stream, summary_stream
-from shared.readmodels.knowledge import KnowledgeReadModel
-from shared.readmodels.legacy_lore import COLLECTION as LEGACY_COLLECTION
-from shared.readmodels.summaries import SummariesReadModel
-from shared.vectors.port import Match, VectorFilter
+from mnemo.services.embedding.app import create_router as embedding_router
+from mnemo.services.memory.app import create_router as memory_router
+from mnemo.shared import subjects
+from mnemo.shared.crypto import TOKEN_PREFIX
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import knowledge_stream, legacy_lore_stream, summary_stream
+from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.readmodels.legacy_lore import COLLECTION as LEGACY_COLLECTION
+from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.vectors.port import Match, VectorFilter
 from tests.integration.ingest_stack import Stack, StackFactory, drained
 from tests.waiting import request_reply, wait_until
 

@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from services.embedding.app import chunk_strings
-from services.embedding.handlers import EmbeddingHandler
-from shared.analyzer import ANALYZER_VERSION
-from shared.readmodels import ReadModels
-from shared.vectors.port import VectorFilter
+from mnemo.services.embedding.app import chunk_strings
+from mnemo.services.embedding.handlers import EmbeddingHandler
+from mnemo.shared.analyzer import ANALYZER_VERSION
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.vectors.port import VectorFilter
 from tests.integration.test_context_assembler import T0, ask, request, scene_message, start_assembler
 
 pytestmark = pytest.mark.integration

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.embedders.factory import build_embedder
-from shared.embedders.native import OllamaEmbedder, TEIEmbedder
-from shared.embedders.openai import EmbedderResponseError
-from shared.embedders.port import EmbedderUnavailable
-from shared.settings import EmbedderSettings, Settings
+from mnemo.shared.embedders.factory import build_embedder
+from mnemo.shared.embedders.native import OllamaEmbedder, TEIEmbedder
+from mnemo.shared.embedders.openai import EmbedderResponseError
+from mnemo.shared.embedders.port import EmbedderUnavailable
+from mnemo.shared.settings import EmbedderSettings, Settings
 from tests.fakes.openai_server import FakeOpenAIServer, RecordedRequest, Reply, fake_vector
 
 DIM = 8

@@ -1,4 +1,4 @@
-"""The least-privilege NATS users (``runtime/nats_auth.py``) on a real nats-server secured as ``--secure`` does
+"""The least-privilege NATS users (``mnemo/runtime/nats_auth.py``) on a real nats-server secured as ``--secure`` does
 it (TLS, a password per user): each denial the threat model relies on, next to what the same user may do.
 
 - The platform publishes chat events and calls RPCs, but cannot read the log or the dead letters (neither by
@@ -21,12 +21,12 @@ import nats.errors
 import pytest
 from pydantic import SecretStr
 
-from runtime.nats_auth import PLATFORM, env_name, grants
-from runtime.servers import free_port, start_nats
-from shared import natsconn, subjects
-from shared.natsconn import connect_options
-from shared.settings import NatsSettings, Settings
-from shared.streams import ensure_streams
+from mnemo.runtime.nats_auth import PLATFORM, env_name, grants
+from mnemo.runtime.servers import free_port, start_nats
+from mnemo.shared import natsconn, subjects
+from mnemo.shared.natsconn import connect_options
+from mnemo.shared.settings import NatsSettings, Settings
+from mnemo.shared.streams import ensure_streams
 from tests.integration.secured import SecuredNats, connected, start_secured
 from tests.waiting import wait_until
 

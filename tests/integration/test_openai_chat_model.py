@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from services.memory_extractor.schemas import KnowledgeUpdates
-from services.summarizer.schemas import SummaryOutput
-from shared.llm.openai import OpenAIChatModel
-from shared.llm.port import ChatMessage, Completion, LLMResponseInvalid, LLMUnavailable, ProgressCallback
+from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
+from mnemo.services.summarizer.schemas import SummaryOutput
+from mnemo.shared.llm.openai import OpenAIChatModel
+from mnemo.shared.llm.port import ChatMessage, Completion, LLMResponseInvalid, LLMUnavailable, ProgressCallback
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler, chat_reply
 
 pytestmark = pytest.mark.integration

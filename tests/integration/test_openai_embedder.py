@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.embedders.openai import EmbedderResponseError, OpenAIEmbedder
-from shared.embedders.port import EmbedderUnavailable
+from mnemo.shared.embedders.openai import EmbedderResponseError, OpenAIEmbedder
+from mnemo.shared.embedders.port import EmbedderUnavailable
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, embeddings_handler, fake_vector
 
 DIM = 8
@@ -140,9 +140,9 @@ async def test_connection_refused_is_unavailable() -> None:
 
 
 async def test_factory_builds_both_providers(server: FakeOpenAIServer) -> None:
-    from shared.embedders.bundled import BundledEmbedder
-    from shared.embedders.factory import build_embedder
-    from shared.settings import EmbedderSettings, Settings
+    from mnemo.shared.embedders.bundled import BundledEmbedder
+    from mnemo.shared.embedders.factory import build_embedder
+    from mnemo.shared.settings import EmbedderSettings, Settings
 
     assert isinstance(build_embedder(Settings()), BundledEmbedder)
     with pytest.raises(ValueError, match="384"):

@@ -1,4 +1,4 @@
-"""The FastStream 0.7.8 / nats-py 2.16 timeout mismatch worked around in shared/broker.py.
+"""The FastStream 0.7.8 / nats-py 2.16 timeout mismatch worked around in mnemo/shared/broker.py.
 
 FastStream's batch pull loop fetches again with the *remaining* window after a partial batch and stops on
 ``nats.errors.TimeoutError``. With a short remaining window nats-py raises the builtin ``TimeoutError``
@@ -19,11 +19,11 @@ import pytest
 from faststream.nats import JStream, NatsRouter
 from nats.aio.msg import Msg
 
-import shared.broker  # noqa: F401 - importing it installs the fetch shim, as every service does
-from shared.broker import _top_up, make_broker
-from shared.delivery import BatchConsumer, DeadLetters, Item, Rejection, subscribe_batches
-from shared.settings import DeliverySettings, Settings
-from shared.streams import ensure_streams
+import mnemo.shared.broker  # noqa: F401 - importing it installs the fetch shim, as every service does
+from mnemo.shared.broker import _top_up, make_broker
+from mnemo.shared.delivery import BatchConsumer, DeadLetters, Item, Rejection, subscribe_batches
+from mnemo.shared.settings import DeliverySettings, Settings
+from mnemo.shared.streams import ensure_streams
 
 pytestmark = pytest.mark.integration
 

@@ -19,11 +19,11 @@ import nats
 import pytest
 from nats.aio.client import Client as NatsClient
 
-from shared import subjects
-from shared.vectors import points as vp
-from shared.vectors.follower import PointsFollower
-from shared.vectors.port import VectorFilter, VectorPoint
-from shared.vectors.stream import StreamPointWriter
+from mnemo.shared import subjects
+from mnemo.shared.vectors import points as vp
+from mnemo.shared.vectors.follower import PointsFollower
+from mnemo.shared.vectors.port import VectorFilter, VectorPoint
+from mnemo.shared.vectors.stream import StreamPointWriter
 from tests.vector_stream import fresh_points_stream
 from tests.waiting import wait_until
 
@@ -206,11 +206,11 @@ async def test_a_follower_of_a_recreated_stream_rebuilds(nc: NatsClient, tmp_pat
 
 
 async def test_the_factory_gives_each_role_its_side(nc: NatsClient, tmp_path: Path) -> None:
-    from shared.settings import EmbedderSettings, Settings, VectorsSettings
-    from shared.vectors.edge import EdgeVectorIndex
-    from shared.vectors.factory import open_vector_index
-    from shared.vectors.follower import FollowedIndex
-    from shared.vectors.qdrant_server import QdrantServerIndex
+    from mnemo.shared.settings import EmbedderSettings, Settings, VectorsSettings
+    from mnemo.shared.vectors.edge import EdgeVectorIndex
+    from mnemo.shared.vectors.factory import open_vector_index
+    from mnemo.shared.vectors.follower import FollowedIndex
+    from mnemo.shared.vectors.qdrant_server import QdrantServerIndex
 
     stream = Settings(
         data_dir=tmp_path,
@@ -234,7 +234,7 @@ async def test_the_factory_gives_each_role_its_side(nc: NatsClient, tmp_path: Pa
     assert isinstance(local.index, EdgeVectorIndex)
     await local.index.close()
     server = Settings(data_dir=tmp_path, qdrant_url="http://127.0.0.1:9", vectors=VectorsSettings(mode="stream"))
-    from shared.vectors.factory import build_vector_index
+    from mnemo.shared.vectors.factory import build_vector_index
 
     remote = build_vector_index(server)
     assert isinstance(remote, QdrantServerIndex)  # a server wins over the mode

@@ -19,11 +19,11 @@ from typing import Any
 import nats
 import pytest
 
-from services.ingest.handlers import decode_command
-from shared import subjects
-from shared.settings import Settings, VectorsSettings
-from shared.vectors.follower import FollowedIndex, PointsFollower
-from shared.vectors.stream import StreamPointWriter
+from mnemo.services.ingest.handlers import decode_command
+from mnemo.shared import subjects
+from mnemo.shared.settings import Settings, VectorsSettings
+from mnemo.shared.vectors.follower import FollowedIndex, PointsFollower
+from mnemo.shared.vectors.stream import StreamPointWriter
 from tests.components import Rpc, deps, items, published, retrieval_chain
 from tests.vector_stream import fresh_points_stream
 

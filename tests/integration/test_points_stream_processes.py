@@ -1,5 +1,5 @@
 """No service shares a process without a Qdrant server: ingest, embedding and context-assembler replicas run as
-separate OS processes (``python -m services.<name>``) with ``MNEMO_VECTORS__MODE=stream``, each with its own
+separate OS processes (``python -m mnemo.services.<name>``) with ``MNEMO_VECTORS__MODE=stream``, each with its own
 data directory, on their own nats-server and the session's SecantusDB.
 
 A message is embedded once (by the embedding process) and retrieved by meaning from replica A's shard; A
@@ -25,8 +25,8 @@ from typing import Any
 import nats
 import pytest
 
-from runtime.servers import ChildServer, free_port, start_nats
-from shared import subjects
+from mnemo.runtime.servers import ChildServer, free_port, start_nats
+from mnemo.shared import subjects
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,9 +121,9 @@ async def test_embedding_and_assembler_replicas_in_their_own_processes(
     services = Services(tmp_path, own_nats.url, mongo_url)
     nc = await nats.connect(own_nats.url)
     try:
-        services.start("ingest", "services.ingest")
-        services.start("embedding", "services.embedding")
-        services.start("assembler-a", "services.context_assembler")
+        services.start("ingest", "mnemo.services.ingest")
+        services.start("embedding", "mnemo.services.embedding")
+        services.start("assembler-a", "mnemo.services.context_assembler")
         js = nc.jetstream()
         bot = {"tenant_id": T, "bot_id": "ada", "name": "Ada", "updated_at": T0.isoformat()}
         await js.publish(subjects.BOT_UPSERTED, json.dumps(bot).encode())
@@ -139,7 +139,7 @@ async def test_embedding_and_assembler_replicas_in_their_own_processes(
         assert not (tmp_path / "embedding" / "qdrant-edge").exists()
         services.stop("assembler-a")
 
-        services.start("assembler-b", "services.context_assembler")  # an empty directory
+        services.start("assembler-b", "mnemo.services.context_assembler")  # an empty directory
         reply = await ask(nc)  # the first request: B has caught up from the stream before searching
         assert reply["degraded"] == []
         assert DRAGON in reply["context"]

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.events.recorded import conversation_stream
-from shared.readmodels import ReadModels
+from mnemo.shared.events.recorded import conversation_stream
+from mnemo.shared.readmodels import ReadModels
 from tests.envelopes import message_recorded, recorded
 
 pytestmark = pytest.mark.integration

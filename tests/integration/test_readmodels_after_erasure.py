@@ -1,4 +1,4 @@
-"""Rows whose key was erased read as absent, never as a failure (``shared/readmodels/erased.py``).
+"""Rows whose key was erased read as absent, never as a failure (``mnemo/shared/readmodels/erased.py``).
 
 After an erasure a projection still holding the key in its cache may write a row (the privacy service's
 resweep removes it later). On SecantusDB, every read model is given rows of one tenant, then the tenant's keys
@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from pymongo import AsyncMongoClient
 
-from runtime.servers import ChildServer
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.readmodels import ReadModels
-from shared.readmodels.knowledge import KnowledgeReadModel
-from shared.readmodels.legacy_lore import LegacyLoreReadModel
-from shared.readmodels.lore import LoreReadModel
-from shared.readmodels.summaries import SummariesReadModel
+from mnemo.runtime.servers import ChildServer
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
+from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.readmodels.summaries import SummariesReadModel
 from tests.contract.test_readmodels_contract import (
     C,
     T,

@@ -6,17 +6,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runtime.reindex import reindex, target_embedder
-from runtime.replay import replay
-from shared.analyzer import ANALYZER_VERSION
-from shared.bootstrap import open_core
-from shared.embedders.multilingual import MODEL_ID
-from shared.events.envelope import NewEvent
-from shared.events.recorded import MESSAGE_RECORDED, conversation_stream
-from shared.settings import EmbedderSettings, Settings
-from shared.sparse import query_vector
-from shared.vectors import points
-from shared.vectors.port import VectorFilter
+from mnemo.runtime.reindex import reindex, target_embedder
+from mnemo.runtime.replay import replay
+from mnemo.shared.analyzer import ANALYZER_VERSION
+from mnemo.shared.bootstrap import open_core
+from mnemo.shared.embedders.multilingual import MODEL_ID
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import MESSAGE_RECORDED, conversation_stream
+from mnemo.shared.settings import EmbedderSettings, Settings
+from mnemo.shared.sparse import query_vector
+from mnemo.shared.vectors import points
+from mnemo.shared.vectors.port import VectorFilter
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, tzinfo=UTC)

@@ -21,13 +21,13 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from pymongo import AsyncMongoClient
 
-from shared import subjects
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import MSG_ID_HEADER, NatsJetStreamPublisher, Outgoing, Relay, ensure_log_stream
-from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.recorded import REGISTRY, conversation_stream
+from mnemo.shared import subjects
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.eventlog.relay import MSG_ID_HEADER, NatsJetStreamPublisher, Outgoing, Relay, ensure_log_stream
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
+from mnemo.shared.events.recorded import REGISTRY, conversation_stream
 
 pytestmark = pytest.mark.integration
 

@@ -6,13 +6,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runtime.catalog import ensure_own_indexes
-from shared.bootstrap import open_core
-from shared.events.envelope import NewEvent
-from shared.events.recorded import MESSAGE_DELETED, MESSAGE_EDITED, MESSAGE_RECORDED, conversation_stream
-from shared.readmodels import ReadModels
-from shared.settings import Settings
-from shared.vectors.port import VectorFilter
+from mnemo.runtime.catalog import ensure_own_indexes
+from mnemo.shared.bootstrap import open_core
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import MESSAGE_DELETED, MESSAGE_EDITED, MESSAGE_RECORDED, conversation_stream
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors.port import VectorFilter
 from tests.integration.event_log import replay_twice
 
 pytestmark = pytest.mark.integration
@@ -83,7 +83,7 @@ async def test_opening_a_core_creates_the_read_model_indexes(core_settings: Sett
             "rm_conversations": "by_family_root",
             "summaries": "by_conversation",
             "witnessed": "by_character_message",
-            # erasure reads a tenant's rows of every read model (services/privacy/rows.py)
+            # erasure reads a tenant's rows of every read model (mnemo/services/privacy/rows.py)
             "rm_bots": "by_tenant",
             "rm_personas": "by_tenant",
             "lore_timed": "by_tenant",
@@ -99,8 +99,8 @@ async def test_replay_in_stream_mode_resets_the_points_stream_and_replicas_follo
     the old stream and one started afterwards hold the same points, and replaying twice duplicates nothing."""
     import nats
 
-    from shared import subjects
-    from shared.settings import VectorsSettings
+    from mnemo.shared import subjects
+    from mnemo.shared.settings import VectorsSettings
     from tests.vector_stream import fresh_points_stream
 
     settings = core_settings.model_copy(update={"vectors": VectorsSettings(mode="stream")})

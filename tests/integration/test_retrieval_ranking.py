@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from services.context_assembler.settings import AssemblerSettings
-from shared.embedders.bundled import BundledEmbedder
-from shared.events.envelope import EventEnvelope, deterministic_id
-from shared.readmodels import ReadModels
-from shared.sparse import document_vector
-from shared.vectors.port import VectorIndex, VectorPoint
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.events.envelope import EventEnvelope, deterministic_id
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.sparse import document_vector
+from mnemo.shared.vectors.port import VectorIndex, VectorPoint
 from tests.integration.test_context_assembler import (
     BOT,
     CONV,

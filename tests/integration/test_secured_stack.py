@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.catalog import SERVICES
-from shared import subjects
+from mnemo.runtime.catalog import SERVICES
+from mnemo.shared import subjects
 from tests.integration.secured import SecuredNats, connected, start_secured
 from tests.integration.test_points_stream_processes import DRAGON, FILLER, REQUEST, T0, Services, message
 from tests.waiting import wait_until

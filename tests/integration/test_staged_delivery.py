@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from shared.delivery import Completion, Item, Rejection, Staged
-from shared.delivery.subscribe import max_ack_pending
-from shared.settings import DeliverySettings
+from mnemo.shared.delivery import Completion, Item, Rejection, Staged
+from mnemo.shared.delivery.subscribe import max_ack_pending
+from mnemo.shared.settings import DeliverySettings
 from tests.integration.test_delivery import Env, _acked_through, body, decode_n, env  # noqa: F401 (fixture)
 from tests.waiting import wait_until
 

@@ -13,10 +13,10 @@ import pytest
 from nats.aio.client import Client as NatsClient
 from nats.js.api import StreamConfig
 
-from runtime.servers import free_port, start_nats
-from shared import subjects
-from shared.settings import StreamLimits, StreamsSettings
-from shared.streams import ensure_points_stream, ensure_streams
+from mnemo.runtime.servers import free_port, start_nats
+from mnemo.shared import subjects
+from mnemo.shared.settings import StreamLimits, StreamsSettings
+from mnemo.shared.streams import ensure_points_stream, ensure_streams
 
 DAY = 86_400.0
 SETTINGS = StreamsSettings(log=StreamLimits(max_age_s=2 * DAY, max_bytes=50_000_000, max_msgs=100_000))
@@ -58,7 +58,7 @@ async def test_a_start_keeps_what_an_operator_set_and_logs_the_difference(
     edited = (await config(nc, subjects.LOG_STREAM)).evolve(max_age=3600.0, max_msgs=-1)
     await js.update_stream(edited)  # the operator: one hour, and no message cap
 
-    with caplog.at_level(logging.WARNING, logger="shared.streams"):
+    with caplog.at_level(logging.WARNING, logger="mnemo.shared.streams"):
         await ensure_streams(js, SETTINGS)  # the next start
     log = await config(nc, subjects.LOG_STREAM)
     assert log.max_age == 3600.0  # the operator's value stays
@@ -78,7 +78,7 @@ async def test_a_stream_of_an_older_version_gets_what_it_lacks(
     js = nc.jetstream()
     old = ["mnemo.chat.message.>", "mnemo.chat.bot.>"]  # narrower subjects, no limits
     await js.add_stream(StreamConfig(name=subjects.CHAT_STREAM, subjects=old))
-    with caplog.at_level(logging.WARNING, logger="shared.streams"):
+    with caplog.at_level(logging.WARNING, logger="mnemo.shared.streams"):
         await ensure_streams(js, SETTINGS)
     chat = await config(nc, subjects.CHAT_STREAM)
     assert chat.subjects == ["mnemo.chat.>"]

@@ -14,7 +14,7 @@ from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
-from services.privacy.stream_purge import stream_passes
+from mnemo.services.privacy.stream_purge import stream_passes
 
 pytestmark = pytest.mark.integration
 

@@ -18,18 +18,18 @@ from typing import Any
 
 import pytest
 
-from services.summarizer.consolidation import fold_live
-from services.summarizer.handlers import Summarizer
-from services.summarizer.settings import SummarizerSettings
-from shared.crypto import FieldCipher
-from shared.embedders.bundled import BundledEmbedder
-from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import Relay
-from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.recorded import EVERYONE, SummaryCreated, conversation_stream, summary_stream
-from shared.llm.openai import OpenAIChatModel
-from shared.readmodels.summaries import SummariesReadModel
-from shared.tokens import estimate_tokens
+from mnemo.services.summarizer.consolidation import fold_live
+from mnemo.services.summarizer.handlers import Summarizer
+from mnemo.services.summarizer.settings import SummarizerSettings
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.eventlog.relay import Relay
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
+from mnemo.shared.events.recorded import EVERYONE, SummaryCreated, conversation_stream, summary_stream
+from mnemo.shared.llm.openai import OpenAIChatModel
+from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.tokens import estimate_tokens
 from tests.envelopes import message_deleted, message_edited
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, chat_handler
 from tests.integration.event_log import event_log, items

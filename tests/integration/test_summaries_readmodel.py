@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import SummaryCreated, SummaryRetired, summary_stream
-from shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import SummaryCreated, SummaryRetired, summary_stream
+from mnemo.shared.readmodels.summaries import SummariesReadModel
 from tests.envelopes import numbered
 
 pytestmark = pytest.mark.integration

@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from services.embedding.app import chunk_strings
-from services.embedding.handlers import EmbeddingHandler
-from services.summarizer.consolidation import fold_live
-from services.summarizer.handlers import Summarizer
-from services.summarizer.settings import SummarizerSettings
-from shared.embedders.bundled import BundledEmbedder
-from shared.events.envelope import NewEvent
-from shared.events.recorded import conversation_stream, summary_stream
-from shared.readmodels import ReadModels
-from shared.readmodels.summaries import SummariesReadModel
-from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.points import point_id
-from shared.vectors.port import Match, VectorFilter
+from mnemo.services.embedding.app import chunk_strings
+from mnemo.services.embedding.handlers import EmbeddingHandler
+from mnemo.services.summarizer.consolidation import fold_live
+from mnemo.services.summarizer.handlers import Summarizer
+from mnemo.services.summarizer.settings import SummarizerSettings
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import conversation_stream, summary_stream
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.vectors.points import point_id
+from mnemo.shared.vectors.port import Match, VectorFilter
 from tests.integration.event_log import event_log, items
 
 pytestmark = pytest.mark.integration

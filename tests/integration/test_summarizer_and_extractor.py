@@ -1,7 +1,7 @@
 """Summarizer and memory-extractor handlers against the real event log (SecantusDB) and relay (nats-server).
 
 The handlers are driven with the very envelopes the log holds (what the relay would deliver); the JetStream
-consumer plumbing itself is ``shared.delivery``'s and tested there.
+consumer plumbing itself is ``mnemo.shared.delivery``'s and tested there.
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from typing import Any
 
 import pytest
 
-from services.memory_extractor.handlers import MemoryExtractor
-from services.memory_extractor.witnessed import WitnessedReadModel
-from services.summarizer.handlers import Summarizer
-from services.summarizer.settings import SummarizerSettings
-from shared.crypto import FieldCipher
-from shared.embedders.bundled import BundledEmbedder
-from shared.eventlog.mongo import MongoEventStore
-from shared.eventlog.relay import Relay
-from shared.events.envelope import NewEvent
-from shared.events.recorded import conversation_stream, knowledge_stream, summary_stream
-from shared.llm.openai import OpenAIChatModel
-from shared.readmodels.summaries import SummariesReadModel
+from mnemo.services.memory_extractor.handlers import MemoryExtractor
+from mnemo.services.memory_extractor.witnessed import WitnessedReadModel
+from mnemo.services.summarizer.handlers import Summarizer
+from mnemo.services.summarizer.settings import SummarizerSettings
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.eventlog.relay import Relay
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import conversation_stream, knowledge_stream, summary_stream
+from mnemo.shared.llm.openai import OpenAIChatModel
+from mnemo.shared.readmodels.summaries import SummariesReadModel
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, Reply, chat_handler
 from tests.integration.event_log import event_log, items
 

@@ -23,13 +23,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from services.embedding import app as embedding
-from services.ingest import app as ingest
-from services.memory_extractor import app as memory_extractor
-from shared import subjects
-from shared.events.recorded import MESSAGE_RECORDED, MESSAGES_WITNESSED
-from shared.settings import TelemetrySettings
-from shared.telemetry import shutdown_all, tracer_provider
+from mnemo.services.embedding import app as embedding
+from mnemo.services.ingest import app as ingest
+from mnemo.services.memory_extractor import app as memory_extractor
+from mnemo.shared import subjects
+from mnemo.shared.events.recorded import MESSAGE_RECORDED, MESSAGES_WITNESSED
+from mnemo.shared.settings import TelemetrySettings
+from mnemo.shared.telemetry import shutdown_all, tracer_provider
 from tests.fakes.embedders import ConstantEmbedder
 from tests.integration.ingest_stack import Stack, drained, message_created, running_with_vectors
 from tests.waiting import wait_until

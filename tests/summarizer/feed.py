@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from services.summarizer.handlers import Summarizer
-from shared.eventlog.port import EventStore
-from shared.events.envelope import EventEnvelope, NewEvent
+from mnemo.services.summarizer.handlers import Summarizer
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from tests.components import items
 
 

@@ -1,12 +1,12 @@
-"""The lexical analyzer (``shared/analyzer.py``): normalisation, scripts without spaces, stemming on ASCII only."""
+"""The lexical analyzer (``mnemo/shared/analyzer.py``): normalisation, scripts without spaces, stemming on ASCII only."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.analyzer import bigrams, hiragana_only, naive_terms, normalise, script_class, terms
-from shared.sparse import document_vector, query_vector
+from mnemo.shared.analyzer import bigrams, hiragana_only, naive_terms, normalise, script_class, terms
+from mnemo.shared.sparse import document_vector, query_vector
 
 
 def matches(query: str, document: str) -> bool:

@@ -1,4 +1,4 @@
-"""``shared.eventlog.append``: decide, append at the decided version, retry on a lost race, publish only
+"""``mnemo.shared.eventlog.append``: decide, append at the decided version, retry on a lost race, publish only
 what committed."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import pytest
 from pydantic import BaseModel
 
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.eventlog.append import (
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.eventlog.append import (
     MAX_CONFLICT_RETRIES,
     ConflictRetriesExhausted,
     Decision,
@@ -17,10 +17,10 @@ from shared.eventlog.append import (
     append_with_retry,
     try_append,
 )
-from shared.eventlog.codec import EventCodec, StoredDoc
-from shared.eventlog.inmemory import InMemoryEventStore
-from shared.eventlog.port import AppendResult, ConcurrencyError
-from shared.events.envelope import EventEnvelope, EventRegistry, NewEvent
+from mnemo.shared.eventlog.codec import EventCodec, StoredDoc
+from mnemo.shared.eventlog.inmemory import InMemoryEventStore
+from mnemo.shared.eventlog.port import AppendResult, ConcurrencyError
+from mnemo.shared.events.envelope import EventEnvelope, EventRegistry, NewEvent
 
 STREAM = "notes/t1"
 

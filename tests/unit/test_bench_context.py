@@ -19,9 +19,9 @@ from bench.context_data import (
     perturb,
     user_messages,
 )
-from services.lore.formats.importer import import_lorebook
-from shared.events.recorded import MessageRecorded
-from shared.readmodels.conversation import ConversationState, fold
+from mnemo.services.lore.formats.importer import import_lorebook
+from mnemo.shared.events.recorded import MessageRecorded
+from mnemo.shared.readmodels.conversation import ConversationState, fold
 
 FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "lorebooks" / "chub-wi_lythora-station.json"
 

@@ -8,8 +8,8 @@ from collections import defaultdict
 from typing import Any
 
 from bench.context_profile import Call, Timed, Timings, capture_gatherer, summarize, timed_functions
-from services.context_assembler import app as app_module
-from services.context_assembler.settings import AssemblerSettings
+from mnemo.services.context_assembler import app as app_module
+from mnemo.services.context_assembler.settings import AssemblerSettings
 
 
 class Reads:

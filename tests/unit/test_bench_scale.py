@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.scale import overheads, replica_flags
-from runtime.topology import parse_replica_flags
+from mnemo.runtime.topology import parse_replica_flags
 
 
 def test_replica_flags_run_only_ingest() -> None:

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.embedders.bundled import DIMENSIONS, MAX_TOKENS, TOKENS_PER_ROW, BundledEmbedder, padded_batches
-from shared.embedders.factory import build_embedder
-from shared.settings import EmbedderSettings, Settings
+from mnemo.shared.embedders.bundled import DIMENSIONS, MAX_TOKENS, TOKENS_PER_ROW, BundledEmbedder, padded_batches
+from mnemo.shared.embedders.factory import build_embedder
+from mnemo.shared.settings import EmbedderSettings, Settings
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.chaos_checks import compare, fact_counts
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.inmemory import InMemoryEventStore
-from shared.events.envelope import NewEvent
-from shared.events.recorded import FACT_LEARNED, FACT_RETIRED, FACTS_CONSOLIDATED, REGISTRY, knowledge_stream
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.inmemory import InMemoryEventStore
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import FACT_LEARNED, FACT_RETIRED, FACTS_CONSOLIDATED, REGISTRY, knowledge_stream
 
 TENANT, USER, BOT = "t-chaos", "u-chaos", "bot-chaos"
 AT = datetime(2026, 11, 1, 20, 0, tzinfo=UTC)

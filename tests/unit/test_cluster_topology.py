@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from runtime.catalog import SERVICES
-from runtime.cli import build_parser
-from runtime.cluster_control import ClusterControlError, find_entry, read_pids, restart, status_lines
-from runtime.nats_cluster import plan_nodes, servers_for
-from runtime.servers import MAX_PAYLOAD, nats_node_config
-from runtime.topology import TopologyError, parse_replica_flags, resolve_topology
-from shared.settings import Settings
+from mnemo.runtime.catalog import SERVICES
+from mnemo.runtime.cli import build_parser
+from mnemo.runtime.cluster_control import ClusterControlError, find_entry, read_pids, restart, status_lines
+from mnemo.runtime.nats_cluster import plan_nodes, servers_for
+from mnemo.runtime.servers import MAX_PAYLOAD, nats_node_config
+from mnemo.runtime.topology import TopologyError, parse_replica_flags, resolve_topology
+from mnemo.shared.settings import Settings
 
 REQUIRED = {
     "ingest": 2,

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from compose_spec import PyCompose
 
-from runtime.catalog import SERVICES
-from shared.vectors.qdrant_server import MIN_SERVER_VERSION
+from mnemo.runtime.catalog import SERVICES
+from mnemo.shared.vectors.qdrant_server import MIN_SERVER_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 MNEMO_SERVICES = (
@@ -46,10 +46,10 @@ def test_every_mnemo_service_runs_an_existing_module(compose: dict[str, Any]) ->
     commands = {
         name: svc.get("command") for name, svc in compose["services"].items() if svc.get("image") == "mnemo:latest"
     }
-    modules = {cmd[-1].removeprefix("services.") for cmd in commands.values()}
+    modules = {cmd[-1].removeprefix("mnemo.services.") for cmd in commands.values()}
     assert modules == {*MNEMO_SERVICES, GATEWAY}
     for module in modules:
-        assert (ROOT / "services" / module / "__main__.py").exists(), module
+        assert (ROOT / "mnemo" / "services" / module / "__main__.py").exists(), module
 
 
 def test_dependencies_and_volumes_are_declared(compose: dict[str, Any]) -> None:
@@ -84,7 +84,7 @@ def test_nats_is_a_three_node_cluster_with_replicated_streams(compose: dict[str,
 
 
 def test_replicas_are_the_catalog_defaults(compose: dict[str, Any]) -> None:
-    """The same topology as `make cluster`: both read runtime/catalog.py's defaults (this one by a test)."""
+    """The same topology as `make cluster`: both read mnemo/runtime/catalog.py's defaults (this one by a test)."""
     for spec in SERVICES:
         service = compose["services"][spec.name]
         assert service["command"][-1] == spec.module, spec.name
@@ -99,7 +99,7 @@ def test_the_qdrant_image_serves_every_query_the_adapter_sends(compose: dict[str
 
 
 def test_the_gateway_reads_a_valid_key_file_and_listens_on_every_interface(compose: dict[str, Any]) -> None:
-    from services.gateway.auth import parse_key_file
+    from mnemo.services.gateway.auth import parse_key_file
 
     gateway = compose["services"][GATEWAY]
     env = gateway["environment"]

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
-from shared.embedders.bundled import tokenizer_path
-from shared.tokens import EstimatedTokens, HfTokenizerTokens, estimate_tokens, token_counter
+from mnemo.shared.embedders.bundled import tokenizer_path
+from mnemo.shared.tokens import EstimatedTokens, HfTokenizerTokens, estimate_tokens, token_counter
 
 
 def test_no_tokenizer_named_means_the_estimator():

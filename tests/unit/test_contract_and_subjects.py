@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.contract_doc import asyncapi_document
-from shared import subjects
+from mnemo.runtime.contract_doc import asyncapi_document
+from mnemo.shared import subjects
 
 
 def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> None:

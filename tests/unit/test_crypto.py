@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.crypto import DecryptionError, FieldCipher, InMemoryKeyStore, TenantCipher
+from mnemo.shared.crypto import DecryptionError, FieldCipher, InMemoryKeyStore, TenantCipher
 
 KEK = bytes(range(32))
 

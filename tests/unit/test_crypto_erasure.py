@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.crypto import DecryptionError, FieldCipher, InMemoryKeyStore, KeyErased, token_key_id
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.inmemory import InMemoryEventStore
-from shared.events.envelope import NewEvent
-from shared.events.recorded import REGISTRY, bot_stream, conversation_stream
-from shared.keys import user_scope
+from mnemo.shared.crypto import DecryptionError, FieldCipher, InMemoryKeyStore, KeyErased, token_key_id
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.inmemory import InMemoryEventStore
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import REGISTRY, bot_stream, conversation_stream
+from mnemo.shared.keys import user_scope
 
 KEK = bytes(range(32))
 T0 = datetime(2026, 5, 1, tzinfo=UTC)

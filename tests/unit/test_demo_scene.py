@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from runtime.demo import player
-from services.lore.formats.importer import import_lorebook
-from shared import subjects
-from shared.events import contract
-from shared.events.lore_contract import LoreImportRequest
+from mnemo.runtime.demo import player
+from mnemo.services.lore.formats.importer import import_lorebook
+from mnemo.shared import subjects
+from mnemo_client.wire import contract
+from mnemo_client.wire.lore_contract import LoreImportRequest
 
 MODELS = {
     subjects.MESSAGE_CREATED: contract.MessageCreated,

@@ -1,13 +1,13 @@
 """The dispatch tables of the log consumers: every type they fold is registered, and each in-memory fake folds
 exactly the event types its MongoDB adapter does (the contract suite checks how; this checks which)."""
 
-from shared.events.recorded import BOT_RECORDED, PERSONA_RECORDED, REGISTRY
-from shared.lore import history
-from shared.readmodels import knowledge, legacy_lore, messages, summaries
-from shared.readmodels.inmemory import conversation as fake_conversation
-from shared.readmodels.inmemory import knowledge as fake_knowledge
-from shared.readmodels.inmemory import lore as fake_lore
-from shared.readmodels.inmemory import summaries as fake_summaries
+from mnemo.shared.events.recorded import BOT_RECORDED, PERSONA_RECORDED, REGISTRY
+from mnemo.shared.lore import history
+from mnemo.shared.readmodels import knowledge, legacy_lore, messages, summaries
+from mnemo.shared.readmodels.inmemory import conversation as fake_conversation
+from mnemo.shared.readmodels.inmemory import knowledge as fake_knowledge
+from mnemo.shared.readmodels.inmemory import lore as fake_lore
+from mnemo.shared.readmodels.inmemory import summaries as fake_summaries
 
 
 def test_every_folded_type_is_registered():

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
-from shared.events.envelope import (
+from mnemo.shared.events.envelope import (
     EventRegistry,
     UnknownEventType,
     UnknownSchemaVersion,
@@ -15,8 +15,8 @@ from shared.events.envelope import (
     stream_id,
     stream_parts,
 )
-from shared.events.recorded import REGISTRY, RecordedPayload
-from shared.tokens import estimate_tokens
+from mnemo.shared.events.recorded import REGISTRY, RecordedPayload
+from mnemo.shared.tokens import estimate_tokens
 
 
 class Anything(BaseModel):
@@ -104,7 +104,12 @@ def test_stream_id_needs_a_part() -> None:
 
 
 def test_every_registered_type_parses_its_payload_into_its_model() -> None:
-    from shared.events.recorded import LOREBOOK_ENTRY_UPDATED, MESSAGE_DELETED, LorebookEntryWritten, MessageDeleted
+    from mnemo.shared.events.recorded import (
+        LOREBOOK_ENTRY_UPDATED,
+        MESSAGE_DELETED,
+        LorebookEntryWritten,
+        MessageDeleted,
+    )
 
     payload = {"user_id": "u", "conversation_id": "c", "message_id": "m", "deleted_at": "2024-05-01T12:00:00Z"}
     parsed = MESSAGE_DELETED.parse(payload)
@@ -198,7 +203,7 @@ def test_every_user_owned_type_names_its_owner_and_the_field_exists() -> None:
 def test_registry_payload_parses_an_envelope_by_its_type() -> None:
     from datetime import UTC, datetime
 
-    from shared.events.recorded import MessageDeleted
+    from mnemo.shared.events.recorded import MessageDeleted
     from tests.envelopes import numbered
 
     at = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shared.eventlog.erasures import Erasures
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import REGISTRY, document_stream, lorebook_stream, privacy_stream
+from mnemo.shared.eventlog.erasures import Erasures
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import REGISTRY, document_stream, lorebook_stream, privacy_stream
 from tests.envelopes import numbered
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)

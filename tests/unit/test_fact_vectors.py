@@ -7,15 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.context_assembler.assembly import KnowledgeItem
-from services.context_assembler.hits import relevant_first
-from services.context_assembler.search_filters import facts_filter
-from services.embedding.domain import payload_error, plan_batch
-from services.embedding.facts import FactState, fact_ids_touched
-from services.embedding.plan import Plan
-from shared.events.contract import ContextAssembleRequest
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import (
+from mnemo.services.context_assembler.assembly import KnowledgeItem
+from mnemo.services.context_assembler.hits import relevant_first
+from mnemo.services.context_assembler.search_filters import facts_filter
+from mnemo.services.embedding.domain import payload_error, plan_batch
+from mnemo.services.embedding.facts import FactState, fact_ids_touched
+from mnemo.services.embedding.plan import Plan
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import (
     FactLearned,
     FactPromoted,
     FactRetired,
@@ -23,8 +22,9 @@ from shared.events.recorded import (
     FactUnpromoted,
     knowledge_stream,
 )
-from shared.vectors.points import FACT, facts_by_id, point_id
-from shared.vectors.port import Match, VectorFilter
+from mnemo.shared.vectors.points import FACT, facts_by_id, point_id
+from mnemo.shared.vectors.port import Match, VectorFilter
+from mnemo_client.wire.contract import ContextAssembleRequest
 from tests.envelopes import numbered
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from shared.http_retry import RetryPolicy, retry_after_s
+from mnemo.shared.http_retry import RetryPolicy, retry_after_s
 
 
 def _response(retry_after: str | None) -> httpx.Response:

@@ -12,8 +12,8 @@ from datetime import datetime
 
 import pytest
 
-from runtime.contract_artifacts import ROOT
-from shared.contract_registry import OPERATIONS, nats_msg_id
+from mnemo.runtime.contract_artifacts import ROOT
+from mnemo.shared.contract_registry import OPERATIONS, nats_msg_id
 
 PACKAGE = ROOT / "clients" / "js"
 NODE = shutil.which("node") or ""

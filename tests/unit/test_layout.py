@@ -1,4 +1,4 @@
-"""The layout's rules, checked on the tree: small modules, short module docstrings, and boundaries (shared/ is
+"""The layout's rules, checked on the tree: small modules, short module docstrings, and boundaries (mnemo/shared/ is
 infrastructure and contracts, so it imports no service; a service imports no other service; the Python client
 installs alone, so it imports only its own dependencies)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("shared", "services", "runtime", "clients/python/mnemo_client")
+PACKAGES = ("mnemo", "clients/python/mnemo_client")
 MAX_LINES = 400
 MAX_DOCSTRING_LINES = 25
 
@@ -30,9 +30,15 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-def _service_of(path: Path) -> str | None:
+def _part_of(path: Path) -> tuple[str, ...]:
+    """A module's place under the import root: ("shared", ...), ("services", "ingest", ...), ("runtime", ...)."""
     parts = path.relative_to(ROOT).parts
-    return parts[1] if parts[0] == "services" and len(parts) > 2 else None
+    return parts[1:] if parts[0] == "mnemo" else ()
+
+
+def _service_of(path: Path) -> str | None:
+    parts = _part_of(path)
+    return parts[1] if parts[:1] == ("services",) and len(parts) > 2 else None
 
 
 def test_no_module_is_over_the_size_limit():
@@ -49,9 +55,9 @@ def test_no_module_docstring_is_an_essay():
     assert long == {}, f"module docstrings over {MAX_DOCSTRING_LINES} lines: keep the contract, move the rest"
 
 
-@pytest.mark.parametrize("path", [p for p in _modules() if p.relative_to(ROOT).parts[0] == "shared"], ids=str)
+@pytest.mark.parametrize("path", [p for p in _modules() if _part_of(p)[:1] == ("shared",)], ids=str)
 def test_shared_imports_no_service_and_not_the_host(path: Path):
-    bad = {m for m in _imports(path) if m.split(".")[0] in ("services", "runtime")}
+    bad = {m for m in _imports(path) if m.split(".")[:2] in (["mnemo", "services"], ["mnemo", "runtime"])}
     assert bad == set()
 
 
@@ -63,7 +69,7 @@ def test_no_service_imports_another():
             continue
         for module in _imports(path):
             parts = module.split(".")
-            if parts[0] == "services" and len(parts) > 1 and parts[1] != own:
+            if parts[:2] == ["mnemo", "services"] and len(parts) > 2 and parts[2] != own:
                 crossings.add(f"{path.relative_to(ROOT)} -> {module}")
     assert crossings == set(), "services talk over NATS; what two services share belongs in shared/"
 

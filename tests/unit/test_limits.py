@@ -8,11 +8,11 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from services.ingest.handlers import decode_command
-from shared import subjects
-from shared.delivery import InvalidMessage
-from shared.limits import RateLimited, RateLimiter
-from shared.settings import LimitsSettings, Settings
+from mnemo.services.ingest.handlers import decode_command
+from mnemo.shared import subjects
+from mnemo.shared.delivery import InvalidMessage
+from mnemo.shared.limits import RateLimited, RateLimiter
+from mnemo.shared.settings import LimitsSettings, Settings
 
 
 class Clock:

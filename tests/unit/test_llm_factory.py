@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from shared.llm.factory import build_chat_model
-from shared.llm.openai import OpenAIChatModel
-from shared.settings import LLMSettings, Settings
+from mnemo.shared.llm.factory import build_chat_model
+from mnemo.shared.llm.openai import OpenAIChatModel
+from mnemo.shared.settings import LLMSettings, Settings
 
 
 def test_without_base_url_there_is_no_model() -> None:

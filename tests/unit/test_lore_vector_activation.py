@@ -7,21 +7,21 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from services.context_assembler.activation.compiled import ActiveBook, compile_lore
-from services.context_assembler.items import ChatLine
-from services.context_assembler.lore import LoreLoader
-from services.context_assembler.lore_activation import activate_lore
-from services.context_assembler.lore_vectors import best_entries, vector_query
-from services.embedding.chunking import LORE_MAX_TOKENS
-from services.embedding.lore_entries import lore_chunks, plan_lore
-from services.embedding.plan import Plan
-from shared.events.contract import ContextAssembleRequest
-from shared.events.recorded import lorebook_stream
-from shared.lore.history import BookState
-from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
-from shared.tokens import estimate_tokens
-from shared.vectors.points import LORE_ENTRY
-from shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndexUnavailable
+from mnemo.services.context_assembler.activation.compiled import ActiveBook, compile_lore
+from mnemo.services.context_assembler.items import ChatLine
+from mnemo.services.context_assembler.lore import LoreLoader
+from mnemo.services.context_assembler.lore_activation import activate_lore
+from mnemo.services.context_assembler.lore_vectors import best_entries, vector_query
+from mnemo.services.embedding.chunking import LORE_MAX_TOKENS
+from mnemo.services.embedding.lore_entries import lore_chunks, plan_lore
+from mnemo.services.embedding.plan import Plan
+from mnemo.shared.events.recorded import lorebook_stream
+from mnemo.shared.lore.history import BookState
+from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
+from mnemo.shared.tokens import estimate_tokens
+from mnemo.shared.vectors.points import LORE_ENTRY
+from mnemo.shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndexUnavailable
+from mnemo_client.wire.contract import ContextAssembleRequest
 from tests.envelopes import recorded
 from tests.fakes.embedders import ConstantEmbedder
 

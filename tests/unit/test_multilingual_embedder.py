@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared.embedders.multilingual import DIMENSIONS, MultilingualEmbedder
+from mnemo.shared.embedders.multilingual import DIMENSIONS, MultilingualEmbedder
 
 
 async def test_embeds_every_script_into_one_normalised_space() -> None:

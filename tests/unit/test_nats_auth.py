@@ -1,5 +1,5 @@
-"""The least-privilege table (``runtime/nats_auth.py``), the shipped configuration rendered from it, and how a
-process picks its NATS credentials (``shared/natsconn.py``)."""
+"""The least-privilege table (``mnemo/runtime/nats_auth.py``), the shipped configuration rendered from it, and how a
+process picks its NATS credentials (``mnemo/shared/natsconn.py``)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from runtime.catalog import SERVICES
-from runtime.nats_auth import ADMIN, HOST, PLATFORM, ROLES, grants, render_authorization, write_passwords
-from runtime.secure import write_self_signed
-from shared import subjects
-from shared.natsconn import NatsCredentialsError, connect_options, nats_user
-from shared.settings import NatsSettings, Settings
+from mnemo.runtime.catalog import SERVICES
+from mnemo.runtime.nats_auth import ADMIN, HOST, PLATFORM, ROLES, grants, render_authorization, write_passwords
+from mnemo.runtime.secure import write_self_signed
+from mnemo.shared import subjects
+from mnemo.shared.natsconn import NatsCredentialsError, connect_options, nats_user
+from mnemo.shared.settings import NatsSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 RPCS = [v for k, v in vars(subjects).items() if k.isupper() and isinstance(v, str) and v.startswith("mnemo.rpc.")]
@@ -97,7 +97,7 @@ def test_a_ca_file_turns_tls_on(tmp_path: Path) -> None:
 
 
 def test_nats_config_writes_a_file_with_generated_passwords(tmp_path: Path) -> None:
-    from runtime.cli import main
+    from mnemo.runtime.cli import main
 
     out = tmp_path / "auth.conf"
     assert main(["nats-config", "--out", str(out), "--passwords", str(tmp_path / "pw")]) == 0

@@ -1,11 +1,11 @@
-"""The stream-order gate (shared/delivery/order.py) on a fake ack floor and a fake stream."""
+"""The stream-order gate (mnemo/shared/delivery/order.py) on a fake ack floor and a fake stream."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
 
-from shared.delivery.order import OrderGate
+from mnemo.shared.delivery.order import OrderGate
 
 
 class Stream:

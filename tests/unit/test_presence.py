@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.presence import EVERYONE, bot_may_see, message_audience, visible_audience
+from mnemo.shared.presence import EVERYONE, bot_may_see, message_audience, visible_audience
 
 BOTS = st.sampled_from(["mira", "oren", "tavi", "ysolde"])
 

@@ -8,12 +8,12 @@ import re
 import pytest
 from pydantic import BaseModel
 
-from services.memory_extractor.schemas import KnowledgeUpdates
-from services.summarizer.schemas import SummaryOutput
-from shared.llm.prompts import Prompt, PromptError, PromptLibrary
+from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
+from mnemo.services.summarizer.schemas import SummaryOutput
+from mnemo.shared.llm.prompts import Prompt, PromptError, PromptLibrary
 
-SUMMARIZER = PromptLibrary("services.summarizer")
-EXTRACTOR = PromptLibrary("services.memory_extractor")
+SUMMARIZER = PromptLibrary("mnemo.services.summarizer")
+EXTRACTOR = PromptLibrary("mnemo.services.memory_extractor")
 
 
 def test_shipped_prompts_and_versions() -> None:

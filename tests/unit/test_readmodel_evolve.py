@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import conversation_stream
-from shared.readmodels import ConversationState, evolve, fold
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import conversation_stream
+from mnemo.shared.readmodels import ConversationState, evolve, fold
 from tests.envelopes import numbered
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.settings import Settings
+from mnemo.shared.settings import Settings
 
 
 def test_several_nats_nodes_are_one_comma_separated_url():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.settings_doc import SERVICE_SECTIONS, rows, settings_markdown
-from shared.settings import Settings, read_section
+from mnemo.runtime.settings_doc import SERVICE_SECTIONS, rows, settings_markdown
+from mnemo.shared.settings import Settings, read_section
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 

@@ -9,7 +9,7 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.sparse import (
+from mnemo.shared.sparse import (
     AVGDL,
     GRAMMAR_WEIGHT,
     K1,
@@ -48,7 +48,7 @@ def test_terms_vector_weighs_given_terms() -> None:
 
 def test_term_ids_are_stable_across_processes() -> None:
     # Python's hash() is salted per process; the term id must not be.
-    code = "from shared.sparse import term_id; print(term_id('pumpernickel'))"
+    code = "from mnemo.shared.sparse import term_id; print(term_id('pumpernickel'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert int(out) == term_id("pumpernickel")
     assert term_id("pumpernickel") == int.from_bytes(hashlib.blake2b(b"pumpernickel", digest_size=4).digest(), "big")

@@ -1,10 +1,10 @@
-"""What a start adds to an existing stream and what it only reports (``shared.streams.reconcile``)."""
+"""What a start adds to an existing stream and what it only reports (``mnemo.shared.streams.reconcile``)."""
 
 from __future__ import annotations
 
 from nats.js.api import StreamConfig
 
-from shared.streams import covers, reconcile
+from mnemo.shared.streams import covers, reconcile
 
 
 def test_covers_follows_nats_wildcards() -> None:

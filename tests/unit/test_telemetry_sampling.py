@@ -9,8 +9,8 @@ from opentelemetry.propagate import extract
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from shared.settings import TelemetrySettings
-from shared.telemetry import shutdown_all, tracer, tracer_provider
+from mnemo.shared.settings import TelemetrySettings
+from mnemo.shared.telemetry import shutdown_all, tracer, tracer_provider
 
 PLATFORM_TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 TRACEPARENT = f"00-{PLATFORM_TRACE_ID:032x}-00f067aa0ba902b7-01"

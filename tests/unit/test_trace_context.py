@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 from opentelemetry.sdk.trace import TracerProvider
 from pydantic import BaseModel
 
-from shared.crypto import FieldCipher, InMemoryKeyStore
-from shared.delivery import Item
-from shared.eventlog.codec import EventCodec
-from shared.eventlog.inmemory import InMemoryEventStore
-from shared.eventlog.relay import Outgoing, Relay
-from shared.events.envelope import EventEnvelope, EventRegistry, NewEvent
+from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
+from mnemo.shared.delivery import Item
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.inmemory import InMemoryEventStore
+from mnemo.shared.eventlog.relay import Outgoing, Relay
+from mnemo.shared.events.envelope import EventEnvelope, EventRegistry, NewEvent
 from tests.envelopes import numbered
 
 

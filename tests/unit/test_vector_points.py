@@ -1,4 +1,4 @@
-"""Writer and readers agree on the vector point schema (``shared/vectors/points.py``).
+"""Writer and readers agree on the vector point schema (``mnemo/shared/vectors/points.py``).
 
 For every kind, a point the embedding service plans is found by the filter its reader searches with, for the
 same tenant, user, conversation and speaking bot, and not for another tenant; the writer's own deletions
@@ -15,17 +15,20 @@ from typing import Any
 
 import pytest
 
-from services.context_assembler.activation.compiled import ActiveBook
-from services.context_assembler.document_lore import DocumentLore
-from services.context_assembler.lore import LoreLoader
-from services.context_assembler.search_filters import facts_filter, legacy_filter, memories_filter, messages_filter
-from services.embedding.documents import DocState
-from services.embedding.domain import plan_batch
-from services.embedding.plan import Plan
-from shared.events.contract import ContextAssembleRequest
-from shared.events.document_contract import DocumentState
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import (
+from mnemo.services.context_assembler.activation.compiled import ActiveBook
+from mnemo.services.context_assembler.document_lore import DocumentLore
+from mnemo.services.context_assembler.lore import LoreLoader
+from mnemo.services.context_assembler.search_filters import (
+    facts_filter,
+    legacy_filter,
+    memories_filter,
+    messages_filter,
+)
+from mnemo.services.embedding.documents import DocState
+from mnemo.services.embedding.domain import plan_batch
+from mnemo.services.embedding.plan import Plan
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import (
     FactLearned,
     FactRetired,
     LegacyLoreCreated,
@@ -40,11 +43,11 @@ from shared.events.recorded import (
     player_scope,
     summary_stream,
 )
-from shared.lore.history import BookState
-from shared.lore.model import Lorebook, LoreEntry
-from shared.readmodels.documents import ChunkView, DocumentRecord
-from shared.vectors import points as vp
-from shared.vectors.port import (
+from mnemo.shared.lore.history import BookState
+from mnemo.shared.lore.model import Lorebook, LoreEntry
+from mnemo.shared.readmodels.documents import ChunkView, DocumentRecord
+from mnemo.shared.vectors import points as vp
+from mnemo.shared.vectors.port import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
     TENANT_FIELD,
@@ -55,6 +58,8 @@ from shared.vectors.port import (
     SparseVector,
     VectorFilter,
 )
+from mnemo_client.wire.contract import ContextAssembleRequest
+from mnemo_client.wire.document_contract import DocumentState
 from tests.envelopes import message_recorded, recorded
 from tests.fakes.embedders import ConstantEmbedder
 
@@ -64,7 +69,7 @@ DOC, DOC_BOOK = "doc-1", "doc-book-1"
 
 
 def matches(flt: VectorFilter, payload: Mapping[str, PayloadValue]) -> bool:
-    """The port's filter semantics (``shared/vectors/port.py``, held by every adapter in
+    """The port's filter semantics (``mnemo/shared/vectors/port.py``, held by every adapter in
     ``tests/contract``): every ``must`` holds and no ``must_not``; a match on a list field means "contains"."""
 
     def holds(cond: Match | Range) -> bool:
@@ -376,7 +381,7 @@ def test_scopes_the_fact_reader_accepts_include_the_character_scope() -> None:
 
 
 def test_every_indexed_payload_field_is_written() -> None:
-    """The adapters index these fields (``shared/vectors/port.py``); one the writer no longer writes would
+    """The adapters index these fields (``mnemo/shared/vectors/port.py``); one the writer no longer writes would
     leave its filters matching nothing."""
     written = {key for k in KINDS for p in planned("t1", k.events("t1")).points for key in p.payload}
     assert {TENANT_FIELD, *KEYWORD_FIELDS, *FLOAT_FIELDS} <= written

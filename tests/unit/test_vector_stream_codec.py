@@ -1,4 +1,4 @@
-"""The points stream's wire format and its deletion subjects (``shared/vectors/stream.py``)."""
+"""The points stream's wire format and its deletion subjects (``mnemo/shared/vectors/stream.py``)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,19 @@ import json
 
 import pytest
 
-from shared import subjects
-from shared.sparse import document_vector
-from shared.vectors import points as vp
-from shared.vectors.port import Match, Range, VectorFilter, VectorPoint
-from shared.vectors.stream import DELETE, UPSERT, decode, deletion_key, encode_upsert, filter_to_json, split_filter
+from mnemo.shared import subjects
+from mnemo.shared.sparse import document_vector
+from mnemo.shared.vectors import points as vp
+from mnemo.shared.vectors.port import Match, Range, VectorFilter, VectorPoint
+from mnemo.shared.vectors.stream import (
+    DELETE,
+    UPSERT,
+    decode,
+    deletion_key,
+    encode_upsert,
+    filter_to_json,
+    split_filter,
+)
 
 
 def test_an_upsert_round_trips_with_float32_vectors_and_its_payload() -> None:

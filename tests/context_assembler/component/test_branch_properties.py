@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared import subjects
+from mnemo.shared import subjects
 from tests.branch_chain import Chain, branch_chain
 
 T, U = "t1", "u1"

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from services.context_assembler.activation.timed import TimedState
-from services.context_assembler.inmemory import InMemoryLoreTimed
-from services.context_assembler.timed import TimedStates
-from shared.events.contract import ContextAssembleRequest
-from shared.events.envelope import NewEvent
-from shared.events.recorded import conversation_stream, lore_timed_stream
+from mnemo.services.context_assembler.activation.timed import TimedState
+from mnemo.services.context_assembler.inmemory import InMemoryLoreTimed
+from mnemo.services.context_assembler.timed import TimedStates
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import conversation_stream, lore_timed_stream
+from mnemo_client.wire.contract import ContextAssembleRequest
 from tests.components import deps
 
 T, U = "t1", "u1"

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.ingest.handlers import decode_command
-from shared import subjects
+from mnemo.services.ingest.handlers import decode_command
+from mnemo.shared import subjects
 from tests.components import Rpc, deps, edge_index, items, published, retrieval_chain
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from services.ingest.handlers import decode_command
-from shared import subjects
-from shared.vectors import points as vp
+from mnemo.services.ingest.handlers import decode_command
+from mnemo.shared import subjects
+from mnemo.shared.vectors import points as vp
 from tests.components import items, published
 from tests.context_assembler.component.test_retrieval import DRAGON, FILLER, T0, C, T, U, chain, record, request
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.context_assembler.activation.activation import ActivationResult, ChatMessage, ScanRequest, activate
-from services.context_assembler.activation.compiled import ActiveBook, compile_lore
-from services.context_assembler.activation.timed import TimedState
-from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
+from mnemo.services.context_assembler.activation.activation import ActivationResult, ChatMessage, ScanRequest, activate
+from mnemo.services.context_assembler.activation.compiled import ActiveBook, compile_lore
+from mnemo.services.context_assembler.activation.timed import TimedState
+from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
 
 def book(*entries: dict[str, Any], name: str = "b") -> Lorebook:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from services.context_assembler.activation.activation import token_budget
-from services.context_assembler.activation.compiled import ActiveBook
-from services.context_assembler.activation.timed import TimedState
-from shared.lore.model import Position
+from mnemo.services.context_assembler.activation.activation import token_budget
+from mnemo.services.context_assembler.activation.compiled import ActiveBook
+from mnemo.services.context_assembler.activation.timed import TimedState
+from mnemo.shared.lore.model import Position
 from tests.context_assembler.unit.activation_helpers import activated, book, scan, uids
 
 WORDS = " ".join(["word"] * 40)  # 40 words -> 54 estimated tokens

@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
-from services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, MemoryItem, PersonaProfile
-from shared.events.contract import ContextAssembleReply
-from shared.tokens import estimate_tokens
+from mnemo.services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
+from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, MemoryItem, PersonaProfile
+from mnemo.shared.tokens import estimate_tokens
+from mnemo_client.wire.contract import ContextAssembleReply
 from tests.budget_checks import assert_newest_history, assert_within_budget
 
 BOT = BotProfile("bot-1", "Captain Mirelle", "You are a weary airship captain. Speak tersely.")

@@ -8,8 +8,15 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
-from services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, LoreItem, MemoryItem, PersonaProfile
+from mnemo.services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
+from mnemo.services.context_assembler.items import (
+    BotProfile,
+    ChatLine,
+    KnowledgeItem,
+    LoreItem,
+    MemoryItem,
+    PersonaProfile,
+)
 from tests.budget_checks import assert_newest_history, assert_within_budget
 
 BOT = BotProfile("bot-1", "Mirelle", "You are a weary airship captain.")

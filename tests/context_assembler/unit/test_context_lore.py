@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.context_assembler.activation.compiled import ActiveBook
-from services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
-from services.context_assembler.items import BotProfile, ChatLine, LoreItem, MemoryItem, PersonaProfile
-from services.context_assembler.lore import LoreLoader
-from services.context_assembler.lore_activation import activate_lore
-from shared.events.contract import ContextAssembleRequest
-from shared.lore.model import Lorebook, LoreEntry
-from shared.readmodels.lore import LorebookRef, LorebookView
+from mnemo.services.context_assembler.activation.compiled import ActiveBook
+from mnemo.services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
+from mnemo.services.context_assembler.items import BotProfile, ChatLine, LoreItem, MemoryItem, PersonaProfile
+from mnemo.services.context_assembler.lore import LoreLoader
+from mnemo.services.context_assembler.lore_activation import activate_lore
+from mnemo.shared.lore.model import Lorebook, LoreEntry
+from mnemo.shared.readmodels.lore import LorebookRef, LorebookView
+from mnemo_client.wire.contract import ContextAssembleRequest
 
 BOT = BotProfile("bot-1", "Ada", "You guide visitors around the station.")
 PERSONA = PersonaProfile("p-1", "Mira", "A visiting geologist.")

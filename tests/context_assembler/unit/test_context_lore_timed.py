@@ -3,11 +3,11 @@ its real length go in, the new state comes out (spec §3.9), over a history wind
 
 from __future__ import annotations
 
-from services.context_assembler.activation.compiled import ActiveBook, compile_lore
-from services.context_assembler.activation.timed import TimedState
-from services.context_assembler.items import BotProfile, ChatLine, PersonaProfile
-from services.context_assembler.lore_activation import activate_lore_state, scan_texts, unversioned, versioned
-from shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
+from mnemo.services.context_assembler.activation.compiled import ActiveBook, compile_lore
+from mnemo.services.context_assembler.activation.timed import TimedState
+from mnemo.services.context_assembler.items import BotProfile, ChatLine, PersonaProfile
+from mnemo.services.context_assembler.lore_activation import activate_lore_state, scan_texts, unversioned, versioned
+from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
 BOOK = Lorebook(
     name="Timed",

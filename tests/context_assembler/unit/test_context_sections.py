@@ -3,8 +3,15 @@ switch note, lore by position) and the chat-completions form of the reply."""
 
 from __future__ import annotations
 
-from services.context_assembler.assembly import AssemblyInput, assemble
-from services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, LoreItem, MemoryItem, PersonaProfile
+from mnemo.services.context_assembler.assembly import AssemblyInput, assemble
+from mnemo.services.context_assembler.items import (
+    BotProfile,
+    ChatLine,
+    KnowledgeItem,
+    LoreItem,
+    MemoryItem,
+    PersonaProfile,
+)
 
 BOT = BotProfile("bot-1", "Mirelle", "Speak tersely.", gender="female", age="52", knowledge_sharing="guarded")
 TOBIN = PersonaProfile("p-tobin", "Tobin", "A stowaway.", ("curious",), instructions="Call me Captain Tobin.")

@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from services.context_assembler.activation.compiled import ActiveBook
-from services.context_assembler.activation.scan_types import ScanBudgetExceeded
-from services.context_assembler.items import ChatLine
-from services.context_assembler.lore import LoreLoader
-from services.context_assembler.lore_scans import ScanPool, ScanRefused
-from services.context_assembler.settings import LoreScanSettings
-from shared.events.contract import ContextAssembleRequest
+from mnemo.services.context_assembler.activation.compiled import ActiveBook
+from mnemo.services.context_assembler.activation.scan_types import ScanBudgetExceeded
+from mnemo.services.context_assembler.items import ChatLine
+from mnemo.services.context_assembler.lore import LoreLoader
+from mnemo.services.context_assembler.lore_scans import ScanPool, ScanRefused
+from mnemo.services.context_assembler.settings import LoreScanSettings
+from mnemo_client.wire.contract import ContextAssembleRequest
 from tests.context_assembler.unit.activation_helpers import activated, book, scan
 
 LONG = "a" * 200_000 + "!"

@@ -1,18 +1,18 @@
-"""The search query (services/context_assembler/search_query.py): the user's message first, participants'
+"""The search query (mnemo/services/context_assembler/search_query.py): the user's message first, participants'
 names out, the history only for a short follow-up."""
 
 from __future__ import annotations
 
-from services.context_assembler.items import ChatLine
-from services.context_assembler.search_query import (
+from mnemo.services.context_assembler.items import ChatLine
+from mnemo.services.context_assembler.search_query import (
     HISTORY_WEIGHT,
     participant_names,
     query_sparse,
     query_text,
     without_names,
 )
-from shared.events.contract import ContextAssembleRequest
-from shared.sparse import term_id
+from mnemo.shared.sparse import term_id
+from mnemo_client.wire.contract import ContextAssembleRequest
 
 HISTORY = [
     ChatLine("m1", 1, "user", "Kate Miller", "I went hiking near the lighthouse", persona_name="Kate"),
@@ -55,9 +55,9 @@ def test_an_empty_message_searches_the_last_user_message() -> None:
 
 
 def test_the_pool_keeps_fused_ranks_and_drops_what_the_read_model_did_not_return() -> None:
-    from services.context_assembler.hits import candidates, created_at_by_key
-    from services.context_assembler.ranking import Candidate
-    from shared.vectors.port import ScoredPoint
+    from mnemo.services.context_assembler.hits import candidates, created_at_by_key
+    from mnemo.services.context_assembler.ranking import Candidate
+    from mnemo.shared.vectors.port import ScoredPoint
 
     points = [
         ScoredPoint("p1", 0.9, {"message_id": "m2", "created_at": 200.0}),

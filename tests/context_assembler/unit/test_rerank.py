@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from services.context_assembler.items import ChatLine
-from services.context_assembler.rerank import NoRerank
-from services.context_assembler.retrieval import Gatherer
-from services.context_assembler.settings import AssemblerSettings
+from mnemo.services.context_assembler.items import ChatLine
+from mnemo.services.context_assembler.rerank import NoRerank
+from mnemo.services.context_assembler.retrieval import Gatherer
+from mnemo.services.context_assembler.settings import AssemblerSettings
 
 LINES = [ChatLine("m1", 1, "user", "Kate", "I love skiing"), ChatLine("m2", 2, "assistant", "Elise", "Me too")]
 

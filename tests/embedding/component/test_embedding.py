@@ -11,13 +11,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.embedding.app import chunk_strings
-from shared.embedders.bundled import BundledEmbedder
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import conversation_stream, summary_stream
-from shared.vectors.edge import EdgeVectorIndex
-from shared.vectors.points import point_id
-from shared.vectors.port import VectorFilter
+from mnemo.services.embedding.app import chunk_strings
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import conversation_stream, summary_stream
+from mnemo.shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.vectors.points import point_id
+from mnemo.shared.vectors.port import VectorFilter
 from tests.components import Reads, edge_index, items
 from tests.envelopes import message_recorded, recorded
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.embedding.chunking import Chunk, chunk_text
-from shared.tokens import estimate_tokens
+from mnemo.services.embedding.chunking import Chunk, chunk_text
+from mnemo.shared.tokens import estimate_tokens
 
 
 def test_short_text_is_one_verbatim_chunk() -> None:

@@ -1,4 +1,4 @@
-"""The embedding service's document chunks (``services/embedding/documents.py``): what is embedded and what
+"""The embedding service's document chunks (``mnemo/services/embedding/documents.py``): what is embedded and what
 is deleted for each ``document.*`` event, given the documents read model's view."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from services.embedding.documents import DocState, embedded, plan_documents
-from services.embedding.plan import Plan
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import DocumentChunk, document_stream
-from shared.vectors import points as vp
+from mnemo.services.embedding.documents import DocState, embedded, plan_documents
+from mnemo.services.embedding.plan import Plan
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import DocumentChunk, document_stream
+from mnemo.shared.vectors import points as vp
 from tests.envelopes import recorded
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -78,7 +78,7 @@ def test_completion_retires_the_other_versions_points_and_failure_the_unfinished
 
 
 def test_the_embedded_text_is_what_the_lore_service_hashes() -> None:
-    from services.lore.documents.chunks import DocChunk
+    from mnemo.services.lore.documents.chunks import DocChunk
 
     shown = DocChunk(0, "Red dragons breathe fire.", "Dragons > Red", 4, 8)
     assert embedded(DocumentChunk(index=0, text=shown.text, heading=shown.heading, hash=shown.hash)) == shown.embedded

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from services.embedding.domain import plan_batch
-from services.embedding.legacy_memories import legacy_header
-from shared.events.recorded import LegacyLoreCreated, legacy_lore_stream
-from shared.vectors.points import LEGACY_MEMORY, legacy_by_id, point_id
-from shared.vectors.port import Match
+from mnemo.services.embedding.domain import plan_batch
+from mnemo.services.embedding.legacy_memories import legacy_header
+from mnemo.shared.events.recorded import LegacyLoreCreated, legacy_lore_stream
+from mnemo.shared.vectors.points import LEGACY_MEMORY, legacy_by_id, point_id
+from mnemo.shared.vectors.port import Match
 from tests.envelopes import recorded
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 
-from services.embedding.domain import plan_batch
-from services.embedding.plan import Plan
-from services.embedding.summaries import SUMMARY_CHUNK_OVERLAP, SUMMARY_CHUNK_TOKENS, summary_chunks
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import SummaryCreated, SummaryRetired, summary_stream
-from shared.tokens import estimate_tokens
-from shared.vectors.points import point_id, summaries_by_id
+from mnemo.services.embedding.domain import plan_batch
+from mnemo.services.embedding.plan import Plan
+from mnemo.services.embedding.summaries import SUMMARY_CHUNK_OVERLAP, SUMMARY_CHUNK_TOKENS, summary_chunks
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import SummaryCreated, SummaryRetired, summary_stream
+from mnemo.shared.tokens import estimate_tokens
+from mnemo.shared.vectors.points import point_id, summaries_by_id
 from tests.envelopes import numbered
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from services.gateway.auth import KeyFileError, KeyRing, digest, new_key, parse_key_file
-from services.gateway.bridge import msg_id
-from services.gateway.export import export_chunks
-from services.gateway.limits import RateLimiter
-from services.gateway.operations import OPERATIONS, strict
-from shared import subjects
-from shared.events.lore_contract import LoreAttachRequest
+from mnemo.services.gateway.auth import KeyFileError, KeyRing, digest, new_key, parse_key_file
+from mnemo.services.gateway.bridge import msg_id
+from mnemo.services.gateway.export import export_chunks
+from mnemo.services.gateway.limits import RateLimiter
+from mnemo.services.gateway.operations import OPERATIONS, strict
+from mnemo.shared import subjects
+from mnemo_client.wire.lore_contract import LoreAttachRequest
 
 
 def test_a_key_acts_for_its_tenant_only_whether_clear_or_hashed(tmp_path):

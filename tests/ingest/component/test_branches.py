@@ -12,8 +12,8 @@ from datetime import timedelta
 
 import pytest
 
-from shared import subjects
-from shared.events.recorded import conversation_stream
+from mnemo.shared import subjects
+from mnemo.shared.events.recorded import conversation_stream
 from tests.ingest.component.test_ingest import T0, C, Ingest, T, U, created, deleted, edited
 
 

@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.ingest.handlers import IngestHandler, decode_command
-from services.ingest.recorder import Recorder
-from shared import subjects
-from shared.delivery import InvalidMessage
-from shared.events.recorded import conversation_stream
-from shared.readmodels.inmemory import InMemoryReadModels
+from mnemo.services.ingest.handlers import IngestHandler, decode_command
+from mnemo.services.ingest.recorder import Recorder
+from mnemo.shared import subjects
+from mnemo.shared.delivery import InvalidMessage
+from mnemo.shared.events.recorded import conversation_stream
+from mnemo.shared.readmodels.inmemory import InMemoryReadModels
 from tests.components import deps, items, published
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)

@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.ingest.domain import decide_profile
-from shared.crypto import TenantCipher
-from shared.events.contract import BotUpserted, PersonaUpserted
-from shared.events.recorded import BotRecorded, PersonaRecorded, bot_stream
-from shared.readmodels.profiles import bot_view, bot_write, persona_view, persona_write
+from mnemo.services.ingest.domain import decide_profile
+from mnemo.shared.crypto import TenantCipher
+from mnemo.shared.events.recorded import BotRecorded, PersonaRecorded, bot_stream
+from mnemo.shared.readmodels.profiles import bot_view, bot_write, persona_view, persona_write
+from mnemo_client.wire.contract import BotUpserted, PersonaUpserted
 from tests.envelopes import recorded
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -67,8 +67,8 @@ def test_an_unknown_knowledge_sharing_value_is_rejected_at_the_contract():
 
 
 def test_an_upsert_without_the_new_fields_keeps_the_event_id_it_had_before_they_existed():
-    from services.ingest.domain import _digest
-    from shared.events.envelope import deterministic_id
+    from mnemo.services.ingest.domain import _digest
+    from mnemo.shared.events.envelope import deterministic_id
 
     bot = BotUpserted(tenant_id="t1", bot_id="b1", name="Eli", system_prompt="Be kind.", updated_at=T0)
     before = {k: v for k, v in bot.model_dump(mode="json").items() if k not in ("gender", "age", "knowledge_sharing")}

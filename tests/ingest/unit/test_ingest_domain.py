@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from services.ingest.domain import (
+from mnemo.services.ingest.domain import (
     ConversationDecider,
     KnownMessage,
     decide_profile,
@@ -17,13 +17,13 @@ from services.ingest.domain import (
     known_from_events,
     stream_of,
 )
-from services.ingest.handlers import decode_command
-from shared.delivery import InvalidMessage
-from shared.events.contract import BotUpserted, MessageCreated, MessageDeleted, MessageEdited, PersonaUpserted
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import REGISTRY, MessageRecorded, conversation_stream, created_event_id
-from shared.readmodels import ConversationState
-from shared.tokens import estimate_tokens
+from mnemo.services.ingest.handlers import decode_command
+from mnemo.shared.delivery import InvalidMessage
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import REGISTRY, MessageRecorded, conversation_stream, created_event_id
+from mnemo.shared.readmodels import ConversationState
+from mnemo.shared.tokens import estimate_tokens
+from mnemo_client.wire.contract import BotUpserted, MessageCreated, MessageDeleted, MessageEdited, PersonaUpserted
 from tests.envelopes import numbered
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from services.ingest.timeline import Timeline
-from shared.events.recorded import conversation_stream
+from mnemo.services.ingest.timeline import Timeline
+from mnemo.shared.events.recorded import conversation_stream
 from tests.envelopes import message_recorded, recorded
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

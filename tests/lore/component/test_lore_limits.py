@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from services.lore.app import create_router
-from shared import subjects
-from shared.readmodels.inmemory import InMemoryLore
-from shared.settings import LimitsSettings, Settings
+from mnemo.services.lore.app import create_router
+from mnemo.shared import subjects
+from mnemo.shared.readmodels.inmemory import InMemoryLore
+from mnemo.shared.settings import LimitsSettings, Settings
 from tests.components import Rpc, TestNatsBroker, assert_bad_request, broker_with, deps, published
 
 T, OWNER = "t1", "creator-1"

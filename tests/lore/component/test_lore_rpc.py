@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from services.lore.app import create_router
-from services.lore.formats.importer import import_lorebook
-from shared import subjects
-from shared.events.recorded import bot_stream, conversation_stream
-from shared.readmodels.inmemory import InMemoryLore
+from mnemo.services.lore.app import create_router
+from mnemo.services.lore.formats.importer import import_lorebook
+from mnemo.shared import subjects
+from mnemo.shared.events.recorded import bot_stream, conversation_stream
+from mnemo.shared.readmodels.inmemory import InMemoryLore
 from tests.components import Rpc, TestNatsBroker, assert_bad_request, broker_with, deps, published
 
 T, OWNER = "t1", "creator-1"

@@ -1,13 +1,13 @@
-"""Chunking documents (``services/lore/documents/chunks.py``): window sizes, overlap, boundaries, hashes."""
+"""Chunking documents (``mnemo/services/lore/documents/chunks.py``): window sizes, overlap, boundaries, hashes."""
 
 from __future__ import annotations
 
 import itertools
 import random
 
-from services.lore.documents.chunks import MAX_TOKENS, MIN_TOKENS, OVERLAP_TOKENS, chunk_blocks
-from services.lore.documents.reading import Block
-from shared.tokens import estimate_tokens
+from mnemo.services.lore.documents.chunks import MAX_TOKENS, MIN_TOKENS, OVERLAP_TOKENS, chunk_blocks
+from mnemo.services.lore.documents.reading import Block
+from mnemo.shared.tokens import estimate_tokens
 
 WORDS = [
     "river",

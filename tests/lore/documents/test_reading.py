@@ -1,4 +1,4 @@
-"""Reading uploaded files (``services/lore/documents/reading.py``) on files made here: structure, pages,
+"""Reading uploaded files (``mnemo/services/lore/documents/reading.py``) on files made here: structure, pages,
 encodings, and each bad input's reason."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from services.lore.documents.reading import DocumentError, Parsed, decode_text, read
+from mnemo.services.lore.documents.reading import DocumentError, Parsed, decode_text, read
 from tests.lore.documents import files
 
 

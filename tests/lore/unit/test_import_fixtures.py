@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from services.lore.formats.exporter import export_world_info
-from services.lore.formats.importer import import_lorebook
+from mnemo.services.lore.formats.exporter import export_world_info
+from mnemo.services.lore.formats.importer import import_lorebook
 
 FILES = {
     "st-wi_date-a-live_v12.0.0.json": ("sillytavern", 107),

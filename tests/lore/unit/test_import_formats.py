@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from services.lore.formats.convert import MalformedFileError, NotALorebookError, UnsupportedFormatError
-from services.lore.formats.exporter import export_world_info
-from services.lore.formats.importer import import_lorebook
-from shared.lore.model import MAX_NUMBER
+from mnemo.services.lore.formats.convert import MalformedFileError, NotALorebookError, UnsupportedFormatError
+from mnemo.services.lore.formats.exporter import export_world_info
+from mnemo.services.lore.formats.importer import import_lorebook
+from mnemo.shared.lore.model import MAX_NUMBER
 
 
 def png(chunks: dict[str, dict[str, Any]]) -> bytes:

@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
-from services.lore import domain, manage
-from services.lore.manage import BadRequest, NotFound
-from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.lore_contract import (
+from mnemo.services.lore import domain, manage
+from mnemo.services.lore.manage import BadRequest, NotFound
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
+from mnemo.shared.events.recorded import bot_stream, conversation_stream, lorebook_stream
+from mnemo.shared.lore.history import BookState, VersionGap, fold, fold_all
+from mnemo.shared.lore.model import Lorebook, LoreEntry
+from mnemo_client.wire.lore_contract import (
     ConversationRef,
     LoreAttachRequest,
     LoreBookCreateRequest,
@@ -19,9 +22,6 @@ from shared.events.lore_contract import (
     LoreEntryCreateRequest,
     LoreEntryUpdateRequest,
 )
-from shared.events.recorded import bot_stream, conversation_stream, lorebook_stream
-from shared.lore.history import BookState, VersionGap, fold, fold_all
-from shared.lore.model import Lorebook, LoreEntry
 from tests.envelopes import recorded
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)

@@ -10,8 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.lore.js_regex import to_re2
-from shared.lore.keys import compile_key_regex, haystack_bytes, parse_regex_key, regex_key_problem, regex_key_refusal
+from mnemo.shared.lore.js_regex import to_re2
+from mnemo.shared.lore.keys import (
+    compile_key_regex,
+    haystack_bytes,
+    parse_regex_key,
+    regex_key_problem,
+    regex_key_refusal,
+)
 
 
 def js_test(key: str, text: str) -> bool:

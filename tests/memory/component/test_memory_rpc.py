@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.memory.app import create_router
-from shared import subjects
-from shared.events.envelope import NewEvent
-from shared.events.recorded import knowledge_stream, player_scope, summary_stream
-from shared.readmodels.inmemory import InMemoryKnowledge, InMemoryLegacyLore, InMemorySummaries
+from mnemo.services.memory.app import create_router
+from mnemo.shared import subjects
+from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.events.recorded import knowledge_stream, player_scope, summary_stream
+from mnemo.shared.readmodels.inmemory import InMemoryKnowledge, InMemoryLegacyLore, InMemorySummaries
 from tests.components import Rpc, TestNatsBroker, broker_with, deps, published
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)

@@ -8,9 +8,15 @@ from typing import Any
 
 import pytest
 
-from services.memory import domain
-from shared.events.memory_contract import MemoryConvertToLoreRequest
-from shared.events.recorded import LegacyLoreCreated, LegacyLoreDeleted, SummaryCreated, SummaryRetired, summary_stream
+from mnemo.services.memory import domain
+from mnemo.shared.events.recorded import (
+    LegacyLoreCreated,
+    LegacyLoreDeleted,
+    SummaryCreated,
+    SummaryRetired,
+    summary_stream,
+)
+from mnemo_client.wire.memory_contract import MemoryConvertToLoreRequest
 from tests.envelopes import recorded
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

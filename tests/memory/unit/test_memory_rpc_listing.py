@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.memory.listing import Sources, merge_page, order_key, sources_for
-from shared.events.memory_contract import MemoryItem, MemoryListRequest
+from mnemo.services.memory.listing import Sources, merge_page, order_key, sources_for
+from mnemo_client.wire.memory_contract import MemoryItem, MemoryListRequest
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

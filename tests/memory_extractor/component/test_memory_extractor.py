@@ -11,17 +11,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.memory_extractor.app import create_router
-from services.memory_extractor.handlers import MemoryExtractor
-from services.memory_extractor.inmemory import InMemoryWitnessed
-from services.memory_extractor.learning import Learning
-from services.memory_extractor.revisions import Revisions
-from services.memory_extractor.settings import KnowledgeSettings
-from shared import subjects
-from shared.embedders.bundled import BundledEmbedder
-from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.recorded import campaign_scope, conversation_stream, created_event_id, knowledge_stream
-from shared.readmodels.inmemory import InMemoryKnowledge
+from mnemo.services.memory_extractor.app import create_router
+from mnemo.services.memory_extractor.handlers import MemoryExtractor
+from mnemo.services.memory_extractor.inmemory import InMemoryWitnessed
+from mnemo.services.memory_extractor.learning import Learning
+from mnemo.services.memory_extractor.revisions import Revisions
+from mnemo.services.memory_extractor.settings import KnowledgeSettings
+from mnemo.shared import subjects
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
+from mnemo.shared.events.recorded import campaign_scope, conversation_stream, created_event_id, knowledge_stream
+from mnemo.shared.readmodels.inmemory import InMemoryKnowledge
 from tests.components import Rpc, TestNatsBroker, broker_with, deps, items, published
 from tests.envelopes import message_edited
 

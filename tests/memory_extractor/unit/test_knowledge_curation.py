@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from services.memory_extractor.curation import (
+from mnemo.services.memory_extractor.curation import (
     Known,
     consolidated_fact,
     current,
@@ -13,8 +13,8 @@ from services.memory_extractor.curation import (
     merge_extractive,
     plan_consolidation,
 )
-from services.memory_extractor.facts import Candidate, subject_of
-from shared.readmodels.knowledge import FactView, with_supersession
+from mnemo.services.memory_extractor.facts import Candidate, subject_of
+from mnemo.shared.readmodels.knowledge import FactView, with_supersession
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

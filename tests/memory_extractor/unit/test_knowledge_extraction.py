@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from services.memory_extractor.facts import (
+from mnemo.services.memory_extractor.facts import (
     normalise,
     pattern_candidates,
     pattern_statements,
@@ -12,10 +12,10 @@ from services.memory_extractor.facts import (
     runs_of_presence,
     subject_of,
 )
-from services.memory_extractor.llm_knowledge import candidates_from_updates, character_names, prompt_messages
-from services.memory_extractor.schemas import KnowledgeUpdates
-from shared.events.recorded import MessageRecorded
-from shared.llm.port import Completion
+from mnemo.services.memory_extractor.llm_knowledge import candidates_from_updates, character_names, prompt_messages
+from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
+from mnemo.shared.events.recorded import MessageRecorded
+from mnemo.shared.llm.port import Completion
 
 
 def msg(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.memory_extractor.handlers import progress_of
-from shared.delivery import Item
+from mnemo.services.memory_extractor.handlers import progress_of
+from mnemo.shared.delivery import Item
 
 
 @dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from services.memory_extractor.domain import group_appends, witnesses_of
-from shared.events.recorded import MessageRecorded, MessagesWitnessed, knowledge_stream
+from mnemo.services.memory_extractor.domain import group_appends, witnesses_of
+from mnemo.shared.events.recorded import MessageRecorded, MessagesWitnessed, knowledge_stream
 
 
 def recorded(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from services.privacy.rows import owned_by, read_model_collections
-from services.privacy.stream_purge import owner_of
+from mnemo.services.privacy.rows import owned_by, read_model_collections
+from mnemo.services.privacy.stream_purge import owner_of
 
 
 def body(doc: dict[str, Any]) -> bytes:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.privacy import stream_index
-from services.privacy.stream_index import OwnerIndex
-from services.privacy.stream_purge import owner_of
+from mnemo.services.privacy import stream_index
+from mnemo.services.privacy.stream_index import OwnerIndex
+from mnemo.services.privacy.stream_purge import owner_of
 
 
 def chat(tenant: str, user: str) -> bytes:

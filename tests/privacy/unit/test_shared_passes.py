@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from services.privacy.stream_purge import SharedPasses
+from mnemo.services.privacy.stream_purge import SharedPasses
 
 Match = Callable[[bytes], bool]
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from services.summarizer.handlers import Summarizer
-from services.summarizer.settings import SummarizerSettings
-from shared.embedders.bundled import BundledEmbedder
-from shared.events.envelope import EventEnvelope, NewEvent
-from shared.events.recorded import SummaryCreated, conversation_stream, summary_stream
-from shared.readmodels.inmemory import InMemorySummaries
+from mnemo.services.summarizer.handlers import Summarizer
+from mnemo.services.summarizer.settings import SummarizerSettings
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
+from mnemo.shared.events.recorded import SummaryCreated, conversation_stream, summary_stream
+from mnemo.shared.readmodels.inmemory import InMemorySummaries
 from tests.components import deps, items
 from tests.envelopes import message_edited
 from tests.summarizer.feed import Feed

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.summarizer.domain import (
+from mnemo.services.summarizer.domain import (
     RangeMessage,
     Sentence,
     SummarizerSettings,
@@ -22,8 +22,8 @@ from services.summarizer.domain import (
     split_sentences,
     summary_id,
 )
-from shared.embedders.bundled import BundledEmbedder
-from shared.tokens import estimate_tokens
+from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.tokens import estimate_tokens
 
 DEFAULTS = SummarizerSettings()
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.summarizer import llm_summary
-from services.summarizer.consolidation import (
+from mnemo.services.summarizer import llm_summary
+from mnemo.services.summarizer.consolidation import (
     child_sentences,
     consolidated_payload,
     consolidation_id,
@@ -20,11 +20,11 @@ from services.summarizer.consolidation import (
     retirement,
     stale_by,
 )
-from services.summarizer.domain import RangeMessage, sentences_of
-from services.summarizer.schemas import SummaryOutput
-from services.summarizer.settings import SummarizerSettings
-from shared.events.envelope import EventEnvelope
-from shared.events.recorded import SummaryCreated, SummaryType, summary_stream
+from mnemo.services.summarizer.domain import RangeMessage, sentences_of
+from mnemo.services.summarizer.schemas import SummaryOutput
+from mnemo.services.summarizer.settings import SummarizerSettings
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import SummaryCreated, SummaryType, summary_stream
 from tests.envelopes import numbered
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

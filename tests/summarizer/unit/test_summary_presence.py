@@ -1,7 +1,7 @@
 """Presence-aware summaries: no summary tells a character about a message it did not witness.
 
 A bot witnessed a message when it is in its ``bot_ids`` or the message names no bot (the rule the
-context-assembler applies to the messages themselves, ``shared.presence.bot_may_see``); a persona when it is the
+context-assembler applies to the messages themselves, ``mnemo.shared.presence.bot_may_see``); a persona when it is the
 message's ``persona_id`` or the message names no persona.
 """
 
@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.summarizer.domain import AudiencePart, RangeMessage, SummaryRange, presence_parts, summary_id
-from shared.events.recorded import EVERYONE
-from shared.presence import bot_may_see
+from mnemo.services.summarizer.domain import AudiencePart, RangeMessage, SummaryRange, presence_parts, summary_id
+from mnemo.shared.events.recorded import EVERYONE
+from mnemo.shared.presence import bot_may_see
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 

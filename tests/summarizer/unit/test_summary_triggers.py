@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from services.summarizer import llm_summary
-from services.summarizer.domain import (
+from mnemo.services.summarizer import llm_summary
+from mnemo.services.summarizer.domain import (
     RangeMessage,
     SummaryRange,
     advance,
@@ -18,8 +18,8 @@ from services.summarizer.domain import (
     fold_segment,
     segment_start,
 )
-from services.summarizer.settings import SECTION, SummarizerSettings
-from shared.settings import read_section
+from mnemo.services.summarizer.settings import SECTION, SummarizerSettings
+from mnemo.shared.settings import read_section
 
 DEFAULTS = SummarizerSettings()
 

@@ -1,0 +1,190 @@
+"""`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
+
+The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore,
+characters' knowledge and lore timed effects and uploaded documents' chunks included) and the vectors of messages, summaries, legacy memories,
+lore entries and characters' facts, then folds every event back in, in batches, with a progress bar and the
+totals by event type at the end; events of erased users are skipped (their keys are gone, and ``Erasures`` hides
+their plaintext events too). Run it with the stack stopped: in embedded mode the vector index has one owner
+process, and live consumers would race the rebuild.
+
+In stream mode (``MNEMO_VECTORS__MODE=stream``) the vectors are rebuilt in the points stream: replay writes the
+reset marker and purges everything older (``StreamPointWriter.reset``), then publishes what the log projects,
+re-embedding it as the embedding service would. Stop the embedding service (a live writer would race it);
+context-assembler replicas may keep running: each wipes its shard when its follower reaches the marker and
+applies the rebuild as it is published (until then they answer from the old shard).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from mnemo.runtime.stack import start_servers
+from mnemo.services.context_assembler.timed_readmodel import LoreTimedReadModel
+from mnemo.services.embedding.app import chunk_strings
+from mnemo.services.embedding.domain import PAYLOAD_MODELS, payload_error
+from mnemo.services.embedding.handlers import EmbeddingHandler
+from mnemo.services.memory_extractor.witnessed import WitnessedReadModel
+from mnemo.shared.bootstrap import open_core
+from mnemo.shared.eventlog.erasures import Erasures
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import ERASURE_COMPLETED, REGISTRY
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.documents import DocumentsReadModel
+from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
+from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors import points
+from mnemo.shared.vectors.stream import StreamPointWriter
+
+log = logging.getLogger("mnemo.replay")
+
+BATCH = 500
+
+
+def embeddable(events: Sequence[EventEnvelope]) -> list[EventEnvelope]:
+    """The events the embedding service handles; invalid payloads are logged and skipped, as live."""
+    out = []
+    for env in events:
+        if env.type not in PAYLOAD_MODELS:
+            continue
+        if (reason := payload_error(env)) is not None:
+            log.warning("skipping %s %s: %s", env.type, env.event_id, reason)
+            continue
+        out.append(env)
+    return out
+
+
+async def replay(settings: Settings, *, embedded: bool, nats_config: str = "") -> int:
+    """Returns the number of events replayed; ``nats_config``: the embedded nats-server's (``--secure``)."""
+    servers = await asyncio.to_thread(start_servers, settings, nats_config) if embedded else []
+    try:
+        return await rebuild(settings)
+    finally:
+        for server in reversed(servers):
+            await asyncio.to_thread(server.stop)
+
+
+async def rebuild(settings: Settings) -> int:
+    """Drop and refold every projection on running servers; returns the number of events replayed."""
+    core = await open_core(settings, vectors="write", embedder=True)
+    try:
+        read_models = ReadModels(core.db, core.cipher)
+        summaries = SummariesReadModel(core.db, core.cipher)
+        witnessed = WitnessedReadModel(core.db)
+        lore = LoreReadModel(core.db, core.cipher)
+        legacy = LegacyLoreReadModel(core.db, core.cipher)
+        knowledge = KnowledgeReadModel(core.db, core.cipher)
+        documents = DocumentsReadModel(core.db, core.cipher)
+        vectors = core.vectors
+        if vectors is None or core.embedder is None:
+            raise RuntimeError("replay needs the vector index and the embedder")
+        # The knowledge read model is folded before the embedding in each batch, so facts are indexed from it.
+        embedding = EmbeddingHandler(
+            vectors, core.embedder, read_models, chunk_strings, lore=lore, knowledge=knowledge, documents=documents
+        )
+        projections = (
+            read_models,
+            summaries,
+            witnessed,
+            lore,
+            legacy,
+            knowledge,
+            LoreTimedReadModel(core.db),
+            documents,
+        )
+        for projection in projections:
+            await projection.drop_all()
+        if isinstance(vectors, StreamPointWriter):
+            await vectors.reset()  # followers wipe their shard at the marker
+        else:
+            await vectors.delete(points.all_kinds())
+        # Everything of an erased user stays erased (mnemo/shared/eventlog/erasures.py, docs/privacy.md).
+        erasure_docs = await core.store.events.find({"type": ERASURE_COMPLETED.name}).to_list()
+        erasures = Erasures.of(REGISTRY, await core.codec.decode_all(erasure_docs))
+        expected = await core.store.events.estimated_document_count()
+        return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding, erasures, expected)
+    finally:
+        await core.close()
+
+
+class Projection(Protocol):
+    async def drop_all(self) -> None: ...
+
+    async def apply(self, events: Sequence[EventEnvelope], /) -> object: ...
+
+
+async def _fold_log(
+    events: AsyncIterator[EventEnvelope],
+    projections: Sequence[Projection],
+    embedding: EmbeddingHandler,
+    erasures: Erasures,
+    expected: int | None = None,
+) -> int:
+    """Fold every event, showing a progress bar against ``expected`` (the log's size when replay started), then
+    the totals by event type."""
+    started = time.monotonic()
+    total = hidden = 0
+    by_type: Counter[str] = Counter()
+    batch: list[EventEnvelope] = []
+    console = Console()
+    progress = Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("events"),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+    task = progress.add_task("replay", total=expected)
+
+    async def flush() -> None:
+        nonlocal total
+        for projection in projections:  # in this order: later ones may read earlier ones (lore, messages)
+            await projection.apply(batch)
+        await embedding.project(embeddable(batch))
+        total += len(batch)
+        by_type.update(e.type for e in batch)
+        progress.update(task, completed=total, total=max(total, expected or 0) or None)
+        batch.clear()
+
+    with progress:
+        async for env in events:
+            if erasures.hides(env):
+                hidden += 1
+                continue
+            batch.append(env)
+            if len(batch) >= BATCH:
+                await flush()
+        if batch:
+            await flush()
+    elapsed = time.monotonic() - started
+    table = Table("event type", "events", title="replayed")
+    for event_type, count in sorted(by_type.items()):
+        table.add_row(event_type, f"{count:,}")
+    table.add_row("[bold]total[/bold]", f"[bold]{total:,}[/bold]")
+    console.print(table)
+    erased = f" ({hidden} of erased users skipped)" if hidden else ""
+    print(f"replay done: {total} events in {elapsed:.1f}s ({total / max(elapsed, 1e-9):,.0f}/s){erased}", flush=True)
+    return total

@@ -1,0 +1,127 @@
+"""The embedded stack: real servers as child processes, every mnemo service in this process.
+
+nats-server (JetStream) and SecantusDB run as children with their data under ``data_dir``; Qdrant Edge
+and the bundled embedding model run in-process. An in-process vector engine has exactly one owner, so the
+services share this process, but each has its own broker and they talk only over NATS. (To run them apart
+without a Qdrant server, ``MNEMO_VECTORS__MODE=stream``: ``docs/vector-stream.md``; the stack then runs one
+writer and one follower's shard here.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+from faststream.nats import NatsBroker
+
+from mnemo.runtime.catalog import SERVICES, ensure_own_indexes
+from mnemo.runtime.demo import player
+from mnemo.runtime.nats_auth import PLATFORM
+from mnemo.runtime.render import render_reply
+from mnemo.runtime.servers import ChildServer, host_port, start_mongo, start_nats, wait_for_port, websocket_config
+from mnemo.shared.bootstrap import Core, deps_for, open_core, wait_for_stop_signal
+from mnemo.shared.broker import make_broker, start_broker
+from mnemo.shared.natsconn import connect_options
+from mnemo.shared.settings import Settings
+
+log = logging.getLogger("mnemo.stack")
+
+
+def start_servers(settings: Settings, nats_config: str = "") -> list[ChildServer]:
+    """``nats_config``: more of nats-server's configuration (``--secure``: TLS and users)."""
+    data_dir = settings.data_dir
+    host, port = host_port(settings.nats_url, 4222)
+    if settings.nats.websocket_port:
+        nats_config += websocket_config(host, settings.nats.websocket_port, nats_config)
+    nats_server = start_nats(data_dir, host, port, extra_config=nats_config)
+    try:
+        if settings.nats.websocket_port:
+            wait_for_port(nats_server, host, settings.nats.websocket_port, 20.0)
+            scheme = "wss" if "tls {" in nats_config else "ws"
+            log.info("NATS over WebSocket on %s://%s:%d", scheme, host, settings.nats.websocket_port)
+        mhost, mport = host_port(settings.mongodb_url, 27017)
+        mongo_server = start_mongo(data_dir, mhost, mport)
+    except Exception:
+        nats_server.stop()
+        raise
+    pids = {"mnemo": os.getpid(), "nats-server": nats_server.process.pid, "secantusd": mongo_server.process.pid}
+    (data_dir / "run").mkdir(parents=True, exist_ok=True)
+    (data_dir / "run" / "pids.json").write_text(json.dumps(pids))
+    return [nats_server, mongo_server]
+
+
+@contextlib.asynccontextmanager
+async def all_services(settings: Settings) -> AsyncIterator[Core]:
+    """Every service of the catalog on one shared core, each with its own broker, plus the relay's recovery
+    loop. On exit the brokers drain in-flight work (last started, first stopped), then the core closes."""
+    core = await open_core(settings, vectors=True, embedder=True)
+    brokers: list[NatsBroker] = []
+    relay_task: asyncio.Task[None] | None = None
+    try:
+        await ensure_own_indexes(core.db)
+        started: list[Callable[[], Awaitable[object]]] = []
+        for spec in SERVICES:
+            broker = make_broker(settings, spec.name)
+            deps = deps_for(core, broker)
+            broker.include_router(spec.router_factory()(deps))
+            brokers.append(broker)
+            started += deps.on_started
+        for broker in brokers:
+            await start_broker(broker)
+        relay_task = asyncio.create_task(core.relay.run())
+        for begin in started:
+            await begin()
+        yield core
+    finally:
+        for broker in reversed(brokers):
+            with contextlib.suppress(Exception):
+                await broker.stop()
+        if relay_task is not None:
+            relay_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await relay_task
+        await core.close()
+
+
+async def run_stack(settings: Settings, *, demo: bool, nats_config: str = "", gateway: bool = False) -> None:
+    """``gateway``: also serve the HTTP gateway (``mnemo/services/gateway``) in this process, on
+    ``MNEMO_GATEWAY__HOST``/``PORT``; it reaches the services over NATS like any other client."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    servers = await asyncio.to_thread(start_servers, settings, nats_config)
+    try:
+        async with all_services(settings), contextlib.AsyncExitStack() as extras:
+            try:
+                if gateway:
+                    from mnemo.services.gateway.serve import gateway_settings, hosted_gateway
+
+                    url = await extras.enter_async_context(hosted_gateway(settings, gateway_settings()))
+                    print(f"mnemo gateway listening on {url}", flush=True)
+                print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
+                if (passwords := settings.nats.password_dir) is not None:
+                    ca = settings.nats.tls_ca_file
+                    print(f"secured: user platform, password in {passwords / 'platform.password'}, CA {ca}", flush=True)
+                print(f"data: {settings.data_dir.resolve()}   stop: Ctrl-C", flush=True)
+                marker = settings.data_dir / "demo-played"
+                if demo and not marker.exists():
+                    await play_demo(settings, marker)
+                await wait_for_stop_signal()
+            finally:
+                print("stopping: draining in-flight work...", flush=True)
+    finally:
+        for server in reversed(servers):
+            await asyncio.to_thread(server.stop)
+        print("stopped.", flush=True)
+
+
+async def play_demo(settings: Settings, marker: Path) -> None:
+    print("\nfirst start: playing the demo scene through the public contract...", flush=True)
+    reply = await player.play(settings.nats_url, connect=connect_options(settings, PLATFORM))
+    request = player.sample_request(player.load_scene())
+    print(f"\nmnemo.rpc.context.assemble.v1  <-  {json.dumps(request)}\n", flush=True)
+    print(render_reply(reply), flush=True)
+    await asyncio.to_thread(marker.write_text, "played\n")

@@ -1,0 +1,97 @@
+"""Context-assembler wiring: one request-reply subscriber (see ``handlers.py`` for the contract)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from faststream.nats import NatsRouter
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mnemo.services.context_assembler.context_reads import ContextReads
+from mnemo.services.context_assembler.document_lore import DocumentLore, DocumentReads
+from mnemo.services.context_assembler.faults import SwitchableIndex
+from mnemo.services.context_assembler.handlers import answer
+from mnemo.services.context_assembler.lore import LoreLoader, LoreReads
+from mnemo.services.context_assembler.reads import ReadModelReads
+from mnemo.services.context_assembler.retrieval import Gatherer
+from mnemo.services.context_assembler.settings import SECTION, AssemblerSettings
+from mnemo.services.context_assembler.timed import TimedStates
+from mnemo.services.context_assembler.timed_readmodel import LoreTimedReadModel, TimedPort
+from mnemo.shared import subjects
+from mnemo.shared.bootstrap import ServiceDefinition
+from mnemo.shared.deps import Deps
+from mnemo.shared.limits import RateLimiter
+from mnemo.shared.readmodels.documents import DocumentsReadModel
+from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.rpc import raw_body
+from mnemo.shared.settings import read_section
+from mnemo.shared.tokens import token_counter
+from mnemo_client.wire.contract import ContextAssembleReply, ErrorReply
+
+SERVICE = "context-assembler"
+
+
+async def ensure_own_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
+    """Indexes of the read model only this service reads (see ``mnemo.shared.bootstrap.IndexSetup``)."""
+    await LoreTimedReadModel(db).ensure_indexes()
+
+
+def create_router(
+    deps: Deps,
+    settings: AssemblerSettings | None = None,
+    reads: ContextReads | None = None,
+    *,
+    lore: LoreReads | None = None,
+    timed: TimedPort | None = None,
+    documents: DocumentReads | None = None,
+) -> NatsRouter:
+    """``reads``, ``lore``, ``timed``: read models to use instead of the MongoDB ones (component tests)."""
+    router = NatsRouter()
+    settings = settings or read_section(SECTION, AssemblerSettings)
+    index = deps.vectors
+    if index is not None and settings.fault_file is not None:
+        index = SwitchableIndex(index, settings.fault_file)  # end-to-end tests of degraded service only
+    gatherer = Gatherer(
+        reads or ReadModelReads.over(deps.db, deps.cipher),
+        index,
+        deps.embedder,
+        settings,
+        LoreLoader(
+            lore or LoreReadModel(deps.db, deps.cipher),
+            index=index,
+            embedder=deps.embedder,
+            vector_settings=settings.lore_vector,
+            scan_settings=settings.lore_scan,
+            timed=TimedStates(deps.store, timed or LoreTimedReadModel(deps.db), deps.publisher),
+            # Without a database (component tests) documents are read only from a given read model.
+            documents=DocumentLore(
+                documents or DocumentsReadModel(deps.db, deps.cipher), index, deps.embedder, settings.documents
+            )
+            if documents is not None or deps.db is not None
+            else None,
+        ),
+        # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
+        token_counter(settings.tokenizer_file),
+        # Stream mode: wait for this replica's shard to apply the writes acked before each request.
+        catch_up=deps.vectors_caught_up,
+        catch_up_s=deps.settings.vectors.read_wait_ms / 1000,
+    )
+
+    limiter = RateLimiter(deps.settings.limits)
+
+    @router.subscriber(
+        subjects.CONTEXT_ASSEMBLE,
+        queue=subjects.queue_group(SERVICE),  # replicas share requests; each answered once
+        # Without workers FastStream answers one request at a time; each waits mostly on I/O.
+        max_workers=settings.max_workers,
+        decoder=raw_body,
+        title="context-assembler: mnemo.rpc.context.assemble.v1",
+        description="Request ContextAssembleRequest; reply ContextAssembleReply or ErrorReply.",
+    )
+    async def on_context_assemble(body: bytes) -> ContextAssembleReply | ErrorReply:
+        return await answer(body, gatherer, limiter)
+
+    return router
+
+
+DEFINITION = ServiceDefinition(SERVICE, create_router, vectors="read", embedder=True, own_indexes=ensure_own_indexes)

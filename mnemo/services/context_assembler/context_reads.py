@@ -1,0 +1,83 @@
+"""The read port of context assembly: what the assembler reads from the read models, and its data types.
+
+Adapted to the read models in ``reads.py``. Every method filters by tenant, and reads as the speaking bot may
+know it (``mnemo/shared/presence.py``): the messages it witnessed, the summaries whose ``audience`` admits it, its
+own facts, so a character that was away when a secret was told finds the secret in no section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
+
+
+@dataclass(frozen=True)
+class SummaryText:
+    summary_id: str
+    conversation_id: str
+    text: str
+    message_ids: tuple[str, ...]
+    first_index: int
+    participants: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LegacyText:
+    legacy_id: str
+    text: str
+    message_ids: tuple[str, ...] = ()
+
+
+class ContextReads(Protocol):
+    """The read models the assembler needs (adapted in ``reads.py``); every method filters by tenant."""
+
+    async def bot(self, tenant_id: str, bot_id: str) -> BotProfile | None: ...
+
+    async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaProfile | None: ...
+
+    async def active_persona_id(self, tenant_id: str, user_id: str, conversation_id: str) -> str | None: ...
+
+    async def recent_messages(
+        self, tenant_id: str, user_id: str, conversation_id: str, limit: int, bot_id: str
+    ) -> list[ChatLine]:
+        """The last ``limit`` live messages ``bot_id`` witnessed, oldest first (the read model filters on the
+        stored ``bot_ids`` before decrypting)."""
+        ...
+
+    async def messages_by_ids(
+        self, tenant_id: str, user_id: str, conversation_id: str, message_ids: Sequence[str], bot_id: str
+    ) -> list[ChatLine]:
+        """Those of the messages that are live and that ``bot_id`` witnessed."""
+        ...
+
+    async def summaries_by_ids(
+        self, tenant_id: str, user_id: str, summary_ids: Sequence[str], bot_id: str
+    ) -> list[SummaryText]:
+        """Those of the user's live summaries (any conversation) whose audience admits ``bot_id`` (checked
+        again on read: the search already filtered on it)."""
+        ...
+
+    async def legacy_memories(self, tenant_id: str, user_id: str, legacy_ids: Sequence[str]) -> list[LegacyText]:
+        """Those of the user's live legacy memories (lore entries made from memories)."""
+        ...
+
+    async def knowledge(
+        self,
+        tenant_id: str,
+        user_id: str,
+        bot_id: str,
+        limit: int,
+        campaign_id: str | None = None,
+        *,
+        exclude_conversations: Collection[str] = (),
+    ) -> list[KnowledgeItem]:
+        """The bot's current facts visible in this user's conversations (and the campaign's), newest first, at
+        most ``limit``; none learned in ``exclude_conversations`` (they do not supersede either)."""
+        ...
+
+    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        """The conversation's fork family, itself included (docs/branches.md)."""
+        ...

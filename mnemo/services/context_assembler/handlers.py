@@ -1,0 +1,41 @@
+"""Context-assembler request handling: raw bytes in, a reply model out, never an exception.
+
+Contract: ``mnemo.rpc.context.assemble.v1`` (core NATS request-reply, queue group shared by replicas; no
+JetStream, no acks: a lost request is retried by the caller). Request ``ContextAssembleRequest``; reply
+``ContextAssembleReply``, or ``ErrorReply`` with ``bad_request`` for a body that is not JSON or does not
+match the schema, ``rate_limited`` for a tenant over its request rate (``mnemo.shared.limits``), and ``internal``
+for an unexpected failure. Read-only, so naturally idempotent.
+
+The request is validated strictly (unknown fields are rejected): on a versioned subject a field this version
+does not know is a client bug (``max_token`` for ``max_tokens``) that silently ignoring would hide.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from mnemo.services.context_assembler.assembly import assemble
+from mnemo.services.context_assembler.retrieval import Gatherer
+from mnemo.shared import rpc
+from mnemo.shared.limits import RateLimited, RateLimiter
+from mnemo_client.wire.contract import ContextAssembleReply, ContextAssembleRequest, ErrorReply
+
+log = logging.getLogger(__name__)
+
+
+async def answer(
+    body: bytes, gatherer: Gatherer, limiter: RateLimiter | None = None
+) -> ContextAssembleReply | ErrorReply:
+    request = rpc.parse(rpc.strict(ContextAssembleRequest), body)
+    if isinstance(request, ErrorReply):
+        return request
+    try:
+        if limiter is not None:
+            limiter.check(request.tenant_id)
+    except RateLimited as exc:
+        return rpc.error(exc.code, str(exc))
+    try:
+        return assemble(await gatherer.gather(request))
+    except Exception:  # the caller gets an answer in every case
+        log.exception("context assembly failed for conversation %s", request.conversation_id)
+        return rpc.error("internal", "context assembly failed; see the service log")

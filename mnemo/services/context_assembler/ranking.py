@@ -1,0 +1,227 @@
+"""Pure ranking of retrieved messages: which of the hybrid search's candidates are shown, and their relevance.
+
+The vector query (``search.py``) returns a pool of candidates in the order of its score fusion (DBSF)
+of a dense and a lexical search, filtered inside the query (tenant, conversation, what the speaking bot
+witnessed, not in the history window). The pool is several times the slots; this module re-ranks it with
+what the index alone does not know (the conversation's neighbours, who and when the query names,
+near-duplicates, diversity), then cuts it to the slots: see :func:`rank_candidates` for each lever. Each lever
+was measured on the REALTALK dev set (``make bench-retrieval``; the README lists its gain).
+
+The relevance returned is in [0, 1]: the combined score divided by its maximum possible value (the first of
+the fused list, by the named author, in the referred time), so it is comparable
+across queries and monotone with the order the items are packed in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from mnemo.services.context_assembler.timerefs import TimeWindow, referred_window
+from mnemo.shared.sparse import tokens
+
+__all__ = [
+    "DUPLICATE_JACCARD",
+    "MIN_RELEVANCE",
+    "MMR_LAMBDA",
+    "NEIGHBOUR_WEIGHT",
+    "PARTICIPANT_BOOST",
+    "RANK_K",
+    "TIME_BOOST",
+    "Candidate",
+    "TimeWindow",
+    "jaccard",
+    "mmr",
+    "named_participant",
+    "near_duplicate",
+    "neighbour_scores",
+    "rank_base",
+    "rank_candidates",
+    "referred_window",
+]
+
+#: Smoothing of the fused rank: rank 1 -> 1.0, rank 20 -> 0.54, rank 60 -> 0.26.
+RANK_K = 20
+NEIGHBOUR_WEIGHT = 0.7
+#: Neighbours up to 3 messages away count, at 0.6 ** (distance - 1) of their score.
+NEIGHBOUR_WIDTH = 3
+NEIGHBOUR_DECAY = 0.6
+PARTICIPANT_BOOST = 1.0
+TIME_BOOST = 0.5
+DUPLICATE_JACCARD = 0.9
+#: 1.0 turns diversity off. In the offline ablation (``bench/retrieval_ablation.py``) lambda 0.8 moved R@5 / R@10
+#: / R@20 by +0.002 / +0.004 / -0.001, within noise: evidence turns of one question are often alike, so
+#: diversity buys little here; it stays available, neutral by default.
+MMR_LAMBDA = 1.0
+MIN_RELEVANCE = 0.02
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A retrieved message as the ranking sees it.
+
+    ``rank`` is its 1-based place in the fused list; ``position`` its index in the conversation (None when
+    unknown); ``created_at`` epoch seconds; ``author`` and ``text`` come from the read model.
+    """
+
+    key: str
+    rank: int
+    position: int | None = None
+    created_at: float | None = None
+    author: str = ""
+    text: str = ""
+
+
+def rank_base(rank: int, k: int = RANK_K) -> float:
+    """``(k + 1) / (k + rank)``: 1.0 for the first of the fused list, decreasing smoothly."""
+    return (k + 1) / (k + max(rank, 1))
+
+
+def neighbour_scores(
+    base: Mapping[str, float],
+    positions: Mapping[str, int | None],
+    width: int = NEIGHBOUR_WIDTH,
+    decay: float = NEIGHBOUR_DECAY,
+) -> dict[str, float]:
+    """For each key, the best base score of the candidates up to ``width`` positions away, the one at
+    distance ``d`` counting ``decay ** (d - 1)`` of its score (the adjacent ones count fully)."""
+    at: dict[int, float] = {}
+    for key, pos in positions.items():
+        if pos is not None:
+            at[pos] = max(at.get(pos, 0.0), base.get(key, 0.0))
+    out: dict[str, float] = {}
+    for key, pos in positions.items():
+        best = 0.0
+        if pos is not None:
+            for d in range(1, width + 1):
+                best = max(best, decay ** (d - 1) * max(at.get(pos - d, 0.0), at.get(pos + d, 0.0)))
+        out[key] = best
+    return out
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _first_name(author: str) -> str:
+    words = _WORD.findall(author.lower())
+    return words[0] if words else ""
+
+
+def named_participant(query: str, authors: Sequence[str]) -> str | None:
+    """The one author (as written) whose first name the query contains as a word, else None.
+
+    Two named authors ("Kate and Elise") or none give None: the boost is only for a query about one person.
+    Names shorter than 3 letters are ignored (too likely to be ordinary words).
+    """
+    words = set(_WORD.findall(query.lower()))
+    named = {a for a in authors if len(name := _first_name(a)) >= 3 and name in words}
+    firsts = {_first_name(a) for a in named}
+    if len(firsts) != 1:
+        return None
+    return sorted(named)[0]
+
+
+def word_set(text: str) -> frozenset[str]:
+    """Stemmed content words (``mnemo/shared/sparse.py`` tokens): what near-duplicate and diversity compare."""
+    return frozenset(tokens(text))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def near_duplicate(words: frozenset[str], kept: Sequence[frozenset[str]], threshold: float = DUPLICATE_JACCARD) -> bool:
+    """Whether ``words`` is nearly one of ``kept`` (an empty text duplicates only another empty one)."""
+    return any(jaccard(words, other) >= threshold for other in kept)
+
+
+def mmr(
+    relevance: Mapping[str, float],
+    similarity: Callable[[str, str], float],
+    limit: int,
+    lam: float = MMR_LAMBDA,
+) -> list[str]:
+    """Maximal marginal relevance: repeatedly take the key maximising ``lam * rel - (1 - lam) * max sim`` to
+    the keys already taken (ties: the better relevance, then the earlier key). ``lam = 1`` is plain order."""
+    order = sorted(relevance, key=lambda k: -relevance[k])
+    if lam >= 1.0:
+        return order[:limit]
+    taken: list[str] = []
+    rest = list(order)
+    while rest and len(taken) < limit:
+        best = max(
+            rest,
+            key=lambda k: lam * relevance[k] - (1 - lam) * max((similarity(k, t) for t in taken), default=0.0),
+        )
+        taken.append(best)
+        rest.remove(best)
+    return taken
+
+
+def rank_candidates(
+    query: str,
+    candidates: Sequence[Candidate],
+    limit: int,
+    *,
+    now: float,
+    rerank: Mapping[str, float] | None = None,
+) -> list[tuple[str, float]]:
+    """The ``limit`` best candidates as ``(key, relevance)``, best first, relevance in [0, 1].
+
+    1. Fused order (:func:`rank_base`): a candidate's base score is ``(K + 1) / (K + rank)`` of its place in the
+       fused list (1.0 for the first), not its dense cosine: the fusion is what found it.
+    2. Conversation neighbours (:func:`neighbour_scores`): a message right before or after a strong candidate is
+       often part of the same exchange ("Where did you go?" / "To Miami!"), so each candidate is lifted
+       ``NEIGHBOUR_WEIGHT`` of the way towards the best base score of its neighbours in the pool (up to
+       ``NEIGHBOUR_WIDTH`` positions away, decaying with the distance); never past it, so a run of weak
+       neighbours cannot overtake the best match.
+    3. Named participant (:func:`named_participant`): when the query names exactly one author of the candidates
+       ("What are Kate's hobbies?"), that author's messages are boosted by ``PARTICIPANT_BOOST``: what a
+       person said about themselves is the likeliest evidence about them.
+    4. Time the query refers to (:func:`referred_window`, ``timerefs.py``): "on 29 Dec
+       2023", "in May", "yesterday", "last week" (relative to ``now``) give a window; candidates written in it
+       are boosted by ``TIME_BOOST``.
+    5. Near-duplicate removal (:func:`near_duplicate`): a candidate whose words are nearly those of a better one
+       (Jaccard of stemmed content words at least ``DUPLICATE_JACCARD``) is dropped: it would spend a slot and
+       tokens on nothing new.
+    6. Diversity (:func:`mmr`): maximal marginal relevance over the word sets, ``MMR_LAMBDA`` of relevance
+       against ``1 - MMR_LAMBDA`` of similarity to what is already taken.
+    7. Minimum relevance: candidates under ``MIN_RELEVANCE`` are never shown.
+
+    ``rerank`` (a re-ranking model's score in [0, 1] per key, when one is configured) replaces the fused
+    rank as the base score of the keys it covers. ``now`` (epoch seconds) anchors relative times in the
+    query. Duplicated keys keep their first (best) occurrence.
+    """
+    if limit <= 0 or not candidates:
+        return []
+    unique: dict[str, Candidate] = {}
+    for c in candidates:
+        unique.setdefault(c.key, c)
+    base = {k: rank_base(c.rank) for k, c in unique.items()}
+    if rerank:
+        base |= {k: float(v) for k, v in rerank.items() if k in base}
+    near = neighbour_scores(base, {k: c.position for k, c in unique.items()}, NEIGHBOUR_WIDTH, NEIGHBOUR_DECAY)
+    named = named_participant(query, sorted({c.author for c in unique.values() if c.author}))
+    window = referred_window(query, now)
+    best_possible = (1 + (PARTICIPANT_BOOST if named else 0.0)) * (1 + (TIME_BOOST if window else 0.0))
+    relevance: dict[str, float] = {}
+    for k, c in unique.items():
+        score = base[k] + NEIGHBOUR_WEIGHT * max(0.0, near[k] - base[k])
+        if named is not None and c.author == named:
+            score *= 1 + PARTICIPANT_BOOST
+        if window is not None and c.created_at is not None and window.contains(c.created_at):
+            score *= 1 + TIME_BOOST
+        relevance[k] = min(1.0, score / best_possible)
+    words = {k: word_set(c.text) for k, c in unique.items()}
+    kept: dict[str, float] = {}
+    for k in sorted(relevance, key=lambda key: -relevance[key]):
+        if relevance[k] < MIN_RELEVANCE:
+            break
+        if unique[k].text and near_duplicate(words[k], [words[o] for o in kept if unique[o].text], DUPLICATE_JACCARD):
+            continue
+        kept[k] = relevance[k]
+    order = mmr(kept, lambda a, b: jaccard(words[a], words[b]), limit, MMR_LAMBDA)
+    return [(k, kept[k]) for k in order]

@@ -1,0 +1,122 @@
+"""``ContextReads`` over the MongoDB read models (messages, profiles, conversations, summaries, facts, legacy lore).
+
+A thin adapter: it maps read-model views to the assembler's own value types, so ``assembly.py`` depends on
+nothing but the wire contract. Every query is scoped by tenant (and by user and conversation where the
+data belongs to one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mnemo.services.context_assembler.context_reads import LegacyText, SummaryText
+from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.presence import bot_may_see
+from mnemo.shared.readmodels import MessageView, ReadModels
+from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
+from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, SummariesPort
+from mnemo.shared.readmodels.summaries import SummariesReadModel
+
+
+def _line(m: MessageView) -> ChatLine:
+    # The persona that wrote a user message: the one active when it was posted (the contract's author_id is
+    # the persona id for user messages when no persona_id was given). Its name is filled in by the gatherer.
+    persona_id = (m.persona_id or m.author_id) if m.role == "user" else None
+    return ChatLine(
+        m.message_id, m.index, m.role, m.author_name, m.content, author_id=m.author_id, persona_id=persona_id
+    )
+
+
+class ReadModelReads:
+    def __init__(
+        self,
+        models: ConversationReadModel,
+        summaries: SummariesPort,
+        knowledge: KnowledgePort,
+        legacy: LegacyLorePort,
+    ) -> None:
+        self._models = models
+        self._summaries = summaries
+        self._knowledge = knowledge
+        self._legacy = legacy
+
+    @classmethod
+    def over(cls, db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> ReadModelReads:
+        return cls(
+            ReadModels(db, cipher),
+            SummariesReadModel(db, cipher),
+            KnowledgeReadModel(db, cipher),
+            LegacyLoreReadModel(db, cipher),
+        )
+
+    async def bot(self, tenant_id: str, bot_id: str) -> BotProfile | None:
+        view = await self._models.bot(tenant_id, bot_id)
+        if view is None:
+            return None
+        return BotProfile(view.bot_id, view.name, view.system_prompt, view.gender, view.age, view.knowledge_sharing)
+
+    async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaProfile | None:
+        view = await self._models.persona(tenant_id, user_id, persona_id)
+        if view is None:
+            return None
+        return PersonaProfile(view.persona_id, view.name, view.description, tuple(view.traits), view.instructions)
+
+    async def active_persona_id(self, tenant_id: str, user_id: str, conversation_id: str) -> str | None:
+        state = await self._models.conversation(tenant_id, user_id, conversation_id)
+        return state.persona_id if state else None
+
+    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        return await self._models.family(tenant_id, user_id, conversation_id)
+
+    async def recent_messages(
+        self, tenant_id: str, user_id: str, conversation_id: str, limit: int, bot_id: str
+    ) -> list[ChatLine]:
+        views = await self._models.recent(tenant_id, user_id, conversation_id, limit, visible_to=bot_id)
+        return [_line(m) for m in views]
+
+    async def messages_by_ids(
+        self, tenant_id: str, user_id: str, conversation_id: str, message_ids: Sequence[str], bot_id: str
+    ) -> list[ChatLine]:
+        views = await self._models.by_ids(tenant_id, user_id, conversation_id, message_ids, visible_to=bot_id)
+        return [_line(m) for m in views]
+
+    async def summaries_by_ids(
+        self, tenant_id: str, user_id: str, summary_ids: Sequence[str], bot_id: str
+    ) -> list[SummaryText]:
+        # The vector filter already applied the audience; checking again here means a stale or hand-made
+        # point can never show a bot a summary of messages it did not witness.
+        views = await self._summaries.by_ids(tenant_id, summary_ids, user_id=user_id)
+        return [
+            SummaryText(v.summary_id, v.conversation_id, v.text, v.message_ids, v.first_index, v.participants)
+            for v in views
+            if v.status == "active" and bot_may_see(bot_id, v.audience)
+        ]
+
+    async def legacy_memories(self, tenant_id: str, user_id: str, legacy_ids: Sequence[str]) -> list[LegacyText]:
+        views = await self._legacy.by_ids(tenant_id, legacy_ids, user_id=user_id)
+        return [LegacyText(v.legacy_id, v.text) for v in views]
+
+    async def knowledge(
+        self,
+        tenant_id: str,
+        user_id: str,
+        bot_id: str,
+        limit: int,
+        campaign_id: str | None = None,
+        *,
+        exclude_conversations: Collection[str] = (),
+    ) -> list[KnowledgeItem]:
+        facts = await self._knowledge.facts_for(
+            tenant_id,
+            bot_id,
+            user_id=user_id,
+            campaign_id=campaign_id,
+            limit=limit,
+            exclude_conversations=exclude_conversations,
+        )
+        return [KnowledgeItem(f.fact_id, f.text, tuple(f.message_ids)) for f in facts]

@@ -1,0 +1,374 @@
+"""The I/O half of context assembly: gather bot, persona, history, lore, knowledge, memories and retrieved messages.
+
+Every part is fetched under its own deadline and every failure is caught, so a reply always comes: a part
+that cannot be served is left out and named in ``degraded`` (the names: :meth:`Gatherer.gather`).
+
+Deadlines: the whole gathering has ``deadline_s`` and each read-model query ``read_timeout_s``, whichever ends
+first, so a slow MongoDB delays the reply by at most that; the search (embed + vector queries,
+``search.py``) has ``retrieval_timeout_s`` of its own. A part that is late is given up, like a part that failed.
+
+Per-character knowledge (``mnemo/shared/presence.py``): everything is read as the speaking bot (``bot_id``) may
+know it: the reads (``context_reads.py``) and the vector filters (``search_filters.py``) both apply it, so a
+character that was away when a secret was told finds the secret in no section.
+
+The parts: the read port and its types (``context_reads.py``), the query (``search_query.py``), the filters
+(``search_filters.py``), the searches (``search.py``), what they found into sections (``hits.py``), and the
+re-ranking of retrieved messages (``ranking.py``, ``rerank.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import TypeVar
+
+from mnemo.services.context_assembler.activation.compiled import ActiveBook
+from mnemo.services.context_assembler.assembly import AssemblyInput, reachable_history
+from mnemo.services.context_assembler.context_reads import ContextReads
+from mnemo.services.context_assembler.hits import (
+    Found,
+    best_per_key,
+    candidates,
+    created_at_by_key,
+    persona_took_part,
+    ranked_keys,
+    relevant_first,
+)
+from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem, LoreItem, MemoryItem, PersonaProfile
+from mnemo.services.context_assembler.lore import LoreLoader
+from mnemo.services.context_assembler.ranking import rank_candidates
+from mnemo.services.context_assembler.rerank import NoRerank, Reranker
+from mnemo.services.context_assembler.search import VectorSearch
+from mnemo.services.context_assembler.search_query import query_text
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.tokens import EstimatedTokens, TokenCounter
+from mnemo.shared.vectors import points as vp
+from mnemo.shared.vectors.port import VectorIndex
+from mnemo_client.wire.contract import ContextAssembleRequest
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# When the request being gathered must be answered (event loop time); a read never waits past it.
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("assembler_deadline", default=None)
+#: Read-your-writes in stream mode (``Deps.vectors_caught_up``): waits up to the given seconds for this
+#: replica's shard to apply every vector write acked before the call; True when it has.
+CatchUp = Callable[[float], Awaitable[bool]]
+
+
+#: How many of the bot's current facts are read for the search to order: far above what one user's scope
+#: holds (the extractor folds beyond 50 per user), so a relevant old fact is never cut before it is ranked.
+#: ``facts_for`` decrypts every current fact anyway (supersession is computed on read), so this costs nothing.
+KNOWLEDGE_POOL = 500
+
+
+async def _nothing() -> list[ActiveBook]:
+    return []
+
+
+class Gatherer:
+    """Gathers what one request's context is assembled from (:meth:`gather`); never fails a request."""
+
+    def __init__(
+        self,
+        reads: ContextReads,
+        index: VectorIndex | None,
+        embedder: Embedder | None,
+        settings: AssemblerSettings,
+        lore: LoreLoader | None = None,
+        counter: TokenCounter | None = None,
+        reranker: Reranker | None = None,
+        catch_up: CatchUp | None = None,
+        catch_up_s: float = 0.2,
+    ) -> None:
+        """``catch_up``: the stream mode's read-your-writes wait, given ``catch_up_s`` per request (0: none)."""
+        self._catch_up = catch_up if catch_up_s > 0 else None
+        self._catch_up_s = catch_up_s
+        self._reads = reads
+        self._reranker: Reranker = reranker or NoRerank()
+        self._counter = counter or EstimatedTokens()
+        self._lore = lore
+        self._search = VectorSearch(index, embedder, settings)
+        self._settings = settings
+
+    async def _read(self, aw: Awaitable[T], part: str, degraded: list[str], default: T) -> T:
+        timeout = self._settings.read_timeout_s
+        deadline = _deadline.get()
+        if deadline is not None:
+            timeout = max(0.0, min(timeout, deadline - asyncio.get_running_loop().time()))
+        try:
+            return await asyncio.wait_for(aw, timeout)
+        except Exception as exc:  # a read model failure degrades that part, never the reply
+            log.warning("context part %s unavailable: %s: %s", part, type(exc).__name__, exc)
+            degraded.append(part)
+            return default
+
+    async def gather(self, req: ContextAssembleRequest) -> AssemblyInput:
+        """Everything the assembly needs, within ``deadline_s`` (plus the retrieval's own deadline when the
+        search starts late): each read model query is bounded by what is left of it.
+
+        The parts named in ``degraded`` when they cannot be served:
+
+        - ``bot_profile``: the bot is unknown or the bots read model failed (a neutral system text is used).
+        - ``persona``: a persona was asked for (or is active) but is unknown, or its read failed.
+        - ``history``: the messages read model failed.
+        - ``embedder``: the query could not be embedded within the retrieval deadline (memories and
+          retrieved are skipped).
+        - ``vector_index``: the vector search failed or ran past the deadline.
+        - ``vector_index_lag`` (stream mode): this replica's shard had not applied, within ``catch_up_s``, every
+          vector write acked before the request came (or that could not be checked); the searches ran on it as
+          it was. Without it, every event whose embedding was acked before the request is searchable.
+        - ``memories`` / ``retrieved``: the search worked but the texts could not be read back.
+        - ``lore``: the lorebooks read model failed (no lore); ``lore_vectors`` / ``lore_timed`` /
+          ``lore_scan_budget``: see ``lore.py``.
+        - ``knowledge`` / ``legacy_memories``: the facts or legacy-memory read model failed.
+        - ``persona_labels``: the names of the other personas in the history could not be read (their lines
+          keep the platform's author name).
+
+        ``lore:<uid>`` and ``knowledge:<fact_id>`` (or ``knowledge:+<n>``) are added by the budget
+        (``budget.py``): a constant lore entry, or a fact of the bot related to the request, that did not fit.
+        """
+        degraded: list[str] = []
+        s = self._settings
+        _deadline.set(asyncio.get_running_loop().time() + s.deadline_s)
+        # The other branches of this conversation's fork family: their summaries and facts stay out.
+        branches = asyncio.ensure_future(self._other_branches(req, degraded))
+        # The bot's facts depend on nothing else: read them while the rest is gathered and searched.
+        knowing = asyncio.ensure_future(self._knowledge(req, branches, degraded))
+        # Read-your-writes: the replica's shard catches up while the read models are read.
+        fresh = asyncio.ensure_future(self._caught_up()) if self._catch_up is not None else None
+        try:
+            lore_books = self._read(self._lore.books(req), "lore", degraded, []) if self._lore else _nothing()
+            bot, persona, history, books = await asyncio.gather(
+                self._read(self._reads.bot(req.tenant_id, req.bot_id), "bot_profile", degraded, None),
+                self._persona(req, degraded),
+                self._read(
+                    self._reads.recent_messages(
+                        req.tenant_id, req.user_id, req.conversation_id, s.history_limit, req.bot_id
+                    ),
+                    "history",
+                    degraded,
+                    [],
+                ),
+                lore_books,
+            )
+            if bot is None and "bot_profile" not in degraded:
+                degraded.append("bot_profile")
+            history = await self._label_personas(req, history, persona, degraded)
+            if fresh is not None and not await fresh:
+                degraded.append("vector_index_lag")
+            lore: list[LoreItem] = []
+            if books and self._lore is not None:
+                similar = await self._lore.similar(req, books, history, degraded)  # vector/hybrid entries
+                lore = await self._lore.activate(
+                    req, books, history, bot=bot, persona=persona, similar=similar, degraded=degraded
+                )
+                lore += await self._lore.document_items(req, books, history, lore, degraded)
+            reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore, self._counter)
+            shown = [h.message_id for h in reachable]
+            others = await branches
+            hits = await self._search.run(req, query_text(req, history), shown, degraded, others)
+            persona_id = req.persona_id or (persona.persona_id if persona else None)
+            memories, legacy, retrieved, facts = await asyncio.gather(
+                self._memories(req, persona_id, hits.memories, degraded, others),
+                self._legacy(req, hits.legacy, degraded),
+                self._retrieved(req, hits.messages, set(shown), degraded),
+                knowing,
+            )
+            found_facts = ranked_keys(hits.facts.points, vp.FACT_ID, s.knowledge_limit, hits.facts.cosine)
+            knowledge = relevant_first(facts, found_facts, s.knowledge_limit, hits.searched)
+            return AssemblyInput(
+                bot_id=req.bot_id,
+                bot=bot,
+                persona=persona,
+                memories=[*memories, *legacy],
+                retrieved=retrieved,
+                knowledge=knowledge,
+                history=history,
+                lore=lore,
+                max_tokens=req.max_tokens,
+                min_history=s.min_history,
+                degraded=degraded,
+                counter=self._counter,
+            )
+        finally:
+            knowing.cancel()  # only if the gathering failed before awaiting it
+            branches.cancel()
+            if fresh is not None:
+                fresh.cancel()
+
+    async def _caught_up(self) -> bool:
+        """The read-your-writes wait, bounded by ``catch_up_s`` in all (a failed check counts as a lag)."""
+        assert self._catch_up is not None
+        try:
+            return await asyncio.wait_for(self._catch_up(self._catch_up_s), self._catch_up_s)
+        except TimeoutError:
+            return False
+        except Exception as exc:
+            log.warning("vector index lag unknown: %s: %s", type(exc).__name__, exc)
+            return False
+
+    async def _label_personas(
+        self,
+        req: ContextAssembleRequest,
+        history: list[ChatLine],
+        persona: PersonaProfile | None,
+        degraded: list[str],
+    ) -> list[ChatLine]:
+        """Each user line gets the current name of the persona that wrote it (the active one is known; the
+        others are read, under the deadline). A name that cannot be read leaves the platform's author name
+        as the label, and ``persona_labels`` in ``degraded``."""
+        names = {persona.persona_id: persona.name} if persona is not None else {}
+        others = list(dict.fromkeys(h.persona_id for h in history if h.persona_id and h.persona_id not in names))
+        if others:
+            found = await self._read(
+                asyncio.gather(*(self._reads.persona(req.tenant_id, req.user_id, pid) for pid in others)),
+                "persona_labels",
+                degraded,
+                [],
+            )
+            names.update({p.persona_id: p.name for p in found if p is not None})
+        return [replace(h, persona_name=names[h.persona_id]) if h.persona_id in names else h for h in history]
+
+    async def _persona(self, req: ContextAssembleRequest, degraded: list[str]) -> PersonaProfile | None:
+        persona_id = req.persona_id
+        if persona_id is None:
+            persona_id = await self._read(
+                self._reads.active_persona_id(req.tenant_id, req.user_id, req.conversation_id),
+                "persona",
+                degraded,
+                None,
+            )
+        if persona_id is None:
+            return None
+        persona = await self._read(
+            self._reads.persona(req.tenant_id, req.user_id, persona_id), "persona", degraded, None
+        )
+        if persona is None and "persona" not in degraded:
+            degraded.append("persona")
+        return persona
+
+    async def _other_branches(self, req: ContextAssembleRequest, degraded: list[str]) -> frozenset[str]:
+        """The other conversations of this one's fork family (docs/branches.md): what they learned is not this
+        branch's. Unreadable, ``branches`` is named in ``degraded`` and none is excluded."""
+        family = await self._read(
+            self._reads.family(req.tenant_id, req.user_id, req.conversation_id), "branches", degraded, frozenset()
+        )
+        return family - {req.conversation_id}
+
+    async def _memories(
+        self,
+        req: ContextAssembleRequest,
+        persona_id: str | None,
+        found: Found,
+        degraded: list[str],
+        others: frozenset[str] = frozenset(),
+    ) -> list[MemoryItem]:
+        """The found summaries, read back (their audience checked again on read), best dense cosine first.
+
+        Memories come from every conversation of the user with this bot (past conversations are what
+        characters remember); a past conversation's memory is dropped when another persona is active now."""
+        # Twice the slots are searched: memories of a past conversation with another persona are dropped here.
+        scores = ranked_keys(found.points, vp.SUMMARY_ID, self._settings.memories_limit * 2, found.cosine)
+        if not scores:
+            return []
+        texts = await self._read(
+            self._reads.summaries_by_ids(req.tenant_id, req.user_id, list(scores), req.bot_id),
+            "memories",
+            degraded,
+            [],
+        )
+        by_id = {
+            t.summary_id: t for t in texts if persona_took_part(t, req, persona_id) and t.conversation_id not in others
+        }
+        taken = [sid for sid in scores if sid in by_id][: self._settings.memories_limit]
+        return [
+            MemoryItem(sid, by_id[sid].text, scores[sid], by_id[sid].message_ids, by_id[sid].first_index)
+            for sid in taken
+        ]
+
+    async def _retrieved(
+        self,
+        req: ContextAssembleRequest,
+        found: Found,
+        exclude: set[str],
+        degraded: list[str],
+    ) -> list[ChatLine]:
+        """The pool of searched messages (several times the slots, fused order) read back and re-ranked by
+        ``ranking.rank_candidates``: fused rank, neighbours, the named participant, the referred time,
+        near-duplicates, MMR and the optional re-ranking model (``rerank.py``); each line's ``score`` is its
+        relevance in [0, 1], monotone with the order it is packed in (never the fusion score)."""
+        kept = [p for p in found.points if p.payload.get(vp.MESSAGE_ID) not in exclude]
+        pool = list(best_per_key(kept, vp.MESSAGE_ID))
+        if not pool or self._settings.retrieved_limit == 0:
+            return []
+        lines = await self._read(
+            self._reads.messages_by_ids(req.tenant_id, req.user_id, req.conversation_id, pool, req.bot_id),
+            "retrieved",
+            degraded,
+            [],
+        )
+        by_id = {line.message_id: line for line in lines}
+        ranked = rank_candidates(
+            req.user_message,
+            candidates(pool, by_id, created_at_by_key(kept, vp.MESSAGE_ID)),
+            self._settings.retrieved_limit,
+            now=time.time(),
+            rerank=await self._rerank(req.user_message, [by_id[k] for k in pool if k in by_id]),
+        )
+        return [replace(by_id[key], score=score) for key, score in ranked]
+
+    async def _rerank(self, query: str, lines: Sequence[ChatLine]) -> dict[str, float] | None:
+        """The re-ranking model's scores by message id, or None (no model, no query, or it failed: the
+        fused order stands, a re-ranker is an improvement, never a dependency)."""
+        if not query.strip() or not lines:
+            return None
+        try:
+            scores = await self._reranker.rerank(query, [line.content for line in lines])
+        except Exception as exc:
+            log.warning("re-ranker skipped: %s: %s", type(exc).__name__, exc)
+            return None
+        if scores is None or len(scores) != len(lines):
+            return None
+        return {line.message_id: score for line, score in zip(lines, scores, strict=True)}
+
+    async def _legacy(self, req: ContextAssembleRequest, found: Found, degraded: list[str]) -> list[MemoryItem]:
+        scores = ranked_keys(found.points, vp.LEGACY_ID, self._settings.legacy_limit, found.cosine)
+        if not scores:
+            return []
+        texts = await self._read(
+            self._reads.legacy_memories(req.tenant_id, req.user_id, list(scores)), "legacy_memories", degraded, []
+        )
+        return [
+            MemoryItem(t.legacy_id, t.text, scores[t.legacy_id], t.message_ids, kind="legacy_memory")
+            for t in texts
+            if t.legacy_id in scores
+        ]
+
+    async def _knowledge(
+        self, req: ContextAssembleRequest, branches: Awaitable[frozenset[str]], degraded: list[str]
+    ) -> list[KnowledgeItem]:
+        """ALL the bot's current facts visible here (newest first, up to ``KNOWLEDGE_POOL``): the search
+        (``facts_filter``) may rank any of them among the ``knowledge_limit`` shown (``relevant_first``); none
+        learned in another branch of the fork family (``branches``)."""
+        if self._settings.knowledge_limit == 0:
+            return []
+        others = await branches
+        return await self._read(
+            self._reads.knowledge(
+                req.tenant_id,
+                req.user_id,
+                req.bot_id,
+                max(KNOWLEDGE_POOL, self._settings.knowledge_limit),
+                req.campaign_id,
+                exclude_conversations=others,
+            ),
+            "knowledge",
+            degraded,
+            [],
+        )

@@ -1,0 +1,134 @@
+"""The vector searches of a context request: memories, messages, legacy memories and the bot's facts.
+
+One embed and the searches share one deadline, ``retrieval_timeout_s``; a failure or a timeout skips them
+all and names the stage (``embedder`` or ``vector_index``) in ``degraded``: retrieval is optional, the reply
+is not. Every search is filtered inside the query (``search_filters.py``).
+
+Hybrid retrieval: when the query has words (``mnemo/shared/sparse.py``), each search is one ``hybrid_search``, a
+score fusion (the engine's DBSF) of the dense and the lexical prefetch, both filtered inside the query; it decides
+WHICH summaries and messages are taken (the fused order, best chunk per message). A summary's or legacy
+memory's ``score`` is its best dense cosine, read by a second, dense search restricted to the taken ids
+(sub-millisecond in-process). Messages are searched as a pool of three times their slots, re-ranked after
+they are read back (``ranking.py``). ``min_score`` bounds the dense side only (a lexical match enters with
+any cosine). Without words (e.g. only emoji) the search is dense only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Collection, Sequence
+
+from mnemo.services.context_assembler.hits import Found, Hits, best_per_key
+from mnemo.services.context_assembler.search_filters import (
+    dated_filter,
+    facts_filter,
+    legacy_filter,
+    memories_filter,
+    messages_filter,
+)
+from mnemo.services.context_assembler.search_query import query_sparse
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.vectors import points as vp
+from mnemo.shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFilter, VectorIndex
+from mnemo_client.wire.contract import ContextAssembleRequest
+
+log = logging.getLogger(__name__)
+
+
+async def _no_points() -> list[ScoredPoint]:
+    return []
+
+
+class VectorSearch:
+    """The searches of one request, on the index and the embedder the assembler was given (either None: no
+    search, and the sections that need it are named in ``degraded``)."""
+
+    def __init__(self, index: VectorIndex | None, embedder: Embedder | None, settings: AssemblerSettings) -> None:
+        self._index = index
+        self._embedder = embedder
+        self._settings = settings
+
+    async def run(
+        self,
+        req: ContextAssembleRequest,
+        text: str,
+        history_ids: Sequence[str],
+        degraded: list[str],
+        other_branches: Collection[str] = (),
+    ) -> Hits:
+        """Everything ``text`` finds for ``req``; messages in ``history_ids`` (the history window) excluded."""
+        s = self._settings
+        sections = any((s.memories_limit, s.retrieved_limit, s.legacy_limit))  # the parts only search fills
+        if not text.strip() or not (sections or s.knowledge_limit):
+            return Hits()
+        if self._embedder is None or self._index is None:
+            # The facts are shown without the search (newest first): a missing search degrades only the
+            # sections that need it.
+            if sections:
+                degraded.append("embedder" if self._embedder is None else "vector_index")
+            return Hits()
+        stage = "embedder"
+        try:
+            async with asyncio.timeout(s.retrieval_timeout_s):
+                [vector] = await self._embedder.embed([text])
+                stage = "vector_index"
+                sparse = query_sparse(req, text)
+                in_window = dated_filter(messages_filter(req, history_ids), req.user_message, time.time())
+                memories, messages, dated, legacy, facts = await asyncio.gather(
+                    self._find(
+                        vector, sparse, memories_filter(req, other_branches), s.memories_limit * 2, vp.SUMMARY_ID
+                    ),
+                    # A pool of three times the slots, re-ranked in Gatherer._retrieved (and several chunks of
+                    # one message may match).
+                    self._pool(vector, sparse, messages_filter(req, history_ids), s.retrieved_limit * 3),
+                    # The time the message refers to ("on 29 Dec 2023") searched on its own, so messages of
+                    # that day compete even when the whole conversation has better matches.
+                    self._pool(vector, sparse, in_window, s.retrieved_limit) if in_window else _no_points(),
+                    self._find(vector, sparse, legacy_filter(req), s.legacy_limit * 2, vp.LEGACY_ID),
+                    self._find(vector, sparse, facts_filter(req), s.knowledge_limit, vp.FACT_ID),
+                )
+        except Exception as exc:  # TimeoutError included: retrieval is optional, the reply is not
+            log.warning("retrieval skipped (%s): %s: %s", stage, type(exc).__name__, exc)
+            degraded.append(stage)
+            return Hits()
+        # Both lists carry fusion scores of the same scale; best_per_key interleaves them by score.
+        return Hits(memories, Found([*messages, *dated], None), legacy, facts, searched=True)
+
+    async def _pool(
+        self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int
+    ) -> list[ScoredPoint]:
+        """Candidate messages, best first: hybrid (fusion scores) when the query has words, else dense."""
+        assert self._index is not None
+        if limit <= 0:
+            return []
+        if sparse:
+            return await self._index.hybrid_search(vector, sparse, flt, limit, self._settings.min_score)
+        return await self._index.search(vector, flt, limit, self._settings.min_score)
+
+    async def _find(
+        self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int, key: str
+    ) -> Found:
+        """Hybrid when the query has words, dense only otherwise; nothing when ``limit`` is 0."""
+        assert self._index is not None
+        if limit <= 0:
+            return Found([], None)
+        if sparse:
+            return Found(*await self._hybrid(vector, sparse, flt, limit, key))
+        return Found(await self._index.search(vector, flt, limit, self._settings.min_score), None)
+
+    async def _hybrid(
+        self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int, key: str
+    ) -> tuple[list[ScoredPoint], dict[str, float]]:
+        """Fused hits (fusion order) and the best dense cosine of each of their ``key`` values."""
+        assert self._index is not None
+        fused = await self._index.hybrid_search(vector, sparse, flt, limit, self._settings.min_score)
+        keys = tuple(dict.fromkeys(v for h in fused if isinstance(v := h.payload.get(key), str)))
+        if not keys:
+            return fused, {}
+        # Every chunk of the taken ids competes here; 8 chunks per id is far above what the chunker makes of
+        # a chat message, and an id whose chunks all fall past it just shows a 0 score.
+        dense = await self._index.search(vector, flt.and_(Match(key, keys)), len(keys) * 8)
+        return fused, best_per_key(dense, key)

@@ -1,0 +1,86 @@
+"""The context-assembler's section of the settings tree (``MNEMO_CONTEXT_ASSEMBLER__<KEY>``), read once at start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SECTION = "context_assembler"
+
+
+class LoreVectorSettings(BaseModel):
+    """``MNEMO_CONTEXT_ASSEMBLER__LORE_VECTOR__<KEY>``: vector activation of lore entries (SillyTavern's Vector Storage defaults are
+    2 messages and 5 entries; the threshold is higher than its 0.25 because the bundled MiniLM model gives
+    unrelated sentences cosines up to about 0.25)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    threshold: float = Field(0.35, ge=-1.0, le=1.0, description="minimum cosine for an entry to activate")
+    query_messages: int = Field(2, ge=0, le=50, description="recent messages embedded with the user_message")
+    max_entries: int = Field(5, ge=0, le=100, description="entries activated by similarity at most")
+    timeout_s: float = Field(1.5, gt=0, description="embed + search deadline")
+
+
+class LoreScanSettings(BaseModel):
+    """``MNEMO_CONTEXT_ASSEMBLER__LORE_SCAN__<KEY>``: keyword scans run off the event loop (``lore_scans.py``),
+    so one tenant's huge book on long chat text cannot stall other tenants' requests."""
+
+    model_config = ConfigDict(frozen=True)
+
+    budget_s: float = Field(
+        1.0, gt=0, description="one lore scan's time budget; past it the request gets no keyword lore"
+    )
+    grace_s: float = Field(0.25, ge=0, description="how long past its budget a request waits for its scan to stop")
+    workers: int = Field(4, ge=1, le=64, description="threads scanning lore, per replica")
+    per_tenant: int = Field(
+        2, ge=1, description="of those, the most one tenant's scans may hold at once (keep it below `workers`)"
+    )
+
+
+class DocumentLoreSettings(BaseModel):
+    """``MNEMO_CONTEXT_ASSEMBLER__DOCUMENTS__<KEY>``: chunks of uploaded documents in the lore section."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_chunks: int = Field(5, ge=0, le=50, description="document chunks offered to the lore section at most")
+    threshold: float = Field(
+        0.2, ge=-1.0, le=1.0, description="minimum cosine of the dense side (a lexical match enters anyway)"
+    )
+    query_messages: int = Field(2, ge=0, le=50, description="recent messages searched with the user_message")
+    timeout_s: float = Field(1.5, gt=0, description="embed + search + chunk reads deadline")
+
+
+class AssemblerSettings(BaseModel):
+    """Section ``context_assembler``: ``MNEMO_CONTEXT_ASSEMBLER__<KEY>``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    history_limit: int = Field(40, ge=0, description="most recent messages loaded as the history window")
+    min_history: int = Field(
+        4, ge=0, description="newest messages placed before the scored sections (knowledge, memories, retrieved)"
+    )
+    memories_limit: int = Field(4, ge=0, description="summaries searched for the memories section")
+    retrieved_limit: int = Field(6, ge=0, description="older messages retrieved by search")
+    legacy_limit: int = Field(2, ge=0, description="legacy memories (summaries turned into lore) searched")
+    knowledge_limit: int = Field(
+        20, ge=0, description="facts of the speaking bot offered to the budget, most relevant to the query first"
+    )
+    min_score: float = Field(0.3, description="cosine below which a search hit is ignored")
+    retrieval_timeout_s: float = Field(1.5, gt=0, description="embed + vector searches, together")
+    read_timeout_s: float = Field(2.0, gt=0, description="each read-model query")
+    deadline_s: float = Field(
+        4.0, gt=0, description="the whole gathering: a read-model query gets at most the time that is left"
+    )
+    tokenizer_file: Path | None = Field(
+        None, description="the configured LLM's tokenizer.json (Hugging Face tokenizers); unset: the estimator"
+    )
+    fault_file: Path | None = Field(
+        None,
+        description="testing only: while this file exists the assembler's vector index is stopped, "
+        "see mnemo/services/context_assembler/faults.py",
+    )
+    max_workers: int = Field(32, ge=1, description="requests answered concurrently per replica")
+    lore_vector: LoreVectorSettings = Field(default_factory=LoreVectorSettings)
+    lore_scan: LoreScanSettings = Field(default_factory=LoreScanSettings)
+    documents: DocumentLoreSettings = Field(default_factory=DocumentLoreSettings)

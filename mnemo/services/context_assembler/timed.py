@@ -1,0 +1,99 @@
+"""World Info timed effects per conversation: loaded before the lore scan, recorded in the log after it.
+
+SillyTavern keeps sticky and cooldown records in the chat's metadata (spec §3.9); mnemo keeps them in the log,
+in the conversation's own ``lore_timed/<tenant>/<user>/<conversation>`` stream, as
+``lore.timed_state_recorded`` events, so the state at any time can be rebuilt (``mnemo replay``). The
+context-assembler is the one writer: a scan that changed the state appends one event at the version it
+loaded (optimistic concurrency), projects it at once so the next request of the conversation sees it, and
+publishes it. Two requests of one conversation racing (a double click) both scan the same state; the second
+append conflicts and is dropped with a log line: the first one's state stands, as in a chat where the
+second generation was never made. A failure here never fails the reply: the context is already built.
+
+A fork (docs/branches.md) with no state of its own starts from its parent's as it was at the fork point: the
+parent's last state recorded at a chat of at most ``from_index + 1`` messages (up the chain of forks), read
+from the log; what the parent recorded later never reaches it. Its own first scan records it in its own stream.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from mnemo.services.context_assembler.activation.timed import TimedState
+from mnemo.services.context_assembler.timed_readmodel import TimedPort, TimedView
+from mnemo.shared.deps import CommittedPublisher
+from mnemo.shared.eventlog.append import try_append
+from mnemo.shared.eventlog.port import AppendResult, EventStore
+from mnemo.shared.events.envelope import NewEvent, utcnow
+from mnemo.shared.events.recorded import (
+    CONVERSATION_FORKED,
+    LORE_TIMED_STATE_RECORDED,
+    LoreTimedStateRecorded,
+    conversation_stream,
+    lore_timed_stream,
+)
+from mnemo_client.wire.contract import ContextAssembleRequest
+
+log = logging.getLogger(__name__)
+MAX_FORK_DEPTH = 32  # forks of forks followed up to the state's origin; deeper chains start empty
+
+
+class TimedStates:
+    def __init__(self, store: EventStore, model: TimedPort, publisher: CommittedPublisher | None) -> None:
+        self._store = store
+        self._model = model
+        self._publisher = publisher
+
+    async def load(self, req: ContextAssembleRequest) -> TimedView:
+        view = await self._model.state(req.tenant_id, req.user_id, req.conversation_id)
+        if view.version > 0:
+            return view
+        return await self._inherited(req.tenant_id, req.user_id, req.conversation_id) or view
+
+    async def _inherited(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView | None:
+        """The parent's state at the fork point, for a fork (None: not a fork, or nothing recorded by then)."""
+        count: int | None = None
+        for _ in range(MAX_FORK_DEPTH):
+            head = await self._store.read_stream(conversation_stream(tenant_id, user_id, conversation_id), limit=1)
+            if not head or head[0].type != CONVERSATION_FORKED.name:
+                return None
+            fork = CONVERSATION_FORKED.parse(head[0].payload)
+            count = fork.from_index + 1 if count is None else min(count, fork.from_index + 1)
+            conversation_id = fork.parent_conversation_id
+            recorded = [
+                LORE_TIMED_STATE_RECORDED.parse(e.payload)
+                for e in await self._store.read_stream(lore_timed_stream(tenant_id, user_id, conversation_id))
+            ]
+            before = [p for p in recorded if p.message_count <= count]
+            if before:
+                last = before[-1]
+                state = TimedState.model_validate({"sticky": last.sticky, "cooldown": last.cooldown})
+                return TimedView(state, 0, last.message_count)  # version 0: the fork's own stream is empty
+        return None
+
+    async def save(self, req: ContextAssembleRequest, before: TimedView, after: TimedState, message_count: int) -> None:
+        """Record ``after`` if the scan changed the state loaded as ``before``."""
+        if after == before.state:
+            return
+        payload = LoreTimedStateRecorded(
+            user_id=req.user_id,
+            conversation_id=req.conversation_id,
+            message_count=message_count,
+            sticky={k: v.model_dump() for k, v in after.sticky.items()},
+            cooldown={k: v.model_dump() for k, v in after.cooldown.items()},
+            recorded_at=utcnow(),
+        )
+        event = NewEvent(
+            type=LORE_TIMED_STATE_RECORDED.name, tenant_id=req.tenant_id, payload=payload.model_dump(mode="json")
+        )
+        stream = lore_timed_stream(req.tenant_id, req.user_id, req.conversation_id)
+
+        async def project(result: AppendResult) -> None:
+            await self._model.apply(result.committed)
+
+        # One attempt, no retry: the scan that lost the race is dropped (see the module docstring).
+        result = await try_append(
+            self._store, stream, before.version, [event], publisher=self._publisher, project=project
+        )
+        if result is not None:
+            return
+        log.info("timed lore state of %s changed meanwhile; this scan's state is dropped", stream)

@@ -1,0 +1,82 @@
+"""The ``lore_timed`` read model: each conversation's World Info timed effects (sticky, cooldown), latest only.
+
+One document per conversation (``_id`` = its ``lore_timed/<tenant>/<user>/<conversation>`` stream), folded
+from ``lore.timed_state_recorded`` events and rebuilt by replaying them. An event only replaces the document
+when its stream version is newer, so a redelivered or replayed older event changes nothing. No user text is
+stored (entry idents, content hashes and message counts). Every query takes the tenant first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pymongo import ASCENDING
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from mnemo.services.context_assembler.activation.timed import TimedState
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import LORE_TIMED_STATE_RECORDED, lore_timed_stream
+
+COLLECTION = "lore_timed"
+
+
+@dataclass(frozen=True)
+class TimedView:
+    state: TimedState
+    version: int  # the stream version this state is at (0: nothing recorded yet)
+    message_count: int
+
+
+EMPTY = TimedView(TimedState(), 0, 0)
+
+
+class TimedPort(Protocol):
+    """What ``TimedStates`` calls on the read model; adapters: ``LoreTimedReadModel`` and the in-memory fake
+    (``mnemo.services.context_assembler.inmemory``), both run through ``tests/contract/test_readmodels_contract.py``."""
+
+    async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
+
+    async def state(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView: ...
+
+
+class LoreTimedReadModel:
+    def __init__(self, db: AsyncDatabase[dict[str, Any]]) -> None:
+        self._col = db[COLLECTION]
+
+    async def ensure_indexes(self) -> None:
+        """Lookups are by ``_id`` (the stream id); this one serves erasure, which reads a tenant's rows."""
+        await self._col.create_index([("tenant_id", ASCENDING)], name="by_tenant")
+
+    async def drop_all(self) -> None:
+        """Forget the projection before a replay of the log."""
+        await self._col.drop()
+
+    async def apply(self, events: Sequence[EventEnvelope]) -> None:
+        """Keep, per conversation, the newest ``lore.timed_state_recorded`` among ``events`` (others ignored)."""
+        for env in events:
+            if env.type != LORE_TIMED_STATE_RECORDED.name:
+                continue
+            p = LORE_TIMED_STATE_RECORDED.parse(env.payload)
+            doc = {
+                "tenant_id": env.tenant_id,
+                "version": env.version,
+                "message_count": p.message_count,
+                "sticky": p.sticky,
+                "cooldown": p.cooldown,
+            }
+            stream = lore_timed_stream(env.tenant_id, p.user_id, p.conversation_id)
+            # Matches only an older document (or none: then the upsert inserts); with an equal or newer one
+            # stored, the upsert's insert of the same _id fails: nothing to do.
+            with contextlib.suppress(DuplicateKeyError):
+                await self._col.update_one({"_id": stream, "version": {"$lt": env.version}}, {"$set": doc}, upsert=True)
+
+    async def state(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView:
+        doc = await self._col.find_one({"_id": lore_timed_stream(tenant_id, user_id, conversation_id)})
+        if doc is None or doc.get("tenant_id") != tenant_id:
+            return EMPTY
+        state = TimedState.model_validate({"sticky": doc["sticky"], "cooldown": doc["cooldown"]})
+        return TimedView(state, int(doc["version"]), int(doc["message_count"]))

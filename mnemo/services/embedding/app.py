@@ -1,0 +1,55 @@
+"""Embedding wiring: ONE durable JetStream batch consumer on the log.
+
+Subject ``mnemo.log.>`` on stream MNEMO_LOG, durable ``mnemo_embedding_main`` shared by the replicas. Ack
+policy: manual via ``BatchConsumer`` (ack once vectors are written; undecodable events and invalid payloads
+to ``mnemo.dlq.embedding.v1`` with the reason; failures naked with backoff, then dead-lettered). The handler
+is staged (``EmbeddingHandler.begin``): a batch is embedded while the previous one's vectors are written, and
+it fetches ``delivery.embedding_batch_size`` (1,024) events per pull.
+"""
+
+from __future__ import annotations
+
+from faststream.nats import NatsRouter
+
+from mnemo.services.embedding.chunking import chunk_text
+from mnemo.services.embedding.handlers import EmbeddingHandler
+from mnemo.shared.bootstrap import ServiceDefinition
+from mnemo.shared.consumers import log_consumer_router
+from mnemo.shared.delivery import Staged
+from mnemo.shared.deps import Deps
+from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.documents import DocumentsReadModel
+from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
+from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.readmodels.summaries import SummariesReadModel
+
+SERVICE = "embedding"
+
+
+def chunk_strings(text: str) -> list[str]:
+    return [c.text for c in chunk_text(text)]
+
+
+def create_router(deps: Deps) -> NatsRouter:
+    handler = EmbeddingHandler(
+        deps.require_vectors(),
+        deps.require_embedder(),
+        ReadModels(deps.db, deps.cipher),
+        chunk_strings,
+        SummariesReadModel(deps.db, deps.cipher),
+        LegacyLoreReadModel(deps.db, deps.cipher),
+        LoreReadModel(deps.db, deps.cipher),
+        KnowledgeReadModel(deps.db, deps.cipher),
+        DocumentsReadModel(deps.db, deps.cipher),
+    )
+    return log_consumer_router(
+        deps,
+        service=SERVICE,
+        handle=Staged(handler.begin),
+        title="embedding: chunk and embed messages, summaries, lore, facts and documents into the vector index",
+        batch_size=deps.settings.delivery.embedding_batch_size,
+    )
+
+
+DEFINITION = ServiceDefinition(SERVICE, create_router, vectors="write", embedder=True)

@@ -1,0 +1,205 @@
+"""The embedding consumer: a batch of log events in, deletions and upserts of vectors out.
+
+Contract: subjects ``mnemo.log.>`` on MNEMO_LOG (the relay's wire form, decoded and decrypted by the
+codec). Unknown event types or undecodable events are dead-lettered by the consumer; types this service
+does not handle are acked and ignored; a handled event whose payload fails its model is dead-lettered with
+the reason. Everything else is acked once its vectors are written; a failure (embedder or index
+unavailable) naks the batch for a retry with backoff. Idempotency key: deterministic point ids (see
+``mnemo/shared/vectors/points.py``).
+
+Throughput: every text of the fetched batch goes to the embedder in ONE call (the embedder batches
+internally), so the per-message overhead is a dict and a chunk split, not a model call. Each point also
+carries a sparse lexical vector of its chunk (``mnemo/shared/sparse.py``) for hybrid search.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from mnemo.services.embedding.documents import DocState, documents_touched
+from mnemo.services.embedding.domain import PAYLOAD_MODELS, payload_error, plan_batch
+from mnemo.services.embedding.facts import FactState, fact_ids_touched
+from mnemo.services.embedding.legacy_memories import created_legacy_ids
+from mnemo.services.embedding.lore_entries import lore_touched
+from mnemo.services.embedding.messages import latest_message_events
+from mnemo.services.embedding.plan import Chunker, Plan
+from mnemo.services.embedding.summaries import created_summary_ids
+from mnemo.shared.analyzer import ANALYZER_VERSION
+from mnemo.shared.delivery import Completion, Item, Rejection
+from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.lore.history import BookState
+from mnemo.shared.readmodels.documents import DocumentsReadModel
+from mnemo.shared.readmodels.knowledge import ACTIVE
+from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
+from mnemo.shared.sparse import document_vector
+from mnemo.shared.vectors import points as vp
+from mnemo.shared.vectors.port import VectorIndex, VectorPoint
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A batch between its two stages: what to delete and upsert, and the points' vectors."""
+
+    plan: Plan
+    vectors: list[list[float]]
+
+
+class EmbeddingHandler:
+    def __init__(
+        self,
+        index: VectorIndex,
+        embedder: Embedder,
+        read_models: ConversationReadModel,
+        chunker: Chunker,
+        summaries: SummariesPort | None = None,
+        legacy: LegacyLorePort | None = None,
+        lore: LorePort | None = None,
+        knowledge: KnowledgePort | None = None,
+        documents: DocumentsReadModel | None = None,
+    ) -> None:
+        self._index = index
+        self._embedder = embedder
+        self._read_models = read_models
+        self._chunker = chunker
+        self._summaries = summaries  # to skip a late redelivered creation of a retired summary
+        self._legacy = legacy  # the same for a deleted legacy lore entry
+        self._lore = lore  # lore entries are indexed from their book's current state (None: not indexed)
+        self._knowledge = knowledge  # facts' current status, scope and text (None: facts are not indexed)
+        self._documents = documents  # documents' versions and active chunk hashes (None: not indexed)
+
+    @staticmethod
+    def _valid(items: list[Item[EventEnvelope]]) -> tuple[list[EventEnvelope], list[Rejection]]:
+        """The handled events whose payload parses; a payload that never will is rejected, not retried."""
+        events: list[EventEnvelope] = []
+        rejections: list[Rejection] = []
+        for item in items:
+            if item.value.type not in PAYLOAD_MODELS:
+                continue  # not ours: acked and ignored
+            if (reason := payload_error(item.value)) is not None:
+                rejections.append(Rejection(item.msg, reason))
+            else:
+                events.append(item.value)
+        return events, rejections
+
+    async def on_log_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
+        """Both stages of :meth:`begin` back to back."""
+        return list(await (await self.begin(items))())
+
+    async def begin(self, items: list[Item[EventEnvelope]]) -> Completion:
+        """The staged form (``mnemo.shared.delivery.Staged``): plan and embed this batch, and return the index writes
+        as its completion. The consumer runs completions one at a time in delivery order, so deletions and
+        upserts reach the index in log order, while the next batch is embedded: the model (onnxruntime
+        releases the GIL) and the index writes (Qdrant Edge holds it) then use both cores."""
+        events, rejections = self._valid(items)
+        prepared = await self.prepare(events)
+
+        async def finish() -> list[Rejection]:
+            await self.write(prepared)
+            return rejections
+
+        return finish
+
+    async def project(self, events: list[EventEnvelope]) -> None:
+        """Bring the index in line with ``events`` (valid, handled types): used live and by ``mnemo replay``."""
+        await self.write(await self.prepare(events))
+
+    async def prepare(self, events: list[EventEnvelope]) -> Prepared:
+        """The plan of ``events`` and the vectors of its points; nothing is written yet."""
+        if not events:
+            return Prepared(Plan(), [])
+        keys = list(latest_message_events(events))
+        statuses = await self._read_models.message_status(keys, scene=True) if keys else {}
+        inactive = await self._inactive_summaries(events)
+        plan = plan_batch(
+            events,
+            statuses,
+            model=self._embedder.model_id,
+            chunker=self._chunker,
+            inactive_summaries=inactive,
+            deleted_legacy=await self._deleted_legacy(events),
+            lore_books=await self._lore_books(events),
+            facts=await self._fact_states(events),
+            documents=await self._document_states(events),
+        )
+        vectors = await self._embedder.embed([p.text for p in plan.points]) if plan.points else []
+        return Prepared(plan, vectors)
+
+    async def write(self, prepared: Prepared) -> None:
+        """The deletions, then the upserts, of a prepared batch."""
+        plan = prepared.plan
+        for flt in plan.deletions:
+            await self._index.delete(flt)
+        if plan.points:
+            await self._index.upsert(
+                [
+                    # The lexical vector comes from the same chunk text, so hybrid search can match its words.
+                    VectorPoint(p.id, v, p.payload | {vp.ANALYZER: ANALYZER_VERSION}, document_vector(p.text))
+                    for p, v in zip(plan.points, prepared.vectors, strict=True)
+                ]
+            )
+        log.debug("embedded %d chunk(s), %d deletion(s)", len(plan.points), len(plan.deletions))
+
+    async def _inactive_summaries(self, events: list[EventEnvelope]) -> set[str]:
+        """The batch's created summaries that the summaries read model already shows retired."""
+        if self._summaries is None:
+            return set()
+        by_tenant = created_summary_ids(events)
+        out: set[str] = set()
+        for tenant_id, ids in by_tenant.items():
+            out |= await self._summaries.inactive(tenant_id, ids)
+        return out
+
+    async def _deleted_legacy(self, events: list[EventEnvelope]) -> set[str]:
+        """The batch's created legacy lore entries that the legacy lore read model already shows deleted."""
+        if self._legacy is None:
+            return set()
+        by_tenant = created_legacy_ids(events)
+        out: set[str] = set()
+        for tenant_id, ids in by_tenant.items():
+            out |= await self._legacy.deleted(tenant_id, ids)
+        return out
+
+    async def _lore_books(self, events: list[EventEnvelope]) -> dict[tuple[str, str], BookState | None] | None:
+        """The current state of every book the batch's lorebook events touch (see ``lore_entries.plan_lore``)."""
+        if self._lore is None:
+            return None
+        return {key: await self._lore.state(*key) for key in sorted(lore_touched(events))}
+
+    async def _document_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], DocState] | None:
+        """The documents read model's view of every document the batch's ``document.*`` events name."""
+        if self._documents is None:
+            return None
+        out: dict[tuple[str, str], DocState] = {}
+        for tenant_id, document_id in sorted(documents_touched(events)):
+            rec = await self._documents.get(tenant_id, document_id)
+            if rec is not None:
+                s = rec.state
+                out[(tenant_id, document_id)] = DocState(
+                    s.book_id, s.version, s.active_version, s.status == "deleted", rec.hashes
+                )
+        return out
+
+    async def _fact_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], FactState] | None:
+        """The knowledge read model's view of every fact the batch's knowledge events name (see
+        ``facts.plan_facts``); facts it does not hold yet are absent."""
+        if self._knowledge is None:
+            return None
+        out: dict[tuple[str, str], FactState] = {}
+        for tenant_id, ids in sorted(fact_ids_touched(events).items()):
+            wanted = sorted(ids)
+            versions = await self._knowledge.scope_versions(tenant_id, wanted)
+            for v in await self._knowledge.by_ids(tenant_id, wanted):
+                out[(tenant_id, v.fact_id)] = FactState(
+                    v.fact_id,
+                    v.user_id,
+                    v.character_id,
+                    v.text,
+                    v.scope,
+                    versions.get(v.fact_id, 0),
+                    v.status == ACTIVE,
+                )
+        return out

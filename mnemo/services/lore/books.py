@@ -1,0 +1,246 @@
+"""The lore service's I/O: append lorebook events, project them, publish them; read books for export.
+
+Every change is an event in the book's stream (``lorebook/<tenant>/<book>``). The service projects its new
+events into the read model right after its append (idempotent; the whole stream when they do not follow the
+stored state), so a reply means the book is readable (the context-assembler sees it on the next request)
+even when an earlier attempt crashed between the append and the projection. Publishing is best effort: the relay republishes anything not confirmed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from mnemo.services.lore import domain, manage
+from mnemo.services.lore.formats.exporter import entry_to_world_info, export_world_info
+from mnemo.services.lore.limits import check_attach, check_book, with_entry
+from mnemo.services.lore.manage import BadRequest, NotFound
+from mnemo.shared.deps import CommittedPublisher
+from mnemo.shared.eventlog.append import Decision, append_at_head, append_with_retry
+from mnemo.shared.eventlog.port import AppendResult, EventStore
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent, utcnow
+from mnemo.shared.events.recorded import lorebook_stream
+from mnemo.shared.lore.history import BookState, VersionGap
+from mnemo.shared.lore.model import LoreEntry
+from mnemo.shared.readmodels.ports import LorePort
+from mnemo.shared.settings import LimitsSettings
+from mnemo_client.wire.lore_contract import (
+    LoreAttachReply,
+    LoreAttachRequest,
+    LoreBookCreateReply,
+    LoreBookCreateRequest,
+    LoreBookDeleteRequest,
+    LoreDeleteReply,
+    LoreDetachReply,
+    LoreDetachRequest,
+    LoreEntryCreateRequest,
+    LoreEntryDeleteRequest,
+    LoreEntryReply,
+    LoreEntryUpdateRequest,
+    LoreExportReply,
+    LoreExportRequest,
+    LoreImportReply,
+    LoreImportRequest,
+    LoreImportWarning,
+)
+
+_EntryRequest = TypeVar("_EntryRequest", LoreEntryCreateRequest, LoreEntryUpdateRequest)
+__all__ = ["BadRequest", "LoreBooks", "NotFound"]
+
+
+class LoreBooks:
+    def __init__(
+        self,
+        store: EventStore,
+        read_model: LorePort,
+        publisher: CommittedPublisher,
+        limits: LimitsSettings | None = None,
+    ) -> None:
+        self._store = store
+        self._read_model = read_model
+        self._publisher = publisher
+        self._limits = limits or LimitsSettings()
+
+    async def import_book(self, req: LoreImportRequest) -> LoreImportReply:
+        """Raises ``LoreImportError`` (from ``formats.importer``) when the file cannot be read as a lorebook."""
+        result, lorebook_id = domain.read_file(req)
+        limits = self._limits.for_tenant(req.tenant_id)
+        check_book(result.book.entries, limits)
+        await check_attach(self._read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
+        state = await self._book_state(req.tenant_id, lorebook_id)
+        # A book deleted (or erased) and imported again is a new generation: its event ids must not be the
+        # first import's.
+        generation = state.version if state is not None and state.deleted else 0
+        events = domain.import_events(req, result, lorebook_id, utcnow(), generation)
+        await self._record(req.tenant_id, lorebook_id, events)
+        return LoreImportReply(
+            lorebook_id=lorebook_id,
+            entries=len(result.book.entries),
+            format=result.format,
+            warnings=[
+                LoreImportWarning(uid=w.uid, field=w.field, message=f"{w.field}: {w.message}") for w in result.warnings
+            ],
+        )
+
+    async def export_book(self, req: LoreExportRequest) -> LoreExportReply:
+        view = await self._read_model.book(req.tenant_id, req.lorebook_id)
+        if view is None:
+            raise NotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
+        data: dict[str, Any] = export_world_info(view.book, view.original)
+        return LoreExportReply(lorebook_id=view.lorebook_id, name=view.name, data=data)
+
+    async def attach(self, req: LoreAttachRequest) -> LoreAttachReply:
+        view = await self._read_model.book(req.tenant_id, req.lorebook_id)
+        if view is None or (req.user_id is not None and view.owner_user_id != req.user_id):
+            raise NotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
+        limits = self._limits.for_tenant(req.tenant_id)
+        await check_attach(self._read_model, req.tenant_id, req.lorebook_id, req.bot_ids, limits)
+        await self._record(req.tenant_id, req.lorebook_id, [domain.attach_event(req, utcnow())])
+        return LoreAttachReply(
+            lorebook_id=req.lorebook_id, bot_ids=sorted(set(req.bot_ids)), conversation=req.conversation
+        )
+
+    async def _record(self, tenant_id: str, lorebook_id: str, events: Sequence[NewEvent]) -> None:
+        """Append at the stream's current version (another request changing this book meanwhile makes it
+        re-read and retry), project, then publish what committed."""
+        stream = lorebook_stream(tenant_id, lorebook_id)
+
+        async def project(result: AppendResult) -> None:
+            await self._project(stream, result.committed)
+
+        await append_at_head(self._store, stream, events, publisher=self._publisher, project=project)
+
+    async def _book_state(self, tenant_id: str, lorebook_id: str) -> BookState | None:
+        """The book's state to decide on: the read model's; else, when the log has the book's stream, the state
+        projected from it (the read model was behind: a crash between an append and its projection) or, when
+        nothing of it can be read any more (its owner or tenant was erased: their events are skipped), a
+        deleted book at the stream's version, so that a new create or import starts a new life with event ids
+        of its own instead of repeating the erased ones (which the log would take as a retry and ignore)."""
+        state = await self._read_model.state(tenant_id, lorebook_id)
+        if state is not None:
+            return state
+        stream = lorebook_stream(tenant_id, lorebook_id)
+        version = await self._store.stream_version(stream)
+        if version == 0:
+            return None
+        with contextlib.suppress(VersionGap):  # raised when only the unreadable earlier life is there
+            await self._read_model.apply(await self._store.read_stream(stream))
+        state = await self._read_model.state(tenant_id, lorebook_id)
+        return state or BookState(tenant_id, lorebook_id, deleted=True, version=version)
+
+    async def _project(self, stream: str, committed: Sequence[EventEnvelope]) -> None:
+        """Fold just the new events onto the stored state; the whole stream when they do not follow it (a
+        retry after a crash between append and projection: nothing new, or the read model is behind)."""
+        if committed:
+            try:
+                await self._read_model.apply(committed)
+                return
+            except VersionGap:
+                pass
+        await self._read_model.apply(await self._store.read_stream(stream))
+
+    # --- management: every change is decided on the book's folded state and appended at its version ------
+    async def _change(
+        self, tenant_id: str, lorebook_id: str, decide: Callable[[BookState | None], Sequence[NewEvent]]
+    ) -> BookState | None:
+        """Decide on the current state and append at its version; on a conflict (another change, or a read
+        model behind the log after a crash) re-project the stream and decide again. Returns the new state."""
+        stream = lorebook_stream(tenant_id, lorebook_id)
+
+        async def on_state() -> Decision[BookState | None]:
+            state = await self._book_state(tenant_id, lorebook_id)
+            return Decision(state.version if state else 0, decide(state), state)
+
+        async def reproject() -> None:
+            await self._read_model.apply(await self._store.read_stream(stream))
+
+        async def project(result: AppendResult) -> None:
+            await self._project(stream, result.committed)
+
+        done = await append_with_retry(
+            self._store, stream, on_state, publisher=self._publisher, project=project, on_conflict=reproject
+        )
+        if done.result is None:
+            return done.value
+        return await self._read_model.state(tenant_id, lorebook_id)
+
+    async def create_book(self, req: LoreBookCreateRequest) -> LoreBookCreateReply:
+        lorebook_id = manage.book_id_for(req)
+        limits = self._limits.for_tenant(req.tenant_id)
+        await check_attach(self._read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
+        created = False
+
+        def decide(state: BookState | None) -> Sequence[NewEvent]:
+            nonlocal created
+            events = manage.create_book(state, req, utcnow())
+            created = bool(events)
+            return events
+
+        await self._change(req.tenant_id, lorebook_id, decide)
+        return LoreBookCreateReply(lorebook_id=lorebook_id, created=created)
+
+    async def delete_book(self, req: LoreBookDeleteRequest) -> LoreDeleteReply:
+        deleted = False
+
+        def decide(state: BookState | None) -> Sequence[NewEvent]:
+            nonlocal deleted
+            events = manage.delete_book(manage.owned(state, req.user_id, req.lorebook_id, allow_deleted=True), utcnow())
+            deleted = bool(events)
+            return events
+
+        await self._change(req.tenant_id, req.lorebook_id, decide)
+        return LoreDeleteReply(lorebook_id=req.lorebook_id, deleted=deleted)
+
+    async def detach(self, req: LoreDetachRequest) -> LoreDetachReply:
+        await self._change(
+            req.tenant_id,
+            req.lorebook_id,
+            lambda state: manage.detach(manage.owned(state, req.user_id, req.lorebook_id), req, utcnow()),
+        )
+        return LoreDetachReply(
+            lorebook_id=req.lorebook_id, bot_ids=sorted(set(req.bot_ids)), conversation=req.conversation
+        )
+
+    async def create_entry(self, req: LoreEntryCreateRequest) -> LoreEntryReply:
+        return await self._entry_change(req, manage.create_entry)
+
+    async def update_entry(self, req: LoreEntryUpdateRequest) -> LoreEntryReply:
+        return await self._entry_change(req, manage.update_entry)
+
+    async def _entry_change(
+        self,
+        req: _EntryRequest,
+        change: Callable[[BookState, _EntryRequest, datetime], tuple[LoreEntry, list[NewEvent]]],
+    ) -> LoreEntryReply:
+        """Create or update one entry of an owned book (``change`` is ``manage.create_entry`` or
+        ``manage.update_entry``); the reply carries the entry as it now is."""
+        made: list[Any] = []
+        limits = self._limits.for_tenant(req.tenant_id)
+
+        def decide(state: BookState | None) -> Sequence[NewEvent]:
+            book = manage.owned(state, req.user_id, req.lorebook_id)
+            entry, events = change(book, req, utcnow())
+            if events:
+                check_book(with_entry(book.book.entries, entry), limits)
+            made[:] = [entry, bool(events)]
+            return events
+
+        await self._change(req.tenant_id, req.lorebook_id, decide)
+        entry, changed = made
+        return LoreEntryReply(
+            lorebook_id=req.lorebook_id, uid=entry.uid, entry=entry_to_world_info(entry), changed=changed
+        )
+
+    async def delete_entry(self, req: LoreEntryDeleteRequest) -> LoreDeleteReply:
+        deleted = False
+
+        def decide(state: BookState | None) -> Sequence[NewEvent]:
+            nonlocal deleted
+            events = manage.delete_entry(manage.owned(state, req.user_id, req.lorebook_id), req.uid, utcnow())
+            deleted = bool(events)
+            return events
+
+        await self._change(req.tenant_id, req.lorebook_id, decide)
+        return LoreDeleteReply(lorebook_id=req.lorebook_id, uid=req.uid, deleted=deleted)

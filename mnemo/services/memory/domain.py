@@ -1,0 +1,165 @@
+"""Pure decisions of the memory service: a memory's state from its stream, the legacy lore entry made from it,
+and the events that convert or delete it.
+
+Idempotency: a legacy entry's id is derived from the tenant, the user and the memory, and every event id from
+its stream and what it records, so a retried request (the reply was lost, the caller timed out) appends nothing
+new: the log reports the duplicate and the service answers as the first time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent, deterministic_id
+from mnemo.shared.events.recorded import (
+    LEGACY_LORE_CREATED,
+    LEGACY_LORE_DELETED,
+    SUMMARY_CREATED,
+    SUMMARY_RETIRED,
+    LegacyLoreCreated,
+    LegacyLoreDeleted,
+    SummaryCreated,
+    SummaryRetired,
+    legacy_lore_stream,
+)
+from mnemo_client.wire.memory_contract import LEGACY_MEMORY, MemoryConvertToLoreRequest
+
+MAX_TAGS = 12
+MAX_TAG_CHARS = 64
+# Separators of an emotional context such as "tense, then relieved; warm -> playful" (LLM summaries).
+_TAG_SPLIT = re.compile(r"\s*(?:[,;/|\n]|->|→|=>|\bthen\b|\band\b|\bbut\b)\s*", re.IGNORECASE)
+_TAG_TRIM = " \t.!?:\"'()[]{}-–—"
+
+
+def legacy_id_for(tenant_id: str, user_id: str, memory_id: str) -> str:
+    """The one legacy entry a memory can have: converting twice finds the same id."""
+    return deterministic_id("legacy_lore", tenant_id, user_id, memory_id)
+
+
+def split_tags(emotional_context: str | None) -> list[str]:
+    """Emotional tags from a summary's free-text emotional context: split on list separators and on the
+    words that chain moods ("then", "and", "but", arrows), trimmed, lower-cased, de-duplicated in order."""
+    if not emotional_context:
+        return []
+    tags: list[str] = []
+    for part in _TAG_SPLIT.split(emotional_context):
+        tag = " ".join(part.strip(_TAG_TRIM).lower().split())[:MAX_TAG_CHARS].strip()
+        if tag and tag not in tags:
+            tags.append(tag)
+        if len(tags) == MAX_TAGS:
+            break
+    return tags
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """What the summary stream says about one memory: its creation and whether (and why) it was retired."""
+
+    created: SummaryCreated
+    retired_reason: str | None  # the last retirement's reason; `deleted` wins over any other
+    deleted: bool
+
+
+def memory_state(events: list[EventEnvelope], memory_id: str) -> MemoryState | None:
+    """Fold a ``summaries/<tenant>/<user>/<conversation>`` stream for one summary; None if it is not there."""
+    fold = _MemoryFold()
+    for env in events:
+        if env.payload.get("summary_id") != memory_id:
+            continue
+        on_event = _MEMORY_FOLD.get(env.type)
+        if on_event is not None:
+            on_event(fold, env)
+    return None if fold.created is None else MemoryState(fold.created, fold.reason, fold.deleted)
+
+
+@dataclass
+class _MemoryFold:
+    created: SummaryCreated | None = None
+    reason: str | None = None
+    deleted: bool = False
+
+    def on_created(self, env: EventEnvelope) -> None:
+        self.created = SUMMARY_CREATED.parse(env.payload)
+
+    def on_retired(self, env: EventEnvelope) -> None:
+        retired = SUMMARY_RETIRED.parse(env.payload)
+        self.deleted = self.deleted or retired.reason == "deleted"
+        self.reason = "deleted" if self.deleted else retired.reason
+
+
+_MEMORY_FOLD: dict[str, Callable[[_MemoryFold, EventEnvelope], None]] = {
+    SUMMARY_CREATED.name: _MemoryFold.on_created,
+    SUMMARY_RETIRED.name: _MemoryFold.on_retired,
+}
+
+
+def legacy_entry(
+    tenant_id: str, req: MemoryConvertToLoreRequest, memory: SummaryCreated, now: datetime
+) -> LegacyLoreCreated:
+    """The ``legacy_memory`` entry a memory becomes: its text, participants, range, importance and mood kept."""
+    return LegacyLoreCreated(
+        legacy_id=legacy_id_for(tenant_id, req.user_id, memory.summary_id),
+        user_id=req.user_id,
+        memory_id=memory.summary_id,
+        conversation_id=memory.conversation_id,
+        entry_type=LEGACY_MEMORY,
+        title=req.title,
+        text=memory.text,
+        participants=list(memory.participants),
+        start_at=memory.start_at,
+        end_at=memory.end_at,
+        importance=memory.importance,
+        emotional_tags=split_tags(memory.emotional_context),
+        applies_to_bots=sorted(set(req.applies_to_bots)),
+        applies_to_personas=sorted(set(req.applies_to_personas)),
+        summary_type=memory.summary_type,
+        method=memory.method,
+        prompt_version=memory.prompt_version,
+        created_at=now,
+    )
+
+
+def legacy_created_event(tenant_id: str, entry: LegacyLoreCreated) -> NewEvent:
+    stream = legacy_lore_stream(tenant_id, entry.user_id, entry.legacy_id)
+    return NewEvent(
+        event_id=deterministic_id(stream, "created"),
+        type=LEGACY_LORE_CREATED.name,
+        tenant_id=tenant_id,
+        occurred_at=entry.created_at,
+        payload=entry.model_dump(mode="json"),
+    )
+
+
+def legacy_deleted_event(tenant_id: str, user_id: str, memory_id: str, now: datetime) -> NewEvent:
+    legacy_id = legacy_id_for(tenant_id, user_id, memory_id)
+    stream = legacy_lore_stream(tenant_id, user_id, legacy_id)
+    deleted = LegacyLoreDeleted(legacy_id=legacy_id, user_id=user_id, memory_id=memory_id, deleted_at=now)
+    return NewEvent(
+        event_id=deterministic_id(stream, "deleted"),
+        type=LEGACY_LORE_DELETED.name,
+        tenant_id=tenant_id,
+        occurred_at=now,
+        payload=deleted.model_dump(mode="json"),
+    )
+
+
+def memory_deleted_event(tenant_id: str, memory: SummaryCreated, now: datetime) -> NewEvent:
+    """``summary.retired`` with reason ``deleted``: the owner removed the memory (its vectors follow)."""
+    retired = SummaryRetired(
+        summary_id=memory.summary_id,
+        user_id=memory.user_id,
+        conversation_id=memory.conversation_id,
+        reason="deleted",
+        retired_at=now,
+    )
+    return NewEvent(
+        # The id the summarizer gives a retirement (one per summary and reason), so each is recorded once.
+        event_id=deterministic_id("summary.retired", memory.summary_id, "deleted"),
+        type=SUMMARY_RETIRED.name,
+        tenant_id=tenant_id,
+        occurred_at=now,
+        payload=retired.model_dump(mode="json"),
+    )

@@ -1,0 +1,222 @@
+"""The memory service's I/O: check ownership, append events, project them, publish them; list the view.
+
+A memory is a summary (``summaries/<tenant>/<user>/<conversation>``); its legacy lore entry lives in its own
+stream (``legacy_lore/<tenant>/<user>/<legacy>``). Ownership: a memory is found through the summaries read
+model filtered by tenant AND user, and its state (live, retired, deleted) is then read from its stream, the
+source of truth, so a request naming another user's or tenant's memory gets ``NotFound``, exactly like an
+unknown id.
+
+Projection: the service projects its own events right after the append (the legacy entry's whole stream, and
+the ``summary.retired`` it wrote), instead of waiting for a log consumer: a reply then means the change is
+visible to the next list or context request, and a crash between the append and the projection heals on
+the retry (the append reports duplicates, the projection runs again; both are idempotent). Publishing is best
+effort: the relay republishes anything not confirmed, and the embedding service derives the vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from mnemo.services.memory import domain
+from mnemo.services.memory.listing import merge_page, sources_for
+from mnemo.shared.deps import CommittedPublisher
+from mnemo.shared.eventlog.append import append_at_head
+from mnemo.shared.eventlog.port import AppendResult, EventStore
+from mnemo.shared.events.envelope import NewEvent, utcnow
+from mnemo.shared.events.recorded import legacy_lore_stream, summary_stream
+from mnemo.shared.readmodels.legacy_lore import LegacyLoreView
+from mnemo.shared.readmodels.ports import LegacyLorePort, SummariesPort
+from mnemo.shared.readmodels.summaries import SummaryListed
+from mnemo_client.wire.memory_contract import (
+    LEGACY_MEMORY,
+    MemoryConvertToLoreReply,
+    MemoryConvertToLoreRequest,
+    MemoryDeleteReply,
+    MemoryDeleteRequest,
+    MemoryItem,
+    MemoryListReply,
+    MemoryListRequest,
+)
+
+
+class NotFound(LookupError):
+    """No such memory for this tenant and user (or it was deleted)."""
+
+
+class KnowledgeItems(Protocol):
+    async def first(
+        self, tenant_id: str, user_id: str, *, character_id: str | None, fact_type: str | None, count: int
+    ) -> tuple[list[MemoryItem], int]:
+        """The first ``count`` facts in listing order (newest first, then id) and how many match."""
+        ...
+
+
+class Memories:
+    def __init__(
+        self,
+        store: EventStore,
+        summaries: SummariesPort,
+        legacy: LegacyLorePort,
+        publisher: CommittedPublisher,
+        knowledge: KnowledgeItems | None = None,
+    ) -> None:
+        self._store = store
+        self._summaries = summaries
+        self._legacy = legacy
+        self._publisher = publisher
+        self._knowledge = knowledge
+
+    async def _memory(self, tenant_id: str, user_id: str, memory_id: str) -> domain.MemoryState:
+        views = await self._summaries.by_ids(tenant_id, [memory_id], user_id=user_id)
+        if not views:
+            raise NotFound(f"no memory {memory_id!r} for this user")
+        events = await self._store.read_stream(summary_stream(tenant_id, user_id, views[0].conversation_id))
+        state = domain.memory_state(events, memory_id)
+        if state is None or state.created.user_id != user_id:
+            raise NotFound(f"no memory {memory_id!r} for this user")
+        return state
+
+    async def convert_to_lore(self, req: MemoryConvertToLoreRequest) -> MemoryConvertToLoreReply:
+        state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
+        if state.deleted:
+            raise NotFound(f"memory {req.memory_id!r} was deleted")
+        entry = domain.legacy_entry(req.tenant_id, req, state.created, utcnow())
+        stream = legacy_lore_stream(req.tenant_id, req.user_id, entry.legacy_id)
+        result = await self._record(stream, [domain.legacy_created_event(req.tenant_id, entry)])
+        await self._legacy.apply(await self._store.read_stream(stream))
+        await self._publish(result)
+        if (await self._memory(req.tenant_id, req.user_id, req.memory_id)).deleted:
+            # A delete ran meanwhile and may have looked for legacy lore before this append: remove it here.
+            await self._delete_legacy(req.tenant_id, req.user_id, req.memory_id)
+            raise NotFound(f"memory {req.memory_id!r} was deleted")
+        views = await self._legacy.by_ids(req.tenant_id, [entry.legacy_id], user_id=req.user_id)
+        if not views:
+            raise NotFound(f"memory {req.memory_id!r} was deleted")
+        view = views[0]
+        return MemoryConvertToLoreReply(
+            legacy_id=view.legacy_id,
+            memory_id=view.memory_id,
+            applies_to_bots=list(view.applies_to_bots),
+            applies_to_personas=list(view.applies_to_personas),
+            created=bool(result.committed),
+        )
+
+    async def delete(self, req: MemoryDeleteRequest) -> MemoryDeleteReply:
+        """Retire the summary first, then delete its legacy entry. A retry after a crash in between finds the
+        (deleted) memory and completes both: deterministic event ids make the repeats no-ops. A conversion
+        racing this delete checks the memory again after its own append and removes what it made, so no
+        legacy entry outlives its memory whatever the interleaving."""
+        state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
+        memory = state.created
+        retired = domain.memory_deleted_event(req.tenant_id, memory, utcnow())
+        result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), [retired])
+        await self._summaries.apply(result.committed or await self._store.get_events([retired.event_id]))
+        await self._publish(result)
+        legacy_ids = await self._delete_legacy(req.tenant_id, req.user_id, req.memory_id)
+        return MemoryDeleteReply(memory_id=req.memory_id, deleted=not state.deleted, legacy_ids=legacy_ids)
+
+    async def _delete_legacy(self, tenant_id: str, user_id: str, memory_id: str) -> list[str]:
+        """Delete the memory's legacy entry if it has one; returns its id if it was live until now."""
+        legacy_id = domain.legacy_id_for(tenant_id, user_id, memory_id)
+        stream = legacy_lore_stream(tenant_id, user_id, legacy_id)
+        if await self._store.stream_version(stream) == 0:
+            return []
+        live = await self._legacy.by_ids(tenant_id, [legacy_id], user_id=user_id)
+        result = await self._record(stream, [domain.legacy_deleted_event(tenant_id, user_id, memory_id, utcnow())])
+        await self._legacy.apply(await self._store.read_stream(stream))
+        await self._publish(result)
+        return [v.legacy_id for v in live]
+
+    async def list_items(self, req: MemoryListRequest) -> MemoryListReply:
+        sources = sources_for(req)
+        count = req.offset + req.limit  # the prefix of each source a page of the union can need
+        prefixes: list[list[MemoryItem]] = []
+        total = 0
+        if sources.summaries:
+            items, n = await self._summary_items(req, count)
+            prefixes.append(items)
+            total += n
+        if sources.legacy:
+            views, n = await self._legacy.page(req.tenant_id, req.user_id, bot_id=req.bot_id, limit=count)
+            prefixes.append([legacy_item(v) for v in views])
+            total += n
+        if sources.knowledge and self._knowledge is not None:
+            fact_type = req.type if req.type not in (None, LEGACY_MEMORY) else None
+            items, n = await self._knowledge.first(
+                req.tenant_id, req.user_id, character_id=req.bot_id, fact_type=fact_type, count=count
+            )
+            prefixes.append(items)
+            total += n
+        return MemoryListReply(
+            items=merge_page(prefixes, req.offset, req.limit), total=total, offset=req.offset, limit=req.limit
+        )
+
+    async def _summary_items(self, req: MemoryListRequest, count: int) -> tuple[list[MemoryItem], int]:
+        converted: list[str] | None = None
+        if req.converted_to_lore is not None:
+            converted = await self._legacy.converted_memory_ids(req.tenant_id, req.user_id)
+        listed, total = await self._summaries.page(
+            req.tenant_id,
+            req.user_id,
+            summary_type=req.type,
+            participant=req.bot_id,
+            only_ids=converted if req.converted_to_lore else None,
+            except_ids=converted if req.converted_to_lore is False else None,
+            include_retired=req.include_retired,
+            limit=count,
+        )
+        ids = [s.view.summary_id for s in listed]
+        legacy = await self._legacy.for_memories(req.tenant_id, ids, user_id=req.user_id)
+        return [summary_item(s, legacy.get(s.view.summary_id)) for s in listed], total
+
+    async def _record(self, stream: str, events: Sequence[NewEvent]) -> AppendResult:
+        # Another writer (the summarizer) may append meanwhile: re-read the version and retry. Projection and
+        # publication are the caller's (each projects differently before it publishes).
+        return await append_at_head(self._store, stream, events)
+
+    async def _publish(self, result: AppendResult) -> None:
+        if result.committed:
+            await self._publisher.publish_committed(result.committed)
+
+
+def summary_item(listed: SummaryListed, legacy: LegacyLoreView | None) -> MemoryItem:
+    view = listed.view
+    return MemoryItem(
+        source="memory",
+        id=view.summary_id,
+        type=view.summary_type,
+        text=view.text,
+        participants=list(view.participants),
+        conversation_id=view.conversation_id,
+        importance=view.importance,
+        start_at=view.start_at,
+        end_at=view.end_at,
+        converted_to_lore=legacy is not None,
+        legacy_id=legacy.legacy_id if legacy else None,
+        status=listed.status,
+        method=view.method,
+        prompt_version=listed.prompt_version,
+    )
+
+
+def legacy_item(view: LegacyLoreView) -> MemoryItem:
+    return MemoryItem(
+        source="legacy_lore",
+        id=view.legacy_id,
+        type=LEGACY_MEMORY,
+        text=view.text,
+        title=view.title,
+        participants=list(view.participants),
+        applies_to=list(view.applies_to),
+        conversation_id=view.conversation_id,
+        memory_id=view.memory_id,
+        importance=view.importance,
+        emotional_tags=list(view.emotional_tags),
+        start_at=view.start_at,
+        end_at=view.end_at,
+        converted_to_lore=True,
+        legacy_id=view.legacy_id,
+        method=view.method,
+        prompt_version=view.prompt_version,
+    )

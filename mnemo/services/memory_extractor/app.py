@@ -1,0 +1,86 @@
+"""Memory-extractor wiring: one durable JetStream batch consumer on the log (see ``handlers.py``) and two
+request-reply subscribers (``mnemo.shared.rpc.serve``): ``mnemo.rpc.memory.promote.v1`` and
+``mnemo.rpc.memory.unpromote.v1``, in the queue group ``mnemo_memory_extractor`` (replicas share requests;
+each answered once)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from faststream.nats import NatsRouter
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mnemo.services.memory_extractor.handlers import MemoryExtractor
+from mnemo.services.memory_extractor.learning import Learning
+from mnemo.services.memory_extractor.promotion import NotAllowed, NotFound, Promotions
+from mnemo.services.memory_extractor.revisions import Revisions
+from mnemo.services.memory_extractor.settings import SECTION, KnowledgeSettings
+from mnemo.services.memory_extractor.witnessed import WitnessedPort, WitnessedReadModel
+from mnemo.shared import subjects
+from mnemo.shared.bootstrap import ServiceDefinition
+from mnemo.shared.consumers import log_consumer_router
+from mnemo.shared.deps import Deps
+from mnemo.shared.limits import RateLimiter
+from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort
+from mnemo.shared.readmodels.repository import ReadModels
+from mnemo.shared.rpc import serve
+from mnemo.shared.settings import read_section
+from mnemo_client.wire.memory_contract import MemoryPromoteRequest, MemoryUnpromoteRequest
+
+SERVICE = "memory-extractor"
+
+
+async def ensure_own_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
+    """Indexes of the read model only this service reads (see ``mnemo.shared.bootstrap.IndexSetup``)."""
+    await WitnessedReadModel(db).ensure_indexes()
+
+
+def create_router(
+    deps: Deps,
+    settings: KnowledgeSettings | None = None,
+    *,
+    knowledge: KnowledgePort | None = None,
+    witnessed: WitnessedPort | None = None,
+    conversations: ConversationReadModel | None = None,
+) -> NatsRouter:
+    """``knowledge``, ``witnessed``, ``conversations``: read models to use instead of the MongoDB ones
+    (component tests; without a database and ``conversations``, every conversation is its own branch)."""
+    knowledge = knowledge or KnowledgeReadModel(deps.db, deps.cipher)
+    if conversations is None and deps.db is not None:
+        conversations = ReadModels(deps.db, deps.cipher)
+    learning = Learning(
+        deps.store,
+        deps.publisher,
+        knowledge,
+        embedder=deps.embedder,
+        chat_model=deps.chat_model,
+        settings=settings or read_section(SECTION, KnowledgeSettings),
+        family=conversations.family if conversations is not None else None,
+    )
+    revisions = Revisions(deps.store, knowledge, learning)
+    extractor = MemoryExtractor(
+        deps.store, deps.publisher, witnessed or WitnessedReadModel(deps.db), learning, revisions
+    )
+    router = log_consumer_router(
+        deps,
+        service=SERVICE,
+        handle=extractor.on_batch,
+        title="memory-extractor: who witnessed each recorded message and what each character learned",
+    )
+    promotions = Promotions(deps.store, deps.publisher, knowledge)
+    # not_found: no such fact for that tenant and user; bad_request: a change the fact's state does not allow.
+    on = functools.partial(
+        serve,
+        router,
+        service=SERVICE,
+        errors={NotFound: "not_found", NotAllowed: "bad_request"},
+        limiter=RateLimiter(deps.settings.limits),
+    )
+    on(subjects.MEMORY_PROMOTE, request=MemoryPromoteRequest, call=promotions.promote)
+    on(subjects.MEMORY_UNPROMOTE, request=MemoryUnpromoteRequest, call=promotions.unpromote)
+    return router
+
+
+DEFINITION = ServiceDefinition(SERVICE, create_router, own_indexes=ensure_own_indexes)

@@ -1,0 +1,223 @@
+"""What characters learn from recorded messages: extraction, dedup, the cap, edits and deletes (I/O glue).
+
+Contract (called by ``handlers.MemoryExtractor`` for each fetched batch):
+
+- ``learn``: the recorded messages of a batch → facts per character present (LLM per run of equal presence
+  when a model is configured, the ``facts.py`` patterns otherwise or when the model fails) → exact and near
+  duplicates dropped (``curation.keep_fresh``) → ``knowledge.fact_learned`` appended to the character's stream
+  ``knowledge/<tenant>/<character>`` (event id = the deterministic fact id: a redelivery appends nothing),
+  projected at once (so the next batch deduplicates against them) and published → the cap: oldest facts folded
+  into ``knowledge.facts_consolidated``.
+
+Edits and deletes of messages are ``revisions.py``'s.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from mnemo.services.memory_extractor import llm_knowledge
+from mnemo.services.memory_extractor.appending import append_witnessings
+from mnemo.services.memory_extractor.curation import (
+    Known,
+    consolidated_fact,
+    keep_fresh,
+    merge_extractive,
+    plan_consolidation,
+)
+from mnemo.services.memory_extractor.domain import Witnessing
+from mnemo.services.memory_extractor.facts import Candidate, normalise, pattern_candidates, runs_of_presence
+from mnemo.services.memory_extractor.settings import KnowledgeSettings
+from mnemo.shared.deps import CommittedPublisher
+from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
+from mnemo.shared.events.recorded import (
+    FACT_LEARNED,
+    FACTS_CONSOLIDATED,
+    MessageRecorded,
+    knowledge_stream,
+    player_scope,
+)
+from mnemo.shared.llm.port import ChatModel, LLMError, ProgressCallback
+from mnemo.shared.readmodels.knowledge import ACTIVE, FactView
+from mnemo.shared.readmodels.ports import KnowledgePort
+
+log = logging.getLogger(__name__)
+#: (tenant, user, conversation) -> the conversation's fork family (``ConversationReadModel.family``).
+Family = Callable[[str, str, str], Awaitable[frozenset[str]]]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A message to learn from, with the event that carried it (causation, trace) and its revision."""
+
+    env: EventEnvelope
+    msg: MessageRecorded
+    traceparent: str | None = None
+    revision: str = ""
+
+
+class Learning:
+    def __init__(
+        self,
+        store: EventStore,
+        publisher: CommittedPublisher,
+        knowledge: KnowledgePort,
+        *,
+        embedder: Embedder | None = None,
+        chat_model: ChatModel | None = None,
+        settings: KnowledgeSettings | None = None,
+        family: Family | None = None,
+    ) -> None:
+        self._store = store
+        self._family = family
+        self._publisher = publisher
+        self._knowledge = knowledge
+        self._embedder = embedder
+        self._chat_model = chat_model
+        self._settings = settings or KnowledgeSettings()
+        self._vectors: dict[str, list[float]] = {}  # fact id -> vector; facts never change, so never stale
+
+    async def project(self, events: Sequence[EventEnvelope]) -> None:
+        """Fold relayed knowledge events into the read model (idempotent; others ignored)."""
+        await self._knowledge.apply(events)
+
+    # --- learning ---------------------------------------------------------------------------------------
+    async def learn(self, sources: Sequence[Source], on_progress: ProgressCallback | None = None) -> None:
+        by_tenant: dict[str, list[Source]] = {}
+        for s in sources:
+            by_tenant.setdefault(s.env.tenant_id, []).append(s)
+        for tenant_id, tenant_sources in by_tenant.items():
+            candidates = await self._extract(tenant_sources, on_progress)
+            fresh = await self._deduplicate(tenant_id, candidates)
+            origin = {s.msg.message_id: s for s in tenant_sources}
+            pending = [self._fact_event(tenant_id, c, origin.get(c.message_ids[-1])) for c in fresh]
+            await self.commit(pending)
+            for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in fresh):
+                await self._enforce_cap(tenant_id, character_id, user_id, on_progress)
+
+    async def _extract(self, sources: Sequence[Source], on_progress: ProgressCallback | None) -> list[Candidate]:
+        revision = {s.msg.message_id: s.revision for s in sources}
+        if self._chat_model is None:
+            return [c for s in sources for c in pattern_candidates(s.msg, revision=s.revision)]
+        out: list[Candidate] = []
+        for run in runs_of_presence([s.msg for s in sources]):
+            rev = "|".join(revision[m.message_id] for m in run if revision[m.message_id])
+            if not llm_knowledge.transcript(run):
+                continue
+            try:
+                completion = await llm_knowledge.extract(self._chat_model, run, on_progress)
+            except LLMError as exc:
+                log.warning("LLM knowledge extraction failed, falling back to patterns: %s", exc)
+                out += [c for m in run for c in pattern_candidates(m, revision=revision[m.message_id])]
+            else:
+                out += llm_knowledge.candidates_from_updates(run, completion, revision=rev)
+        return out
+
+    async def _deduplicate(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+        """Candidates against what their character knows, branch by branch: a fork learns its copied prefix
+        again, since what another branch of its family learned is not its own (docs/branches.md)."""
+        groups: dict[frozenset[str], list[Candidate]] = {}
+        for conversation in dict.fromkeys((c.user_id, c.conversation_id) for c in candidates):
+            others = await self._other_branches(tenant_id, *conversation)
+            groups.setdefault(others, []).extend(
+                c for c in candidates if (c.user_id, c.conversation_id) == conversation
+            )
+        return [kept for others, group in groups.items() for kept in await self._fresh(tenant_id, group, others)]
+
+    async def _other_branches(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        if self._family is None:
+            return frozenset()
+        return await self._family(tenant_id, user_id, conversation_id) - {conversation_id}
+
+    async def _fresh(self, tenant_id: str, candidates: Sequence[Candidate], others: frozenset[str]) -> list[Candidate]:
+        known: dict[tuple[str, str], Known] = {}
+        for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in candidates):
+            # Against CURRENT facts only: "I live in Paris" after a move to Rome is news again.
+            owned = await self._knowledge.owned(tenant_id, character_id, user_id, exclude_conversations=others)
+            facts = [f for f in owned if f.status == ACTIVE]
+            known[(character_id, user_id)] = Known({normalise(f.text) for f in facts}, await self._vectors_of(facts))
+        if self._embedder is None:
+            vectors: list[list[float]] = [[] for _ in candidates]
+            threshold = 2.0  # no embedder: exact duplicates only
+        else:
+            vectors = await self._embedder.embed([c.text for c in candidates])
+            threshold = self._settings.near_duplicate
+        return keep_fresh(candidates, vectors, known, threshold)
+
+    async def _vectors_of(self, facts: Sequence[FactView]) -> list[Sequence[float]]:
+        if self._embedder is None or not facts:
+            return []
+        missing = [f for f in facts if f.fact_id not in self._vectors]
+        if missing:
+            for f, v in zip(missing, await self._embedder.embed([f.text for f in missing]), strict=True):
+                self._vectors[f.fact_id] = v
+        if len(self._vectors) > 100_000:
+            self._vectors.clear()  # a bounded cache; recomputing is cheap
+        return [self._vectors[f.fact_id] for f in facts if f.fact_id in self._vectors]
+
+    @staticmethod
+    def _fact_event(tenant_id: str, cand: Candidate, source: Source | None) -> Witnessing:
+        payload = cand.payload(tenant_id)
+        event = NewEvent(
+            event_id=payload.fact_id,
+            type=FACT_LEARNED.name,
+            tenant_id=tenant_id,
+            occurred_at=cand.learned_at,
+            causation_id=source.env.event_id if source else None,
+            correlation_id=(source.env.correlation_id or source.env.event_id) if source else None,
+            traceparent=source.traceparent if source else None,
+            payload=payload.model_dump(mode="json"),
+        )
+        return Witnessing(knowledge_stream(tenant_id, cand.character_id), event)
+
+    async def commit(self, pending: Sequence[Witnessing]) -> list[EventEnvelope]:
+        """Append, project at once (the next step reads the read model), publish."""
+        if not pending:
+            return []
+        committed = await append_witnessings(self._store, pending)
+        if committed:
+            await self._knowledge.apply(committed)
+            await self._publisher.publish_committed(committed)
+        return committed
+
+    # --- the cap ----------------------------------------------------------------------------------------
+    async def _enforce_cap(
+        self, tenant_id: str, character_id: str, user_id: str, on_progress: ProgressCallback | None
+    ) -> None:
+        owned = await self._knowledge.owned(tenant_id, character_id, user_id)
+        current = [f for f in owned if f.status == ACTIVE and f.scope == player_scope(user_id)]
+        groups = plan_consolidation(current, self._settings.cap, self._settings.consolidate_at_least)
+        pending: list[Witnessing] = []
+        for group in groups:
+            text, method, prompt_version = merge_extractive(group), "extractive", None
+            if self._chat_model is not None:
+                try:
+                    done = await llm_knowledge.consolidate(self._chat_model, [f.text for f in group], on_progress)
+                except LLMError as exc:
+                    log.warning("LLM consolidation failed, merging extractively: %s", exc)
+                else:
+                    text, method, prompt_version = done.value.fact, done.method, done.prompt_version
+            newest = max(group, key=lambda f: (f.learned_at, f.fact_id))
+            fact = consolidated_fact(
+                tenant_id,
+                group,
+                character_kind=newest.character_kind,
+                user_id=user_id,
+                conversation_id=newest.conversation_id,
+                text=text,
+                method=method,
+                prompt_version=prompt_version,
+            )
+            event = NewEvent(
+                event_id=fact.fact_id,
+                type=FACTS_CONSOLIDATED.name,
+                tenant_id=tenant_id,
+                occurred_at=fact.learned_at,
+                payload=fact.model_dump(mode="json"),
+            )
+            pending.append(Witnessing(knowledge_stream(tenant_id, character_id), event))
+        await self.commit(pending)

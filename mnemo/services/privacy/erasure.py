@@ -1,0 +1,185 @@
+"""Erasing a user or a tenant: destroy their data keys, delete what was derived, record that it happened.
+
+Order matters. Keys first: from then on nothing of theirs decrypts in this process, and in any other once its
+key cache expires (``MNEMO_KEY_CACHE_SECONDS``), so a projector still holding an event of theirs cannot bring
+rows back for long; the rows, vectors, uploaded files and JetStream messages of theirs are then deleted, and
+the rows and vectors once more after that cache time (``resweep``), catching whatever an in-flight projection
+wrote meanwhile. Last, an ``erasure.completed`` event records ids and counts (no content); ``mnemo replay``
+reads it to skip every event of theirs recorded before it (docs/privacy.md). Each step is idempotent, so a
+failed erasure is retried by calling it again. A replica deletes one erasure's (or resweep's) rows at a time,
+and the JetStream messages by sequence from an index of whose each message is, brought up to date by a
+reading that every erasure waiting at the time shares (``stream_purge``); requests are rate-limited per
+tenant. So a flood of erasures queues for readings instead of multiplying them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from nats.js import JetStreamContext
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mnemo.services.privacy import rows
+from mnemo.services.privacy.stream_purge import stream_passes
+from mnemo.services.privacy.uploads import delete_uploads
+from mnemo.shared import subjects
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.deps import CommittedPublisher
+from mnemo.shared.eventlog.append import append_at_head
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.events.envelope import NewEvent, deterministic_id, new_id, utcnow
+from mnemo.shared.events.recorded import ERASURE_COMPLETED, ErasureCompleted, privacy_stream
+from mnemo.shared.readmodels.documents import DOCUMENTS
+from mnemo.shared.readmodels.lore import LOREBOOKS
+from mnemo.shared.vectors import points
+from mnemo.shared.vectors.port import VectorFilter, VectorIndex
+from mnemo_client.wire.privacy_contract import EraseTenantRequest, EraseUserRequest, ErasureReply
+
+log = logging.getLogger(__name__)
+
+#: The streams a user's messages are deleted from (mnemo/services/privacy/stream_purge.py says why each).
+PURGED_STREAMS = (
+    (subjects.CHAT_STREAM, subjects.CHAT_STREAM_SUBJECTS[0]),
+    (subjects.LOG_STREAM, subjects.LOG_ALL),
+    (subjects.DLQ_STREAM, subjects.DLQ_ALL),
+)
+
+
+@dataclass(frozen=True)
+class _Target:
+    tenant_id: str
+    user_id: str | None  # None: the whole tenant
+
+
+class Eraser:
+    def __init__(
+        self,
+        db: AsyncDatabase[dict[str, Any]],
+        cipher: FieldCipher,
+        store: EventStore,
+        publisher: CommittedPublisher,
+        *,
+        vectors: VectorIndex | None,
+        js: JetStreamContext | None,
+        resweep_after_s: float,
+    ) -> None:
+        self._db, self._cipher, self._store, self._publisher = db, cipher, store, publisher
+        self._vectors, self._js = vectors, js
+        self._resweep_after_s = resweep_after_s
+        self._resweeps: dict[_Target, asyncio.Task[None]] = {}
+        # One erasure's (or resweep's) row deletion at a time per replica: each queries every read model, and
+        # a flood of erasure requests must queue rather than multiply that load on the database.
+        self._one_at_a_time = asyncio.Lock()
+        self._stream_passes = stream_passes(js, PURGED_STREAMS) if js is not None else None
+
+    async def erase_user(self, req: EraseUserRequest) -> ErasureReply:
+        return await self._erase(_Target(req.tenant_id, req.user_id))
+
+    async def erase_tenant(self, req: EraseTenantRequest) -> ErasureReply:
+        return await self._erase(_Target(req.tenant_id, None))
+
+    async def drain(self) -> None:
+        """Wait for scheduled resweeps (tests; a stopping service)."""
+        if self._resweeps:
+            await asyncio.gather(*self._resweeps.values(), return_exceptions=True)
+
+    async def _erase(self, target: _Target) -> ErasureReply:
+        reply, books = await self._erase_now(target)
+        if target not in self._resweeps:  # an erasure repeated before its resweep needs only the one
+            task = asyncio.create_task(self._resweep(target, books))
+            self._resweeps[target] = task
+            task.add_done_callback(lambda _: self._resweeps.pop(target, None))
+        return reply
+
+    async def _erase_now(self, target: _Target) -> tuple[ErasureReply, list[str]]:
+        erased_at = utcnow()
+        books = await self._owned_books(target)
+        documents, objects = await self._owned_documents(target)  # read before their rows are deleted
+        async with self._one_at_a_time:
+            key_ids = await self._cipher.erase(target.tenant_id, target.user_id)
+            deleted = await self._sweep(target, books)
+        if self._stream_passes is not None:
+            deleted["stream_messages"] = await self._stream_passes.purge((target.tenant_id, target.user_id))
+        if self._js is not None:
+            deleted["uploads"] = await delete_uploads(
+                self._js, target.tenant_id, None if target.user_id is None else objects
+            )
+        erasure_id = new_id()
+        event = ErasureCompleted(
+            erasure_id=erasure_id,
+            user_id=target.user_id,
+            key_ids=key_ids,
+            deleted=deleted,
+            lorebook_ids=books,
+            document_ids=documents,
+            erased_at=erased_at,
+        )
+        stream = privacy_stream(target.tenant_id)
+        new = NewEvent(
+            event_id=deterministic_id(stream, erasure_id),
+            type=ERASURE_COMPLETED.name,
+            tenant_id=target.tenant_id,
+            payload=event.model_dump(mode="json"),
+        )
+        result = await append_at_head(self._store, stream, [new])
+        if result.committed:
+            await self._publisher.publish_committed(result.committed)
+        log.info("erased %s: %d keys destroyed, deleted %s", target, len(key_ids), deleted)
+        return ErasureReply(erasure_id=erasure_id, keys_destroyed=len(key_ids), deleted=deleted), books
+
+    async def _owned_books(self, target: _Target) -> list[str]:
+        query = _owned_by(target)
+        return sorted({str(d["lorebook_id"]) async for d in self._db[LOREBOOKS].find(query, {"lorebook_id": 1})})
+
+    async def _owned_documents(self, target: _Target) -> tuple[list[str], list[str]]:
+        """The ids of their documents and the names of the stored files."""
+        fields = {"document_id": 1, "object_name": 1}
+        rows = [d async for d in self._db[DOCUMENTS].find(_owned_by(target), fields)]
+        return sorted({str(d["document_id"]) for d in rows}), sorted({str(d["object_name"]) for d in rows})
+
+    async def _sweep(self, target: _Target, books: list[str]) -> dict[str, int]:
+        """Rows and vectors (the streams are :attr:`_stream_passes`')."""
+        names = await self._db.list_collection_names()
+        deleted: dict[str, int] = {}
+        for name in rows.read_model_collections(names, user=target.user_id is not None):
+            if count := await rows.delete_rows(self._db[name], target.tenant_id, target.user_id, books):
+                deleted[name] = count
+        if self._vectors is not None:
+            filters = _vector_filters(target, books)
+            for flt in filters:
+                await self._vectors.delete(flt)
+            deleted["vector_filters"] = len(filters)
+        return deleted
+
+    async def _resweep(self, target: _Target, books: list[str]) -> None:
+        """Rows and vectors again, once in-flight work can no longer hold the key. Not the streams: what reached
+        them after the first pass is new activity, or log events under the destroyed key (shredded)."""
+        await asyncio.sleep(self._resweep_after_s)
+        try:
+            async with self._one_at_a_time:
+                late = await self._sweep(target, books)
+        except Exception:
+            log.exception("resweep of %s failed: call the erasure again", target)
+            return
+        if any(late.values()):
+            log.info("resweep of %s deleted what in-flight work wrote after the erasure: %s", target, late)
+
+
+def _owned_by(target: _Target) -> dict[str, Any]:
+    """What the target owns in a read model keyed by owner (books, documents): the tenant's, or the user's."""
+    query: dict[str, Any] = {"tenant_id": target.tenant_id}
+    if target.user_id is not None:
+        query["owner_user_id"] = target.user_id
+    return query
+
+
+def _vector_filters(target: _Target, books: list[str]) -> list[VectorFilter]:
+    if target.user_id is None:
+        return [VectorFilter.where(**{points.TENANT_ID: target.tenant_id})]
+    user = VectorFilter.where(**{points.TENANT_ID: target.tenant_id, points.USER_ID: target.user_id})
+    books_points = [points.lore_entries_by_uid(target.tenant_id, b) for b in books]
+    documents = [points.document_books(target.tenant_id, books)] if books else []
+    return [user, *books_points, *documents]

@@ -1,0 +1,80 @@
+"""Which MongoDB documents belong to a user or a tenant, found the same way in every read model.
+
+Why by shape rather than a list of read models: the privacy service may not import other services (their read
+models live there: ``witnessed``, ``lore_timed``), and a read model added later must not escape erasure. Every
+read-model document of mnemo carries ``tenant_id`` and, when a user owns it, ``user_id`` or ``owner_user_id``;
+documents keyed by a user's stream id (``conversation/<tenant>/<user>/...``) are matched by their ``_id`` too,
+and a user's lorebooks take their attachments along (``lorebook_id``). The event log, the key store and the
+relay's bookkeeping are not read models: the log is crypto-shredded instead (its events stay, unreadable).
+
+Why a user's rows are picked here, in Python, from their tenant's: one query holding all of those alternatives
+(an ``$or`` with an ``_id`` regex) reads the whole collection on SecantusDB, the embedded default, whose planner
+uses an index only for a filter of plain fields (every read model has one that starts with ``tenant_id``) or
+for ``_id`` equality and ``$in``. So erasure reads the tenant's rows by that index, keeping the few fields below,
+and deletes the user's by ``_id``: the cost follows the tenant's size, not the database's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pymongo.asynchronous.collection import AsyncCollection
+
+from mnemo.shared.events.envelope import stream_id
+from mnemo.shared.readmodels.repository import BOTS
+
+#: Not read models (the log and its outbox, the keys and their tombstones).
+NOT_READ_MODELS = frozenset({"events", "relay_intents", "relay_receipts", "relay_state", "tenant_keys", "erased_keys"})
+#: Characters belong to the platform's catalog, not to the user who created them: erasing a user keeps them
+#: (their text is under the tenant's key); erasing the tenant deletes them.
+KEPT_ON_USER_ERASURE = frozenset({BOTS})
+#: Stream kinds whose id continues with the owning user (``mnemo/shared/events/recorded``).
+USER_STREAM_KINDS = ("conversation", "persona", "summaries", "legacy_lore", "lore_timed")
+#: Rows deleted per ``_id $in`` query: well inside MongoDB's 16 MB command limit whatever the ids.
+DELETE_BATCH = 1000
+#: What :func:`owned_by` looks at: read with the tenant's rows instead of the rows whole.
+OWNER_FIELDS = {"_id": 1, "user_id": 1, "owner_user_id": 1, "lorebook_id": 1}
+
+
+def tenant_rows(tenant_id: str) -> dict[str, Any]:
+    """Every read-model document of the tenant (served by the ``tenant_id``-first index of each read model)."""
+    return {"tenant_id": tenant_id}
+
+
+def owned_by(tenant_id: str, user_id: str, lorebook_ids: Iterable[str]) -> Callable[[Mapping[str, Any]], bool]:
+    """The test of whether a row of ``tenant_id`` (read with :data:`OWNER_FIELDS`) is the user's, or one of their
+    books'. Built once per read model swept, since it runs on every row of the tenant there."""
+    books = frozenset(lorebook_ids)
+    streams = tuple(stream_id(kind, tenant_id, user_id) for kind in USER_STREAM_KINDS)
+    below = tuple(f"{stream}/" for stream in streams)  # a stream id continued by more parts
+
+    def theirs(doc: Mapping[str, Any]) -> bool:
+        if user_id in (doc.get("user_id"), doc.get("owner_user_id")):
+            return True
+        book, row_id = doc.get("lorebook_id"), doc.get("_id")
+        if isinstance(book, str) and book in books:
+            return True
+        return isinstance(row_id, str) and (row_id in streams or row_id.startswith(below))
+
+    return theirs
+
+
+async def delete_rows(
+    collection: AsyncCollection[dict[str, Any]], tenant_id: str, user_id: str | None, lorebook_ids: Sequence[str]
+) -> int:
+    """Delete the tenant's rows of one read model or, given a user, theirs and their books'; how many went."""
+    if user_id is None:
+        return (await collection.delete_many(tenant_rows(tenant_id))).deleted_count
+    is_theirs = owned_by(tenant_id, user_id, lorebook_ids)
+    theirs = [d["_id"] async for d in collection.find(tenant_rows(tenant_id), OWNER_FIELDS) if is_theirs(d)]
+    deleted = 0
+    for start in range(0, len(theirs), DELETE_BATCH):
+        batch = theirs[start : start + DELETE_BATCH]
+        deleted += (await collection.delete_many({"_id": {"$in": batch}})).deleted_count
+    return deleted
+
+
+def read_model_collections(names: Sequence[str], *, user: bool) -> list[str]:
+    skip = NOT_READ_MODELS | (KEPT_ON_USER_ERASURE if user else frozenset())
+    return sorted(n for n in names if n not in skip and not n.startswith("system."))

@@ -1,0 +1,391 @@
+"""Summarizer handlers: thin glue between the log consumer, the pure domain and the stores.
+
+Contract: consumes every relayed log event on ``mnemo.log.>`` (stream ``MNEMO_LOG``, durable
+``mnemo_summarizer_main``, explicit acks via :mod:`mnemo.shared.delivery`: ack once the effect is durable, nak with
+backoff on failure, dead-letter invalid payloads). Writes only to ``summaries/<tenant>/<user>/<conversation>``.
+
+- ``message.recorded`` whose index closes a range (``domain.due_range``: count or token trigger) → read the
+  range from the log (``ranges.py``), split it by presence (``domain.presence_parts``), write one summary per
+  part (LLM when configured, extractive otherwise) and append them in one ``summary.created`` batch. Then
+  consolidate (``consolidation.py``): while an (audience, level) group holds more than ``max_active`` live
+  summaries, append a consolidated summary and a ``summary.retired`` (``consolidated``) per child, in one
+  append at the stream version the decision was made on (a concurrent writer makes it decide again).
+- ``message.edited`` / ``message.deleted`` → every live summary covering the message is recomputed over its
+  messages as they now are (a deleted one is left out) and retired (``stale``, ``replaced_by`` the
+  recomputation; none when no message is left), in one append.
+- ``summary.created`` / ``summary.retired`` → the ``summaries`` read model.
+
+Idempotency key: every appended event id is deterministic (range and character; children; stale summary
+and the triggering event), so a redelivery appends only duplicates the log drops.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+
+from pydantic import ValidationError
+
+from mnemo.services.summarizer import consolidation, llm_summary, ranges
+from mnemo.services.summarizer.consolidation import LiveSet, fold_live
+from mnemo.services.summarizer.domain import (
+    AudiencePart,
+    RangeMessage,
+    SummaryRange,
+    TriggerState,
+    advance,
+    compose_summary,
+    fold_segment,
+    pick_central,
+    presence_parts,
+    segment_start,
+    sentences_of,
+    summary_id,
+)
+from mnemo.services.summarizer.settings import SummarizerSettings
+from mnemo.shared.delivery import Item, Rejection
+from mnemo.shared.deps import CommittedPublisher
+from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.eventlog.append import Decision, append_at_head, append_with_retry, try_append
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
+from mnemo.shared.events.recorded import (
+    MESSAGE_DELETED,
+    MESSAGE_EDITED,
+    MESSAGE_RECORDED,
+    REGISTRY,
+    SUMMARY_CREATED,
+    SUMMARY_RETIRED,
+    MessageDeleted,
+    MessageEdited,
+    MessageRecorded,
+    SummaryCreated,
+    SummaryRetired,
+    conversation_stream,
+    summary_stream,
+)
+from mnemo.shared.llm.port import ChatModel, LLMError
+from mnemo.shared.readmodels.ports import SummariesPort
+from mnemo.shared.tokens import estimate_tokens
+
+log = logging.getLogger(__name__)
+
+MAX_WINDOW_GROWTH = 6  # the window doubles up to this many times before reading from the stream's start
+MAX_TRIGGER_STATES = 50_000  # conversations whose trigger state is memoized (least recently used dropped)
+MAX_FOLDS_PER_EVENT = 64  # consolidations per handled event (each removes batch-1 live summaries)
+
+
+class Summarizer:
+    def __init__(
+        self,
+        store: EventStore,
+        publisher: CommittedPublisher,
+        embedder: Embedder,
+        summaries: SummariesPort,
+        settings: SummarizerSettings,
+        chat_model: ChatModel | None = None,
+    ) -> None:
+        self._store = store
+        self._publisher = publisher
+        self._embedder = embedder
+        self._summaries = summaries
+        self._settings = settings
+        self._chat_model = chat_model
+        self._per_tenant: dict[str, SummarizerSettings] = {}
+        # Memo of each conversation's trigger state (a pure function of the log's recorded token counts), so
+        # the next message in order decides its range without reading the log; a miss reads the segment.
+        self._triggers: OrderedDict[tuple[str, str, str], TriggerState] = OrderedDict()
+
+    def _remember(self, key: tuple[str, str, str], state: TriggerState) -> None:
+        self._triggers[key] = state
+        self._triggers.move_to_end(key)
+        while len(self._triggers) > MAX_TRIGGER_STATES:
+            self._triggers.popitem(last=False)
+
+    def settings_for(self, tenant_id: str) -> SummarizerSettings:
+        if tenant_id not in self._per_tenant:
+            self._per_tenant[tenant_id] = self._settings.for_tenant(tenant_id)
+        return self._per_tenant[tenant_id]
+
+    async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
+        rejections: list[Rejection] = []
+        projected: list[EventEnvelope] = []  # summary events, projected in one write after the batch
+        for item in items:
+            on_event = _ON_EVENT.get(item.value.type)
+            try:
+                if on_event is not None:
+                    await on_event(self, item, projected)
+            except ValidationError as exc:
+                rejections.append(Rejection(item.msg, f"invalid {item.value.type} payload: {exc}"))
+        await self._summaries.apply(projected)
+        return rejections
+
+    async def _on_recorded(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
+        msg = MESSAGE_RECORDED.parse(item.value.payload)
+        await self.on_message_recorded(item.value, msg, traceparent=item.traceparent)
+
+    async def _on_changed(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
+        change: MessageEdited | MessageDeleted = REGISTRY.get(item.value.type).parse(item.value.payload)
+        await self.on_message_changed(item.value, change, traceparent=item.traceparent)
+
+    async def _on_summary(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
+        REGISTRY.payload(item.value)  # validated here: an invalid payload rejects the message
+        projected.append(item.value)
+
+    # --- ranges -----------------------------------------------------------------------------------------
+    async def on_message_recorded(
+        self, env: EventEnvelope, msg: MessageRecorded, *, traceparent: str | None = None
+    ) -> None:
+        """Summarize the range ``msg`` closes, if any, then consolidate; continues the trace ``traceparent``."""
+        settings = self.settings_for(env.tenant_id)
+        stream = conversation_stream(env.tenant_id, msg.user_id, msg.conversation_id)
+        key = (env.tenant_id, msg.user_id, msg.conversation_id)
+        known = self._triggers.get(key)
+        if (known is not None and known.index == msg.index - 1) or msg.index == segment_start(msg.index, settings):
+            # The next message in order (or a segment's first): no need to re-read the segment's token counts.
+            state, rng = advance(known, msg.index, msg.tokens, settings)
+            events: list[EventEnvelope] | None = None
+        else:
+            first = segment_start(msg.index, settings)
+            events = await self._read_back(env, stream, SummaryRange(first, msg.index))
+            state, rng = fold_segment(msg.index, settings, ranges.recorded_tokens(events, first, msg.index))
+        self._remember(key, state)
+        if rng is None:
+            return
+        if events is None:
+            events = await self._read_back(env, stream, rng)
+        parts = {
+            summary_id(env.tenant_id, msg.user_id, msg.conversation_id, rng, "short_term", part.character_id): part
+            for part in presence_parts(ranges.fold_range(events, rng)[0])
+        }
+        written = {e.event_id for e in await self._store.get_events(list(parts))}  # a redelivery wrote them
+        missing = {sid: part for sid, part in parts.items() if sid not in written}
+        if missing:
+            payloads = await self._range_summaries(msg, rng, missing, settings)
+            if payloads:
+                new = [self._event(env, p.summary_id, SUMMARY_CREATED.name, p, traceparent) for p in payloads]
+                await self._append(summary_stream(env.tenant_id, msg.user_id, msg.conversation_id), new)
+            else:
+                log.info("range %s-%s of %s has no text; no summary", rng.first_index, rng.last_index, stream)
+        await self.consolidate(env, msg.user_id, msg.conversation_id, traceparent=traceparent)
+
+    async def _range_summaries(
+        self, msg: MessageRecorded, rng: SummaryRange, parts: dict[str, AudiencePart], settings: SummarizerSettings
+    ) -> list[SummaryCreated]:
+        """One summary per presence part of the range (see ``domain.presence_parts``), keyed by summary id."""
+        cap = settings.token_target if rng.by_tokens else settings.max_tokens
+        cache: dict[str, list[float]] = {}
+        out: list[SummaryCreated] = []
+        for sid, part in parts.items():
+            payload = await self._write_summary(
+                sid, msg.user_id, msg.conversation_id, rng, list(part.messages), part.audience, cap, settings, cache
+            )
+            if payload is not None:
+                out.append(payload)
+        return out
+
+    async def _write_summary(
+        self,
+        sid: str,
+        user_id: str,
+        conversation_id: str,
+        rng: SummaryRange,
+        messages: list[RangeMessage],
+        audience: Sequence[str],
+        cap: int,
+        settings: SummarizerSettings,
+        cache: dict[str, list[float]],
+    ) -> SummaryCreated | None:
+        """LLM summary when a model is configured and answers; the extractive one otherwise (also for a
+        transcript over ``llm_max_input_tokens``). A ``cap`` above ``settings.max_tokens`` (token-triggered
+        range, longer recomputation) asks the LLM for that length."""
+        text = llm_summary.transcript(messages)
+        if self._chat_model is not None and text and estimate_tokens(text) <= settings.llm_max_input_tokens:
+            target = cap if cap > settings.max_tokens else None
+            try:
+                completion = await llm_summary.summarize(self._chat_model, messages, target)
+            except LLMError as exc:
+                log.warning("LLM summary failed, falling back to extractive: %s", exc)
+            else:
+                return llm_summary.summary_from_completion(
+                    summary_id=sid,
+                    user_id=user_id,
+                    conversation_id=conversation_id,
+                    rng=rng,
+                    messages=messages,
+                    completion=completion,
+                    audience=audience,
+                )
+        sentences = sentences_of(messages, settings.max_sentences)
+        if not sentences:
+            return None
+        return compose_summary(
+            summary_id=sid,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            rng=rng,
+            messages=messages,
+            sentences=sentences,
+            vectors=await self._embed([s.text for s in sentences], cache),
+            settings=settings,
+            audience=audience,
+            max_tokens=cap,
+        )
+
+    async def _embed(self, texts: list[str], cache: dict[str, list[float]]) -> list[list[float]]:
+        """Vectors of ``texts``, embedding each distinct text once across a range's presence parts."""
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        if missing:
+            cache.update(zip(missing, await self._embedder.embed(missing), strict=True))
+        return [cache[t] for t in texts]
+
+    # --- consolidation --------------------------------------------------------------------------------
+    async def consolidate(
+        self, env: EventEnvelope, user_id: str, conversation_id: str, *, traceparent: str | None = None
+    ) -> None:
+        """Fold over-full (audience, level) groups until none is left (``consolidation.py``)."""
+        settings = self.settings_for(env.tenant_id)
+        stream = summary_stream(env.tenant_id, user_id, conversation_id)
+        for _ in range(MAX_FOLDS_PER_EVENT):
+            live = fold_live(await self._store.read_stream(stream))
+            batch = consolidation.due_batch(live.summaries(), settings)
+            if batch is None:
+                return
+            cid = consolidation.consolidation_id(env.tenant_id, user_id, conversation_id, [c.summary_id for c in batch])
+            merged = await self._consolidated(cid, batch, settings)
+            new = [self._event(env, cid, SUMMARY_CREATED.name, merged, traceparent)]
+            for child in batch:
+                rid, retired = consolidation.retirement(child, "consolidated", cid, merged.end_at)
+                new.append(self._event(env, rid, SUMMARY_RETIRED.name, retired, traceparent))
+            await self._append_at(stream, live, new)
+        log.warning("%s: consolidation did not settle in %d folds", stream, MAX_FOLDS_PER_EVENT)
+
+    async def _consolidated(
+        self, cid: str, children: list[SummaryCreated], settings: SummarizerSettings
+    ) -> SummaryCreated:
+        """The LLM's merge (``consolidate.v1``) when configured and answering; else an extractive one."""
+        ordered = sorted(children, key=lambda c: (c.first_index, c.last_index, c.summary_id))
+        if self._chat_model is not None:
+            try:
+                completion = await llm_summary.consolidate(self._chat_model, [c.text for c in ordered])
+            except LLMError as exc:
+                log.warning("LLM consolidation failed, falling back to extractive: %s", exc)
+            else:
+                return consolidation.consolidated_payload(
+                    summary_id=cid,
+                    children=ordered,
+                    text=completion.value.summary,
+                    method=completion.method,
+                    prompt_version=completion.prompt_version,
+                    emotional_context=completion.value.emotional_context,
+                )
+        sentences = consolidation.child_sentences(ordered, settings.max_sentences)
+        picked = pick_central(
+            sentences,
+            await self._embed([s.text for s in sentences], {}),
+            max_tokens=settings.consolidate_max_tokens,
+            duplicate_cosine=settings.duplicate_cosine,
+            min_relative=settings.min_relative_centrality,
+        )
+        text = " ".join(s.text for s in picked) or " ".join(c.text for c in ordered)
+        return consolidation.consolidated_payload(summary_id=cid, children=ordered, text=text, method="extractive")
+
+    # --- edits and deletes ----------------------------------------------------------------------------
+    async def on_message_changed(
+        self, env: EventEnvelope, change: MessageEdited | MessageDeleted, *, traceparent: str | None = None
+    ) -> None:
+        """Retire every live summary covering the changed message and recompute it over the current texts."""
+        settings = self.settings_for(env.tenant_id)
+        stream = summary_stream(env.tenant_id, change.user_id, change.conversation_id)
+        at = change.edited_at if isinstance(change, MessageEdited) else change.deleted_at
+
+        async def decide() -> Decision[None]:
+            live = fold_live(await self._store.read_stream(stream))
+            causes = {x.causation_id for x in live.by_id.values() if x.causation_id}
+            versions = {e.event_id: e.version for e in await self._store.get_events(list(causes))}
+            new: list[NewEvent] = []
+            for old in consolidation.stale_by(live, change.message_id, env.version, versions):
+                rid = consolidation.recompute_id(
+                    env.tenant_id, change.user_id, change.conversation_id, old.summary_id, env.event_id
+                )
+                fresh = await self._recompute(env, old, rid, settings)
+                if fresh is not None:
+                    new.append(self._event(env, rid, SUMMARY_CREATED.name, fresh, traceparent))
+                eid, retired = consolidation.retirement(old, "stale", rid if fresh else None, at)
+                new.append(self._event(env, eid, SUMMARY_RETIRED.name, retired, traceparent))
+            return Decision(live.version, new, None)  # nothing stale: nothing to append
+
+        await append_with_retry(self._store, stream, decide, publisher=self._publisher)
+
+    async def _recompute(
+        self, env: EventEnvelope, old: SummaryCreated, rid: str, settings: SummarizerSettings
+    ) -> SummaryCreated | None:
+        """``old`` over its messages as the log holds them at ``env`` (same range, audience and level)."""
+        rng = SummaryRange(old.first_index, old.last_index)
+        stream = conversation_stream(env.tenant_id, old.user_id, old.conversation_id)
+        events = await self._read_back(env, stream, rng)
+        keep = set(old.message_ids)
+        messages = [m for m in ranges.fold_range(events, rng)[0] if m.message_id in keep]
+        if old.summary_type == "short_term":
+            cap = max(settings.max_tokens, min(estimate_tokens(old.text), settings.token_target))
+        else:
+            cap = settings.consolidate_max_tokens
+        fresh = await self._write_summary(
+            rid, old.user_id, old.conversation_id, rng, messages, old.audience, cap, settings, {}
+        )
+        if fresh is None:
+            return None
+        return fresh.model_copy(update={"summary_type": old.summary_type, "consolidates": list(old.consolidates)})
+
+    # --- log access -----------------------------------------------------------------------------------
+    async def _read_back(self, env: EventEnvelope, stream: str, rng: SummaryRange) -> list[EventEnvelope]:
+        """The conversation stream up to ``env``'s version, reaching back to ``rng.first_index``'s recording
+        (a window that doubles until it does, then the whole stream)."""
+        factor = 2
+        for _ in range(MAX_WINDOW_GROWTH):
+            after = ranges.window_start(env.version, rng, factor)
+            events = await self._store.read_stream(stream, after_version=after, limit=env.version - after)
+            if after == 0 or ranges.fold_range(events, rng)[1]:
+                return events
+            factor *= 2
+        return await self._store.read_stream(stream, after_version=0, limit=env.version)
+
+    @staticmethod
+    def _event(
+        cause: EventEnvelope,
+        event_id: str,
+        type_name: str,
+        payload: SummaryCreated | SummaryRetired,
+        traceparent: str | None,
+    ) -> NewEvent:
+        occurred = payload.end_at if isinstance(payload, SummaryCreated) else payload.retired_at
+        return NewEvent(
+            event_id=event_id,
+            type=type_name,
+            tenant_id=cause.tenant_id,
+            occurred_at=occurred,
+            causation_id=cause.event_id,
+            correlation_id=cause.correlation_id or cause.event_id,
+            traceparent=traceparent,
+            payload=payload.model_dump(mode="json"),
+        )
+
+    async def _append_at(self, stream: str, live: LiveSet, events: list[NewEvent]) -> None:
+        """Append at the version ``live`` was folded from; a lost race appends nothing (the caller's next fold
+        re-reads the stream and decides again)."""
+        await try_append(self._store, stream, live.version, events, publisher=self._publisher)
+
+    async def _append(self, stream: str, events: list[NewEvent]) -> None:
+        # Another replica may write to this stream meanwhile: re-read its version and retry.
+        await append_at_head(self._store, stream, events, publisher=self._publisher)
+
+
+# Event type -> the handler of ``Summarizer.on_batch``; other types are not the summarizer's (acked as is).
+_ON_EVENT: dict[str, Callable[[Summarizer, Item[EventEnvelope], list[EventEnvelope]], Awaitable[None]]] = {
+    MESSAGE_RECORDED.name: Summarizer._on_recorded,
+    MESSAGE_EDITED.name: Summarizer._on_changed,
+    MESSAGE_DELETED.name: Summarizer._on_changed,
+    SUMMARY_CREATED.name: Summarizer._on_summary,
+    SUMMARY_RETIRED.name: Summarizer._on_summary,
+}

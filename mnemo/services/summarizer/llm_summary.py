@@ -1,0 +1,94 @@
+"""Summaries written by an LLM when one is configured (``MNEMO_LLM__BASE_URL``); extractive otherwise.
+
+The prompts are the versioned files ``mnemo/shared/llm/prompts/summarize.v<N>.md`` (a span of messages, about 120
+words), ``summarize_long.v<N>.md`` (a span closed by the token trigger, or a recomputed longer summary: about
+``words`` words) and ``consolidate.v<N>.md`` (several summaries into one); each summary records the prompt version and the model
+that answered, so summaries can be told apart and regenerated when either changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mnemo.services.summarizer.domain import RangeMessage, SummaryRange, participants_of
+from mnemo.services.summarizer.schemas import SummaryOutput
+from mnemo.shared.events.recorded import SummaryCreated
+from mnemo.shared.llm.port import ChatMessage, ChatModel, Completion
+from mnemo.shared.llm.prompts import PromptLibrary
+
+PROMPTS = PromptLibrary("mnemo.services.summarizer")
+PROMPT = "summarize"
+LONG_PROMPT = "summarize_long"
+CONSOLIDATE_PROMPT = "consolidate"
+
+
+def transcript(messages: Sequence[RangeMessage]) -> str:
+    return "\n".join(f"{(m.author_name.strip() or m.role)}: {m.content.strip()}" for m in messages if m.content.strip())
+
+
+def prompt_messages(
+    messages: Sequence[RangeMessage], target_tokens: int | None = None
+) -> tuple[list[ChatMessage], str]:
+    """The chat messages to send and the prompt tag (``summarize.v1``) to record; with ``target_tokens``, the
+    long prompt asking for about that many tokens (as words: three quarters of it)."""
+    names = sorted({(m.author_name.strip() or m.role) for m in messages})
+    values = {"participants": "\n".join(f"- {n}" for n in names), "transcript": transcript(messages)}
+    if target_tokens is None:
+        prompt = PROMPTS.load(PROMPT)
+        text = prompt.render(**values)
+    else:
+        prompt = PROMPTS.load(LONG_PROMPT)
+        text = prompt.render(**values, words=max(20, target_tokens * 3 // 4))
+    return [ChatMessage.user(text)], prompt.tag
+
+
+def summary_from_completion(
+    *,
+    summary_id: str,
+    user_id: str,
+    conversation_id: str,
+    rng: SummaryRange,
+    messages: Sequence[RangeMessage],
+    completion: Completion[SummaryOutput],
+    audience: Sequence[str],
+) -> SummaryCreated:
+    out = completion.value
+    return SummaryCreated(
+        summary_id=summary_id,
+        user_id=user_id,
+        conversation_id=conversation_id,
+        summary_type="short_term",
+        text=out.summary,
+        importance=out.importance,
+        participants=participants_of(messages),
+        start_at=min(m.created_at for m in messages),
+        end_at=max(m.created_at for m in messages),
+        message_ids=[m.message_id for m in messages],
+        first_index=rng.first_index,
+        last_index=rng.last_index,
+        method=completion.method,
+        prompt_version=completion.prompt_version,
+        emotional_context=out.emotional_context,
+        audience=list(audience),
+    )
+
+
+async def summarize(
+    chat_model: ChatModel, messages: Sequence[RangeMessage], target_tokens: int | None = None
+) -> Completion[SummaryOutput]:
+    """Raises ``LLMError`` when the model is unavailable or keeps answering off-schema."""
+    chat, tag = prompt_messages(messages, target_tokens)
+    return await chat_model.complete_json(chat, SummaryOutput, prompt_version=tag)
+
+
+def consolidation_messages(texts: Sequence[str]) -> tuple[list[ChatMessage], str]:
+    """The chat messages asking to merge ``texts`` (oldest first) and the prompt tag to record."""
+    prompt = PROMPTS.load(CONSOLIDATE_PROMPT)
+    listed = "\n\n".join(f"[{n}] {t.strip()}" for n, t in enumerate(texts, start=1))
+    return [ChatMessage.user(prompt.render(summaries=listed))], prompt.tag
+
+
+async def consolidate(chat_model: ChatModel, texts: Sequence[str]) -> Completion[SummaryOutput]:
+    """Raises ``LLMError`` when the model is unavailable or keeps answering off-schema."""
+    chat, tag = consolidation_messages(texts)
+    return await chat_model.complete_json(chat, SummaryOutput, prompt_version=tag)

@@ -1,0 +1,227 @@
+"""Composition root: builds adapters from settings and runs services.
+
+``open_core`` opens what services share (MongoDB, the event log, the cipher, the relay, and optionally
+the vector index and embedder); ``deps_for`` adds a service's own broker. Each service declares what it
+needs once, as a :class:`ServiceDefinition` in its ``app.py``; :func:`running` runs one on its own core
+(``python -m mnemo.services.<name>`` through ``run_service``, the benchmarks), while the embedded stack
+(mnemo/runtime/stack.py) opens one core and runs every service on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from faststream.nats import NatsBroker, NatsRouter
+from nats.aio.client import Client as NatsClient
+from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mnemo.shared import natsconn
+from mnemo.shared.broker import ensure_streams, make_broker, start_broker
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.deps import Deps
+from mnemo.shared.embedders.factory import build_embedder
+from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.keystore import MongoKeyStore
+from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.eventlog.relay import NatsJetStreamPublisher, Relay
+from mnemo.shared.events.recorded import REGISTRY
+from mnemo.shared.keys import LocalKek, load_or_create_kek, parse_kek, read_kek_file
+from mnemo.shared.lease import Lease, lease_bucket
+from mnemo.shared.llm.factory import build_chat_model
+from mnemo.shared.llm.port import ChatModel
+from mnemo.shared.readmodels import ensure_all_indexes
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors.factory import VectorRole, open_vector_index
+from mnemo.shared.vectors.follower import PointsFollower
+from mnemo.shared.vectors.port import VectorIndex
+
+log = logging.getLogger(__name__)
+
+RouterFactory = Callable[[Deps], NatsRouter]
+# A service's setup of the read models only it owns (``ensure_own_indexes`` in its app.py).
+IndexSetup = Callable[[AsyncDatabase[dict[str, Any]]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ServiceDefinition:
+    """What a service is and needs, declared once in its ``app.py`` (``DEFINITION``): the host, the
+    service's own ``__main__`` and the benchmarks all run it from this."""
+
+    name: str  # as in the subjects, durables and queue groups: ``memory-extractor``
+    create_router: RouterFactory
+    vectors: bool | VectorRole = False  # its use of the vector index (stream mode: writer or follower's shard)
+    embedder: bool = False
+    own_indexes: IndexSetup | None = None  # the read models only it owns
+    # One replica consumes at a time, the others stand by (mnemo/shared/lease.py): order matters more than spread.
+    single_active: bool = False
+
+
+def resolve_kek(settings: Settings) -> LocalKek:
+    """The KEK from ``MNEMO_KEK``, else the file ``MNEMO_KEK_FILE``, else (embedded mode) ``data_dir/kek.b64``,
+    created on first use; with the KEKs being retired (``MNEMO_KEK_PREVIOUS``) accepted for unwrapping. A KMS
+    adapter would implement ``mnemo.shared.keys.KeyWrapper`` instead."""
+    if settings.kek is not None:
+        kek = parse_kek(settings.kek.get_secret_value())
+    elif settings.kek_file is not None:
+        kek = read_kek_file(settings.kek_file)
+    else:
+        kek = load_or_create_kek(settings.data_dir)
+    previous = settings.kek_previous.get_secret_value().split(",") if settings.kek_previous else []
+    return LocalKek(kek, [parse_kek(p.strip()) for p in previous if p.strip()])
+
+
+@dataclass
+class Core:
+    settings: Settings
+    mongo: AsyncMongoClient[dict[str, Any]]
+    db: AsyncDatabase[dict[str, Any]]
+    cipher: FieldCipher
+    codec: EventCodec
+    store: MongoEventStore
+    nc: NatsClient
+    relay: Relay
+    vectors: VectorIndex | None
+    embedder: Embedder | None
+    chat_model: ChatModel | None
+    follower: PointsFollower | None = None  # stream mode: this process's shard follower (read-your-writes)
+
+    async def close(self) -> None:
+        await self.relay.stop()
+        if self.chat_model is not None:
+            await self.chat_model.close()
+        if self.embedder is not None:
+            await self.embedder.close()
+        if self.vectors is not None:
+            await self.vectors.close()
+        with contextlib.suppress(Exception):
+            await self.nc.drain()
+        await self.mongo.close()
+
+
+async def open_core(settings: Settings, *, vectors: bool | VectorRole = False, embedder: bool = False) -> Core:
+    """``vectors``: what the process does with the vector index (``True``: both read and write, ``False``: no
+    index); in stream mode it selects the writer or a follower's shard (``mnemo/shared/vectors/factory.py``)."""
+    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(settings.mongodb_url, tz_aware=True)
+    db = mongo[settings.mongodb_db]
+    keys = MongoKeyStore(db)
+    await keys.ensure_indexes()
+    cipher = FieldCipher(resolve_kek(settings), keys, cache_seconds=settings.key_cache_seconds)
+    codec = EventCodec(REGISTRY, cipher)
+    store = MongoEventStore(db, codec)
+    await store.ensure_indexes()
+    await ensure_all_indexes(db, cipher)
+    nc = await natsconn.connect(settings, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
+    js = nc.jetstream()
+    await ensure_streams(js, settings.streams)
+    relay = Relay(store, NatsJetStreamPublisher(js), codec)
+    index: VectorIndex | None = None
+    follower: PointsFollower | None = None
+    emb: Embedder | None = None
+    if embedder:
+        emb = build_embedder(settings)
+    if vectors:
+        opened = await open_vector_index(settings, nc, "both" if vectors is True else vectors)
+        index, follower = opened.index, opened.follower
+    chat = build_chat_model(settings)
+    return Core(settings, mongo, db, cipher, codec, store, nc, relay, index, emb, chat, follower)
+
+
+def deps_for(core: Core, broker: NatsBroker) -> Deps:
+    return Deps(
+        settings=core.settings,
+        broker=broker,
+        db=core.db,
+        store=core.store,
+        codec=core.codec,
+        publisher=core.relay,
+        cipher=core.cipher,
+        nc=core.nc,
+        vectors=core.vectors,
+        embedder=core.embedder,
+        chat_model=core.chat_model,
+        vectors_caught_up=core.follower.caught_up if core.follower is not None else None,
+    )
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Per-message logs of FastStream and the drivers are noise at INFO.
+    for noisy in ("faststream", "mnemo.broker", "nats", "pymongo", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+async def wait_for_stop_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+@dataclass
+class Running:
+    core: Core
+    broker: NatsBroker
+    lease: Lease | None  # a single-active service's, held while it runs
+
+
+@contextlib.asynccontextmanager
+async def running(service: ServiceDefinition, settings: Settings) -> AsyncIterator[Running]:
+    """``service`` on its own core and broker, with the relay's recovery loop; on exit in-flight messages
+    drain before everything closes. A single-active service first waits for its lease (standby)."""
+    core = await open_core(settings, vectors=service.vectors, embedder=service.embedder)
+    lease: Lease | None = None
+    if service.single_active:
+        ttl = settings.delivery.lease_ttl_s
+        lease = Lease(await lease_bucket(core.nc.jetstream(), ttl, settings.streams.replicas), service.name, ttl)
+        await lease.acquire()
+    if service.own_indexes is not None:
+        await service.own_indexes(core.db)
+    broker = make_broker(settings, service.name)
+    deps = deps_for(core, broker)
+    broker.include_router(service.create_router(deps))
+    relay_task = asyncio.create_task(core.relay.run())
+    await start_broker(broker)
+    for begin in deps.on_started:
+        await begin()
+    try:
+        yield Running(core, broker, lease)
+    finally:
+        await broker.stop()
+        relay_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await relay_task
+        if lease is not None:
+            await lease.release()
+        await core.close()
+
+
+async def serve(service: ServiceDefinition) -> None:
+    """Run one service until SIGINT/SIGTERM (or, single-active, until its lease is lost: then it stops so the
+    replica now holding it is the only one consuming; the operator restarts it as a standby), then drain
+    in-flight work and close everything."""
+    settings = Settings(service_name=service.name)
+    async with running(service, settings) as run:
+        log.info("%s serving on %s", service.name, settings.nats_url)
+        waits: list[asyncio.Task[Any]] = [asyncio.create_task(wait_for_stop_signal())]
+        if run.lease is not None:
+            waits.append(asyncio.create_task(run.lease.lost.wait()))
+        _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        log.info("%s stopping: draining in-flight messages", service.name)
+    if run.lease is not None and run.lease.lost.is_set():
+        raise SystemExit(f"{service.name}: lease lost")
+
+
+def run_service(service: ServiceDefinition) -> None:
+    configure_logging()
+    asyncio.run(serve(service))

@@ -1,0 +1,126 @@
+"""Routers holding one durable JetStream batch consumer, wired the same way in every service.
+
+Each consumer gets the delivery semantics of :mod:`mnemo.shared.delivery` (explicit acks, dead letters with the
+reason, bounded retries, heartbeats), the service's own durable (replicas share it) and dead-letter subject,
+and the service's tracer for per-message spans. A ``Staged`` handler overlaps up to
+``delivery.pipeline_depth`` batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TypeVar
+
+from faststream.nats import JStream, NatsRouter
+from nats.aio.msg import Msg
+from nats.js.errors import NotFoundError
+
+from mnemo.shared import natsconn, subjects
+from mnemo.shared.broker import LOG_JSTREAM
+from mnemo.shared.delivery import BatchConsumer, BatchHandler, DeadLetters, Decoder, Staged, subscribe_batches
+from mnemo.shared.delivery.order import Absent, AckFloor, OrderGate
+from mnemo.shared.deps import Deps
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.telemetry import tracer
+
+T = TypeVar("T")
+#: How long an ordered batch waits for acks in flight to move the ack floor before it is handed back.
+ORDER_WAIT_S = 5.0
+#: Sequences of a gap asked about per wait (one ``STREAM.MSG.GET`` each), from the lowest.
+ABSENT_PROBES = 256
+
+
+def consumer_router(
+    deps: Deps,
+    *,
+    service: str,
+    subject: str,
+    stream: JStream,
+    decode: Decoder[T],
+    handle: BatchHandler[T] | Staged[T],
+    title: str,
+    batch_size: int | None = None,
+    ordered: bool = False,
+) -> NatsRouter:
+    """``batch_size``: messages per pull, when the service wants other than ``delivery.batch_size``.
+    ``ordered``: replicas begin batches in stream order (:mod:`mnemo.shared.delivery.order`)."""
+    router = NatsRouter()
+    delivery = deps.settings.delivery
+    if batch_size is not None:
+        delivery = delivery.model_copy(update={"batch_size": batch_size})
+    durable = subjects.durable(service)
+    gate = (
+        OrderGate(_ack_floor(deps, stream.name, durable), _absent(deps, stream.name), wait_s=ORDER_WAIT_S)
+        if ordered
+        else None
+    )
+    consumer: BatchConsumer[T] = BatchConsumer(
+        decode=decode,
+        handle=handle,
+        dead_letters=DeadLetters(deps.broker, service),
+        max_deliver=deps.settings.delivery.max_deliver,
+        ack_wait_s=deps.settings.delivery.ack_wait_s,
+        tracer=tracer(service, deps.settings.telemetry),
+        in_flight=deps.settings.delivery.pipeline_depth,
+        gate=gate,
+    )
+    subscribe_batches(
+        router,
+        subject=subject,
+        stream=stream,
+        durable=durable,
+        consumer=consumer,
+        delivery=delivery,
+        title=title,
+        inbox_prefix=natsconn.inbox_prefix(natsconn.nats_user(deps.settings, service)),
+    )
+    return router
+
+
+def _absent(deps: Deps, stream: str) -> Absent:
+    async def absent(seqs: Collection[int]) -> set[int]:
+        js = deps.broker.config.connection_state.connection.jetstream()
+        gone = set()
+        for seq in sorted(seqs)[:ABSENT_PROBES]:  # a wider gap is probed again on the next wait
+            try:
+                await js.get_msg(stream, seq)
+            except NotFoundError:
+                gone.add(seq)
+        return gone
+
+    return absent
+
+
+def _ack_floor(deps: Deps, stream: str, durable: str) -> AckFloor:
+    async def ack_floor() -> int:
+        js = deps.broker.config.connection_state.connection.jetstream()
+        info = await js.consumer_info(stream, durable)
+        return info.ack_floor.stream_seq if info.ack_floor and info.ack_floor.stream_seq else 0
+
+    return ack_floor
+
+
+def log_consumer_router(
+    deps: Deps,
+    *,
+    service: str,
+    handle: BatchHandler[EventEnvelope] | Staged[EventEnvelope],
+    title: str,
+    batch_size: int | None = None,
+) -> NatsRouter:
+    """A consumer of every event the relay publishes (``mnemo.log.>``), decrypted and upcast by the codec;
+    an event that cannot be decoded (unknown type, damaged) is dead-lettered with the reason."""
+
+    async def decode(msg: Msg) -> EventEnvelope:
+        return await deps.codec.from_wire(msg.data)
+
+    return consumer_router(
+        deps,
+        service=service,
+        subject=subjects.LOG_ALL,
+        stream=LOG_JSTREAM,
+        decode=decode,
+        handle=handle,
+        title=title,
+        batch_size=batch_size,
+    )

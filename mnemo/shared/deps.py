@@ -1,0 +1,69 @@
+"""What a service needs at run time, gathered in one object built by the composition root.
+
+Services receive a :class:`Deps` and never construct adapters themselves, so tests can hand them real
+servers or fakes and the embedded stack can share one vector index and one embedder between services
+(Qdrant Edge has a single owner process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from faststream.nats import NatsBroker
+from nats.aio.client import Client as NatsClient
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.eventlog.codec import StoredDoc
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.llm.port import ChatModel
+from mnemo.shared.settings import Settings
+from mnemo.shared.vectors.port import VectorIndex
+
+
+class EventDecoder(Protocol):
+    async def from_wire(self, data: bytes) -> EventEnvelope:
+        """A relayed log event (still encrypted on the wire) decrypted and upcast."""
+        ...
+
+
+class CommittedPublisher(Protocol):
+    async def publish_committed(self, events: Sequence[EventEnvelope | StoredDoc]) -> None:
+        """Publish freshly committed events (envelopes, or ``AppendResult.stored`` documents, which need no
+        second encryption) to JetStream; on failure the relay's recovery loop retries."""
+        ...
+
+
+@dataclass
+class Deps:
+    settings: Settings
+    broker: NatsBroker
+    db: AsyncDatabase[dict[str, Any]]
+    store: EventStore
+    codec: EventDecoder
+    publisher: CommittedPublisher
+    cipher: FieldCipher
+    vectors: VectorIndex | None = None
+    embedder: Embedder | None = None
+    chat_model: ChatModel | None = None  # None: no LLM configured, services use their no-LLM fallbacks
+    #: Stream mode's read-your-writes wait (``PointsFollower.caught_up``): True once this process's shard has
+    #: applied every write acked before the call, False after the given seconds; None: the index is shared.
+    vectors_caught_up: Callable[[float], Awaitable[bool]] | None = None
+    nc: NatsClient | None = None  # the core's NATS connection (JetStream streams beyond the broker's)
+    #: What the service begins once its broker serves (the lore service resumes document imports cut short by
+    #: a restart); the hosts (``mnemo.shared.bootstrap.running``, ``mnemo.runtime.stack``) await each after start.
+    on_started: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
+
+    def require_vectors(self) -> VectorIndex:
+        if self.vectors is None:
+            raise RuntimeError("this service was built without a vector index")
+        return self.vectors
+
+    def require_embedder(self) -> Embedder:
+        if self.embedder is None:
+            raise RuntimeError("this service was built without an embedder")
+        return self.embedder

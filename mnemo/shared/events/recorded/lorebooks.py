@@ -1,0 +1,114 @@
+"""``lorebook/<tenant>/<book>``: imported and managed lorebooks, their entries and attachments."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from mnemo.shared.events.envelope import stream_id
+from mnemo.shared.events.recorded.base import REGISTRY, RecordedPayload
+
+
+def lorebook_stream(tenant_id: str, lorebook_id: str) -> str:
+    return stream_id("lorebook", tenant_id, lorebook_id)
+
+
+class LorebookImported(RecordedPayload):
+    """A book was imported: the normalised book (``mnemo.shared.lore.model.Lorebook`` dumped by field name) and the
+    source document as read (kept so that export can write back what mnemo does not model)."""
+
+    lorebook_id: str
+    owner_user_id: str
+    name: str
+    format: str
+    book: dict[str, object]
+    original: dict[str, object]
+    warnings: list[dict[str, object]]
+    imported_at: datetime
+
+
+LOREBOOK_IMPORTED = REGISTRY.register(
+    "lorebook.imported",
+    LorebookImported,
+    encrypted=("name", "book", "original", "warnings"),
+    key_owner="owner_user_id",
+)
+
+
+class LorebookAttached(RecordedPayload):
+    """The book applies to these bots' conversations and/or one user's conversation (ids only, no user text)."""
+
+    lorebook_id: str
+    bot_ids: list[str]
+    user_id: str | None = None
+    conversation_id: str | None = None
+    attached_at: datetime
+
+
+LOREBOOK_ATTACHED = REGISTRY.register("lorebook.attached", LorebookAttached)
+
+
+class LorebookCreated(RecordedPayload):
+    """An empty book was created (entries come as ``lorebook.entry_created``)."""
+
+    lorebook_id: str
+    owner_user_id: str
+    name: str
+    description: str = ""
+    created_at: datetime
+
+
+LOREBOOK_CREATED = REGISTRY.register(
+    "lorebook.created", LorebookCreated, encrypted=("name", "description"), key_owner="owner_user_id"
+)
+
+
+class LorebookEntryWritten(RecordedPayload):
+    """The whole entry after the change (``mnemo.shared.lore.model.LoreEntry`` dumped by field name): the fold
+    replaces the entry with the same uid, so a replayed log never needs the request that made it."""
+
+    lorebook_id: str
+    uid: int
+    entry: dict[str, object]
+    at: datetime
+    #: The book's owner, whose data key encrypts the entry (absent in entries written before: the tenant's key).
+    owner_user_id: str | None = None
+
+
+LOREBOOK_ENTRY_CREATED = REGISTRY.register(
+    "lorebook.entry_created", LorebookEntryWritten, encrypted=("entry",), key_owner="owner_user_id"
+)
+LOREBOOK_ENTRY_UPDATED = REGISTRY.register(
+    "lorebook.entry_updated", LorebookEntryWritten, encrypted=("entry",), key_owner="owner_user_id"
+)
+
+
+class LorebookEntryDeleted(RecordedPayload):
+    lorebook_id: str
+    uid: int
+    at: datetime
+
+
+LOREBOOK_ENTRY_DELETED = REGISTRY.register("lorebook.entry_deleted", LorebookEntryDeleted)
+
+
+class LorebookDeleted(RecordedPayload):
+    """The book is gone: its entries, its attachments and its vectors (the fold keeps a tombstone)."""
+
+    lorebook_id: str
+    at: datetime
+
+
+LOREBOOK_DELETED = REGISTRY.register("lorebook.deleted", LorebookDeleted)
+
+
+class LorebookDetached(RecordedPayload):
+    """The book no longer applies to these bots and/or to that conversation (ids only)."""
+
+    lorebook_id: str
+    bot_ids: list[str]
+    user_id: str | None = None
+    conversation_id: str | None = None
+    detached_at: datetime
+
+
+LOREBOOK_DETACHED = REGISTRY.register("lorebook.detached", LorebookDetached)

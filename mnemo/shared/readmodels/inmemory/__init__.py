@@ -1,0 +1,31 @@
+"""In-memory fakes of the shared read models (the ports in ``ports.py``), for component tests without servers.
+
+Each folds the same events with the same rules as its MongoDB adapter (idempotent on redelivery, version
+filters, tenant scoping, ordering of every query) and keeps plain values: nothing is encrypted, which is
+the one thing the adapters do that a fake need not. ``tests/contract/test_readmodels_contract.py`` runs one
+suite on both, so the two cannot drift.
+"""
+
+from typing import TYPE_CHECKING
+
+from mnemo.shared.readmodels.inmemory.conversation import InMemoryReadModels
+from mnemo.shared.readmodels.inmemory.knowledge import InMemoryKnowledge
+from mnemo.shared.readmodels.inmemory.lore import InMemoryLegacyLore, InMemoryLore
+from mnemo.shared.readmodels.inmemory.summaries import InMemorySummaries
+
+if TYPE_CHECKING:  # each fake satisfies its port (checked by mypy)
+    from mnemo.shared.readmodels.ports import (
+        ConversationReadModel,
+        KnowledgePort,
+        LegacyLorePort,
+        LorePort,
+        SummariesPort,
+    )
+
+    _models: ConversationReadModel = InMemoryReadModels()
+    _summaries: SummariesPort = InMemorySummaries()
+    _knowledge: KnowledgePort = InMemoryKnowledge()
+    _legacy: LegacyLorePort = InMemoryLegacyLore()
+    _lore: LorePort = InMemoryLore()
+
+__all__ = ["InMemoryKnowledge", "InMemoryLegacyLore", "InMemoryLore", "InMemoryReadModels", "InMemorySummaries"]

@@ -1,0 +1,261 @@
+"""In-memory fake of the conversation read models (``ports.ConversationReadModel``): messages, conversations,
+bots and personas, folded with the MongoDB adapter's rules (see ``mnemo/shared/readmodels/inmemory/__init__.py``)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from mnemo.shared.events.envelope import EventEnvelope, stream_parts
+from mnemo.shared.events.recorded import (
+    BOT_RECORDED,
+    MESSAGE_DELETED,
+    MESSAGE_EDITED,
+    MESSAGE_RECORDED,
+    PERSONA_RECORDED,
+    bot_stream,
+    conversation_stream,
+    persona_stream,
+)
+from mnemo.shared.presence import bot_may_see
+from mnemo.shared.readmodels.conversation import ConversationState, as_utc, fold
+from mnemo.shared.readmodels.messages import MessageKey, MessageStatus, MessageView, message_doc_id
+from mnemo.shared.readmodels.profiles import BotView, PersonaView
+
+
+def naive_utc(value: datetime) -> datetime:
+    """A datetime as MongoDB hands it back to a client that is not tz-aware: UTC, without tzinfo."""
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo is not None else value
+
+
+# --- conversations, messages, profiles ----------------------------------------------------------------
+class InMemoryReadModels:
+    """``ReadModels`` in memory (port: ``ConversationReadModel``)."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, ConversationState] = {}
+        self.messages: dict[str, tuple[MessageView, int]] = {}  # doc id -> (view, version)
+        self.bots: dict[str, tuple[BotView, int]] = {}
+        self.personas: dict[str, tuple[PersonaView, int]] = {}
+
+    async def apply(
+        self, envelopes: Iterable[EventEnvelope], *, known_states: Mapping[str, ConversationState] | None = None
+    ) -> dict[str, ConversationState]:
+        by_stream: dict[str, list[EventEnvelope]] = defaultdict(list)
+        for env in envelopes:
+            by_stream[env.stream_id].append(env)
+        conversation_streams: list[str] = []
+        for sid, events in by_stream.items():
+            events.sort(key=lambda e: e.version)
+            if stream_parts(sid)[0] == "conversation":
+                conversation_streams.append(sid)
+            for env in events:
+                on_event = _APPLY.get(env.type)
+                if on_event is not None:
+                    on_event(self, env)
+        before = dict(known_states or {})
+        missing = [s for s in conversation_streams if s not in before]
+        before.update(await self.conversation_states(missing))
+        after = {s: fold(before[s], by_stream[s]) for s in conversation_streams}
+        for s, st in after.items():
+            stored = self.states.get(s)
+            if st.version > before[s].version and (stored is None or stored.version < st.version):
+                self.states[s] = st
+        return after
+
+    def _on_message_recorded(self, env: EventEnvelope) -> None:
+        m = MESSAGE_RECORDED.parse(env.payload)
+        doc_id = message_doc_id(env.tenant_id, m.user_id, m.conversation_id, m.message_id)
+        if doc_id not in self.messages:
+            view = MessageView(
+                tenant_id=env.tenant_id,
+                user_id=m.user_id,
+                conversation_id=m.conversation_id,
+                message_id=m.message_id,
+                index=m.index,
+                role=m.role,
+                author_id=m.author_id,
+                author_name=m.author_name or "",
+                content=m.content or "",
+                created_at=as_utc(m.created_at),
+                bot_ids=list(m.bot_ids),
+                persona_id=m.persona_id,
+                tokens=m.tokens,
+                deleted=False,
+                edited_at=None,
+                deleted_at=None,
+            )
+            self.messages[doc_id] = (view, env.version)
+
+    def _on_message_edited(self, env: EventEnvelope) -> None:
+        e = MESSAGE_EDITED.parse(env.payload)
+        doc_id = message_doc_id(env.tenant_id, e.user_id, e.conversation_id, e.message_id)
+        if (found := self.messages.get(doc_id)) and found[1] < env.version:
+            edited = replace(found[0], content=e.content, tokens=e.tokens, edited_at=as_utc(e.edited_at))
+            self.messages[doc_id] = (edited, env.version)
+
+    def _on_message_deleted(self, env: EventEnvelope) -> None:
+        d = MESSAGE_DELETED.parse(env.payload)
+        doc_id = message_doc_id(env.tenant_id, d.user_id, d.conversation_id, d.message_id)
+        if (found := self.messages.get(doc_id)) and found[1] < env.version:
+            gone = replace(found[0], deleted=True, deleted_at=as_utc(d.deleted_at))
+            self.messages[doc_id] = (gone, env.version)
+
+    def _on_bot_recorded(self, env: EventEnvelope) -> None:
+        b = BOT_RECORDED.parse(env.payload)
+        doc_id = bot_stream(env.tenant_id, b.bot_id)
+        if (old := self.bots.get(doc_id)) is None or old[1] < env.version:
+            bot = BotView(
+                tenant_id=env.tenant_id,
+                bot_id=b.bot_id,
+                owner_user_id=b.owner_user_id,
+                name=b.name,
+                system_prompt=b.system_prompt or "",
+                updated_at=as_utc(b.updated_at),
+                gender=b.gender,
+                age=b.age,
+                knowledge_sharing=b.knowledge_sharing,
+            )
+            self.bots[doc_id] = (bot, env.version)
+
+    def _on_persona_recorded(self, env: EventEnvelope) -> None:
+        p = PERSONA_RECORDED.parse(env.payload)
+        doc_id = persona_stream(env.tenant_id, p.user_id, p.persona_id)
+        if (old := self.personas.get(doc_id)) is None or old[1] < env.version:
+            persona = PersonaView(
+                tenant_id=env.tenant_id,
+                user_id=p.user_id,
+                persona_id=p.persona_id,
+                name=p.name,
+                description=p.description or "",
+                traits=[str(t) for t in p.traits],
+                updated_at=as_utc(p.updated_at),
+                instructions=p.instructions or "",
+            )
+            self.personas[doc_id] = (persona, env.version)
+
+    async def conversation_states(self, stream_ids: Sequence[str]) -> dict[str, ConversationState]:
+        unique = list(dict.fromkeys(stream_ids))
+        return {s: self.states.get(s) or ConversationState.for_stream(s) for s in unique}
+
+    async def conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> ConversationState | None:
+        return self.states.get(conversation_stream(tenant_id, user_id, conversation_id))
+
+    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        state = await self.conversation(tenant_id, user_id, conversation_id)
+        root = state.family_root if state is not None else conversation_id
+        forks = [
+            s.conversation_id
+            for s in self.states.values()
+            if (s.tenant_id, s.user_id, s.root_conversation_id) == (tenant_id, user_id, root)
+        ]
+        return frozenset({root, conversation_id, *forks})
+
+    async def message_status(
+        self, keys: Iterable[MessageKey], *, scene: bool = False
+    ) -> dict[MessageKey, MessageStatus]:
+        out: dict[MessageKey, MessageStatus] = {}
+        for key in keys:
+            found = self.messages.get(message_doc_id(*key))
+            if found is None:
+                continue
+            m, version = found
+            status = MessageStatus(index=m.index, deleted=m.deleted, version=version)
+            if scene:
+                status = replace(
+                    status,
+                    role=m.role,
+                    author_id=m.author_id,
+                    bot_ids=tuple(m.bot_ids),
+                    persona_id=m.persona_id,
+                    created_at=m.created_at,
+                )
+            out[key] = status
+        return out
+
+    def _of(self, tenant_id: str, user_id: str, conversation_id: str) -> list[MessageView]:
+        return [
+            m
+            for m, _ in self.messages.values()
+            if (m.tenant_id, m.user_id, m.conversation_id) == (tenant_id, user_id, conversation_id)
+        ]
+
+    async def message_range(
+        self,
+        tenant_id: str,
+        user_id: str,
+        conversation_id: str,
+        start_index: int,
+        end_index: int | None = None,
+        *,
+        include_deleted: bool = False,
+        visible_to: str | None = None,
+    ) -> list[MessageView]:
+        found = [
+            m
+            for m in self._of(tenant_id, user_id, conversation_id)
+            if start_index <= m.index and (end_index is None or m.index < end_index)
+        ]
+        return sorted((m for m in found if _wanted(m, include_deleted, visible_to)), key=lambda m: m.index)
+
+    async def recent(
+        self,
+        tenant_id: str,
+        user_id: str,
+        conversation_id: str,
+        limit: int,
+        *,
+        before_index: int | None = None,
+        visible_to: str | None = None,
+    ) -> list[MessageView]:
+        if limit <= 0:
+            return []
+        end = before_index
+        if end is None:
+            state = await self.conversation(tenant_id, user_id, conversation_id)
+            if state is None:
+                return []
+            end = state.message_count
+        found = await self.message_range(tenant_id, user_id, conversation_id, 0, end, visible_to=visible_to)
+        return found[-limit:]
+
+    async def by_ids(
+        self,
+        tenant_id: str,
+        user_id: str,
+        conversation_id: str,
+        message_ids: Iterable[str],
+        *,
+        include_deleted: bool = False,
+        visible_to: str | None = None,
+    ) -> list[MessageView]:
+        ids = [message_doc_id(tenant_id, user_id, conversation_id, m) for m in dict.fromkeys(message_ids)]
+        found = [self.messages[i][0] for i in ids if i in self.messages]
+        return sorted((m for m in found if _wanted(m, include_deleted, visible_to)), key=lambda m: m.index)
+
+    async def bot(self, tenant_id: str, bot_id: str) -> BotView | None:
+        found = self.bots.get(bot_stream(tenant_id, bot_id))
+        return found[0] if found else None
+
+    async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaView | None:
+        found = self.personas.get(persona_stream(tenant_id, user_id, persona_id))
+        return found[0] if found else None
+
+
+def _wanted(m: MessageView, include_deleted: bool, visible_to: str | None) -> bool:
+    if m.deleted and not include_deleted:
+        return False
+    return visible_to is None or bot_may_see(visible_to, m.bot_ids or ())
+
+
+# Event type -> how ``InMemoryReadModels.apply`` writes it to the messages, bots or personas (the same
+# rules as ``messages.MESSAGE_WRITES`` and ``profiles``); conversation states are folded by ``fold``.
+_APPLY: dict[str, Callable[[InMemoryReadModels, EventEnvelope], None]] = {
+    MESSAGE_RECORDED.name: InMemoryReadModels._on_message_recorded,
+    MESSAGE_EDITED.name: InMemoryReadModels._on_message_edited,
+    MESSAGE_DELETED.name: InMemoryReadModels._on_message_deleted,
+    BOT_RECORDED.name: InMemoryReadModels._on_bot_recorded,
+    PERSONA_RECORDED.name: InMemoryReadModels._on_persona_recorded,
+}

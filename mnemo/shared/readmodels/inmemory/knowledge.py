@@ -1,0 +1,180 @@
+"""In-memory fake of the knowledge read model (``ports.KnowledgePort``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
+from datetime import UTC
+
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import (
+    FACT_LEARNED,
+    FACT_PROMOTED,
+    FACT_RETIRED,
+    FACT_UNPROMOTED,
+    FACTS_CONSOLIDATED,
+    FactLearned,
+    FactScopeChanged,
+    campaign_scope,
+    character_scope,
+    player_scope,
+)
+from mnemo.shared.readmodels.knowledge import ACTIVE, FactView, outside, source_key, with_supersession
+
+
+class InMemoryKnowledge:
+    """``KnowledgeReadModel`` in memory (port: ``KnowledgePort``)."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, FactView] = {}
+        self.scope_version: dict[str, int] = {}
+
+    async def apply(self, events: Sequence[EventEnvelope]) -> None:
+        for env in events:
+            on_event = _APPLY.get(env.type)
+            if on_event is not None:
+                on_event(self, env)
+
+    def _on_learned(self, env: EventEnvelope) -> None:
+        self._insert(env, FACT_LEARNED.parse(env.payload), [])
+
+    def _on_consolidated(self, env: EventEnvelope) -> None:
+        merged = FACTS_CONSOLIDATED.parse(env.payload)
+        folded = [f for i in merged.consolidates if (f := self._mine(env.tenant_id, i)) is not None]
+        self._insert(env, merged, [k for f in folded for k in f.source_keys])
+        for f in folded:
+            if f.status == ACTIVE:
+                self.facts[f.fact_id] = replace(f, status="consolidated")
+
+    def _on_retired(self, env: EventEnvelope) -> None:
+        r = FACT_RETIRED.parse(env.payload)
+        if (f := self._mine(env.tenant_id, r.fact_id)) is not None:
+            self.facts[f.fact_id] = replace(f, status="retired")
+
+    def _on_promoted(self, env: EventEnvelope) -> None:
+        self._scope_changed(env, FACT_PROMOTED.parse(env.payload))
+
+    def _on_unpromoted(self, env: EventEnvelope) -> None:
+        self._scope_changed(env, FACT_UNPROMOTED.parse(env.payload))
+
+    def _scope_changed(self, env: EventEnvelope, c: FactScopeChanged) -> None:
+        f = self._mine(env.tenant_id, c.fact_id)
+        if f is not None and self.scope_version[f.fact_id] < env.version:
+            self.facts[f.fact_id] = replace(f, scope=c.to_scope)
+            self.scope_version[f.fact_id] = env.version
+
+    def _mine(self, tenant_id: str, fact_id: str) -> FactView | None:
+        f = self.facts.get(fact_id)
+        return f if f is not None and f.tenant_id == tenant_id else None
+
+    def _insert(self, env: EventEnvelope, fact: FactLearned, extra_keys: list[str]) -> None:
+        if fact.fact_id in self.facts:
+            return
+        keys = [source_key(fact.conversation_id, m) for m in fact.message_ids] + extra_keys
+        learned = fact.learned_at if fact.learned_at.tzinfo is not None else fact.learned_at.replace(tzinfo=UTC)
+        self.facts[fact.fact_id] = FactView(
+            fact_id=fact.fact_id,
+            tenant_id=env.tenant_id,
+            user_id=fact.user_id,
+            character_id=fact.character_id,
+            character_kind=fact.character_kind,
+            conversation_id=fact.conversation_id,
+            text=fact.text,
+            subject=fact.subject,
+            fact_type=fact.fact_type,
+            tags=tuple(fact.tags),
+            confidence=float(fact.confidence),
+            learned_at=learned.astimezone(UTC),
+            scope=fact.scope,
+            message_ids=tuple(fact.message_ids),
+            method=fact.method,
+            prompt_version=fact.prompt_version,
+            status=ACTIVE,
+            causation_id=env.causation_id,
+            consolidates=tuple(getattr(fact, "consolidates", ())),
+            source_keys=tuple(dict.fromkeys(keys)),
+        )
+        self.scope_version[fact.fact_id] = env.version
+
+    def _of(self, tenant_id: str) -> list[FactView]:
+        return [f for f in self.facts.values() if f.tenant_id == tenant_id]
+
+    async def facts_for(
+        self,
+        tenant_id: str,
+        character_id: str,
+        *,
+        user_id: str,
+        campaign_id: str | None = None,
+        limit: int = 50,
+        exclude_conversations: Collection[str] = (),
+    ) -> list[FactView]:
+        scopes = {player_scope(user_id), character_scope(character_id)}
+        if campaign_id is not None:
+            scopes.add(campaign_scope(campaign_id))
+        found = [
+            f
+            for f in self._of(tenant_id)
+            if f.character_id == character_id and f.status == ACTIVE and f.scope in scopes
+        ]
+        views = with_supersession(outside(found, user_id, exclude_conversations))
+        return [v for v in views if v.status == ACTIVE][: max(0, limit)]
+
+    async def owned(
+        self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
+    ) -> list[FactView]:
+        found = [
+            f
+            for f in self._of(tenant_id)
+            if (f.character_id, f.user_id) == (character_id, user_id) and f.status == ACTIVE
+        ]
+        return with_supersession(outside(found, user_id, exclude_conversations))
+
+    async def page(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        character_id: str | None = None,
+        fact_type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        include_inactive: bool = False,
+    ) -> tuple[list[FactView], int]:
+        found = [
+            f
+            for f in self._of(tenant_id)
+            if f.user_id == user_id
+            and (character_id is None or f.character_id == character_id)
+            and (fact_type is None or f.fact_type == fact_type)
+            and (include_inactive or f.status == ACTIVE)
+        ]
+        found.sort(key=lambda f: (f.learned_at, f.fact_id), reverse=True)
+        views = found[max(0, offset) : max(0, offset) + max(0, limit)]
+        superseded: set[str] = set()
+        for cid in {v.character_id for v in views if v.status == ACTIVE}:
+            superseded |= {f.fact_id for f in await self.owned(tenant_id, cid, user_id) if f.status == "superseded"}
+        return [replace(v, status="superseded") if v.fact_id in superseded else v for v in views], len(found)
+
+    async def by_id(self, tenant_id: str, fact_id: str) -> FactView | None:
+        return self._mine(tenant_id, fact_id)
+
+    async def by_ids(self, tenant_id: str, fact_ids: Sequence[str]) -> list[FactView]:
+        return [f for i in fact_ids if (f := self._mine(tenant_id, i)) is not None]
+
+    async def scope_versions(self, tenant_id: str, fact_ids: Sequence[str]) -> dict[str, int]:
+        return {i: self.scope_version[i] for i in fact_ids if self._mine(tenant_id, i) is not None}
+
+    async def derived_from(self, tenant_id: str, user_id: str, conversation_id: str, message_id: str) -> list[FactView]:
+        key = source_key(conversation_id, message_id)
+        return [f for f in self._of(tenant_id) if f.user_id == user_id and key in f.source_keys and f.status == ACTIVE]
+
+
+# Event type -> how ``InMemoryKnowledge.apply`` folds it (the rules of ``knowledge.KnowledgeReadModel``).
+_APPLY: dict[str, Callable[[InMemoryKnowledge, EventEnvelope], None]] = {
+    FACT_LEARNED.name: InMemoryKnowledge._on_learned,
+    FACTS_CONSOLIDATED.name: InMemoryKnowledge._on_consolidated,
+    FACT_RETIRED.name: InMemoryKnowledge._on_retired,
+    FACT_PROMOTED.name: InMemoryKnowledge._on_promoted,
+    FACT_UNPROMOTED.name: InMemoryKnowledge._on_unpromoted,
+}

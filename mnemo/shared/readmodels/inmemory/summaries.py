@@ -1,0 +1,160 @@
+"""In-memory fake of the summaries read model (``ports.SummariesPort``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
+from mnemo.shared.readmodels.inmemory.conversation import naive_utc
+from mnemo.shared.readmodels.summaries import SummaryListed, SummaryView
+
+
+class InMemorySummaries:
+    """``SummariesReadModel`` in memory (port: ``SummariesPort``)."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, dict[str, Any]] = {}  # summary id -> fields (no "text" while a retirement stub)
+
+    async def apply(self, events: Sequence[EventEnvelope]) -> None:
+        for env in events:
+            on_event = _APPLY.get(env.type)
+            if on_event is not None:
+                on_event(self, env)
+
+    def _on_created(self, env: EventEnvelope) -> None:
+        s = SUMMARY_CREATED.parse(env.payload)
+        doc = self.docs.get(s.summary_id)
+        if doc is not None and doc["tenant_id"] != env.tenant_id:
+            return  # another tenant's id: the adapter's upsert fails on _id
+        fields = {"tenant_id": env.tenant_id, **s.model_dump(exclude={"summary_id"})}
+        fields["start_at"] = naive_utc(s.start_at)
+        fields["end_at"] = naive_utc(s.end_at)
+        if doc is None:
+            self.docs[s.summary_id] = {**fields, "status": "active", "replaced_by": None}
+        else:
+            doc.update(fields)
+
+    def _on_retired(self, env: EventEnvelope) -> None:
+        r = SUMMARY_RETIRED.parse(env.payload)
+        doc = self.docs.setdefault(r.summary_id, {"tenant_id": env.tenant_id})
+        if doc["tenant_id"] == env.tenant_id:
+            doc.update(status=r.reason, replaced_by=r.replaced_by)
+
+    @staticmethod
+    def _view(summary_id: str, d: dict[str, Any]) -> SummaryView:
+        return SummaryView(
+            summary_id=summary_id,
+            tenant_id=d["tenant_id"],
+            user_id=d["user_id"],
+            conversation_id=d["conversation_id"],
+            summary_type=d["summary_type"],
+            text=str(d["text"]),
+            importance=int(d["importance"]),
+            participants=tuple(d.get("participants", ())),
+            start_at=d["start_at"],
+            end_at=d["end_at"],
+            message_ids=tuple(d.get("message_ids", ())),
+            first_index=int(d["first_index"]),
+            last_index=int(d["last_index"]),
+            method=d["method"],
+            audience=tuple(d.get("audience", (EVERYONE,))),
+            consolidates=tuple(d.get("consolidates", ())),
+            status=str(d.get("status", "active")),
+            replaced_by=d.get("replaced_by"),
+            prompt_version=d.get("prompt_version"),
+            emotional_context=d.get("emotional_context"),
+        )
+
+    def _created(self, tenant_id: str) -> list[tuple[str, dict[str, Any]]]:
+        return [(i, d) for i, d in self.docs.items() if d["tenant_id"] == tenant_id and "text" in d]
+
+    async def recent_summaries(
+        self, tenant_id: str, user_id: str, conversation_id: str, limit: int = 10
+    ) -> list[SummaryView]:
+        mine = [
+            (i, d)
+            for i, d in self._created(tenant_id)
+            if (d["user_id"], d["conversation_id"]) == (user_id, conversation_id)
+        ]
+        mine.sort(key=lambda p: -int(p[1]["last_index"]))
+        return [self._view(i, d) for i, d in mine[:limit]]
+
+    async def by_ids(
+        self,
+        tenant_id: str,
+        summary_ids: Sequence[str],
+        *,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[SummaryView]:
+        wanted = {"user_id": user_id, "conversation_id": conversation_id}
+        found = {
+            i: self._view(i, d)
+            for i, d in self._created(tenant_id)
+            if i in summary_ids and all(v is None or d.get(k) == v for k, v in wanted.items())
+        }
+        return [found[i] for i in summary_ids if i in found]
+
+    async def inactive(self, tenant_id: str, summary_ids: Sequence[str]) -> set[str]:
+        return {
+            i
+            for i in summary_ids
+            if (d := self.docs.get(i)) is not None and d["tenant_id"] == tenant_id and d.get("status") != "active"
+        }
+
+    async def live_summaries(
+        self, tenant_id: str, user_id: str, conversation_id: str, *, audience_member: str | None = None
+    ) -> list[SummaryView]:
+        live = [
+            (i, d)
+            for i, d in self._created(tenant_id)
+            if (d["user_id"], d["conversation_id"]) == (user_id, conversation_id)
+            and d.get("status") == "active"
+            and (audience_member is None or {audience_member, EVERYONE} & set(d.get("audience", ())))
+        ]
+        live.sort(key=lambda p: (int(p[1]["first_index"]), p[0]))
+        return [self._view(i, d) for i, d in live]
+
+    async def page(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        summary_type: str | None = None,
+        participant: str | None = None,
+        only_ids: Sequence[str] | None = None,
+        except_ids: Sequence[str] | None = None,
+        include_retired: bool = False,
+        limit: int,
+        offset: int = 0,
+    ) -> tuple[list[SummaryListed], int]:
+        def matches(i: str, d: dict[str, Any]) -> bool:
+            status = d.get("status")
+            return (
+                d["user_id"] == user_id
+                and (status != "deleted" if include_retired else status in (None, "active"))
+                and (summary_type is None or d["summary_type"] == summary_type)
+                and (participant is None or participant in d.get("participants", ()))
+                and (only_ids is None or i in only_ids)
+                and (not except_ids or i not in except_ids)
+            )
+
+        found = [(i, d) for i, d in self._created(tenant_id) if matches(i, d)]
+        total = len(found)
+        if limit <= 0 or offset >= total:
+            return [], total
+        found.sort(key=lambda p: p[0])
+        found.sort(key=lambda p: p[1]["end_at"], reverse=True)
+        return [
+            SummaryListed(self._view(i, d), str(d.get("status") or "active"), d.get("prompt_version"))
+            for i, d in found[offset : offset + limit]
+        ], total
+
+
+# Event type -> how ``InMemorySummaries.apply`` folds it (the rules of ``summaries.SummariesReadModel``).
+_APPLY: dict[str, Callable[[InMemorySummaries, EventEnvelope], None]] = {
+    SUMMARY_CREATED.name: InMemorySummaries._on_created,
+    SUMMARY_RETIRED.name: InMemorySummaries._on_retired,
+}

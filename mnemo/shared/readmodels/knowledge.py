@@ -1,0 +1,310 @@
+"""The ``knowledge`` read model: what each character knows, one document per fact, text encrypted at rest.
+
+A projection of the ``knowledge/<tenant>/<character>`` streams, rebuilt by replaying them:
+``knowledge.fact_learned`` and ``knowledge.facts_consolidated`` insert a fact (``$setOnInsert`` keyed by the
+deterministic fact id: applying twice is a no-op); a consolidation marks the facts it folds ``consolidated``;
+``knowledge.fact_retired`` marks one ``retired``; ``knowledge.fact_promoted``/``unpromoted`` set the scope, but
+only if the event is newer in its stream than the last scope change applied (``scope_version``), so a late
+redelivery cannot undo a later change. Text and subject are encrypted with the tenant's data key, bound to the
+fact id and field name. Every query takes the tenant first.
+
+Current facts: not retired, not consolidated away, and not superseded, i.e. no newer fact of the same
+character with the same subject among those visible (computed at read time; nothing is rewritten).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, UpdateMany, UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import (
+    FACT_LEARNED,
+    FACT_PROMOTED,
+    FACT_RETIRED,
+    FACT_UNPROMOTED,
+    FACTS_CONSOLIDATED,
+    FactLearned,
+    FactScopeChanged,
+    campaign_scope,
+    character_scope,
+    player_scope,
+)
+from mnemo.shared.readmodels.erased import readable, readable_one
+
+COLLECTION = "knowledge"
+ACTIVE = "active"
+KNOWLEDGE_EVENTS = frozenset(
+    {FACT_LEARNED.name, FACTS_CONSOLIDATED.name, FACT_RETIRED.name, FACT_PROMOTED.name, FACT_UNPROMOTED.name}
+)
+
+
+@dataclass(frozen=True)
+class FactView:
+    fact_id: str
+    tenant_id: str
+    user_id: str
+    character_id: str
+    character_kind: str
+    conversation_id: str
+    text: str
+    subject: str
+    fact_type: str
+    tags: tuple[str, ...]
+    confidence: float
+    learned_at: datetime
+    scope: str
+    message_ids: tuple[str, ...]
+    method: str
+    prompt_version: str | None
+    status: str  # active | superseded | consolidated | retired
+    causation_id: str | None = None  # the event it was learned from (a message, or the edit of one)
+    consolidates: tuple[str, ...] = ()  # the facts a consolidated fact folds
+    source_keys: tuple[str, ...] = ()  # ``source_key``s of every message it derives from, directly or folded
+
+
+def source_key(conversation_id: str, message_id: str) -> str:
+    """Platform message ids are unique within a conversation only."""
+    return f"{conversation_id}\x1f{message_id}"
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def with_supersession(views: Sequence[FactView]) -> list[FactView]:
+    """Newest first; an active fact with a newer active fact of the same character and subject among
+    ``views`` gets status ``superseded``."""
+    seen: set[tuple[str, str]] = set()
+    out: list[FactView] = []
+    for v in sorted(views, key=lambda f: (f.learned_at, f.fact_id), reverse=True):
+        key = (v.character_id, v.subject)
+        if v.status == ACTIVE and key in seen:
+            v = FactView(**{**v.__dict__, "status": "superseded"})
+        elif v.status == ACTIVE:
+            seen.add(key)
+        out.append(v)
+    return out
+
+
+def outside(views: Sequence[FactView], user_id: str, conversations: Collection[str]) -> list[FactView]:
+    """``views`` but those learned in one of ``user_id``'s ``conversations`` (ids are per user)."""
+    if not conversations:
+        return list(views)
+    return [v for v in views if v.user_id != user_id or v.conversation_id not in conversations]
+
+
+class KnowledgeReadModel:
+    def __init__(self, db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> None:
+        self._col = db[COLLECTION]
+        self._cipher = cipher
+
+    async def ensure_indexes(self) -> None:
+        await self._col.create_index(
+            [("tenant_id", ASCENDING), ("character_id", ASCENDING), ("status", ASCENDING), ("scope", ASCENDING)],
+            name="by_character_scope",
+        )
+        await self._col.create_index(
+            [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("learned_at", DESCENDING)], name="by_owner"
+        )
+        await self._col.create_index(
+            [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("source_keys", ASCENDING)], name="by_source"
+        )
+
+    async def drop_all(self) -> None:
+        """Forget the projection before a replay of the log; indexes are recreated."""
+        await self._col.drop()
+        await self.ensure_indexes()
+
+    # --- projection -------------------------------------------------------------------------------------
+    async def apply(self, events: Sequence[EventEnvelope]) -> None:
+        """Fold the knowledge fact events among ``events`` (others are ignored), in order, in bulk writes."""
+        ops: list[UpdateOne | UpdateMany] = []
+        for env in events:
+            on_event = _APPLY.get(env.type)
+            if on_event is not None:
+                await on_event(self, env, ops)
+        await self._flush(ops)
+
+    async def _on_learned(self, env: EventEnvelope, ops: list[UpdateOne | UpdateMany]) -> None:
+        ops.append(await self._insert(env, FACT_LEARNED.parse(env.payload), []))
+
+    async def _on_consolidated(self, env: EventEnvelope, ops: list[UpdateOne | UpdateMany]) -> None:
+        t = env.tenant_id
+        merged = FACTS_CONSOLIDATED.parse(env.payload)
+        await self._flush(ops)  # the folded facts' source keys must be readable
+        ops.append(await self._insert(env, merged, [k async for k in self._source_keys(t, merged.consolidates)]))
+        folded = {"tenant_id": t, "_id": {"$in": merged.consolidates}, "status": ACTIVE}
+        ops.append(UpdateMany(folded, {"$set": {"status": "consolidated", "consolidated_into": merged.fact_id}}))
+
+    async def _on_retired(self, env: EventEnvelope, ops: list[UpdateOne | UpdateMany]) -> None:
+        r = FACT_RETIRED.parse(env.payload)
+        retired = {"$set": {"status": "retired", "retired_reason": r.reason}}
+        ops.append(UpdateOne({"_id": r.fact_id, "tenant_id": env.tenant_id}, retired))
+
+    async def _on_scope_changed(self, env: EventEnvelope, ops: list[UpdateOne | UpdateMany]) -> None:
+        c = FactScopeChanged.model_validate(env.payload)  # the fields both promotion events share
+        newer = {"_id": c.fact_id, "tenant_id": env.tenant_id, "scope_version": {"$lt": env.version}}
+        ops.append(UpdateOne(newer, {"$set": {"scope": c.to_scope, "scope_version": env.version}}))
+
+    async def _flush(self, ops: list[UpdateOne | UpdateMany]) -> None:
+        if ops:
+            await self._col.bulk_write(ops, ordered=True)
+            ops.clear()
+
+    async def _insert(self, env: EventEnvelope, fact: FactLearned, extra_keys: list[str]) -> UpdateOne:
+        keys = [source_key(fact.conversation_id, m) for m in fact.message_ids] + extra_keys
+        doc = await self._doc(env, fact, keys)
+        return UpdateOne({"_id": fact.fact_id, "tenant_id": env.tenant_id}, {"$setOnInsert": doc}, upsert=True)
+
+    async def _source_keys(self, tenant_id: str, fact_ids: Sequence[str]) -> Any:
+        async for d in self._col.find({"tenant_id": tenant_id, "_id": {"$in": list(fact_ids)}}, {"source_keys": 1}):
+            for k in d.get("source_keys", ()):
+                yield k
+
+    async def _doc(self, env: EventEnvelope, fact: FactLearned, keys: list[str]) -> dict[str, Any]:
+        tc = await self._cipher.for_tenant(env.tenant_id, fact.user_id)
+        return {
+            "tenant_id": env.tenant_id,
+            "event_id": env.event_id,
+            "causation_id": env.causation_id,
+            **fact.model_dump(exclude={"fact_id", "text", "subject", "consolidates"}),
+            "text": tc.encrypt(fact.fact_id, "text", fact.text),
+            "subject": tc.encrypt(fact.fact_id, "subject", fact.subject),
+            "tags": tc.encrypt(fact.fact_id, "tags", list(fact.tags)),
+            "consolidates": list(getattr(fact, "consolidates", [])),
+            "source_keys": list(dict.fromkeys(keys)),
+            "scope_version": env.version,
+            "status": ACTIVE,
+        }
+
+    # --- queries ----------------------------------------------------------------------------------------
+    async def facts_for(
+        self,
+        tenant_id: str,
+        character_id: str,
+        *,
+        user_id: str,
+        campaign_id: str | None = None,
+        limit: int = 50,
+        exclude_conversations: Collection[str] = (),
+    ) -> list[FactView]:
+        """The character's CURRENT facts visible in ``user_id``'s context, newest first: its facts in that
+        user's private scope, its character-wide facts, and (with ``campaign_id``) the campaign's; none learned
+        in ``exclude_conversations`` of that user (they do not supersede either)."""
+        scopes = [player_scope(user_id), character_scope(character_id)]
+        if campaign_id is not None:
+            scopes.append(campaign_scope(campaign_id))
+        query = {"tenant_id": tenant_id, "character_id": character_id, "status": ACTIVE, "scope": {"$in": scopes}}
+        found = await readable(self._col.find(query), self._view)
+        views = with_supersession(outside(found, user_id, exclude_conversations))
+        return [v for v in views if v.status == ACTIVE][: max(0, limit)]
+
+    async def owned(
+        self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
+    ) -> list[FactView]:
+        """The character's facts learned in ``user_id``'s conversations that are not retired or consolidated
+        (any scope), newest first, superseded ones marked; none of ``exclude_conversations``."""
+        query = {"tenant_id": tenant_id, "character_id": character_id, "user_id": user_id, "status": ACTIVE}
+        found = await readable(self._col.find(query), self._view)
+        return with_supersession(outside(found, user_id, exclude_conversations))
+
+    async def page(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        character_id: str | None = None,
+        fact_type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        include_inactive: bool = False,
+    ) -> tuple[list[FactView], int]:
+        """One page of the facts owned by ``user_id`` (learned in their conversations), newest first, and the
+        total matching. Retired and consolidated-away facts only with ``include_inactive``; superseded facts
+        are listed with that status."""
+        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id}
+        if character_id is not None:
+            query["character_id"] = character_id
+        if fact_type is not None:
+            query["fact_type"] = fact_type
+        if not include_inactive:
+            query["status"] = ACTIVE
+        total = await self._col.count_documents(query)
+        cursor = self._col.find(query).sort([("learned_at", DESCENDING), ("_id", DESCENDING)])
+        docs = [d async for d in cursor.skip(max(0, offset)).limit(max(0, limit))]
+        views = await readable(docs, self._view)
+        superseded: set[str] = set()
+        for cid in {v.character_id for v in views if v.status == ACTIVE}:
+            superseded |= {f.fact_id for f in await self.owned(tenant_id, cid, user_id) if f.status == "superseded"}
+        marked = [FactView(**{**v.__dict__, "status": "superseded"}) if v.fact_id in superseded else v for v in views]
+        return marked, total
+
+    async def by_id(self, tenant_id: str, fact_id: str) -> FactView | None:
+        """The fact with that id in the tenant, whatever its status (callers check the owner)."""
+        doc = await self._col.find_one({"_id": fact_id, "tenant_id": tenant_id})
+        return await readable_one(doc, self._view)
+
+    async def by_ids(self, tenant_id: str, fact_ids: Sequence[str]) -> list[FactView]:
+        """The facts among ``fact_ids`` in the tenant, whatever their status, in the order asked."""
+        found = {d["_id"]: d async for d in self._col.find({"tenant_id": tenant_id, "_id": {"$in": list(fact_ids)}})}
+        return await readable([found[i] for i in fact_ids if i in found], self._view)
+
+    async def scope_versions(self, tenant_id: str, fact_ids: Sequence[str]) -> dict[str, int]:
+        """The log version of the event that last set each fact's scope (the embedding service compares it
+        with the events it indexes, so a late redelivery cannot restore an older scope)."""
+        query = {"tenant_id": tenant_id, "_id": {"$in": list(fact_ids)}}
+        return {d["_id"]: int(d.get("scope_version", 0)) async for d in self._col.find(query, {"scope_version": 1})}
+
+    async def derived_from(self, tenant_id: str, user_id: str, conversation_id: str, message_id: str) -> list[FactView]:
+        """Facts not yet retired or consolidated that were learned from that message (directly or through a
+        consolidation)."""
+        query = {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "source_keys": source_key(conversation_id, message_id),
+            "status": ACTIVE,
+        }
+        return await readable(self._col.find(query), self._view)
+
+    async def _view(self, d: dict[str, Any]) -> FactView:
+        tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))
+        return FactView(
+            fact_id=d["_id"],
+            tenant_id=d["tenant_id"],
+            user_id=d["user_id"],
+            character_id=d["character_id"],
+            character_kind=d["character_kind"],
+            conversation_id=d["conversation_id"],
+            text=str(tc.decrypt(d["_id"], "text", d["text"])),
+            subject=str(tc.decrypt(d["_id"], "subject", d["subject"])),
+            fact_type=d["fact_type"],
+            # rows written before tags were encrypted hold a plain list
+            tags=tuple(t if isinstance(t := d.get("tags", ()), list) else tc.decrypt(d["_id"], "tags", t)),
+            confidence=float(d["confidence"]),
+            learned_at=_utc(d["learned_at"]),
+            scope=d["scope"],
+            message_ids=tuple(d.get("message_ids", ())),
+            method=d["method"],
+            prompt_version=d.get("prompt_version"),
+            status=d.get("status", ACTIVE),
+            causation_id=d.get("causation_id"),
+            consolidates=tuple(d.get("consolidates", ())),
+            source_keys=tuple(d.get("source_keys", ())),
+        )
+
+
+# Event type -> how ``KnowledgeReadModel.apply`` folds it (appending to the pending bulk writes).
+_APPLY: dict[str, Callable[[KnowledgeReadModel, EventEnvelope, list[UpdateOne | UpdateMany]], Awaitable[None]]] = {
+    FACT_LEARNED.name: KnowledgeReadModel._on_learned,
+    FACTS_CONSOLIDATED.name: KnowledgeReadModel._on_consolidated,
+    FACT_RETIRED.name: KnowledgeReadModel._on_retired,
+    FACT_PROMOTED.name: KnowledgeReadModel._on_scope_changed,
+    FACT_UNPROMOTED.name: KnowledgeReadModel._on_scope_changed,
+}

@@ -1,0 +1,323 @@
+"""``ReadModels``: the MongoDB projections of the log (conversations, messages, bots, personas).
+
+Why this shape:
+
+- ``apply`` runs on ingest's hot path, so a batch costs a fixed number of round trips whatever its size:
+  at most one lookup of the conversation states it does not already have, one ordered ``bulk_write`` of
+  message writes, one for profiles, and one for conversation states, written *last*. A conversation state
+  at version N therefore implies that the messages of versions up to N are applied, which is what lets
+  ingest trust it and catch up only the tail from the log.
+- Every write is idempotent (see ``messages.py``, ``profiles.py`` and the strict fold in
+  ``conversation.py``), so a redelivered batch, two replicas applying the same events, or a replay over
+  existing documents leave the same documents. Re-inserted messages and stale conditional upserts surface
+  as duplicate-key errors on ``_id``, which are expected and ignored.
+- Everything is rebuildable: ``drop_all`` then ``apply`` over ``EventStore.read_all`` in batches.
+- SecantusDB answers large ``$in`` lookups slowly (roughly quadratic in the list), so id lookups go out in
+  concurrent chunks, and "recent" messages are read by an index range, never by a descending sort.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pymongo import ASCENDING, IndexModel, InsertOne, ReplaceOne, UpdateOne
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError
+
+from mnemo.shared.crypto import FieldCipher, TenantCipher
+from mnemo.shared.events.envelope import EventEnvelope, stream_parts
+from mnemo.shared.events.recorded import BOT_RECORDED, PERSONA_RECORDED, bot_stream, persona_stream
+from mnemo.shared.presence import bot_may_see
+from mnemo.shared.readmodels.conversation import ConversationState, fold
+from mnemo.shared.readmodels.erased import readable_sync
+from mnemo.shared.readmodels.messages import (
+    MESSAGE_WRITES,
+    MessageKey,
+    MessageStatus,
+    MessageView,
+    message_doc_id,
+    message_view,
+)
+from mnemo.shared.readmodels.profiles import BotView, PersonaView, bot_view, bot_write, persona_view, persona_write
+
+CONVERSATIONS = "rm_conversations"
+MESSAGES = "rm_messages"
+BOTS = "rm_bots"
+PERSONAS = "rm_personas"
+_DUPLICATE_KEY = 11000
+_LOOKUP_CHUNK = 32
+
+Doc = dict[str, Any]
+WriteOp = InsertOne[Doc] | UpdateOne | ReplaceOne[Doc]
+# Event type -> the collection (``ops`` key in ``apply``) its write goes to and the function making the write.
+_WRITES: dict[str, tuple[str, Callable[[EventEnvelope, TenantCipher], WriteOp | None]]] = {
+    **{name: ("messages", write) for name, write in MESSAGE_WRITES.items()},
+    BOT_RECORDED.name: ("bots", bot_write),
+    PERSONA_RECORDED.name: ("personas", persona_write),
+}
+
+
+async def _bulk(collection: AsyncCollection[Doc], ops: Sequence[WriteOp], *, ordered: bool) -> None:
+    """``bulk_write`` that tolerates duplicate keys (re-inserts, stale conditional upserts) and only those.
+
+    An ordered batch stops at its first error, so it is resumed after each duplicate: a round trip per
+    duplicate, which is why :meth:`ReadModels._write_messages` keeps the many duplicate inserts of a re-projection
+    out of its ordered part."""
+    rest = list(ops)
+    while rest:
+        try:
+            await collection.bulk_write(rest, ordered=ordered)
+            return
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors", [])
+            if exc.details.get("writeConcernErrors") or any(e.get("code") != _DUPLICATE_KEY for e in errors):
+                raise
+            if not ordered or not errors:
+                return
+            rest = rest[errors[0]["index"] + 1 :]  # the rest of an ordered batch was not attempted: finish it
+
+
+class ReadModels:
+    def __init__(self, db: AsyncDatabase[Doc], cipher: FieldCipher) -> None:
+        self._cipher = cipher
+        self.conversations: AsyncCollection[Doc] = db.get_collection(CONVERSATIONS)
+        self.messages: AsyncCollection[Doc] = db.get_collection(MESSAGES)
+        self.bots: AsyncCollection[Doc] = db.get_collection(BOTS)
+        self.personas: AsyncCollection[Doc] = db.get_collection(PERSONAS)
+
+    async def ensure_indexes(self) -> None:
+        """Idempotent; every query below is served by ``_id`` or these indexes."""
+        await self.conversations.create_indexes(
+            [
+                IndexModel(
+                    [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("root_conversation_id", ASCENDING)],
+                    name="by_family_root",
+                )
+            ]
+        )
+        await self.messages.create_indexes(
+            [
+                IndexModel(
+                    [
+                        ("tenant_id", ASCENDING),
+                        ("user_id", ASCENDING),
+                        ("conversation_id", ASCENDING),
+                        ("index", ASCENDING),
+                    ],
+                    name="conversation_index",
+                )
+            ]
+        )
+        # Read by _id; erasure reads a tenant's rows (mnemo/services/privacy/rows.py).
+        await self.bots.create_indexes([IndexModel([("tenant_id", ASCENDING)], name="by_tenant")])
+        await self.personas.create_indexes([IndexModel([("tenant_id", ASCENDING)], name="by_tenant")])
+
+    async def drop_all(self) -> None:
+        """Forget every projection (before a replay of the log); indexes are recreated."""
+        for collection in (self.conversations, self.messages, self.bots, self.personas):
+            await collection.drop()
+        await self.ensure_indexes()
+
+    # --- writes ---------------------------------------------------------------------------------------
+    async def apply(
+        self,
+        envelopes: Iterable[EventEnvelope],
+        *,
+        known_states: Mapping[str, ConversationState] | None = None,
+    ) -> dict[str, ConversationState]:
+        """Project ``envelopes`` (any order across streams, any types; unknown ones are ignored).
+
+        ``known_states`` are conversation states the caller already loaded (ingest does), saving a lookup.
+        Returns the resulting state of every conversation touched.
+        """
+        by_stream: dict[str, list[EventEnvelope]] = defaultdict(list)
+        for env in envelopes:
+            by_stream[env.stream_id].append(env)
+        ops: dict[str, list[WriteOp]] = {"messages": [], "bots": [], "personas": []}
+        conversation_streams: list[str] = []
+        for sid, events in by_stream.items():
+            events.sort(key=lambda e: e.version)
+            if stream_parts(sid)[0] == "conversation":
+                conversation_streams.append(sid)
+            for env in events:
+                owner = env.payload.get("user_id")  # messages and personas: the user's key; bots: the tenant's
+                cipher = await self._cipher.for_tenant(env.tenant_id, owner if isinstance(owner, str) else None)
+                target = _WRITES.get(env.type)
+                if target is not None and (op := target[1](env, cipher)) is not None:
+                    ops[target[0]].append(op)
+        before = dict(known_states or {})
+        missing = [s for s in conversation_streams if s not in before]
+        before.update(await self.conversation_states(missing))
+        after = {s: fold(before[s], by_stream[s]) for s in conversation_streams}
+        state_ops: list[WriteOp] = [
+            ReplaceOne({"_id": s, "version": {"$lt": st.version}}, st.to_doc(), upsert=True)
+            for s, st in after.items()
+            if st.version > before[s].version
+        ]
+        await asyncio.gather(
+            self._write_messages(ops["messages"]),
+            _bulk(self.bots, ops["bots"], ordered=False),
+            _bulk(self.personas, ops["personas"], ordered=False),
+        )
+        await _bulk(self.conversations, state_ops, ordered=False)
+        return after
+
+    async def _write_messages(self, ops: Sequence[WriteOp]) -> None:
+        """Inserts first, unordered, then the updates in log order. A replica that lost an append race projects
+        what the winner committed, so most of its inserts are duplicates, and each would stop an ordered batch
+        (one round trip each; a 1,024-message batch once overflowed the recursion that resumed it). Splitting
+        keeps the order that matters: each message's insert before its edits and deletes, which apply in log
+        order and only over an older version."""
+        await _bulk(self.messages, [op for op in ops if isinstance(op, InsertOne)], ordered=False)
+        await _bulk(self.messages, [op for op in ops if not isinstance(op, InsertOne)], ordered=True)
+
+    # --- conversation state ---------------------------------------------------------------------------
+    async def _find_ids(
+        self, collection: AsyncCollection[Doc], ids: Sequence[str], projection: Doc | None
+    ) -> list[Doc]:
+        chunks = [list(ids[i : i + _LOOKUP_CHUNK]) for i in range(0, len(ids), _LOOKUP_CHUNK)]
+        found = await asyncio.gather(*(collection.find({"_id": {"$in": c}}, projection).to_list() for c in chunks))
+        return [doc for docs in found for doc in docs]
+
+    async def conversation_states(self, stream_ids: Sequence[str]) -> dict[str, ConversationState]:
+        """The projected state of each conversation stream; an empty state for one never projected."""
+        unique = list(dict.fromkeys(stream_ids))
+        states = {s: ConversationState.for_stream(s) for s in unique}
+        for doc in await self._find_ids(self.conversations, unique, None):
+            states[doc["_id"]] = ConversationState.from_doc(doc)
+        return states
+
+    async def conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> ConversationState | None:
+        """The conversation's state, or None if nothing of it has been projected."""
+        doc = await self.conversations.find_one(
+            {"_id": ConversationState.initial(tenant_id, user_id, conversation_id).stream_id}
+        )
+        return ConversationState.from_doc(doc) if doc else None
+
+    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+        """The fork family: the root and every conversation whose state names it as root.
+
+        Two queries (its own state by ``_id``, then the root's forks by ``by_family_root``), not one ``$or`` of
+        both: SecantusDB, the embedded default, serves an ``$or`` from no index, so every context request
+        read every conversation of every tenant."""
+        own_id = ConversationState.initial(tenant_id, user_id, conversation_id).stream_id
+        own = await self.conversations.find_one({"_id": own_id}, {"root_conversation_id": 1})
+        root = (own or {}).get("root_conversation_id") or conversation_id
+        query: Doc = {"tenant_id": tenant_id, "user_id": user_id, "root_conversation_id": root}
+        forks = await self.conversations.find(query, {"conversation_id": 1}).to_list()
+        return frozenset({root, conversation_id, *(d["conversation_id"] for d in forks)})
+
+    # --- messages -------------------------------------------------------------------------------------
+    async def message_status(
+        self, keys: Iterable[MessageKey], *, scene: bool = False
+    ) -> dict[MessageKey, MessageStatus]:
+        """Index, deleted flag and version (plus the scene if asked) of the messages that exist; no decryption."""
+        by_id = {message_doc_id(*k): k for k in keys}
+        fields = ["index", "deleted", "version"]
+        if scene:
+            fields += ["role", "author_id", "bot_ids", "persona_id", "created_at"]
+        docs = await self._find_ids(self.messages, list(by_id), dict.fromkeys(fields, 1))
+        return {by_id[d["_id"]]: MessageStatus.from_doc(d) for d in docs}
+
+    async def _views(self, tenant_id: str, docs: Iterable[Doc]) -> list[MessageView]:
+        docs = list(docs)
+        cipher = await self._cipher.for_tenant(tenant_id, reading=docs)
+        return sorted(readable_sync(docs, lambda d: message_view(d, cipher)), key=lambda m: m.index)
+
+    @staticmethod
+    def _of_conversation(tenant_id: str, user_id: str, conversation_id: str) -> Doc:
+        return {"tenant_id": tenant_id, "user_id": user_id, "conversation_id": conversation_id}
+
+    async def message_range(
+        self,
+        tenant_id: str,
+        user_id: str,
+        conversation_id: str,
+        start_index: int,
+        end_index: int | None = None,
+        *,
+        include_deleted: bool = False,
+        visible_to: str | None = None,
+    ) -> list[MessageView]:
+        """Messages with ``start_index <= index < end_index`` (open end when None), in index order; with
+        ``visible_to``, only those that bot witnessed (``mnemo.shared.presence.bot_may_see``)."""
+        bounds: Doc = {"$gte": start_index}
+        if end_index is not None:
+            bounds["$lt"] = end_index
+        query = {**self._of_conversation(tenant_id, user_id, conversation_id), "index": bounds}
+        docs = await self.messages.find(query).sort("index", ASCENDING).to_list()
+        return await self._views(tenant_id, (d for d in docs if _wanted(d, include_deleted, visible_to)))
+
+    async def recent(
+        self,
+        tenant_id: str,
+        user_id: str,
+        conversation_id: str,
+        limit: int,
+        *,
+        before_index: int | None = None,
+        visible_to: str | None = None,
+    ) -> list[MessageView]:
+        """The last ``limit`` messages that are not deleted (before ``before_index`` if given), oldest first;
+        with ``visible_to``, the last ``limit`` that bot witnessed.
+
+        Reads growing index windows back from the end, so the cost follows ``limit``, not the length of
+        the conversation.
+        """
+        if limit <= 0:
+            return []
+        end = before_index
+        if end is None:
+            state = await self.conversation(tenant_id, user_id, conversation_id)
+            if state is None:
+                return []
+            end = state.message_count
+        window = limit + 8
+        while True:
+            start = max(0, end - window)
+            found = await self.message_range(tenant_id, user_id, conversation_id, start, end, visible_to=visible_to)
+            if len(found) >= limit or start == 0:
+                return found[-limit:]
+            window *= 4
+
+    async def by_ids(
+        self,
+        tenant_id: str,
+        user_id: str,
+        conversation_id: str,
+        message_ids: Iterable[str],
+        *,
+        include_deleted: bool = False,
+        visible_to: str | None = None,
+    ) -> list[MessageView]:
+        """The given messages that exist (and are not deleted), in index order; with ``visible_to``, only
+        those that bot witnessed."""
+        ids = [message_doc_id(tenant_id, user_id, conversation_id, m) for m in dict.fromkeys(message_ids)]
+        docs = await self._find_ids(self.messages, ids, None)
+        return await self._views(tenant_id, (d for d in docs if _wanted(d, include_deleted, visible_to)))
+
+    # --- profiles -------------------------------------------------------------------------------------
+    async def bot(self, tenant_id: str, bot_id: str) -> BotView | None:
+        doc = await self.bots.find_one({"_id": bot_stream(tenant_id, bot_id)})
+        if doc is None:
+            return None
+        cipher = await self._cipher.for_tenant(tenant_id, reading=(doc,))
+        return next(iter(readable_sync([doc], lambda d: bot_view(d, cipher))), None)
+
+    async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaView | None:
+        doc = await self.personas.find_one({"_id": persona_stream(tenant_id, user_id, persona_id)})
+        if doc is None:
+            return None
+        cipher = await self._cipher.for_tenant(tenant_id, reading=(doc,))
+        return next(iter(readable_sync([doc], lambda d: persona_view(d, cipher))), None)
+
+
+def _wanted(doc: Doc, include_deleted: bool, visible_to: str | None) -> bool:
+    """Filter on the stored (plain) flags before any text is decrypted."""
+    if doc.get("deleted") and not include_deleted:
+        return False
+    return visible_to is None or bot_may_see(visible_to, doc.get("bot_ids") or ())

@@ -1,0 +1,253 @@
+"""The ``summaries`` read model: one document per summary, text encrypted at rest.
+
+A projection of the log: rebuilt by replaying ``summary.created`` and ``summary.retired`` events. Applying is
+an upsert keyed by ``summary_id`` (itself deterministic), so a redelivered or replayed event changes nothing
+that matters: ``summary.created`` sets the content and sets ``status`` to ``active`` only when the document
+is new, and ``summary.retired`` sets ``status`` (``consolidated`` | ``stale`` | ``deleted``) and
+``replaced_by`` even before the creation arrives (a stub the creation then fills), so a late redelivered
+creation never revives a retired summary. The text and emotional context are encrypted with the tenant's
+data key, bound to the summary id and field name. Every query takes the tenant first and filters on it:
+nothing crosses tenants. ``audience`` lists the characters who may be shown a summary (``*`` = everyone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mnemo.shared.crypto import FieldCipher
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
+from mnemo.shared.readmodels.erased import readable
+
+COLLECTION = "summaries"
+ACTIVE = "active"
+_CREATED = {"text": {"$exists": True}}  # not a retirement stub still waiting for its creation
+
+
+@dataclass(frozen=True)
+class SummaryView:
+    summary_id: str
+    tenant_id: str
+    user_id: str
+    conversation_id: str
+    summary_type: str
+    text: str
+    importance: int
+    participants: tuple[str, ...]
+    start_at: datetime
+    end_at: datetime
+    message_ids: tuple[str, ...]
+    first_index: int
+    last_index: int
+    method: str
+    audience: tuple[str, ...] = (EVERYONE,)
+    consolidates: tuple[str, ...] = ()
+    status: str = ACTIVE  # "active" | "consolidated" | "stale" | "deleted"
+    replaced_by: str | None = None
+    prompt_version: str | None = None
+    emotional_context: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status == ACTIVE
+
+    def visible_to(self, character_id: str) -> bool:
+        """Whether ``character_id`` witnessed every message this summary covers (or it is for everyone)."""
+        return EVERYONE in self.audience or character_id in self.audience
+
+
+class SummariesReadModel:
+    def __init__(self, db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> None:
+        self._col = db[COLLECTION]
+        self._cipher = cipher
+
+    async def ensure_indexes(self) -> None:
+        await self._col.create_index(
+            [
+                ("tenant_id", ASCENDING),
+                ("user_id", ASCENDING),
+                ("conversation_id", ASCENDING),
+                ("last_index", DESCENDING),
+            ],
+            name="by_conversation",
+        )
+
+    async def drop_all(self) -> None:
+        """Forget the projection before a replay of the log; indexes are recreated."""
+        await self._col.drop()
+        await self.ensure_indexes()
+
+    async def apply(self, events: Sequence[EventEnvelope]) -> None:
+        """Project ``summary.created`` / ``summary.retired`` events (others are ignored) in one bulk write."""
+        ops: list[UpdateOne] = []
+        for env in events:
+            on_event = _APPLY.get(env.type)
+            if on_event is not None:
+                ops.append(await on_event(self, env))
+        if ops:
+            await self._col.bulk_write(ops, ordered=True)
+
+    async def _retired(self, env: EventEnvelope) -> UpdateOne:
+        r = SUMMARY_RETIRED.parse(env.payload)
+        key = {"_id": r.summary_id, "tenant_id": env.tenant_id}
+        status = {"status": r.reason, "replaced_by": r.replaced_by, "retired_at": r.retired_at}
+        return UpdateOne(key, {"$set": status}, upsert=True)
+
+    async def _created(self, env: EventEnvelope) -> UpdateOne:
+        s = SUMMARY_CREATED.parse(env.payload)
+        tc = await self._cipher.for_tenant(env.tenant_id, s.user_id)
+        emotional = s.emotional_context
+        fields = {
+            "event_id": env.event_id,
+            **s.model_dump(exclude={"summary_id", "text", "emotional_context"}),
+            "text": tc.encrypt(s.summary_id, "text", s.text),
+            "emotional_context": None
+            if emotional is None
+            else tc.encrypt(s.summary_id, "emotional_context", emotional),
+        }
+        key = {"_id": s.summary_id, "tenant_id": env.tenant_id}
+        return UpdateOne(key, {"$set": fields, "$setOnInsert": {"status": ACTIVE, "replaced_by": None}}, upsert=True)
+
+    async def recent_summaries(
+        self, tenant_id: str, user_id: str, conversation_id: str, limit: int = 10
+    ) -> list[SummaryView]:
+        """The conversation's latest summaries (any status), newest range first."""
+        query = {"tenant_id": tenant_id, "user_id": user_id, "conversation_id": conversation_id, **_CREATED}
+        cursor = self._col.find(query).sort("last_index", DESCENDING).limit(limit)
+        return await readable(cursor, self._view)
+
+    async def by_ids(
+        self,
+        tenant_id: str,
+        summary_ids: Sequence[str],
+        *,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[SummaryView]:
+        """The summaries among ``summary_ids`` that belong to the tenant (and user/conversation if given)."""
+        if not summary_ids:
+            return []
+        # Looked up by ``_id`` alone, the scope checked on the documents: SecantusDB answers ``_id $in`` from
+        # its primary index but scans for the same query with more fields (3 ms against 26 ms for 600 ids).
+        # Nothing is decrypted before the checks.
+        wanted = {"tenant_id": tenant_id, "user_id": user_id, "conversation_id": conversation_id}
+        docs = [
+            d
+            async for d in self._col.find({"_id": {"$in": list(dict.fromkeys(summary_ids))}})
+            if "text" in d and all(v is None or d.get(k) == v for k, v in wanted.items())
+        ]
+        found = {v.summary_id: v for v in await readable(docs, self._view)}
+        return [found[i] for i in summary_ids if i in found]
+
+    async def inactive(self, tenant_id: str, summary_ids: Sequence[str]) -> set[str]:
+        """Those of ``summary_ids`` the tenant's projection shows retired (consolidated, stale or deleted)."""
+        if not summary_ids:
+            return set()
+        query = {"tenant_id": tenant_id, "_id": {"$in": list(summary_ids)}, "status": {"$ne": ACTIVE}}
+        return {str(d["_id"]) async for d in self._col.find(query, {"_id": 1})}
+
+    async def live_summaries(
+        self, tenant_id: str, user_id: str, conversation_id: str, *, audience_member: str | None = None
+    ) -> list[SummaryView]:
+        """The conversation's active summaries, oldest range first; with ``audience_member``, only those that
+        character may be shown (it is in the audience, or the audience is everyone)."""
+        query: dict[str, Any] = {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "status": ACTIVE,
+            **_CREATED,
+        }
+        if audience_member is not None:
+            query["audience"] = {"$in": [audience_member, EVERYONE]}
+        cursor = self._col.find(query).sort([("first_index", ASCENDING), ("_id", ASCENDING)])
+        return await readable(cursor, self._view)
+
+    async def _view(self, d: dict[str, Any]) -> SummaryView:
+        tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))
+        emotional = d.get("emotional_context")
+        return SummaryView(
+            summary_id=d["_id"],
+            tenant_id=d["tenant_id"],
+            user_id=d["user_id"],
+            conversation_id=d["conversation_id"],
+            summary_type=d["summary_type"],
+            text=str(tc.decrypt(d["_id"], "text", d["text"])),
+            importance=int(d["importance"]),
+            participants=tuple(d.get("participants", ())),
+            start_at=d["start_at"],
+            end_at=d["end_at"],
+            message_ids=tuple(d.get("message_ids", ())),
+            first_index=int(d["first_index"]),
+            last_index=int(d["last_index"]),
+            method=d["method"],
+            audience=tuple(d.get("audience", (EVERYONE,))),
+            consolidates=tuple(d.get("consolidates", ())),
+            status=str(d.get("status", ACTIVE)),
+            replaced_by=d.get("replaced_by"),
+            prompt_version=d.get("prompt_version"),
+            emotional_context=None if emotional is None else str(tc.decrypt(d["_id"], "emotional_context", emotional)),
+        )
+
+    # --- listing (mnemo.rpc.memory.list.v1) ---------------------------------------------------------------
+    async def page(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        summary_type: str | None = None,
+        participant: str | None = None,
+        only_ids: Sequence[str] | None = None,
+        except_ids: Sequence[str] | None = None,
+        include_retired: bool = False,
+        limit: int,
+        offset: int = 0,
+    ) -> tuple[list[SummaryListed], int]:
+        """One page of a user's summaries, newest ``end_at`` first then id (a total order: pages neither skip
+        nor repeat), and how many match. Deleted summaries never match; retired ones (consolidated, stale)
+        only with ``include_retired``. ``participant``: a bot or persona id among the participants;
+        ``only_ids``/``except_ids``: restrict to (or leave out) these summary ids."""
+        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, **_CREATED}
+        query["status"] = {"$ne": "deleted"} if include_retired else {"$in": [None, "active"]}
+        if summary_type is not None:
+            query["summary_type"] = summary_type
+        if participant is not None:
+            query["participants"] = participant
+        ids: dict[str, Any] = {}
+        if only_ids is not None:
+            ids["$in"] = list(only_ids)
+        if except_ids:
+            ids["$nin"] = list(except_ids)
+        if ids:
+            query["_id"] = ids
+        total = await self._col.count_documents(query)
+        if limit <= 0 or offset >= total:
+            return [], total
+        cursor = self._col.find(query).sort([("end_at", DESCENDING), ("_id", ASCENDING)]).skip(offset).limit(limit)
+
+        async def listed(d: dict[str, Any]) -> SummaryListed:
+            return SummaryListed(await self._view(d), str(d.get("status") or "active"), d.get("prompt_version"))
+
+        return await readable(cursor, listed), total
+
+
+@dataclass(frozen=True)
+class SummaryListed:
+    """A summary as the memory listing shows it: with its status and the prompt version that wrote it."""
+
+    view: SummaryView
+    status: str
+    prompt_version: str | None
+
+
+# Event type -> the write ``SummariesReadModel.apply`` makes of it.
+_APPLY: dict[str, Callable[[SummariesReadModel, EventEnvelope], Awaitable[UpdateOne]]] = {
+    SUMMARY_CREATED.name: SummariesReadModel._created,
+    SUMMARY_RETIRED.name: SummariesReadModel._retired,
+}

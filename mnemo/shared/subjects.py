@@ -1,0 +1,141 @@
+"""The only place NATS subjects, JetStream stream names, durable and queue names are built.
+
+Naming: ``mnemo.<area>.<entity>.<fact>.v<N>`` for events, ``mnemo.rpc.<area>.<verb>.v<N>`` for
+request-reply. The version comes last so ``mnemo.chat.message.created.>`` selects every version.
+Stream and durable names cannot contain dots, so they are UPPER_SNAKE and snake respectively.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PREFIX: Final = "mnemo"
+
+# --- Public inbound events (the platform publishes; captured by the CHAT stream) -----------------
+MESSAGE_CREATED: Final = "mnemo.chat.message.created.v1"
+MESSAGE_EDITED: Final = "mnemo.chat.message.edited.v1"
+MESSAGE_DELETED: Final = "mnemo.chat.message.deleted.v1"
+BOT_UPSERTED: Final = "mnemo.chat.bot.upserted.v1"
+PERSONA_UPSERTED: Final = "mnemo.chat.persona.upserted.v1"
+MESSAGE_SWIPE_SELECTED: Final = "mnemo.chat.message.swipe_selected.v1"
+CONVERSATION_FORKED: Final = "mnemo.chat.conversation.forked.v1"
+CHAT_INBOUND: Final = (
+    MESSAGE_CREATED,
+    MESSAGE_EDITED,
+    MESSAGE_DELETED,
+    BOT_UPSERTED,
+    PERSONA_UPSERTED,
+    MESSAGE_SWIPE_SELECTED,
+    CONVERSATION_FORKED,
+)
+
+# --- Public request-reply -----------------------------------------------------------------------
+CONTEXT_ASSEMBLE: Final = "mnemo.rpc.context.assemble.v1"
+LORE_IMPORT: Final = "mnemo.rpc.lore.import.v1"
+LORE_EXPORT: Final = "mnemo.rpc.lore.export.v1"
+LORE_LIST: Final = "mnemo.rpc.lore.list.v1"
+LORE_ATTACH: Final = "mnemo.rpc.lore.attach.v1"
+LORE_DETACH: Final = "mnemo.rpc.lore.detach.v1"
+LORE_BOOK_CREATE: Final = "mnemo.rpc.lore.book.create.v1"
+LORE_BOOK_DELETE: Final = "mnemo.rpc.lore.book.delete.v1"
+LORE_ENTRY_CREATE: Final = "mnemo.rpc.lore.entry.create.v1"
+LORE_ENTRY_UPDATE: Final = "mnemo.rpc.lore.entry.update.v1"
+LORE_ENTRY_DELETE: Final = "mnemo.rpc.lore.entry.delete.v1"
+LORE_DOCUMENT_IMPORT: Final = "mnemo.rpc.lore.document.import.v1"
+LORE_DOCUMENT_GET: Final = "mnemo.rpc.lore.document.get.v1"
+LORE_DOCUMENT_LIST: Final = "mnemo.rpc.lore.document.list.v1"
+LORE_DOCUMENT_DELETE: Final = "mnemo.rpc.lore.document.delete.v1"
+MEMORY_PROMOTE: Final = "mnemo.rpc.memory.promote.v1"
+MEMORY_UNPROMOTE: Final = "mnemo.rpc.memory.unpromote.v1"
+MEMORY_CONVERT_TO_LORE: Final = "mnemo.rpc.memory.convert_to_lore.v1"
+MEMORY_DELETE: Final = "mnemo.rpc.memory.delete.v1"
+MEMORY_LIST: Final = "mnemo.rpc.memory.list.v1"
+PRIVACY_ERASE_USER: Final = "mnemo.rpc.privacy.erase_user.v1"
+PRIVACY_ERASE_TENANT: Final = "mnemo.rpc.privacy.erase_tenant.v1"
+PRIVACY_EXPORT_USER: Final = "mnemo.rpc.privacy.export_user.v1"
+
+# --- Public outbound events (core NATS: follow them while an import runs; the get request answers the same) --
+#: A document's import state (``mnemo_client.wire.document_contract.DocumentState``) at each step of its import.
+LORE_DOCUMENT_STATUS: Final = "mnemo.lore.document.status.v1"
+#: The JetStream Object Store bucket uploads go to; object names start with the tenant id and a ``/``.
+UPLOADS_BUCKET: Final = "MNEMO_UPLOADS"
+
+# --- Recorded events: what the event log's relay publishes after a durable append ----------------
+LOG_PREFIX: Final = "mnemo.log"
+
+
+def log_subject(event_type: str) -> str:
+    """Subject a recorded event is relayed on, e.g. ``mnemo.log.message.recorded.v1``.
+
+    ``event_type`` is the registry name (``message.recorded``); the schema version is not part of the
+    subject because upcasting happens on read, consumers always see the current version.
+    """
+    if not event_type or " " in event_type or event_type.startswith(".") or event_type.endswith("."):
+        raise ValueError(f"invalid event type {event_type!r}")
+    return f"{LOG_PREFIX}.{event_type}.v1"
+
+
+def event_type_of(subject: str) -> str:
+    """Inverse of :func:`log_subject`."""
+    if not subject.startswith(LOG_PREFIX + ".") or not subject.endswith(".v1"):
+        raise ValueError(f"not a log subject: {subject!r}")
+    return subject[len(LOG_PREFIX) + 1 : -len(".v1")]
+
+
+LOG_ALL: Final = f"{LOG_PREFIX}.>"
+
+# --- Dead letters -------------------------------------------------------------------------------
+DLQ_PREFIX: Final = "mnemo.dlq"
+
+
+def dead_letter_subject(service: str) -> str:
+    """Where a service parks a message it cannot process, with the reason in headers and body."""
+    return f"{DLQ_PREFIX}.{service}.v1"
+
+
+DLQ_ALL: Final = f"{DLQ_PREFIX}.>"
+
+# --- Vector points (``MNEMO_VECTORS__MODE=stream``, see mnemo/shared/vectors/stream.py) -----------------------
+POINTS_PREFIX: Final = "mnemo.points"
+
+
+def point_subject(point_id: str) -> str:
+    """Where a point's upsert and its tombstone go: one subject per point, so the stream keeps only the last."""
+    if not point_id or "." in point_id or " " in point_id or "*" in point_id or ">" in point_id:
+        raise ValueError(f"invalid point id {point_id!r}")
+    return f"{POINTS_PREFIX}.point.{point_id}"
+
+
+def points_deletion_subject(key: str) -> str:
+    """Where a deletion by filter goes; ``key`` is the hash of the (single-source) filter, so repeating the same
+    deletion replaces the earlier one."""
+    if not key.isalnum():
+        raise ValueError(f"invalid deletion key {key!r}")
+    return f"{POINTS_PREFIX}.deletion.{key}"
+
+
+#: The reset marker ``mnemo replay`` writes before it purges everything older (followers wipe their shard).
+POINTS_RESET: Final = f"{POINTS_PREFIX}.reset"
+POINTS_ALL: Final = f"{POINTS_PREFIX}.>"
+
+# --- JetStream streams ----------------------------------------------------------------------------
+CHAT_STREAM: Final = "MNEMO_CHAT"
+CHAT_STREAM_SUBJECTS: Final = ("mnemo.chat.>",)
+LOG_STREAM: Final = "MNEMO_LOG"
+LOG_STREAM_SUBJECTS: Final = (LOG_ALL,)
+DLQ_STREAM: Final = "MNEMO_DLQ"
+DLQ_STREAM_SUBJECTS: Final = (DLQ_ALL,)
+POINTS_STREAM: Final = "MNEMO_POINTS"
+POINTS_STREAM_SUBJECTS: Final = (POINTS_ALL,)
+# Nats-Msg-Id deduplication window; the relay's republish-after-crash happens well inside it.
+DUPLICATE_WINDOW_S: Final = 120.0
+
+
+def durable(service: str, purpose: str = "main") -> str:
+    """Durable consumer name of a service; replicas of a service share it (pull consumers scale)."""
+    return f"mnemo_{service}_{purpose}".replace("-", "_").replace(".", "_")
+
+
+def queue_group(service: str) -> str:
+    """Core-NATS queue group of a request-reply service: replicas share requests, each answered once."""
+    return f"mnemo_{service}".replace("-", "_").replace(".", "_")

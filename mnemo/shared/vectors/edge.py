@@ -1,0 +1,284 @@
+"""The vector index on Qdrant Edge: the real Qdrant engine running in-process (one shard = one collection).
+
+Contract: see ``mnemo/shared/vectors/port.py``. Specific to this adapter:
+
+- One handle per path per process. The shard's WAL takes an OS lock, and a second ``EdgeShard.load`` of the
+  same directory fails at once (``Can't init WAL: WouldBlock``), even from the same process. Build this
+  adapter once per process (``mnemo/shared/vectors/factory.py``) and share it.
+- The binding holds the GIL inside every engine call (measured: a 10 ms ``sleep`` on another thread took
+  5.2 s while ``optimize()`` ran over 20k points, and 0.42 s during a 20k-point upsert). A worker thread
+  therefore does not keep the event loop serving during a long call; what keeps it serving is keeping each
+  call short. Upserts are cut into batches of ``upsert_batch`` points (about 5 ms each at 384-d), each one its
+  own ``to_thread`` hop, so the loop runs between batches. Searches, counts and retrieves take well under a
+  millisecond on a tenant-filtered query (0.04-0.1 ms measured at 20k points) and run on the loop.
+- ``optimize()`` builds the HNSW and payload-indexed segments. Until it runs, new points are searched
+  exactly (correct, slower as the shard grows). It blocks for tens of seconds at 50k+ points and, because of
+  the GIL, stalls the whole process for that time: run it from a maintenance command or at start-up, not on
+  a serving path.
+- Writes and ``close()`` share a lock so a close never lands between two batches of an upsert.
+- Hybrid search: new shards get a sparse vector ``lexical`` (IDF modifier) next to ``dense``. A shard
+  created before it cannot gain it: the engine refuses a config whose vector set differs from the stored
+  segments ("config is incompatible with existing segments"). Such a shard is opened as it is, upserts
+  drop their sparse part, ``hybrid_search`` answers with the dense search and a warning is logged once;
+  to get lexical matching, rebuild the index (delete the shard directory and ``mnemo replay``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from qdrant_edge import (
+    CountRequest,
+    Distance,
+    EdgeConfig,
+    EdgeShard,
+    EdgeSparseVectorParams,
+    EdgeVectorParams,
+    FieldCondition,
+    Filter,
+    FloatIndexParams,
+    Fusion,
+    KeywordIndexParams,
+    MatchAny,
+    MatchValue,
+    Modifier,
+    PayloadSchemaType,
+    Point,
+    Prefetch,
+    Query,
+    QueryRequest,
+    RangeFloat,
+    UpdateOperation,
+)
+from qdrant_edge import SparseVector as EdgeSparseVector
+
+from mnemo.shared.vectors.port import (
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    SPARSE_NAME,
+    TENANT_FIELD,
+    VECTOR_NAME,
+    Match,
+    PayloadValue,
+    Range,
+    ScoredPoint,
+    SparseVector,
+    VectorFilter,
+    VectorIndexUnavailable,
+    VectorPoint,
+)
+
+log = logging.getLogger(__name__)
+
+
+class EdgeVectorIndex:
+    """``VectorIndex`` on a Qdrant Edge shard stored at ``path / collection``."""
+
+    def __init__(self, path: Path, collection: str, *, upsert_batch: int = 256) -> None:
+        self._dir = Path(path) / collection
+        self._upsert_batch = upsert_batch
+        self._shard: EdgeShard | None = None
+        self._has_sparse = True  # False for a shard created before the lexical vector existed
+        self._lock = threading.Lock()  # writes, open and close
+
+    async def ensure_collection(self, dimensions: int) -> None:
+        """Open the shard (create it on first use) and add any missing payload index. Idempotent."""
+        await asyncio.to_thread(self._open, dimensions)
+
+    def _open(self, dimensions: int) -> None:
+        with self._lock:
+            if self._shard is None:
+                dense = {VECTOR_NAME: EdgeVectorParams(size=dimensions, distance=Distance.Cosine)}
+                config = EdgeConfig(
+                    vectors=dense, sparse_vectors={SPARSE_NAME: EdgeSparseVectorParams(modifier=Modifier.Idf)}
+                )
+                exists = self._dir.is_dir() and any(self._dir.iterdir())
+                try:
+                    if not exists:
+                        self._shard = EdgeShard.create(str(self._dir), config)
+                    else:
+                        try:
+                            self._shard = EdgeShard.load(str(self._dir), config)
+                        except Exception as exc:
+                            if "incompatible" not in str(exc):
+                                raise
+                            self._shard = EdgeShard.load(str(self._dir), EdgeConfig(vectors=dense))
+                            self._has_sparse = False
+                            log.warning(
+                                "Qdrant Edge shard %s has no %r vector: hybrid search falls back to dense; "
+                                "rebuild it (delete the directory, mnemo replay) for lexical matching",
+                                self._dir,
+                                SPARSE_NAME,
+                            )
+                except Exception as exc:  # the binding raises plain Exception
+                    raise VectorIndexUnavailable(f"cannot open Qdrant Edge shard at {self._dir}: {exc}") from exc
+            shard = self._shard
+            present = set(shard.info().payload_schema)
+            wanted: dict[str, Any] = {TENANT_FIELD: KeywordIndexParams(is_tenant=True)}
+            wanted |= dict.fromkeys(KEYWORD_FIELDS, PayloadSchemaType.Keyword)
+            wanted |= {name: FloatIndexParams() for name in FLOAT_FIELDS}
+            for name, schema in wanted.items():
+                if name not in present:
+                    shard.update(UpdateOperation.create_field_index(name, schema))
+
+    def _require(self) -> EdgeShard:
+        if self._shard is None:
+            raise VectorIndexUnavailable("Qdrant Edge shard is not open (ensure_collection not run, or closed)")
+        return self._shard
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None:
+        for start in range(0, len(points), self._upsert_batch):
+            await asyncio.to_thread(self._upsert_sync, points[start : start + self._upsert_batch])
+
+    def _upsert_sync(self, points: Sequence[VectorPoint]) -> None:
+        batch = [Point(_point_id(p.id), self._vectors(p), dict(p.payload)) for p in points]
+        with self._lock:
+            self._require().update(UpdateOperation.upsert_points(batch))
+
+    def _vectors(self, p: VectorPoint) -> dict[str, Any]:
+        vectors: dict[str, Any] = {VECTOR_NAME: [float(x) for x in p.vector]}
+        if p.sparse and self._has_sparse:
+            vectors[SPARSE_NAME] = EdgeSparseVector(list(p.sparse.indices), [float(x) for x in p.sparse.values])
+        return vectors
+
+    async def search(
+        self,
+        vector: Sequence[float],
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[ScoredPoint]:
+        request = QueryRequest(
+            limit=limit,
+            query=Query.Nearest([float(x) for x in vector], using=VECTOR_NAME),
+            filter=to_edge_filter(flt),
+            score_threshold=score_threshold,
+            with_payload=True,
+            with_vector=False,
+        )
+        hits = self._require().query(request)
+        return [ScoredPoint(str(h.id), float(h.score), _payload(h.payload)) for h in hits]
+
+    async def hybrid_search(
+        self,
+        vector: Sequence[float],
+        sparse: SparseVector,
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[ScoredPoint]:
+        """DBSF of the dense and the lexical prefetch, both filtered (see the port)."""
+        shard = self._require()
+        if not self._has_sparse:
+            return await self.search(vector, flt, limit, score_threshold)
+        edge_filter = to_edge_filter(flt)
+        prefetches = [
+            Prefetch(
+                limit=limit,
+                query=Query.Nearest([float(x) for x in vector], using=VECTOR_NAME),
+                filter=edge_filter,
+                score_threshold=score_threshold,
+            )
+        ]
+        if sparse:
+            query = EdgeSparseVector(list(sparse.indices), [float(x) for x in sparse.values])
+            prefetches.append(Prefetch(limit=limit, query=Query.Nearest(query, using=SPARSE_NAME), filter=edge_filter))
+        request = QueryRequest(
+            limit=limit,
+            prefetches=prefetches,
+            query=Fusion.Dbsf(),  # type: ignore[arg-type]  # the stub's union names Fusion, not Fusion.Dbsf
+            filter=edge_filter,
+            with_payload=True,
+            with_vector=False,
+        )
+        return [ScoredPoint(str(h.id), float(h.score), _payload(h.payload)) for h in shard.query(request)]
+
+    async def delete(self, flt: VectorFilter) -> None:
+        """Delete the points matching ``flt``; an empty filter is refused rather than wiping the index."""
+        edge_filter = to_edge_filter(flt)
+        if edge_filter is None:
+            raise ValueError("delete needs at least one condition")
+        await asyncio.to_thread(self._update, UpdateOperation.delete_points_by_filter(edge_filter))
+
+    async def delete_ids(self, ids: Sequence[str]) -> None:
+        if ids:
+            op = UpdateOperation.delete_points([_point_id(i) for i in ids])
+            await asyncio.to_thread(self._update, op)
+
+    def _update(self, op: UpdateOperation) -> None:
+        with self._lock:
+            self._require().update(op)
+
+    async def count(self, flt: VectorFilter | None = None) -> int:
+        request = CountRequest(exact=True, filter=to_edge_filter(flt) if flt else None)
+        return int(self._require().count(request))
+
+    async def retrieve(self, ids: Sequence[str]) -> list[ScoredPoint]:
+        if not ids:
+            return []
+        records = self._require().retrieve([_point_id(i) for i in ids], with_payload=True, with_vector=False)
+        return [ScoredPoint(str(r.id), 0.0, _payload(r.payload)) for r in records]
+
+    async def flush(self) -> None:
+        """Write pending segment changes to disk (the WAL already makes upserts durable)."""
+        await asyncio.to_thread(self._flush_sync)
+
+    def _flush_sync(self) -> None:
+        with self._lock:
+            self._require().flush()
+
+    async def optimize(self) -> bool:
+        """Build the indexed segments; True if anything changed. Stalls the process (see module docstring)."""
+        return await asyncio.to_thread(self._optimize_sync)
+
+    def _optimize_sync(self) -> bool:
+        with self._lock:
+            return bool(self._require().optimize())
+
+    async def close(self) -> None:
+        """Flush and release the shard (and its WAL lock). Idempotent."""
+        await asyncio.to_thread(self._close_sync)
+
+    def _close_sync(self) -> None:
+        with self._lock:
+            shard, self._shard = self._shard, None
+            if shard is not None:
+                shard.flush()
+                shard.close()
+
+
+def _point_id(point_id: str) -> str:
+    """Canonical UUID text; rejects non-UUID ids here with a clear message instead of an engine error."""
+    return str(uuid.UUID(point_id))
+
+
+def _payload(payload: dict[str, Any] | None) -> dict[str, PayloadValue]:
+    return dict(payload) if payload else {}
+
+
+def to_edge_filter(flt: VectorFilter) -> Filter | None:
+    """Translate the port's filter; ``None`` when it has no conditions (matches every point)."""
+    if not flt.must and not flt.must_not:
+        return None
+    return Filter(
+        must=[_condition(c) for c in flt.must] or None,
+        must_not=[_condition(c) for c in flt.must_not] or None,
+    )
+
+
+def _condition(cond: Match | Range) -> FieldCondition | Filter:
+    if isinstance(cond, Range):
+        return FieldCondition(cond.key, range=RangeFloat(gte=cond.gte, lte=cond.lte))
+    values = cond.values  # non-empty and bool-free: Match validates itself
+    if len(values) == 1:
+        return FieldCondition(cond.key, match=MatchValue(values[0]))
+    if all(isinstance(v, str) for v in values) or all(isinstance(v, int) for v in values):
+        return FieldCondition(cond.key, match=MatchAny(list(values)))  # type: ignore[arg-type]
+    # Mixed str and int values: MatchAny takes only all-str or all-int lists.
+    return Filter(should=[FieldCondition(cond.key, match=MatchValue(v)) for v in values])

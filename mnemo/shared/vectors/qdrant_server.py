@@ -1,0 +1,239 @@
+"""The vector index on a Qdrant server through qdrant-client (the distributed deployment).
+
+Contract: see ``mnemo/shared/vectors/port.py``. The collection has one named dense vector (cosine) and the same
+payload indexes as the Edge adapter, ``tenant_id`` marked ``is_tenant`` so Qdrant co-locates a tenant's
+points. Transport failures (connection refused, timeouts, 5xx) become ``VectorIndexUnavailable`` so callers
+degrade; 4xx answers are programming errors and propagate.
+
+qdrant-client's local mode (``AsyncQdrantClient(location=":memory:")``) runs this same code in tests; it
+is brute force and ignores payload indexes (creating them only logs a warning), so it is a test double for
+the API, not an engine.
+
+Hybrid search: new collections also get the sparse vector ``lexical`` (IDF modifier). Qdrant cannot add a
+vector to an existing collection (``update_collection`` only changes the parameters of vectors that exist),
+so a collection created before it is used as it is: upserts drop their sparse part, ``hybrid_search``
+answers with the dense search, and a warning is logged; recreate the collection and ``mnemo replay`` to get
+lexical matching.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from qdrant_client import AsyncQdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from mnemo.shared.vectors.port import (
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    SPARSE_NAME,
+    TENANT_FIELD,
+    VECTOR_NAME,
+    Match,
+    PayloadValue,
+    Range,
+    ScoredPoint,
+    SparseVector,
+    VectorFilter,
+    VectorIndexUnavailable,
+    VectorPoint,
+)
+
+log = logging.getLogger(__name__)
+
+#: The oldest Qdrant server that serves every request this adapter sends: DBSF fusion (``FusionQuery``) and the
+#: tenant keyword index (``is_tenant``) arrived in v1.11.0, prefetches and the sparse IDF modifier in v1.10.0.
+#: (The parametrized ``RrfQuery`` sent before needed v1.16.0.) docker-compose.yml pins an image at least this
+#: new (a test checks).
+MIN_SERVER_VERSION = (1, 11, 0)
+
+
+@asynccontextmanager
+async def _unavailable_on_transport_errors(what: str) -> AsyncIterator[None]:
+    try:
+        yield
+    except UnexpectedResponse as exc:
+        if exc.status_code is not None and exc.status_code >= 500:
+            raise VectorIndexUnavailable(f"qdrant {what}: {exc.status_code}") from exc
+        raise
+    except (ResponseHandlingException, httpx.TransportError, ConnectionError, TimeoutError) as exc:
+        raise VectorIndexUnavailable(f"qdrant {what}: {exc}") from exc
+
+
+class QdrantServerIndex:
+    """``VectorIndex`` on one collection of a Qdrant server. The client is owned (closed) by this object."""
+
+    def __init__(self, client: AsyncQdrantClient, collection: str) -> None:
+        self._client = client
+        self._collection = collection
+        self._has_sparse = True  # False for a collection created before the lexical vector existed
+
+    async def ensure_collection(self, dimensions: int) -> None:
+        async with _unavailable_on_transport_errors("ensure_collection"):
+            if not await self._client.collection_exists(self._collection):
+                await self._client.create_collection(
+                    self._collection,
+                    vectors_config={VECTOR_NAME: models.VectorParams(size=dimensions, distance=models.Distance.COSINE)},
+                    sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                )
+            info = await self._client.get_collection(self._collection)
+            self._has_sparse = SPARSE_NAME in (info.config.params.sparse_vectors or {})
+            if not self._has_sparse:
+                log.warning(
+                    "qdrant collection %s has no %r vector: hybrid search falls back to dense; "
+                    "recreate it and mnemo replay for lexical matching",
+                    self._collection,
+                    SPARSE_NAME,
+                )
+            schemas: dict[str, Any] = {
+                TENANT_FIELD: models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+            }
+            schemas |= dict.fromkeys(KEYWORD_FIELDS, models.PayloadSchemaType.KEYWORD)
+            schemas |= dict.fromkeys(FLOAT_FIELDS, models.PayloadSchemaType.FLOAT)
+            for name, schema in schemas.items():
+                # Idempotent on a server; a no-op with a warning in local mode.
+                await self._client.create_payload_index(self._collection, name, field_schema=schema)
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None:
+        if not points:
+            return
+        structs = [
+            models.PointStruct(id=_point_id(p.id), vector=self._vectors(p), payload=dict(p.payload)) for p in points
+        ]
+        async with _unavailable_on_transport_errors("upsert"):
+            await self._client.upsert(self._collection, points=structs, wait=True)
+
+    def _vectors(self, p: VectorPoint) -> dict[str, Any]:
+        vectors: dict[str, Any] = {VECTOR_NAME: [float(x) for x in p.vector]}
+        if p.sparse and self._has_sparse:
+            vectors[SPARSE_NAME] = models.SparseVector(
+                indices=list(p.sparse.indices), values=[float(x) for x in p.sparse.values]
+            )
+        return vectors
+
+    async def search(
+        self,
+        vector: Sequence[float],
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[ScoredPoint]:
+        async with _unavailable_on_transport_errors("search"):
+            response = await self._client.query_points(
+                self._collection,
+                query=[float(x) for x in vector],
+                using=VECTOR_NAME,
+                query_filter=to_qdrant_filter(flt),
+                limit=limit,
+                score_threshold=score_threshold,
+                with_payload=True,
+                with_vectors=False,
+            )
+        return [ScoredPoint(str(p.id), float(p.score), _payload(p.payload)) for p in response.points]
+
+    async def hybrid_search(
+        self,
+        vector: Sequence[float],
+        sparse: SparseVector,
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[ScoredPoint]:
+        """DBSF of the dense and the lexical prefetch, both filtered (see the port)."""
+        if not self._has_sparse:
+            return await self.search(vector, flt, limit, score_threshold)
+        qdrant_filter = to_qdrant_filter(flt)
+        prefetch = [
+            models.Prefetch(
+                query=[float(x) for x in vector],
+                using=VECTOR_NAME,
+                filter=qdrant_filter,
+                limit=limit,
+                score_threshold=score_threshold,
+            )
+        ]
+        if sparse:
+            query = models.SparseVector(indices=list(sparse.indices), values=[float(x) for x in sparse.values])
+            prefetch.append(models.Prefetch(query=query, using=SPARSE_NAME, filter=qdrant_filter, limit=limit))
+        async with _unavailable_on_transport_errors("hybrid_search"):
+            response = await self._client.query_points(
+                self._collection,
+                prefetch=prefetch,
+                query=models.FusionQuery(fusion=models.Fusion.DBSF),
+                query_filter=qdrant_filter,
+                limit=limit,
+                with_payload=True,
+                with_vectors=False,
+            )
+        return [ScoredPoint(str(p.id), float(p.score), _payload(p.payload)) for p in response.points]
+
+    async def delete(self, flt: VectorFilter) -> None:
+        """Delete the points matching ``flt``; an empty filter is refused rather than wiping the index."""
+        qdrant_filter = to_qdrant_filter(flt)
+        if qdrant_filter is None:
+            raise ValueError("delete needs at least one condition")
+        selector = models.FilterSelector(filter=qdrant_filter)
+        async with _unavailable_on_transport_errors("delete"):
+            await self._client.delete(self._collection, points_selector=selector, wait=True)
+
+    async def delete_ids(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        selector = models.PointIdsList(points=[_point_id(i) for i in ids])
+        async with _unavailable_on_transport_errors("delete_ids"):
+            await self._client.delete(self._collection, points_selector=selector, wait=True)
+
+    async def count(self, flt: VectorFilter | None = None) -> int:
+        async with _unavailable_on_transport_errors("count"):
+            result = await self._client.count(
+                self._collection, count_filter=to_qdrant_filter(flt) if flt else None, exact=True
+            )
+        return int(result.count)
+
+    async def retrieve(self, ids: Sequence[str]) -> list[ScoredPoint]:
+        if not ids:
+            return []
+        async with _unavailable_on_transport_errors("retrieve"):
+            records = await self._client.retrieve(
+                self._collection, ids=[_point_id(i) for i in ids], with_payload=True, with_vectors=False
+            )
+        return [ScoredPoint(str(r.id), 0.0, _payload(r.payload)) for r in records]
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def _point_id(point_id: str) -> str:
+    return str(uuid.UUID(point_id))
+
+
+def _payload(payload: dict[str, Any] | None) -> dict[str, PayloadValue]:
+    return dict(payload) if payload else {}
+
+
+def to_qdrant_filter(flt: VectorFilter) -> models.Filter | None:
+    """Translate the port's filter; ``None`` when it has no conditions (matches every point)."""
+    if not flt.must and not flt.must_not:
+        return None
+    must: list[models.Condition] = [_condition(c) for c in flt.must]
+    must_not: list[models.Condition] = [_condition(c) for c in flt.must_not]
+    return models.Filter(must=must or None, must_not=must_not or None)
+
+
+def _condition(cond: Match | Range) -> models.FieldCondition | models.Filter:
+    if isinstance(cond, Range):
+        return models.FieldCondition(key=cond.key, range=models.Range(gte=cond.gte, lte=cond.lte))
+    values = cond.values  # non-empty and bool-free: Match validates itself
+    if len(values) == 1:
+        return models.FieldCondition(key=cond.key, match=models.MatchValue(value=values[0]))
+    if all(isinstance(v, str) for v in values) or all(isinstance(v, int) for v in values):
+        return models.FieldCondition(key=cond.key, match=models.MatchAny(any=list(values)))
+    should: list[models.Condition] = [
+        models.FieldCondition(key=cond.key, match=models.MatchValue(value=v)) for v in values
+    ]
+    return models.Filter(should=should)

@@ -1,5 +1,0 @@
-"""``python -m services.gateway``: run the HTTP gateway alone (it needs only NATS)."""
-
-from services.gateway.serve import main
-
-main()
