@@ -47,7 +47,12 @@ _KEPT = ("num_replicas",)
 
 
 def limits_of(name: str, settings: StreamsSettings) -> StreamLimits:
-    limits: StreamLimits = getattr(settings, _LIMITS[name])
+    """Stream ``name``'s limits from settings; a stream that is not mnemo's (a benchmark's reference stream) has
+    none."""
+    field = _LIMITS.get(name)
+    if field is None:
+        return StreamLimits()
+    limits: StreamLimits = getattr(settings, field)
     return limits
 
 

@@ -99,9 +99,7 @@ def test_installs_and_embeds_on_newer_pythons(version: str, tmp_path: Path) -> N
         pytest.skip(f"Python {version} is not installed on this machine (pyenv or PATH)")
     python = make_venv(tmp_path / "venv", found)
     pip_install(python, str(project_copy(tmp_path / "src")), cwd=tmp_path)
-    code = (
-        "from mnemo.shared.embedders.bundled import BundledEmbedder; print(len(BundledEmbedder().embed_sync(['hello'])[0]))"
-    )
+    code = "from mnemo.shared.embedders.bundled import BundledEmbedder; print(len(BundledEmbedder().embed_sync(['hello'])[0]))"
     run = subprocess.run(
         [str(python), "-c", code], env=isolated_env(), cwd=tmp_path, capture_output=True, text=True, timeout=300
     )

@@ -162,7 +162,9 @@ async def test_the_sync_client_from_a_thread_without_a_loop(stack: StackProcess)
 def test_the_readme_python_client_example_runs_in_a_fresh_venv(stack: StackProcess, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     pip_install(python, str(ROOT / "clients" / "python"), cwd=tmp_path)
-    alone = subprocess.run([str(python), "-c", "import mnemo.shared.contract_registry"], env=isolated_env(), cwd=tmp_path)
+    alone = subprocess.run(
+        [str(python), "-c", "import mnemo.shared.contract_registry"], env=isolated_env(), cwd=tmp_path
+    )
     assert alone.returncode != 0, "the client must install without the server package"
     script = tmp_path / "example.py"
     script.write_text(readme_block("Python client", "python"))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from nats.js.api import StreamConfig
 
-from mnemo.shared.streams import covers, reconcile
+from mnemo.shared import subjects
+from mnemo.shared.settings import StreamsSettings
+from mnemo.shared.streams import covers, limits_of, reconcile, stream_config
 
 
 def test_covers_follows_nats_wildcards() -> None:
@@ -25,3 +27,10 @@ def test_only_unset_limits_are_added_and_set_ones_reported() -> None:
         "num_replicas is 3 on the server, 1 in the settings",
     ]
     assert reconcile(current.evolve(max_bytes=1000), current.evolve(max_bytes=1000)) == ({}, [])
+
+
+def test_a_stream_that_is_not_mnemos_is_declared_without_limits() -> None:
+    # make bench-ingest's raw reference stream: it stopped with KeyError: 'BENCH_RAW' (issue 26).
+    config = stream_config("BENCH_RAW", ["bench.raw.>"], StreamsSettings())
+    assert (config.max_age, config.max_bytes, config.max_msgs) == (0.0, -1, -1)
+    assert limits_of(subjects.CHAT_STREAM, StreamsSettings()).max_age_s > 0
