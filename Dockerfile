@@ -2,6 +2,9 @@
 FROM python:3.11-slim
 WORKDIR /app
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# Probes and /metrics (docs/operations.md) on every interface of the container.
+ENV MNEMO_OBSERVE__HTTP_HOST=0.0.0.0
+EXPOSE 9464
 COPY pyproject.toml README.md ./
 COPY mnemo ./mnemo
 COPY clients/python ./clients/python

@@ -58,11 +58,12 @@ fmt: $(STAMP)
 asyncapi: $(STAMP)
 	$(VENV)/bin/mnemo asyncapi --out asyncapi.json
 
-## The settings reference, docs/settings.md, and every file generated from the contract registry
+## The settings reference, docs/settings.md, the metric table of docs/operations.md, and every file generated from the contract registry
 ## (contracts/, the Python client's models, the JavaScript client's types, the README's contract table);
 ## tests fail when one is stale.
 docs: $(STAMP)
 	$(VENV)/bin/mnemo settings-doc --out docs/settings.md
+	$(VENV)/bin/mnemo metrics-doc --out docs/operations.md
 	$(VENV)/bin/mnemo contract-doc
 	cd clients/js && npm run --silent generate
 

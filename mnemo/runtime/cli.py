@@ -174,6 +174,15 @@ def cmd_settings_doc(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_metrics_doc(args: argparse.Namespace) -> int:
+    from mnemo.runtime.metrics_doc import with_metric_table
+
+    path = Path(args.out)
+    path.write_text(with_metric_table(path.read_text()))
+    print(f"wrote the metric table of {args.out}")
+    return 0
+
+
 _SECURE_HELP = (
     "NATS with TLS and a least-privilege user per service and the platform (passwords and a local CA "
     "generated once under the data directory's secure/)"
@@ -308,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     ref = sub.add_parser("settings-doc", help="write the settings reference (every MNEMO_* variable)")
     ref.add_argument("--out", default="docs/settings.md", help="file to write, or - for stdout")
     ref.set_defaults(func=cmd_settings_doc)
+    met = sub.add_parser("metrics-doc", help="write the metric table (mnemo/shared/metrics.py) into docs/operations.md")
+    met.add_argument("--out", default="docs/operations.md", help="the file holding the table between its markers")
+    met.set_defaults(func=cmd_metrics_doc)
     return parser
 
 

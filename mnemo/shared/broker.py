@@ -16,6 +16,7 @@ from nats.js.api import ConsumerConfig
 from nats.js.errors import NotFoundError
 
 from mnemo.shared import subjects
+from mnemo.shared.broker_metrics import broker_metrics
 from mnemo.shared.natsconn import connect_options
 from mnemo.shared.settings import Settings
 from mnemo.shared.streams import ensure_streams
@@ -93,12 +94,15 @@ def broker_options(settings: Settings, identity: str) -> dict[str, Any]:
 
 def make_broker(settings: Settings, service: str) -> NatsBroker:
     """A broker for one service: its own connection name and NATS user (``mnemo.shared.natsconn``), telemetry
-    middleware, quiet per-message logs."""
+    and Prometheus middlewares (``mnemo.shared.broker_metrics``), quiet per-message logs."""
     return NatsBroker(
         settings.nats_servers,
         **broker_options(settings, service),
         name=f"mnemo-{service}",
-        middlewares=[NatsTelemetryMiddleware(tracer_provider=tracer_provider(service, settings.telemetry))],
+        middlewares=[
+            NatsTelemetryMiddleware(tracer_provider=tracer_provider(service, settings.telemetry)),
+            broker_metrics(service),
+        ],
         # FastStream logs each message and its task supervision at INFO/DEBUG: keep that under "mnemo.broker"
         # so configure_logging can quiet it without hiding the services' own logs.
         logger=logging.getLogger(f"mnemo.broker.{service}"),

@@ -263,6 +263,30 @@ class LimitsSettings(TenantLimits):
         return max([self.max_message_bytes, *overrides])
 
 
+class ObserveSettings(BaseModel):
+    """Probes, metrics and logs of a process (``docs/operations.md``)."""
+
+    http_host: str = Field(
+        "127.0.0.1",
+        description="address of the process's probe server (/healthz, /readyz, /metrics); the container image "
+        "sets 0.0.0.0, so that Kubernetes and Prometheus reach it",
+    )
+    http_port: int = Field(
+        9464,
+        ge=0,
+        le=65535,
+        description="its port (0: any free port)",
+    )
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="`json`: one JSON object a line with service, replica, trace_id and span_id (for a log "
+        "pipeline); `text`: plain lines for a terminal",
+    )
+    replica: str | None = Field(
+        None, description="the replica name in JSON logs (unset: the host name, a Kubernetes pod's name)"
+    )
+
+
 class TelemetrySettings(BaseModel):
     exporter: Literal["none", "console", "otlp"] = Field("none", description="where spans go; none records none")
     otlp_endpoint: str = Field("http://localhost:4318/v1/traces", description="OTLP/HTTP traces endpoint")
@@ -310,6 +334,7 @@ class Settings(_Tree):
     llm: LLMSettings = LLMSettings()
     delivery: DeliverySettings = DeliverySettings()
     telemetry: TelemetrySettings = TelemetrySettings()
+    observe: ObserveSettings = ObserveSettings()
     streams: StreamsSettings = StreamsSettings()
     vectors: VectorsSettings = VectorsSettings()
     nats: NatsSettings = NatsSettings()
