@@ -260,7 +260,7 @@ async def raw_references(core: Core, scene: Scene, messages: list[str]) -> dict[
     assert core.vectors is not None
     assert core.embedder is not None
     index, embedder = core.vectors, core.embedder
-    # The assembler's message filter (mnemo/services/context_assembler/search_filters.messages_filter), built here
+    # The assembler's message filter (mnemo/services/context_assembler/search/filters.messages_filter), built here
     # from the shared point schema so the reference does not depend on the assembler's internals.
     flt = points.witnessed_messages(scene.tenant, scene.user_id, scene.conversation_id, scene.bot_id)
     out: dict[str, list[float]] = {"embed": [], "dense": [], "hybrid": []}

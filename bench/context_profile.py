@@ -35,9 +35,9 @@ from typing import Any
 from nats.aio.client import Client as NatsClient
 
 from mnemo.services.context_assembler import app as app_module
-from mnemo.services.context_assembler import assembly
-from mnemo.services.context_assembler import retrieval as gatherer_module
-from mnemo.services.context_assembler.retrieval import Gatherer
+from mnemo.services.context_assembler.assemble import assembly
+from mnemo.services.context_assembler.gather import gathering as gatherer_module
+from mnemo.services.context_assembler.gather.gathering import Gatherer
 from mnemo.shared import tokens
 from mnemo_client.wire.contract import ContextAssembleRequest
 

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from mnemo.services.context_assembler.activation.activation import ChatMessage, ScanRequest, activate
-from mnemo.services.context_assembler.activation.compiled import ActiveBook, compile_lore
+from mnemo.services.context_assembler.lore.engine.activation import ChatMessage, ScanRequest, activate
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, compile_lore
 from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
 SIZES = (100, 1_000, 10_000)

@@ -22,7 +22,7 @@ What it does, and why each choice:
   hide it from the ranking. Recall@k ranks the reply's ``message`` sources that carry a ``score``.
 - Recall at a token budget asks again with ``max_tokens`` 500, 1,000, 2,000 and 4,000 and counts every
   ``message`` source (retrieved and history), i.e. what the LLM would actually see, and reports the share of
-  the budget each section used (the sections compete for it: ``mnemo/services/context_assembler/packing.py``). The baselines get the same budget
+  the budget each section used (the sections compete for it: ``mnemo/services/context_assembler/assemble/packing.py``). The baselines get the same budget
   for their own ranked turns alone (rendered as the assembler renders a retrieved turn, counted with
   ``mnemo.shared.tokens.estimate_tokens``, skipping what does not fit); the system also pays for its system text
   and history out of the budget, so this comparison favours the baselines slightly.

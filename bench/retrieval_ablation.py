@@ -12,7 +12,7 @@ in process, on the same data and with the same code where it matters:
   history window is (``--fusion rrf`` replays the reciprocal rank fusion used before, k = 60);
 - the same query: ``search_query.query_text`` takes the names of who speaks in the history window out of the
   question (for the dense and the lexical query alike), ``rank_candidates`` sees the question as asked;
-- the same re-ranking: ``mnemo.services.context_assembler.ranking.rank_candidates`` on that pool.
+- the same re-ranking: ``mnemo.services.context_assembler.search.ranking.rank_candidates`` on that pool.
 
 What it does not model: chunking of long turns, the separate dated search of ``search.py``, summaries
 and facts in the collection (they change the IDF a little). Its figures are therefore close to, not equal
@@ -35,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
-import mnemo.services.context_assembler.ranking as ranking
+import mnemo.services.context_assembler.search.ranking as ranking
 import mnemo.shared.analyzer as analyzer
 import mnemo.shared.sparse as sparse
 from bench.retrieval import DEFAULT_DATA, KS, Chat, load_chats, mean, recall
 from bench.retrieval_baselines import top_k
 from mnemo.services.context_assembler.items import ChatLine
-from mnemo.services.context_assembler.search_query import participant_names, without_names
+from mnemo.services.context_assembler.search.query import participant_names, without_names
 from mnemo.shared.embedders.bundled import BundledEmbedder
 
 RRF_K = 60

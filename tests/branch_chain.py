@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from mnemo.services.context_assembler.app import create_router as create_assembler
-from mnemo.services.context_assembler.inmemory import InMemoryLoreTimed
+from mnemo.services.context_assembler.lore.inmemory import InMemoryLoreTimed
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.services.ingest.handlers import IngestHandler, decode_command
 from mnemo.services.ingest.recorder import Recorder

@@ -20,8 +20,8 @@ from typing import Any
 from faststream.nats import NatsBroker, NatsRouter, TestNatsBroker
 
 from mnemo.services.context_assembler.app import create_router as create_assembler
-from mnemo.services.context_assembler.inmemory import InMemoryLoreTimed
-from mnemo.services.context_assembler.reads import ReadModelReads
+from mnemo.services.context_assembler.gather.reads import ReadModelReads
+from mnemo.services.context_assembler.lore.inmemory import InMemoryLoreTimed
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.services.embedding.app import chunk_strings
 from mnemo.services.embedding.handlers import EmbeddingHandler

@@ -36,7 +36,7 @@ from rich.progress import (
 from rich.table import Table
 
 from mnemo.runtime.stack import start_servers
-from mnemo.services.context_assembler.timed_readmodel import LoreTimedReadModel
+from mnemo.services.context_assembler.lore.timed_readmodel import LoreTimedReadModel
 from mnemo.services.embedding.app import chunk_strings
 from mnemo.services.embedding.domain import PAYLOAD_MODELS, payload_error
 from mnemo.services.embedding.handlers import EmbeddingHandler

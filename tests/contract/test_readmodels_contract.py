@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from mnemo.services.context_assembler.inmemory import InMemoryLoreTimed
-from mnemo.services.context_assembler.timed_readmodel import LoreTimedReadModel, TimedPort
+from mnemo.services.context_assembler.lore.inmemory import InMemoryLoreTimed
+from mnemo.services.context_assembler.lore.timed_readmodel import LoreTimedReadModel, TimedPort
 from mnemo.services.memory_extractor.inmemory import InMemoryWitnessed
 from mnemo.services.memory_extractor.witnessed import WitnessedPort, WitnessedReadModel
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore

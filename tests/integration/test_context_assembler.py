@@ -297,7 +297,7 @@ async def test_a_word_match_is_retrieved_below_min_score(nats_url, mongo_db, cip
     assert reply["degraded"] == []
     retrieved = {s["id"]: s["score"] for s in reply["sources"] if s["kind"] == "message" and s["score"] is not None}
     assert max(retrieved, key=lambda k: retrieved[k]) == "m2"  # the rare word outweighs the common ones (IDF)
-    # The score is the re-ranked relevance (mnemo/services/context_assembler/ranking.py), in [0, 1].
+    # The score is the re-ranked relevance (mnemo/services/context_assembler/search/ranking.py), in [0, 1].
     assert 0 < retrieved["m2"] <= 1
 
 
@@ -372,7 +372,7 @@ class HangingReads:
 async def test_stalled_read_models_are_bounded_by_the_deadline(nats_url, mongo_db, cipher, index, embedder, nc, tenant):
     """A read that never returns cannot hold the reply: it is given up at the deadline and named. The reply
     arriving at all is the proof (these reads would wait forever)."""
-    from mnemo.services.context_assembler.reads import ReadModelReads
+    from mnemo.services.context_assembler.gather.reads import ReadModelReads
 
     await seed(mongo_db, cipher, index, embedder, tenant)
     reads = HangingReads(ReadModelReads.over(mongo_db, cipher), {"recent_messages", "knowledge", "summaries_by_ids"})

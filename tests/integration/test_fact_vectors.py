@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from mnemo.services.context_assembler.reads import ReadModelReads
-from mnemo.services.context_assembler.retrieval import Gatherer
-from mnemo.services.context_assembler.search_filters import facts_filter
+from mnemo.services.context_assembler.gather.gathering import Gatherer
+from mnemo.services.context_assembler.gather.reads import ReadModelReads
+from mnemo.services.context_assembler.search.filters import facts_filter
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.services.embedding.app import chunk_strings
 from mnemo.services.embedding.handlers import EmbeddingHandler

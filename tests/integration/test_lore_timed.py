@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from mnemo.services.context_assembler.app import create_router as assembler_router
+from mnemo.services.context_assembler.lore.timed_readmodel import LoreTimedReadModel
 from mnemo.services.context_assembler.settings import AssemblerSettings
-from mnemo.services.context_assembler.timed_readmodel import LoreTimedReadModel
 from mnemo.services.lore.app import create_router as lore_router
 from mnemo.shared import subjects
 from mnemo.shared.deps import Deps

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mnemo.services.context_assembler.assembly import KnowledgeItem
-from mnemo.services.context_assembler.hits import relevant_first
-from mnemo.services.context_assembler.search_filters import facts_filter
+from mnemo.services.context_assembler.assemble.assembly import KnowledgeItem
+from mnemo.services.context_assembler.search.filters import facts_filter
+from mnemo.services.context_assembler.search.hits import relevant_first
 from mnemo.services.embedding.domain import payload_error, plan_batch
 from mnemo.services.embedding.facts import FactState, fact_ids_touched
 from mnemo.services.embedding.plan import Plan

@@ -82,3 +82,12 @@ def test_the_python_client_imports_only_its_declared_dependencies():
     for path in (ROOT / "clients" / "python" / "mnemo_client").rglob("*.py"):
         outside |= {f"{path.name}: {m}" for m in _imports(path) if m.split(".")[0] not in allowed}
     assert outside == set()
+
+
+def test_the_context_assembler_keeps_a_small_top_level():
+    """Its parts live in subpackages (gather/, search/, lore/, assemble/); the top holds only the wiring, the
+    handler, its settings and the value types every part shares."""
+    top = ROOT / "mnemo" / "services" / "context_assembler"
+    modules = sorted(p.name for p in top.glob("*.py"))
+    assert len(modules) <= 12, modules
+    assert {p.name for p in top.iterdir() if (p / "__init__.py").exists()} >= {"gather", "search", "lore", "assemble"}

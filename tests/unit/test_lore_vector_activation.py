@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from mnemo.services.context_assembler.activation.compiled import ActiveBook, compile_lore
 from mnemo.services.context_assembler.items import ChatLine
-from mnemo.services.context_assembler.lore import LoreLoader
-from mnemo.services.context_assembler.lore_activation import activate_lore
-from mnemo.services.context_assembler.lore_vectors import best_entries, vector_query
+from mnemo.services.context_assembler.lore.activate import activate_lore
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, compile_lore
+from mnemo.services.context_assembler.lore.loader import LoreLoader
+from mnemo.services.context_assembler.lore.vectors import best_entries, vector_query
 from mnemo.services.embedding.chunking import LORE_MAX_TOKENS
 from mnemo.services.embedding.lore_entries import lore_chunks, plan_lore
 from mnemo.services.embedding.plan import Plan

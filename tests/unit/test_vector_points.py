@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from mnemo.services.context_assembler.activation.compiled import ActiveBook
-from mnemo.services.context_assembler.document_lore import DocumentLore
-from mnemo.services.context_assembler.lore import LoreLoader
-from mnemo.services.context_assembler.search_filters import (
+from mnemo.services.context_assembler.lore.documents import DocumentLore
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
+from mnemo.services.context_assembler.lore.loader import LoreLoader
+from mnemo.services.context_assembler.search.filters import (
     facts_filter,
     legacy_filter,
     memories_filter,

@@ -7,16 +7,16 @@ from typing import Any
 from faststream.nats import NatsRouter
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mnemo.services.context_assembler.context_reads import ContextReads
-from mnemo.services.context_assembler.document_lore import DocumentLore, DocumentReads
 from mnemo.services.context_assembler.faults import SwitchableIndex
+from mnemo.services.context_assembler.gather.gathering import Gatherer
+from mnemo.services.context_assembler.gather.port import ContextReads
+from mnemo.services.context_assembler.gather.reads import ReadModelReads
 from mnemo.services.context_assembler.handlers import answer
-from mnemo.services.context_assembler.lore import LoreLoader, LoreReads
-from mnemo.services.context_assembler.reads import ReadModelReads
-from mnemo.services.context_assembler.retrieval import Gatherer
+from mnemo.services.context_assembler.lore.documents import DocumentLore, DocumentReads
+from mnemo.services.context_assembler.lore.loader import LoreLoader, LoreReads
+from mnemo.services.context_assembler.lore.timed import TimedStates
+from mnemo.services.context_assembler.lore.timed_readmodel import LoreTimedReadModel, TimedPort
 from mnemo.services.context_assembler.settings import SECTION, AssemblerSettings
-from mnemo.services.context_assembler.timed import TimedStates
-from mnemo.services.context_assembler.timed_readmodel import LoreTimedReadModel, TimedPort
 from mnemo.shared import subjects
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps

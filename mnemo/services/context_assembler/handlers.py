@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 
-from mnemo.services.context_assembler.assembly import assemble
-from mnemo.services.context_assembler.retrieval import Gatherer
+from mnemo.services.context_assembler.assemble.assembly import assemble
+from mnemo.services.context_assembler.gather.gathering import Gatherer
 from mnemo.shared import rpc
 from mnemo.shared.limits import RateLimited, RateLimiter
 from mnemo_client.wire.contract import ContextAssembleReply, ContextAssembleRequest, ErrorReply

@@ -2,5 +2,5 @@
 importer validates and activation compiles (``keys``), and the fold of a book's stream (``history``).
 
 Reading and writing file formats belongs to the lore service (``mnemo/services/lore/formats``), activation to the
-context-assembler (``mnemo/services/context_assembler/activation``).
+context-assembler (``mnemo/services/context_assembler/lore/engine``).
 """

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mnemo.services.context_assembler.app import create_router
-from mnemo.services.context_assembler.inmemory import InMemoryLoreTimed
+from mnemo.services.context_assembler.lore.inmemory import InMemoryLoreTimed
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared import subjects
 from mnemo.shared.events.recorded import bot_stream, knowledge_stream, lorebook_stream, persona_stream, player_scope

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemo.services.context_assembler.activation.activation import ActivationResult, ChatMessage, ScanRequest, activate
-from mnemo.services.context_assembler.activation.compiled import ActiveBook, compile_lore
-from mnemo.services.context_assembler.activation.timed import TimedState
+from mnemo.services.context_assembler.lore.engine.activation import ActivationResult, ChatMessage, ScanRequest, activate
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, compile_lore
+from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
 

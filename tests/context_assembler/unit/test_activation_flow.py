@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mnemo.services.context_assembler.activation.activation import token_budget
-from mnemo.services.context_assembler.activation.compiled import ActiveBook
-from mnemo.services.context_assembler.activation.timed import TimedState
+from mnemo.services.context_assembler.lore.engine.activation import token_budget
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
+from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.shared.lore.model import Position
 from tests.context_assembler.unit.activation_helpers import activated, book, scan, uids
 

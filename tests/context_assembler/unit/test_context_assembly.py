@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
+from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble, reachable_history
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, MemoryItem, PersonaProfile
 from mnemo.shared.tokens import estimate_tokens
 from mnemo_client.wire.contract import ContextAssembleReply

@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
+from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble, reachable_history
 from mnemo.services.context_assembler.items import (
     BotProfile,
     ChatLine,

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.services.context_assembler.activation.compiled import ActiveBook
-from mnemo.services.context_assembler.assembly import AssemblyInput, assemble, reachable_history
+from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble, reachable_history
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, LoreItem, MemoryItem, PersonaProfile
-from mnemo.services.context_assembler.lore import LoreLoader
-from mnemo.services.context_assembler.lore_activation import activate_lore
+from mnemo.services.context_assembler.lore.activate import activate_lore
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
+from mnemo.services.context_assembler.lore.loader import LoreLoader
 from mnemo.shared.lore.model import Lorebook, LoreEntry
 from mnemo.shared.readmodels.lore import LorebookRef, LorebookView
 from mnemo_client.wire.contract import ContextAssembleRequest

@@ -3,10 +3,10 @@ its real length go in, the new state comes out (spec §3.9), over a history wind
 
 from __future__ import annotations
 
-from mnemo.services.context_assembler.activation.compiled import ActiveBook, compile_lore
-from mnemo.services.context_assembler.activation.timed import TimedState
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, PersonaProfile
-from mnemo.services.context_assembler.lore_activation import activate_lore_state, scan_texts, unversioned, versioned
+from mnemo.services.context_assembler.lore.activate import activate_lore_state, scan_texts, unversioned, versioned
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, compile_lore
+from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
 BOOK = Lorebook(

@@ -3,7 +3,7 @@ switch note, lore by position) and the chat-completions form of the reply."""
 
 from __future__ import annotations
 
-from mnemo.services.context_assembler.assembly import AssemblyInput, assemble
+from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble
 from mnemo.services.context_assembler.items import (
     BotProfile,
     ChatLine,

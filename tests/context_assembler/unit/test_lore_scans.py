@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from mnemo.services.context_assembler.activation.compiled import ActiveBook
-from mnemo.services.context_assembler.activation.scan_types import ScanBudgetExceeded
 from mnemo.services.context_assembler.items import ChatLine
-from mnemo.services.context_assembler.lore import LoreLoader
-from mnemo.services.context_assembler.lore_scans import ScanPool, ScanRefused
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
+from mnemo.services.context_assembler.lore.engine.scan_types import ScanBudgetExceeded
+from mnemo.services.context_assembler.lore.loader import LoreLoader
+from mnemo.services.context_assembler.lore.scans import ScanPool, ScanRefused
 from mnemo.services.context_assembler.settings import LoreScanSettings
 from mnemo_client.wire.contract import ContextAssembleRequest
 from tests.context_assembler.unit.activation_helpers import activated, book, scan

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.services.context_assembler.packing import Offer, Room, by_density, pack
+from mnemo.services.context_assembler.assemble.packing import Offer, Room, by_density, pack
 
 SLOTS = ("knowledge", "memories", "legacy", "retrieved")
 

@@ -1,4 +1,4 @@
-"""Re-ranking of retrieved messages (mnemo/services/context_assembler/ranking.py): each lever on its own."""
+"""Re-ranking of retrieved messages (mnemo/services/context_assembler/search/ranking.py): each lever on its own."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.services.context_assembler.ranking import (
+from mnemo.services.context_assembler.search.ranking import (
     NEIGHBOUR_WEIGHT,
     Candidate,
     jaccard,

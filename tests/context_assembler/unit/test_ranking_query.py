@@ -1,10 +1,10 @@
-"""The search query (mnemo/services/context_assembler/search_query.py): the user's message first, participants'
+"""The search query (mnemo/services/context_assembler/search/query.py): the user's message first, participants'
 names out, the history only for a short follow-up."""
 
 from __future__ import annotations
 
 from mnemo.services.context_assembler.items import ChatLine
-from mnemo.services.context_assembler.search_query import (
+from mnemo.services.context_assembler.search.query import (
     HISTORY_WEIGHT,
     participant_names,
     query_sparse,
@@ -55,8 +55,8 @@ def test_an_empty_message_searches_the_last_user_message() -> None:
 
 
 def test_the_pool_keeps_fused_ranks_and_drops_what_the_read_model_did_not_return() -> None:
-    from mnemo.services.context_assembler.hits import candidates, created_at_by_key
-    from mnemo.services.context_assembler.ranking import Candidate
+    from mnemo.services.context_assembler.search.hits import candidates, created_at_by_key
+    from mnemo.services.context_assembler.search.ranking import Candidate
     from mnemo.shared.vectors.port import ScoredPoint
 
     points = [

@@ -1,4 +1,4 @@
-"""The time a query refers to (mnemo/services/context_assembler/timerefs.py)."""
+"""The time a query refers to (mnemo/services/context_assembler/search/timerefs.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo.services.context_assembler.timerefs import TimeWindow, referred_window
+from mnemo.services.context_assembler.search.timerefs import TimeWindow, referred_window
 
 NOW = datetime(2024, 1, 20, 12, tzinfo=UTC).timestamp()  # a Saturday
 
@@ -76,7 +76,7 @@ def test_never_raises(text: str) -> None:
 
 
 def test_a_dated_message_narrows_the_search_to_its_window() -> None:
-    from mnemo.services.context_assembler.search_filters import dated_filter
+    from mnemo.services.context_assembler.search.filters import dated_filter
     from mnemo.shared.vectors.port import Range, VectorFilter
 
     base = VectorFilter.where(tenant_id="t", kind="message")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mnemo.services.context_assembler.gather.gathering import Gatherer
 from mnemo.services.context_assembler.items import ChatLine
-from mnemo.services.context_assembler.rerank import NoRerank
-from mnemo.services.context_assembler.retrieval import Gatherer
+from mnemo.services.context_assembler.search.rerank import NoRerank
 from mnemo.services.context_assembler.settings import AssemblerSettings
 
 LINES = [ChatLine("m1", 1, "user", "Kate", "I love skiing"), ChatLine("m2", 2, "assistant", "Elise", "Me too")]

@@ -16,7 +16,7 @@ def lore_timed_stream(tenant_id: str, user_id: str, conversation_id: str) -> str
 
 class LoreTimedStateRecorded(RecordedPayload):
     """The conversation's World Info timed effects after a context was assembled (spec §3.9): the sticky and
-    cooldown records (``mnemo.services.context_assembler.activation.timed.TimedState`` dumped; entry idents and hashes, no user text) as of a
+    cooldown records (``mnemo.services.context_assembler.lore.engine.timed.TimedState`` dumped; entry idents and hashes, no user text) as of a
     chat of ``message_count`` messages. Written by the context-assembler only when a scan changed them."""
 
     user_id: str

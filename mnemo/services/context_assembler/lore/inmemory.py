@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mnemo.services.context_assembler.activation.timed import TimedState
-from mnemo.services.context_assembler.timed_readmodel import EMPTY, TimedPort, TimedView
+from mnemo.services.context_assembler.lore.engine.timed import TimedState
+from mnemo.services.context_assembler.lore.timed_readmodel import EMPTY, TimedPort, TimedView
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import LORE_TIMED_STATE_RECORDED, LoreTimedStateRecorded, lore_timed_stream
 

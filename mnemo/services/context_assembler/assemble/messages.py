@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mnemo.services.context_assembler.assemble.render import LORE_ROLES, interleave, persona_label, render_line
 from mnemo.services.context_assembler.items import ChatLine, LoreItem
-from mnemo.services.context_assembler.render import LORE_ROLES, interleave, persona_label, render_line
 from mnemo_client.wire.contract import ChatMessage
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mnemo.services.context_assembler.context_reads import LegacyText, SummaryText
+from mnemo.services.context_assembler.gather.port import LegacyText, SummaryText
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.presence import bot_may_see

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from mnemo.services.context_assembler.timerefs import referred_window
+from mnemo.services.context_assembler.search.timerefs import referred_window
 from mnemo.shared.events.recorded import campaign_scope, character_scope, player_scope
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import Match, Range, VectorFilter

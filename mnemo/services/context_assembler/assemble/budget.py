@@ -8,11 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from mnemo.services.context_assembler.draft import AssemblyInput, Draft
-from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, LoreItem, PersonaProfile
-from mnemo.services.context_assembler.packing import Offer
-from mnemo.services.context_assembler.packing import pack as pack_offers
-from mnemo.services.context_assembler.render import (
+from mnemo.services.context_assembler.assemble.draft import AssemblyInput, Draft
+from mnemo.services.context_assembler.assemble.packing import Offer
+from mnemo.services.context_assembler.assemble.packing import pack as pack_offers
+from mnemo.services.context_assembler.assemble.render import (
     lore_section,
     personas_in,
     render_fact,
@@ -20,6 +19,7 @@ from mnemo.services.context_assembler.render import (
     render_memory,
     render_retrieved,
 )
+from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, LoreItem, PersonaProfile
 from mnemo.shared.tokens import EstimatedTokens, TokenCounter
 
 KNOWLEDGE_NAMED = 5  # facts named one by one in ``degraded``; the rest are counted
@@ -137,7 +137,7 @@ def pack(inp: AssemblyInput) -> tuple[Draft, list[str]]:
     2. Reserved, in this order, each if it fits: constant lore entries (the book's author said they must always
        be there), then the other activated lore entries, each group ``order`` descending (SillyTavern's
        priority), then the newest ``min_history`` history messages (the immediate thread; a contiguous run).
-    3. Competing (:func:`mnemo.services.context_assembler.packing.pack`): the bot's knowledge, legacy memories,
+    3. Competing (:func:`mnemo.services.context_assembler.assemble.packing.pack`): the bot's knowledge, legacy memories,
        memories and retrieved messages, best value per token first. The value is the retrieval's own score
        against this request, :func:`sharpened`: a memory's or fact's dense cosine, a retrieved message's
        relevance (``ranking.py``); a fact no search judged is worth :data:`UNJUDGED_FACT_VALUE`.

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from mnemo.services.context_assembler.context_reads import SummaryText
+from mnemo.services.context_assembler.gather.port import SummaryText
 from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem
-from mnemo.services.context_assembler.ranking import Candidate
+from mnemo.services.context_assembler.search.ranking import Candidate
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import ScoredPoint
 from mnemo_client.wire.contract import ContextAssembleRequest

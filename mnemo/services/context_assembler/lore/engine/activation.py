@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import time
 
-from mnemo.services.context_assembler.activation.compiled import CompiledEntry, CompiledLore, Key
-from mnemo.services.context_assembler.activation.groups import filter_groups
-from mnemo.services.context_assembler.activation.matcher import normalise
-from mnemo.services.context_assembler.activation.placement import Placed, place
-from mnemo.services.context_assembler.activation.scan_types import (
+from mnemo.services.context_assembler.lore.engine.compiled import CompiledEntry, CompiledLore, Key
+from mnemo.services.context_assembler.lore.engine.groups import filter_groups
+from mnemo.services.context_assembler.lore.engine.matcher import normalise
+from mnemo.services.context_assembler.lore.engine.placement import Placed, place
+from mnemo.services.context_assembler.lore.engine.scan_types import (
     MAX_SCAN_DEPTH,
     ActivatedEntry,
     ActivationResult,
@@ -33,7 +33,7 @@ from mnemo.services.context_assembler.activation.scan_types import (
     seeded_rng,
     token_budget,
 )
-from mnemo.services.context_assembler.activation.timed import check_effects, delayed, set_effects
+from mnemo.services.context_assembler.lore.engine.timed import check_effects, delayed, set_effects
 from mnemo.shared.lore.keys import haystack_bytes
 from mnemo.shared.tokens import estimate_tokens
 

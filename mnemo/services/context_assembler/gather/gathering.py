@@ -26,10 +26,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from mnemo.services.context_assembler.activation.compiled import ActiveBook
-from mnemo.services.context_assembler.assembly import AssemblyInput, reachable_history
-from mnemo.services.context_assembler.context_reads import ContextReads
-from mnemo.services.context_assembler.hits import (
+from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, reachable_history
+from mnemo.services.context_assembler.gather.port import ContextReads
+from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem, LoreItem, MemoryItem, PersonaProfile
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
+from mnemo.services.context_assembler.lore.loader import LoreLoader
+from mnemo.services.context_assembler.search.hits import (
     Found,
     best_per_key,
     candidates,
@@ -38,12 +40,10 @@ from mnemo.services.context_assembler.hits import (
     ranked_keys,
     relevant_first,
 )
-from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem, LoreItem, MemoryItem, PersonaProfile
-from mnemo.services.context_assembler.lore import LoreLoader
-from mnemo.services.context_assembler.ranking import rank_candidates
-from mnemo.services.context_assembler.rerank import NoRerank, Reranker
-from mnemo.services.context_assembler.search import VectorSearch
-from mnemo.services.context_assembler.search_query import query_text
+from mnemo.services.context_assembler.search.query import query_text
+from mnemo.services.context_assembler.search.ranking import rank_candidates
+from mnemo.services.context_assembler.search.rerank import NoRerank, Reranker
+from mnemo.services.context_assembler.search.searches import VectorSearch
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.tokens import EstimatedTokens, TokenCounter

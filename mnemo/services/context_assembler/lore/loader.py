@@ -23,16 +23,16 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar
 
-from mnemo.services.context_assembler.activation.compiled import ActiveBook, CompiledLore, compile_lore
-from mnemo.services.context_assembler.activation.scan_types import ScanBudgetExceeded
-from mnemo.services.context_assembler.document_lore import DocumentLore
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
-from mnemo.services.context_assembler.lore_activation import activate_lore_state, scan_texts, unversioned, versioned
-from mnemo.services.context_assembler.lore_scans import ScanPool, ScanRefused
-from mnemo.services.context_assembler.lore_vectors import best_entries, has_vector_entries, vector_query
+from mnemo.services.context_assembler.lore.activate import activate_lore_state, scan_texts, unversioned, versioned
+from mnemo.services.context_assembler.lore.documents import DocumentLore
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, CompiledLore, compile_lore
+from mnemo.services.context_assembler.lore.engine.scan_types import ScanBudgetExceeded
+from mnemo.services.context_assembler.lore.scans import ScanPool, ScanRefused
+from mnemo.services.context_assembler.lore.timed import TimedStates
+from mnemo.services.context_assembler.lore.timed_readmodel import EMPTY as EMPTY_TIMED
+from mnemo.services.context_assembler.lore.vectors import best_entries, has_vector_entries, vector_query
 from mnemo.services.context_assembler.settings import LoreScanSettings, LoreVectorSettings
-from mnemo.services.context_assembler.timed import TimedStates
-from mnemo.services.context_assembler.timed_readmodel import EMPTY as EMPTY_TIMED
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.lore.model import Lorebook, WorldInfoSettings
 from mnemo.shared.readmodels.lore import LorebookRef, LorebookView

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from mnemo.services.context_assembler.activation.activation import ActivatedEntry, ChatMessage, ScanRequest, activate
-from mnemo.services.context_assembler.activation.compiled import ActiveBook, CompiledLore
-from mnemo.services.context_assembler.activation.timed import TimedState
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
+from mnemo.services.context_assembler.lore.engine.activation import ActivatedEntry, ChatMessage, ScanRequest, activate
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, CompiledLore
+from mnemo.services.context_assembler.lore.engine.timed import TimedState
 
 
 def activate_lore(
@@ -117,7 +117,7 @@ def activate_lore_state(
     ``similar``: entries forced by vector similarity (see ``lore.LoreLoader.similar``), engine ident -> cosine.
     ``timed`` and ``message_count``: the conversation's stored timed effects and its length (the history is
     only a window of it). ``scan_data``: the extra texts entries may opt into (``persona_description``,
-    ``character_description``; see ``mnemo.services.context_assembler.activation.compiled.EXTRA_FLAGS``).
+    ``character_description``; see ``mnemo.services.context_assembler.lore.engine.compiled.EXTRA_FLAGS``).
     ``deadline``: ``time.monotonic()`` past which the scan raises ``ScanBudgetExceeded``.
     """
     similar = similar or {}

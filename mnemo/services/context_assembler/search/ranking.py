@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from mnemo.services.context_assembler.timerefs import TimeWindow, referred_window
+from mnemo.services.context_assembler.search.timerefs import TimeWindow, referred_window
 from mnemo.shared.sparse import tokens
 
 __all__ = [

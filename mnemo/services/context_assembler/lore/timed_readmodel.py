@@ -17,7 +17,7 @@ from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from mnemo.services.context_assembler.activation.timed import TimedState
+from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import LORE_TIMED_STATE_RECORDED, lore_timed_stream
 
@@ -36,7 +36,7 @@ EMPTY = TimedView(TimedState(), 0, 0)
 
 class TimedPort(Protocol):
     """What ``TimedStates`` calls on the read model; adapters: ``LoreTimedReadModel`` and the in-memory fake
-    (``mnemo.services.context_assembler.inmemory``), both run through ``tests/contract/test_readmodels_contract.py``."""
+    (``mnemo.services.context_assembler.lore.inmemory``), both run through ``tests/contract/test_readmodels_contract.py``."""
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mnemo.services.context_assembler.activation.matcher import KeySet, normalise
+from mnemo.services.context_assembler.lore.engine.matcher import KeySet, normalise
 from mnemo.shared.lore.keys import SafeRegex, compile_key_regex, parse_regex_key
 from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 

@@ -22,9 +22,9 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from mnemo.services.context_assembler.activation.compiled import ActiveBook
 from mnemo.services.context_assembler.items import ChatLine, LoreItem
-from mnemo.services.context_assembler.lore_vectors import vector_query
+from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
+from mnemo.services.context_assembler.lore.vectors import vector_query
 from mnemo.services.context_assembler.settings import DocumentLoreSettings
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.readmodels.documents import ChunkView, DocumentRecord

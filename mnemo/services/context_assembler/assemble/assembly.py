@@ -5,12 +5,12 @@ The contract, and where each rule is documented next to the code that implements
 
 - Sections, in injection order, empty ones left out: ``system``, ``persona``, ``lore``,
   ``legacy_memories``, ``memories``, ``knowledge``, ``retrieved``, ``history``. What each says:
-  :mod:`mnemo.services.context_assembler.render`; what is kept of each: :class:`~.draft.Draft`.
-- ``messages``, the same context for a chat-completions API: :mod:`mnemo.services.context_assembler.messages`.
+  :mod:`mnemo.services.context_assembler.assemble.render`; what is kept of each: :class:`~.draft.Draft`.
+- ``messages``, the same context for a chat-completions API: :mod:`mnemo.services.context_assembler.assemble.messages`.
 - Budget: whole items fill ``max_tokens``, the reserved ones first (constant then keyword lore, the newest
   ``min_history`` messages), then knowledge, memories, legacy memories and retrieved messages competing by
   value per token (``packing.py``), and the reply never exceeds it unless ``system`` and ``persona`` alone
-  do: :func:`mnemo.services.context_assembler.budget.pack`.
+  do: :func:`mnemo.services.context_assembler.assemble.budget.pack`.
 - Tokens: every section's ``tokens`` is the ``counter``'s count of its rendered text (the configured LLM's
   tokenizer, or :func:`mnemo.shared.tokens.estimate_tokens`) and ``token_count`` their sum; the blank lines
   joining sections and the chat messages' framing are not counted.
@@ -23,8 +23,10 @@ The contract, and where each rule is documented next to the code that implements
 
 from __future__ import annotations
 
-from mnemo.services.context_assembler.budget import pack, reachable_history
-from mnemo.services.context_assembler.draft import AssemblyInput, Draft, in_order
+from mnemo.services.context_assembler.assemble.budget import pack, reachable_history
+from mnemo.services.context_assembler.assemble.draft import AssemblyInput, Draft, in_order
+from mnemo.services.context_assembler.assemble.messages import chat_messages
+from mnemo.services.context_assembler.assemble.render import SECTION_ORDER
 from mnemo.services.context_assembler.items import (
     BotProfile,
     ChatLine,
@@ -33,8 +35,6 @@ from mnemo.services.context_assembler.items import (
     MemoryItem,
     PersonaProfile,
 )
-from mnemo.services.context_assembler.messages import chat_messages
-from mnemo.services.context_assembler.render import SECTION_ORDER
 from mnemo_client.wire.contract import ContextAssembleReply, Section, Source
 
 __all__ = [

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Literal
 
-from mnemo.services.context_assembler.activation.placement import Placement
-from mnemo.services.context_assembler.activation.timed import TimedState
+from mnemo.services.context_assembler.lore.engine.placement import Placement
+from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.shared.lore.model import LoreEntry
 from mnemo.shared.tokens import estimate_tokens
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import logging
 
-from mnemo.services.context_assembler.activation.timed import TimedState
-from mnemo.services.context_assembler.timed_readmodel import TimedPort, TimedView
+from mnemo.services.context_assembler.lore.engine.timed import TimedState
+from mnemo.services.context_assembler.lore.timed_readmodel import TimedPort, TimedView
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import try_append
 from mnemo.shared.eventlog.port import AppendResult, EventStore

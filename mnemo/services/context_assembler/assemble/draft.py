@@ -1,6 +1,6 @@
 """What the assembly works on: its input, and the draft of what is kept so far, rendered per section.
 
-The budget (:mod:`mnemo.services.context_assembler.budget`) adds items to a :class:`Draft` one at a time and
+The budget (:mod:`mnemo.services.context_assembler.assemble.budget`) adds items to a :class:`Draft` one at a time and
 re-renders the section each one goes to; the reply is built from the final draft.
 """
 
@@ -10,15 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from mnemo.services.context_assembler.items import (
-    BotProfile,
-    ChatLine,
-    KnowledgeItem,
-    LoreItem,
-    MemoryItem,
-    PersonaProfile,
-)
-from mnemo.services.context_assembler.render import (
+from mnemo.services.context_assembler.assemble.render import (
     AFTER_CHAR,
     BEFORE_CHAR,
     HISTORY_HEADER,
@@ -39,6 +31,14 @@ from mnemo.services.context_assembler.render import (
     render_persona,
     render_retrieved,
     render_system,
+)
+from mnemo.services.context_assembler.items import (
+    BotProfile,
+    ChatLine,
+    KnowledgeItem,
+    LoreItem,
+    MemoryItem,
+    PersonaProfile,
 )
 from mnemo.shared.tokens import EstimatedTokens, TokenCounter
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable
 
-from mnemo.services.context_assembler.activation.compiled import CompiledEntry
+from mnemo.services.context_assembler.lore.engine.compiled import CompiledEntry
 
 
 def filter_groups(

@@ -20,15 +20,15 @@ import logging
 import time
 from collections.abc import Collection, Sequence
 
-from mnemo.services.context_assembler.hits import Found, Hits, best_per_key
-from mnemo.services.context_assembler.search_filters import (
+from mnemo.services.context_assembler.search.filters import (
     dated_filter,
     facts_filter,
     legacy_filter,
     memories_filter,
     messages_filter,
 )
-from mnemo.services.context_assembler.search_query import query_sparse
+from mnemo.services.context_assembler.search.hits import Found, Hits, best_per_key
+from mnemo.services.context_assembler.search.query import query_sparse
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.vectors import points as vp

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mnemo.services.context_assembler.activation.compiled import CompiledEntry
+from mnemo.services.context_assembler.lore.engine.compiled import CompiledEntry
 
 
 class TimedRecord(BaseModel):
