@@ -3,10 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# helm and promtool for the chart checks (deploy/helm/install-tools.sh).
+TOOLS := $(VENV)/tools/bin
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-documents chaos up down clean
+.PHONY: run cluster chart chart-check test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-documents chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,7 +17,10 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.j
 	cd clients/js && npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
-install: $(STAMP)
+$(TOOLS)/helm: deploy/helm/install-tools.sh | $(STAMP)
+	PYTHON=$(PY) bash deploy/helm/install-tools.sh $(TOOLS)
+
+install: $(STAMP) $(TOOLS)/helm
 
 ## Run the whole stack on its embedded default (nats-server, SecantusDB, Qdrant Edge, bundled model).
 run: $(STAMP)
@@ -26,8 +31,17 @@ run: $(STAMP)
 cluster: $(STAMP)
 	$(VENV)/bin/mnemo cluster $(ARGS)
 
-## Lint, type-check, then every test (unit, contract, integration, e2e).
-test: $(STAMP) lint typecheck
+## The Helm chart (deploy/helm/mnemo) rendered with its default values (offline: docs/kubernetes.md).
+chart: $(STAMP) $(TOOLS)/helm
+	@$(PY) -m tests.chart.helm $(ARGS)
+
+## The chart's offline checks: helm lint --strict and helm template (default and production values), the
+## Kubernetes objects against Kubernetes's schemas, the names it shares with the code, promtool on the alert rules.
+chart-check: $(STAMP) $(TOOLS)/helm
+	$(PY) -m pytest tests/chart -q $(ARGS)
+
+## Lint, type-check, then every test (unit, contract, chart, integration, e2e).
+test: $(STAMP) $(TOOLS)/helm lint typecheck
 	$(PY) -m pytest $(ARGS)
 
 ## The end-to-end suite against stacks run `--secure` (TLS, a least-privilege NATS user per service and the platform).
@@ -58,12 +72,13 @@ fmt: $(STAMP)
 asyncapi: $(STAMP)
 	$(VENV)/bin/mnemo asyncapi --out asyncapi.json
 
-## The settings reference, docs/settings.md, the metric table of docs/operations.md, and every file generated from the contract registry
-## (contracts/, the Python client's models, the JavaScript client's types, the README's contract table);
-## tests fail when one is stale.
+## The settings reference, docs/settings.md, the metric table of docs/operations.md, every file generated from the
+## contract registry (contracts/, the Python client's models, the JavaScript client's types, the README's contract
+## table) and the chart's consumers (deploy/helm/mnemo/files/consumers.json); tests fail when one is stale.
 docs: $(STAMP)
 	$(VENV)/bin/mnemo settings-doc --out docs/settings.md
 	$(VENV)/bin/mnemo metrics-doc --out docs/operations.md
+	$(PY) -m mnemo.runtime.consumer_lag
 	$(VENV)/bin/mnemo contract-doc
 	cd clients/js && npm run --silent generate
 

@@ -92,6 +92,11 @@ def broker_options(settings: Settings, identity: str) -> dict[str, Any]:
     return options
 
 
+#: Graceful shutdown: in-flight handlers get this long to finish before the connection closes (the Helm chart's
+#: terminationGracePeriodSeconds is longer: tests/chart).
+GRACEFUL_TIMEOUT_S = 30.0
+
+
 def make_broker(settings: Settings, service: str) -> NatsBroker:
     """A broker for one service: its own connection name and NATS user (``mnemo.shared.natsconn``), telemetry
     and Prometheus middlewares (``mnemo.shared.broker_metrics``), quiet per-message logs."""
@@ -107,8 +112,7 @@ def make_broker(settings: Settings, service: str) -> NatsBroker:
         # so configure_logging can quiet it without hiding the services' own logs.
         logger=logging.getLogger(f"mnemo.broker.{service}"),
         log_level=logging.DEBUG,
-        # Graceful shutdown: in-flight handlers get this long to finish before the connection closes.
-        graceful_timeout=30.0,
+        graceful_timeout=GRACEFUL_TIMEOUT_S,
         max_reconnect_attempts=-1,
     )
 
