@@ -4,6 +4,7 @@ must agree with the Python code (streams, durables, modules, the broker's gracef
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ import yaml
 from mnemo.runtime import consumer_lag
 from mnemo.runtime.catalog import SERVICES
 from mnemo.shared.broker import GRACEFUL_TIMEOUT_S
-from tests.chart.helm import CHART, PRODUCTION_VALUES, by_kind, helm, offline_chart, render
+from tests.chart.helm import CHART, PRODUCTION_VALUES, ROOT, by_kind, helm, offline_chart, render
 
 WORKERS = {w.service: w for w in consumer_lag.WORKERS}
 ALL_SERVICES = {s.name for s in SERVICES} | {"gateway"}
@@ -158,3 +159,11 @@ def test_the_dashboard_and_the_rules_come_from_their_one_source(default_objects:
 def test_the_values_schema_rejects_bad_values(bad: str) -> None:
     with pytest.raises(RuntimeError, match="don't meet the specifications of the schema"):
         render(sets=[bad])
+
+
+def test_every_setting_the_chart_sets_exists(production_objects: list[dict[str, Any]]) -> None:
+    """A misspelt MNEMO_* variable would be ignored silently: each one is in the settings reference."""
+    known = set(re.findall(r"MNEMO_[A-Z0-9_]+", (ROOT / "docs" / "settings.md").read_text()))
+    for name, deployment in by_kind(production_objects, "Deployment").items():
+        env = {e["name"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert {e for e in env if e.startswith("MNEMO_")} <= known, (name, sorted(env - known))
