@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -32,4 +33,13 @@ def test_the_rules_are_valid() -> None:
 
 def test_the_rules_unit_tests_pass() -> None:
     done = subprocess.run([str(_promtool()), "test", "rules", str(RULE_TESTS)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_compose_prometheus_config_is_valid(tmp_path: Path) -> None:
+    """docker-compose.yml's Prometheus configuration with the rules mounted beside it."""
+    shutil.copy(ROOT / "deploy" / "prometheus" / "prometheus.yml", tmp_path / "prometheus.yml")
+    shutil.copy(RULES, tmp_path / "alerts.yaml")
+    argv = [str(_promtool()), "check", "config", str(tmp_path / "prometheus.yml")]
+    done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr

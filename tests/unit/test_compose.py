@@ -108,3 +108,41 @@ def test_the_gateway_reads_a_valid_key_file_and_listens_on_every_interface(compo
     source, target = gateway["volumes"][0].split(":")[:2]
     assert target == env["MNEMO_GATEWAY__API_KEYS_FILE"]
     assert parse_key_file((ROOT / source).read_text()) == {}
+
+
+def test_every_mnemo_process_is_healthy_only_when_ready(compose: dict[str, Any]) -> None:
+    from mnemo.shared.settings import ObserveSettings
+
+    port = ObserveSettings().http_port
+    for name, svc in compose["services"].items():
+        if svc.get("image") != "mnemo:latest":
+            continue
+        check = " ".join(svc["healthcheck"]["test"])
+        assert f"http://127.0.0.1:{port}/readyz" in check, name
+
+
+def test_prometheus_scrapes_every_mnemo_service_with_the_charts_rules(compose: dict[str, Any]) -> None:
+    from mnemo.shared.settings import ObserveSettings
+
+    mnemo = {name for name, svc in compose["services"].items() if svc.get("image") == "mnemo:latest"}
+    mounts = dict(v.split(":")[:2] for v in compose["services"]["prometheus"]["volumes"] if v.startswith("./"))
+    assert mounts["./deploy/prometheus/prometheus.yml"] == "/etc/prometheus/prometheus.yml"
+    config = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
+    scraped = {
+        name: sd["port"] for job in config["scrape_configs"] for sd in job["dns_sd_configs"] for name in sd["names"]
+    }
+    assert set(scraped) == mnemo
+    assert set(scraped.values()) == {ObserveSettings().http_port}
+    assert mounts["./deploy/helm/mnemo/files/alerts.yaml"] == "/etc/prometheus/alerts.yaml"
+    assert config["rule_files"] == ["alerts.yaml"]  # beside the mounted config
+
+
+def test_grafana_shows_the_charts_dashboard(compose: dict[str, Any]) -> None:
+    grafana = compose["services"]["grafana"]
+    mounts = dict(v.split(":")[:2] for v in grafana["volumes"] if v.startswith("./"))
+    dashboard = mounts["./deploy/helm/mnemo/files/dashboards/mnemo.json"]
+    provider = yaml.safe_load((ROOT / "deploy/grafana/provisioning/dashboards/mnemo.yaml").read_text())
+    assert Path(dashboard).parent.as_posix() == provider["providers"][0]["options"]["path"]
+    assert mounts["./deploy/grafana/provisioning"] == "/etc/grafana/provisioning"
+    datasource = yaml.safe_load((ROOT / "deploy/grafana/provisioning/datasources/prometheus.yaml").read_text())
+    assert datasource["datasources"][0]["url"] == "http://prometheus:9090"
