@@ -299,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     con = sub.add_parser(
         "contract-doc",
-        help="write every file generated from the contract registry (AsyncAPI, JSON Schema, client models, README table)",
+        help="write every file generated from the contract registry (AsyncAPI, JSON Schema, client models, docs/contract.md's table)",
     )
     con.add_argument("--check", action="store_true", help="write nothing; exit 1 when a generated file is stale")
     con.set_defaults(func=cmd_contract_doc)

@@ -2,7 +2,7 @@
 
 ``serve`` declares one subscriber: ``serve(router, subject, service=..., request=Model, call=..., errors=...)``.
 
-The contract (README): every request on a ``mnemo.rpc.*`` subject gets exactly one reply, the reply model or
+The contract (docs/contract.md): every request on a ``mnemo.rpc.*`` subject gets exactly one reply, the reply model or
 an ``ErrorReply``, never silence. So bodies are taken as raw bytes (FastStream would otherwise parse JSON
 itself and drop an invalid request without a reply), parsed here with the request model (unknown fields
 refused when the model forbids them), and every exception becomes an error code: the ones a service names in

@@ -147,7 +147,7 @@ class StreamsSettings(BaseModel):
 
 
 class NatsSettings(BaseModel):
-    """How a process authenticates to NATS and secures its connection (README "Running secured"); every
+    """How a process authenticates to NATS and secures its connection (docs/security.md, "Running secured"); every
     connection mnemo makes goes through ``mnemo.shared.natsconn``."""
 
     user: str | None = Field(

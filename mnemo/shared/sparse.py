@@ -50,7 +50,7 @@ AVGDL = 16.0
 #: English stop list drops). Not 0: hiragana also spells some content words (``いとこ``, cousin). Why: a question
 #: such as ``…さんは今どこに住んでいますか`` otherwise matches every turn whose small talk says ``どこにも`` or
 #: ``ます``, and on the multilingual set those matches pushed the evidence that the dense side ranked 3rd out
-#: of the top 10 (README, ``make bench-multilingual``).
+#: of the top 10 (docs/benchmarks.md, ``make bench-multilingual``).
 GRAMMAR_WEIGHT = 0.3
 
 

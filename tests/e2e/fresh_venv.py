@@ -51,13 +51,14 @@ def project_copy(dest: Path) -> Path:
     return dest
 
 
-def readme_block(heading: str, language: str) -> str:
-    """The first ```language block under the README heading whose text contains ``heading``."""
-    text = (ROOT / "README.md").read_text()
+def doc_block(doc: str, heading: str, language: str) -> str:
+    """The first ```language block under the heading of ``doc`` (a Markdown file, relative to the repository's
+    root) whose text contains ``heading``: the examples are run where the documentation shows them."""
+    text = (ROOT / doc).read_text()
     match = re.search(rf"^#+ [^\n]*{re.escape(heading)}[^\n]*\n", text, flags=re.MULTILINE)
-    assert match, f"README has no heading containing {heading!r}"
+    assert match, f"{doc} has no heading containing {heading!r}"
     block = re.search(rf"^```{language}\n(.*?)^```", text[match.end() :], flags=re.MULTILINE | re.DOTALL)
-    assert block, f"no ```{language} block under {heading!r}"
+    assert block, f"no ```{language} block under {heading!r} in {doc}"
     return block.group(1)
 
 

@@ -1,5 +1,5 @@
 """Installs as a user or an image build would, in fresh virtual environments, with nothing from the Makefile
-(the Python client's README example: tests/e2e/test_python_client.py):
+(the README's worked example with the Python client: tests/e2e/test_python_client.py):
 
 - `pip install .[embedded]` alone (what the Dockerfile does, plus the servers `mnemo run` needs): it adds the
   import roots `mnemo` and `mnemo_client` and nothing else, `mnemo run` starts and the bundled embedder works (a message reached only by vector retrieval comes back, scored);

@@ -1,5 +1,5 @@
 """The HTTP gateway in front of the whole embedded stack (`mnemo run --gateway` as a process): a scene posted
-over HTTP comes back as a context; the README's `curl` blocks run as written; schemathesis drives every
+over HTTP comes back as a context; the `curl` blocks of docs/running.md run as written; schemathesis drives every
 operation of the gateway's own OpenAPI document, with the real services behind NATS, and finds no 5xx.
 Plain HTTP (httpx, curl) and the stack's log for its URL, no project imports beyond the test helpers."""
 
@@ -30,7 +30,7 @@ from tests.e2e.stackproc import StackProcess
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-README_URL = "http://127.0.0.1:8080"
+DOC_URL = "http://127.0.0.1:8080"
 KEYS = '{"dev-key-1": "t1", "gw-key": "gw-tenant", "fuzz-key": "fuzz-tenant"}'
 GW, FUZZ = {"Authorization": "Bearer gw-key"}, {"Authorization": "Bearer fuzz-key"}
 
@@ -89,17 +89,18 @@ def _at(i: int) -> Any:
     return datetime(2026, 10, 1, 20, 0, tzinfo=UTC) + timedelta(minutes=i)
 
 
-def readme_curl_blocks() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+def documented_curl_blocks() -> list[str]:
+    """The ```sh blocks with curl in the HTTP gateway section of docs/running.md."""
+    text = (ROOT / "docs" / "running.md").read_text()
     section = text.split("\n## HTTP gateway\n", 1)[1].split("\n## ", 1)[0]
     return [b for b in re.findall(r"```sh\n(.*?)```", section, flags=re.S) if "curl" in b]
 
 
-def test_the_readme_curl_examples_work(stack: StackProcess, http: httpx.Client, tmp_path: Path):
-    blocks = readme_curl_blocks()
+def test_the_documented_curl_examples_work(stack: StackProcess, http: httpx.Client, tmp_path: Path):
+    blocks = documented_curl_blocks()
     assert len(blocks) >= 3
     for block in blocks:
-        script = block.replace(README_URL, stack.gateway_url)
+        script = block.replace(DOC_URL, stack.gateway_url)
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True)
         assert done.returncode == 0, f"{block}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
         assert '"error"' not in done.stdout or "forbidden" in done.stdout, done.stdout

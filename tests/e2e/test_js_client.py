@@ -2,9 +2,10 @@
 on (``MNEMO_NATS__WEBSOCKET_PORT``): the package installed from its lock file (``npm ci``) in a copy of the
 repository's files, its generated types checked against the contract, its declarations compiled (``tsc``),
 its unit tests run, then clients/js/test/e2e.mjs against the stack over TCP (the Node package) and WebSocket
-(the package bundled for the browser by esbuild, as a web page or an edge worker gets it). And the README's
-example as a user runs it: ``npm install`` of the package into an empty folder, then the first ```js block
-under the "JavaScript" heading, as written: it publishes a scene and prints a context."""
+(the package bundled for the browser by esbuild, as a web page or an edge worker gets it). And the examples of
+clients/js/README.md as a user runs them: ``npm install`` of the package into an empty folder, then the first
+```js block, as written (it publishes a scene and prints a context), and the WebSocket one, its URL pointed at
+the stack's WebSocket listener."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.fresh_venv import ROOT, readme_block
+from tests.e2e.fresh_venv import ROOT, doc_block
 from tests.e2e.stackproc import SECURE, StackProcess, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 NODE, NPM = shutil.which("node") or "", shutil.which("npm") or ""
-if not (NODE and NPM):  # CI installs Node 20 (README "JavaScript client"); say so rather than pass
+if not (NODE and NPM):  # CI installs Node 20 (the Makefile's install step); say so rather than pass
     pytest.skip("the JavaScript client's tests need node and npm on PATH (Node 20+)", allow_module_level=True)
 
 
@@ -82,12 +83,19 @@ def test_the_js_client_covers_the_contract_over_tcp_and_websocket(js_package: Pa
     assert "js client e2e: ok" in done.stdout
 
 
-@pytest.mark.skipif(SECURE, reason="the README example connects as `make run` serves, without credentials or TLS")
-def test_the_readme_javascript_example_runs(js_package: Path, stack: StackProcess, tmp_path: Path) -> None:
+@pytest.mark.skipif(SECURE, reason="the documented examples connect as `make run` serves, without credentials or TLS")
+def test_the_documented_javascript_examples_run(js_package: Path, stack: StackProcess, tmp_path: Path) -> None:
     app = tmp_path / "app"
     app.mkdir()
     run([NPM, "install", "--no-audit", "--no-fund", str(js_package)], app)
-    (app / "example.mjs").write_text(readme_block("JavaScript", "js"))
+    (app / "example.mjs").write_text(doc_block("clients/js/README.md", "Install and use", "js"))
     done = run([NODE, "example.mjs"], app, timeout=300, **node_env(stack))
     assert "history" in done.stdout, done.stdout
     assert "Its needle points at storms, not north." in done.stdout, "the context with the scene's last line"
+
+    over_ws = doc_block("clients/js/README.md", "Over WebSocket", "js")
+    assert "ws://127.0.0.1:8443" in over_ws
+    (app / "example_ws.mjs").write_text(over_ws.replace("ws://127.0.0.1:8443", node_env(stack)["MNEMO_NATS_WS_URL"]))
+    done = run([NODE, "--experimental-websocket", "example_ws.mjs"], app, timeout=300, **node_env(stack))
+    assert " 1 []" in done.stdout, f"the imported book's id, its one entry and no warnings: {done.stdout}"
+    assert "not_found" in done.stdout, done.stdout

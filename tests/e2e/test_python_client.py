@@ -1,8 +1,9 @@
 """The Python client (clients/python) against the whole embedded stack: chat events published and buffered,
 a typed context, lore import / export / attach / entries, memories listed, converted and deleted, knowledge
-promotion, and error codes as exceptions; the sync client the same way. And the README's example as a user
-runs it: `pip install ./clients/python` alone in a fresh venv, then the first ```python block under the
-"Python client" heading, as written: it publishes a scene and prints a context."""
+promotion, and error codes as exceptions; the sync client the same way. And the documented examples as a user
+runs them: `pip install ./clients/python` alone in a fresh venv, then the README's worked example, as written (it
+publishes a scene and prints a context), and the sync client's example of clients/python/README.md (its URL
+pointed at the test's stack)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from mnemo_client import (
     Section,
     SyncMnemoClient,
 )
-from tests.e2e.fresh_venv import ROOT, isolated_env, make_venv, pip_install, readme_block
+from tests.e2e.fresh_venv import ROOT, doc_block, isolated_env, make_venv, pip_install
 from tests.e2e.stackproc import SECURE, StackProcess
 from tests.waiting import wait_for_stack
 
@@ -158,24 +159,35 @@ async def test_the_sync_client_from_a_thread_without_a_loop(stack: StackProcess)
     assert code == "not_found"
 
 
-@pytest.mark.skipif(SECURE, reason="the README example connects as `make run` serves, without credentials or TLS")
-def test_the_readme_python_client_example_runs_in_a_fresh_venv(stack: StackProcess, tmp_path: Path) -> None:
+@pytest.mark.skipif(SECURE, reason="the documented examples connect as `make run` serves, without credentials or TLS")
+def test_the_documented_python_examples_run_in_a_fresh_venv(stack: StackProcess, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     pip_install(python, str(ROOT / "clients" / "python"), cwd=tmp_path)
     alone = subprocess.run(
         [str(python), "-c", "import mnemo.shared.contract_registry"], env=isolated_env(), cwd=tmp_path
     )
     assert alone.returncode != 0, "the client must install without the server package"
-    script = tmp_path / "example.py"
-    script.write_text(readme_block("Python client", "python"))
-    run = subprocess.run(
-        [str(python), str(script)],
-        env=isolated_env(MNEMO_NATS_URL=stack.nats_url),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "('history'," in run.stdout, run.stdout
-    assert "Its needle points at storms, not north." in run.stdout, "the context with the scene's last line"
+
+    def run_example(name: str, code: str) -> str:
+        script = tmp_path / name
+        script.write_text(code)
+        run = subprocess.run(
+            [str(python), str(script)],
+            env=isolated_env(MNEMO_NATS_URL=stack.nats_url),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, f"{name}:\n{run.stderr}"
+        return run.stdout
+
+    out = run_example("example.py", doc_block("README.md", "A worked example", "python"))
+    assert "('history'," in out, out
+    assert "Its needle points at storms, not north." in out, "the context with the scene's last line"
+
+    sync = doc_block("clients/python/README.md", "The sync client", "python")
+    assert "nats://127.0.0.1:4222" in sync, "the example connects where `make run` serves"
+    out = run_example("sync_example.py", sync.replace("nats://127.0.0.1:4222", stack.nats_url))
+    assert "not_found" in out, out
+    assert " 1 []" in out, f"the imported book's id, its one entry and no warnings: {out}"

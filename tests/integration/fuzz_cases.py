@@ -1,5 +1,5 @@
 """Hypothesis strategies of bad input for the public subjects: a valid payload (a dict built by the caller from
-the README's examples with random values) and mutations of it, each with the outcome the contract promises.
+the contract registry's examples with random values) and mutations of it, each with the outcome the contract promises.
 
 The contract models are the oracle: a mutation is kept only when the model (strict for requests, as
 ``mnemo.shared.rpc`` parses them; lenient for chat events, which ignore unknown fields) really rejects it, so an

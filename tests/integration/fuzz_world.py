@@ -1,7 +1,7 @@
 """The world the bad-input suite runs against: every service that serves a public subject (ingest, the
 context-assembler, lore, memory, the memory-extractor) in-process on the session's servers, and tenant A's
 data (a conversation with a secret, a learned fact, two memories, a lorebook) whose ids other tenants ask for.
-Also the valid payload of each public subject, from the README's examples with random values."""
+Also the valid payload of each public subject, from the contract registry's examples with random values."""
 
 from __future__ import annotations
 

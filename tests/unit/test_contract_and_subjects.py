@@ -17,7 +17,7 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     lore |= {subjects.LORE_ENTRY_CREATE, subjects.LORE_ENTRY_UPDATE, subjects.LORE_ENTRY_DELETE}
     lore |= {subjects.LORE_DOCUMENT_IMPORT, subjects.LORE_DOCUMENT_GET, subjects.LORE_DOCUMENT_LIST}
     # mnemo.lore.document.status.v1 goes the other way (mnemo publishes it on core NATS): the registry holds what
-    # clients send, so it is documented in docs/documents.md and the README, not in this document.
+    # clients send, so it is documented in docs/documents.md and docs/contract.md, not in this document.
     lore |= {subjects.LORE_DOCUMENT_DELETE}
     memory = {subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST}
     memory |= {subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE}

@@ -1,6 +1,6 @@
 """The contract registry is the single source: every public subject is in it, its examples are valid, and every
 file generated from it (AsyncAPI, JSON Schema bundle, the Python client's models and operation table, the
-README table) is the committed one."""
+contract table in docs/contract.md) is the committed one."""
 
 from __future__ import annotations
 

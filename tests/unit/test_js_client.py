@@ -17,7 +17,7 @@ from mnemo.shared.contract_registry import OPERATIONS, nats_msg_id
 
 PACKAGE = ROOT / "clients" / "js"
 NODE = shutil.which("node") or ""
-if not NODE:  # CI installs Node 20 (README "JavaScript client"); say so rather than pass
+if not NODE:  # CI installs Node 20 (the Makefile's install step); say so rather than pass
     pytest.skip("the JavaScript client's tests need node on PATH (Node 20+)", allow_module_level=True)
 
 

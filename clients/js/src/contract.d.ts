@@ -306,7 +306,7 @@ export interface ErasureReply {
 }
 export interface ErrorBody {
   /**
-   * bad_request | not_found | internal | unavailable | rate_limited | book_too_large | too_many_books (see README, Limits)
+   * bad_request | not_found | internal | unavailable | rate_limited | book_too_large | too_many_books (see docs/security.md, Limits)
    */
   code: string;
   message: string;

@@ -5,8 +5,8 @@ memory.py; a new area is a new module and one line below).
 Generated from it (``mnemo contract-doc``, ``make docs``; tests/unit/test_contract_registry.py fails when a
 committed artifact differs): the AsyncAPI document (mnemo/runtime/contract_doc.py, contracts/asyncapi.json), the
 JSON Schema bundle clients generate their types from (mnemo/runtime/contract_schema.py, contracts/mnemo.schema.json),
-the Python client's models and operation table (clients/python/mnemo_client/wire/) and the README's contract table. Examples
-are validated against their models by the same test, so the README never shows a payload mnemo refuses.
+the Python client's models and operation table (clients/python/mnemo_client/wire/) and the contract table of docs/contract.md.
+Examples are validated against their models by the same test, so the docs never show a payload mnemo refuses.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from mnemo.shared.contract_registry import chat, documents, lore, memory, privac
 from mnemo.shared.contract_registry.operation import ERROR_CODES, Operation, nats_msg_id
 from mnemo_client.wire.contract import ErrorReply
 
-#: Every public subject, in the order of the README table. A new area: a module like ``lore`` and one line here.
+#: Every public subject, in the order of the contract table. A new area: a module like ``lore`` and one line here.
 OPERATIONS: tuple[Operation, ...] = (
     *chat.OPERATIONS,
     *lore.OPERATIONS,

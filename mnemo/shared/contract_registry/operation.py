@@ -36,7 +36,7 @@ class Operation:
     reply: type[BaseModel] | None = None
     errors: tuple[str, ...] = ()
     reply_example: dict[str, Any] | None = None
-    note: str = ""  # extra words for the README table
+    note: str = ""  # extra words for the contract table (docs/contract.md)
     tags: tuple[str, ...] = field(default=())
     # Events: the payload fields whose JSON values make the Nats-Msg-Id (see ``nats_msg_id``).
     msg_id: tuple[str, ...] = ()

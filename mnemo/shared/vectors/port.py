@@ -147,7 +147,7 @@ class VectorIndex(Protocol):
         rather than ranks (reciprocal rank fusion, used before): when the lexical side only matches a name
         that a dozen turns share, its scores are nearly flat and its ranks arbitrary; RRF let those ranks push
         a turn the dense side ranks first out of the top 10, DBSF lets the flat list weigh little. Measured on
-        the REALTALK and multilingual sets (README, retrieval levers). Scores are fusion scores, NOT cosines:
+        the REALTALK and multilingual sets (docs/benchmarks.md, Retrieval levers). Scores are fusion scores, NOT cosines:
         ``score_threshold`` applies to the dense prefetch only (a weak cosine does not enter through the dense
         side; a lexical match still can). An empty ``sparse`` degrades to a dense-only fusion (same order as
         ``search``).

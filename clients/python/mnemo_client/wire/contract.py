@@ -196,7 +196,7 @@ class ErrorBody(_Wire):
     code: str = Field(
         ...,
         description="bad_request | not_found | internal | unavailable | rate_limited | book_too_large | "
-        "too_many_books (see README, Limits)",
+        "too_many_books (see docs/security.md, Limits)",
     )
     message: str
 
