@@ -11,13 +11,13 @@ import pytest
 from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
 from mnemo.services.summarizer.schemas import SummaryOutput
 from mnemo.shared.llm.openai import OpenAIChatModel
-from mnemo.shared.llm.port import ChatMessage, Completion, LLMResponseInvalid, LLMUnavailable, ProgressCallback
+from mnemo.shared.llm.port import Completion, LLMResponseInvalid, LLMUnavailable, ProgressCallback, PromptMessage
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler, chat_reply
 
 pytestmark = pytest.mark.integration
 
 GOOD = {"summary": "Mira told Aldo about her brother.", "importance": 6, "emotional_context": "tense, then warm"}
-MESSAGES = [ChatMessage.system("You summarise."), ChatMessage.user("Mira: my brother smuggles.")]
+MESSAGES = [PromptMessage.system("You summarise."), PromptMessage.user("Mira: my brother smuggles.")]
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
 from mnemo.shared.eventlog.append import (
     MAX_CONFLICT_RETRIES,
+    AppendDecision,
     ConflictRetriesExhausted,
-    Decision,
     append_at_head,
     append_with_retry,
     try_append,
@@ -52,8 +52,8 @@ async def test_first_attempt_holds() -> None:
     s, pub = store(), RecordingPublisher()
     projected: list[AppendResult] = []
 
-    async def decide() -> Decision[str]:
-        return Decision(await s.stream_version(STREAM), [note("a", "e1")], "done")
+    async def decide() -> AppendDecision[str]:
+        return AppendDecision(await s.stream_version(STREAM), [note("a", "e1")], "done")
 
     async def project(result: AppendResult) -> None:
         projected.append(result)
@@ -72,11 +72,11 @@ async def test_conflict_then_success_decides_again() -> None:
     seen: list[int] = []
     conflicts: list[int] = []
 
-    async def decide() -> Decision[int]:
+    async def decide() -> AppendDecision[int]:
         # The first decision is based on a stale read (version 0); the retry reads the real version.
         version = 0 if not seen else await s.stream_version(STREAM)
         seen.append(version)
-        return Decision(version, [note("mine", f"e-{len(seen)}")], version)
+        return AppendDecision(version, [note("mine", f"e-{len(seen)}")], version)
 
     async def on_conflict() -> None:
         conflicts.append(len(seen))
@@ -95,9 +95,9 @@ async def test_exhaustion_raises_and_publishes_nothing() -> None:
     attempts: list[int] = []
     projected: list[AppendResult] = []
 
-    async def always_stale() -> Decision[None]:
+    async def always_stale() -> AppendDecision[None]:
         attempts.append(1)
-        return Decision(0, [note("late", f"late-{len(attempts)}")], None)
+        return AppendDecision(0, [note("late", f"late-{len(attempts)}")], None)
 
     async def project(result: AppendResult) -> None:
         projected.append(result)
@@ -119,9 +119,9 @@ async def test_max_retries_bounds_the_attempts() -> None:
     await s.append(STREAM, 0, [note("taken")])
     attempts: list[int] = []
 
-    async def always_stale() -> Decision[None]:
+    async def always_stale() -> AppendDecision[None]:
         attempts.append(1)
-        return Decision(0, [note("late")], None)
+        return AppendDecision(0, [note("late")], None)
 
     with pytest.raises(ConflictRetriesExhausted):
         await append_with_retry(s, STREAM, always_stale, max_retries=2)
@@ -131,8 +131,8 @@ async def test_max_retries_bounds_the_attempts() -> None:
 async def test_a_decision_without_events_appends_nothing() -> None:
     s, pub = store(), RecordingPublisher()
 
-    async def nothing_to_do() -> Decision[str]:
-        return Decision(0, [], "unchanged")
+    async def nothing_to_do() -> AppendDecision[str]:
+        return AppendDecision(0, [], "unchanged")
 
     done = await append_with_retry(s, STREAM, nothing_to_do, publisher=pub)
     assert done.value == "unchanged"
@@ -144,7 +144,7 @@ async def test_a_decision_without_events_appends_nothing() -> None:
 async def test_decide_errors_propagate_without_appending() -> None:
     s = store()
 
-    async def refuse() -> Decision[None]:
+    async def refuse() -> AppendDecision[None]:
         raise LookupError("no such thing")
 
     with pytest.raises(LookupError):

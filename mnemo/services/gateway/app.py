@@ -28,8 +28,8 @@ from mnemo.services.gateway import web
 from mnemo.services.gateway.auth import KeyRing
 from mnemo.services.gateway.bridge import GatewayError, NatsBridge, msg_id
 from mnemo.services.gateway.export import export_chunks
-from mnemo.services.gateway.limits import RateLimiter
-from mnemo.services.gateway.operations import OPERATIONS, Operation
+from mnemo.services.gateway.limits import ApiKeyRateLimiter
+from mnemo.services.gateway.operations import OPERATIONS, GatewayRoute
 from mnemo.services.gateway.settings import GatewaySettings
 from mnemo.shared import subjects
 
@@ -84,7 +84,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
-    app.state.limiter = RateLimiter(settings.rate_per_s, settings.burst)
+    app.state.limiter = ApiKeyRateLimiter(settings.rate_per_s, settings.burst)
     app.add_exception_handler(GatewayError, web.on_gateway_error)
     app.add_exception_handler(RequestValidationError, web.on_invalid_request)
     app.add_exception_handler(HTTPException, web.on_http_error)
@@ -120,10 +120,10 @@ def create_app(
     return app
 
 
-Handler = Callable[[NatsBridge, Operation, str, bytes, str | None], Awaitable[Response]]
+Handler = Callable[[NatsBridge, GatewayRoute, str, bytes, str | None], Awaitable[Response]]
 
 
-def _endpoint(op: Operation, handle: Handler) -> Callable[..., Awaitable[Response]]:
+def _endpoint(op: GatewayRoute, handle: Handler) -> Callable[..., Awaitable[Response]]:
     """A route function whose body parameter is typed with the operation's model (FastAPI reads the
     signature, so it is built here rather than annotated with a variable)."""
 
@@ -146,19 +146,19 @@ def _endpoint(op: Operation, handle: Handler) -> Callable[..., Awaitable[Respons
     return endpoint
 
 
-async def _publish_event(bridge: NatsBridge, op: Operation, tenant: str, raw: bytes, rid: str | None) -> Response:
+async def _publish_event(bridge: NatsBridge, op: GatewayRoute, tenant: str, raw: bytes, rid: str | None) -> Response:
     published = await bridge.publish(op.subject, raw, msg_id(tenant, rid, op.subject, raw))
     accepted = Accepted(subject=op.subject, **vars(published))
     return JSONResponse(accepted.model_dump(), status_code=202, headers={"X-Request-Id": published.msg_id})
 
 
-async def _request(bridge: NatsBridge, op: Operation, tenant: str, raw: bytes, rid: str | None) -> Response:
+async def _request(bridge: NatsBridge, op: GatewayRoute, tenant: str, raw: bytes, rid: str | None) -> Response:
     message_id = msg_id(tenant, rid, op.subject, raw)
     reply = await bridge.request(op.subject, raw, message_id)
     return JSONResponse(reply, headers={"X-Request-Id": message_id})
 
 
-async def _export(bridge: NatsBridge, op: Operation, tenant: str, raw: bytes, rid: str | None) -> Response:
+async def _export(bridge: NatsBridge, op: GatewayRoute, tenant: str, raw: bytes, rid: str | None) -> Response:
     message_id = msg_id(tenant, rid, op.subject, raw)
     reply = await bridge.request(op.subject, raw, message_id)
     return StreamingResponse(

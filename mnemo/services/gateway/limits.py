@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 
-class RateLimiter:
+class ApiKeyRateLimiter:
     def __init__(self, rate_per_s: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
         self._rate, self._burst, self._clock = rate_per_s, max(1, burst), clock
         self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, when counted)

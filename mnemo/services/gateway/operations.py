@@ -21,7 +21,7 @@ Kind = Literal["event", "rpc"]
 
 
 @dataclass(frozen=True)
-class Operation:
+class GatewayRoute:
     subject: str
     kind: Kind
     request: type[BaseModel]
@@ -56,7 +56,7 @@ def strict(model: type[BaseModel]) -> type[BaseModel]:
 
 
 # Derived from the contract registry, so a new subject is served as soon as it is registered.
-OPERATIONS: tuple[Operation, ...] = tuple(
-    Operation(op.subject, "event" if op.kind == "event" else "rpc", op.payload, op.reply, op.description.rstrip("."))
+OPERATIONS: tuple[GatewayRoute, ...] = tuple(
+    GatewayRoute(op.subject, "event" if op.kind == "event" else "rpc", op.payload, op.reply, op.description.rstrip("."))
     for op in registry.OPERATIONS
 )

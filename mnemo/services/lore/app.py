@@ -18,7 +18,7 @@ import functools
 from faststream.nats import NatsRouter
 from nats.js.object_store import ObjectStore
 
-from mnemo.services.lore.books import BadRequest, LoreBooks, NotFound
+from mnemo.services.lore.books import BadRequest, LoreBooks, LoreNotFound
 from mnemo.services.lore.documents.imports import DocumentImports
 from mnemo.services.lore.formats.convert import LoreImportError
 from mnemo.services.lore.listing import list_books
@@ -53,7 +53,11 @@ from mnemo_client.wire.lore_contract import (
 )
 
 SERVICE = "lore"
-ERRORS: dict[type[Exception], str] = {LoreImportError: "bad_request", BadRequest: "bad_request", NotFound: "not_found"}
+ERRORS: dict[type[Exception], str] = {
+    LoreImportError: "bad_request",
+    BadRequest: "bad_request",
+    LoreNotFound: "not_found",
+}
 
 
 def document_imports(deps: Deps, books: LoreBooks, settings: LoreSettings | None = None) -> DocumentImports:

@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 from mnemo.services.lore import domain, manage
 from mnemo.services.lore.formats.exporter import entry_to_world_info, export_world_info
 from mnemo.services.lore.limits import check_attach, check_book, with_entry
-from mnemo.services.lore.manage import BadRequest, NotFound
+from mnemo.services.lore.manage import BadRequest, LoreNotFound
 from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import Decision, append_at_head, append_with_retry
+from mnemo.shared.eventlog.append import AppendDecision, append_at_head, append_with_retry
 from mnemo.shared.eventlog.port import AppendResult, EventStore
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, utcnow
 from mnemo.shared.events.recorded import lorebook_stream
@@ -47,7 +47,7 @@ from mnemo_client.wire.lore_contract import (
 )
 
 _EntryRequest = TypeVar("_EntryRequest", LoreEntryCreateRequest, LoreEntryUpdateRequest)
-__all__ = ["BadRequest", "LoreBooks", "NotFound"]
+__all__ = ["BadRequest", "LoreBooks", "LoreNotFound"]
 
 
 class LoreBooks:
@@ -87,14 +87,14 @@ class LoreBooks:
     async def export_book(self, req: LoreExportRequest) -> LoreExportReply:
         view = await self._read_model.book(req.tenant_id, req.lorebook_id)
         if view is None:
-            raise NotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
+            raise LoreNotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
         data: dict[str, Any] = export_world_info(view.book, view.original)
         return LoreExportReply(lorebook_id=view.lorebook_id, name=view.name, data=data)
 
     async def attach(self, req: LoreAttachRequest) -> LoreAttachReply:
         view = await self._read_model.book(req.tenant_id, req.lorebook_id)
         if view is None or (req.user_id is not None and view.owner_user_id != req.user_id):
-            raise NotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
+            raise LoreNotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
         limits = self._limits.for_tenant(req.tenant_id)
         await check_attach(self._read_model, req.tenant_id, req.lorebook_id, req.bot_ids, limits)
         await self._record(req.tenant_id, req.lorebook_id, [domain.attach_event(req, utcnow())])
@@ -149,9 +149,9 @@ class LoreBooks:
         model behind the log after a crash) re-project the stream and decide again. Returns the new state."""
         stream = lorebook_stream(tenant_id, lorebook_id)
 
-        async def on_state() -> Decision[BookState | None]:
+        async def on_state() -> AppendDecision[BookState | None]:
             state = await self._book_state(tenant_id, lorebook_id)
-            return Decision(state.version if state else 0, decide(state), state)
+            return AppendDecision(state.version if state else 0, decide(state), state)
 
         async def reproject() -> None:
             await self._read_model.apply(await self._store.read_stream(stream))

@@ -1,7 +1,7 @@
 """Pure decisions of lore management: from a book's folded state and a request, the events to record.
 
 Owner rule: only the book's ``owner_user_id`` may change it; a request by anyone else, or about a book that
-does not exist (or was deleted), raises :class:`NotFound` - the caller cannot tell the two apart.
+does not exist (or was deleted), raises :class:`LoreNotFound` - the caller cannot tell the two apart.
 
 Idempotency: event ids are derived from the book's stream, what changes and the version the decision was made
 on, so a retry after a lost reply either appends nothing (same id) or finds the change already there and
@@ -48,8 +48,9 @@ MAX_CONTENT_CHARS = 200_000
 _ALIASES = {name: (f.alias or name) for name, f in LoreEntry.model_fields.items()}
 
 
-class NotFound(LookupError):
-    """The book does not exist in this tenant, or the acting user does not own it."""
+class LoreNotFound(LookupError):
+    """A book, entry, document or uploaded object that does not exist in this tenant, or that the acting user
+    does not own: answered ``not_found`` either way."""
 
 
 class BadRequest(ValueError):
@@ -58,7 +59,7 @@ class BadRequest(ValueError):
 
 def owned(state: BookState | None, user_id: str, lorebook_id: str, *, allow_deleted: bool = False) -> BookState:
     if state is None or state.owner_user_id != user_id or (state.deleted and not allow_deleted):
-        raise NotFound(f"no lorebook {lorebook_id!r} of this user in this tenant")
+        raise LoreNotFound(f"no lorebook {lorebook_id!r} of this user in this tenant")
     return state
 
 
@@ -175,7 +176,7 @@ def update_entry(state: BookState, req: LoreEntryUpdateRequest, now: datetime) -
     """The entry with ``changes`` applied and its event; no event when nothing changes."""
     current = state.entry(req.uid)
     if current is None:
-        raise NotFound(f"no entry {req.uid} in lorebook {state.lorebook_id!r}")
+        raise LoreNotFound(f"no entry {req.uid} in lorebook {state.lorebook_id!r}")
     changes = _camel(req.changes)
     if changes.get("uid", req.uid) != req.uid:
         raise BadRequest("`uid` cannot be changed")

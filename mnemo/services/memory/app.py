@@ -15,7 +15,7 @@ import functools
 from faststream.nats import NatsRouter
 
 from mnemo.services.memory.knowledge_items import FactItems
-from mnemo.services.memory.memories import Memories, NotFound
+from mnemo.services.memory.memories import Memories, MemoryNotFound
 from mnemo.shared import subjects
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps
@@ -49,7 +49,7 @@ def create_router(
     )
     # Another user's or tenant's memory is indistinguishable from an unknown one: not_found.
     on = functools.partial(
-        serve, router, service=SERVICE, errors={NotFound: "not_found"}, limiter=RateLimiter(deps.settings.limits)
+        serve, router, service=SERVICE, errors={MemoryNotFound: "not_found"}, limiter=RateLimiter(deps.settings.limits)
     )
     on(subjects.MEMORY_CONVERT_TO_LORE, request=MemoryConvertToLoreRequest, call=memories.convert_to_lore)
     on(subjects.MEMORY_DELETE, request=MemoryDeleteRequest, call=memories.delete)

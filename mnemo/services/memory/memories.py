@@ -3,7 +3,7 @@
 A memory is a summary (``summaries/<tenant>/<user>/<conversation>``); its legacy lore entry lives in its own
 stream (``legacy_lore/<tenant>/<user>/<legacy>``). Ownership: a memory is found through the summaries read
 model filtered by tenant AND user, and its state (live, retired, deleted) is then read from its stream, the
-source of truth, so a request naming another user's or tenant's memory gets ``NotFound``, exactly like an
+source of truth, so a request naming another user's or tenant's memory gets ``MemoryNotFound``, exactly like an
 unknown id.
 
 Projection: the service projects its own events right after the append (the legacy entry's whole stream, and
@@ -40,7 +40,7 @@ from mnemo_client.wire.memory_contract import (
 )
 
 
-class NotFound(LookupError):
+class MemoryNotFound(LookupError):
     """No such memory for this tenant and user (or it was deleted)."""
 
 
@@ -70,17 +70,17 @@ class Memories:
     async def _memory(self, tenant_id: str, user_id: str, memory_id: str) -> domain.MemoryState:
         views = await self._summaries.by_ids(tenant_id, [memory_id], user_id=user_id)
         if not views:
-            raise NotFound(f"no memory {memory_id!r} for this user")
+            raise MemoryNotFound(f"no memory {memory_id!r} for this user")
         events = await self._store.read_stream(summary_stream(tenant_id, user_id, views[0].conversation_id))
         state = domain.memory_state(events, memory_id)
         if state is None or state.created.user_id != user_id:
-            raise NotFound(f"no memory {memory_id!r} for this user")
+            raise MemoryNotFound(f"no memory {memory_id!r} for this user")
         return state
 
     async def convert_to_lore(self, req: MemoryConvertToLoreRequest) -> MemoryConvertToLoreReply:
         state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
         if state.deleted:
-            raise NotFound(f"memory {req.memory_id!r} was deleted")
+            raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
         entry = domain.legacy_entry(req.tenant_id, req, state.created, utcnow())
         stream = legacy_lore_stream(req.tenant_id, req.user_id, entry.legacy_id)
         result = await self._record(stream, [domain.legacy_created_event(req.tenant_id, entry)])
@@ -89,10 +89,10 @@ class Memories:
         if (await self._memory(req.tenant_id, req.user_id, req.memory_id)).deleted:
             # A delete ran meanwhile and may have looked for legacy lore before this append: remove it here.
             await self._delete_legacy(req.tenant_id, req.user_id, req.memory_id)
-            raise NotFound(f"memory {req.memory_id!r} was deleted")
+            raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
         views = await self._legacy.by_ids(req.tenant_id, [entry.legacy_id], user_id=req.user_id)
         if not views:
-            raise NotFound(f"memory {req.memory_id!r} was deleted")
+            raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
         view = views[0]
         return MemoryConvertToLoreReply(
             legacy_id=view.legacy_id,

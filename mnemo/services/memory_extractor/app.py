@@ -13,7 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mnemo.services.memory_extractor.handlers import MemoryExtractor
 from mnemo.services.memory_extractor.learning import Learning
-from mnemo.services.memory_extractor.promotion import NotAllowed, NotFound, Promotions
+from mnemo.services.memory_extractor.promotion import FactNotFound, NotAllowed, Promotions
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.services.memory_extractor.settings import SECTION, KnowledgeSettings
 from mnemo.services.memory_extractor.witnessed import WitnessedPort, WitnessedReadModel
@@ -75,7 +75,7 @@ def create_router(
         serve,
         router,
         service=SERVICE,
-        errors={NotFound: "not_found", NotAllowed: "bad_request"},
+        errors={FactNotFound: "not_found", NotAllowed: "bad_request"},
         limiter=RateLimiter(deps.settings.limits),
     )
     on(subjects.MEMORY_PROMOTE, request=MemoryPromoteRequest, call=promotions.promote)

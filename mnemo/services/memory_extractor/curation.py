@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from mnemo.services.memory_extractor.facts import Candidate, normalise
+from mnemo.services.memory_extractor.facts import FactCandidate, normalise
 from mnemo.shared.events.envelope import deterministic_id
 from mnemo.shared.events.recorded import FACTS_CONSOLIDATED, FactsConsolidated, FactType, player_scope
 
@@ -68,14 +68,14 @@ class Known:
 
 
 def keep_fresh(
-    candidates: Sequence[Candidate],
+    candidates: Sequence[FactCandidate],
     vectors: Sequence[Sequence[float]],
     known: dict[tuple[str, str], Known],
     threshold: float = NEAR_DUPLICATE,
-) -> list[Candidate]:
+) -> list[FactCandidate]:
     """The candidates that are neither exact nor near duplicates of what their character knows for that user
     (``known`` keyed by (character, user); missing means nothing known). ``known`` grows with those kept."""
-    kept: list[Candidate] = []
+    kept: list[FactCandidate] = []
     for cand, vector in zip(candidates, vectors, strict=True):
         k = known.setdefault((cand.character_id, cand.user_id), Known(set(), []))
         norm = normalise(cand.text)

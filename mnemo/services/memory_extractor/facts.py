@@ -41,7 +41,7 @@ CharacterKind = Literal["bot", "persona"]
 
 
 @dataclass(frozen=True)
-class Candidate:
+class FactCandidate:
     """A fact a character may learn, before deduplication."""
 
     character_id: str
@@ -249,13 +249,13 @@ def pattern_statements(author: str, content: str) -> list[tuple[str, FactType, f
     return list(found.values())
 
 
-def pattern_candidates(msg: MessageRecorded, *, revision: str = "") -> list[Candidate]:
+def pattern_candidates(msg: MessageRecorded, *, revision: str = "") -> list[FactCandidate]:
     """Facts every character present (but the author) learns from ``msg`` by the fallback patterns."""
     statements = pattern_statements(msg.author_name, msg.content)
     if not statements:
         return []
     return [
-        Candidate(
+        FactCandidate(
             character_id=character_id,
             character_kind=kind,
             user_id=msg.user_id,

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from mnemo.services.memory_extractor.appending import append_witnessings
 from mnemo.services.memory_extractor.domain import Witnessing, witnesses_of
-from mnemo.services.memory_extractor.learning import Learning, Source
+from mnemo.services.memory_extractor.learning import Learning, SourceMessage
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.services.memory_extractor.witnessed import WitnessedPort
 from mnemo.shared.delivery import Item, Rejection
@@ -64,14 +64,14 @@ class _Sorted:
     witnessings: list[Witnessing] = field(default_factory=list)
     witnessed: list[EventEnvelope] = field(default_factory=list)
     facts: list[EventEnvelope] = field(default_factory=list)
-    sources: list[Source] = field(default_factory=list)
+    sources: list[SourceMessage] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
 
     def on_recorded(self, item: Item[EventEnvelope]) -> None:
         env = item.value
         msg = MESSAGE_RECORDED.parse(env.payload)
         self.witnessings += witnesses_of(env.tenant_id, msg, causation_id=env.event_id, traceparent=item.traceparent)
-        self.sources.append(Source(env, msg, item.traceparent))
+        self.sources.append(SourceMessage(env, msg, item.traceparent))
 
     def on_witnessed(self, item: Item[EventEnvelope]) -> None:
         MESSAGES_WITNESSED.parse(item.value.payload)
@@ -155,7 +155,7 @@ class MemoryExtractor:
         self,
         items: list[Item[EventEnvelope]],
         facts: list[EventEnvelope],
-        sources: list[Source],
+        sources: list[SourceMessage],
         changes: list[Change],
     ) -> None:
         assert self._learning is not None

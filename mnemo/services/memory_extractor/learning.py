@@ -28,7 +28,7 @@ from mnemo.services.memory_extractor.curation import (
     plan_consolidation,
 )
 from mnemo.services.memory_extractor.domain import Witnessing
-from mnemo.services.memory_extractor.facts import Candidate, normalise, pattern_candidates, runs_of_presence
+from mnemo.services.memory_extractor.facts import FactCandidate, normalise, pattern_candidates, runs_of_presence
 from mnemo.services.memory_extractor.settings import KnowledgeSettings
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.embedders.port import Embedder
@@ -51,7 +51,7 @@ Family = Callable[[str, str, str], Awaitable[frozenset[str]]]
 
 
 @dataclass(frozen=True)
-class Source:
+class SourceMessage:
     """A message to learn from, with the event that carried it (causation, trace) and its revision."""
 
     env: EventEnvelope
@@ -86,8 +86,8 @@ class Learning:
         await self._knowledge.apply(events)
 
     # --- learning ---------------------------------------------------------------------------------------
-    async def learn(self, sources: Sequence[Source], on_progress: ProgressCallback | None = None) -> None:
-        by_tenant: dict[str, list[Source]] = {}
+    async def learn(self, sources: Sequence[SourceMessage], on_progress: ProgressCallback | None = None) -> None:
+        by_tenant: dict[str, list[SourceMessage]] = {}
         for s in sources:
             by_tenant.setdefault(s.env.tenant_id, []).append(s)
         for tenant_id, tenant_sources in by_tenant.items():
@@ -99,11 +99,13 @@ class Learning:
             for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in fresh):
                 await self._enforce_cap(tenant_id, character_id, user_id, on_progress)
 
-    async def _extract(self, sources: Sequence[Source], on_progress: ProgressCallback | None) -> list[Candidate]:
+    async def _extract(
+        self, sources: Sequence[SourceMessage], on_progress: ProgressCallback | None
+    ) -> list[FactCandidate]:
         revision = {s.msg.message_id: s.revision for s in sources}
         if self._chat_model is None:
             return [c for s in sources for c in pattern_candidates(s.msg, revision=s.revision)]
-        out: list[Candidate] = []
+        out: list[FactCandidate] = []
         for run in runs_of_presence([s.msg for s in sources]):
             rev = "|".join(revision[m.message_id] for m in run if revision[m.message_id])
             if not llm_knowledge.transcript(run):
@@ -117,10 +119,10 @@ class Learning:
                 out += llm_knowledge.candidates_from_updates(run, completion, revision=rev)
         return out
 
-    async def _deduplicate(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+    async def _deduplicate(self, tenant_id: str, candidates: Sequence[FactCandidate]) -> list[FactCandidate]:
         """Candidates against what their character knows, branch by branch: a fork learns its copied prefix
         again, since what another branch of its family learned is not its own (docs/branches.md)."""
-        groups: dict[frozenset[str], list[Candidate]] = {}
+        groups: dict[frozenset[str], list[FactCandidate]] = {}
         for conversation in dict.fromkeys((c.user_id, c.conversation_id) for c in candidates):
             others = await self._other_branches(tenant_id, *conversation)
             groups.setdefault(others, []).extend(
@@ -133,7 +135,9 @@ class Learning:
             return frozenset()
         return await self._family(tenant_id, user_id, conversation_id) - {conversation_id}
 
-    async def _fresh(self, tenant_id: str, candidates: Sequence[Candidate], others: frozenset[str]) -> list[Candidate]:
+    async def _fresh(
+        self, tenant_id: str, candidates: Sequence[FactCandidate], others: frozenset[str]
+    ) -> list[FactCandidate]:
         known: dict[tuple[str, str], Known] = {}
         for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in candidates):
             # Against CURRENT facts only: "I live in Paris" after a move to Rome is news again.
@@ -160,7 +164,7 @@ class Learning:
         return [self._vectors[f.fact_id] for f in facts if f.fact_id in self._vectors]
 
     @staticmethod
-    def _fact_event(tenant_id: str, cand: Candidate, source: Source | None) -> Witnessing:
+    def _fact_event(tenant_id: str, cand: FactCandidate, source: SourceMessage | None) -> Witnessing:
         payload = cand.payload(tenant_id)
         event = NewEvent(
             event_id=payload.fact_id,

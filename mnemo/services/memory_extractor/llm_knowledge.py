@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mnemo.services.memory_extractor.facts import Candidate, present_characters
+from mnemo.services.memory_extractor.facts import FactCandidate, present_characters
 from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
 from mnemo.shared.events.recorded import MessageRecorded
-from mnemo.shared.llm.port import ChatMessage, ChatModel, Completion, ProgressCallback
+from mnemo.shared.llm.port import ChatModel, Completion, ProgressCallback, PromptMessage
 from mnemo.shared.llm.prompts import PromptLibrary
 
 PROMPTS = PromptLibrary("mnemo.services.memory_extractor")
@@ -38,7 +38,7 @@ def character_names(messages: Sequence[MessageRecorded]) -> dict[str, str]:
     return names
 
 
-def prompt_messages(messages: Sequence[MessageRecorded]) -> tuple[list[ChatMessage], str]:
+def prompt_messages(messages: Sequence[MessageRecorded]) -> tuple[list[PromptMessage], str]:
     """The chat messages to send and the prompt tag (``extract_knowledge.v1``) to record."""
     prompt = PROMPTS.load(PROMPT)
     names = character_names(messages)
@@ -46,12 +46,12 @@ def prompt_messages(messages: Sequence[MessageRecorded]) -> tuple[list[ChatMessa
         characters="\n".join(f"- {cid}: {name}" for cid, name in names.items()),
         transcript=transcript(messages),
     )
-    return [ChatMessage.user(text)], prompt.tag
+    return [PromptMessage.user(text)], prompt.tag
 
 
 def candidates_from_updates(
     run: Sequence[MessageRecorded], completion: Completion[KnowledgeUpdates], *, revision: str = ""
-) -> list[Candidate]:
+) -> list[FactCandidate]:
     """The model's facts for the characters present for EVERY message of ``run``; others are dropped."""
     if not run:
         return []
@@ -59,14 +59,14 @@ def candidates_from_updates(
     for msg in run[1:]:
         present = {c: k for c, k in present.items() if c in present_characters(msg)}
     last = run[-1]
-    out: list[Candidate] = []
+    out: list[FactCandidate] = []
     for update in completion.value.updates:
         kind = present.get(update.character_id)
         if kind is None:
             continue  # not present (or invented): the security check only the caller can make
         for text in list(dict.fromkeys(update.learned_facts))[:MAX_FACTS_PER_CHARACTER]:
             out.append(
-                Candidate(
+                FactCandidate(
                     character_id=update.character_id,
                     character_kind=kind,
                     user_id=last.user_id,
@@ -110,5 +110,5 @@ async def consolidate(
     prompt = PROMPTS.load(CONSOLIDATE_PROMPT)
     text = prompt.render(facts="\n".join(f"- {t}" for t in texts))
     return await chat_model.complete_json(
-        [ChatMessage.user(text)], ConsolidatedFact, prompt_version=prompt.tag, on_progress=on_progress
+        [PromptMessage.user(text)], ConsolidatedFact, prompt_version=prompt.tag, on_progress=on_progress
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import Decision, append_with_retry
+from mnemo.shared.eventlog.append import AppendDecision, append_with_retry
 from mnemo.shared.eventlog.port import AppendResult, EventStore
 from mnemo.shared.events.envelope import NewEvent, new_id, utcnow
 from mnemo.shared.events.recorded import (
@@ -32,7 +32,7 @@ from mnemo.shared.readmodels.ports import KnowledgePort
 from mnemo_client.wire.memory_contract import MemoryPromoteRequest, MemoryScopeReply, MemoryUnpromoteRequest
 
 
-class NotFound(LookupError):
+class FactNotFound(LookupError):
     """No such fact for this tenant and user."""
 
 
@@ -85,14 +85,14 @@ class Promotions:
         loaded = [await self._owned_fact(tenant_id, user_id, fact_id)]  # the first attempt's read; names the stream
         stream = knowledge_stream(tenant_id, loaded[0].character_id)
 
-        async def decide() -> Decision[MemoryScopeReply]:
+        async def decide() -> AppendDecision[MemoryScopeReply]:
             fact = loaded.pop() if loaded else await self._owned_fact(tenant_id, user_id, fact_id)
             unchanged = already(fact)
             if unchanged is not None:
-                return Decision(0, [], unchanged)
+                return AppendDecision(0, [], unchanged)
             version = await self._store.stream_version(stream)
             reply = MemoryScopeReply(fact_id=fact.fact_id, scope=to_scope, previous_scope=fact.scope, changed=True)
-            return Decision(version, [self._event(tenant_id, user_id, fact, to_scope, promote=promote)], reply)
+            return AppendDecision(version, [self._event(tenant_id, user_id, fact, to_scope, promote=promote)], reply)
 
         async def project(result: AppendResult) -> None:
             await self._knowledge.apply(result.committed)
@@ -103,7 +103,7 @@ class Promotions:
     async def _owned_fact(self, tenant_id: str, user_id: str, fact_id: str) -> FactView:
         fact = await self._knowledge.by_id(tenant_id, fact_id)
         if fact is None or fact.user_id != user_id:
-            raise NotFound(f"no fact {fact_id!r} for this user")
+            raise FactNotFound(f"no fact {fact_id!r} for this user")
         if fact.status != ACTIVE:
             raise NotAllowed(f"fact {fact_id!r} is {fact.status}; only current facts change scope")
         return fact

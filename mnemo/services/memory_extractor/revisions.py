@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from mnemo.services.memory_extractor.curation import consolidated_fact, merge_extractive
 from mnemo.services.memory_extractor.domain import Witnessing
-from mnemo.services.memory_extractor.learning import Learning, Source
+from mnemo.services.memory_extractor.learning import Learning, SourceMessage
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, deterministic_id, utcnow
 from mnemo.shared.events.recorded import (
@@ -90,7 +90,7 @@ class Revisions:
             return
         original = MESSAGE_RECORDED.parse(found[0].payload)
         edited = original.model_copy(update={"content": new_content, "tokens": new_tokens})
-        await self._learning.learn([Source(env, edited, traceparent, revision=env.event_id)], on_progress)
+        await self._learning.learn([SourceMessage(env, edited, traceparent, revision=env.event_id)], on_progress)
 
     async def _survivors(self, tenant_id: str, fact_ids: Sequence[str], key: str) -> list[FactView]:
         """The facts among ``fact_ids`` (and, through consolidations, below them) not derived from ``key``."""

@@ -47,7 +47,7 @@ from mnemo.services.summarizer.settings import SummarizerSettings
 from mnemo.shared.delivery import Item, Rejection
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.embedders.port import Embedder
-from mnemo.shared.eventlog.append import Decision, append_at_head, append_with_retry, try_append
+from mnemo.shared.eventlog.append import AppendDecision, append_at_head, append_with_retry, try_append
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import (
@@ -300,7 +300,7 @@ class Summarizer:
         stream = summary_stream(env.tenant_id, change.user_id, change.conversation_id)
         at = change.edited_at if isinstance(change, MessageEdited) else change.deleted_at
 
-        async def decide() -> Decision[None]:
+        async def decide() -> AppendDecision[None]:
             live = fold_live(await self._store.read_stream(stream))
             causes = {x.causation_id for x in live.by_id.values() if x.causation_id}
             versions = {e.event_id: e.version for e in await self._store.get_events(list(causes))}
@@ -314,7 +314,7 @@ class Summarizer:
                     new.append(self._event(env, rid, SUMMARY_CREATED.name, fresh, traceparent))
                 eid, retired = consolidation.retirement(old, "stale", rid if fresh else None, at)
                 new.append(self._event(env, eid, SUMMARY_RETIRED.name, retired, traceparent))
-            return Decision(live.version, new, None)  # nothing stale: nothing to append
+            return AppendDecision(live.version, new, None)  # nothing stale: nothing to append
 
         await append_with_retry(self._store, stream, decide, publisher=self._publisher)
 

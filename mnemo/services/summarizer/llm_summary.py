@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from mnemo.services.summarizer.domain import RangeMessage, SummaryRange, participants_of
 from mnemo.services.summarizer.schemas import SummaryOutput
 from mnemo.shared.events.recorded import SummaryCreated
-from mnemo.shared.llm.port import ChatMessage, ChatModel, Completion
+from mnemo.shared.llm.port import ChatModel, Completion, PromptMessage
 from mnemo.shared.llm.prompts import PromptLibrary
 
 PROMPTS = PromptLibrary("mnemo.services.summarizer")
@@ -28,7 +28,7 @@ def transcript(messages: Sequence[RangeMessage]) -> str:
 
 def prompt_messages(
     messages: Sequence[RangeMessage], target_tokens: int | None = None
-) -> tuple[list[ChatMessage], str]:
+) -> tuple[list[PromptMessage], str]:
     """The chat messages to send and the prompt tag (``summarize.v1``) to record; with ``target_tokens``, the
     long prompt asking for about that many tokens (as words: three quarters of it)."""
     names = sorted({(m.author_name.strip() or m.role) for m in messages})
@@ -39,7 +39,7 @@ def prompt_messages(
     else:
         prompt = PROMPTS.load(LONG_PROMPT)
         text = prompt.render(**values, words=max(20, target_tokens * 3 // 4))
-    return [ChatMessage.user(text)], prompt.tag
+    return [PromptMessage.user(text)], prompt.tag
 
 
 def summary_from_completion(
@@ -81,11 +81,11 @@ async def summarize(
     return await chat_model.complete_json(chat, SummaryOutput, prompt_version=tag)
 
 
-def consolidation_messages(texts: Sequence[str]) -> tuple[list[ChatMessage], str]:
+def consolidation_messages(texts: Sequence[str]) -> tuple[list[PromptMessage], str]:
     """The chat messages asking to merge ``texts`` (oldest first) and the prompt tag to record."""
     prompt = PROMPTS.load(CONSOLIDATE_PROMPT)
     listed = "\n\n".join(f"[{n}] {t.strip()}" for n, t in enumerate(texts, start=1))
-    return [ChatMessage.user(prompt.render(summaries=listed))], prompt.tag
+    return [PromptMessage.user(prompt.render(summaries=listed))], prompt.tag
 
 
 async def consolidate(chat_model: ChatModel, texts: Sequence[str]) -> Completion[SummaryOutput]:

@@ -44,7 +44,7 @@ class Publisher(Protocol):
 
 
 @dataclass(frozen=True)
-class Decision(Generic[R]):
+class AppendDecision(Generic[R]):
     """One attempt's decision: ``events`` to append at ``expected_version`` (none: nothing to do) and the
     ``value`` the caller gets back if this attempt is the one that holds."""
 
@@ -89,7 +89,7 @@ async def try_append(
 async def append_with_retry(
     store: EventStore,
     stream_id: str,
-    decide: Callable[[], Awaitable[Decision[R]]],
+    decide: Callable[[], Awaitable[AppendDecision[R]]],
     *,
     publisher: Publisher | None = None,
     project: Project | None = None,
@@ -127,9 +127,9 @@ async def append_at_head(
     """Append events that do not depend on the stream's content at its current version, re-reading the
     version after a conflict (deterministic event ids make a repeat of committed events a no-op)."""
 
-    async def at_current_version() -> Decision[int]:
+    async def at_current_version() -> AppendDecision[int]:
         version = await store.stream_version(stream_id)
-        return Decision(version, events, version)
+        return AppendDecision(version, events, version)
 
     done = await append_with_retry(
         store, stream_id, at_current_version, publisher=publisher, project=project, max_retries=max_retries

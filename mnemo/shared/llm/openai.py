@@ -29,11 +29,11 @@ from pydantic import BaseModel, ValidationError
 from mnemo.shared.http_retry import RequestRefused, RetriesExhausted, RetryPolicy, post_json_with_retries
 from mnemo.shared.llm.json_schema import strict_json_schema
 from mnemo.shared.llm.port import (
-    ChatMessage,
     Completion,
     LLMResponseInvalid,
     LLMUnavailable,
     ProgressCallback,
+    PromptMessage,
     T,
 )
 from mnemo.shared.llm.progress import heartbeat
@@ -88,7 +88,7 @@ class OpenAIChatModel:
 
     async def complete_json(
         self,
-        messages: Sequence[ChatMessage],
+        messages: Sequence[PromptMessage],
         schema: type[T],
         *,
         prompt_version: str,
@@ -99,7 +99,7 @@ class OpenAIChatModel:
         async with heartbeat(on_progress, self._progress_interval_s):
             return await self._complete(messages, schema, prompt_version)
 
-    async def _complete(self, messages: Sequence[ChatMessage], schema: type[T], prompt_version: str) -> Completion[T]:
+    async def _complete(self, messages: Sequence[PromptMessage], schema: type[T], prompt_version: str) -> Completion[T]:
         conversation = [{"role": m.role, "content": m.content} for m in messages]
         body = self._body(schema)
         prompt_tokens: int | None = None

@@ -33,20 +33,20 @@ class LLMResponseInvalid(LLMError):
 
 
 @dataclass(frozen=True, slots=True)
-class ChatMessage:
+class PromptMessage:
     role: Role
     content: str
 
     @classmethod
-    def system(cls, content: str) -> ChatMessage:
+    def system(cls, content: str) -> PromptMessage:
         return cls("system", content)
 
     @classmethod
-    def user(cls, content: str) -> ChatMessage:
+    def user(cls, content: str) -> PromptMessage:
         return cls("user", content)
 
     @classmethod
-    def assistant(cls, content: str) -> ChatMessage:
+    def assistant(cls, content: str) -> PromptMessage:
         return cls("assistant", content)
 
 
@@ -80,7 +80,7 @@ class ChatModel(Protocol):
 
     async def complete_json(
         self,
-        messages: Sequence[ChatMessage],
+        messages: Sequence[PromptMessage],
         schema: type[T],
         *,
         prompt_version: str,

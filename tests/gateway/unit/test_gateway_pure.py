@@ -9,7 +9,7 @@ import pytest
 from mnemo.services.gateway.auth import KeyFileError, KeyRing, digest, new_key, parse_key_file
 from mnemo.services.gateway.bridge import msg_id
 from mnemo.services.gateway.export import export_chunks
-from mnemo.services.gateway.limits import RateLimiter
+from mnemo.services.gateway.limits import ApiKeyRateLimiter
 from mnemo.services.gateway.operations import OPERATIONS, strict
 from mnemo.shared import subjects
 from mnemo_client.wire.lore_contract import LoreAttachRequest
@@ -84,7 +84,7 @@ def test_rpc_bodies_refuse_unknown_fields_under_the_models_name():
 
 def test_a_key_gets_its_burst_then_its_rate_and_keys_do_not_share_a_bucket():
     now = [0.0]
-    limiter = RateLimiter(rate_per_s=2.0, burst=3, clock=lambda: now[0])
+    limiter = ApiKeyRateLimiter(rate_per_s=2.0, burst=3, clock=lambda: now[0])
     assert [limiter.take("a") for _ in range(3)] == [None, None, None]
     assert limiter.take("a") == pytest.approx(0.5)
     assert limiter.take("b") is None
@@ -93,5 +93,5 @@ def test_a_key_gets_its_burst_then_its_rate_and_keys_do_not_share_a_bucket():
     assert limiter.take("a") == pytest.approx(0.5)
     now[0] = 100.0
     assert [limiter.take("a") for _ in range(4)][:3] == [None, None, None], "the bucket refills to the burst only"
-    assert not RateLimiter(0.0, 5).enabled
-    assert all(RateLimiter(0.0, 5).take("a") is None for _ in range(100))
+    assert not ApiKeyRateLimiter(0.0, 5).enabled
+    assert all(ApiKeyRateLimiter(0.0, 5).take("a") is None for _ in range(100))

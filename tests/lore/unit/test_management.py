@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mnemo.services.lore import domain, manage
-from mnemo.services.lore.manage import BadRequest, NotFound
+from mnemo.services.lore.manage import BadRequest, LoreNotFound
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import bot_stream, conversation_stream, lorebook_stream
 from mnemo.shared.lore.history import BookState, VersionGap, fold, fold_all
@@ -120,11 +120,11 @@ def test_invalid_changes_are_bad_requests_naming_the_field(changes: dict[str, An
 
 def test_only_the_owner_may_change_a_book_and_others_cannot_tell_it_exists() -> None:
     state = created_book({"content": "c"})
-    with pytest.raises(NotFound):
+    with pytest.raises(LoreNotFound):
         update(state, 0, user="u-stranger", content="mine now")
-    with pytest.raises(NotFound):
+    with pytest.raises(LoreNotFound):
         manage.owned(None, OWNER, BOOK)
-    with pytest.raises(NotFound, match="no entry 3"):
+    with pytest.raises(LoreNotFound, match="no entry 3"):
         update(state, 3, content="x")
 
 
@@ -137,7 +137,7 @@ def test_deleted_entry_and_book_fold_away_and_repeat_deletes_record_nothing() ->
     assert deleted.deleted
     assert (deleted.book.entries, deleted.targets, deleted.name) == ([], [], "")
     assert manage.delete_book(deleted, T0) == []
-    with pytest.raises(NotFound):
+    with pytest.raises(LoreNotFound):
         manage.owned(deleted, OWNER, BOOK)
     assert manage.owned(deleted, OWNER, BOOK, allow_deleted=True) is deleted
 

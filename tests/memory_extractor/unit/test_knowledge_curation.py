@@ -13,14 +13,14 @@ from mnemo.services.memory_extractor.curation import (
     merge_extractive,
     plan_consolidation,
 )
-from mnemo.services.memory_extractor.facts import Candidate, subject_of
+from mnemo.services.memory_extractor.facts import FactCandidate, subject_of
 from mnemo.shared.readmodels.knowledge import FactView, with_supersession
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def cand(text: str, character: str = "b1", user: str = "u1") -> Candidate:
-    return Candidate(character, "bot", user, "c1", text, "semantic", 0.8, T0, ("m1",), "pattern")
+def cand(text: str, character: str = "b1", user: str = "u1") -> FactCandidate:
+    return FactCandidate(character, "bot", user, "c1", text, "semantic", 0.8, T0, ("m1",), "pattern")
 
 
 def test_exact_duplicates_of_known_and_of_the_batch_are_dropped():

@@ -32,7 +32,7 @@ from nats.js.object_store import ObjectStore
 from mnemo.services.lore.documents import events as ev
 from mnemo.services.lore.documents.parsing import parse_file
 from mnemo.services.lore.documents.reading import DocumentError, kind_of
-from mnemo.services.lore.manage import BadRequest, NotFound
+from mnemo.services.lore.manage import BadRequest, LoreNotFound
 from mnemo.services.lore.settings import DocumentSettings
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import append_at_head
@@ -120,12 +120,12 @@ class DocumentImports:
             try:
                 info = await obs.get_info(req.object)
             except NotFoundError as exc:
-                raise NotFound(f"no object {req.object!r} in MNEMO_UPLOADS") from exc
+                raise LoreNotFound(f"no object {req.object!r} in MNEMO_UPLOADS") from exc
             digest, size = str(info.digest or req.object), int(info.size or 0)
         if req.document_id is not None:
             rec = await self._docs.get(req.tenant_id, req.document_id)
             if rec is None or rec.state.owner_user_id != req.owner_user_id or rec.state.status == "deleted":
-                raise NotFound(f"no document {req.document_id!r} of this user in this tenant")
+                raise LoreNotFound(f"no document {req.document_id!r} of this user in this tenant")
             if self._under_way(rec.state):
                 raise BadRequest("an import of this document is still running; replace it once it has ended")
             document_id, version, book_id = req.document_id, rec.state.version + 1, rec.state.book_id
@@ -274,7 +274,7 @@ class DocumentImports:
     async def get(self, req: DocumentGetRequest) -> DocumentState:
         rec = await self._docs.get(req.tenant_id, req.document_id)
         if rec is None:
-            raise NotFound(f"no document {req.document_id!r} in this tenant")
+            raise LoreNotFound(f"no document {req.document_id!r} in this tenant")
         return rec.state
 
     async def list(self, req: DocumentListRequest) -> DocumentListReply:
@@ -286,7 +286,7 @@ class DocumentImports:
         """The document's chunks (read model and points), its stored bytes and its book go."""
         rec = await self._docs.get(req.tenant_id, req.document_id)
         if rec is None or rec.state.owner_user_id != req.user_id:
-            raise NotFound(f"no document {req.document_id!r} of this user in this tenant")
+            raise LoreNotFound(f"no document {req.document_id!r} of this user in this tenant")
         if rec.state.status == "deleted":
             return DocumentDeleteReply(document_id=req.document_id, deleted=False)
         task = self._running.get((req.tenant_id, req.document_id))
@@ -297,7 +297,7 @@ class DocumentImports:
         gone = ev.deleted(req.tenant_id, req.document_id, rec.state.version, utcnow())
         await self._record(req.tenant_id, req.document_id, [gone])
         await self._delete_object(rec.object_name)
-        with contextlib.suppress(NotFound):
+        with contextlib.suppress(LoreNotFound):
             await self._books.delete_book(
                 LoreBookDeleteRequest(tenant_id=req.tenant_id, user_id=req.user_id, lorebook_id=rec.state.book_id)
             )
