@@ -8,7 +8,7 @@ TOOLS := $(VENV)/tools/bin
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster chart chart-check test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-documents chaos up down clean
+.PHONY: run cluster chart chart-check test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-documents chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -106,6 +106,11 @@ bench-context: $(STAMP)
 ## Ingest at 1 and 2 replicas on `mnemo cluster` beside one process, same run: msgs/s, CPU per message, duplicates.
 bench-scale: $(STAMP)
 	$(PY) -m bench.scale $(ARGS)
+
+## CPU per message of every pipeline stage, each its own process on `mnemo cluster`, and per context request;
+## ratios to ingest's in the same run (docs/scaling.md). Quick: ARGS="-n 500 --requests 50".
+bench-pipeline: $(STAMP)
+	$(PY) -m bench.pipeline_cpu $(ARGS)
 
 ## Faults under load on `mnemo cluster` (kill -9 each service's replica, a NATS node, SecantusDB for 10 s), then
 ## lost / duplicated / out-of-order messages and the share of context requests answered; one JSON line.
