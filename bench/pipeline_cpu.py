@@ -48,12 +48,15 @@ async def drained(monitors: list[str], timeout_s: float) -> float:
     start = time.monotonic()
     quiet = 0
     while time.monotonic() - start < timeout_s:
-        lags = [
-            await asyncio.to_thread(consumer_lag.read_lag, monitors, w.stream, durable)
-            for w in consumer_lag.WORKERS
-            for durable in w.durables
-        ]
-        quiet = quiet + 1 if all(lag.lag == 0 for lag in lags) else 0
+        try:
+            lags = [
+                await asyncio.to_thread(consumer_lag.read_lag, monitors, w.stream, durable)
+                for w in consumer_lag.WORKERS
+                for durable in w.durables
+            ]
+        except consumer_lag.LagReadError:  # a durable not created yet, or its leader being elected
+            lags = []
+        quiet = quiet + 1 if lags and all(lag.lag == 0 for lag in lags) else 0
         if quiet >= 2:
             return time.monotonic() - start
         await asyncio.sleep(1.0)

@@ -55,12 +55,20 @@ def _ingest_bounds() -> consumer_lag.ScalingBounds:
 
 
 async def _lag_when(monitors: list[str], done: Any, timeout_s: float) -> consumer_lag.ConsumerLag:
-    """Read the lag until ``done(lag)`` (each read as KEDA's next poll would), or fail after ``timeout_s``."""
+    """Read the lag until ``done(lag)`` (each read as KEDA's next poll would), or fail after ``timeout_s``: KEDA
+    too reports an error and reads again at its next poll while no node leads the consumer."""
     deadline = time.monotonic() + timeout_s
     while True:
-        lag = await asyncio.to_thread(consumer_lag.read_lag, monitors, subjects.CHAT_STREAM, subjects.durable("ingest"))
-        if done(lag) or time.monotonic() > deadline:
-            return lag
+        try:
+            lag = await asyncio.to_thread(
+                consumer_lag.read_lag, monitors, subjects.CHAT_STREAM, subjects.durable("ingest")
+            )
+        except consumer_lag.LagReadError:  # the durable not created yet, or its leader being elected
+            if time.monotonic() > deadline:
+                raise
+        else:
+            if done(lag) or time.monotonic() > deadline:
+                return lag
         await asyncio.sleep(0.5)
 
 
