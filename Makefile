@@ -8,22 +8,34 @@ TOOLS := $(VENV)/tools/bin
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster chart chart-check test test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-documents chaos up down clean
+.PHONY: run cluster chart chart-check test test-ui chromium test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-documents chaos up down clean
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json
+$(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json workbench/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,embedded]'
 	cd clients/js && npm ci --no-audit --no-fund --loglevel=error
+	cd workbench && npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
 $(TOOLS)/helm: deploy/helm/install-tools.sh | $(STAMP)
 	PYTHON=$(PY) bash deploy/helm/install-tools.sh $(TOOLS)
 
-install: $(STAMP) $(TOOLS)/helm
+## The workbench (workbench/: Vite + Preact), built into workbench/dist, which the gateway serves at /workbench/.
+WORKBENCH := workbench/dist/index.html
+$(WORKBENCH): $(STAMP) workbench/package-lock.json workbench/index.html workbench/vite.config.js $(shell find workbench/src -type f)
+	cd workbench && npm run build --silent
+
+install: $(STAMP) $(TOOLS)/helm $(WORKBENCH)
+
+## Debian's Chromium for the browser tests (Playwright drives /usr/bin/chromium and never downloads a browser);
+## installing it needs root (CI runs as root). Without it the browser tests skip, except under CI, where they fail.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
+		|| echo "could not install Debian's chromium (as root: apt-get install chromium); the browser tests will skip"
 
 ## Run the whole stack on its embedded default (nats-server, SecantusDB, Qdrant Edge, bundled model).
-run: $(STAMP)
+run: install
 	$(VENV)/bin/mnemo run $(ARGS)
 
 ## A local cluster: 3 NATS JetStream nodes, SecantusDB, every service replica as its own process (.data-cluster/).
@@ -40,9 +52,13 @@ chart: $(STAMP) $(TOOLS)/helm
 chart-check: $(STAMP) $(TOOLS)/helm
 	$(PY) -m pytest tests/chart -q $(ARGS)
 
-## Lint, type-check, then every test (unit, contract, chart, integration, e2e).
-test: $(STAMP) $(TOOLS)/helm lint typecheck
+## Lint, type-check, then every test (unit, contract, chart, integration, e2e, and the workbench's browser tests).
+test: install chromium lint typecheck
 	$(PY) -m pytest $(ARGS)
+
+## The workbench in headless Chromium against `make run`'s demo: every view, axe-core, screenshots to docs/workbench/.
+test-ui: install chromium
+	$(PY) -m pytest tests/ui $(ARGS)
 
 ## The end-to-end suite against stacks run `--secure` (TLS, a least-privilege NATS user per service and the platform).
 test-e2e-secure: $(STAMP)

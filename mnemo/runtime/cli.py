@@ -43,7 +43,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mnemo.runtime.stack import run_stack
 
     settings, nats_config = _secure(args, _settings(args))
-    asyncio.run(run_stack(settings, demo=not args.no_demo, nats_config=nats_config, gateway=args.gateway))
+    asyncio.run(run_stack(settings, demo=not args.no_demo, nats_config=nats_config, gateway=not args.no_gateway))
     return 0
 
 
@@ -215,8 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_backend_flags(run)
     run.add_argument("--no-demo", action="store_true", help="do not play the demo scene on first start")
     run.add_argument(
-        "--gateway", action="store_true", help="also serve the HTTP gateway (MNEMO_GATEWAY__HOST/PORT/API_KEYS)"
+        "--gateway",
+        action="store_true",
+        help="serve the HTTP gateway and the workbench (the default; MNEMO_GATEWAY__HOST/PORT/API_KEYS)",
     )
+    run.add_argument("--no-gateway", action="store_true", help="serve neither the HTTP gateway nor the workbench")
     run.set_defaults(func=cmd_run)
 
     clu = sub.add_parser(

@@ -67,7 +67,15 @@ ROLES: dict[str, Role] = {
     ),
     "context-assembler": Role(answers=(subjects.CONTEXT_ASSEMBLE,), points="read"),
     "lore": Role(answers=_LORE_RPCS, uploads=True),
-    "memory": Role(answers=(subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST)),
+    "memory": Role(
+        answers=(
+            subjects.MEMORY_CONVERT_TO_LORE,
+            subjects.MEMORY_DELETE,
+            subjects.MEMORY_LIST,
+            subjects.CONVERSATION_LIST,
+            subjects.CONVERSATION_TIMELINE,
+        )
+    ),
     "privacy": Role(
         answers=(subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER),
         points="write",

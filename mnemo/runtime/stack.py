@@ -88,19 +88,22 @@ async def all_services(settings: Settings) -> AsyncIterator[Core]:
         await core.close()
 
 
-async def run_stack(settings: Settings, *, demo: bool, nats_config: str = "", gateway: bool = False) -> None:
-    """``gateway``: also serve the HTTP gateway (``mnemo/services/gateway``) in this process, on
-    ``MNEMO_GATEWAY__HOST``/``PORT``; it reaches the services over NATS like any other client."""
+async def run_stack(settings: Settings, *, demo: bool, nats_config: str = "", gateway: bool = True) -> None:
+    """``gateway``: also serve the HTTP gateway (``mnemo/services/gateway``) and its workbench in this process, on
+    ``MNEMO_GATEWAY__HOST``/``PORT`` with a local key for the demo tenant (``local_gateway.py``); it reaches the
+    services over NATS like any other client."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     servers = await asyncio.to_thread(start_servers, settings, nats_config)
     try:
         async with all_services(settings), contextlib.AsyncExitStack() as extras:
             try:
                 if gateway:
-                    from mnemo.services.gateway.serve import gateway_settings, hosted_gateway
+                    from mnemo.runtime.local_gateway import local_gateway
 
-                    url = await extras.enter_async_context(hosted_gateway(settings, gateway_settings()))
-                    print(f"mnemo gateway listening on {url}", flush=True)
+                    local = await extras.enter_async_context(local_gateway(settings))
+                    print(f"mnemo gateway listening on {local.url}", flush=True)
+                    print(f"workbench: {local.workbench_url}", flush=True)
+                    print(f"workbench API key (tenant {local.tenant}): {local.key}", flush=True)
                 print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
                 if (passwords := settings.nats.password_dir) is not None:
                     ca = settings.nats.tls_ca_file

@@ -53,6 +53,8 @@ MEMORY_LIST: Final = "mnemo.rpc.memory.list.v1"
 PRIVACY_ERASE_USER: Final = "mnemo.rpc.privacy.erase_user.v1"
 PRIVACY_ERASE_TENANT: Final = "mnemo.rpc.privacy.erase_tenant.v1"
 PRIVACY_EXPORT_USER: Final = "mnemo.rpc.privacy.export_user.v1"
+CONVERSATION_LIST: Final = "mnemo.rpc.conversation.list.v1"
+CONVERSATION_TIMELINE: Final = "mnemo.rpc.conversation.timeline.v1"
 
 # --- Public outbound events (core NATS: follow them while an import runs; the get request answers the same) --
 #: A document's import state (``mnemo_client.wire.document_contract.DocumentState``) at each step of its import.

@@ -577,6 +577,18 @@ async def test_knowledge_answers_alike(both: tuple[Ports, Ports]) -> None:
     await alike(both, lambda q: q.knowledge.by_ids(T, ["f5", "f3", "f2"]), unordered_keys)
     await alike(both, lambda q: q.knowledge.scope_versions(T, ["f1", "f5"]))
     await alike(both, lambda q: q.knowledge.derived_from(T, U, C, "m3"), unordered_keys)
+    await alike(both, lambda q: q.knowledge.in_conversation(T, U, C), unordered_keys)
+
+
+async def test_knowledge_in_conversation_lists_every_status(p: Ports) -> None:
+    events = [fact("f1", 1, subject="s", minute=1), fact("f2", 2, subject="s", minute=2), fact_retired("f1", 3)]
+    events += [fact("g1", 4, subject="t", minute=4, character="b2")]
+    await p.knowledge.apply(events)
+
+    found = await p.knowledge.in_conversation(T, U, C)
+    assert [(f.fact_id, f.status) for f in found] == [("g1", "active"), ("f2", "active"), ("f1", "retired")]
+    assert await p.knowledge.in_conversation(T, "u2", C) == []
+    assert await p.knowledge.in_conversation(T, U, "another") == []
 
 
 # --- legacy lore ----------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ class StackProcess:
             "MNEMO_NATS_URL": self.nats_url,
             "MNEMO_MONGODB_URL": self.mongo_url,
             "PYTHONUNBUFFERED": "1",
+            "MNEMO_GATEWAY__PORT": "0",  # every stack serves the gateway: on a free port, so stacks run side by side
             **self.env,
         }
         if self.command is not None:

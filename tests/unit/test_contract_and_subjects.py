@@ -22,7 +22,8 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     memory = {subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST}
     memory |= {subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE}
     privacy = {subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER}
-    assert set(doc["channels"]) == {*subjects.CHAT_INBOUND, subjects.CONTEXT_ASSEMBLE, *lore, *memory, *privacy}
+    reads = {subjects.CONVERSATION_LIST, subjects.CONVERSATION_TIMELINE}
+    assert set(doc["channels"]) == {*subjects.CHAT_INBOUND, subjects.CONTEXT_ASSEMBLE, *lore, *memory, *privacy, *reads}
     schemas = doc["components"]["schemas"]
     for name in ("MessageCreated", "MessageEdited", "MessageDeleted", "BotUpserted", "PersonaUpserted"):
         assert name in schemas

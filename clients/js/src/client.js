@@ -276,4 +276,14 @@ export class MnemoClient {
   exportUser(request) {
     return this.request("privacy.export_user", request);
   }
+
+  /** The tenant's (or one user's) conversations, latest first (`conversation.list`). */
+  conversationList(request) {
+    return this.request("conversation.list", request);
+  }
+
+  /** A conversation's messages with presence, summaries, facts, swipes and forks (`conversation.timeline`). */
+  conversationTimeline(request) {
+    return this.request("conversation.timeline", request);
+  }
 }

@@ -84,6 +84,8 @@ export declare class MnemoClient {
   eraseUser(request: Payload<"privacy.erase_user">): Promise<Reply<"privacy.erase_user">>;
   eraseTenant(request: Payload<"privacy.erase_tenant">): Promise<Reply<"privacy.erase_tenant">>;
   exportUser(request: Payload<"privacy.export_user">): Promise<Reply<"privacy.export_user">>;
+  conversationList(request: Payload<"conversation.list">): Promise<Reply<"conversation.list">>;
+  conversationTimeline(request: Payload<"conversation.timeline">): Promise<Reply<"conversation.timeline">>;
 }
 
 /** mnemo answered with `ErrorReply`, or no service answered (`unavailable`). */

@@ -377,6 +377,32 @@ export const OPERATIONS = Object.freeze({
     ],
     "msgId": []
   },
+  "conversation.list": {
+    "subject": "mnemo.rpc.conversation.list.v1",
+    "kind": "request",
+    "payload": "ConversationListRequest",
+    "reply": "ConversationListReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "conversation.timeline": {
+    "subject": "mnemo.rpc.conversation.timeline.v1",
+    "kind": "request",
+    "payload": "ConversationTimelineRequest",
+    "reply": "ConversationTimelineReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
   "privacy.erase_user": {
     "subject": "mnemo.rpc.privacy.erase_user.v1",
     "kind": "request",

@@ -35,6 +35,7 @@ from mnemo_client.wire.contract import (
     MessageEdited,
     PersonaUpserted,
 )
+from mnemo_client.wire.conversation_contract import ConversationListReply, ConversationTimelineReply
 from mnemo_client.wire.lore_contract import (
     LoreAttachReply,
     LoreBookCreateReply,
@@ -244,3 +245,13 @@ class MnemoClient:
     async def knowledge_unpromote(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryScopeReply:
         """Bring a promoted fact back into the player's scope (``memory.unpromote``)."""
         return await self._call("memory.unpromote", MemoryScopeReply, request, fields)
+
+    async def conversation_list(self, request: BaseModel | None = None, /, **fields: Any) -> ConversationListReply:
+        """The tenant's (or one user's) conversations, latest first (``conversation.list``)."""
+        return await self._call("conversation.list", ConversationListReply, request, fields)
+
+    async def conversation_timeline(
+        self, request: BaseModel | None = None, /, **fields: Any
+    ) -> ConversationTimelineReply:
+        """A conversation's messages with presence, summaries, facts, swipes and forks (``conversation.timeline``)."""
+        return await self._call("conversation.timeline", ConversationTimelineReply, request, fields)

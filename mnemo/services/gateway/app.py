@@ -31,6 +31,7 @@ from mnemo.services.gateway.export import export_chunks
 from mnemo.services.gateway.limits import ApiKeyRateLimiter
 from mnemo.services.gateway.operations import OPERATIONS, GatewayRoute
 from mnemo.services.gateway.settings import GatewaySettings
+from mnemo.services.gateway.workbench import add_workbench
 from mnemo.shared import subjects
 
 EVENT_ERRORS = (400, 401, 403, 413, 422, 429, 503, 504)
@@ -95,6 +96,7 @@ def create_app(
         up = bridge is not None and bridge.nc.is_connected
         return JSONResponse({"status": "ok" if up else "unavailable"}, status_code=200 if up else 503)
 
+    add_workbench(app, settings.workbench_dir)
     for op in OPERATIONS:
         if op.kind == "event":
             app.post(

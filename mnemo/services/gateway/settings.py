@@ -34,3 +34,8 @@ class GatewaySettings(BaseModel):
         0.0, ge=0, description="requests a second each API key may send (0: no limit); past it 429 with Retry-After"
     )
     burst: int = Field(50, ge=1, description="requests a key may send at once before rate_per_s applies")
+    workbench_dir: Path | None = Field(
+        None,
+        description="the built workbench served at /workbench/ (default: the checkout's workbench/dist, which "
+        "`make install` builds)",
+    )

@@ -1,7 +1,7 @@
-"""Memory service wiring: three request-reply subscribers (``mnemo.shared.rpc.serve``).
+"""Memory service wiring: request-reply subscribers (``mnemo.shared.rpc.serve``).
 
-Subjects ``mnemo.rpc.memory.convert_to_lore.v1``, ``mnemo.rpc.memory.delete.v1`` and
-``mnemo.rpc.memory.list.v1``, each in the queue group ``mnemo_memory`` (replicas share requests; each is
+Subjects ``mnemo.rpc.memory.convert_to_lore.v1``, ``mnemo.rpc.memory.delete.v1``,
+``mnemo.rpc.memory.list.v1`` and the conversation reads ``mnemo.rpc.conversation.{list,timeline}.v1``, each in the queue group ``mnemo_memory`` (replicas share requests; each is
 answered once). Every request gets a reply: the reply model, or ``ErrorReply`` with ``bad_request`` (invalid
 JSON, unknown fields or a schema violation, saying what is wrong), ``not_found`` (no such memory for that
 tenant and user) or ``internal``. The service needs MongoDB and the log only: vectors follow from the events it appends
@@ -14,6 +14,7 @@ import functools
 
 from faststream.nats import NatsRouter
 
+from mnemo.services.memory.conversations import Conversations
 from mnemo.services.memory.knowledge_items import FactItems
 from mnemo.services.memory.memories import Memories, MemoryNotFound
 from mnemo.shared import subjects
@@ -23,8 +24,10 @@ from mnemo.shared.limits import RateLimiter
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
 from mnemo.shared.readmodels.ports import KnowledgePort, LegacyLorePort, SummariesPort
+from mnemo.shared.readmodels.repository import ReadModels
 from mnemo.shared.readmodels.summaries import SummariesReadModel
 from mnemo.shared.rpc import serve
+from mnemo_client.wire.conversation_contract import ConversationListRequest, ConversationTimelineRequest
 from mnemo_client.wire.memory_contract import MemoryConvertToLoreRequest, MemoryDeleteRequest, MemoryListRequest
 
 SERVICE = "memory"
@@ -40,12 +43,14 @@ def create_router(
     """``summaries``, ``legacy``, ``knowledge``: read models to use instead of the MongoDB ones (component
     tests)."""
     router = NatsRouter()
+    summaries = summaries or SummariesReadModel(deps.db, deps.cipher)
+    knowledge = knowledge or KnowledgeReadModel(deps.db, deps.cipher)
     memories = Memories(
         deps.store,
-        summaries or SummariesReadModel(deps.db, deps.cipher),
+        summaries,
         legacy or LegacyLoreReadModel(deps.db, deps.cipher),
         deps.publisher,
-        FactItems(knowledge or KnowledgeReadModel(deps.db, deps.cipher)),
+        FactItems(knowledge),
     )
     # Another user's or tenant's memory is indistinguishable from an unknown one: not_found.
     on = functools.partial(
@@ -54,6 +59,10 @@ def create_router(
     on(subjects.MEMORY_CONVERT_TO_LORE, request=MemoryConvertToLoreRequest, call=memories.convert_to_lore)
     on(subjects.MEMORY_DELETE, request=MemoryDeleteRequest, call=memories.delete)
     on(subjects.MEMORY_LIST, request=MemoryListRequest, call=memories.list_items, max_workers=4)
+    if deps.db is not None:  # the conversation reads need the conversation read models (MongoDB)
+        conversations = Conversations(deps.store, ReadModels(deps.db, deps.cipher), summaries, knowledge)
+        on(subjects.CONVERSATION_LIST, request=ConversationListRequest, call=conversations.list_conversations)
+        on(subjects.CONVERSATION_TIMELINE, request=ConversationTimelineRequest, call=conversations.timeline)
     return router
 
 

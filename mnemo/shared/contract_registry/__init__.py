@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from mnemo.shared.contract_registry import chat, documents, lore, memory, privacy
+from mnemo.shared.contract_registry import chat, conversation, documents, lore, memory, privacy
 from mnemo.shared.contract_registry.operation import ERROR_CODES, Operation, nats_msg_id
 from mnemo_client.wire.contract import ErrorReply
 
@@ -23,6 +23,7 @@ OPERATIONS: tuple[Operation, ...] = (
     *lore.OPERATIONS,
     *documents.OPERATIONS,
     *memory.OPERATIONS,
+    *conversation.OPERATIONS,
     *privacy.OPERATIONS,
 )
 

@@ -273,6 +273,13 @@ class KnowledgeReadModel:
         }
         return await readable(self._col.find(query), self._view)
 
+    async def in_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> list[FactView]:
+        """Every fact learned in the conversation, whatever its status, newest first; ``superseded`` by a newer
+        fact of the same character and subject in this conversation."""
+        query = {"tenant_id": tenant_id, "user_id": user_id, "conversation_id": conversation_id}
+        views = await readable(self._col.find(query).sort([("learned_at", ASCENDING), ("_id", ASCENDING)]), self._view)
+        return with_supersession(views)
+
     async def _view(self, d: dict[str, Any]) -> FactView:
         tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))
         return FactView(

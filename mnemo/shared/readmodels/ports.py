@@ -166,6 +166,8 @@ class KnowledgePort(Protocol):
         self, tenant_id: str, user_id: str, conversation_id: str, message_id: str
     ) -> list[FactView]: ...
 
+    async def in_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> list[FactView]: ...
+
 
 class LegacyLorePort(Protocol):
     """The legacy lore projection (``LegacyLoreReadModel``): memories converted to lore entries."""

@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pymongo import ASCENDING, IndexModel, InsertOne, ReplaceOne, UpdateOne
+from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, ReplaceOne, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
@@ -96,7 +96,8 @@ class ReadModels:
                 IndexModel(
                     [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("root_conversation_id", ASCENDING)],
                     name="by_family_root",
-                )
+                ),
+                IndexModel([("tenant_id", ASCENDING), ("last_message_at", DESCENDING)], name="tenant_recent"),
             ]
         )
         await self.messages.create_indexes(
@@ -197,6 +198,15 @@ class ReadModels:
             {"_id": ConversationState.initial(tenant_id, user_id, conversation_id).stream_id}
         )
         return ConversationState.from_doc(doc) if doc else None
+
+    async def listing(
+        self, tenant_id: str, user_id: str | None, *, limit: int, offset: int = 0
+    ) -> tuple[list[ConversationState], int]:
+        """One page of the tenant's (one user's) conversations, latest message first, and how many there are."""
+        query: Doc = {"tenant_id": tenant_id, **({"user_id": user_id} if user_id is not None else {})}
+        cursor = self.conversations.find(query).sort([("last_message_at", DESCENDING), ("_id", ASCENDING)])
+        docs = await cursor.skip(offset).limit(limit).to_list()
+        return [ConversationState.from_doc(d) for d in docs], await self.conversations.count_documents(query)
 
     async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
         """The fork family: the root and every conversation whose state names it as root.

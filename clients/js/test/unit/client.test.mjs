@@ -43,7 +43,8 @@ test("every request method reaches its own operation", async () => {
     memoryDelete: "memory.delete", knowledgePromote: "memory.promote", knowledgeUnpromote: "memory.unpromote",
     documentImport: "lore.document.import", documentGet: "lore.document.get", documentList: "lore.document.list",
     documentDelete: "lore.document.delete", eraseUser: "privacy.erase_user", eraseTenant: "privacy.erase_tenant",
-    exportUser: "privacy.export_user",
+    exportUser: "privacy.export_user", conversationList: "conversation.list",
+    conversationTimeline: "conversation.timeline",
   };
   for (const [method, name] of Object.entries(methods)) {
     assert.deepEqual(await mnemo[method]({ tenant_id: "t1" }), { ok: OPERATIONS[name].subject }, method);

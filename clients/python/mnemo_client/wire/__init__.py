@@ -16,6 +16,19 @@ from mnemo_client.wire.contract import (
     Section,
     Source,
 )
+from mnemo_client.wire.conversation_contract import (
+    Alternative,
+    ConversationInfo,
+    ConversationListReply,
+    ConversationListRequest,
+    ConversationTimelineReply,
+    ConversationTimelineRequest,
+    Fork,
+    Named,
+    TimelineFact,
+    TimelineMessage,
+    TimelineSummary,
+)
 from mnemo_client.wire.document_contract import (
     DocumentDeleteReply,
     DocumentDeleteRequest,
@@ -71,12 +84,18 @@ from mnemo_client.wire.privacy_contract import (
 )
 
 __all__ = [
+    "Alternative",
     "BotUpserted",
     "ChatMessage",
     "ContextAssembleReply",
     "ContextAssembleRequest",
     "ConversationForked",
+    "ConversationInfo",
+    "ConversationListReply",
+    "ConversationListRequest",
     "ConversationRef",
+    "ConversationTimelineReply",
+    "ConversationTimelineRequest",
     "DocumentDeleteReply",
     "DocumentDeleteRequest",
     "DocumentGetRequest",
@@ -93,6 +112,7 @@ __all__ = [
     "ErrorReply",
     "ExportUserReply",
     "ExportUserRequest",
+    "Fork",
     "LoreAttachReply",
     "LoreAttachRequest",
     "LoreBookCreateReply",
@@ -127,7 +147,11 @@ __all__ = [
     "MessageDeleted",
     "MessageEdited",
     "MessageSwipeSelected",
+    "Named",
     "PersonaUpserted",
     "Section",
     "Source",
+    "TimelineFact",
+    "TimelineMessage",
+    "TimelineSummary",
 ]

@@ -20,6 +20,12 @@ from mnemo_client.wire.contract import (
     MessageSwipeSelected,
     PersonaUpserted,
 )
+from mnemo_client.wire.conversation_contract import (
+    ConversationListReply,
+    ConversationListRequest,
+    ConversationTimelineReply,
+    ConversationTimelineRequest,
+)
 from mnemo_client.wire.document_contract import (
     DocumentDeleteReply,
     DocumentDeleteRequest,
@@ -331,6 +337,24 @@ OPERATIONS: dict[str, Operation] = {
         "request",
         MemoryUnpromoteRequest,
         MemoryScopeReply,
+        ("bad_request", "not_found", "rate_limited", "internal"),
+        (),
+    ),
+    "conversation.list": Operation(
+        "conversation.list",
+        "mnemo.rpc.conversation.list.v1",
+        "request",
+        ConversationListRequest,
+        ConversationListReply,
+        ("bad_request", "not_found", "rate_limited", "internal"),
+        (),
+    ),
+    "conversation.timeline": Operation(
+        "conversation.timeline",
+        "mnemo.rpc.conversation.timeline.v1",
+        "request",
+        ConversationTimelineRequest,
+        ConversationTimelineReply,
         ("bad_request", "not_found", "rate_limited", "internal"),
         (),
     ),

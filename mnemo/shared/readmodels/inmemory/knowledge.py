@@ -156,6 +156,10 @@ class InMemoryKnowledge:
             superseded |= {f.fact_id for f in await self.owned(tenant_id, cid, user_id) if f.status == "superseded"}
         return [replace(v, status="superseded") if v.fact_id in superseded else v for v in views], len(found)
 
+    async def in_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> list[FactView]:
+        mine = [f for f in self._of(tenant_id) if f.user_id == user_id and f.conversation_id == conversation_id]
+        return with_supersession(mine)
+
     async def by_id(self, tenant_id: str, fact_id: str) -> FactView | None:
         return self._mine(tenant_id, fact_id)
 

@@ -1,0 +1,224 @@
+// Context: the debug panel. For a bot, persona and message, the context as the model would see it, section by
+// section with tokens against the budget, every item with its score and origin, each lore entry with why it fired,
+// what the budget cut and what was degraded. With a second bot, "what does this character know?" side by side.
+import { useState } from "preact/hooks";
+import { useSession } from "../session.js";
+import { Badge, ErrorNote, Field, Select, TokenBar, useAction } from "../ui.jsx";
+import { ConversationPicker, nameOf, useConversations } from "./shared.jsx";
+
+const ORIGIN = {
+  message: "a message of the conversation",
+  summary: "a summary",
+  fact: "a fact",
+  knowledge: "the character's knowledge",
+  lore: "a lorebook entry",
+  document: "a document",
+  legacy_memory: "a memory kept as lore",
+  persona: "the persona",
+  system: "the character",
+};
+
+function Sections({ reply, budget }) {
+  return (
+    <table class="grid">
+      <caption>Sections, in injection order ({reply.token_count} of {budget} tokens)</caption>
+      <thead>
+        <tr>
+          <th scope="col">Section</th>
+          <th scope="col">Tokens</th>
+          <th scope="col">Text</th>
+        </tr>
+      </thead>
+      <tbody>
+        {reply.sections.map((s) => (
+          <tr>
+            <th scope="row">{s.name}</th>
+            <td>
+              <TokenBar used={s.tokens} budget={budget} label={s.name} />
+            </td>
+            <td>
+              <details>
+                <summary>{s.text.slice(0, 80) || "(empty)"}</summary>
+                <pre>{s.text}</pre>
+              </details>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** Why a lore entry fired, in words, from the source's `detail` (`key: compass`, `vector: 0.71`, `constant`...). */
+export function loreReason(detail) {
+  if (!detail) return "activated";
+  return detail;
+}
+
+function Sources({ reply }) {
+  const lore = reply.sources.filter((s) => s.kind === "lore" || s.kind === "legacy_memory" || s.kind === "document");
+  return (
+    <>
+      <h3>Lore that fired</h3>
+      {lore.length ? (
+        <ul class="lore-fired" aria-label="Lore entries that fired">
+          {lore.map((s) => (
+            <li>
+              <Badge tone="info">{s.kind}</Badge> <code>{s.id}</code>: <strong>{loreReason(s.detail)}</strong>
+              {s.score !== null && s.score !== undefined ? ` (similarity ${s.score.toFixed(3)})` : ""}
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p class="note">No lore entry fired.</p>
+      )}
+      <table class="grid">
+        <caption>Every item and where it came from</caption>
+        <thead>
+          <tr>
+            <th scope="col">Kind</th>
+            <th scope="col">Id</th>
+            <th scope="col">Score</th>
+            <th scope="col">Why / origin</th>
+          </tr>
+        </thead>
+        <tbody>
+          {reply.sources.map((s) => (
+            <tr>
+              <td>{s.kind}</td>
+              <td>
+                <code>{s.id}</code>
+              </td>
+              <td>{s.score === null || s.score === undefined ? "—" : s.score.toFixed(3)}</td>
+              <td>
+                {s.detail || ORIGIN[s.kind] || ""}
+                {s.message_ids.length ? <span class="meta"> · from {s.message_ids.join(", ")}</span> : null}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+function Degraded({ reply }) {
+  const cut = reply.degraded.filter((d) => d.startsWith("lore:") || d.startsWith("knowledge:"));
+  const down = reply.degraded.filter((d) => !cut.includes(d));
+  return (
+    <>
+      <h3>Cut by the budget</h3>
+      {cut.length ? (
+        <ul>
+          {cut.map((d) => (
+            <li>
+              <code>{d}</code> did not fit in the budget
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p class="note">Nothing the budget had to cut.</p>
+      )}
+      <h3>Degraded</h3>
+      {down.length ? (
+        <ul>
+          {down.map((d) => (
+            <li>
+              <Badge tone="bad">{d}</Badge> could not be served
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p class="note">Every part was served.</p>
+      )}
+    </>
+  );
+}
+
+function ContextColumn({ title, result, budget }) {
+  if (result.error) return <ErrorNote error={result.error} />;
+  if (!result.result) return null;
+  const reply = result.result;
+  return (
+    <section class="ctx" aria-label={title}>
+      <h2>{title}</h2>
+      <TokenBar used={reply.token_count} budget={budget} label="whole context" />
+      <Sections reply={reply} budget={budget} />
+      <Sources reply={reply} />
+      <Degraded reply={reply} />
+    </section>
+  );
+}
+
+export function ContextDebug() {
+  const { call, conversation, setConversation } = useSession();
+  const conversations = useConversations();
+  const bots = conversation ? conversation.bots : [];
+  const personas = conversation ? conversation.personas : [];
+  const [bot, setBot] = useState("");
+  const [other, setOther] = useState("");
+  const [persona, setPersona] = useState("");
+  const [text, setText] = useState("");
+  const [budget, setBudget] = useState(2000);
+  const [campaign, setCampaign] = useState("");
+  const assemble = (botId) =>
+    call("context/assemble", {
+      user_id: conversation.user_id,
+      conversation_id: conversation.conversation_id,
+      bot_id: botId,
+      persona_id: persona || (personas[0] && personas[0].id) || null,
+      campaign_id: campaign || null,
+      user_message: text,
+      max_tokens: Number(budget),
+    });
+  const [runFirst, first] = useAction(assemble);
+  const [runSecond, second] = useAction(assemble);
+  const chosen = bot || (bots[0] && bots[0].id) || "";
+  const submit = (e) => {
+    e.preventDefault();
+    runFirst(chosen);
+    if (other) runSecond(other);
+  };
+  const botOptions = bots.map((b) => ({ value: b.id, label: b.name || b.id }));
+  return (
+    <>
+      <form class="panel form-grid" onSubmit={submit} aria-label="Context request">
+        <ConversationPicker conversations={conversations} value={conversation} onPick={setConversation} />
+        <Field label="Bot about to speak">
+          <Select value={chosen} onChange={setBot} options={botOptions} />
+        </Field>
+        <Field label="Compare with bot" hint="“What does this character know?”: a second bot side by side">
+          <Select value={other} onChange={setOther} options={botOptions} placeholder="No comparison" />
+        </Field>
+        <Field label="Persona">
+          <Select
+            value={persona}
+            onChange={setPersona}
+            options={personas.map((p) => ({ value: p.id, label: p.name || p.id }))}
+            placeholder="The conversation's first"
+          />
+        </Field>
+        <Field label="Campaign" hint="optional: facts promoted to it are known too">
+          <input value={campaign} onInput={(e) => setCampaign(e.currentTarget.value)} />
+        </Field>
+        <Field label="Token budget">
+          <input type="number" min="64" max="1000000" value={budget} onInput={(e) => setBudget(e.currentTarget.value)} />
+        </Field>
+        <Field label="Message being answered" hint="typed here, or leave empty for the conversation as it stands">
+          <textarea rows="3" value={text} onInput={(e) => setText(e.currentTarget.value)} />
+        </Field>
+        <div class="actions">
+          <button type="submit" disabled={!conversation || !chosen || first.busy}>
+            {first.busy ? "Assembling…" : "Assemble context"}
+          </button>
+        </div>
+      </form>
+      <div class={other ? "columns two" : "columns"}>
+        <ContextColumn title={`Context for ${nameOf(conversation, chosen)}`} result={first} budget={Number(budget)} />
+        {other ? (
+          <ContextColumn title={`Context for ${nameOf(conversation, other)}`} result={second} budget={Number(budget)} />
+        ) : null}
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,8 @@
+// The views, in navigation order; `id` is the URL hash (#/conversations).
+import { Conversations } from "./conversations.jsx";
+import { ContextDebug } from "./context.jsx";
+
+export const VIEWS = [
+  { id: "conversations", title: "Conversations", component: Conversations },
+  { id: "context", title: "Context", component: ContextDebug },
+];
