@@ -48,7 +48,8 @@ chart: $(STAMP) $(TOOLS)/helm
 	@$(PY) -m tests.chart.helm $(ARGS)
 
 ## The chart's offline checks: helm lint --strict and helm template (default and production values), the
-## Kubernetes objects against Kubernetes's schemas, the names it shares with the code, promtool on the alert rules.
+## Kubernetes objects against Kubernetes's schemas, KEDA and prometheus-operator objects against their CRDs' schemas
+## (check-jsonschema), the names it shares with the code, promtool on the alert rules.
 chart-check: $(STAMP) $(TOOLS)/helm
 	$(PY) -m pytest tests/chart -q $(ARGS)
 
