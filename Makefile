@@ -91,11 +91,12 @@ asyncapi: $(STAMP)
 
 ## The settings reference, docs/settings.md, the metric table of docs/operations.md, every file generated from the
 ## contract registry (contracts/, the Python client's models, the JavaScript client's types, the README's contract
-## table) and the chart's consumers (deploy/helm/mnemo/files/consumers.json); tests fail when one is stale.
+## table) and the chart's consumers and NATS users (deploy/helm/mnemo/files/); tests fail when one is stale.
 docs: $(STAMP)
 	$(VENV)/bin/mnemo settings-doc --out docs/settings.md
 	$(VENV)/bin/mnemo metrics-doc --out docs/operations.md
 	$(PY) -m mnemo.runtime.consumer_lag
+	$(VENV)/bin/mnemo nats-config --out deploy/helm/mnemo/files/nats-auth.conf
 	$(VENV)/bin/mnemo contract-doc
 	cd clients/js && npm run --silent generate
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mnemo.runtime import consumer_lag
+from mnemo.runtime import consumer_lag, nats_auth
 from mnemo.runtime.catalog import SERVICES
 from mnemo.shared.broker import GRACEFUL_TIMEOUT_S
 from tests.chart.helm import CHART, PRODUCTION_VALUES, ROOT, by_kind, helm, offline_chart, render
@@ -122,11 +122,33 @@ def test_the_kek_is_read_from_a_secret_never_a_value(production_objects: list[di
 
 def test_secrets_from_values_are_created_and_the_kek_kept_on_uninstall() -> None:
     kek = "A" * 43 + "="
-    passwords = [f"natsAuth.passwords.{u}=secret-{u}" for u in ({s.name for s in SERVICES} | {"platform"})]
+    passwords = [f"natsAuth.passwords.{user}=secret-{user}" for user in nats_auth.grants()]
     objects = render(sets=[f"kek.value={kek}", "natsAuth.enabled=true", *passwords])
     secrets = by_kind(objects, "Secret")
     assert secrets["mnemo-kek"]["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
-    assert set(secrets["mnemo-nats-auth"]["data"]) == {s.name for s in SERVICES} | {"platform"}
+    assert set(secrets["mnemo-nats-auth"]["data"]) == set(nats_auth.grants())
+    with pytest.raises(RuntimeError, match=r"natsAuth\.passwords\.admin is required"):
+        render(sets=["natsAuth.enabled=true", *passwords[:-1]])
+
+
+def test_the_nats_servers_get_mnemos_users_and_every_password(production_objects: list[dict[str, Any]]) -> None:
+    """The NATS chart includes the generated authorization block and reads each password it names from the
+    Secret the services read theirs from (deploy/helm/values-production.yaml wires it)."""
+    conf = (CHART / "files" / "nats-auth.conf").read_text()
+    assert conf == nats_auth.render_authorization(), "files/nats-auth.conf is stale: run `make docs`"
+    configmap = by_kind(production_objects, "ConfigMap")["mnemo-nats-auth"]
+    assert configmap["data"]["nats-auth.conf"] == conf.rstrip("\n")
+    nats = yaml.safe_load(PRODUCTION_VALUES.read_text())["nats"]
+    assert nats["config"]["merge"]["$include"] == "./mnemo-auth/nats-auth.conf"
+    env = nats["container"]["env"]
+    assert set(env) == set(re.findall(r"\$(MNEMO_NATS_PASSWORD_[A-Z_]+)", conf))
+    secret = yaml.safe_load(PRODUCTION_VALUES.read_text())["natsAuth"]["existingSecret"]
+    for user in nats_auth.grants():
+        assert env[nats_auth.env_name(user)]["valueFrom"]["secretKeyRef"] == {"name": secret, "key": user}
+    mounts = [p["value"] for p in nats["container"]["patch"]]
+    volumes = [p["value"] for p in nats["podTemplate"]["patch"]]
+    assert {"name": "mnemo-auth", "mountPath": "/etc/nats-config/mnemo-auth"} in mounts
+    assert {"name": "mnemo-auth", "configMap": {"name": configmap["metadata"]["name"]}} in volumes
 
 
 def test_keda_reaches_the_nats_monitoring_port(default_objects: list[dict[str, Any]]) -> None:

@@ -101,3 +101,14 @@ nodes from /varz's route URLs (<nats>-<i>.<nats>-headless) and asks "<node>.<thi
 {{- define "mnemo.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
+
+{{/* Every NATS user of files/nats-auth.conf (each `user: "<name>"`), as a JSON list. */}}
+{{- define "mnemo.natsUsers" -}}
+{{- $users := list }}
+{{- range $line := splitList "\n" (.Files.Get "files/nats-auth.conf") }}
+{{- if contains "{ user: " $line }}
+{{- $users = append $users (regexFind "user: \"[^\"]+\"" $line | trimPrefix "user: \"" | trimSuffix "\"") }}
+{{- end }}
+{{- end }}
+{{- $users | toJson }}
+{{- end }}
