@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.j
 
 $(TOOLS)/helm: deploy/helm/install-tools.sh | $(STAMP)
 	PYTHON=$(PY) bash deploy/helm/install-tools.sh $(TOOLS)
+	touch $@
 
 ## The workbench (workbench/: Vite + Preact), built into workbench/dist, which the gateway serves at /workbench/.
 WORKBENCH := workbench/dist/index.html
