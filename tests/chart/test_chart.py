@@ -189,3 +189,40 @@ def test_every_setting_the_chart_sets_exists(production_objects: list[dict[str, 
     for name, deployment in by_kind(production_objects, "Deployment").items():
         env = {e["name"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
         assert {e for e in env if e.startswith("MNEMO_")} <= known, (name, sorted(env - known))
+
+
+def test_an_external_nats_cluster_is_named_or_refused() -> None:
+    with pytest.raises(RuntimeError, match=r"externalNats\.(url|monitoringEndpoint) is required"):
+        render(sets=["nats.enabled=false"])
+    endpoint = "nats-0.nats.messaging.svc.cluster.local:8222"
+    objects = render(
+        sets=[
+            "nats.enabled=false",
+            "externalNats.url=nats://nats.messaging:4222",
+            f"externalNats.monitoringEndpoint={endpoint}",
+        ]
+    )
+    assert "mnemo-nats" not in by_kind(objects, "NetworkPolicy")  # not ours to police
+    ingest = by_kind(objects, "ScaledObject")["mnemo-ingest"]["spec"]["triggers"][0]["metadata"]
+    assert ingest["natsServerMonitoringEndpoint"] == endpoint
+    env = {
+        e["name"]: e.get("value")
+        for e in by_kind(objects, "Deployment")["mnemo-ingest"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["MNEMO_NATS_URL"] == "nats://nats.messaging:4222"
+
+
+def test_the_dashboard_is_well_formed() -> None:
+    dashboard = json.loads((CHART / "files" / "dashboards" / "mnemo.json").read_text())
+    panels = dashboard["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    assert [v["name"] for v in dashboard["templating"]["list"]] == ["datasource"]
+    cells: set[tuple[int, int]] = set()
+    for panel in panels:
+        pos = panel["gridPos"]
+        assert pos["x"] + pos["w"] <= 24, panel["title"]
+        area = {(x, y) for x in range(pos["x"], pos["x"] + pos["w"]) for y in range(pos["y"], pos["y"] + pos["h"])}
+        assert not area & cells, f"{panel['title']} overlaps another panel"
+        cells |= area
+        for target in panel.get("targets", []):
+            assert target["datasource"]["uid"] == "${datasource}"
