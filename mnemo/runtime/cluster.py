@@ -3,8 +3,9 @@
 Start order: the NATS nodes (until they route to each other and elect a JetStream meta leader, then the streams
 are declared with three replicas), SecantusDB, then every replica of :mod:`mnemo.runtime.topology` as
 ``python -m mnemo.services.<module>`` with its own ``MNEMO_DATA_DIR`` under ``<data>/services/<name>-<replica>``, the
-cluster's key (``<data>/kek.b64``) as ``MNEMO_KEK`` and every node's URL in ``MNEMO_NATS_URL``. Each process
-logs to ``<data>/logs/<name>[-<replica>].log``; ``<data>/run/pids.json`` lists them all.
+cluster's key (``<data>/kek.b64``) as ``MNEMO_KEK``, every node's URL in ``MNEMO_NATS_URL`` and a free port for its
+probe server (``/healthz``, ``/readyz``, ``/metrics``). Each process logs to ``<data>/logs/<name>[-<replica>].log``;
+``<data>/run/pids.json`` lists them all (a service's probe server as ``http``).
 
 Nothing is restarted by itself: an exit is reported and the process stays down until ``mnemo cluster restart
 <name> [<replica>]`` (:mod:`mnemo.runtime.cluster_control`) asks this supervisor to start it again, or the cluster is
@@ -34,6 +35,7 @@ from mnemo.runtime.servers import (
     ChildServer,
     NatsNode,
     ServerStartError,
+    free_port,
     host_port,
     spawn,
     start_mongo,
@@ -132,7 +134,9 @@ class Cluster:
         k = 0
         for name, count in self.config.replicas.items():
             for replica in range(1, count + 1):
-                self._add_service(name, replica, self._service_env(name, replica, k, mongo_url, kek))
+                port = free_port()
+                env = self._service_env(name, replica, k, mongo_url, kek, port)
+                self._add_service(name, replica, env, f"http://127.0.0.1:{port}")
                 k += 1
         self.save()
         say("NATS: " + "  ".join(f"{n.name} {n.url}" for n in self.nodes))
@@ -155,7 +159,7 @@ class Cluster:
         self.procs.append(proc)
         proc.start()
 
-    def _service_env(self, name: str, replica: int, k: int, mongo_url: str, kek: str) -> dict[str, str]:
+    def _service_env(self, name: str, replica: int, k: int, mongo_url: str, kek: str, port: int) -> dict[str, str]:
         home = self.config.data_dir / "services" / f"{name}-{replica}"
         home.mkdir(parents=True, exist_ok=True)
         return {
@@ -167,14 +171,18 @@ class Cluster:
             "MNEMO_SERVICE_NAME": name,
             "MNEMO_STREAMS__REPLICAS": str(nats_cluster.STREAM_REPLICAS),
             "MNEMO_VECTORS__MODE": "stream",
+            # Its probe server (/healthz, /readyz, /metrics): pids.json `http`.
+            "MNEMO_OBSERVE__HTTP_HOST": "127.0.0.1",
+            "MNEMO_OBSERVE__HTTP_PORT": str(port),
+            "MNEMO_OBSERVE__REPLICA": f"{name}-{replica}",
             "PYTHONUNBUFFERED": "1",
             **(self.secured.env if self.secured else {}),
         }
 
-    def _add_service(self, name: str, replica: int, env: dict[str, str]) -> None:
+    def _add_service(self, name: str, replica: int, env: dict[str, str], http: str) -> None:
         log = self.config.data_dir / "logs" / f"{name}-{replica}.log"
         argv = [sys.executable, "-m", spec(name).module]
-        proc = Proc(ProcEntry(name, "service", replica, 0, log), lambda: spawn(argv, log, env))
+        proc = Proc(ProcEntry(name, "service", replica, 0, log, http=http), lambda: spawn(argv, log, env))
         self.procs.append(proc)
         proc.start()
 

@@ -1,8 +1,9 @@
 """``<data>/run/pids.json`` of ``mnemo cluster`` and the operator's commands on a running cluster.
 
 pids.json: ``{"supervisor": <pid of mnemo cluster>, "processes": [{"name": "ingest", "kind": "service",
-"replica": 1, "pid": 123, "log": ".../logs/ingest-1.log"}, {"name": "nats-1", "kind": "server", "pid": 456,
-"url": "nats://127.0.0.1:4222", "monitor": "http://127.0.0.1:8222", ...}, ...]}``; an entry gets
+"replica": 1, "pid": 123, "http": "http://127.0.0.1:41234", "log": ".../logs/ingest-1.log"}, {"name": "nats-1",
+"kind": "server", "pid": 456, "url": "nats://127.0.0.1:4222", "monitor": "http://127.0.0.1:8222", ...}, ...]}``
+(``http``: a service's probe server); an entry gets
 ``"exit_code"`` once its process has exited. The supervisor rewrites it (atomically) whenever a process
 starts or exits.
 
@@ -42,6 +43,7 @@ class ProcEntry:
     url: str | None = None
     monitor: str | None = None
     exit_code: int | None = None
+    http: str | None = None  # a service's probe server: /healthz, /readyz, /metrics
 
     @property
     def label(self) -> str:
@@ -52,7 +54,8 @@ class ProcEntry:
         if self.replica is not None:
             out["replica"] = self.replica
         out["pid"] = self.pid
-        for key, value in (("url", self.url), ("monitor", self.monitor), ("exit_code", self.exit_code)):
+        pairs = (("url", self.url), ("monitor", self.monitor), ("http", self.http), ("exit_code", self.exit_code))
+        for key, value in pairs:
             if value is not None:
                 out[key] = value
         out["log"] = str(self.log.resolve())

@@ -25,6 +25,8 @@ from mnemo.shared.natsconn import inbox_prefix
 
 JS_API = "$JS.API"
 PLATFORM, HOST, ADMIN = "platform", "stack", "admin"
+#: The operators' requests (the usage report across tenants): the admin user's alone.
+OPS_ALL = "mnemo.rpc.ops.>"
 #: Streams every service's core declares at start (``mnemo.shared.streams.ensure_streams``).
 CORE_STREAMS = (subjects.CHAT_STREAM, subjects.LOG_STREAM, subjects.DLQ_STREAM)
 
@@ -65,7 +67,7 @@ ROLES: dict[str, Role] = {
     "memory-extractor": Role(
         consumes=subjects.LOG_STREAM, answers=(subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE)
     ),
-    "context-assembler": Role(answers=(subjects.CONTEXT_ASSEMBLE,), points="read"),
+    "context-assembler": Role(answers=(subjects.CONTEXT_ASSEMBLE, subjects.OPS_USAGE), points="read"),
     "lore": Role(answers=_LORE_RPCS, uploads=True),
     "memory": Role(
         answers=(
@@ -90,6 +92,7 @@ class Grant:
     publish: tuple[str, ...]
     subscribe: tuple[str, ...]
     responds: bool = False  # allow_responses: may answer the requests it receives
+    deny_publish: tuple[str, ...] = ()  # carved out of ``publish`` (a deny wins over an allow)
 
 
 def _streams_api(*streams: str) -> list[str]:
@@ -195,7 +198,12 @@ def grants() -> dict[str, Grant]:
     """Every user's grant, in the order of the rendered configuration."""
     # The platform uploads documents into the bucket (object names are per tenant; NATS cannot check that).
     platform = ("mnemo.chat.>", "mnemo.rpc.>", f"{JS_API}.STREAM.INFO.{UPLOADS_STREAM}", *_uploads_api())
-    table = {PLATFORM: Grant(platform, (f"{inbox_prefix(PLATFORM)}.>", subjects.LORE_DOCUMENT_STATUS))}
+    # ... and every RPC but the operators' (the usage report across tenants).
+    table = {
+        PLATFORM: Grant(
+            platform, (f"{inbox_prefix(PLATFORM)}.>", subjects.LORE_DOCUMENT_STATUS), deny_publish=(OPS_ALL,)
+        )
+    }
     table.update({name: service_grant(name, role) for name, role in ROLES.items()})
     publish, subscribe = _core(HOST)
     host_publish = [  # one core connection for every service of the embedded stack: what their cores do
@@ -231,6 +239,10 @@ def render_authorization(passwords: Mapping[str, str] | None = None) -> str:
         for verb, allowed in (("publish", grant.publish), ("subscribe", grant.subscribe)):
             lines.append(f"        {verb}: {{ allow: [")
             lines += [f"          {json.dumps(subject)}" for subject in allowed]
+            denied = grant.deny_publish if verb == "publish" else ()
+            if denied:
+                lines.append("        ], deny: [")
+                lines += [f"          {json.dumps(subject)}" for subject in denied]
             lines.append("        ] }")
         if grant.responds:
             lines.append("        allow_responses: true")

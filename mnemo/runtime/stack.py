@@ -24,10 +24,14 @@ from mnemo.runtime.demo import player
 from mnemo.runtime.nats_auth import PLATFORM
 from mnemo.runtime.render import render_reply
 from mnemo.runtime.servers import ChildServer, host_port, start_mongo, start_nats, wait_for_port, websocket_config
-from mnemo.shared.bootstrap import Core, deps_for, open_core, wait_for_stop_signal
+from mnemo.shared.bootstrap import Core, deps_for, mnemo_version, open_core, wait_for_stop_signal, watch_core
 from mnemo.shared.broker import make_broker, start_broker
+from mnemo.shared.metrics import BUILD_INFO
 from mnemo.shared.natsconn import connect_options
+from mnemo.shared.probes import Probes, probe_server
+from mnemo.shared.readiness import watch_brokers
 from mnemo.shared.settings import Settings
+from mnemo.shared.usage import USAGE
 
 log = logging.getLogger("mnemo.stack")
 
@@ -56,12 +60,16 @@ def start_servers(settings: Settings, nats_config: str = "") -> list[ChildServer
 
 
 @contextlib.asynccontextmanager
-async def all_services(settings: Settings) -> AsyncIterator[Core]:
+async def all_services(settings: Settings, probes: Probes | None = None) -> AsyncIterator[Core]:
     """Every service of the catalog on one shared core, each with its own broker, plus the relay's recovery
-    loop. On exit the brokers drain in-flight work (last started, first stopped), then the core closes."""
+    loop. On exit the brokers drain in-flight work (last started, first stopped), then the core closes.
+    ``probes``: the process's probe server's state (one for every service of the process)."""
+    probes = probes or Probes()
     core = await open_core(settings, vectors=True, embedder=True)
+    watch_core(probes, core)
     brokers: list[NatsBroker] = []
     relay_task: asyncio.Task[None] | None = None
+    usage_task: asyncio.Task[None] | None = None
     try:
         await ensure_own_indexes(core.db)
         started: list[Callable[[], Awaitable[object]]] = []
@@ -74,17 +82,22 @@ async def all_services(settings: Settings) -> AsyncIterator[Core]:
         for broker in brokers:
             await start_broker(broker)
         relay_task = asyncio.create_task(core.relay.run())
+        usage_task = asyncio.create_task(USAGE.run(core.db))  # per-tenant usage counts (mnemo.shared.usage)
         for begin in started:
             await begin()
+        watch_brokers(probes, brokers)
+        probes.phase = "serving"
         yield core
     finally:
+        probes.phase = "stopping"
         for broker in reversed(brokers):
             with contextlib.suppress(Exception):
                 await broker.stop()
-        if relay_task is not None:
-            relay_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await relay_task
+        for task in (relay_task, usage_task):  # the usage task flushes once more as it stops
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await core.close()
 
 
@@ -93,32 +106,49 @@ async def run_stack(settings: Settings, *, demo: bool, nats_config: str = "", ga
     ``MNEMO_GATEWAY__HOST``/``PORT`` with a local key for the demo tenant (``local_gateway.py``); it reaches the
     services over NATS like any other client."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    BUILD_INFO.labels(version=mnemo_version(), service="stack").set(1)
+    probes = Probes()
     servers = await asyncio.to_thread(start_servers, settings, nats_config)
     try:
-        async with all_services(settings), contextlib.AsyncExitStack() as extras:
-            try:
-                if gateway:
-                    from mnemo.runtime.local_gateway import local_gateway
-
-                    local = await extras.enter_async_context(local_gateway(settings))
-                    print(f"mnemo gateway listening on {local.url}", flush=True)
-                    print(f"workbench: {local.workbench_url}", flush=True)
-                    print(f"workbench API key (tenant {local.tenant}): {local.key}", flush=True)
-                print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
-                if (passwords := settings.nats.password_dir) is not None:
-                    ca = settings.nats.tls_ca_file
-                    print(f"secured: user platform, password in {passwords / 'platform.password'}, CA {ca}", flush=True)
-                print(f"data: {settings.data_dir.resolve()}   stop: Ctrl-C", flush=True)
-                marker = settings.data_dir / "demo-played"
-                if demo and not marker.exists():
-                    await play_demo(settings, marker)
-                await wait_for_stop_signal()
-            finally:
-                print("stopping: draining in-flight work...", flush=True)
+        async with probe_server(settings.observe, probes) as probes_url:
+            print(
+                f"probes (one for every service of this process): {probes_url}/healthz, /readyz, /metrics", flush=True
+            )
+            await asyncio.to_thread(_record_probes, settings.data_dir, probes_url)
+            await _serve(settings, probes, demo=demo, gateway=gateway)
     finally:
         for server in reversed(servers):
             await asyncio.to_thread(server.stop)
         print("stopped.", flush=True)
+
+
+def _record_probes(data_dir: Path, url: str) -> None:
+    """The probe server's URL in ``run/probes.json`` (``mnemo status --data-dir`` reads it; ``pids.json`` holds
+    pids only, as scripts expect)."""
+    (data_dir / "run" / "probes.json").write_text(json.dumps({"mnemo": url}))
+
+
+async def _serve(settings: Settings, probes: Probes, *, demo: bool, gateway: bool) -> None:
+    async with all_services(settings, probes), contextlib.AsyncExitStack() as extras:
+        try:
+            if gateway:
+                from mnemo.runtime.local_gateway import local_gateway
+
+                local = await extras.enter_async_context(local_gateway(settings))
+                print(f"mnemo gateway listening on {local.url}", flush=True)
+                print(f"workbench: {local.workbench_url}", flush=True)
+                print(f"workbench API key (tenant {local.tenant}): {local.key}", flush=True)
+            print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
+            if (passwords := settings.nats.password_dir) is not None:
+                ca = settings.nats.tls_ca_file
+                print(f"secured: user platform, password in {passwords / 'platform.password'}, CA {ca}", flush=True)
+            print(f"data: {settings.data_dir.resolve()}   stop: Ctrl-C", flush=True)
+            marker = settings.data_dir / "demo-played"
+            if demo and not marker.exists():
+                await play_demo(settings, marker)
+            await wait_for_stop_signal()
+        finally:
+            print("stopping: draining in-flight work...", flush=True)
 
 
 async def play_demo(settings: Settings, marker: Path) -> None:

@@ -100,3 +100,53 @@ def redriven(console: Console, outcomes: Sequence[tuple[DeadLetter, str]]) -> No
     for letter, outcome in outcomes:
         table.add_row(str(letter.seq), letter.original_subject, outcome)
     console.print(table)
+
+
+def status(console: Console, report: Any) -> None:
+    """``mnemo status``: one table, a section each for the processes, the durables, the dead letters and the
+    streams (``mnemo.runtime.status.Report``)."""
+    table = Table("", "name", "state", "figures", "detail", title=f"mnemo status (NATS {report.nats})")
+    for p in report.processes:
+        name = p.name if p.replica is None else f"{p.name}-{p.replica}"
+        state = {True: "[green]ready[/green]", False: "[red]not ready[/red]", None: "?"}[p.ready]
+        if p.alive is False:
+            state = "[red]down[/red]"
+        table.add_row("process", name, state, f"pid {p.pid}" if p.pid else "", Text(p.detail or p.http or ""))
+    table.add_section()
+    for d in report.durables:
+        where = f"partition {d.partition}, " if d.partition else ""
+        figures = f"pending {d.pending:,}, ack pending {d.ack_pending:,}, redelivered {d.redelivered:,}"
+        table.add_row("durable", f"{d.durable} ({d.stream})", f"lag {d.lag:,}", figures, f"{where}{d.filter}")
+    table.add_section()
+    for service, count in sorted(report.dead_letters.items()):
+        state = f"[red]{count:,}[/red]" if count else "0"
+        table.add_row("dead letters", service, state, "", "mnemo dlq list --service " + service)
+    if not report.dead_letters:
+        table.add_row("dead letters", "", "none", "", "")
+    table.add_section()
+    for s in report.streams:
+        size = f"{s.bytes / 1_048_576:,.1f} MiB"
+        table.add_row(
+            "stream", s.name, f"{s.messages:,} msgs", size, f"{s.replicas} replica(s), {s.consumers} consumer(s)"
+        )
+    console.print(table)
+    for problem in report.problems:
+        console.print(f"[red]could not read[/red] {problem}")
+
+
+def usage(console: Console, reply: dict[str, Any]) -> None:
+    """``mnemo status --usage``: one row a tenant (``mnemo.rpc.ops.usage.v1``'s reply)."""
+    period = f"{reply.get('since') or 'first day'} .. {reply.get('until') or 'today'}"
+    table = Table(
+        "tenant", "messages", "vectors", "context requests", "context tokens", "LLM prompt", "LLM completion",
+        title=f"usage per tenant ({period}; messages and vectors: now)",
+    )  # fmt: skip
+    for t in reply["tenants"]:
+        table.add_row(
+            t["tenant_id"], *(f"{t[k]:,}" for k in ("messages", "vectors", "context_requests", "context_tokens",
+                                                    "llm_prompt_tokens", "llm_completion_tokens")),
+        )  # fmt: skip
+    console.print(table)
+    shown = len(reply["tenants"])
+    if shown < reply["total"]:
+        console.print(f"{shown} of {reply['total']} tenants: --offset and --limit page through them")

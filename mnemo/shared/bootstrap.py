@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import logging
+import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from nats.aio.client import Client as NatsClient
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mnemo.shared import natsconn
+from mnemo.shared import logs, natsconn
 from mnemo.shared.broker import ensure_streams, make_broker, start_broker
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.deps import Deps
@@ -37,8 +39,12 @@ from mnemo.shared.keys import LocalKek, load_or_create_kek, parse_kek, read_kek_
 from mnemo.shared.lease import Lease, lease_bucket
 from mnemo.shared.llm.factory import build_chat_model
 from mnemo.shared.llm.port import ChatModel
+from mnemo.shared.metrics import BUILD_INFO
+from mnemo.shared.probes import Probes, probe_server
+from mnemo.shared.readiness import watch_brokers, watch_mongodb, watch_nats, watch_vectors
 from mnemo.shared.readmodels import ensure_all_indexes
-from mnemo.shared.settings import Settings
+from mnemo.shared.settings import ObserveSettings, Settings, read_section
+from mnemo.shared.usage import USAGE, ensure_usage_indexes
 from mnemo.shared.vectors.factory import VectorRole, open_vector_index
 from mnemo.shared.vectors.follower import PointsFollower
 from mnemo.shared.vectors.port import VectorIndex
@@ -118,6 +124,7 @@ async def open_core(settings: Settings, *, vectors: bool | VectorRole = False, e
     store = MongoEventStore(db, codec)
     await store.ensure_indexes()
     await ensure_all_indexes(db, cipher)
+    await ensure_usage_indexes(db)
     nc = await natsconn.connect(settings, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
     js = nc.jetstream()
     await ensure_streams(js, settings.streams)
@@ -151,11 +158,10 @@ def deps_for(core: Core, broker: NatsBroker) -> Deps:
     )
 
 
-def configure_logging(level: int = logging.INFO) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # Per-message logs of FastStream and the drivers are noise at INFO.
-    for noisy in ("faststream", "mnemo.broker", "nats", "pymongo", "httpx"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+def configure_logging(level: int = logging.INFO, service: str | None = None) -> None:
+    """Plain lines, or JSON lines with ``MNEMO_OBSERVE__LOG_FORMAT=json`` (``mnemo.shared.logs``)."""
+    name = service or os.environ.get("MNEMO_SERVICE_NAME", "mnemo")
+    logs.configure(name, read_section("observe", ObserveSettings), level)
 
 
 async def wait_for_stop_signal() -> None:
@@ -173,15 +179,29 @@ class Running:
     lease: Lease | None  # a single-active service's, held while it runs
 
 
+def watch_core(probes: Probes, core: Core) -> None:
+    """The readiness checks of what a core opened (``mnemo.shared.readiness``)."""
+    watch_nats(probes, core.nc)
+    watch_mongodb(probes, core.db)
+    if core.vectors is not None:
+        watch_vectors(probes, core.vectors, core.follower)
+
+
 @contextlib.asynccontextmanager
-async def running(service: ServiceDefinition, settings: Settings) -> AsyncIterator[Running]:
+async def running(
+    service: ServiceDefinition, settings: Settings, probes: Probes | None = None
+) -> AsyncIterator[Running]:
     """``service`` on its own core and broker, with the relay's recovery loop; on exit in-flight messages
-    drain before everything closes. A single-active service first waits for its lease (standby)."""
+    drain before everything closes. A single-active service first waits for its lease (standby). ``probes``:
+    what the process's probe server reports, brought up to date as the service starts and stops."""
+    probes = probes or Probes()
     core = await open_core(settings, vectors=service.vectors, embedder=service.embedder)
+    watch_core(probes, core)
     lease: Lease | None = None
     if service.single_active:
         ttl = settings.delivery.lease_ttl_s
         lease = Lease(await lease_bucket(core.nc.jetstream(), ttl, settings.streams.replicas), service.name, ttl)
+        probes.phase = "standby"
         await lease.acquire()
     if service.own_indexes is not None:
         await service.own_indexes(core.db)
@@ -189,16 +209,21 @@ async def running(service: ServiceDefinition, settings: Settings) -> AsyncIterat
     deps = deps_for(core, broker)
     broker.include_router(service.create_router(deps))
     relay_task = asyncio.create_task(core.relay.run())
+    usage_task = asyncio.create_task(USAGE.run(core.db))  # per-tenant usage counts, flushed to the database
     await start_broker(broker)
     for begin in deps.on_started:
         await begin()
+    watch_brokers(probes, [broker])
+    probes.phase = "serving"
     try:
         yield Running(core, broker, lease)
     finally:
+        probes.phase = "stopping"
         await broker.stop()
-        relay_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await relay_task
+        for task in (relay_task, usage_task):  # the usage task flushes once more as it stops
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if lease is not None:
             await lease.release()
         await core.close()
@@ -209,7 +234,22 @@ async def serve(service: ServiceDefinition) -> None:
     replica now holding it is the only one consuming; the operator restarts it as a standby), then drain
     in-flight work and close everything."""
     settings = Settings(service_name=service.name)
-    async with running(service, settings) as run:
+    BUILD_INFO.labels(version=mnemo_version(), service=service.name).set(1)
+    probes = Probes()
+    async with probe_server(settings.observe, probes) as url:
+        log.info("%s probes on %s (/healthz, /readyz, /metrics)", service.name, url)
+        await _serve_until_stopped(service, settings, probes)
+
+
+def mnemo_version() -> str:
+    try:
+        return importlib.metadata.version("mnemo")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+async def _serve_until_stopped(service: ServiceDefinition, settings: Settings, probes: Probes) -> None:
+    async with running(service, settings, probes) as run:
         log.info("%s serving on %s", service.name, settings.nats_url)
         waits: list[asyncio.Task[Any]] = [asyncio.create_task(wait_for_stop_signal())]
         if run.lease is not None:
@@ -223,5 +263,5 @@ async def serve(service: ServiceDefinition) -> None:
 
 
 def run_service(service: ServiceDefinition) -> None:
-    configure_logging()
+    configure_logging(service=service.name)
     asyncio.run(serve(service))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mnemo.shared import subjects
 from mnemo.shared.limits import LimitExceeded, RateLimiter
+from mnemo.shared.metrics import RPC_ERRORS, RPC_REQUESTS, RPC_SECONDS
 from mnemo_client.wire.contract import ErrorBody, ErrorReply
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,27 @@ async def answer(
         return error("internal", f"{service} request failed; see the service log")
 
 
+class RpcMeter:
+    """One subject's request metrics, its label children bound once: a reply costs two or three calls on them."""
+
+    def __init__(self, subject: str) -> None:
+        self._subject = subject
+        self._requests = RPC_REQUESTS.labels(subject=subject)
+        self._seconds = RPC_SECONDS.labels(subject=subject)
+        self._errors: dict[str, Any] = {}
+
+    def answered(self, started: float, reply: object) -> None:
+        """``reply`` was sent for a request that arrived at ``started`` (``time.perf_counter``)."""
+        self._seconds.observe(time.perf_counter() - started)
+        self._requests.inc()
+        if isinstance(reply, ErrorReply):
+            code = reply.error.code  # the contract's codes: a closed set
+            counter = self._errors.get(code)
+            if counter is None:
+                counter = self._errors[code] = RPC_ERRORS.labels(subject=self._subject, code=code)
+            counter.inc()
+
+
 def serve(
     router: NatsRouter,
     subject: str,
@@ -103,6 +126,7 @@ def serve(
     """Answer ``subject`` in the service's queue group (replicas share requests, each answered once): the body
     parsed strictly as ``request``, then ``call``'s reply or an ``ErrorReply`` (see :func:`answer`)."""
     model = strict(request)
+    meter = RpcMeter(subject)
 
     @router.subscriber(
         subject,
@@ -113,4 +137,7 @@ def serve(
         description=f"Request {request.__name__}; reply its reply model or ErrorReply.",
     )
     async def on_request(body: bytes) -> Any:
-        return await answer(model, body, call, errors=errors, service=service, limiter=limiter)
+        started = time.perf_counter()
+        reply = await answer(model, body, call, errors=errors, service=service, limiter=limiter)
+        meter.answered(started, reply)
+        return reply

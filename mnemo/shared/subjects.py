@@ -55,6 +55,8 @@ PRIVACY_ERASE_TENANT: Final = "mnemo.rpc.privacy.erase_tenant.v1"
 PRIVACY_EXPORT_USER: Final = "mnemo.rpc.privacy.export_user.v1"
 CONVERSATION_LIST: Final = "mnemo.rpc.conversation.list.v1"
 CONVERSATION_TIMELINE: Final = "mnemo.rpc.conversation.timeline.v1"
+# Operators only (``--secure``: the ``admin`` user; the platform is denied ``mnemo.rpc.ops.>``; no gateway route).
+OPS_USAGE: Final = "mnemo.rpc.ops.usage.v1"
 
 # --- Public outbound events (core NATS: follow them while an import runs; the get request answers the same) --
 #: A document's import state (``mnemo_client.wire.document_contract.DocumentState``) at each step of its import.

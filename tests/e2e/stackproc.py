@@ -58,6 +58,7 @@ class StackProcess:
             "MNEMO_MONGODB_URL": self.mongo_url,
             "PYTHONUNBUFFERED": "1",
             "MNEMO_GATEWAY__PORT": "0",  # every stack serves the gateway: on a free port, so stacks run side by side
+            "MNEMO_OBSERVE__HTTP_PORT": "0",  # its probe server on a free port
             **self.env,
         }
         if self.command is not None:

@@ -22,6 +22,7 @@ import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from mnemo.runtime.servers import free_port
 from mnemo.services.gateway.app import create_app
 from mnemo.services.gateway.settings import GatewaySettings
 from mnemo.shared import subjects
@@ -202,8 +203,9 @@ async def test_health_says_whether_nats_is_connected(gateway: httpx.AsyncClient)
 
 def test_the_gateway_runs_alone_and_stops_on_sigint(nats_url: str, tmp_path):
     """`python -m mnemo.services.gateway`: only NATS needed; it prints where it listens, serves, and stops on Ctrl-C."""
+    probes = f"http://127.0.0.1:{free_port()}"
     env = {**os.environ, "MNEMO_NATS_URL": nats_url, "MNEMO_GATEWAY__PORT": "0", "PYTHONUNBUFFERED": "1",
-           "MNEMO_GATEWAY__API_KEYS": json.dumps({KEY: "t1"})}  # fmt: skip
+           "MNEMO_OBSERVE__HTTP_PORT": probes.rsplit(":", 1)[1], "MNEMO_GATEWAY__API_KEYS": json.dumps({KEY: "t1"})}  # fmt: skip
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(
         [sys.executable, "-m", "mnemo.services.gateway"], cwd=root, env=env, stdout=subprocess.PIPE, text=True
@@ -216,6 +218,12 @@ def test_the_gateway_runs_alone_and_stops_on_sigint(nats_url: str, tmp_path):
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
         unauthorized = httpx.post(f"{url}/v1/memory/list", json={"tenant_id": "t1", "user_id": "u1"})
         assert unauthorized.status_code == 401
+        # Its probe server: ready once NATS and JetStream answer; the request above counted by route and status.
+        ready = httpx.get(f"{probes}/readyz")
+        assert ready.status_code == 200, ready.text
+        assert set(ready.json()["checks"]) == {"phase", "nats", "jetstream"}
+        metrics = httpx.get(f"{probes}/metrics").text
+        assert 'mnemo_gateway_requests_total{route="/v1/memory/list",status="401"} 1.0' in metrics
     finally:
         proc.send_signal(signal.SIGINT)
         code = proc.wait(30)

@@ -117,6 +117,7 @@ async def test_a_standby_takes_over_from_a_killed_replica_in_publish_order(
         "MNEMO_DELIVERY__ACK_WAIT_S": "5",
         "MNEMO_DELIVERY__INGEST_BATCH_SIZE": "64",
         "PYTHONUNBUFFERED": "1",
+        "MNEMO_OBSERVE__HTTP_PORT": "0",  # its probe server on a free port
     }
     async with running(nats_url, mongo_url, db_name, [], kek=kek) as stack:  # the replicas are processes
         kv = await lease_bucket(stack.js, 2.0)

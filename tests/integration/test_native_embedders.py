@@ -113,8 +113,8 @@ def test_factory_builds_each_provider() -> None:
         return Settings(embedder=EmbedderSettings(**kw))  # type: ignore[arg-type]
 
     url = "http://127.0.0.1:9"
-    assert isinstance(build_embedder(settings(provider="tei", base_url=url, dimensions=1024)), TEIEmbedder)
-    assert isinstance(build_embedder(settings(provider="ollama", base_url=url, model="bge-m3")), OllamaEmbedder)
+    assert isinstance(build_embedder(settings(provider="tei", base_url=url, dimensions=1024)).inner, TEIEmbedder)
+    assert isinstance(build_embedder(settings(provider="ollama", base_url=url, model="bge-m3")).inner, OllamaEmbedder)
     with pytest.raises(ValueError, match="BASE_URL"):
         build_embedder(settings(provider="ollama"))
     multi = build_embedder(settings(provider="bundled-multilingual"))

@@ -144,14 +144,14 @@ async def test_factory_builds_both_providers(server: FakeOpenAIServer) -> None:
     from mnemo.shared.embedders.factory import build_embedder
     from mnemo.shared.settings import EmbedderSettings, Settings
 
-    assert isinstance(build_embedder(Settings()), BundledEmbedder)
+    assert isinstance(build_embedder(Settings()).inner, BundledEmbedder)
     with pytest.raises(ValueError, match="384"):
         build_embedder(Settings(embedder=EmbedderSettings(dimensions=512)))
     with pytest.raises(ValueError, match="BASE_URL"):
         build_embedder(Settings(embedder=EmbedderSettings(provider="openai")))
     cfg = EmbedderSettings(provider="openai", base_url=server.base_url, dimensions=DIM, batch_size=2)
     emb = build_embedder(Settings(embedder=cfg))
-    assert isinstance(emb, OpenAIEmbedder)
+    assert isinstance(emb.inner, OpenAIEmbedder)
     assert len(await emb.embed(["a", "b", "c"])) == 3
     await emb.close()
     assert [len(c.json["input"]) for c in server.calls(PATH)] == [2, 1]

@@ -60,6 +60,7 @@ class Services:
             "MNEMO_CONTEXT_ASSEMBLER__HISTORY_LIMIT": "2",
             "MNEMO_CONTEXT_ASSEMBLER__MIN_HISTORY": "2",
             "PYTHONUNBUFFERED": "1",
+            "MNEMO_OBSERVE__HTTP_PORT": "0",  # its probe server on a free port
             "PYTHONPATH": str(ROOT),
         }
         self.running: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}

@@ -115,7 +115,7 @@ def test_padded_batches_keep_short_lines_together_and_long_texts_apart():
 @pytest.mark.parametrize(("spin_threads", "entry"), [(False, "0"), (True, "1")])
 def test_spinning_threads_follow_the_settings(spin_threads: bool, entry: str) -> None:
     """Off by default: onnxruntime's threads would busy-wait between batches on cores the service needs."""
-    embedder = build_embedder(Settings(embedder=EmbedderSettings(spin_threads=spin_threads)))
+    embedder = build_embedder(Settings(embedder=EmbedderSettings(spin_threads=spin_threads))).inner
     assert isinstance(embedder, BundledEmbedder)
     _, session = embedder._load()
     assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == entry

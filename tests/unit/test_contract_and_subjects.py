@@ -23,7 +23,16 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     memory |= {subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE}
     privacy = {subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER}
     reads = {subjects.CONVERSATION_LIST, subjects.CONVERSATION_TIMELINE}
-    assert set(doc["channels"]) == {*subjects.CHAT_INBOUND, subjects.CONTEXT_ASSEMBLE, *lore, *memory, *privacy, *reads}
+    ops = {subjects.OPS_USAGE}  # the operators' (admin-only) usage report
+    assert set(doc["channels"]) == {
+        *subjects.CHAT_INBOUND,
+        subjects.CONTEXT_ASSEMBLE,
+        *lore,
+        *memory,
+        *privacy,
+        *reads,
+        *ops,
+    }
     schemas = doc["components"]["schemas"]
     for name in ("MessageCreated", "MessageEdited", "MessageDeleted", "BotUpserted", "PersonaUpserted"):
         assert name in schemas

@@ -286,4 +286,9 @@ export class MnemoClient {
   conversationTimeline(request) {
     return this.request("conversation.timeline", request);
   }
+
+  /** Per-tenant usage, for operators (`ops.usage`: the `admin` NATS user on a secured deployment). */
+  usage(request = {}) {
+    return this.request("ops.usage", request);
+  }
 }

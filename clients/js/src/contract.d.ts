@@ -1252,6 +1252,64 @@ export interface PersonaUpserted {
   instructions?: string;
   updated_at: string;
 }
+export interface TenantUsage {
+  tenant_id: string;
+  /**
+   * chat messages stored now (the message read model)
+   */
+  messages: number;
+  /**
+   * points in the vector index now (messages, summaries, facts, lore)
+   */
+  vectors: number;
+  /**
+   * context requests answered in the period
+   */
+  context_requests?: number;
+  /**
+   * tokens of the contexts assembled in the period
+   */
+  context_tokens?: number;
+  /**
+   * prompt tokens the LLM provider reported for this tenant's work
+   */
+  llm_prompt_tokens?: number;
+  /**
+   * completion tokens the LLM provider reported
+   */
+  llm_completion_tokens?: number;
+}
+export interface UsageReply {
+  tenants: TenantUsage[];
+  /**
+   * tenants matching the request (pages of `limit`)
+   */
+  total: number;
+  since?: string | null;
+  until?: string | null;
+}
+/**
+ * `mnemo.rpc.ops.usage.v1`: what each tenant holds and consumed, for billing and capacity planning.
+ */
+export interface UsageRequest {
+  /**
+   * only these tenants (default: every tenant with metered usage)
+   */
+  tenant_ids?: string[] | null;
+  /**
+   * the first UTC day of the metered counts (default: the first)
+   */
+  since?: string | null;
+  /**
+   * the last UTC day of the metered counts, included (default: today)
+   */
+  until?: string | null;
+  /**
+   * tenants per page, by tenant id
+   */
+  limit?: number;
+  offset?: number;
+}
 
 /** Every error code an `ErrorReply` can carry (`MnemoError.code`). */
 export type ErrorCode = "bad_request" | "not_found" | "internal" | "unavailable" | "rate_limited" | "book_too_large" | "too_many_books";
@@ -1544,6 +1602,15 @@ export interface Operations {
     payload: ExportUserRequest;
     reply: ExportUserReply;
     errors: ["bad_request", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Per-tenant usage: messages and vectors held now, context requests and tokens and LLM tokens per period. */
+  "ops.usage": {
+    subject: "mnemo.rpc.ops.usage.v1";
+    kind: "request";
+    payload: UsageRequest;
+    reply: UsageReply;
+    errors: ["bad_request", "internal"];
     msgId: [];
   };
 }

@@ -86,6 +86,8 @@ export declare class MnemoClient {
   exportUser(request: Payload<"privacy.export_user">): Promise<Reply<"privacy.export_user">>;
   conversationList(request: Payload<"conversation.list">): Promise<Reply<"conversation.list">>;
   conversationTimeline(request: Payload<"conversation.timeline">): Promise<Reply<"conversation.timeline">>;
+  /** Per-tenant usage, for operators only (the `admin` NATS user on a secured deployment). */
+  usage(request?: Payload<"ops.usage">): Promise<Reply<"ops.usage">>;
 }
 
 /** mnemo answered with `ErrorReply`, or no service answered (`unavailable`). */

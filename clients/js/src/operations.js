@@ -438,6 +438,17 @@ export const OPERATIONS = Object.freeze({
       "internal"
     ],
     "msgId": []
+  },
+  "ops.usage": {
+    "subject": "mnemo.rpc.ops.usage.v1",
+    "kind": "request",
+    "payload": "UsageRequest",
+    "reply": "UsageReply",
+    "errors": [
+      "bad_request",
+      "internal"
+    ],
+    "msgId": []
   }
 });
 

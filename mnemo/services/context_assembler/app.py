@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from faststream.nats import NatsRouter
@@ -16,17 +17,20 @@ from mnemo.services.context_assembler.lore.documents import DocumentLore, Docume
 from mnemo.services.context_assembler.lore.loader import LoreLoader, LoreReads
 from mnemo.services.context_assembler.lore.timed import TimedStates
 from mnemo.services.context_assembler.lore.timed_readmodel import LoreTimedReadModel, TimedPort
+from mnemo.services.context_assembler.metering import ContextMeter
 from mnemo.services.context_assembler.settings import SECTION, AssemblerSettings
+from mnemo.services.context_assembler.usage_report import UsageReport
 from mnemo.shared import subjects
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
 from mnemo.shared.readmodels.documents import DocumentsReadModel
 from mnemo.shared.readmodels.lore import LoreReadModel
-from mnemo.shared.rpc import raw_body
+from mnemo.shared.rpc import RpcMeter, raw_body, serve
 from mnemo.shared.settings import read_section
 from mnemo.shared.tokens import token_counter
 from mnemo_client.wire.contract import ContextAssembleReply, ErrorReply
+from mnemo_client.wire.ops_contract import UsageRequest
 
 SERVICE = "context-assembler"
 
@@ -78,6 +82,7 @@ def create_router(
     )
 
     limiter = RateLimiter(deps.settings.limits)
+    meter, contexts = RpcMeter(subjects.CONTEXT_ASSEMBLE), ContextMeter()
 
     @router.subscriber(
         subjects.CONTEXT_ASSEMBLE,
@@ -89,8 +94,16 @@ def create_router(
         description="Request ContextAssembleRequest; reply ContextAssembleReply or ErrorReply.",
     )
     async def on_context_assemble(body: bytes) -> ContextAssembleReply | ErrorReply:
-        return await answer(body, gatherer, limiter)
+        started = time.perf_counter()
+        reply = await answer(body, gatherer, limiter)
+        meter.answered(started, reply)
+        contexts.observe(reply)
+        return reply
 
+    if deps.db is not None:  # operators' usage report (admin only when secured)
+        report = UsageReport(deps.db, deps.vectors)
+        serve(router, subjects.OPS_USAGE, service=SERVICE, request=UsageRequest, call=report.answer,
+              errors={ValueError: "bad_request"})  # fmt: skip
     return router
 
 

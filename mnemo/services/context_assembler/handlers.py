@@ -18,6 +18,7 @@ from mnemo.services.context_assembler.assemble.assembly import assemble
 from mnemo.services.context_assembler.gather.gathering import Gatherer
 from mnemo.shared import rpc
 from mnemo.shared.limits import RateLimited, RateLimiter
+from mnemo.shared.usage import USAGE
 from mnemo_client.wire.contract import ContextAssembleReply, ContextAssembleRequest, ErrorReply
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,9 @@ async def answer(
     except RateLimited as exc:
         return rpc.error(exc.code, str(exc))
     try:
-        return assemble(await gatherer.gather(request))
+        reply = assemble(await gatherer.gather(request))
     except Exception:  # the caller gets an answer in every case
         log.exception("context assembly failed for conversation %s", request.conversation_id)
         return rpc.error("internal", "context assembly failed; see the service log")
+    USAGE.add(request.tenant_id, context_requests=1, context_tokens=reply.token_count)  # the usage report
+    return reply

@@ -55,8 +55,10 @@ def strict(model: type[BaseModel]) -> type[BaseModel]:
     return subclass
 
 
-# Derived from the contract registry, so a new subject is served as soon as it is registered.
+# Derived from the contract registry, so a new subject is served as soon as it is registered; the operators'
+# own (``audience="admin"``: the usage report across tenants) are not, since the gateway acts for tenants.
 OPERATIONS: tuple[GatewayRoute, ...] = tuple(
     GatewayRoute(op.subject, "event" if op.kind == "event" else "rpc", op.payload, op.reply, op.description.rstrip("."))
     for op in registry.OPERATIONS
+    if op.audience == "platform"
 )

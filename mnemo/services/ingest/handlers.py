@@ -19,6 +19,7 @@ from mnemo.services.ingest.domain import InboundCommand
 from mnemo.services.ingest.recorder import Recorder
 from mnemo.shared import subjects
 from mnemo.shared.delivery import Completion, InvalidMessage, Item, Rejection
+from mnemo.shared.metrics import INGEST_MESSAGES
 from mnemo.shared.settings import LimitsSettings
 from mnemo_client.wire.contract import (
     BotUpserted,
@@ -76,14 +77,17 @@ class IngestHandler:
     ``begin`` is the staged form (``mnemo.shared.delivery.Staged``): it decides and appends the batch, and returns
     the completion that projects, publishes and reports the refusals, so the next batch overlaps it."""
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, partition: str = "0") -> None:
+        """``partition``: of the chat stream, the label of ``mnemo_ingest_messages_total`` (one partition: "0")."""
         self._recorder = recorder
+        self._counted = INGEST_MESSAGES.labels(partition=partition)
 
     async def on_chat_batch(self, items: list[Item[InboundCommand]]) -> Sequence[Rejection]:
         return await (await self.begin(items))()
 
     async def begin(self, items: list[Item[InboundCommand]]) -> Completion:
         finish = await self._recorder.begin([i.value for i in items], [i.traceparent for i in items])
+        self._counted.inc(len(items))
 
         async def complete() -> Sequence[Rejection]:
             reasons = await finish()

@@ -44,6 +44,7 @@ from mnemo.shared.events.recorded import (
 from mnemo.shared.llm.port import ChatModel, LLMError, ProgressCallback
 from mnemo.shared.readmodels.knowledge import ACTIVE, FactView
 from mnemo.shared.readmodels.ports import KnowledgePort
+from mnemo.shared.usage import acting_for
 
 log = logging.getLogger(__name__)
 #: (tenant, user, conversation) -> the conversation's fork family (``ConversationReadModel.family``).
@@ -91,13 +92,19 @@ class Learning:
         for s in sources:
             by_tenant.setdefault(s.env.tenant_id, []).append(s)
         for tenant_id, tenant_sources in by_tenant.items():
-            candidates = await self._extract(tenant_sources, on_progress)
-            fresh = await self._deduplicate(tenant_id, candidates)
-            origin = {s.msg.message_id: s for s in tenant_sources}
-            pending = [self._fact_event(tenant_id, c, origin.get(c.message_ids[-1])) for c in fresh]
-            await self.commit(pending)
-            for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in fresh):
-                await self._enforce_cap(tenant_id, character_id, user_id, on_progress)
+            with acting_for(tenant_id):  # its LLM tokens are this tenant's usage
+                await self._learn_for(tenant_id, tenant_sources, on_progress)
+
+    async def _learn_for(
+        self, tenant_id: str, tenant_sources: list[SourceMessage], on_progress: ProgressCallback | None
+    ) -> None:
+        candidates = await self._extract(tenant_sources, on_progress)
+        fresh = await self._deduplicate(tenant_id, candidates)
+        origin = {s.msg.message_id: s for s in tenant_sources}
+        pending = [self._fact_event(tenant_id, c, origin.get(c.message_ids[-1])) for c in fresh]
+        await self.commit(pending)
+        for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in fresh):
+            await self._enforce_cap(tenant_id, character_id, user_id, on_progress)
 
     async def _extract(
         self, sources: Sequence[SourceMessage], on_progress: ProgressCallback | None

@@ -68,6 +68,7 @@ from mnemo.shared.events.recorded import (
 from mnemo.shared.llm.port import ChatModel, LLMError
 from mnemo.shared.readmodels.ports import SummariesPort
 from mnemo.shared.tokens import estimate_tokens
+from mnemo.shared.usage import acting_for
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,8 @@ class Summarizer:
             on_event = _ON_EVENT.get(item.value.type)
             try:
                 if on_event is not None:
-                    await on_event(self, item, projected)
+                    with acting_for(item.value.tenant_id):  # its LLM tokens are this tenant's usage
+                        await on_event(self, item, projected)
             except ValidationError as exc:
                 rejections.append(Rejection(item.msg, f"invalid {item.value.type} payload: {exc}"))
         await self._summaries.apply(projected)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from mnemo.shared.contract_registry import chat, conversation, documents, lore, memory, privacy
+from mnemo.shared.contract_registry import chat, conversation, documents, lore, memory, ops, privacy
 from mnemo.shared.contract_registry.operation import ERROR_CODES, Operation, nats_msg_id
 from mnemo_client.wire.contract import ErrorReply
 
@@ -25,6 +25,7 @@ OPERATIONS: tuple[Operation, ...] = (
     *memory.OPERATIONS,
     *conversation.OPERATIONS,
     *privacy.OPERATIONS,
+    *ops.OPERATIONS,
 )
 
 __all__ = ["ERROR_CODES", "OPERATIONS", "Operation", "models", "nats_msg_id", "operation"]

@@ -40,6 +40,8 @@ class Operation:
     tags: tuple[str, ...] = field(default=())
     # Events: the payload fields whose JSON values make the Nats-Msg-Id (see ``nats_msg_id``).
     msg_id: tuple[str, ...] = ()
+    # Who may call it: the platforms (through NATS or the gateway), or operators only (``admin``; no gateway route).
+    audience: Literal["platform", "admin"] = "platform"
 
 
 def event(
@@ -76,8 +78,10 @@ def rpc(
     *,
     errors: tuple[str, ...],
     note: str = "",
+    audience: Literal["platform", "admin"] = "platform",
 ) -> Operation:
     area = name.split(".", 1)[0]
     return Operation(
-        name, subject, "request", payload, description, service, example, reply, errors, reply_example, note, (area,)
-    )
+        name, subject, "request", payload, description, service, example, reply, errors, reply_example, note, (area,),
+        audience=audience,
+    )  # fmt: skip

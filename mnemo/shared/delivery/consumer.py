@@ -15,6 +15,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from mnemo.shared.crypto import KeyErased
 from mnemo.shared.delivery.dead_letters import DeadLetters, heartbeat, retry_delay
+from mnemo.shared.delivery.meter import DeliveryMeter
 from mnemo.shared.delivery.order import OrderGate
 from mnemo.shared.delivery.types import (
     _PROPAGATOR,
@@ -71,12 +72,14 @@ class BatchConsumer(Generic[T]):
         self._completing: set[asyncio.Task[None]] = set()
         self._last: asyncio.Task[None] | None = None  # the latest completion: the next one runs after it
         self._gate = gate
+        self._meter = DeliveryMeter(dead_letters.service)
 
     async def __call__(self, msgs: Sequence[Msg], hold: AbstractContextManager[object] | None = None) -> None:
         """Process one fetched batch. With a ``Staged`` handler this returns after the first stage; ``hold``
         (the subscriber's graceful-shutdown lock) is then held until the batch's completion is done."""
+        started = self._meter.received(msgs)
         if self._staged is not None:
-            await self._staged_call(self._staged, msgs, hold)
+            await self._staged_call(self._staged, msgs, hold, started)
             return
         spans: list[Span] = []
         try:
@@ -86,6 +89,7 @@ class BatchConsumer(Generic[T]):
         finally:
             for span in spans:
                 span.end()
+            self._meter.settled(started)
 
     async def drain(self) -> None:
         """Wait for the background completions (a ``Staged`` handler's) to finish."""
@@ -117,7 +121,7 @@ class BatchConsumer(Generic[T]):
         return items
 
     async def _staged_call(
-        self, staged: Staged[T], msgs: Sequence[Msg], hold: AbstractContextManager[object] | None
+        self, staged: Staged[T], msgs: Sequence[Msg], hold: AbstractContextManager[object] | None, started: float
     ) -> None:
         async with heartbeat(msgs, self._beat_every):
             await self._slots.acquire()  # backpressure: wait for a batch in flight to complete
@@ -135,7 +139,9 @@ class BatchConsumer(Generic[T]):
                 items.sort(key=lambda i: i.msg.metadata.sequence.stream)
             try:
                 async with heartbeat([i.msg for i in items], self._beat_every):
+                    first = time.perf_counter()
                     completion = await self._first(staged, items)
+                    self._meter.handler(time.perf_counter() - first)
             except Exception as exc:
                 # With a gate the first stage was retried in place for ``ack_wait`` (a database outage that long
                 # lets nothing overtake): what still fails holds a message that fails by itself, isolated below.
@@ -146,7 +152,7 @@ class BatchConsumer(Generic[T]):
                 return
             if hold is not None:
                 hold.__enter__()
-            task = asyncio.create_task(self._complete(items, spans, completion, self._last, hold))
+            task = asyncio.create_task(self._complete(items, spans, completion, self._last, hold, started))
             self._last = task
             self._completing.add(task)
             task.add_done_callback(self._completing.discard)
@@ -156,6 +162,7 @@ class BatchConsumer(Generic[T]):
                 for span in spans:
                     span.end()
                 self._slots.release()
+                self._meter.settled(started)
 
     async def _admitted(self, gate: OrderGate, items: list[Item[T]], msgs: Sequence[Msg]) -> list[Item[T]]:
         """The items that begin now; the others are handed back (naked with a delay of ``ack_wait``, so the
@@ -204,13 +211,16 @@ class BatchConsumer(Generic[T]):
         completion: Completion,
         previous: asyncio.Task[None] | None,
         hold: AbstractContextManager[object] | None,
+        started: float,
     ) -> None:
         try:
             async with heartbeat([i.msg for i in items], self._beat_every):
                 if previous is not None and not previous.done():
                     await asyncio.wait({previous})
                 try:
+                    begun = time.perf_counter()
                     rejections = await completion()
+                    self._meter.handler(time.perf_counter() - begun)
                 except Exception as exc:
                     await self._failed(items, exc)
                     return
@@ -223,6 +233,7 @@ class BatchConsumer(Generic[T]):
             self._slots.release()
             if hold is not None:
                 hold.__exit__(None, None, None)
+            self._meter.settled(started)
 
     def _start_span(self, msg: Msg) -> Span:
         """The message's CONSUMER span, child of the context its producer put in the headers (a new trace
@@ -245,7 +256,7 @@ class BatchConsumer(Generic[T]):
     async def _process(self, items: list[Item[T]]) -> None:
         try:
             async with heartbeat([i.msg for i in items], self._beat_every):
-                rejections = await self._handle(items)
+                rejections = await self._timed_handle(items)
         except Exception as exc:
             await self._failed(items, exc)
             return
@@ -266,10 +277,17 @@ class BatchConsumer(Generic[T]):
             for item in items:
                 await self._settle([item])
 
+    async def _timed_handle(self, items: list[Item[T]]) -> Sequence[Rejection]:
+        begun = time.perf_counter()
+        try:
+            return await self._handle(items)
+        finally:
+            self._meter.handler(time.perf_counter() - begun)
+
     async def _settle(self, items: list[Item[T]]) -> None:
         try:
             async with heartbeat([i.msg for i in items], self._beat_every):
-                rejections = await self._handle(items)
+                rejections = await self._timed_handle(items)
         except Exception as exc:
             log.exception("message %s failed", items[0].subject)
             await self._retry_or_dead_letter(items, exc)
@@ -284,6 +302,7 @@ class BatchConsumer(Generic[T]):
         for item in items:
             if id(item.msg) not in rejected:
                 await item.msg.ack()
+        self._meter.handled(len(items) - len(rejected))
 
     async def _reject(self, msg: Msg, reason: str, span: Span) -> None:
         span.set_status(Status(StatusCode.ERROR, f"dead-lettered: {reason[:500]}"))
@@ -297,6 +316,7 @@ class BatchConsumer(Generic[T]):
             if attempt >= self._max_deliver:
                 await self._reject(item.msg, f"failed {attempt} times, last: {type(exc).__name__}: {exc}", item.span)
             else:
+                self._meter.failed()
                 item.span.record_exception(exc)
                 item.span.set_status(Status(StatusCode.ERROR, f"attempt {attempt} failed; retried later"))
                 if self._gate is not None:  # later batches wait for it again

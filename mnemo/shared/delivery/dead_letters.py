@@ -11,6 +11,7 @@ from faststream.nats import NatsBroker
 from nats.aio.msg import Msg
 
 from mnemo.shared import subjects
+from mnemo.shared.metrics import DEAD_LETTERED
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +20,21 @@ DLQ_REASON = "Mnemo-Dlq-Reason"
 DLQ_SUBJECT = "Mnemo-Dlq-Original-Subject"
 DLQ_SERVICE = "Mnemo-Dlq-Service"
 DLQ_ATTEMPTS = "Mnemo-Dlq-Attempts"
+
+
+#: The ``reason`` label of ``mnemo_messages_dead_lettered_total``: a closed set, never the reason's text.
+REASON_CATEGORIES = ("invalid_payload", "message_too_large", "unknown_subject", "refused", "retries_exhausted")
+
+
+def reason_category(reason: str) -> str:
+    """The category of a dead letter's reason, as the delivery code and the handlers word them."""
+    if "message_too_large" in reason:
+        return "message_too_large"
+    if reason.startswith("failed ") and " times" in reason:
+        return "retries_exhausted"
+    if "unknown subject" in reason:
+        return "unknown_subject"
+    return "invalid_payload" if reason.startswith("invalid") else "refused"
 
 
 def retry_delay(attempt: int) -> float:
@@ -31,6 +47,7 @@ class DeadLetters:
         self._broker = broker
         self.service = service
         self.subject = subjects.dead_letter_subject(service)
+        self._counters = {c: DEAD_LETTERED.labels(service=service, reason=c) for c in REASON_CATEGORIES}
 
     async def send(self, msg: Msg, reason: str) -> None:
         meta = msg.metadata
@@ -44,7 +61,15 @@ class DeadLetters:
         }
         # Through the broker (not raw nats-py) so the dead letter carries the trace context too.
         await self._broker.publish(msg.data, self.subject, headers=headers, stream=subjects.DLQ_STREAM)
-        log.warning("dead-lettered %s from %s: %s", msg.subject, self.service, reason)
+        category = reason_category(reason)
+        self._counters[category].inc()
+        # The reason and the event's id (its Nats-Msg-Id: a log event's event_id), never the message's text.
+        event_id = (msg.headers or {}).get("Nats-Msg-Id")
+        extra = {"event_id": event_id, "reason_category": category, "stream_seq": meta.sequence.stream}
+        log.warning(
+            "dead-lettered event %s (%s #%d) from %s, %s: %s",
+            event_id, meta.stream, meta.sequence.stream, self.service, category, reason[:500], extra=extra,
+        )  # fmt: skip
 
 
 @contextlib.asynccontextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mnemo.shared.embedders import multilingual
 from mnemo.shared.embedders.bundled import DIMENSIONS, BundledEmbedder
+from mnemo.shared.embedders.metered import MeteredEmbedder
 from mnemo.shared.embedders.multilingual import MultilingualEmbedder
 from mnemo.shared.embedders.native import OllamaEmbedder, TEIEmbedder
 from mnemo.shared.embedders.openai import OpenAIEmbedder
@@ -13,9 +14,14 @@ from mnemo.shared.settings import Settings
 HTTP_PROVIDERS = {"openai": OpenAIEmbedder, "tei": TEIEmbedder, "ollama": OllamaEmbedder}
 
 
-def build_embedder(settings: Settings) -> Embedder:
+def build_embedder(settings: Settings) -> MeteredEmbedder:
     """``bundled``: the in-process MiniLM (384-d); ``bundled-multilingual``: the in-process USE (512-d) (the
-    configured dimensions must agree); ``openai``, ``tei``, ``ollama``: HTTP (``mnemo/shared/embedders/native.py``)."""
+    configured dimensions must agree); ``openai``, ``tei``, ``ollama``: HTTP (``mnemo/shared/embedders/native.py``).
+    Counted by a ``MeteredEmbedder`` (its ``inner`` is the provider's own)."""
+    return MeteredEmbedder(_provider_embedder(settings), settings.embedder.provider)
+
+
+def _provider_embedder(settings: Settings) -> Embedder:
     cfg = settings.embedder
     if cfg.provider == "bundled":
         if cfg.dimensions != DIMENSIONS:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemo.shared.embedders.openai import OpenAIEmbedder
+import httpx
+
+from mnemo.shared.embedders.openai import OpenAIEmbedder, reported_count
 
 
 class TEIEmbedder(OpenAIEmbedder):
@@ -24,6 +26,9 @@ class TEIEmbedder(OpenAIEmbedder):
 
     def _body(self, texts: list[str]) -> dict[str, Any]:
         return {"inputs": texts, "truncate": True, "normalize": True}
+
+    def _reported_tokens(self, answer: Any, response: httpx.Response) -> int | None:
+        return reported_count(response.headers.get("x-compute-tokens"))  # TEI's count: its body holds vectors only
 
     def _items(self, answer: Any, expected: int) -> list[Any]:
         if not isinstance(answer, list):
@@ -37,6 +42,9 @@ class OllamaEmbedder(OpenAIEmbedder):
 
     def _body(self, texts: list[str]) -> dict[str, Any]:
         return {"model": self._model, "input": texts, "truncate": True}
+
+    def _reported_tokens(self, answer: Any, response: httpx.Response) -> int | None:
+        return reported_count(answer.get("prompt_eval_count")) if isinstance(answer, dict) else None
 
     def _items(self, answer: Any, expected: int) -> list[Any]:
         vectors = answer["embeddings"]

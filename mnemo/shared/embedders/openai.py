@@ -25,6 +25,7 @@ import httpx
 
 from mnemo.shared.embedders.port import EmbedderUnavailable
 from mnemo.shared.http_retry import RequestRefused, RetriesExhausted, RetryPolicy, post_json_with_retries
+from mnemo.shared.metrics import EMBEDDING_PROVIDER_CALLS, EMBEDDING_PROVIDER_TOKENS
 
 
 class EmbedderResponseError(EmbedderUnavailable):
@@ -58,6 +59,9 @@ class OpenAIEmbedder:
         self._batch_size = batch_size
         self._send_dimensions = send_dimensions
         self._policy = RetryPolicy(max_retries, backoff_s, max_retry_after_s)
+        self._calls_ok = EMBEDDING_PROVIDER_CALLS.labels(provider=self.provider, outcome="ok")
+        self._calls_failed = EMBEDDING_PROVIDER_CALLS.labels(provider=self.provider, outcome="error")
+        self._tokens = EMBEDDING_PROVIDER_TOKENS.labels(provider=self.provider)
 
     @property
     def dimensions(self) -> int:
@@ -84,6 +88,13 @@ class OpenAIEmbedder:
             body["dimensions"] = self._dimensions
         return body
 
+    def _reported_tokens(self, answer: Any, response: httpx.Response) -> int | None:
+        """The input tokens the provider says it read (OpenAI's ``usage``), for the metrics."""
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        return (
+            reported_count(usage.get("prompt_tokens", usage.get("total_tokens"))) if isinstance(usage, dict) else None
+        )
+
     def _items(self, answer: Any, expected: int) -> list[Any]:
         """The vectors of an OpenAI answer, in input order (placed by their ``index``)."""
         items = sorted(((int(d["index"]), d["embedding"]) for d in answer["data"]), key=lambda pair: pair[0])
@@ -97,14 +108,25 @@ class OpenAIEmbedder:
                 self._client, self.path, self._body([t or " " for t in texts]), self._policy
             )
         except RequestRefused as exc:
+            self._calls_failed.inc()
             raise EmbedderUnavailable(f"embeddings request refused ({exc})") from exc
         except RetriesExhausted as exc:
+            self._calls_failed.inc()
             raise EmbedderUnavailable(f"embeddings {exc}") from exc
-        return self._parse(response, len(texts))
+        try:
+            vectors = self._parse(response, len(texts))
+        except EmbedderUnavailable:
+            self._calls_failed.inc()
+            raise
+        self._calls_ok.inc()
+        return vectors
 
     def _parse(self, response: httpx.Response, expected: int) -> list[list[float]]:
         try:
-            vectors = self._items(response.json(), expected)
+            answer = response.json()
+            vectors = self._items(answer, expected)
+            if (tokens := self._reported_tokens(answer, response)) is not None:
+                self._tokens.inc(tokens)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise EmbedderResponseError(
                 f"malformed embeddings response ({type(exc).__name__}: {exc}): {response.text[:200]!r}"
@@ -130,3 +152,12 @@ class OpenAIEmbedder:
 
     async def close(self) -> None:
         await self._client.aclose()
+
+
+def reported_count(value: Any) -> int | None:
+    """A token count as reported (a non-negative integer, perhaps as text), else None."""
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        return None
+    return count if count >= 0 else None

@@ -36,6 +36,7 @@ from pymongo.errors import BulkWriteError
 from mnemo.shared.eventlog.codec import EventCodec, StoredDoc, envelope_of, utc_ms
 from mnemo.shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, ConcurrencyError
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, utcnow
+from mnemo.shared.metrics import APPEND_CONFLICTS, APPENDED_EVENTS, APPENDS
 
 _DUPLICATE_KEY = 11000
 OUTBOX_TTL = timedelta(days=2)  # intents and receipts; the watermark must never lag longer than this
@@ -237,7 +238,10 @@ class MongoEventStore:
         await self._intend([p])
         await self._finish_ordered(p)
         if p.conflict:
+            APPEND_CONFLICTS.inc()
             raise ConcurrencyError(stream_id, expected_version, await self.stream_version(stream_id))
+        APPENDS.inc()
+        APPENDED_EVENTS.inc(len(p.result.committed))
         return p.result
 
     async def append_batch(self, appends: Sequence[Append]) -> list[AppendResult | ConcurrencyError]:
@@ -258,6 +262,9 @@ class MongoEventStore:
                 await self._wave(live)
         conflicted = [p.stream_id for p in pendings if p.conflict]
         versions = await self.stream_versions(conflicted) if conflicted else {}
+        APPEND_CONFLICTS.inc(len(conflicted))  # metrics: one call each per batch, not per event
+        APPENDS.inc(len(pendings) - len(conflicted))
+        APPENDED_EVENTS.inc(sum(len(p.result.committed) for p in pendings if not p.conflict))
         return [
             ConcurrencyError(p.stream_id, p.expected, versions.get(p.stream_id, 0)) if p.conflict else p.result
             for p in pendings

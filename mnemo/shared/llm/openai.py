@@ -37,6 +37,8 @@ from mnemo.shared.llm.port import (
     T,
 )
 from mnemo.shared.llm.progress import heartbeat
+from mnemo.shared.metrics import LLM_CALLS, LLM_TOKENS
+from mnemo.shared.usage import record_llm
 
 _FENCED = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\n(?P<body>.*?)\n?[ \t]*```\s*\Z", re.DOTALL)
 _MAX_ERRORS_SHOWN = 10
@@ -145,13 +147,25 @@ class OpenAIChatModel:
         return body
 
     async def _ask(self, body: dict[str, Any]) -> _Answer:
+        """One completion request; its outcome and the tokens the provider reports go to the metrics."""
         try:
             response = await post_json_with_retries(self._client, "chat/completions", body, self._policy)
+            answer = _parse_envelope(response)
         except RequestRefused as exc:
+            LLM_CALLS.labels(model=self._model, outcome="error").inc()
             raise LLMUnavailable(f"chat completion refused by {self._model!r} ({exc})") from exc
         except RetriesExhausted as exc:
+            LLM_CALLS.labels(model=self._model, outcome="error").inc()
             raise LLMUnavailable(f"chat completion with {self._model!r} {exc}") from exc
-        return _parse_envelope(response)
+        except Exception:
+            LLM_CALLS.labels(model=self._model, outcome="error").inc()
+            raise
+        LLM_CALLS.labels(model=self._model, outcome="ok").inc()
+        for kind, count in (("prompt", answer.prompt_tokens), ("completion", answer.completion_tokens)):
+            if count:
+                LLM_TOKENS.labels(model=self._model, type=kind).inc(count)
+        record_llm(answer.prompt_tokens, answer.completion_tokens)  # the tenant's usage report
+        return answer
 
     async def close(self) -> None:
         await self._client.aclose()

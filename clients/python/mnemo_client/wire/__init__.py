@@ -75,6 +75,11 @@ from mnemo_client.wire.memory_contract import (
     MemoryScopeReply,
     MemoryUnpromoteRequest,
 )
+from mnemo_client.wire.ops_contract import (
+    TenantUsage,
+    UsageReply,
+    UsageRequest,
+)
 from mnemo_client.wire.privacy_contract import (
     EraseTenantRequest,
     EraseUserRequest,
@@ -151,7 +156,10 @@ __all__ = [
     "PersonaUpserted",
     "Section",
     "Source",
+    "TenantUsage",
     "TimelineFact",
     "TimelineMessage",
     "TimelineSummary",
+    "UsageReply",
+    "UsageRequest",
 ]

@@ -67,6 +67,10 @@ from mnemo_client.wire.memory_contract import (
     MemoryScopeReply,
     MemoryUnpromoteRequest,
 )
+from mnemo_client.wire.ops_contract import (
+    UsageReply,
+    UsageRequest,
+)
 from mnemo_client.wire.privacy_contract import (
     EraseTenantRequest,
     EraseUserRequest,
@@ -384,5 +388,8 @@ OPERATIONS: dict[str, Operation] = {
         ExportUserReply,
         ("bad_request", "rate_limited", "internal"),
         (),
+    ),
+    "ops.usage": Operation(
+        "ops.usage", "mnemo.rpc.ops.usage.v1", "request", UsageRequest, UsageReply, ("bad_request", "internal"), ()
     ),
 }

@@ -1,0 +1,140 @@
+"""Probes and metrics on ``mnemo cluster`` (one replica of each service, two context-assemblers), as an operator
+reads them: every service process is listed in pids.json with its probe server (``http``) and answers
+/healthz, /readyz and /metrics; /readyz turns unready within 15 s of SecantusDB stopping and ready again after
+``mnemo cluster restart secantusd``; ``mnemo status`` reads it all into one table."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mnemo.runtime import catalog
+from mnemo.shared import subjects
+from tests.integration.test_cluster import ClusterProcess
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+#: Every service's process connects to MongoDB (its core: the log, the keys, the read models).
+SERVICES = tuple(service.name for service in catalog.SERVICES)
+CONSUMERS = ("ingest", "embedding", "summarizer", "memory-extractor")
+UNREADY_WITHIN_S = 15.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterProcess]:
+    proc = ClusterProcess(tmp_path_factory.mktemp("cluster-observe") / "data")
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def services(cluster: ClusterProcess) -> list[dict[str, Any]]:
+    return [p for p in cluster.pids()["processes"] if p["kind"] == "service"]
+
+
+def readiness(entry: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    status, body = get(f"{entry['http']}/readyz")
+    return status, json.loads(body)
+
+
+def wait_until(check: Any, what: str, timeout: float) -> float:
+    """Seconds until ``check()`` held; fails after ``timeout``."""
+    started = time.monotonic()
+    while not check():
+        assert time.monotonic() - started < timeout, f"not within {timeout:.0f} s: {what}"
+        time.sleep(0.25)
+    return time.monotonic() - started
+
+
+def test_every_service_process_answers_its_probes(cluster: ClusterProcess):
+    entries = services(cluster)
+    assert sorted({e["name"] for e in entries}) == sorted(SERVICES)
+    for entry in entries:
+        assert entry["http"].startswith("http://127.0.0.1:"), entry
+        assert get(f"{entry['http']}/healthz")[0] == 200
+        wait_until(lambda e=entry: readiness(e)[0] == 200, f"{entry['name']} ready", 120)
+        checks = readiness(entry)[1]["checks"]
+        assert {"nats", "jetstream", "mongodb", "consumers"} <= set(checks), checks
+        if entry["name"] == "context-assembler":
+            assert checks["vectors"].startswith("ok: shard at stream sequence"), checks
+        status, text = get(f"{entry['http']}/metrics")
+        assert status == 200
+        assert f'mnemo_build_info{{service="{entry["name"]}",' in text
+        assert "process_cpu_seconds_total" in text
+
+
+def test_consumers_report_their_durable_and_rpc_services_their_requests(cluster: ClusterProcess):
+    for entry in services(cluster):
+        text = get(f"{entry['http']}/metrics")[1]
+        if entry["name"] in CONSUMERS:
+            durable = subjects.durable(entry["name"])
+            assert f'mnemo_consumer_pending_messages{{durable="{durable}",' in text, entry["name"]
+            assert f'mnemo_consumer_ack_pending_messages{{durable="{durable}",' in text, entry["name"]
+
+
+def test_readyz_turns_unready_when_the_database_stops_and_ready_after_it_restarts(cluster: ClusterProcess):
+    mongo = cluster.entry("secantusd")
+    os.kill(mongo["pid"], signal.SIGTERM)
+    stopped = time.monotonic()
+    try:
+        for entry in services(cluster):
+            left = UNREADY_WITHIN_S - (time.monotonic() - stopped)
+            wait_until(lambda e=entry: readiness(e)[0] == 503, f"{entry['name']} unready", left)
+            took = time.monotonic() - stopped
+            checks = readiness(entry)[1]["checks"]
+            assert checks["mongodb"].startswith("failed"), checks
+            assert checks["nats"].startswith("ok"), checks
+            print(f"{entry['name']}-{entry['replica']}: unready {took:.1f} s after SecantusDB stopped")
+            assert get(f"{entry['http']}/healthz")[0] == 200, "alive all the same: no restart wanted"
+    finally:
+        restart = subprocess.run(
+            [*cluster.cli("restart", "secantusd")], capture_output=True, text=True, timeout=180, check=False
+        )
+    assert restart.returncode == 0, restart.stderr
+    for entry in services(cluster):
+        took = wait_until(lambda e=entry: readiness(e)[0] == 200, f"{entry['name']} ready again", 120)
+        print(f"{entry['name']}-{entry['replica']}: ready again after {took:.1f} s")
+
+
+def test_mnemo_status_reads_the_cluster(cluster: ClusterProcess):
+    nats_url = cluster.entry("nats-1")["url"]
+    out = subprocess.run(
+        [sys.executable, "-m", "mnemo.runtime.cli", "status", "--data-dir", str(cluster.data_dir),
+         "--nats-url", nats_url, "--json"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    processes = {(p["name"], p.get("replica")): p for p in report["processes"]}
+    for entry in services(cluster):
+        assert processes[(entry["name"], entry["replica"])]["ready"] is True, processes
+    durables = {d["durable"]: d for d in report["durables"]}
+    for name in CONSUMERS:
+        assert durables[subjects.durable(name)]["pending"] >= 0
+    assert {s["name"] for s in report["streams"]} >= {subjects.CHAT_STREAM, subjects.LOG_STREAM, subjects.DLQ_STREAM}
+    table = subprocess.run(
+        [sys.executable, "-m", "mnemo.runtime.cli", "status", "--data-dir", str(cluster.data_dir),
+         "--nats-url", nats_url],
+        capture_output=True, text=True, timeout=300, check=False, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert table.returncode == 0, table.stderr
+    assert subjects.durable("ingest") in table.stdout
+    assert "ready" in table.stdout
