@@ -8,7 +8,7 @@ TOOLS := $(VENV)/tools/bin
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster chart chart-check test test-ui chromium test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-documents chaos up down clean
+.PHONY: run cluster chart chart-check test test-ui chromium test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-observe bench-documents chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json workbench/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -121,6 +121,10 @@ bench-multilingual: $(STAMP)
 ## Context request latency with 100,000 indexed items and a 400-entry lorebook (quick: ARGS="--items 20000").
 bench-context: $(STAMP)
 	$(PY) -m bench.context $(ARGS)
+
+## What the metrics calls cost on the hot paths (CPU per call) beside a function call and a JSON parse, same run.
+bench-observe: $(STAMP)
+	$(PY) -m bench.observe $(ARGS)
 
 ## Ingest at 1 and 2 replicas on `mnemo cluster` beside one process, same run: msgs/s, CPU per message, duplicates.
 bench-scale: $(STAMP)
