@@ -8,7 +8,7 @@ TOOLS := $(VENV)/tools/bin
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster chart chart-check test test-ui chromium test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-observe bench-documents chaos up down clean
+.PHONY: run cluster chart chart-check test test-ui chromium test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-log-consumers bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-observe bench-documents chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json workbench/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -106,6 +106,10 @@ bench-ingest: $(STAMP)
 
 bench-embedding: $(STAMP)
 	$(PY) -m bench.embedding $(ARGS)
+
+## The log consumers' CPU per event of a chat's log (messages, witnessings, two 1.6 MB lorebook imports) beside decoding every event.
+bench-log-consumers: $(STAMP)
+	$(PY) -m bench.log_consumers $(ARGS)
 
 bench-lore: $(STAMP)
 	$(PY) -m bench.lore $(ARGS)

@@ -38,7 +38,6 @@ from rich.table import Table
 from mnemo.runtime.stack import start_servers
 from mnemo.services.context_assembler.lore.timed_readmodel import LoreTimedReadModel
 from mnemo.services.embedding.app import chunk_strings
-from mnemo.services.embedding.domain import PAYLOAD_MODELS, payload_error
 from mnemo.services.embedding.handlers import EmbeddingHandler
 from mnemo.services.memory_extractor.witnessed import WitnessedReadModel
 from mnemo.shared.bootstrap import open_core
@@ -58,19 +57,6 @@ from mnemo.shared.vectors.stream import StreamPointWriter
 log = logging.getLogger("mnemo.replay")
 
 BATCH = 500
-
-
-def embeddable(events: Sequence[EventEnvelope]) -> list[EventEnvelope]:
-    """The events the embedding service handles; invalid payloads are logged and skipped, as live."""
-    out = []
-    for env in events:
-        if env.type not in PAYLOAD_MODELS:
-            continue
-        if (reason := payload_error(env)) is not None:
-            log.warning("skipping %s %s: %s", env.type, env.event_id, reason)
-            continue
-        out.append(env)
-    return out
 
 
 async def replay(settings: Settings, *, embedded: bool, nats_config: str = "") -> int:
@@ -163,7 +149,7 @@ async def _fold_log(
         nonlocal total
         for projection in projections:  # in this order: later ones may read earlier ones (lore, messages)
             await projection.apply(batch)
-        await embedding.project(embeddable(batch))
+        await embedding.project(batch)  # the types it handles; an invalid payload is logged and skipped
         total += len(batch)
         by_type.update(e.type for e in batch)
         progress.update(task, completed=total, total=max(total, expected or 0) or None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -36,18 +37,26 @@ from mnemo.shared.usage import USAGE
 log = logging.getLogger("mnemo.stack")
 
 
-def start_servers(settings: Settings, nats_config: str = "") -> list[ChildServer]:
-    """``nats_config``: more of nats-server's configuration (``--secure``: TLS and users)."""
+def start_servers(settings: Settings, nats_config: str = "", *, monitor: bool = False) -> list[ChildServer]:
+    """``nats_config``: more of nats-server's configuration (``--secure``: TLS and users). ``monitor``: nats-server
+    serves its monitoring endpoints on ``MNEMO_NATS__MONITOR_PORT`` (the running stack; a one-off command
+    such as ``mnemo replay --embedded`` does not take the port)."""
     data_dir = settings.data_dir
     host, port = host_port(settings.nats_url, 4222)
     if settings.nats.websocket_port:
         nats_config += websocket_config(host, settings.nats.websocket_port, nats_config)
+    monitor_port = settings.nats.monitor_port if monitor else 0
+    if monitor_port:
+        nats_config += f'http: "{host}:{monitor_port}"\n'
     nats_server = start_nats(data_dir, host, port, extra_config=nats_config)
     try:
         if settings.nats.websocket_port:
             wait_for_port(nats_server, host, settings.nats.websocket_port, 20.0)
             scheme = "wss" if "tls {" in nats_config else "ws"
             log.info("NATS over WebSocket on %s://%s:%d", scheme, host, settings.nats.websocket_port)
+        if monitor_port:
+            wait_for_port(nats_server, host, monitor_port, 20.0)
+            log.info("NATS monitoring on http://%s:%d (/jsz?consumers=true&config=true)", host, monitor_port)
         mhost, mport = host_port(settings.mongodb_url, 27017)
         mongo_server = start_mongo(data_dir, mhost, mport)
     except Exception:
@@ -108,7 +117,7 @@ async def run_stack(settings: Settings, *, demo: bool, nats_config: str = "", ga
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     BUILD_INFO.labels(version=mnemo_version(), service="stack").set(1)
     probes = Probes()
-    servers = await asyncio.to_thread(start_servers, settings, nats_config)
+    servers = await asyncio.to_thread(functools.partial(start_servers, settings, nats_config, monitor=True))
     try:
         async with probe_server(settings.observe, probes) as probes_url:
             print(

@@ -118,17 +118,34 @@ def make_broker(settings: Settings, service: str) -> NatsBroker:
 
 
 # The durable settings a deployment may change between versions; JetStream lets an existing durable take
-# new values for these (the others, such as the filter and deliver policy, are fixed at creation).
+# new values for these (the deliver policy, for one, is fixed at creation).
 _EDITABLE = ("max_ack_pending", "ack_wait", "max_deliver")
 
 
+def filters_of(config: ConsumerConfig) -> list[str]:
+    """The subjects a durable's configuration filters, in either form (``filter_subject`` or the several
+    ``filter_subjects`` of nats-server 2.10 and later), sorted."""
+    return sorted(config.filter_subjects or ([config.filter_subject] if config.filter_subject else []))
+
+
+def _wanted_filters(sub: Any, config: ConsumerConfig) -> list[str]:
+    """What this version's subscriber filters: its ``filter_subjects``, else its one subject."""
+    if config.filter_subjects:
+        return sorted(config.filter_subjects)
+    subject = getattr(getattr(sub, "subject", None), "template", None) or ""
+    return [subject] if subject else []
+
+
 async def update_durables(broker: NatsBroker) -> None:
-    """Give the durables that already exist the settings this version subscribes with.
+    """Give the durables that already exist the settings and the filter this version subscribes with.
 
     FastStream (through nats-py's ``pull_subscribe``) binds to an existing durable as it is, so a durable
     created by an older version kept its old settings: e.g. JetStream's default ``max_ack_pending`` of
-    1,000 below today's 1,024-message batches, which stops the next fetch until the previous batch is acked.
-    Durables that do not exist yet are left to FastStream, which creates them with these settings."""
+    1,000 below today's 1,024-message batches, which stops the next fetch until the previous batch is acked,
+    or the log consumers' ``mnemo.log.>`` from before they filtered the event types they handle (docs/
+    operations.md, "Changing a durable's filter"). The durable keeps its position: what it delivered and
+    acked stays so, and messages still pending that the new filter leaves out are acked unread by the consumer
+    (``NotHandled``). Durables that do not exist yet are left to FastStream, which creates them so."""
     js = broker.config.connection_state.connection.jetstream()
     for sub in broker.subscribers:
         config: ConsumerConfig | None = getattr(sub, "config", None)
@@ -140,7 +157,12 @@ async def update_durables(broker: NatsBroker) -> None:
         except NotFoundError:
             continue
         wanted = {f: getattr(config, f) for f in _EDITABLE if getattr(config, f) is not None}
-        changed = {f: v for f, v in wanted.items() if getattr(current, f) != v}
+        changed: dict[str, Any] = {f: v for f, v in wanted.items() if getattr(current, f) != v}
+        filters = _wanted_filters(sub, config)
+        if filters and filters != filters_of(current):
+            # One subject goes in ``filter_subject`` (the form nats-py creates), several in ``filter_subjects``.
+            one = len(filters) == 1
+            changed |= {"filter_subject": filters[0] if one else None, "filter_subjects": None if one else filters}
         if changed:
             await js.add_consumer(stream, config=current.evolve(**changed))
             log.info("durable %s on %s updated: %s", config.durable_name, stream, changed)

@@ -8,8 +8,8 @@ and the service's tracer for per-message spans. A ``Staged`` handler overlaps up
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import TypeVar
+from collections.abc import Collection, Sequence
+from typing import Any, TypeVar
 
 from faststream.nats import JStream, NatsRouter
 from nats.aio.msg import Msg
@@ -17,10 +17,19 @@ from nats.js.errors import NotFoundError
 
 from mnemo.shared import natsconn, subjects
 from mnemo.shared.broker import LOG_JSTREAM
-from mnemo.shared.delivery import BatchConsumer, BatchHandler, DeadLetters, Decoder, Staged, subscribe_batches
+from mnemo.shared.delivery import (
+    BatchConsumer,
+    BatchHandler,
+    DeadLetters,
+    Decoder,
+    NotHandled,
+    Staged,
+    subscribe_batches,
+)
 from mnemo.shared.delivery.order import Absent, AckFloor, OrderGate
 from mnemo.shared.deps import Deps
 from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.subscriptions import EventHandlers
 from mnemo.shared.telemetry import tracer
 
 T = TypeVar("T")
@@ -34,7 +43,7 @@ def consumer_router(
     deps: Deps,
     *,
     service: str,
-    subject: str,
+    subject: str | Sequence[str],
     stream: JStream,
     decode: Decoder[T],
     handle: BatchHandler[T] | Staged[T],
@@ -42,7 +51,8 @@ def consumer_router(
     batch_size: int | None = None,
     ordered: bool = False,
 ) -> NatsRouter:
-    """``batch_size``: messages per pull, when the service wants other than ``delivery.batch_size``.
+    """``subject``: what the durable filters (one subject, or several: ``filter_subjects``).
+    ``batch_size``: messages per pull, when the service wants other than ``delivery.batch_size``.
     ``ordered``: replicas begin batches in stream order (:mod:`mnemo.shared.delivery.order`)."""
     router = NatsRouter()
     delivery = deps.settings.delivery
@@ -104,20 +114,26 @@ def log_consumer_router(
     deps: Deps,
     *,
     service: str,
+    handlers: EventHandlers[Any],
     handle: BatchHandler[EventEnvelope] | Staged[EventEnvelope],
     title: str,
     batch_size: int | None = None,
 ) -> NatsRouter:
-    """A consumer of every event the relay publishes (``mnemo.log.>``), decrypted and upcast by the codec;
-    an event that cannot be decoded (unknown type, damaged) is dead-lettered with the reason."""
+    """A consumer of the recorded events ``handlers`` names (``mnemo.shared.subscriptions``): its durable filters
+    their subjects alone, and each is decrypted (only the fields its handler reads) and upcast by the codec; an
+    event that cannot be decoded (unknown type, damaged) is dead-lettered with the reason. ``handle`` gets the
+    decoded batch (its dispatch is ``handlers.dispatch``)."""
 
     async def decode(msg: Msg) -> EventEnvelope:
-        return await deps.codec.from_wire(msg.data)
+        type_name = subjects.event_type_of(msg.subject)
+        if type_name not in handlers.types:
+            raise NotHandled(type_name)  # delivered before the durable's filter was narrowed: acked, not read
+        return await deps.codec.from_wire(msg.data, handlers.decrypted(type_name))
 
     return consumer_router(
         deps,
         service=service,
-        subject=subjects.LOG_ALL,
+        subject=handlers.filter_subjects(),
         stream=LOG_JSTREAM,
         decode=decode,
         handle=handle,

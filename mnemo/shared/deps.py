@@ -7,7 +7,7 @@ servers or fakes and the embedded stack can share one vector index and one embed
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -26,8 +26,9 @@ from mnemo.shared.vectors.port import VectorIndex
 
 
 class EventDecoder(Protocol):
-    async def from_wire(self, data: bytes) -> EventEnvelope:
-        """A relayed log event (still encrypted on the wire) decrypted and upcast."""
+    async def from_wire(self, data: bytes, decrypt: Collection[str] | None = None) -> EventEnvelope:
+        """A relayed log event (still encrypted on the wire) decrypted and upcast; ``decrypt``: only these of
+        its encrypted fields (the others left out), None: all."""
         ...
 
 

@@ -172,6 +172,14 @@ class NatsSettings(BaseModel):
         "for clients in browsers and edge runtimes (the JavaScript client's `connectWs`); 0: no WebSocket "
         "listener. Plain `ws://` unless the stack runs `--secure` (then `wss://` with the server's certificate)",
     )
+    monitor_port: int = Field(
+        8222,
+        ge=0,
+        le=65535,
+        description="the embedded nats-server (`mnemo run`) serves its HTTP monitoring endpoints (`/varz`, "
+        "`/jsz?consumers=true&config=true`: every durable with its filter, pending and acks) on this port of the "
+        "NATS host; 0: none",
+    )
 
 
 class VectorsSettings(BaseModel):

@@ -33,6 +33,7 @@ class StackProcess:
     data_dir: Path
     nats_port: int = field(default_factory=free_port)
     mongo_port: int = field(default_factory=free_port)
+    monitor_port: int = field(default_factory=free_port)  # nats-server's HTTP monitoring (`/jsz`)
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
     secure: bool = SECURE
@@ -56,6 +57,7 @@ class StackProcess:
             "MNEMO_DATA_DIR": str(self.data_dir),
             "MNEMO_NATS_URL": self.nats_url,
             "MNEMO_MONGODB_URL": self.mongo_url,
+            "MNEMO_NATS__MONITOR_PORT": str(self.monitor_port),
             "PYTHONUNBUFFERED": "1",
             "MNEMO_GATEWAY__PORT": "0",  # every stack serves the gateway: on a free port, so stacks run side by side
             "MNEMO_OBSERVE__HTTP_PORT": "0",  # its probe server on a free port

@@ -165,7 +165,7 @@ async def test_summaries_are_indexed_with_their_message_ids(stack: Stack) -> Non
     assert await index.count(flt.and_(Match("message_ids", ("m2",)))) == 1
 
 
-async def test_unknown_event_types_are_dead_lettered_and_others_ignored(stack: Stack) -> None:
+async def test_types_it_does_not_handle_never_reach_it_and_a_damaged_event_is_dead_lettered(stack: Stack) -> None:
     index = stack.deps.require_vectors()
     alien = {
         "event_id": "e-alien",
@@ -178,15 +178,19 @@ async def test_unknown_event_types_are_dead_lettered_and_others_ignored(stack: S
         "recorded_at": T0.isoformat(),
         "payload": {},
     }
+    # A type it does not know (a newer version's, during an upgrade): not in its durable's filter, never delivered.
     await stack.js.publish(subjects.log_subject("spell.cast"), json.dumps(alien).encode())
+    await stack.js.publish(subjects.log_subject("message.recorded"), b"{not json")  # handled type, damaged body
     bot = {"tenant_id": "t1", "bot_id": "eli", "name": "Eli", "system_prompt": "Be kind.", "updated_at": T0.isoformat()}
     await chat(stack, subjects.BOT_UPSERTED, bot)  # bot.recorded: not the embedding service's business
     await chat(stack, subjects.MESSAGE_CREATED, message("m1", 0, "After the noise, a real message."))
     await settle(stack)
 
     [letter] = await dead_letters(stack.js, "embedding")
-    assert "spell.cast" in (letter.headers or {}).get(DLQ_REASON, "")
+    assert "not JSON" in (letter.headers or {}).get(DLQ_REASON, "")
     assert await index.count(VectorFilter.where(tenant_id="t1")) == 1
+    durable = await stack.js.consumer_info(subjects.LOG_STREAM, EMBEDDING)
+    assert durable.delivered.consumer_seq == 2, "the damaged message and the real one; not the alien, nor the bot"
 
 
 async def test_a_staged_batch_writes_its_vectors_only_in_its_completion(tmp_path: Path, mongo_db: Any) -> None:

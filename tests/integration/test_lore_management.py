@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from mnemo.services.embedding.app import chunk_strings
-from mnemo.services.embedding.domain import PAYLOAD_MODELS
 from mnemo.services.embedding.handlers import EmbeddingHandler
 from mnemo.services.lore import manage
 from mnemo.shared import subjects
@@ -43,7 +42,7 @@ async def project(stack: Stack, index: EdgeVectorIndex, embedder: BundledEmbedde
     """Project the whole log into the vectors, as the embedding consumer does live."""
     lore = LoreReadModel(stack.db, stack.deps.cipher)
     handler = EmbeddingHandler(index, embedder, ReadModels(stack.db, stack.deps.cipher), chunk_strings, lore=lore)
-    await handler.project([e async for e in stack.store.read_all() if e.type in PAYLOAD_MODELS])
+    await handler.project([e async for e in stack.store.read_all()])
 
 
 async def lore_points(index: EdgeVectorIndex, embedder: BundledEmbedder, tenant: str) -> list[ScoredPoint]:

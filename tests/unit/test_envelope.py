@@ -107,7 +107,7 @@ def test_every_registered_type_parses_its_payload_into_its_model() -> None:
     from mnemo.shared.events.recorded import (
         LOREBOOK_ENTRY_UPDATED,
         MESSAGE_DELETED,
-        LorebookEntryWritten,
+        LorebookEntryUpdated,
         MessageDeleted,
     )
 
@@ -115,7 +115,8 @@ def test_every_registered_type_parses_its_payload_into_its_model() -> None:
     parsed = MESSAGE_DELETED.parse(payload)
     assert isinstance(parsed, MessageDeleted)
     assert parsed.message_id == "m"
-    assert LOREBOOK_ENTRY_UPDATED.model is LorebookEntryWritten
+    assert LOREBOOK_ENTRY_UPDATED.model is LorebookEntryUpdated
+    assert REGISTRY.of(LorebookEntryUpdated) is LOREBOOK_ENTRY_UPDATED
     for name in REGISTRY.names():
         assert issubclass(REGISTRY.get(name).model, RecordedPayload), name
 

@@ -10,7 +10,7 @@ import pytest
 from mnemo.services.context_assembler.assemble.assembly import KnowledgeItem
 from mnemo.services.context_assembler.search.filters import facts_filter
 from mnemo.services.context_assembler.search.hits import relevant_first
-from mnemo.services.embedding.domain import payload_error, plan_batch
+from mnemo.services.embedding.domain import HANDLERS, plan_batch
 from mnemo.services.embedding.facts import FactState, fact_ids_touched
 from mnemo.services.embedding.plan import Plan
 from mnemo.shared.events.envelope import EventEnvelope
@@ -172,8 +172,10 @@ def test_touched_ids_include_the_folded_facts_per_tenant() -> None:
 
 
 def test_an_invalid_fact_payload_is_reported() -> None:
-    assert payload_error(envelope(1, "knowledge.fact_retired", {"fact_id": "f1"})) is not None
-    assert payload_error(learned("f1", 1)) is None
+    bad = envelope(1, "knowledge.fact_retired", {"fact_id": "f1"})
+    [(reported, reason)] = HANDLERS.sort({}, [bad, learned("f1", 1)])
+    assert reported is bad
+    assert "invalid knowledge.fact_retired payload" in reason
 
 
 def request(campaign: str | None = None) -> ContextAssembleRequest:

@@ -1,6 +1,7 @@
 """Embedding wiring: ONE durable JetStream batch consumer on the log.
 
-Subject ``mnemo.log.>`` on stream MNEMO_LOG, durable ``mnemo_embedding_main`` shared by the replicas. Ack
+Stream MNEMO_LOG, durable ``mnemo_embedding_main`` shared by the replicas, filtering the subjects of the event
+types ``domain.HANDLERS`` handles. Ack
 policy: manual via ``BatchConsumer`` (ack once vectors are written; undecodable events and invalid payloads
 to ``mnemo.dlq.embedding.v1`` with the reason; failures naked with backoff, then dead-lettered). The handler
 is staged (``EmbeddingHandler.begin``): a batch is embedded while the previous one's vectors are written, and
@@ -12,6 +13,7 @@ from __future__ import annotations
 from faststream.nats import NatsRouter
 
 from mnemo.services.embedding.chunking import chunk_text
+from mnemo.services.embedding.domain import HANDLERS
 from mnemo.services.embedding.handlers import EmbeddingHandler
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.consumers import log_consumer_router
@@ -46,6 +48,7 @@ def create_router(deps: Deps) -> NatsRouter:
     return log_consumer_router(
         deps,
         service=SERVICE,
+        handlers=HANDLERS,
         handle=Staged(handler.begin),
         title="embedding: chunk and embed messages, summaries, lore, facts and documents into the vector index",
         batch_size=deps.settings.delivery.embedding_batch_size,

@@ -1,8 +1,7 @@
 """What the embedding service does with a batch of log events (pure, no I/O): one :class:`Plan`.
 
-Each handled event type maps, in :data:`HANDLED`, to its payload model and to the source that plans its
-points: ``messages``, ``summaries``, ``legacy_memories``, ``lore_entries``, ``facts`` or ``documents`` (one module each,
-with its rules). The sources run in a fixed order, so deletions keep that order; deletions run before upserts.
+Each handled event class maps, in :data:`HANDLERS`, to the source that plans its points: ``messages``,
+``summaries``, ``legacy_memories``, ``lore_entries``, ``facts`` or ``documents`` (one module each, with its rules). The sources run in a fixed order, so deletions keep that order; deletions run before upserts.
 
 Idempotency key: point ids are deterministic (``mnemo.shared.vectors.points.point_id``: kind, tenant, user,
 conversation, source id, chunk), so a redelivered event overwrites the same points; each source also keeps a
@@ -16,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from mnemo.services.embedding.documents import DocState, plan_documents
 from mnemo.services.embedding.facts import FactState, plan_facts
@@ -27,39 +26,23 @@ from mnemo.services.embedding.plan import Chunker, Plan
 from mnemo.services.embedding.summaries import plan_summaries
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
-    DOCUMENT_ACCEPTED,
-    DOCUMENT_CHUNKED,
-    DOCUMENT_COMPLETED,
-    DOCUMENT_DELETED,
-    DOCUMENT_FAILED,
-    FACT_LEARNED,
-    FACT_PROMOTED,
-    FACT_RETIRED,
-    FACT_UNPROMOTED,
-    FACTS_CONSOLIDATED,
-    LEGACY_LORE_CREATED,
-    LEGACY_LORE_DELETED,
-    LOREBOOK_CREATED,
-    LOREBOOK_DELETED,
-    LOREBOOK_ENTRY_CREATED,
-    LOREBOOK_ENTRY_DELETED,
-    LOREBOOK_ENTRY_UPDATED,
-    LOREBOOK_IMPORTED,
-    MESSAGE_DELETED,
-    MESSAGE_EDITED,
-    MESSAGE_RECORDED,
-    SUMMARY_CREATED,
-    SUMMARY_RETIRED,
+    DocumentAccepted,
+    DocumentChunked,
+    DocumentCompleted,
+    DocumentDeleted,
+    DocumentFailed,
     FactLearned,
+    FactPromoted,
     FactRetired,
     FactsConsolidated,
-    FactScopeChanged,
+    FactUnpromoted,
     LegacyLoreCreated,
     LegacyLoreDeleted,
     LorebookCreated,
     LorebookDeleted,
+    LorebookEntryCreated,
     LorebookEntryDeleted,
-    LorebookEntryWritten,
+    LorebookEntryUpdated,
     LorebookImported,
     MessageDeleted,
     MessageEdited,
@@ -67,15 +50,9 @@ from mnemo.shared.events.recorded import (
     SummaryCreated,
     SummaryRetired,
 )
-from mnemo.shared.events.recorded.documents import (
-    DocumentAccepted,
-    DocumentChunked,
-    DocumentCompleted,
-    DocumentDeleted,
-    DocumentFailed,
-)
 from mnemo.shared.lore.history import BookState
 from mnemo.shared.readmodels import MessageKey, MessageStatus
+from mnemo.shared.subscriptions import Delivered, EventHandlers
 
 
 @dataclass(frozen=True)
@@ -127,53 +104,73 @@ def _documents(events: Sequence[EventEnvelope], plan: Plan, reads: BatchReads) -
 SOURCES: tuple[Source, ...] = (_messages, _summaries, _legacy, _lore, _facts, _documents)
 
 
-@dataclass(frozen=True)
-class Handled:
-    """A handled event type: the model its payload must parse as, and the source that plans it."""
+class BookTouched(BaseModel):
+    """What a whole-book lorebook event tells the embedding service: which book (its points are planned from
+    the book's current state in the lore read model, so the book itself is never decrypted here)."""
 
-    payload: type[BaseModel]
-    source: Source
-
-
-HANDLED: dict[str, Handled] = {
-    MESSAGE_RECORDED.name: Handled(MessageRecorded, _messages),
-    MESSAGE_EDITED.name: Handled(MessageEdited, _messages),
-    MESSAGE_DELETED.name: Handled(MessageDeleted, _messages),
-    SUMMARY_CREATED.name: Handled(SummaryCreated, _summaries),
-    SUMMARY_RETIRED.name: Handled(SummaryRetired, _summaries),
-    LEGACY_LORE_CREATED.name: Handled(LegacyLoreCreated, _legacy),
-    LEGACY_LORE_DELETED.name: Handled(LegacyLoreDeleted, _legacy),
-    LOREBOOK_IMPORTED.name: Handled(LorebookImported, _lore),
-    LOREBOOK_CREATED.name: Handled(LorebookCreated, _lore),
-    LOREBOOK_ENTRY_CREATED.name: Handled(LorebookEntryWritten, _lore),
-    LOREBOOK_ENTRY_UPDATED.name: Handled(LorebookEntryWritten, _lore),
-    LOREBOOK_ENTRY_DELETED.name: Handled(LorebookEntryDeleted, _lore),
-    LOREBOOK_DELETED.name: Handled(LorebookDeleted, _lore),
-    FACT_LEARNED.name: Handled(FactLearned, _facts),
-    FACTS_CONSOLIDATED.name: Handled(FactsConsolidated, _facts),
-    FACT_RETIRED.name: Handled(FactRetired, _facts),
-    FACT_PROMOTED.name: Handled(FactScopeChanged, _facts),
-    FACT_UNPROMOTED.name: Handled(FactScopeChanged, _facts),
-    DOCUMENT_ACCEPTED.name: Handled(DocumentAccepted, _documents),
-    DOCUMENT_CHUNKED.name: Handled(DocumentChunked, _documents),
-    DOCUMENT_COMPLETED.name: Handled(DocumentCompleted, _documents),
-    DOCUMENT_FAILED.name: Handled(DocumentFailed, _documents),
-    DOCUMENT_DELETED.name: Handled(DocumentDeleted, _documents),
-}
-#: The payload model of each handled event type (an event of another type is not the service's).
-PAYLOAD_MODELS: dict[str, type[BaseModel]] = {name: handled.payload for name, handled in HANDLED.items()}
+    lorebook_id: str
 
 
-def payload_error(envelope: EventEnvelope) -> str | None:
-    """Why a handled event's payload can never be processed (None when it is fine or not handled)."""
-    model = PAYLOAD_MODELS.get(envelope.type)
-    if model is None:
-        return None
-    try:
-        model.model_validate(envelope.payload)
-    except ValidationError as exc:
-        return f"{envelope.type} payload invalid: {exc}"
-    return None
+class EntryTouched(BaseModel):
+    """What an entry's lorebook event tells it: which entry of which book (read from the book's state too)."""
+
+    lorebook_id: str
+    uid: int
+
+
+class DocumentTouched(BaseModel):
+    """What a document event whose text it does not embed tells it: which document."""
+
+    document_id: str
+
+
+#: A batch's handled events, per source that plans them (log order within each).
+BySource = dict[Source, list[EventEnvelope]]
+
+
+def _to(source: Source) -> Callable[[BySource, Delivered[BaseModel]], None]:
+    def add(batch: BySource, event: Delivered[BaseModel]) -> None:
+        batch.setdefault(source, []).append(event.envelope)
+
+    return add
+
+
+#: The embedding service's events, each to the source that plans its points: its durable filters these alone,
+#: and of a lorebook or a document event only the fields named here are decrypted (``mnemo.shared.subscriptions``).
+HANDLERS: EventHandlers[BySource] = (
+    EventHandlers[BySource]()
+    .on(MessageRecorded, _to(_messages))
+    .on(MessageEdited, _to(_messages))
+    .on(MessageDeleted, _to(_messages))
+    .on(SummaryCreated, _to(_summaries))
+    .on(SummaryRetired, _to(_summaries))
+    .on(LegacyLoreCreated, _to(_legacy))
+    .on(LegacyLoreDeleted, _to(_legacy))
+    .on_view(LorebookImported, BookTouched, _to(_lore))
+    .on_view(LorebookCreated, BookTouched, _to(_lore))
+    .on_view(LorebookEntryCreated, EntryTouched, _to(_lore))
+    .on_view(LorebookEntryUpdated, EntryTouched, _to(_lore))
+    .on(LorebookEntryDeleted, _to(_lore))
+    .on(LorebookDeleted, _to(_lore))
+    .on(FactLearned, _to(_facts))
+    .on(FactsConsolidated, _to(_facts))
+    .on(FactRetired, _to(_facts))
+    .on(FactPromoted, _to(_facts))
+    .on(FactUnpromoted, _to(_facts))
+    .on_view(DocumentAccepted, DocumentTouched, _to(_documents))
+    .on(DocumentChunked, _to(_documents))
+    .on(DocumentCompleted, _to(_documents))
+    .on_view(DocumentFailed, DocumentTouched, _to(_documents))
+    .on(DocumentDeleted, _to(_documents))
+)
+
+
+def by_source(envelopes: Sequence[EventEnvelope]) -> BySource:
+    """``envelopes`` sorted per source as a delivered batch is (:data:`HANDLERS`); the types not handled and the
+    invalid payloads are left out (``mnemo replay`` reports those, as ``EventHandlers.sort`` returns them)."""
+    batch: BySource = {}
+    HANDLERS.sort(batch, envelopes)
+    return batch
 
 
 def plan_batch(
@@ -194,11 +191,12 @@ def plan_batch(
     reads = BatchReads(
         model, chunker, statuses, inactive_summaries or set(), deleted_legacy or set(), lore_books, facts, documents
     )
-    by_source: dict[Source, list[EventEnvelope]] = {source: [] for source in SOURCES}
-    for env in envelopes:
-        if (handled := HANDLED.get(env.type)) is not None:
-            by_source[handled.source].append(env)
+    return plan_sorted(by_source(envelopes), reads)
+
+
+def plan_sorted(batch: BySource, reads: BatchReads) -> Plan:
+    """The plan of a batch already sorted per source (each source's events valid, in log order)."""
     plan = Plan()
-    for source, events in by_source.items():
-        source(events, plan, reads)
+    for source in SOURCES:
+        source(batch.get(source, []), plan, reads)
     return plan

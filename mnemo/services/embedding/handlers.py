@@ -1,9 +1,9 @@
 """The embedding consumer: a batch of log events in, deletions and upserts of vectors out.
 
-Contract: subjects ``mnemo.log.>`` on MNEMO_LOG (the relay's wire form, decoded and decrypted by the
-codec). Unknown event types or undecodable events are dead-lettered by the consumer; types this service
-does not handle are acked and ignored; a handled event whose payload fails its model is dead-lettered with
-the reason. Everything else is acked once its vectors are written; a failure (embedder or index
+Contract: the log events of ``domain.HANDLERS`` on MNEMO_LOG, the durable filtering their subjects (the
+relay's wire form, decoded by the codec and decrypted as far as the table reads). Undecodable events are
+dead-lettered by the consumer; a handled event whose payload fails its model is dead-lettered with the
+reason. Everything else is acked once its vectors are written; a failure (embedder or index
 unavailable) naks the batch for a retry with backoff. Idempotency key: deterministic point ids (see
 ``mnemo/shared/vectors/points.py``).
 
@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 
 from mnemo.services.embedding.documents import DocState, documents_touched
-from mnemo.services.embedding.domain import PAYLOAD_MODELS, payload_error, plan_batch
+from mnemo.services.embedding.domain import HANDLERS, BatchReads, BySource, plan_sorted
 from mnemo.services.embedding.facts import FactState, fact_ids_touched
 from mnemo.services.embedding.legacy_memories import created_legacy_ids
 from mnemo.services.embedding.lore_entries import lore_touched
@@ -71,20 +71,6 @@ class EmbeddingHandler:
         self._knowledge = knowledge  # facts' current status, scope and text (None: facts are not indexed)
         self._documents = documents  # documents' versions and active chunk hashes (None: not indexed)
 
-    @staticmethod
-    def _valid(items: list[Item[EventEnvelope]]) -> tuple[list[EventEnvelope], list[Rejection]]:
-        """The handled events whose payload parses; a payload that never will is rejected, not retried."""
-        events: list[EventEnvelope] = []
-        rejections: list[Rejection] = []
-        for item in items:
-            if item.value.type not in PAYLOAD_MODELS:
-                continue  # not ours: acked and ignored
-            if (reason := payload_error(item.value)) is not None:
-                rejections.append(Rejection(item.msg, reason))
-            else:
-                events.append(item.value)
-        return events, rejections
-
     async def on_log_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         """Both stages of :meth:`begin` back to back."""
         return list(await (await self.begin(items))())
@@ -94,8 +80,9 @@ class EmbeddingHandler:
         as its completion. The consumer runs completions one at a time in delivery order, so deletions and
         upserts reach the index in log order, while the next batch is embedded: the model (onnxruntime
         releases the GIL) and the index writes (Qdrant Edge holds it) then use both cores."""
-        events, rejections = self._valid(items)
-        prepared = await self.prepare(events)
+        batch: BySource = {}
+        rejections = await HANDLERS.dispatch(batch, items)  # an invalid payload is rejected, not retried
+        prepared = await self.prepare(batch)
 
         async def finish() -> list[Rejection]:
             await self.write(prepared)
@@ -104,27 +91,31 @@ class EmbeddingHandler:
         return finish
 
     async def project(self, events: list[EventEnvelope]) -> None:
-        """Bring the index in line with ``events`` (valid, handled types): used live and by ``mnemo replay``."""
-        await self.write(await self.prepare(events))
+        """Bring the index in line with ``events`` (``mnemo replay``; the types not handled are passed over, an
+        invalid payload is logged and skipped as live)."""
+        batch: BySource = {}
+        for env, reason in HANDLERS.sort(batch, events):
+            log.warning("skipping %s %s: %s", env.type, env.event_id, reason)
+        await self.write(await self.prepare(batch))
 
-    async def prepare(self, events: list[EventEnvelope]) -> Prepared:
-        """The plan of ``events`` and the vectors of its points; nothing is written yet."""
+    async def prepare(self, batch: BySource) -> Prepared:
+        """The plan of a batch sorted per source and the vectors of its points; nothing is written yet."""
+        events = [env for source in batch.values() for env in source]
         if not events:
             return Prepared(Plan(), [])
         keys = list(latest_message_events(events))
         statuses = await self._read_models.message_status(keys, scene=True) if keys else {}
-        inactive = await self._inactive_summaries(events)
-        plan = plan_batch(
-            events,
+        reads = BatchReads(
+            self._embedder.model_id,
+            self._chunker,
             statuses,
-            model=self._embedder.model_id,
-            chunker=self._chunker,
-            inactive_summaries=inactive,
-            deleted_legacy=await self._deleted_legacy(events),
-            lore_books=await self._lore_books(events),
-            facts=await self._fact_states(events),
-            documents=await self._document_states(events),
+            await self._inactive_summaries(events),
+            await self._deleted_legacy(events),
+            await self._lore_books(events),
+            await self._fact_states(events),
+            await self._document_states(events),
         )
+        plan = plan_sorted(batch, reads)
         vectors = await self._embedder.embed([p.text for p in plan.points]) if plan.points else []
         return Prepared(plan, vectors)
 

@@ -11,7 +11,7 @@ from typing import Any
 from faststream.nats import NatsRouter
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mnemo.services.memory_extractor.handlers import MemoryExtractor
+from mnemo.services.memory_extractor.handlers import HANDLERS, MemoryExtractor
 from mnemo.services.memory_extractor.learning import Learning
 from mnemo.services.memory_extractor.promotion import FactNotFound, NotAllowed, Promotions
 from mnemo.services.memory_extractor.revisions import Revisions
@@ -66,6 +66,7 @@ def create_router(
     router = log_consumer_router(
         deps,
         service=SERVICE,
+        handlers=HANDLERS,
         handle=extractor.on_batch,
         title="memory-extractor: who witnessed each recorded message and what each character learned",
     )

@@ -1,7 +1,7 @@
 """Memory-extractor handlers: thin glue between the log consumer, the pure domain and the stores.
 
-Contract: consumes every relayed log event on ``mnemo.log.>`` (stream ``MNEMO_LOG``, durable
-``mnemo_memory_extractor_main``, explicit acks via :mod:`mnemo.shared.delivery`: ack after the effect is durable,
+Contract: consumes the log events of :data:`HANDLERS` (stream ``MNEMO_LOG``, durable
+``mnemo_memory_extractor_main`` filtering their subjects, explicit acks via :mod:`mnemo.shared.delivery`: ack after the effect is durable,
 nak with backoff on failure, dead-letter invalid payloads).
 
 - ``message.recorded`` → one ``knowledge.witnessed`` per (character present, message), appended for the whole
@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from pydantic import ValidationError
 
 from mnemo.services.memory_extractor.appending import append_witnessings
 from mnemo.services.memory_extractor.domain import Witnessing, witnesses_of
@@ -34,32 +31,30 @@ from mnemo.shared.eventlog.append import MAX_CONFLICT_RETRIES
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
-    FACT_LEARNED,
-    FACT_PROMOTED,
-    FACT_RETIRED,
-    FACT_UNPROMOTED,
-    FACTS_CONSOLIDATED,
-    MESSAGE_DELETED,
-    MESSAGE_EDITED,
-    MESSAGE_RECORDED,
-    MESSAGES_WITNESSED,
-    REGISTRY,
+    FactLearned,
+    FactPromoted,
+    FactRetired,
+    FactsConsolidated,
+    FactUnpromoted,
     MessageDeleted,
     MessageEdited,
+    MessageRecorded,
+    MessagesWitnessed,
+    RecordedPayload,
 )
 from mnemo.shared.llm.port import ProgressCallback
+from mnemo.shared.subscriptions import Delivered, EventHandlers
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_CONFLICT_RETRIES", "MemoryExtractor", "append_witnessings", "progress_of"]
+__all__ = ["HANDLERS", "MAX_CONFLICT_RETRIES", "MemoryExtractor", "append_witnessings", "progress_of"]
 
 Change = tuple[EventEnvelope, MessageEdited | MessageDeleted, str | None]
 
 
 @dataclass
 class _Sorted:
-    """A batch's events sorted by what they are for; each ``on_*`` validates its payload first (a
-    ``ValidationError`` rejects the message)."""
+    """A batch's events sorted by what they are for (log order within each)."""
 
     witnessings: list[Witnessing] = field(default_factory=list)
     witnessed: list[EventEnvelope] = field(default_factory=list)
@@ -67,39 +62,34 @@ class _Sorted:
     sources: list[SourceMessage] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
 
-    def on_recorded(self, item: Item[EventEnvelope]) -> None:
-        env = item.value
-        msg = MESSAGE_RECORDED.parse(env.payload)
-        self.witnessings += witnesses_of(env.tenant_id, msg, causation_id=env.event_id, traceparent=item.traceparent)
-        self.sources.append(SourceMessage(env, msg, item.traceparent))
+    def on_recorded(self, event: Delivered[MessageRecorded]) -> None:
+        env, msg = event.envelope, event.payload
+        self.witnessings += witnesses_of(env.tenant_id, msg, causation_id=env.event_id, traceparent=event.traceparent)
+        self.sources.append(SourceMessage(env, msg, event.traceparent))
 
-    def on_witnessed(self, item: Item[EventEnvelope]) -> None:
-        MESSAGES_WITNESSED.parse(item.value.payload)
-        self.witnessed.append(item.value)
+    def on_witnessed(self, event: Delivered[MessagesWitnessed]) -> None:
+        self.witnessed.append(event.envelope)
 
-    def on_fact(self, item: Item[EventEnvelope]) -> None:
-        REGISTRY.payload(item.value)
-        self.facts.append(item.value)
+    def on_fact(self, event: Delivered[RecordedPayload]) -> None:
+        self.facts.append(event.envelope)
 
-    def on_edited(self, item: Item[EventEnvelope]) -> None:
-        self.changes.append((item.value, MESSAGE_EDITED.parse(item.value.payload), item.traceparent))
-
-    def on_deleted(self, item: Item[EventEnvelope]) -> None:
-        self.changes.append((item.value, MESSAGE_DELETED.parse(item.value.payload), item.traceparent))
+    def on_changed(self, event: Delivered[MessageEdited | MessageDeleted]) -> None:
+        self.changes.append((event.envelope, event.payload, event.traceparent))
 
 
-# Event type -> where the batch sorts it; other types are not this service's (acked, nothing done).
-_SORT: dict[str, Callable[[_Sorted, Item[EventEnvelope]], None]] = {
-    MESSAGE_RECORDED.name: _Sorted.on_recorded,
-    MESSAGES_WITNESSED.name: _Sorted.on_witnessed,
-    FACT_LEARNED.name: _Sorted.on_fact,
-    FACTS_CONSOLIDATED.name: _Sorted.on_fact,
-    FACT_RETIRED.name: _Sorted.on_fact,
-    FACT_PROMOTED.name: _Sorted.on_fact,
-    FACT_UNPROMOTED.name: _Sorted.on_fact,
-    MESSAGE_EDITED.name: _Sorted.on_edited,
-    MESSAGE_DELETED.name: _Sorted.on_deleted,
-}
+#: The memory-extractor's events: its durable filters these alone (``mnemo.shared.subscriptions``).
+HANDLERS: EventHandlers[_Sorted] = (
+    EventHandlers[_Sorted]()
+    .on(MessageRecorded, _Sorted.on_recorded)
+    .on(MessagesWitnessed, _Sorted.on_witnessed)
+    .on(FactLearned, _Sorted.on_fact)
+    .on(FactsConsolidated, _Sorted.on_fact)
+    .on(FactRetired, _Sorted.on_fact)
+    .on(FactPromoted, _Sorted.on_fact)
+    .on(FactUnpromoted, _Sorted.on_fact)
+    .on(MessageEdited, _Sorted.on_changed)
+    .on(MessageDeleted, _Sorted.on_changed)
+)
 
 
 def progress_of(items: list[Item[EventEnvelope]]) -> ProgressCallback:
@@ -132,16 +122,8 @@ class MemoryExtractor:
         self._revisions = revisions
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
-        rejections: list[Rejection] = []
         batch = _Sorted()
-        for item in items:
-            sort = _SORT.get(item.value.type)
-            if sort is None:
-                continue
-            try:
-                sort(batch, item)
-            except ValidationError as exc:
-                rejections.append(Rejection(item.msg, f"invalid {item.value.type} payload: {exc}"))
+        rejections = await HANDLERS.dispatch(batch, items)
         await self._witnessed.apply(batch.witnessed)
         if batch.witnessings:
             committed = await append_witnessings(self._store, batch.witnessings)

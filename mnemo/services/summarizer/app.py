@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from faststream.nats import NatsRouter
 
-from mnemo.services.summarizer.handlers import Summarizer
+from mnemo.services.summarizer.handlers import HANDLERS, Summarizer
 from mnemo.services.summarizer.settings import SECTION, SummarizerSettings
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.consumers import log_consumer_router
@@ -29,6 +29,7 @@ def create_router(deps: Deps, settings: SummarizerSettings | None = None) -> Nat
     return log_consumer_router(
         deps,
         service=SERVICE,
+        handlers=HANDLERS,
         handle=summarizer.on_batch,
         title="summarizer: presence-aware summaries (count and token triggers), consolidation, stale recompute",
     )

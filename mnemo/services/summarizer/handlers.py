@@ -1,7 +1,7 @@
 """Summarizer handlers: thin glue between the log consumer, the pure domain and the stores.
 
-Contract: consumes every relayed log event on ``mnemo.log.>`` (stream ``MNEMO_LOG``, durable
-``mnemo_summarizer_main``, explicit acks via :mod:`mnemo.shared.delivery`: ack once the effect is durable, nak with
+Contract: consumes the log events of :data:`HANDLERS` (stream ``MNEMO_LOG``, durable ``mnemo_summarizer_main``
+filtering their subjects, explicit acks via :mod:`mnemo.shared.delivery`: ack once the effect is durable, nak with
 backoff on failure, dead-letter invalid payloads). Writes only to ``summaries/<tenant>/<user>/<conversation>``.
 
 - ``message.recorded`` whose index closes a range (``domain.due_range``: count or token trigger) → read the
@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
-
-from pydantic import ValidationError
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from mnemo.services.summarizer import consolidation, llm_summary, ranges
 from mnemo.services.summarizer.consolidation import LiveSet, fold_live
@@ -51,10 +50,6 @@ from mnemo.shared.eventlog.append import AppendDecision, append_at_head, append_
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import (
-    MESSAGE_DELETED,
-    MESSAGE_EDITED,
-    MESSAGE_RECORDED,
-    REGISTRY,
     SUMMARY_CREATED,
     SUMMARY_RETIRED,
     MessageDeleted,
@@ -67,6 +62,7 @@ from mnemo.shared.events.recorded import (
 )
 from mnemo.shared.llm.port import ChatModel, LLMError
 from mnemo.shared.readmodels.ports import SummariesPort
+from mnemo.shared.subscriptions import Delivered, EventHandlers
 from mnemo.shared.tokens import estimate_tokens
 from mnemo.shared.usage import acting_for
 
@@ -110,30 +106,10 @@ class Summarizer:
         return self._per_tenant[tenant_id]
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
-        rejections: list[Rejection] = []
-        projected: list[EventEnvelope] = []  # summary events, projected in one write after the batch
-        for item in items:
-            on_event = _ON_EVENT.get(item.value.type)
-            try:
-                if on_event is not None:
-                    with acting_for(item.value.tenant_id):  # its LLM tokens are this tenant's usage
-                        await on_event(self, item, projected)
-            except ValidationError as exc:
-                rejections.append(Rejection(item.msg, f"invalid {item.value.type} payload: {exc}"))
-        await self._summaries.apply(projected)
+        batch = _SummarizerBatch(self)
+        rejections = await HANDLERS.dispatch(batch, items)
+        await self._summaries.apply(batch.projected)  # the batch's summary events, in one write
         return rejections
-
-    async def _on_recorded(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
-        msg = MESSAGE_RECORDED.parse(item.value.payload)
-        await self.on_message_recorded(item.value, msg, traceparent=item.traceparent)
-
-    async def _on_changed(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
-        change: MessageEdited | MessageDeleted = REGISTRY.get(item.value.type).parse(item.value.payload)
-        await self.on_message_changed(item.value, change, traceparent=item.traceparent)
-
-    async def _on_summary(self, item: Item[EventEnvelope], projected: list[EventEnvelope]) -> None:
-        REGISTRY.payload(item.value)  # validated here: an invalid payload rejects the message
-        projected.append(item.value)
 
     # --- ranges -----------------------------------------------------------------------------------------
     async def on_message_recorded(
@@ -383,11 +359,34 @@ class Summarizer:
         await append_at_head(self._store, stream, events, publisher=self._publisher)
 
 
-# Event type -> the handler of ``Summarizer.on_batch``; other types are not the summarizer's (acked as is).
-_ON_EVENT: dict[str, Callable[[Summarizer, Item[EventEnvelope], list[EventEnvelope]], Awaitable[None]]] = {
-    MESSAGE_RECORDED.name: Summarizer._on_recorded,
-    MESSAGE_EDITED.name: Summarizer._on_changed,
-    MESSAGE_DELETED.name: Summarizer._on_changed,
-    SUMMARY_CREATED.name: Summarizer._on_summary,
-    SUMMARY_RETIRED.name: Summarizer._on_summary,
-}
+@dataclass
+class _SummarizerBatch:
+    """What a batch's handlers share: the summarizer, and the summary events to project after the batch."""
+
+    summarizer: Summarizer
+    projected: list[EventEnvelope] = field(default_factory=list)
+
+
+async def _recorded(batch: _SummarizerBatch, event: Delivered[MessageRecorded]) -> None:
+    with acting_for(event.envelope.tenant_id):  # its LLM tokens are this tenant's usage
+        await batch.summarizer.on_message_recorded(event.envelope, event.payload, traceparent=event.traceparent)
+
+
+async def _changed(batch: _SummarizerBatch, event: Delivered[MessageEdited | MessageDeleted]) -> None:
+    with acting_for(event.envelope.tenant_id):
+        await batch.summarizer.on_message_changed(event.envelope, event.payload, traceparent=event.traceparent)
+
+
+def _summary(batch: _SummarizerBatch, event: Delivered[SummaryCreated | SummaryRetired]) -> None:
+    batch.projected.append(event.envelope)
+
+
+#: The summarizer's events: its durable filters these alone (``mnemo.shared.subscriptions``).
+HANDLERS: EventHandlers[_SummarizerBatch] = (
+    EventHandlers[_SummarizerBatch]()
+    .on(MessageRecorded, _recorded)
+    .on(MessageEdited, _changed)
+    .on(MessageDeleted, _changed)
+    .on(SummaryCreated, _summary)
+    .on(SummaryRetired, _summary)
+)

@@ -23,6 +23,7 @@ from mnemo.shared.delivery.types import (
     Completion,
     Decoder,
     Item,
+    NotHandled,
     Rejection,
     Staged,
     T,
@@ -108,6 +109,10 @@ class BatchConsumer(Generic[T]):
                     value = await value
             except KeyErased:  # its owner was erased (crypto-shredded): gone by design, not a failure
                 span.set_attribute("mnemo.erased", True)
+                await msg.ack()
+                continue
+            except NotHandled:
+                span.set_attribute("mnemo.not_handled", True)
                 await msg.ack()
                 continue
             except Exception as exc:  # any decode failure is permanent for this payload

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -32,7 +33,7 @@ def max_ack_pending(delivery: DeliverySettings) -> int:
 def subscribe_batches(
     router: NatsRouter,
     *,
-    subject: str,
+    subject: str | Sequence[str],
     stream: JStream,
     durable: str,
     consumer: BatchConsumer[T],
@@ -40,7 +41,9 @@ def subscribe_batches(
     title: str,
     inbox_prefix: str = "_INBOX",
 ) -> None:
-    """Register ``consumer`` as a durable JetStream pull consumer fetching batches on ``subject``.
+    """Register ``consumer`` as a durable JetStream pull consumer fetching batches of the messages on
+    ``subject`` (one: the durable's ``filter_subject``; several: its ``filter_subjects``, so it is delivered
+    those alone; ``mnemo.shared.broker.update_durables`` brings an existing durable's filter in line).
 
     ``inbox_prefix``: where its batches are delivered, the connection's own (``mnemo.shared.natsconn``): FastStream
     does not take the connection's but its own argument, ``_INBOX.`` by default, which a secured server denies.
@@ -49,8 +52,13 @@ def subscribe_batches(
     ``max_deliver`` is a backstop above ours: our consumer dead-letters first, with the reason.
     """
 
+    subjects = [subject] if isinstance(subject, str) else list(subject)
+    if not subjects:
+        raise ValueError(f"{durable}: a durable needs at least one subject")
+    single = subjects[0] if len(subjects) == 1 else ""
+
     @router.subscriber(
-        subject,
+        single,
         stream=stream,
         durable=durable,
         pull_sub=PullSub(batch_size=delivery.batch_size, timeout=0.05, batch=True),
@@ -62,6 +70,7 @@ def subscribe_batches(
             max_deliver=delivery.max_deliver + 5,
             deliver_policy=DeliverPolicy.ALL,
             max_ack_pending=max_ack_pending(delivery),
+            filter_subjects=[] if single else subjects,
         ),
         title=title,
     )

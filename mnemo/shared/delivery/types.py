@@ -18,6 +18,11 @@ class InvalidMessage(ValueError):
     """A message that can never be processed (bad payload, unknown type): dead-letter it at once."""
 
 
+class NotHandled(Exception):
+    """Raised by a decoder for a message this consumer does not handle (one delivered before its durable's
+    filter was narrowed): acked as it is, nothing decoded."""
+
+
 _PROPAGATOR = TraceContextTextMapPropagator()
 TRACEPARENT = "traceparent"
 

@@ -23,7 +23,7 @@ up to its current schema version.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -122,7 +122,11 @@ class EventCodec:
         doc["payload"] = payload
         return doc
 
-    async def decode(self, doc: StoredDoc) -> EventEnvelope:
+    async def decode(self, doc: StoredDoc, decrypt: Collection[str] | None = None) -> EventEnvelope:
+        """``doc`` decrypted and upcast. ``decrypt``: the only encrypted fields its reader uses (a log consumer's
+        handler table, ``mnemo.shared.subscriptions``); the others are left out of the payload, neither decrypted
+        nor passed on as ciphertext, and with none left no data key is even looked up. An event not at its
+        type's current schema version is decrypted whole: its upcasters may read any field."""
         try:
             raw = {name: doc[name] for name in _ENVELOPE_FIELDS if name in doc}
             if "event_id" not in raw and "_id" in doc:
@@ -135,10 +139,14 @@ class EventCodec:
         except (KeyError, TypeError, ValueError) as exc:
             raise MalformedEvent(f"not a stored event: {exc!r}") from exc
         et = self.event_type(type_name, event_id)
-        if et.encrypted_fields:
+        fields = et.encrypted_fields
+        if decrypt is not None and version == et.schema_version and not fields <= frozenset(decrypt):
+            fields = fields & frozenset(decrypt)
+            payload = {k: v for k, v in payload.items() if k in fields or k not in et.encrypted_fields}
+        if fields:
             # Tokens name their key: the owner's (possibly erased, then KeyErased) or the tenant's.
             tenant = await self.cipher.for_tenant(tenant_id, reading=(payload,))
-            payload = tenant.decrypt_fields(event_id, payload, et.encrypted_fields)
+            payload = tenant.decrypt_fields(event_id, payload, fields)
         raw["payload"] = et.upcast(version, payload)
         raw["schema_version"] = et.schema_version
         for name in ("occurred_at", "recorded_at"):
@@ -168,14 +176,15 @@ class EventCodec:
             wire["event_id"] = doc["_id"]
         return to_json(wire)  # compact UTF-8 JSON, datetimes in ISO 8601
 
-    async def from_wire(self, data: bytes) -> EventEnvelope:
+    async def from_wire(self, data: bytes, decrypt: Collection[str] | None = None) -> EventEnvelope:
+        """A relayed event (see :meth:`decode` for ``decrypt``)."""
         try:
             doc = json.loads(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise MalformedEvent(f"not JSON: {exc}") from exc
         if not isinstance(doc, dict):
             raise MalformedEvent("not a JSON object")
-        return await self.decode(doc)
+        return await self.decode(doc, decrypt)
 
 
 def envelope_of(

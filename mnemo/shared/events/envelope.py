@@ -136,6 +136,7 @@ class UnknownSchemaVersion(LookupError):
 class EventRegistry:
     def __init__(self) -> None:
         self._types: dict[str, EventType[Any]] = {}
+        self._by_model: dict[type[BaseModel], EventType[Any]] = {}
 
     def register(
         self,
@@ -147,11 +148,15 @@ class EventRegistry:
         upcasters: dict[int, Upcaster] | None = None,
         key_owner: str | None = None,
     ) -> EventType[P]:
-        """Bind ``name`` (at ``schema_version``) to its payload ``model``; a name is registered once."""
+        """Bind ``name`` (at ``schema_version``) to its payload ``model``; a name and a model are registered once
+        each, so the payload class alone says which event it is (:meth:`of`)."""
         if name in self._types:
             raise ValueError(f"event type {name!r} registered twice")
+        if model in self._by_model:
+            raise ValueError(f"{model.__name__} is already the payload of {self._by_model[model].name!r}")
         et = EventType(name, model, schema_version, frozenset(encrypted), dict(upcasters or {}), key_owner)
         self._types[name] = et
+        self._by_model[model] = et
         return et
 
     def get(self, name: str) -> EventType[Any]:
@@ -159,6 +164,14 @@ class EventRegistry:
             return self._types[name]
         except KeyError:
             raise UnknownEventType(name) from None
+
+    def of(self, model: type[P]) -> EventType[P]:
+        """The event type whose payload class is ``model``; :class:`UnknownEventType` for a class not registered."""
+        try:
+            et: EventType[P] = self._by_model[model]
+        except KeyError:
+            raise UnknownEventType(f"{model.__name__} is not the payload of a registered event type") from None
+        return et
 
     def payload(self, env: EventEnvelope) -> BaseModel:
         """``env``'s payload as its type's model; :class:`UnknownEventType` for a type not registered."""

@@ -74,11 +74,19 @@ class LorebookEntryWritten(RecordedPayload):
     owner_user_id: str | None = None
 
 
+class LorebookEntryCreated(LorebookEntryWritten):
+    """``lorebook.entry_created``: an entry was added to the book."""
+
+
+class LorebookEntryUpdated(LorebookEntryWritten):
+    """``lorebook.entry_updated``: an entry of the book changed (the payload holds it whole)."""
+
+
 LOREBOOK_ENTRY_CREATED = REGISTRY.register(
-    "lorebook.entry_created", LorebookEntryWritten, encrypted=("entry",), key_owner="owner_user_id"
+    "lorebook.entry_created", LorebookEntryCreated, encrypted=("entry",), key_owner="owner_user_id"
 )
 LOREBOOK_ENTRY_UPDATED = REGISTRY.register(
-    "lorebook.entry_updated", LorebookEntryWritten, encrypted=("entry",), key_owner="owner_user_id"
+    "lorebook.entry_updated", LorebookEntryUpdated, encrypted=("entry",), key_owner="owner_user_id"
 )
 
 
