@@ -243,8 +243,8 @@ def scope_change(fid: str, version: int, to_scope: str, *, promoted: bool = True
     return recorded(T, knowledge_stream(T, "b1"), version, kind, payload, T0)
 
 
-def legacy(lid: str, memory_id: str, minute: int, *, bots: tuple[str, ...] = ("b1",)) -> EventEnvelope:
-    payload: dict[str, Any] = {
+def legacy(lid: str, memory_id: str, minute: int, *, bots: tuple[str, ...] = ("b1",), **kw: Any) -> EventEnvelope:
+    payload: dict[str, Any] = kw | {
         "legacy_id": lid, "user_id": U, "memory_id": memory_id, "conversation_id": C, "title": f"title {lid}",
         "text": f"legacy {lid}", "participants": ["ana"], "start_at": T0, "end_at": T0 + timedelta(minutes=minute),
         "importance": 6, "emotional_tags": ["warm"], "applies_to_bots": list(bots), "applies_to_personas": ["ana"],
@@ -453,6 +453,23 @@ async def test_summaries_by_ids_keeps_the_order_asked_and_the_scope(p: Ports) ->
     assert await p.summaries.by_ids(T, ["s1"], user_id="u2") == []
     assert await p.summaries.by_ids("t2", ["s1"]) == []
     assert await p.summaries.by_ids(T, []) == []
+
+
+async def test_a_summary_names_the_messages_it_cites_and_an_old_one_all_it_covers(p: Ports) -> None:
+    cites = [{"message_id": "m3", "start": 0, "end": 4}, {"message_id": "m1", "start": 5, "end": 9}]
+    await p.summaries.apply([summary("s1", 0, 4, citations=cites), summary("s2", 5, 9, version=2)])
+
+    s1, s2 = await p.summaries.by_ids(T, ["s1", "s2"])
+    assert s1.cited_message_ids == ("m3", "m1"), "in the order of the text"
+    assert s1.message_ids == ("m0", "m1", "m2", "m3", "m4"), "it still covers its whole range"
+    assert s2.cited_message_ids == s2.message_ids, "recorded without citations: derived from all it covers"
+
+
+async def test_a_legacy_memory_names_the_messages_it_was_derived_from(p: Ports) -> None:
+    await p.legacy.apply([legacy("l1", "s1", 1, message_ids=["m3", "m1"]), legacy("l2", "s2", 2)])
+
+    l1, l2 = await p.legacy.by_ids(T, ["l1", "l2"], user_id=U)
+    assert (l1.message_ids, l2.message_ids) == (("m3", "m1"), ()), "an entry recorded before the field has none"
 
 
 async def test_summaries_page_in_listing_order(p: Ports) -> None:

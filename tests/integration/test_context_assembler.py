@@ -90,6 +90,8 @@ def summary_event(tenant: str, summary_id: str, text: str) -> EventEnvelope:
         "first_index": 0,
         "last_index": 4,
         "method": "extractive",
+        # Its text is message m2's sentence: it cites that message alone.
+        "citations": [{"message_id": "m2", "start": 0, "end": len(text)}],
     }
     return env(tenant, summary_stream(tenant, USER, CONV), 1, "summary.created", payload)
 
@@ -240,7 +242,7 @@ async def test_full_context_over_nats(nats_url, mongo_db, cipher, index, embedde
     assert "m0" in retrieved_ids or "m2" in retrieved_ids
     assert not set(retrieved_ids) & set(history_ids), "history messages are excluded from retrieval"
     summary = next(s for s in reply["sources"] if s["kind"] == "summary")
-    assert summary["message_ids"] == ["m0", "m1", "m2", "m3", "m4"]
+    assert summary["message_ids"] == ["m2"], "the message its text cites, not every message it covers"
     assert summary["id"] == deterministic_id("summary", tenant, "s1")
 
 

@@ -112,7 +112,9 @@ async def test_convert_to_legacy_lore_is_idempotent_owner_checked_and_embedded_w
     stack: Stack, tenant: str, embedder: BundledEmbedder
 ) -> None:
     other_tenant = f"{tenant}-other"
-    await seed(stack, tenant, [summary("s1", 0), summary("s2", 1), summary("s-u2", 2, user=U2)])
+    # s2 is extractive and quotes one of its two messages; s1 was written by an LLM from both.
+    quoting = summary("s2", 1) | {"method": "extractive", "citations": [{"message_id": "s2-m2", "start": 0, "end": 9}]}
+    await seed(stack, tenant, [summary("s1", 0), quoting, summary("s-u2", 2, user=U2)])
     await seed(stack, other_tenant, [summary("s1-elsewhere", 0)])
 
     first = await call(stack.nc, subjects.MEMORY_CONVERT_TO_LORE, convert(tenant, "s1"))
@@ -137,6 +139,8 @@ async def test_convert_to_legacy_lore_is_idempotent_owner_checked_and_embedded_w
     assert set(by_id) == {"s1", "s2", first["legacy_id"]}
     assert (by_id["s1"]["converted_to_lore"], by_id["s1"]["legacy_id"]) == (True, first["legacy_id"])
     assert (by_id["s2"]["converted_to_lore"], by_id["s2"]["legacy_id"]) == (False, None)
+    assert by_id["s1"]["message_ids"] == ["s1-m1", "s1-m2"], "an LLM summary is derived from all it covers"
+    assert by_id["s2"]["message_ids"] == ["s2-m2"], "an extractive one from the messages it quotes"
     legacy = by_id[first["legacy_id"]]
     assert legacy["source"] == "legacy_lore"
     assert legacy["type"] == "legacy_memory"
@@ -149,6 +153,7 @@ async def test_convert_to_legacy_lore_is_idempotent_owner_checked_and_embedded_w
     assert legacy["emotional_tags"] == ["tense", "relieved", "warm"]
     assert legacy["start_at"].startswith("2026-03-01T12:00")
     assert legacy["end_at"].startswith("2026-03-01T12:30")
+    assert legacy["message_ids"] == ["s1-m1", "s1-m2"], "a legacy memory keeps what its memory was derived from"
 
     raw = await stack.db[LEGACY_COLLECTION].find_one({"_id": first["legacy_id"]})
     assert raw is not None
@@ -343,6 +348,7 @@ async def test_knowledge_facts_join_the_view_in_order(stack: Stack, tenant: str)
     assert (f0["source"], f0["type"], f0["character_id"], f0["scope"]) == ("knowledge", "semantic", BOT_B, "player:u1")
     assert f0["text"].startswith("Fact f0")
     assert f0["tags"] == ["lighthouse"]
+    assert f0["message_ids"] == ["m1"], "a fact names the messages it was learned from"
     episodic = await call(stack.nc, subjects.MEMORY_LIST, listing(tenant, type="episodic"))
     assert [i["id"] for i in episodic["items"]] == ["f-late"]
     of_bot_b = await call(stack.nc, subjects.MEMORY_LIST, listing(tenant, source="knowledge", bot_id=BOT_B))

@@ -87,7 +87,7 @@ export interface Source {
   kind: "message" | "summary" | "fact" | "knowledge" | "lore" | "document" | "legacy_memory" | "persona" | "system";
   id: string;
   /**
-   * messages this item comes from
+   * the messages this item was derived from: a message itself; the messages a summary or legacy memory quotes (all it covers when an LLM wrote it); the messages a fact was learned from
    */
   message_ids?: string[];
   /**
@@ -1023,6 +1023,10 @@ export interface MemoryItem {
    */
   method?: string | null;
   prompt_version?: string | null;
+  /**
+   * the messages it was derived from: those a summary quotes (all it covers when an LLM wrote it), those a fact was learned from
+   */
+  message_ids?: string[];
 }
 /**
  * `mnemo.rpc.memory.list.v1` reply: ``total`` items match the filters; this page starts at ``offset``.

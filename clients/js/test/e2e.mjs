@@ -99,6 +99,8 @@ try {
     return reply.items.some((item) => item.source === "memory") && reply;
   }, "a summary of the scene");
   const memory = listing.items.find((item) => item.source === "memory");
+  // An extractive summary (no LLM here) names the scene's messages it quotes, a subset of those it covers.
+  assert.ok(memory.message_ids.length > 0 && memory.message_ids.every((id) => /^m-\d+$/.test(id)));
   const converted = await mnemo.memoryConvertToLore({ tenant_id: TENANT, user_id: USER, memory_id: memory.id, applies_to_bots: [BOT] });
   assert.ok(converted.created);
   const gone = await mnemo.memoryDelete({ tenant_id: TENANT, user_id: USER, memory_id: memory.id });

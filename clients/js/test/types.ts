@@ -26,5 +26,7 @@ export async function usage(client: MnemoClient): Promise<string> {
   } catch (err) {
     if (err instanceof MnemoError && err.code === "not_found") return "gone";
   }
-  return reply.sections.map((s) => s.name).join(",") + natsMsgId("chat.message.created", event) + OPERATIONS["lore.list"].subject + books.books.length;
+  // Every source names the messages it was derived from (a summary: those it quotes).
+  const cited: string[] = reply.sources.flatMap((s) => s.message_ids ?? []);
+  return cited.join(",") + reply.sections.map((s) => s.name).join(",") + natsMsgId("chat.message.created", event) + OPERATIONS["lore.list"].subject + books.books.length;
 }

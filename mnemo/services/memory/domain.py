@@ -119,6 +119,7 @@ def legacy_entry(
         method=memory.method,
         prompt_version=memory.prompt_version,
         created_at=now,
+        message_ids=memory.cited_message_ids(),
     )
 
 

@@ -60,4 +60,5 @@ def fact_item(view: FactView) -> MemoryItem:
         status=view.status,
         method=view.method,
         prompt_version=view.prompt_version,
+        message_ids=list(view.message_ids),
     )

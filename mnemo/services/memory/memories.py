@@ -197,6 +197,7 @@ def summary_item(listed: SummaryListed, legacy: LegacyLoreView | None) -> Memory
         status=listed.status,
         method=view.method,
         prompt_version=listed.prompt_version,
+        message_ids=list(view.cited_message_ids),
     )
 
 
@@ -219,4 +220,5 @@ def legacy_item(view: LegacyLoreView) -> MemoryItem:
         legacy_id=view.legacy_id,
         method=view.method,
         prompt_version=view.prompt_version,
+        message_ids=list(view.message_ids),
     )

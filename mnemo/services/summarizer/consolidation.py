@@ -28,6 +28,7 @@ from mnemo.shared.events.envelope import EventEnvelope, deterministic_id
 from mnemo.shared.events.recorded import (
     SUMMARY_CREATED,
     SUMMARY_RETIRED,
+    Citation,
     SummaryCreated,
     SummaryRetired,
     SummaryType,
@@ -125,6 +126,49 @@ def child_sentences(children: Sequence[SummaryCreated], limit: int) -> list[Sent
     return out
 
 
+def sentence_sources(child: SummaryCreated, sentence: str, at: int) -> list[str]:
+    """The messages ``sentence`` (found at ``at`` in ``child.text``) was taken from: the child's citations that
+    overlap it, or everything the child covers when it cites nothing (an LLM summary)."""
+    end = at + len(sentence)
+    overlapping = [c.message_id for c in child.citations if c.start < end and at < c.end]
+    return list(dict.fromkeys(overlapping)) if child.citations else list(child.message_ids)
+
+
+def joined_with_citations(children: Sequence[SummaryCreated], picked: Sequence[Sentence]) -> tuple[str, list[Citation]]:
+    """The picked child sentences (``child_sentences``' output: ``message_pos`` is the child's place in
+    oldest-first order) joined by spaces, and where each one came from: the children's citations carried
+    over, so a consolidation cites the turns its text still holds, not every turn its children covered."""
+    ordered = sorted(children, key=_oldest_first)
+    offsets = _sentence_offsets(ordered)
+    text = ""
+    citations: list[Citation] = []
+    for s in picked:
+        if text:
+            text += " "
+        child = ordered[s.message_pos]
+        at = offsets.get((s.message_pos, s.order), 0)
+        start = len(text)
+        citations += [
+            Citation(message_id=m, start=start, end=start + len(s.text)) for m in sentence_sources(child, s.text, at)
+        ]
+        text += s.text
+    return text, citations
+
+
+def _sentence_offsets(ordered: Sequence[SummaryCreated]) -> dict[tuple[int, int], int]:
+    """Where each of ``child_sentences``' sentences starts in its child's text, keyed (child, order)."""
+    out: dict[tuple[int, int], int] = {}
+    order = 0
+    for pos, child in enumerate(ordered):
+        cursor = 0
+        for text in split_sentences(child.text):
+            at = child.text.find(text, cursor)
+            out[(pos, order)] = max(at, 0)
+            cursor = at + len(text) if at >= 0 else cursor
+            order += 1
+    return out
+
+
 def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
@@ -137,6 +181,7 @@ def consolidated_payload(
     method: str,
     prompt_version: str | None = None,
     emotional_context: str | None = None,
+    citations: Sequence[Citation] = (),
 ) -> SummaryCreated:
     """The summary that replaces ``children`` (same audience, non-empty): the next level, their span, the
     union of their messages and participants, and the highest importance."""
@@ -160,6 +205,7 @@ def consolidated_payload(
         emotional_context=emotional_context,
         audience=list(first.audience),
         consolidates=[c.summary_id for c in ordered],
+        citations=list(citations),
     )
 
 

@@ -17,7 +17,7 @@ from mnemo.services.summarizer.importance import importance
 from mnemo.services.summarizer.sentences import Sentence
 from mnemo.services.summarizer.settings import SummarizerSettings
 from mnemo.services.summarizer.triggers import SummaryRange
-from mnemo.shared.events.recorded import EVERYONE, SummaryCreated
+from mnemo.shared.events.recorded import EVERYONE, Citation, SummaryCreated
 from mnemo.shared.tokens import estimate_tokens
 
 
@@ -78,17 +78,26 @@ def pick_central(
 
 def render_summary(messages: Sequence[RangeMessage], picked: Sequence[Sentence]) -> str:
     """``Name: sentence sentence`` per run of consecutive picked sentences of the same author."""
-    parts: list[str] = []
+    return render_cited(messages, picked)[0]
+
+
+def render_cited(messages: Sequence[RangeMessage], picked: Sequence[Sentence]) -> tuple[str, list[Citation]]:
+    """:func:`render_summary`'s text and where each sentence in it came from (its message and its characters
+    in the text), so the summary can cite the turns it carries."""
+    text = ""
+    citations: list[Citation] = []
     last_author: str | None = None
     for s in picked:
         msg = messages[s.message_pos]
         author = msg.author_name.strip() or msg.role
-        if author == last_author:
-            parts[-1] += " " + s.text
-        else:
-            parts.append(f"{author}: {s.text}")
+        if text:
+            text += " "
+        if author != last_author:
+            text += f"{author}: "
             last_author = author
-    return " ".join(parts)
+        citations.append(Citation(message_id=msg.message_id, start=len(text), end=len(text) + len(s.text)))
+        text += s.text
+    return text, citations
 
 
 def compose_summary(
@@ -114,12 +123,13 @@ def compose_summary(
         min_relative=settings.min_relative_centrality,
     )
     people = participants_of(messages)
+    text, citations = render_cited(messages, picked)
     return SummaryCreated(
         summary_id=summary_id,
         user_id=user_id,
         conversation_id=conversation_id,
         summary_type="short_term",
-        text=render_summary(messages, picked),
+        text=text,
         importance=importance(messages, people),
         participants=people,
         start_at=min(m.created_at for m in messages),
@@ -129,4 +139,5 @@ def compose_summary(
         last_index=rng.last_index,
         method="extractive",
         audience=list(audience),
+        citations=citations,
     )

@@ -266,8 +266,12 @@ class Summarizer:
             duplicate_cosine=settings.duplicate_cosine,
             min_relative=settings.min_relative_centrality,
         )
-        text = " ".join(s.text for s in picked) or " ".join(c.text for c in ordered)
-        return consolidation.consolidated_payload(summary_id=cid, children=ordered, text=text, method="extractive")
+        text, citations = consolidation.joined_with_citations(ordered, picked)
+        if not text:  # nothing picked: the children's texts whole, written from all they cover
+            text, citations = " ".join(c.text for c in ordered), []
+        return consolidation.consolidated_payload(
+            summary_id=cid, children=ordered, text=text, method="extractive", citations=citations
+        )
 
     # --- edits and deletes ----------------------------------------------------------------------------
     async def on_message_changed(

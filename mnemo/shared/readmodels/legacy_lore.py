@@ -56,6 +56,7 @@ class LegacyLoreView:
     summary_type: str
     method: str
     prompt_version: str | None
+    message_ids: tuple[str, ...] = ()  # what the memory was derived from (empty: recorded before the field)
 
     @property
     def applies_to(self) -> tuple[str, ...]:
@@ -188,6 +189,7 @@ class LegacyLoreReadModel:
             summary_type=d["summary_type"],
             method=d["method"],
             prompt_version=d.get("prompt_version"),
+            message_ids=tuple(d.get("message_ids", ())),
         )
 
 

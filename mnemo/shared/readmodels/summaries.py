@@ -52,6 +52,9 @@ class SummaryView:
     replaced_by: str | None = None
     prompt_version: str | None = None
     emotional_context: str | None = None
+    #: The messages its text was derived from (``SummaryCreated.cited_message_ids``): an extractive summary's
+    #: sentences' messages; all of ``message_ids`` for an LLM summary or one recorded before citations.
+    cited_message_ids: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -106,6 +109,7 @@ class SummariesReadModel:
         fields = {
             "event_id": env.event_id,
             **s.model_dump(exclude={"summary_id", "text", "emotional_context"}),
+            "cited_message_ids": s.cited_message_ids(),
             "text": tc.encrypt(s.summary_id, "text", s.text),
             "emotional_context": None
             if emotional is None
@@ -193,6 +197,7 @@ class SummariesReadModel:
             replaced_by=d.get("replaced_by"),
             prompt_version=d.get("prompt_version"),
             emotional_context=None if emotional is None else str(tc.decrypt(d["_id"], "emotional_context", emotional)),
+            cited_message_ids=tuple(d.get("cited_message_ids") or d.get("message_ids", ())),
         )
 
     # --- listing (mnemo.rpc.memory.list.v1) ---------------------------------------------------------------

@@ -166,7 +166,11 @@ class ChatMessage(_Wire):
 class Source(_Wire):
     kind: SourceKind
     id: str
-    message_ids: list[str] = Field(default_factory=list, description="messages this item comes from")
+    message_ids: list[str] = Field(
+        default_factory=list,
+        description="the messages this item was derived from: a message itself; the messages a summary or legacy "
+        "memory quotes (all it covers when an LLM wrote it); the messages a fact was learned from",
+    )
     score: float | None = Field(None, description="retrieval similarity, when it was retrieved")
     detail: str | None = Field(
         None, description="why the item is here, when useful: for lore the key that fired (`key: Lythora`)"

@@ -128,6 +128,11 @@ class MemoryItem(_Wire):
     )
     method: str | None = Field(None, description="how it was made: `extractive`, `llm:<model>`, ...")
     prompt_version: str | None = None
+    message_ids: list[str] = Field(
+        default_factory=list,
+        description="the messages it was derived from: those a summary quotes (all it covers when an LLM wrote "
+        "it), those a fact was learned from",
+    )
 
 
 class MemoryListReply(_Wire):

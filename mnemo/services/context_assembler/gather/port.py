@@ -16,6 +16,9 @@ from mnemo.services.context_assembler.items import BotProfile, ChatLine, Knowled
 
 @dataclass(frozen=True)
 class SummaryText:
+    """A summary as the assembler shows it; ``message_ids`` are the messages its text cites (all it covers
+    when it cites none: ``SummaryView.cited_message_ids``)."""
+
     summary_id: str
     conversation_id: str
     text: str

@@ -92,14 +92,14 @@ class ReadModelReads:
         # point can never show a bot a summary of messages it did not witness.
         views = await self._summaries.by_ids(tenant_id, summary_ids, user_id=user_id)
         return [
-            SummaryText(v.summary_id, v.conversation_id, v.text, v.message_ids, v.first_index, v.participants)
+            SummaryText(v.summary_id, v.conversation_id, v.text, v.cited_message_ids, v.first_index, v.participants)
             for v in views
             if v.status == "active" and bot_may_see(bot_id, v.audience)
         ]
 
     async def legacy_memories(self, tenant_id: str, user_id: str, legacy_ids: Sequence[str]) -> list[LegacyText]:
         views = await self._legacy.by_ids(tenant_id, legacy_ids, user_id=user_id)
-        return [LegacyText(v.legacy_id, v.text) for v in views]
+        return [LegacyText(v.legacy_id, v.text, v.message_ids) for v in views]
 
     async def knowledge(
         self,

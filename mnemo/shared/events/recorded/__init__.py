@@ -106,9 +106,11 @@ from mnemo.shared.events.recorded.summaries import (
     EVERYONE,
     SUMMARY_CREATED,
     SUMMARY_RETIRED,
+    Citation,
     SummaryCreated,
     SummaryRetired,
     SummaryType,
+    cited_ids,
     summary_stream,
 )
 
@@ -150,6 +152,7 @@ __all__ = [
     "SUMMARY_CREATED",
     "SUMMARY_RETIRED",
     "BotRecorded",
+    "Citation",
     "ConversationForked",
     "DocumentAccepted",
     "DocumentChunk",
@@ -191,6 +194,7 @@ __all__ = [
     "bot_stream",
     "campaign_scope",
     "character_scope",
+    "cited_ids",
     "conversation_stream",
     "created_event_id",
     "document_stream",

@@ -40,6 +40,11 @@ class LegacyLoreCreated(RecordedPayload):
     method: str
     prompt_version: str | None = None
     created_at: datetime
+    message_ids: list[str] = Field(
+        default_factory=list,
+        description="the messages the memory's text was derived from (the summary's cited messages); empty for "
+        "an entry recorded before this field",
+    )
 
 
 LEGACY_LORE_CREATED = REGISTRY.register(

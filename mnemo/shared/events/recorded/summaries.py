@@ -5,6 +5,7 @@ A stream of its own, apart from the conversation's: summarizing never contends w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -19,6 +20,15 @@ def summary_stream(tenant_id: str, user_id: str, conversation_id: str) -> str:
 
 
 SummaryType = Literal["short_term", "long_term", "consolidated"]
+
+
+class Citation(RecordedPayload):
+    """Which message the stretch ``text[start:end]`` of a summary was taken from (an extractive summary keeps
+    whole sentences of its messages, so it knows exactly where each came from)."""
+
+    message_id: str
+    start: int = Field(..., ge=0)
+    end: int = Field(..., ge=0)
 
 
 class SummaryCreated(RecordedPayload):
@@ -45,6 +55,22 @@ class SummaryCreated(RecordedPayload):
     consolidates: list[str] = Field(
         default_factory=list, description="summary ids this `consolidated`/`long_term` summary replaces"
     )
+    citations: list[Citation] = Field(
+        default_factory=list,
+        description="where each stretch of the text comes from (extractive summaries); empty when the text was "
+        "written from all of `message_ids` (an LLM summary, or one recorded before citations existed)",
+    )
+
+    def cited_message_ids(self) -> list[str]:
+        """The messages the text was derived from: those its citations name, else all it covers."""
+        return cited_ids(self.citations, self.message_ids)
+
+
+def cited_ids(citations: Sequence[Citation], covered: Sequence[str]) -> list[str]:
+    """The distinct message ids of ``citations`` in text order, or ``covered`` when there are none."""
+    if not citations:
+        return list(covered)
+    return list(dict.fromkeys(c.message_id for c in sorted(citations, key=lambda c: (c.start, c.end))))
 
 
 EVERYONE = "*"

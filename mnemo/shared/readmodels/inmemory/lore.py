@@ -54,6 +54,7 @@ class InMemoryLegacyLore:
             summary_type=c.summary_type,
             method=c.method,
             prompt_version=c.prompt_version,
+            message_ids=tuple(c.message_ids),
         )
         self.entries[c.legacy_id] = (view, False)
 

@@ -28,7 +28,11 @@ class InMemorySummaries:
         doc = self.docs.get(s.summary_id)
         if doc is not None and doc["tenant_id"] != env.tenant_id:
             return  # another tenant's id: the adapter's upsert fails on _id
-        fields = {"tenant_id": env.tenant_id, **s.model_dump(exclude={"summary_id"})}
+        fields = {
+            "tenant_id": env.tenant_id,
+            **s.model_dump(exclude={"summary_id"}),
+            "cited_message_ids": s.cited_message_ids(),
+        }
         fields["start_at"] = naive_utc(s.start_at)
         fields["end_at"] = naive_utc(s.end_at)
         if doc is None:
@@ -65,6 +69,7 @@ class InMemorySummaries:
             replaced_by=d.get("replaced_by"),
             prompt_version=d.get("prompt_version"),
             emotional_context=d.get("emotional_context"),
+            cited_message_ids=tuple(d.get("cited_message_ids") or d.get("message_ids", ())),
         )
 
     def _created(self, tenant_id: str) -> list[tuple[str, dict[str, Any]]]:
