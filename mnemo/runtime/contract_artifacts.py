@@ -100,6 +100,9 @@ def _operations_module() -> str:
     for module in sorted(names):
         short = module.removeprefix(_WIRE_PREFIX)
         lines += [f"from mnemo_client.wire.{short} import (", *(f"    {n}," for n in sorted(names[module])), ")"]
+    # One line per operation (the subject follows from the name and kind; each set of error codes is named
+    # once), so the table stays short as the contract grows.
+    error_sets = list(dict.fromkeys(op.errors for op in OPERATIONS if op.kind == "request"))
     lines += [
         "",
         "",
@@ -114,14 +117,31 @@ def _operations_module() -> str:
         "    msg_id: tuple[str, ...]",
         "",
         "",
+        "def _event(name: str, payload: type[BaseModel], msg_id: tuple[str, ...]) -> Operation:",
+        '    return Operation(name, f"mnemo.{name}.v1", "event", payload, None, (), msg_id)',
+        "",
+        "",
+        "def _request(name: str, payload: type[BaseModel], reply: type[BaseModel], errors: tuple[str, ...]) -> Operation:",
+        '    return Operation(name, f"mnemo.rpc.{name}.v1", "request", payload, reply, errors, ())',
+        "",
+        "",
         f"ERROR_CODES: dict[str, str] = {ERROR_CODES!r}",
+        *(f"_ERRORS_{i} = {errors!r}" for i, errors in enumerate(error_sets)),
         "OPERATIONS: dict[str, Operation] = {",
+        "    op.name: op",
+        "    for op in (",
     ]
     for op in OPERATIONS:
-        reply = op.reply.__name__ if op.reply else "None"
-        args = f"{op.name!r}, {op.subject!r}, {op.kind!r}, {op.payload.__name__}, {reply}, {op.errors!r}, {op.msg_id!r}"
-        lines.append(f"    {op.name!r}: Operation({args}),")
-    lines += ["}", ""]
+        if op.kind == "event":
+            if op.subject != f"mnemo.{op.name}.v1":
+                raise ValueError(f"{op.name}: an event's subject must be mnemo.<name>.v1, not {op.subject}")
+            lines.append(f"        _event({op.name!r}, {op.payload.__name__}, {op.msg_id!r}),")
+            continue
+        if op.subject != f"mnemo.rpc.{op.name}.v1" or op.reply is None:
+            raise ValueError(f"{op.name}: a request's subject must be mnemo.rpc.<name>.v1 with a reply model")
+        errors = f"_ERRORS_{error_sets.index(op.errors)}"
+        lines.append(f"        _request({op.name!r}, {op.payload.__name__}, {op.reply.__name__}, {errors}),")
+    lines += ["    )", "}", ""]
     return _ruff_format("\n".join(lines), CLIENT_WIRE / "operations.py")
 
 

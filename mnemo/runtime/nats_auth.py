@@ -65,7 +65,16 @@ ROLES: dict[str, Role] = {
     "embedding": Role(consumes=subjects.LOG_STREAM, points="write"),
     "summarizer": Role(consumes=subjects.LOG_STREAM),
     "memory-extractor": Role(
-        consumes=subjects.LOG_STREAM, answers=(subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE)
+        consumes=subjects.LOG_STREAM,
+        answers=(
+            subjects.MEMORY_PROMOTE,
+            subjects.MEMORY_UNPROMOTE,
+            subjects.KNOWLEDGE_FACT_LIST,
+            subjects.KNOWLEDGE_FACT_ADD,
+            subjects.KNOWLEDGE_FACT_EDIT,
+            subjects.KNOWLEDGE_FACT_RETRACT,
+            subjects.KNOWLEDGE_FACT_HISTORY,
+        ),
     ),
     "context-assembler": Role(answers=(subjects.CONTEXT_ASSEMBLE, subjects.OPS_USAGE), points="read"),
     "lore": Role(answers=_LORE_RPCS, uploads=True),

@@ -55,6 +55,11 @@ PRIVACY_ERASE_TENANT: Final = "mnemo.rpc.privacy.erase_tenant.v1"
 PRIVACY_EXPORT_USER: Final = "mnemo.rpc.privacy.export_user.v1"
 CONVERSATION_LIST: Final = "mnemo.rpc.conversation.list.v1"
 CONVERSATION_TIMELINE: Final = "mnemo.rpc.conversation.timeline.v1"
+KNOWLEDGE_FACT_LIST: Final = "mnemo.rpc.knowledge.fact.list.v1"
+KNOWLEDGE_FACT_ADD: Final = "mnemo.rpc.knowledge.fact.add.v1"
+KNOWLEDGE_FACT_EDIT: Final = "mnemo.rpc.knowledge.fact.edit.v1"
+KNOWLEDGE_FACT_RETRACT: Final = "mnemo.rpc.knowledge.fact.retract.v1"
+KNOWLEDGE_FACT_HISTORY: Final = "mnemo.rpc.knowledge.fact.history.v1"
 # Operators only (``--secure``: the ``admin`` user; the platform is denied ``mnemo.rpc.ops.>``; no gateway route).
 OPS_USAGE: Final = "mnemo.rpc.ops.usage.v1"
 

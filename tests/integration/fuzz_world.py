@@ -27,6 +27,7 @@ from mnemo.services.memory_extractor.app import create_router as extractor_route
 from mnemo.services.privacy.app import create_router as privacy_router
 from mnemo.shared import subjects
 from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.events.envelope import deterministic_id
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from mnemo.shared.settings import LimitsSettings
 from tests.integration.fuzz_cases import ascii_ids, ids, texts
@@ -188,6 +189,26 @@ def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]
             target["user_id"] = OWNER
         return target, ((subjects.LORE_DOCUMENT_IMPORT, upload),)
     mine = {"tenant_id": w.tenant, "user_id": USER}
+    if subject == subjects.CONVERSATION_LIST:
+        return {"tenant_id": w.tenant, "user_id": draw(st.none() | st.just(USER)), "limit": draw(st.integers(1, 200)),
+                "offset": draw(st.integers(0, 3))}, ()  # fmt: skip
+    if subject == subjects.CONVERSATION_TIMELINE:
+        return {**mine, "conversation_id": "c1", "from_index": draw(st.integers(0, 3)), "limit": draw(st.integers(1, 500))}, ()  # fmt: skip
+    if subject == subjects.KNOWLEDGE_FACT_LIST:
+        return {**mine, "character_id": draw(st.none() | st.just(BOT)), "include_inactive": draw(st.booleans()),
+                "limit": draw(st.integers(1, 200))}, ()  # fmt: skip
+    if subject == subjects.KNOWLEDGE_FACT_HISTORY:
+        return {**mine, "fact_id": w.fact}, ()
+    if subject == subjects.KNOWLEDGE_FACT_ADD:
+        return {"tenant_id": draw(ids), "user_id": draw(ids), "character_id": draw(ids), "text": draw(texts) or "x",
+                "fact_type": draw(st.sampled_from(["semantic", "episodic"])), "tags": draw(st.lists(ascii_ids, max_size=3))}, ()  # fmt: skip
+    if subject in (subjects.KNOWLEDGE_FACT_EDIT, subjects.KNOWLEDGE_FACT_RETRACT):
+        # A fact of its own, added by hand in the case's scratch tenant: tenant A's fact stays current.
+        add = _owned(scratch, character_id=BOT, text=f"Scratch fact {book}.", idempotency_key=book)
+        target = _owned(scratch, fact_id=deterministic_id("knowledge.manual", scratch, OWNER, BOT, book))
+        if subject == subjects.KNOWLEDGE_FACT_EDIT:
+            target["text"] = draw(texts) or "y"
+        return target, ((subjects.KNOWLEDGE_FACT_ADD, add),)
     if subject == subjects.MEMORY_CONVERT_TO_LORE:
         return {**mine, "memory_id": w.memory, "applies_to_bots": draw(st.lists(ids, min_size=1, max_size=3)),
                 "applies_to_personas": [PERSONA], "title": draw(st.none() | ids)}, ()  # fmt: skip

@@ -51,11 +51,19 @@ from mnemo_client.wire.contract import (
     MessageSwipeSelected,
     PersonaUpserted,
 )
+from mnemo_client.wire.conversation_contract import ConversationListRequest, ConversationTimelineRequest
 from mnemo_client.wire.document_contract import (
     DocumentDeleteRequest,
     DocumentGetRequest,
     DocumentImportRequest,
     DocumentListRequest,
+)
+from mnemo_client.wire.knowledge_contract import (
+    FactAddRequest,
+    FactEditRequest,
+    FactHistoryRequest,
+    FactListRequest,
+    FactRetractRequest,
 )
 from mnemo_client.wire.lore_contract import (
     LoreAttachRequest,
@@ -127,6 +135,13 @@ REQUESTS: dict[str, type[Any]] = {
     subjects.PRIVACY_ERASE_USER: EraseUserRequest,
     subjects.PRIVACY_ERASE_TENANT: EraseTenantRequest,
     subjects.PRIVACY_EXPORT_USER: ExportUserRequest,
+    subjects.CONVERSATION_LIST: ConversationListRequest,
+    subjects.CONVERSATION_TIMELINE: ConversationTimelineRequest,
+    subjects.KNOWLEDGE_FACT_LIST: FactListRequest,
+    subjects.KNOWLEDGE_FACT_ADD: FactAddRequest,
+    subjects.KNOWLEDGE_FACT_EDIT: FactEditRequest,
+    subjects.KNOWLEDGE_FACT_RETRACT: FactRetractRequest,
+    subjects.KNOWLEDGE_FACT_HISTORY: FactHistoryRequest,
 }
 # Documents have their own bad-input suite (tests/integration/test_documents.py: encrypted, scanned, truncated,
 # zip-bomb, oversized and mislabelled files): here each valid import would start a parsing subprocess, and a
@@ -159,6 +174,9 @@ BY_ID = set(REQUESTS) - {
     subjects.PRIVACY_EXPORT_USER,
     subjects.LORE_DOCUMENT_IMPORT,
     subjects.LORE_DOCUMENT_LIST,
+    subjects.CONVERSATION_LIST,
+    subjects.KNOWLEDGE_FACT_LIST,
+    subjects.KNOWLEDGE_FACT_ADD,
 }
 OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT, subjects.LORE_DOCUMENT_GET}  # no acting user: the tenant reads
 MARKER = re.compile(rb"fz[0-9a-f]{32}")
@@ -286,7 +304,12 @@ async def check_request(w: World, r: Request, erased: frozenset[str] = frozenset
         if bad.kind == "foreign_tenant":  # another tenant's answer shows nothing of tenant A
             text = json.dumps(reply, ensure_ascii=False)
             assert not any(secret in text for secret in (SECRET, SECRET_LORE, "swordfish")), (where, reply)
-            if r.subject in (subjects.MEMORY_LIST, subjects.LORE_LIST):
+            if r.subject in (
+                subjects.MEMORY_LIST,
+                subjects.LORE_LIST,
+                subjects.CONVERSATION_LIST,
+                subjects.KNOWLEDGE_FACT_LIST,
+            ):
                 assert reply["total"] == 0, (where, reply)
         return
     error = reply.get("error")

@@ -4,6 +4,7 @@ needs, passes axe-core without a serious or critical violation, and leaves its s
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from typing import Any
@@ -50,10 +51,11 @@ def test_the_context_shows_the_lore_entry_and_why_it_fired(page: Any) -> None:
     assemble(page, "Captain, do you remember my grandmother's compass?")
     fired = page.get_by_role("list", name="Lore entries that fired")
     assert "key: compass" in fired.inner_text()
-    sections = page.get_by_role("table").first.inner_text()
+    sections = page.get_by_role("table", name=re.compile("^Sections")).inner_text()
     for part in ("system", "history", "tokens"):
         assert part in sections
     assert accessibility_problems(page) == []
+    page.get_by_role("heading", name="Context for Captain Maren Voss").scroll_into_view_if_needed()
     screenshot(page, "context")
 
 
@@ -92,3 +94,37 @@ def test_another_tenants_key_sees_nothing_of_the_demo(demo: Demo, browser: Any) 
         tab.get_by_text("No conversations for this tenant yet.").wait_for()
     finally:
         context.close()
+
+
+def test_a_fact_added_by_hand_reaches_that_bots_context_only(page: Any) -> None:
+    fact = "Odo keeps a spare brass gyroscope hidden in the chart room."
+    open_conversation(page)
+    open_view(page, "Knowledge")
+    page.get_by_label("Character").select_option(label="Odo")
+    page.get_by_label("New fact").fill(fact)
+    page.get_by_label("Tags", exact=True).fill("gyroscope, secret")
+    page.get_by_role("button", name="Add fact").click()
+    facts = page.get_by_role("table")
+    facts.get_by_text(fact).wait_for()
+    assert "added by hand" in facts.inner_text()
+    assert accessibility_problems(page) == []
+    screenshot(page, "knowledge")
+
+    assemble(page, "Where is the gyroscope?", bot="Odo", compare="Captain Maren Voss")
+    odo = page.get_by_role("region", name="Context for Odo")
+    maren = page.get_by_role("region", name="Context for Captain Maren Voss")
+    maren.get_by_role("table").first.wait_for()
+    assert fact in (odo.text_content() or ""), "the knowledge section of Odo's context holds the fact"
+    assert fact not in (maren.text_content() or ""), "Maren's context has nothing of it"
+    assert accessibility_problems(page) == []
+    page.get_by_role("heading", name="Context for Odo").scroll_into_view_if_needed()
+    screenshot(page, "context-side-by-side")
+
+    open_view(page, "Knowledge")
+    page.get_by_label("Character").select_option(label="Odo")
+    row = page.get_by_role("row").filter(has_text=fact)
+    row.get_by_role("button", name="History").click()
+    trail = page.get_by_role("list", name="Audit trail")
+    trail.get_by_text("added by hand").wait_for()
+    assert accessibility_problems(page) == []
+    page.get_by_role("button", name="Close").click()

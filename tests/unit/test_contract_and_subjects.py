@@ -23,6 +23,8 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     memory |= {subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE}
     privacy = {subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER}
     reads = {subjects.CONVERSATION_LIST, subjects.CONVERSATION_TIMELINE}
+    reads |= {subjects.KNOWLEDGE_FACT_LIST, subjects.KNOWLEDGE_FACT_ADD, subjects.KNOWLEDGE_FACT_EDIT}
+    reads |= {subjects.KNOWLEDGE_FACT_RETRACT, subjects.KNOWLEDGE_FACT_HISTORY}
     ops = {subjects.OPS_USAGE}  # the operators' (admin-only) usage report
     assert set(doc["channels"]) == {
         *subjects.CHAT_INBOUND,

@@ -291,4 +291,29 @@ export class MnemoClient {
   usage(request = {}) {
     return this.request("ops.usage", request);
   }
+
+  /** What a character knows from this user's conversations (`knowledge.fact.list`). */
+  knowledgeFactList(request) {
+    return this.request("knowledge.fact.list", request);
+  }
+
+  /** Add a fact a character knows, by hand (`knowledge.fact.add`). */
+  knowledgeFactAdd(request) {
+    return this.request("knowledge.fact.add", request);
+  }
+
+  /** A new version of a current fact (`knowledge.fact.edit`). */
+  knowledgeFactEdit(request) {
+    return this.request("knowledge.fact.edit", request);
+  }
+
+  /** The character no longer knows this fact (`knowledge.fact.retract`). */
+  knowledgeFactRetract(request) {
+    return this.request("knowledge.fact.retract", request);
+  }
+
+  /** A fact's audit trail from the log (`knowledge.fact.history`). */
+  knowledgeFactHistory(request) {
+    return this.request("knowledge.fact.history", request);
+  }
 }

@@ -553,6 +553,221 @@ export interface ExportUserRequest {
   user_id: string;
 }
 /**
+ * `mnemo.rpc.knowledge.fact.add.v1` request: a fact a character knows, added by hand (a `knowledge.fact_learned`
+ * with method `manual:<user>`). Idempotent: the same ``idempotency_key`` (or, without one, the same character and
+ * text) answers the same fact with ``created`` false.
+ */
+export interface FactAddRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the fact belongs to; another user's facts are not found
+   */
+  user_id: string;
+  /**
+   * the character who is to know it
+   */
+  character_id: string;
+  character_kind?: "bot" | "persona";
+  /**
+   * a standalone statement
+   */
+  text: string;
+  fact_type?: "episodic" | "semantic" | "declarative" | "procedural";
+  /**
+   * @maxItems 50
+   */
+  tags?: string[];
+  confidence?: number;
+  /**
+   * `player:<user_id>` (the default: this user's conversations), `campaign:<id>` or `character:<character_id>` (whoever the character talks to)
+   */
+  scope?: string | null;
+  /**
+   * what it is about (`ana:home`): a later fact with the same subject supersedes it; default its own
+   */
+  subject?: string | null;
+  /**
+   * a conversation it belongs to, if any
+   */
+  conversation_id?: string | null;
+  /**
+   * your id for this addition; a retry adds nothing
+   */
+  idempotency_key?: string | null;
+}
+/**
+ * Reply of add, edit and retract.
+ */
+export interface FactChangeReply {
+  /**
+   * the fact as it is now (a new id after an edit)
+   */
+  fact_id: string;
+  /**
+   * the fact an edit replaced
+   */
+  previous_fact_id?: string | null;
+  /**
+   * false when the request was already in effect (a retry)
+   */
+  changed: boolean;
+  /**
+   * the fact after the change (a retracted one: status `retired`)
+   */
+  fact?: FactInfo | null;
+}
+/**
+ * A fact with its scope and provenance.
+ */
+export interface FactInfo {
+  fact_id: string;
+  /**
+   * the character who knows it
+   */
+  character_id: string;
+  /**
+   * `bot` or `persona`
+   */
+  character_kind: string;
+  text: string;
+  fact_type: string;
+  tags?: string[];
+  confidence: number;
+  /**
+   * `player:<user>`, `campaign:<id>` or `character:<id>`
+   */
+  scope: string;
+  /**
+   * `active`, `superseded`, `consolidated` or `retired`
+   */
+  status: string;
+  /**
+   * where it was learned (empty for a fact added by hand)
+   */
+  conversation_id: string;
+  /**
+   * the messages it was learned from
+   */
+  message_ids?: string[];
+  /**
+   * `llm:<model>`, `pattern`, `extractive`, or `manual:<user>` by hand
+   */
+  method: string;
+  learned_at: string;
+  /**
+   * the fact this one is an edited version of
+   */
+  revises?: string | null;
+}
+/**
+ * `mnemo.rpc.knowledge.fact.edit.v1` request: a new version of a current fact (the fields given change, the
+ * others are kept; scope and provenance too); the old version is retired as `edited` and stays in the log.
+ */
+export interface FactEditRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the fact belongs to; another user's facts are not found
+   */
+  user_id: string;
+  fact_id: string;
+  text?: string | null;
+  fact_type?: ("episodic" | "semantic" | "declarative" | "procedural") | null;
+  tags?: string[] | null;
+  confidence?: number | null;
+}
+export interface FactHistoryEntry {
+  at: string;
+  /**
+   * the log event: `knowledge.fact_learned`, `knowledge.fact_retired`, ...
+   */
+  event: string;
+  fact_id: string;
+  /**
+   * who: the user, or how it was learned (`llm:<model>`, `pattern`)
+   */
+  by?: string | null;
+  /**
+   * what happened, in words
+   */
+  summary: string;
+  /**
+   * the fact's text at that version
+   */
+  text?: string | null;
+  scope?: string | null;
+}
+export interface FactHistoryReply {
+  fact_id: string;
+  /**
+   * oldest first
+   */
+  entries: FactHistoryEntry[];
+}
+/**
+ * `mnemo.rpc.knowledge.fact.history.v1` request: the audit trail of a fact and of its earlier versions.
+ */
+export interface FactHistoryRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the fact belongs to; another user's facts are not found
+   */
+  user_id: string;
+  fact_id: string;
+}
+export interface FactListReply {
+  facts: FactInfo[];
+  total: number;
+  offset: number;
+  limit: number;
+}
+/**
+ * `mnemo.rpc.knowledge.fact.list.v1` request: one page of what a character knows from this user, newest first.
+ */
+export interface FactListRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the fact belongs to; another user's facts are not found
+   */
+  user_id: string;
+  /**
+   * only this character's facts
+   */
+  character_id?: string | null;
+  /**
+   * also superseded, consolidated and retired facts
+   */
+  include_inactive?: boolean;
+  limit?: number;
+  offset?: number;
+}
+/**
+ * `mnemo.rpc.knowledge.fact.retract.v1` request: the character no longer knows this fact (`knowledge.fact_retired`
+ * with reason `retracted`); retracting again changes nothing.
+ */
+export interface FactRetractRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the fact belongs to; another user's facts are not found
+   */
+  user_id: string;
+  fact_id: string;
+}
+/**
  * `mnemo.rpc.lore.attach.v1` reply; attaching twice is harmless.
  */
 export interface LoreAttachReply {
@@ -1578,6 +1793,51 @@ export interface Operations {
     kind: "request";
     payload: ConversationTimelineRequest;
     reply: ConversationTimelineReply;
+    errors: ["bad_request", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** What a character knows from this user's conversations, newest first, with scope and provenance. */
+  "knowledge.fact.list": {
+    subject: "mnemo.rpc.knowledge.fact.list.v1";
+    kind: "request";
+    payload: FactListRequest;
+    reply: FactListReply;
+    errors: ["bad_request", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Add a fact a character knows, by hand (idempotent); it reaches that character's context only. */
+  "knowledge.fact.add": {
+    subject: "mnemo.rpc.knowledge.fact.add.v1";
+    kind: "request";
+    payload: FactAddRequest;
+    reply: FactChangeReply;
+    errors: ["bad_request", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** A new version of a current fact; the old one is retired as edited and stays in the log. */
+  "knowledge.fact.edit": {
+    subject: "mnemo.rpc.knowledge.fact.edit.v1";
+    kind: "request";
+    payload: FactEditRequest;
+    reply: FactChangeReply;
+    errors: ["bad_request", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** The character no longer knows this fact (retired as retracted; retracting again changes nothing). */
+  "knowledge.fact.retract": {
+    subject: "mnemo.rpc.knowledge.fact.retract.v1";
+    kind: "request";
+    payload: FactRetractRequest;
+    reply: FactChangeReply;
+    errors: ["bad_request", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** A fact's audit trail from the log: learned, edited, consolidated, promoted, retired; every version. */
+  "knowledge.fact.history": {
+    subject: "mnemo.rpc.knowledge.fact.history.v1";
+    kind: "request";
+    payload: FactHistoryRequest;
+    reply: FactHistoryReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
   };

@@ -88,6 +88,11 @@ export declare class MnemoClient {
   conversationTimeline(request: Payload<"conversation.timeline">): Promise<Reply<"conversation.timeline">>;
   /** Per-tenant usage, for operators only (the `admin` NATS user on a secured deployment). */
   usage(request?: Payload<"ops.usage">): Promise<Reply<"ops.usage">>;
+  knowledgeFactList(request: Payload<"knowledge.fact.list">): Promise<Reply<"knowledge.fact.list">>;
+  knowledgeFactAdd(request: Payload<"knowledge.fact.add">): Promise<Reply<"knowledge.fact.add">>;
+  knowledgeFactEdit(request: Payload<"knowledge.fact.edit">): Promise<Reply<"knowledge.fact.edit">>;
+  knowledgeFactRetract(request: Payload<"knowledge.fact.retract">): Promise<Reply<"knowledge.fact.retract">>;
+  knowledgeFactHistory(request: Payload<"knowledge.fact.history">): Promise<Reply<"knowledge.fact.history">>;
 }
 
 /** mnemo answered with `ErrorReply`, or no service answered (`unavailable`). */

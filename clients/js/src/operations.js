@@ -403,6 +403,71 @@ export const OPERATIONS = Object.freeze({
     ],
     "msgId": []
   },
+  "knowledge.fact.list": {
+    "subject": "mnemo.rpc.knowledge.fact.list.v1",
+    "kind": "request",
+    "payload": "FactListRequest",
+    "reply": "FactListReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "knowledge.fact.add": {
+    "subject": "mnemo.rpc.knowledge.fact.add.v1",
+    "kind": "request",
+    "payload": "FactAddRequest",
+    "reply": "FactChangeReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "knowledge.fact.edit": {
+    "subject": "mnemo.rpc.knowledge.fact.edit.v1",
+    "kind": "request",
+    "payload": "FactEditRequest",
+    "reply": "FactChangeReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "knowledge.fact.retract": {
+    "subject": "mnemo.rpc.knowledge.fact.retract.v1",
+    "kind": "request",
+    "payload": "FactRetractRequest",
+    "reply": "FactChangeReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "knowledge.fact.history": {
+    "subject": "mnemo.rpc.knowledge.fact.history.v1",
+    "kind": "request",
+    "payload": "FactHistoryRequest",
+    "reply": "FactHistoryReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
   "privacy.erase_user": {
     "subject": "mnemo.rpc.privacy.erase_user.v1",
     "kind": "request",

@@ -36,6 +36,7 @@ from mnemo_client.wire.contract import (
     PersonaUpserted,
 )
 from mnemo_client.wire.conversation_contract import ConversationListReply, ConversationTimelineReply
+from mnemo_client.wire.knowledge_contract import FactChangeReply, FactHistoryReply, FactListReply
 from mnemo_client.wire.lore_contract import (
     LoreAttachReply,
     LoreBookCreateReply,
@@ -255,3 +256,23 @@ class MnemoClient:
     ) -> ConversationTimelineReply:
         """A conversation's messages with presence, summaries, facts, swipes and forks (``conversation.timeline``)."""
         return await self._call("conversation.timeline", ConversationTimelineReply, request, fields)
+
+    async def knowledge_fact_list(self, request: BaseModel | None = None, /, **fields: Any) -> FactListReply:
+        """What a character knows from this user's conversations (``knowledge.fact.list``)."""
+        return await self._call("knowledge.fact.list", FactListReply, request, fields)
+
+    async def knowledge_fact_add(self, request: BaseModel | None = None, /, **fields: Any) -> FactChangeReply:
+        """Add a fact a character knows, by hand (``knowledge.fact.add``)."""
+        return await self._call("knowledge.fact.add", FactChangeReply, request, fields)
+
+    async def knowledge_fact_edit(self, request: BaseModel | None = None, /, **fields: Any) -> FactChangeReply:
+        """A new version of a current fact (``knowledge.fact.edit``)."""
+        return await self._call("knowledge.fact.edit", FactChangeReply, request, fields)
+
+    async def knowledge_fact_retract(self, request: BaseModel | None = None, /, **fields: Any) -> FactChangeReply:
+        """The character no longer knows this fact (``knowledge.fact.retract``)."""
+        return await self._call("knowledge.fact.retract", FactChangeReply, request, fields)
+
+    async def knowledge_fact_history(self, request: BaseModel | None = None, /, **fields: Any) -> FactHistoryReply:
+        """A fact's audit trail from the log (``knowledge.fact.history``)."""
+        return await self._call("knowledge.fact.history", FactHistoryReply, request, fields)

@@ -1,6 +1,6 @@
-"""Memory-extractor wiring: one durable JetStream batch consumer on the log (see ``handlers.py``) and two
-request-reply subscribers (``mnemo.shared.rpc.serve``): ``mnemo.rpc.memory.promote.v1`` and
-``mnemo.rpc.memory.unpromote.v1``, in the queue group ``mnemo_memory_extractor`` (replicas share requests;
+"""Memory-extractor wiring: one durable JetStream batch consumer on the log (see ``handlers.py``) and the
+request-reply subscribers (``mnemo.shared.rpc.serve``): ``mnemo.rpc.memory.promote.v1``,
+``mnemo.rpc.memory.unpromote.v1`` and knowledge by hand, ``mnemo.rpc.knowledge.fact.*.v1``, in the queue group ``mnemo_memory_extractor`` (replicas share requests;
 each answered once)."""
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from typing import Any
 from faststream.nats import NatsRouter
 from pymongo.asynchronous.database import AsyncDatabase
 
+from mnemo.services.memory_extractor.audit import FactAudit
 from mnemo.services.memory_extractor.handlers import HANDLERS, MemoryExtractor
 from mnemo.services.memory_extractor.learning import Learning
+from mnemo.services.memory_extractor.manual import ManualKnowledge
 from mnemo.services.memory_extractor.promotion import FactNotFound, NotAllowed, Promotions
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.services.memory_extractor.settings import SECTION, KnowledgeSettings
@@ -27,6 +29,13 @@ from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort
 from mnemo.shared.readmodels.repository import ReadModels
 from mnemo.shared.rpc import serve
 from mnemo.shared.settings import read_section
+from mnemo_client.wire.knowledge_contract import (
+    FactAddRequest,
+    FactEditRequest,
+    FactHistoryRequest,
+    FactListRequest,
+    FactRetractRequest,
+)
 from mnemo_client.wire.memory_contract import MemoryPromoteRequest, MemoryUnpromoteRequest
 
 SERVICE = "memory-extractor"
@@ -81,6 +90,12 @@ def create_router(
     )
     on(subjects.MEMORY_PROMOTE, request=MemoryPromoteRequest, call=promotions.promote)
     on(subjects.MEMORY_UNPROMOTE, request=MemoryUnpromoteRequest, call=promotions.unpromote)
+    manual, audit = ManualKnowledge(deps.store, deps.publisher, knowledge), FactAudit(deps.store, knowledge)
+    on(subjects.KNOWLEDGE_FACT_LIST, request=FactListRequest, call=manual.list_facts, max_workers=4)
+    on(subjects.KNOWLEDGE_FACT_ADD, request=FactAddRequest, call=manual.add)
+    on(subjects.KNOWLEDGE_FACT_EDIT, request=FactEditRequest, call=manual.edit)
+    on(subjects.KNOWLEDGE_FACT_RETRACT, request=FactRetractRequest, call=manual.retract)
+    on(subjects.KNOWLEDGE_FACT_HISTORY, request=FactHistoryRequest, call=audit.history)
     return router
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from mnemo.shared.contract_registry import chat, conversation, documents, lore, memory, ops, privacy
+from mnemo.shared.contract_registry import chat, conversation, documents, knowledge, lore, memory, ops, privacy
 from mnemo.shared.contract_registry.operation import ERROR_CODES, Operation, nats_msg_id
 from mnemo_client.wire.contract import ErrorReply
 
@@ -24,6 +24,7 @@ OPERATIONS: tuple[Operation, ...] = (
     *documents.OPERATIONS,
     *memory.OPERATIONS,
     *conversation.OPERATIONS,
+    *knowledge.OPERATIONS,
     *privacy.OPERATIONS,
     *ops.OPERATIONS,
 )

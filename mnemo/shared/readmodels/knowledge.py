@@ -67,6 +67,7 @@ class FactView:
     causation_id: str | None = None  # the event it was learned from (a message, or the edit of one)
     consolidates: tuple[str, ...] = ()  # the facts a consolidated fact folds
     source_keys: tuple[str, ...] = ()  # ``source_key``s of every message it derives from, directly or folded
+    revises: str | None = None  # the fact this one is an edited version of
 
 
 def source_key(conversation_id: str, message_id: str) -> str:
@@ -304,6 +305,7 @@ class KnowledgeReadModel:
             causation_id=d.get("causation_id"),
             consolidates=tuple(d.get("consolidates", ())),
             source_keys=tuple(d.get("source_keys", ())),
+            revises=d.get("revises"),
         )
 
 

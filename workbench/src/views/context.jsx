@@ -55,6 +55,16 @@ export function loreReason(detail) {
   return detail;
 }
 
+function Knows({ reply }) {
+  const knowledge = reply.sections.find((s) => s.name === "knowledge");
+  return (
+    <>
+      <h3>What this character knows</h3>
+      {knowledge ? <pre class="knows">{knowledge.text}</pre> : <p class="note">No fact in this context.</p>}
+    </>
+  );
+}
+
 function Sources({ reply }) {
   const lore = reply.sources.filter((s) => s.kind === "lore" || s.kind === "legacy_memory" || s.kind === "document");
   return (
@@ -143,8 +153,9 @@ function ContextColumn({ title, result, budget }) {
     <section class="ctx" aria-label={title}>
       <h2>{title}</h2>
       <TokenBar used={reply.token_count} budget={budget} label="whole context" />
-      <Sections reply={reply} budget={budget} />
+      <Knows reply={reply} />
       <Sources reply={reply} />
+      <Sections reply={reply} budget={budget} />
       <Degraded reply={reply} />
     </section>
   );
@@ -187,7 +198,7 @@ export function ContextDebug() {
         <Field label="Bot about to speak">
           <Select value={chosen} onChange={setBot} options={botOptions} />
         </Field>
-        <Field label="Compare with bot" hint="“What does this character know?”: a second bot side by side">
+        <Field label="Compare with bot" hint="a second bot, side by side">
           <Select value={other} onChange={setOther} options={botOptions} placeholder="No comparison" />
         </Field>
         <Field label="Persona">
@@ -198,15 +209,17 @@ export function ContextDebug() {
             placeholder="The conversation's first"
           />
         </Field>
-        <Field label="Campaign" hint="optional: facts promoted to it are known too">
+        <Field label="Campaign" hint="optional">
           <input value={campaign} onInput={(e) => setCampaign(e.currentTarget.value)} />
         </Field>
         <Field label="Token budget">
           <input type="number" min="64" max="1000000" value={budget} onInput={(e) => setBudget(e.currentTarget.value)} />
         </Field>
-        <Field label="Message being answered" hint="typed here, or leave empty for the conversation as it stands">
-          <textarea rows="3" value={text} onInput={(e) => setText(e.currentTarget.value)} />
-        </Field>
+        <div class="wide">
+          <Field label="Message being answered" hint="or empty: the conversation as it stands">
+            <textarea rows="2" value={text} onInput={(e) => setText(e.currentTarget.value)} />
+          </Field>
+        </div>
         <div class="actions">
           <button type="submit" disabled={!conversation || !chosen || first.busy}>
             {first.busy ? "Assembling…" : "Assemble context"}

@@ -1,8 +1,10 @@
 // The views, in navigation order; `id` is the URL hash (#/conversations).
 import { Conversations } from "./conversations.jsx";
 import { ContextDebug } from "./context.jsx";
+import { Knowledge } from "./knowledge.jsx";
 
 export const VIEWS = [
   { id: "conversations", title: "Conversations", component: Conversations },
   { id: "context", title: "Context", component: ContextDebug },
+  { id: "knowledge", title: "Knowledge", component: Knowledge },
 ];

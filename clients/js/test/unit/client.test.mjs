@@ -44,7 +44,9 @@ test("every request method reaches its own operation", async () => {
     documentImport: "lore.document.import", documentGet: "lore.document.get", documentList: "lore.document.list",
     documentDelete: "lore.document.delete", eraseUser: "privacy.erase_user", eraseTenant: "privacy.erase_tenant",
     exportUser: "privacy.export_user", conversationList: "conversation.list",
-    conversationTimeline: "conversation.timeline", usage: "ops.usage",
+    conversationTimeline: "conversation.timeline", usage: "ops.usage", knowledgeFactList: "knowledge.fact.list",
+    knowledgeFactAdd: "knowledge.fact.add", knowledgeFactEdit: "knowledge.fact.edit",
+    knowledgeFactRetract: "knowledge.fact.retract", knowledgeFactHistory: "knowledge.fact.history",
   };
   for (const [method, name] of Object.entries(methods)) {
     assert.deepEqual(await mnemo[method]({ tenant_id: "t1" }), { ok: OPERATIONS[name].subject }, method);

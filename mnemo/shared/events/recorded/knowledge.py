@@ -67,8 +67,9 @@ class FactLearned(RecordedPayload):
     learned_at: datetime
     scope: str = Field(..., description="`player:<user>` (default), `character:<id>` or `campaign:<id>`")
     message_ids: list[str] = Field(..., description="the messages it was learned from")
-    method: str = Field(..., description="`llm:<model>` or `pattern`")
+    method: str = Field(..., description="`llm:<model>`, `pattern`, or `manual:<user>` for a fact added by hand")
     prompt_version: str | None = Field(None, description="e.g. `extract_knowledge.v1` when an LLM extracted it")
+    revises: str | None = Field(None, description="the fact this one is an edited version of (edited by hand)")
 
 
 FACT_LEARNED = REGISTRY.register(
@@ -93,14 +94,16 @@ FACTS_CONSOLIDATED = REGISTRY.register(
 
 class FactRetired(RecordedPayload):
     """``knowledge.fact_retired``: a fact stops being current because a message it was learned from was
-    edited (``stale``; it is re-extracted from the new text) or deleted."""
+    edited (``stale``; it is re-extracted from the new text) or deleted, or by hand: a new version replaced it
+    (``edited``) or a user retracted it (``retracted``)."""
 
     fact_id: str
     character_id: str
     user_id: str
-    reason: Literal["stale", "deleted"]
-    message_id: str = Field(..., description="the edited or deleted source message")
+    reason: Literal["stale", "deleted", "edited", "retracted"]
+    message_id: str = Field("", description="the edited or deleted source message (empty for a change by hand)")
     retired_at: datetime
+    by_user_id: str | None = Field(None, description="who retired it by hand")
 
 
 FACT_RETIRED = REGISTRY.register("knowledge.fact_retired", FactRetired, key_owner="user_id")

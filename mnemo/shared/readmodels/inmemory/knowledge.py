@@ -93,6 +93,7 @@ class InMemoryKnowledge:
             causation_id=env.causation_id,
             consolidates=tuple(getattr(fact, "consolidates", ())),
             source_keys=tuple(dict.fromkeys(keys)),
+            revises=fact.revises,
         )
         self.scope_version[fact.fact_id] = env.version
 
