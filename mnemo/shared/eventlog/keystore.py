@@ -17,17 +17,18 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pymongo import ASCENDING, WriteConcern
+from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from mnemo.shared.eventlog.mongo import journaled_concern
 from mnemo.shared.keys import WrappedKey, tenant_of
 
 
 class MongoKeyStore:
     def __init__(self, db: AsyncDatabase[Any], collection: str = "tenant_keys") -> None:
-        journaled = WriteConcern(w=1, j=True)
+        journaled = journaled_concern(db)
         self.keys: AsyncCollection[Any] = db.get_collection(collection, write_concern=journaled)
         self.tombstones: AsyncCollection[Any] = db.get_collection("erased_keys", write_concern=journaled)
 

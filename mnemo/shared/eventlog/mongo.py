@@ -7,7 +7,8 @@ The contract is ``mnemo.shared.eventlog.port``'s. Why this shape:
 - Optimistic concurrency: a unique index on ``(stream_id, version)`` makes a version slot claimable once,
   without transactions or a stream-head document. Duplicate-key errors are resolved by ``_learn``.
 - Acknowledged means journaled (``j=True``): both servers lose acknowledged, non-journaled writes on a
-  crash, and the relay would then publish an event the log no longer has.
+  crash, and the relay would then publish an event the log no longer has. ``j`` is added to the write concern
+  the URL names (``w=majority`` on a replica set stays ``w=majority``), never put in its place.
 - Events of one append are stored strictly in order, so a crash or conflict leaves a prefix that a retry of
   the same events completes, in as few round trips as possible (``append_batch``): SecantusDB charges most
   for those under load.
@@ -119,6 +120,12 @@ def _dup_errors(exc: BulkWriteError) -> list[dict[str, Any]]:
     return errors
 
 
+def journaled_concern(db: AsyncDatabase[Any]) -> WriteConcern:
+    """The database's write concern (from its URL: ``w``, ``wtimeoutMS``) with journaling required on top."""
+    named = dict(db.write_concern.document)
+    return WriteConcern(w=named.get("w", 1), wtimeout=named.get("wtimeout"), j=True)
+
+
 class MongoEventStore:
     """:class:`mnemo.shared.eventlog.port.EventStore` on a pymongo ``AsyncDatabase`` (MongoDB or SecantusDB)."""
 
@@ -131,7 +138,7 @@ class MongoEventStore:
         margin_s: float = OUTBOX_MARGIN_S,
     ) -> None:
         self.codec = codec
-        journaled = WriteConcern(w=1, j=True)
+        journaled = journaled_concern(db)
         self.events: AsyncCollection[Any] = db.get_collection(collection, write_concern=journaled)
         self.intents: AsyncCollection[Any] = db.get_collection("relay_intents", write_concern=journaled)
         self.receipts: AsyncCollection[Any] = db.get_collection("relay_receipts", write_concern=journaled)
