@@ -14,12 +14,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = sorted([README, *(ROOT / "docs").glob("*.md"), ROOT / "clients/python/README.md", ROOT / "clients/js/README.md"])
-# Named by the docs before they exist, each being written by another engineer at the time of writing (a listed
-# file that exists is checked like any other; drop its entry once it has landed).
-PENDING = {
-    ROOT / "docs/kubernetes.md": "Kubernetes and the Helm chart (issue 27, ops-chart), named by docs/operations.md",
-    ROOT / "docs/scaling.md": "scaling rules (issue 27), named by docs/operations.md",
-}
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 REPO_PATH = re.compile(r"^(?:mnemo|tests|bench|deploy|clients|docs|contracts)/[\w./-]*$")
@@ -75,8 +69,6 @@ def test_every_relative_link_reaches_a_file_and_heading(doc: Path) -> None:
             continue  # http(s), mailto: outside the repository
         path, _, anchor = target.partition("#")
         file = (doc.parent / path).resolve() if path else doc
-        if file in PENDING and not file.exists():
-            continue
         if not file.exists():
             broken.append(f"{target}: no such file")
         elif anchor and file.suffix == ".md" and anchor not in anchors(file):
@@ -92,6 +84,6 @@ def test_every_repository_path_named_in_the_docs_exists(doc: Path) -> None:
             word = word.rstrip(".,;:)").split("#")[0].split(":")[0]
             if not REPO_PATH.match(word) or "*" in word or "<" in word:
                 continue
-            if not (ROOT / word).exists() and (ROOT / word) not in PENDING:
+            if not (ROOT / word).exists():
                 missing.append(word)
     assert not missing, f"{doc.relative_to(ROOT)} names paths that do not exist: {sorted(set(missing))}"

@@ -7,6 +7,7 @@ from typing import Any
 
 from mnemo.services.privacy.rows import owned_by, read_model_collections
 from mnemo.services.privacy.stream_purge import owner_of
+from mnemo.shared.usage import COLLECTION
 
 
 def body(doc: dict[str, Any]) -> bytes:
@@ -53,3 +54,10 @@ def test_the_log_keys_and_bots_are_not_swept_as_read_models() -> None:
     names = ["events", "tenant_keys", "erased_keys", "relay_state", "rm_bots", "rm_messages", "system.views"]
     assert read_model_collections(names, user=True) == ["rm_messages"]
     assert read_model_collections(names, user=False) == ["rm_bots", "rm_messages"]
+
+
+def test_usage_rows_go_with_the_tenant_and_stay_when_one_user_is_erased() -> None:
+    """A tenant's usage days (mnemo/shared/usage.py) name no user: billing keeps them past a user's erasure."""
+    assert COLLECTION in read_model_collections([COLLECTION, "events"], user=False)
+    day = {"_id": "t|2026-11-26", "tenant_id": "t", "day": "2026-11-26", "context_requests": 3}
+    assert not owned_by("t", "alice", [])(day)
