@@ -40,19 +40,16 @@ from nats.aio.client import Client as NatsClient
 from bench.common import embedded_backends, machine, print_result
 from bench.multilingual_data import LANGUAGES, build_chats
 from bench.retrieval import (
-    KS,
     UNBOUNDED_TOKENS,
     Chat,
     assemble,
     configure_assembler,
     embedded_stack,
-    mean,
-    message_sources,
-    recall,
     replay,
     wait_quiet,
 )
 from bench.retrieval_baselines import BM25, dense_rank
+from bench.retrieval_report import KS, mean, message_sources, recall
 from mnemo.shared.analyzer import terms
 from mnemo.shared.embedders.multilingual import MultilingualEmbedder
 

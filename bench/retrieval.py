@@ -21,7 +21,9 @@ What it does, and why each choice:
   assembler excludes from the vector search; a large window would hand over late evidence for free and
   hide it from the ranking. Recall@k ranks the reply's ``message`` sources that carry a ``score``.
 - Recall at a token budget asks again with ``max_tokens`` 500, 1,000, 2,000 and 4,000 and counts every
-  ``message`` source (retrieved and history), i.e. what the LLM would actually see, and reports the share of
+  ``message`` source (retrieved and history) and every turn a memory or fact of the reply cites
+  (``bench/retrieval_report.py``: as the LoCoMo harness credits what it retrieves), i.e. what the LLM would
+  actually see (the turns-only figure is printed beside it), and reports the share of
   the budget each section used (the sections compete for it: ``mnemo/services/context_assembler/assemble/packing.py``). The baselines get the same budget
   for their own ranked turns alone (rendered as the assembler renders a retrieved turn, counted with
   ``mnemo.shared.tokens.estimate_tokens``, skipping what does not fit); the system also pays for its system text
@@ -42,7 +44,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,19 @@ from nats.js import JetStreamContext
 
 from bench.common import embedded_backends, machine, print_result
 from bench.retrieval_baselines import BM25, dense_rank
+from bench.retrieval_report import (
+    BUDGETS,
+    KS,
+    Result,
+    budget_recall,
+    budget_sections,
+    budget_shares,
+    is_budget_note,
+    message_sources,
+    print_table,
+    seen_turns,
+    summarize,
+)
 from mnemo.runtime.stack import all_services
 from mnemo.shared import subjects
 from mnemo.shared.bootstrap import Core
@@ -62,11 +77,8 @@ from mnemo.shared.settings import Settings
 from mnemo.shared.tokens import estimate_tokens
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "realtalk"
-KS = (5, 10, 20)
-BUDGETS = (500, 1000, 2000, 4000)
 # Large enough that nothing retrieved is cut by the budget: recall@k must measure ranking, not packing.
 UNBOUNDED_TOKENS = 100_000
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _EVIDENCE_SPLIT = re.compile(r"[;,\s]+")
 _RANGE = re.compile(r"D(\d+):(\d+)-(?:D\1:)?(\d+)")
 
@@ -328,25 +340,6 @@ async def wait_quiet(js: JetStreamContext, turns: int, timeout_s: float = 3600, 
 # --- Questions ------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Result:
-    """One question's rankings by every method, plus what the budgeted replies showed."""
-
-    chat: str
-    category: int
-    evidence: tuple[str, ...]
-    system: list[str] = field(default_factory=list)  # scored message sources, best first
-    budget: dict[int, set[str]] = field(default_factory=dict)  # max_tokens -> every message source
-    bm25: list[str] = field(default_factory=list)
-    dense: list[str] = field(default_factory=list)
-    bm25_budget: dict[int, set[str]] = field(default_factory=dict)
-    dense_budget: dict[int, set[str]] = field(default_factory=dict)
-    degraded: list[str] = field(default_factory=list)
-    sections: dict[int, dict[str, int]] = field(default_factory=dict)  # max_tokens -> tokens per section
-    scored: list[tuple[str, float]] = field(default_factory=list)  # the unbounded reply's (id, score), best first
-    history: list[str] = field(default_factory=list)  # the unbounded reply's history message ids
-
-
 async def assemble(nc: NatsClient, request: dict[str, Any]) -> dict[str, Any]:
     msg = await nc.request(subjects.CONTEXT_ASSEMBLE, json.dumps(request).encode(), timeout=120)
     reply: dict[str, Any] = json.loads(msg.data)
@@ -355,8 +348,21 @@ async def assemble(nc: NatsClient, request: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def message_sources(reply: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for s in reply.get("sources", []) if s.get("kind") == "message"]
+def memory_sources(reply: dict[str, Any]) -> list[dict[str, Any]]:
+    """The reply's memories and facts with the turns they cite, their score and, where the section's lines
+    can be matched to them one to one, the tokens of their line (what packing paid for them)."""
+    lines: dict[str, list[str]] = {}
+    for sec in reply.get("sections", []):
+        lines[sec["name"]] = sec["text"].split("\n")[1:]  # the header first, then one line per item
+    slot = {"summary": "memories", "legacy_memory": "legacy_memories", "knowledge": "knowledge"}
+    out: list[dict[str, Any]] = []
+    for kind, section in slot.items():
+        items = [s for s in reply.get("sources", []) if s.get("kind") == kind]
+        texts = lines.get(section, [])
+        for n, s in enumerate(items):
+            tokens = estimate_tokens(texts[n]) + 1 if len(texts) == len(items) else None
+            out.append({k: s.get(k) for k in ("kind", "id", "score", "message_ids")} | {"tokens": tokens})
+    return out
 
 
 async def ask_all(nc: NatsClient, chats: Sequence[Chat], tenant: str, concurrency: int) -> list[Result]:
@@ -384,7 +390,10 @@ async def ask_all(nc: NatsClient, chats: Sequence[Chat], tenant: str, concurrenc
         result.system = [s["id"] for s in sorted(scored, key=lambda s: -float(s["score"]))]
         result.scored = [(s["id"], float(s["score"])) for s in sorted(scored, key=lambda s: -float(s["score"]))]
         result.history = [s["id"] for s in message_sources(replies[0]) if s.get("score") is None]
-        result.budget = {m: {s["id"] for s in message_sources(r)} for m, r in zip(BUDGETS, replies[1:], strict=True)}
+        budgeted = list(zip(BUDGETS, replies[1:], strict=True))
+        result.budget = {m: seen_turns(r) for m, r in budgeted}
+        result.budget_turns = {m: {s["id"] for s in message_sources(r)} for m, r in budgeted}
+        result.memories = memory_sources(replies[0])
         result.sections = {
             m: {sec["name"]: int(sec["tokens"]) for sec in r.get("sections", [])}
             for m, r in zip(BUDGETS, replies[1:], strict=True)
@@ -439,80 +448,6 @@ def run_baselines(chats: Sequence[Chat], results: Sequence[Result]) -> None:
             r.bm25_budget = {m: {ids[i] for i in fill_budget(bm25_order, costs, m)} for m in BUDGETS}
             r.dense_budget = {m: {ids[i] for i in fill_budget(dense_order, costs, m)} for m in BUDGETS}
         print(f"  baselines: {chat.key} ({len(docs):,} turns, {len(questions)} questions)", flush=True)
-
-
-# --- Scoring and report ---------------------------------------------------------------------------------
-
-
-def recall(evidence: Sequence[str], found: Iterable[str]) -> float:
-    wanted = set(evidence)
-    return len(wanted & set(found)) / len(wanted)
-
-
-def mean(values: Sequence[float]) -> float:
-    return round(sum(values) / len(values), 4) if values else 0.0
-
-
-def at_k(results: Sequence[Result], method: str) -> dict[str, float]:
-    return {f"recall@{k}": mean([recall(r.evidence, getattr(r, method)[:k]) for r in results]) for k in KS}
-
-
-def at_budget(results: Sequence[Result], attr: str) -> dict[str, float]:
-    return {str(m): mean([recall(r.evidence, getattr(r, attr)[m]) for r in results]) for m in BUDGETS}
-
-
-def summarize(results: Sequence[Result]) -> dict[str, Any]:
-    return {
-        "questions": len(results),
-        "system": at_k(results, "system"),
-        "bm25": at_k(results, "bm25"),
-        "dense": at_k(results, "dense"),
-        "token_budget": at_budget(results, "budget"),
-        "token_budget_baselines": {
-            "bm25": at_budget(results, "bm25_budget"),
-            "dense": at_budget(results, "dense_budget"),
-        },
-    }
-
-
-def budget_sections(results: Sequence[Result]) -> dict[str, dict[str, float]]:
-    """Mean tokens per section of the budgeted replies: where the budget went, beside its recall."""
-    out: dict[str, dict[str, float]] = {}
-    for m in BUDGETS:
-        names = sorted({name for r in results for name in r.sections.get(m, {})})
-        out[str(m)] = {n: round(sum(r.sections.get(m, {}).get(n, 0) for r in results) / len(results), 1) for n in names}
-    return out
-
-
-def budget_shares(section_use: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    """The share of ``max_tokens`` each section used, on average (what is left over is unused)."""
-    return {m: {n: round(tokens / int(m), 3) for n, tokens in use.items()} for m, use in section_use.items()}
-
-
-def is_budget_note(entry: str) -> bool:
-    """``lore:<uid>`` / ``knowledge:<id>``: what the budget could not fit, named by design; not a failure."""
-    return entry.startswith(("lore:", "knowledge:"))
-
-
-def budget_recall(summary: dict[str, Any], method: str, max_tokens: int) -> float:
-    if method == "system":
-        return float(summary["token_budget"][str(max_tokens)])
-    return float(summary["token_budget_baselines"][method][str(max_tokens)])
-
-
-def print_table(overall: dict[str, Any], by_category: dict[str, dict[str, Any]]) -> None:
-    groups = [("all", overall), *((f"{c} {CATEGORY_NAMES.get(int(c), '?')}", s) for c, s in by_category.items())]
-    header = f"{'':<18}" + "".join(f"{name} (n={s['questions']})".rjust(24) for name, s in groups)
-    print("\n" + header)
-    for method in ("system", "bm25", "dense"):
-        for k in KS:
-            row = f"{method + ' R@' + str(k):<18}" + "".join(f"{s[method][f'recall@{k}']:>24.3f}" for _, s in groups)
-            print(row)
-    for m in BUDGETS:
-        for method in ("system", "bm25", "dense"):
-            row = f"{method + ' @' + str(m) + ' tok':<18}"
-            print(row + "".join(f"{budget_recall(s, method, m):>24.3f}" for _, s in groups))
-    print(flush=True)
 
 
 async def main(

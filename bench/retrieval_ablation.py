@@ -38,8 +38,9 @@ import numpy as np
 import mnemo.services.context_assembler.search.ranking as ranking
 import mnemo.shared.analyzer as analyzer
 import mnemo.shared.sparse as sparse
-from bench.retrieval import DEFAULT_DATA, KS, Chat, load_chats, mean, recall
+from bench.retrieval import DEFAULT_DATA, Chat, load_chats
 from bench.retrieval_baselines import top_k
+from bench.retrieval_report import KS, mean, recall
 from mnemo.services.context_assembler.items import ChatLine
 from mnemo.services.context_assembler.search.query import participant_names, without_names
 from mnemo.shared.embedders.bundled import BundledEmbedder

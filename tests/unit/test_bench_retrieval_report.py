@@ -1,0 +1,41 @@
+"""bench-retrieval's scoring: what a budgeted reply shows is its messages and the turns its memories cite."""
+
+from __future__ import annotations
+
+from bench.retrieval_report import Result, at_budget, recall, seen_turns, summarize
+
+
+def _reply() -> dict:
+    return {
+        "sources": [
+            {"kind": "message", "id": "D1:2", "score": 0.9},
+            {"kind": "message", "id": "D1:9"},  # history: no score, still seen
+            {"kind": "summary", "id": "s1", "message_ids": ["D2:1", "D2:4"]},
+            {"kind": "knowledge", "id": "f1", "message_ids": ["D3:7"]},
+            {"kind": "legacy_memory", "id": "l1", "message_ids": None},  # cites nothing: credits nothing
+            {"kind": "lore", "id": "e1", "message_ids": ["D9:9"]},  # lore is not derived from the chat
+        ]
+    }
+
+
+def test_a_reply_shows_its_messages_and_the_turns_its_memories_cite():
+    assert seen_turns(_reply()) == {"D1:2", "D1:9", "D2:1", "D2:4", "D3:7"}
+
+
+def test_recall_counts_each_evidence_turn_once():
+    assert recall(("D1:2", "D2:4", "D5:5"), ["D1:2", "D2:4", "D2:4"]) == 2 / 3
+
+
+def test_the_turns_only_figure_does_not_credit_memories():
+    r = Result("c", 1, ("D2:4", "D1:2"))
+    r.budget = {m: seen_turns(_reply()) for m in (500, 1000, 2000, 4000)}
+    r.budget_turns = {m: {"D1:2", "D1:9"} for m in (500, 1000, 2000, 4000)}
+    for attr in ("system", "bm25", "dense"):
+        setattr(r, attr, ["D1:2"])
+    for attr in ("bm25_budget", "dense_budget"):
+        setattr(r, attr, {m: set() for m in (500, 1000, 2000, 4000)})
+    assert at_budget([r], "budget")["1000"] == 1.0
+    assert at_budget([r], "budget_turns")["1000"] == 0.5
+    summary = summarize([r])
+    assert summary["token_budget_turns_only"]["500"] == 0.5
+    assert summary["system"]["recall@5"] == 0.5
