@@ -13,15 +13,15 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from mnemo.services.context_assembler.app import create_router as create_assembler
-from mnemo.services.context_assembler.lore.inmemory import InMemoryLoreTimed
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.services.ingest.handlers import IngestHandler, decode_command
 from mnemo.services.ingest.recorder import Recorder
 from mnemo.services.memory_extractor.handlers import MemoryExtractor
-from mnemo.services.memory_extractor.inmemory import InMemoryWitnessed
 from mnemo.services.memory_extractor.learning import Learning
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.shared import subjects
+from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
+from mnemo.shared.readmodels.inmemory.witnessed import InMemoryWitnessed
 from tests.components import Reads, Rpc, TestNatsBroker, broker_with, deps, items, published
 
 

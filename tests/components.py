@@ -21,7 +21,6 @@ from faststream.nats import NatsBroker, NatsRouter, TestNatsBroker
 
 from mnemo.services.context_assembler.app import create_router as create_assembler
 from mnemo.services.context_assembler.gather.reads import ReadModelReads
-from mnemo.services.context_assembler.lore.inmemory import InMemoryLoreTimed
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.services.embedding.app import chunk_strings
 from mnemo.services.embedding.handlers import EmbeddingHandler
@@ -41,6 +40,7 @@ from mnemo.shared.readmodels.inmemory import (
     InMemoryReadModels,
     InMemorySummaries,
 )
+from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
 from mnemo.shared.settings import Settings
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.port import VectorIndex

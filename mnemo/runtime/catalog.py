@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
 
-from pymongo.asynchronous.database import AsyncDatabase
-
-from mnemo.shared.bootstrap import IndexSetup, RouterFactory, ServiceDefinition
+from mnemo.shared.bootstrap import RouterFactory, ServiceDefinition
 
 
 @dataclass(frozen=True)
@@ -25,10 +22,6 @@ class ServiceSpec:
     def router_factory(self) -> RouterFactory:
         return self.definition().create_router
 
-    def own_indexes(self) -> IndexSetup | None:
-        """The service's setup of the read models only it owns, if it has any."""
-        return self.definition().own_indexes
-
 
 SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("ingest", "mnemo.services.ingest", replicas=2),
@@ -40,14 +33,6 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("memory", "mnemo.services.memory"),
     ServiceSpec("privacy", "mnemo.services.privacy"),
 )
-
-
-async def ensure_own_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
-    """Every service's setup of the read models only it owns: what a host running them all on one core does."""
-    for service in SERVICES:
-        setup = service.own_indexes()
-        if setup is not None:
-            await setup(db)
 
 
 def spec(name: str) -> ServiceSpec:

@@ -1,9 +1,9 @@
 """`mnemo replay`: rebuild every projection (read models and the vector index) from the event log.
 
-The log is the source of truth; this drops the read models (lorebooks and their attachments, legacy lore,
-characters' knowledge and lore timed effects and uploaded documents' chunks included) and the vectors of messages, summaries, legacy memories,
-lore entries and characters' facts, then folds every event back in, in batches, with a progress bar and the
-totals by event type at the end; events of erased users are skipped (their keys are gone, and ``Erasures`` hides
+The log is the source of truth; this drops every read model of the projection catalog
+(``mnemo/shared/readmodels/catalog.py``) and the vectors of messages, summaries, legacy memories, lore entries,
+characters' facts and documents, then folds every event back in, in batches (each read model gets the types it
+folds), with a progress bar and the totals by event type at the end; events of erased users are skipped (their keys are gone, and ``Erasures`` hides
 their plaintext events too). Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
 
@@ -21,6 +21,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from rich.console import Console
@@ -36,20 +37,21 @@ from rich.progress import (
 from rich.table import Table
 
 from mnemo.runtime.stack import start_servers
-from mnemo.services.context_assembler.lore.timed_readmodel import LoreTimedReadModel
 from mnemo.services.embedding.app import chunk_strings
 from mnemo.services.embedding.handlers import EmbeddingHandler
-from mnemo.services.memory_extractor.witnessed import WitnessedReadModel
 from mnemo.shared.bootstrap import open_core
 from mnemo.shared.eventlog.erasures import Erasures
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import ERASURE_COMPLETED, REGISTRY
-from mnemo.shared.readmodels import ReadModels
-from mnemo.shared.readmodels.documents import DocumentsReadModel
-from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
-from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
-from mnemo.shared.readmodels.lore import LoreReadModel
-from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.readmodels.catalog import (
+    CATALOG,
+    CONVERSATIONS,
+    DOCUMENTS,
+    KNOWLEDGE,
+    LORE,
+    MongoReadModelPorts,
+    drop,
+)
 from mnemo.shared.settings import Settings
 from mnemo.shared.vectors import points
 from mnemo.shared.vectors.stream import StreamPointWriter
@@ -73,32 +75,22 @@ async def rebuild(settings: Settings) -> int:
     """Drop and refold every projection on running servers; returns the number of events replayed."""
     core = await open_core(settings, vectors="write", embedder=True)
     try:
-        read_models = ReadModels(core.db, core.cipher)
-        summaries = SummariesReadModel(core.db, core.cipher)
-        witnessed = WitnessedReadModel(core.db)
-        lore = LoreReadModel(core.db, core.cipher)
-        legacy = LegacyLoreReadModel(core.db, core.cipher)
-        knowledge = KnowledgeReadModel(core.db, core.cipher)
-        documents = DocumentsReadModel(core.db, core.cipher)
+        ports = MongoReadModelPorts(core.db, core.cipher)
         vectors = core.vectors
         if vectors is None or core.embedder is None:
             raise RuntimeError("replay needs the vector index and the embedder")
         # The knowledge read model is folded before the embedding in each batch, so facts are indexed from it.
         embedding = EmbeddingHandler(
-            vectors, core.embedder, read_models, chunk_strings, lore=lore, knowledge=knowledge, documents=documents
+            vectors,
+            core.embedder,
+            ports.of(CONVERSATIONS),
+            chunk_strings,
+            lore=ports.of(LORE),
+            knowledge=ports.of(KNOWLEDGE),
+            documents=ports.of(DOCUMENTS),
         )
-        projections = (
-            read_models,
-            summaries,
-            witnessed,
-            lore,
-            legacy,
-            knowledge,
-            LoreTimedReadModel(core.db),
-            documents,
-        )
-        for projection in projections:
-            await projection.drop_all()
+        for model in CATALOG:
+            await drop(core.db, model)
         if isinstance(vectors, StreamPointWriter):
             await vectors.reset()  # followers wipe their shard at the marker
         else:
@@ -107,15 +99,22 @@ async def rebuild(settings: Settings) -> int:
         erasure_docs = await core.store.events.find({"type": ERASURE_COMPLETED.name}).to_list()
         erasures = Erasures.of(REGISTRY, await core.codec.decode_all(erasure_docs))
         expected = await core.store.events.estimated_document_count()
+        projections = [Projection(model.folds, ports.of(model)) for model in CATALOG]
         return await _fold_log(core.store.read_all(batch_size=BATCH), projections, embedding, erasures, expected)
     finally:
         await core.close()
 
 
-class Projection(Protocol):
-    async def drop_all(self) -> None: ...
-
+class Folding(Protocol):
     async def apply(self, events: Sequence[EventEnvelope], /) -> object: ...
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A read model being rebuilt: the event types it folds, and its adapter."""
+
+    folds: frozenset[str]
+    port: Folding
 
 
 async def _fold_log(
@@ -148,7 +147,8 @@ async def _fold_log(
     async def flush() -> None:
         nonlocal total
         for projection in projections:  # in this order: later ones may read earlier ones (lore, messages)
-            await projection.apply(batch)
+            if folded := [e for e in batch if e.type in projection.folds]:
+                await projection.port.apply(folded)
         await embedding.project(batch)  # the types it handles; an invalid payload is logged and skipped
         total += len(batch)
         by_type.update(e.type for e in batch)

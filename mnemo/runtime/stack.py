@@ -20,7 +20,7 @@ from pathlib import Path
 
 from faststream.nats import NatsBroker
 
-from mnemo.runtime.catalog import SERVICES, ensure_own_indexes
+from mnemo.runtime.catalog import SERVICES
 from mnemo.runtime.demo import player
 from mnemo.runtime.nats_auth import PLATFORM
 from mnemo.runtime.render import render_reply
@@ -80,7 +80,6 @@ async def all_services(settings: Settings, probes: Probes | None = None) -> Asyn
     relay_task: asyncio.Task[None] | None = None
     usage_task: asyncio.Task[None] | None = None
     try:
-        await ensure_own_indexes(core.db)
         started: list[Callable[[], Awaitable[object]]] = []
         for spec in SERVICES:
             broker = make_broker(settings, spec.name)

@@ -15,7 +15,7 @@ import importlib.metadata
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,7 @@ from mnemo.shared.llm.port import ChatModel
 from mnemo.shared.metrics import BUILD_INFO
 from mnemo.shared.probes import Probes, probe_server
 from mnemo.shared.readiness import watch_brokers, watch_mongodb, watch_nats, watch_vectors
-from mnemo.shared.readmodels import ensure_all_indexes
+from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.settings import ObserveSettings, Settings, read_section
 from mnemo.shared.usage import USAGE, ensure_usage_indexes
 from mnemo.shared.vectors.factory import VectorRole, open_vector_index
@@ -52,8 +52,6 @@ from mnemo.shared.vectors.port import VectorIndex
 log = logging.getLogger(__name__)
 
 RouterFactory = Callable[[Deps], NatsRouter]
-# A service's setup of the read models only it owns (``ensure_own_indexes`` in its app.py).
-IndexSetup = Callable[[AsyncDatabase[dict[str, Any]]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,6 @@ class ServiceDefinition:
     create_router: RouterFactory
     vectors: bool | VectorRole = False  # its use of the vector index (stream mode: writer or follower's shard)
     embedder: bool = False
-    own_indexes: IndexSetup | None = None  # the read models only it owns
     # One replica consumes at a time, the others stand by (mnemo/shared/lease.py): order matters more than spread.
     single_active: bool = False
 
@@ -123,7 +120,7 @@ async def open_core(settings: Settings, *, vectors: bool | VectorRole = False, e
     codec = EventCodec(REGISTRY, cipher)
     store = MongoEventStore(db, codec)
     await store.ensure_indexes()
-    await ensure_all_indexes(db, cipher)
+    await ensure_indexes(db)
     await ensure_usage_indexes(db)
     nc = await natsconn.connect(settings, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
     js = nc.jetstream()
@@ -203,8 +200,6 @@ async def running(
         lease = Lease(await lease_bucket(core.nc.jetstream(), ttl, settings.streams.replicas), service.name, ttl)
         probes.phase = "standby"
         await lease.acquire()
-    if service.own_indexes is not None:
-        await service.own_indexes(core.db)
     broker = make_broker(settings, service.name)
     deps = deps_for(core, broker)
     broker.include_router(service.create_router(deps))

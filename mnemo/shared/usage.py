@@ -29,6 +29,9 @@ COLLECTION = "usage"
 #: The counts services add (the report's metered fields).
 METERED = ("context_requests", "context_tokens", "llm_prompt_tokens", "llm_completion_tokens")
 FLUSH_S = 10.0
+#: By tenant and day: the report's reads, and erasure's sweep of a tenant's rows (it is in the projection catalog's
+#: ``UNPROJECTED``: not a projection of the log, but a tenant's rows all the same).
+INDEXES = (IndexModel([("tenant_id", ASCENDING), ("day", ASCENDING)]),)
 
 
 def today() -> str:
@@ -88,8 +91,7 @@ USAGE = UsageMeter()
 
 
 async def ensure_usage_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
-    """By tenant and day: the report's reads, and erasure's sweep of a tenant's rows."""
-    await db[COLLECTION].create_indexes([IndexModel([("tenant_id", ASCENDING), ("day", ASCENDING)])])
+    await db[COLLECTION].create_indexes(list(INDEXES))
 
 
 @contextlib.asynccontextmanager

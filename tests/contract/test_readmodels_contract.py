@@ -18,10 +18,6 @@ from typing import Any
 
 import pytest
 
-from mnemo.services.context_assembler.lore.inmemory import InMemoryLoreTimed
-from mnemo.services.context_assembler.lore.timed_readmodel import LoreTimedReadModel, TimedPort
-from mnemo.services.memory_extractor.inmemory import InMemoryWitnessed
-from mnemo.services.memory_extractor.witnessed import WitnessedPort, WitnessedReadModel
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
@@ -36,20 +32,13 @@ from mnemo.shared.events.recorded import (
     player_scope,
     summary_stream,
 )
-from mnemo.shared.readmodels import ReadModels
-from mnemo.shared.readmodels.inmemory import (
-    InMemoryKnowledge,
-    InMemoryLegacyLore,
-    InMemoryLore,
-    InMemoryReadModels,
-    InMemorySummaries,
-)
-from mnemo.shared.readmodels.knowledge import FactView, KnowledgeReadModel
-from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
-from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.readmodels import catalog
+from mnemo.shared.readmodels.catalog import FakeReadModelPorts, MongoReadModelPorts, ReadModelPorts
+from mnemo.shared.readmodels.knowledge import FactView
+from mnemo.shared.readmodels.lore_timed import TimedPort
 from mnemo.shared.readmodels.messages import MessageKey
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
-from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.readmodels.witnessed import WitnessedPort
 from tests.envelopes import message_recorded, recorded
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -68,42 +57,27 @@ class Ports:
     timed: TimedPort
 
 
-def inmemory() -> Ports:
+def ports_of(kind: str, source: ReadModelPorts) -> Ports:
+    """Every port of the catalog (``mnemo/shared/readmodels/catalog.py``), from one of its two sources."""
     return Ports(
-        "inmemory",
-        InMemoryReadModels(),
-        InMemorySummaries(),
-        InMemoryKnowledge(),
-        InMemoryLegacyLore(),
-        InMemoryLore(),
-        InMemoryWitnessed(),
-        InMemoryLoreTimed(),
+        kind,
+        source.of(catalog.CONVERSATIONS),
+        source.of(catalog.SUMMARIES),
+        source.of(catalog.KNOWLEDGE),
+        source.of(catalog.LEGACY_LORE),
+        source.of(catalog.LORE),
+        source.of(catalog.WITNESSED),
+        source.of(catalog.LORE_TIMED),
     )
+
+
+def inmemory() -> Ports:
+    return ports_of("inmemory", FakeReadModelPorts())
 
 
 async def on_mongo(db: Any, kind: str) -> Ports:
-    cipher = FieldCipher(os.urandom(32), InMemoryKeyStore())
-    ports = Ports(
-        kind,
-        ReadModels(db, cipher),
-        SummariesReadModel(db, cipher),
-        KnowledgeReadModel(db, cipher),
-        LegacyLoreReadModel(db, cipher),
-        LoreReadModel(db, cipher),
-        WitnessedReadModel(db),
-        LoreTimedReadModel(db),
-    )
-    for model in (
-        ports.models,
-        ports.summaries,
-        ports.knowledge,
-        ports.legacy,
-        ports.lore,
-        ports.witnessed,
-        ports.timed,
-    ):
-        await model.ensure_indexes()  # type: ignore[attr-defined]  # the adapters' own setup, not the ports'
-    return ports
+    await catalog.ensure_indexes(db)
+    return ports_of(kind, MongoReadModelPorts(db, FieldCipher(os.urandom(32), InMemoryKeyStore())))
 
 
 async def _client_db(url: str) -> tuple[Any, str]:
@@ -724,6 +698,6 @@ async def test_lore_timed_keeps_the_newest_state(p: Ports) -> None:
     await p.timed.apply([timed(1, 3, "lb1.1")])  # late
 
     view = await p.timed.state(T, U, C)
-    assert (view.version, view.message_count, sorted(view.state.sticky)) == (2, 7, ["lb1.0"])
+    assert (view.version, view.message_count, sorted(view.sticky)) == (2, 7, ["lb1.0"])
     empty = await p.timed.state("t2", U, C)
-    assert (empty.version, empty.state.sticky) == (0, {})
+    assert (empty.version, empty.sticky) == (0, {})

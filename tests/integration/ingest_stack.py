@@ -22,7 +22,6 @@ from nats.js.errors import NotFoundError
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mnemo.runtime.catalog import ensure_own_indexes
 from mnemo.shared import subjects
 from mnemo.shared.broker import ensure_streams, start_broker
 from mnemo.shared.crypto import FieldCipher
@@ -32,7 +31,7 @@ from mnemo.shared.eventlog.codec import EventCodec
 from mnemo.shared.eventlog.keystore import MongoKeyStore
 from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.eventlog.relay import Relay
-from mnemo.shared.readmodels import ensure_all_indexes
+from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.settings import DeliverySettings, LimitsSettings, Settings
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.port import VectorIndex
@@ -107,8 +106,7 @@ async def running(
     # The indexes a real start creates (mnemo/shared/bootstrap.open_core, mnemo/runtime/stack.py): without them every
     # tenant-scoped query reads the whole collection, and long runs (make fuzz) slow down as the data grows.
     await keys.ensure_indexes()
-    await ensure_all_indexes(db, cipher)
-    await ensure_own_indexes(db)
+    await ensure_indexes(db)
     broker = NatsBroker(nats_url)
     deps = Deps(settings, broker, db, log.store, log.codec, log.relay, cipher, vectors, embedder, nc=log.nc)
     for factory in create_router if isinstance(create_router, Sequence) else [create_router]:

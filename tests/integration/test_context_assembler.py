@@ -29,6 +29,7 @@ from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.events.envelope import EventEnvelope, deterministic_id
 from mnemo.shared.events.recorded import EVERYONE, REGISTRY, bot_stream, persona_stream, summary_stream
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.readmodels.summaries import SummariesReadModel
 from mnemo.shared.settings import Settings
 from mnemo.shared.sparse import document_vector
@@ -119,7 +120,7 @@ class BrokenIndex:
 
 async def seed(db: Any, cipher: FieldCipher, index: VectorIndex, embedder: BundledEmbedder, tenant: str) -> None:
     models = ReadModels(db, cipher)
-    await models.ensure_indexes()
+    await ensure_indexes(db)
     bot = env(tenant, bot_stream(tenant, BOT), 1, "bot.recorded", {
         "bot_id": BOT, "owner_user_id": None, "name": "Captain Mirelle",
         "system_prompt": "You are a weary airship captain. Speak tersely.", "updated_at": T0,

@@ -19,7 +19,7 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js.errors import NotFoundError
 
-from mnemo.runtime.replay import _fold_log
+from mnemo.runtime.replay import Projection, _fold_log
 from mnemo.services.context_assembler.app import create_router as assembler_router
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.services.embedding.app import chunk_strings
@@ -33,6 +33,8 @@ from mnemo.shared.deps import Deps
 from mnemo.shared.eventlog.erasures import Erasures
 from mnemo.shared.events.recorded import REGISTRY
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import DOCUMENTS as DOCUMENTS_MODEL
+from mnemo.shared.readmodels.catalog import drop
 from mnemo.shared.readmodels.documents import CHUNKS, DocumentsReadModel
 from mnemo.shared.readmodels.lore import LoreReadModel
 from mnemo.shared.vectors import points as vp
@@ -326,7 +328,7 @@ async def test_replay_rebuilds_chunks_and_points_from_the_log(stack: Stack, tena
     await wait_until(lambda: _count_is(index, tenant, doc_id, before["chunks"]), "points written", timeout=60)
 
     documents = DocumentsReadModel(stack.db, stack.deps.cipher)
-    await documents.drop_all()
+    await drop(stack.db, DOCUMENTS_MODEL)
     await index.delete(VectorFilter.where(tenant_id=tenant, kind=vp.DOCUMENT_CHUNK))
     gone = await call(stack.nc, subjects.LORE_DOCUMENT_GET, {"tenant_id": tenant, "document_id": doc_id})
     handler = EmbeddingHandler(
@@ -336,7 +338,7 @@ async def test_replay_rebuilds_chunks_and_points_from_the_log(stack: Stack, tena
         chunk_strings,
         documents=documents,
     )
-    await _fold_log(stack.store.read_all(), [documents], handler, Erasures(REGISTRY))
+    await _fold_log(stack.store.read_all(), [Projection(DOCUMENTS_MODEL.folds, documents)], handler, Erasures(REGISTRY))
     rebuilt = await call(stack.nc, subjects.LORE_DOCUMENT_GET, {"tenant_id": tenant, "document_id": doc_id})
     points = await index.count(vp.document_chunks(tenant, doc_id))
     reply = await context_quoting(stack.nc, tenant, PASSAGE)

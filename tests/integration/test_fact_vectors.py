@@ -38,6 +38,7 @@ from mnemo.shared.events.recorded import (
     player_scope,
 )
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.points import point_id
@@ -87,7 +88,7 @@ async def world(mongo_db: Any, tmp_path: Path) -> AsyncIterator[World]:
     store = MongoEventStore(mongo_db, EventCodec(REGISTRY, cipher))
     await store.ensure_indexes()
     knowledge = KnowledgeReadModel(mongo_db, cipher)
-    await knowledge.ensure_indexes()
+    await ensure_indexes(mongo_db)
     embedder = BundledEmbedder()
     index = EdgeVectorIndex(tmp_path, "vectors")
     await index.ensure_collection(embedder.dimensions)

@@ -20,6 +20,7 @@ from mnemo.shared.delivery import DLQ_REASON, DLQ_SUBJECT
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import conversation_stream, created_event_id
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import CONVERSATIONS, drop
 from mnemo.shared.tokens import estimate_tokens
 from mnemo_client.wire.contract import MessageCreated
 from tests.integration.ingest_stack import Stack, dead_letters, drained, message_created, running
@@ -179,7 +180,7 @@ async def test_read_models_rebuild_from_the_log(stack: Stack) -> None:
     before = await rm.conversation("t1", "u1", "c1")
     history = await rm.recent("t1", "u1", "c1", 10)
 
-    await rm.drop_all()
+    await drop(stack.db, CONVERSATIONS)
     assert await rm.conversation("t1", "u1", "c1") is None
     replayed = [e async for e in stack.store.read_all(batch_size=2)]
     for i in range(0, len(replayed), 2):  # replay in batches, as `mnemo replay` would

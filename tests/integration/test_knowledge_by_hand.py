@@ -15,6 +15,7 @@ from nats.aio.client import Client as NatsClient
 from mnemo.services.memory_extractor.app import create_router
 from mnemo.shared import subjects
 from mnemo.shared.events.recorded import knowledge_stream
+from mnemo.shared.readmodels.catalog import KNOWLEDGE, drop
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from tests.integration.ingest_stack import running
 from tests.waiting import request_reply
@@ -72,7 +73,7 @@ async def test_add_edit_retract_with_history_refusals_and_replay(nats_url, mongo
 
         knowledge = KnowledgeReadModel(stack.db, stack.deps.cipher)
         before = {f.fact_id: (f.status, f.text, f.scope, f.revises) for f in (await knowledge.page(tenant, "u1", include_inactive=True))[0]}  # fmt: skip
-        await knowledge.drop_all()
+        await drop(stack.db, KNOWLEDGE)
         await knowledge.apply(await stack.store.read_stream(knowledge_stream(tenant, "maren")))
         replayed = {f.fact_id: (f.status, f.text, f.scope, f.revises) for f in (await knowledge.page(tenant, "u1", include_inactive=True))[0]}  # fmt: skip
 

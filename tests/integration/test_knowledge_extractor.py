@@ -18,7 +18,6 @@ from mnemo.services.memory_extractor.handlers import MemoryExtractor
 from mnemo.services.memory_extractor.learning import Learning
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.services.memory_extractor.settings import KnowledgeSettings
-from mnemo.services.memory_extractor.witnessed import WitnessedReadModel
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.eventlog.mongo import MongoEventStore
@@ -27,7 +26,9 @@ from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import conversation_stream, created_event_id, knowledge_stream
 from mnemo.shared.llm.openai import OpenAIChatModel
 from mnemo.shared.llm.port import ChatModel
+from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.readmodels.witnessed import WitnessedReadModel
 from tests.envelopes import message_deleted, message_edited
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler
 from tests.integration.event_log import event_log, items
@@ -85,7 +86,7 @@ class Env:
 async def env(mongo_db: Any, nats_url: str) -> AsyncIterator[Env]:
     async with event_log(mongo_db, nats_url) as log:
         e = Env(log.store, log.relay, mongo_db, log.cipher)
-        await e.knowledge.ensure_indexes()
+        await ensure_indexes(mongo_db)
         yield e
 
 

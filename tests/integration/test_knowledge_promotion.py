@@ -18,6 +18,7 @@ from mnemo.shared import subjects
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import conversation_stream, created_event_id, knowledge_stream
+from mnemo.shared.readmodels.catalog import KNOWLEDGE, drop
 from mnemo.shared.readmodels.knowledge import FactView, KnowledgeReadModel
 from tests.integration.ingest_stack import Stack, running
 from tests.waiting import request_reply, wait_until
@@ -110,7 +111,7 @@ async def test_promote_and_unpromote_with_audit_and_refusals(nats_url, mongo_url
         trail = await audit(stack, tenant)
 
         # `mnemo replay` rebuilds the scopes from the log alone.
-        await knowledge.drop_all()
+        await drop(stack.db, KNOWLEDGE)
         await knowledge.apply(await stack.store.read_stream(knowledge_stream(tenant, "bard")))
         replayed = await knowledge.by_id(tenant, fact.fact_id)
 

@@ -25,6 +25,7 @@ from mnemo.shared.deps import Deps
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import bot_stream
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import LORE, drop, ensure_indexes
 from mnemo.shared.readmodels.lore import LoreReadModel
 from tests.envelopes import message_recorded, recorded
 from tests.integration.ingest_stack import Stack, running
@@ -81,7 +82,7 @@ async def seed(stack: Stack, tenant: str, conversation: str = CONV) -> None:
         for i, (role, name, text) in enumerate(LINES)
     ]
     models = ReadModels(stack.db, stack.deps.cipher)
-    await models.ensure_indexes()
+    await ensure_indexes(stack.db)
     await models.apply(events)
 
 
@@ -182,7 +183,7 @@ async def test_attach_to_a_conversation_and_replay(nats_url, mongo_url, db_name,
 
         # `mnemo replay` rebuilds the lore read model from the log alone.
         read_model = LoreReadModel(stack.db, stack.deps.cipher)
-        await read_model.drop_all()
+        await drop(stack.db, LORE)
         assert await read_model.attached(tenant, OTHER_BOT, USER, CONV) == []
         await read_model.apply([e async for e in stack.store.read_all()])
         refs = await read_model.attached(tenant, OTHER_BOT, USER, CONV)

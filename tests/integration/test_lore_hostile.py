@@ -25,6 +25,7 @@ from mnemo.shared import subjects
 from mnemo.shared.deps import Deps
 from mnemo.shared.events.recorded import bot_stream
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.settings import LimitsSettings
 from tests.envelopes import message_recorded, recorded
 from tests.integration.ingest_stack import Stack, running
@@ -47,7 +48,7 @@ async def seed(stack: Stack, tenant: str, lines: list[str]) -> None:
         for i, text in enumerate(lines)
     ]
     models = ReadModels(stack.db, stack.deps.cipher)
-    await models.ensure_indexes()
+    await ensure_indexes(stack.db)
     await models.apply(events)
 
 

@@ -22,6 +22,7 @@ from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import utcnow
 from mnemo.shared.events.recorded import lorebook_stream
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import LORE, drop
 from mnemo.shared.readmodels.lore import LoreReadModel
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.port import ScoredPoint, VectorFilter
@@ -107,7 +108,7 @@ async def test_manage_a_book_owner_only_and_rebuild_it_from_the_log(nats_url, mo
 
         live = await LoreReadModel(stack.db, stack.deps.cipher).state(tenant, book_id)
         rebuilt_model = LoreReadModel(stack.db, stack.deps.cipher)
-        await rebuilt_model.drop_all()
+        await drop(stack.db, LORE)
         await rebuilt_model.apply([e async for e in stack.store.read_all()])
         rebuilt = await rebuilt_model.state(tenant, book_id)
 

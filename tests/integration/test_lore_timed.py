@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 
 from mnemo.services.context_assembler.app import create_router as assembler_router
-from mnemo.services.context_assembler.lore.timed_readmodel import LoreTimedReadModel
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.services.lore.app import create_router as lore_router
 from mnemo.shared import subjects
 from mnemo.shared.deps import Deps
 from mnemo.shared.events.recorded import bot_stream, lore_timed_stream
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import LORE_TIMED, drop
+from mnemo.shared.readmodels.lore_timed import LoreTimedReadModel
 from tests.envelopes import message_recorded, recorded
 from tests.integration.ingest_stack import Stack, running
 from tests.integration.test_lore import T0, call
@@ -86,7 +87,7 @@ async def test_sticky_and_cooldown_follow_the_conversation_through_the_log(nats_
         logged = await stack.store.read_stream(stream)
         model = LoreTimedReadModel(stack.db)
         kept = await model.state(tenant, USER, CONV)
-        await model.drop_all()
+        await drop(stack.db, LORE_TIMED)
         await model.apply(logged)
         rebuilt = await model.state(tenant, USER, CONV)
 

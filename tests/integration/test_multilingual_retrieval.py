@@ -12,6 +12,7 @@ from mnemo.services.embedding.app import chunk_strings
 from mnemo.services.embedding.handlers import EmbeddingHandler
 from mnemo.shared.analyzer import ANALYZER_VERSION
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.vectors.port import VectorFilter
 from tests.integration.test_context_assembler import T0, ask, request, scene_message, start_assembler
 
@@ -37,7 +38,7 @@ async def test_a_word_inside_a_message_finds_it(
 ):
     events = [scene_message(tenant, i, r, n, t, T0 + timedelta(minutes=i)) for i, (r, n, t) in enumerate(LINES)]
     read_models = ReadModels(mongo_db, cipher)
-    await read_models.ensure_indexes()
+    await ensure_indexes(mongo_db)
     await read_models.apply(events)
     await EmbeddingHandler(index, embedder, read_models, chunk_strings).project(events)
     points = await index.count(VectorFilter.where(tenant_id=tenant, analyzer=ANALYZER_VERSION))

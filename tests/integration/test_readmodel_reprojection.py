@@ -11,6 +11,7 @@ import pytest
 
 from mnemo.shared.events.recorded import conversation_stream
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import ensure_indexes
 from tests.envelopes import message_recorded, recorded
 
 pytestmark = pytest.mark.integration
@@ -20,7 +21,7 @@ T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 async def test_a_batch_of_mostly_duplicates_applies_with_its_edits(mongo_db, cipher, tenant):
     models = ReadModels(mongo_db, cipher)
-    await models.ensure_indexes()
+    await ensure_indexes(mongo_db)
     messages = [message_recorded(tenant, "u1", "c1", i, f"line {i}", created_at=T0) for i in range(1_500)]
     change = {"user_id": "u1", "conversation_id": "c1", "message_id": "m3", "content": "line 3, edited",
               "edited_at": T0, "tokens": 4}  # fmt: skip

@@ -19,6 +19,7 @@ from pymongo import AsyncMongoClient
 from mnemo.runtime.servers import ChildServer
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
 from mnemo.shared.readmodels.lore import LoreReadModel
@@ -56,8 +57,7 @@ async def test_every_read_model_skips_rows_whose_key_was_erased(db: Any) -> None
     cipher = FieldCipher(os.urandom(32), InMemoryKeyStore())
     models, summaries = ReadModels(db, cipher), SummariesReadModel(db, cipher)
     knowledge, legacy_lore, lore = KnowledgeReadModel(db, cipher), LegacyLoreReadModel(db, cipher), LoreReadModel(db, cipher)  # fmt: skip
-    for model in (models, summaries, knowledge, legacy_lore, lore):
-        await model.ensure_indexes()
+    await ensure_indexes(db)
     await models.apply([msg(0), msg(1), bot(1, "Sage"), persona(1, "Ana"), msg(0, tenant=OTHER), bot(1, "Kept", OTHER)])
     await summaries.apply([summary("s1", 0, 1)])
     await knowledge.apply([fact("f1", 1)])

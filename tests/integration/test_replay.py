@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mnemo.runtime.catalog import ensure_own_indexes
 from mnemo.shared.bootstrap import open_core
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import MESSAGE_DELETED, MESSAGE_EDITED, MESSAGE_RECORDED, conversation_stream
@@ -73,11 +72,10 @@ async def test_replay_rebuilds_read_models_and_vectors_from_the_log(core_setting
 
 
 async def test_opening_a_core_creates_the_read_model_indexes(core_settings: Settings) -> None:
-    """Services open a core at start, then set up the read models only they own (as ``serve`` and the stack
-    do); their handlers rely on it for the read models' query indexes."""
+    """Services open a core at start, which sets up every read model of the catalog; their handlers rely on it
+    for the read models' query indexes."""
     core = await open_core(core_settings)
     try:
-        await ensure_own_indexes(core.db)
         names = {
             "rm_messages": "conversation_index",
             "rm_conversations": "by_family_root",

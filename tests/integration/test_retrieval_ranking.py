@@ -12,6 +12,7 @@ from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import EventEnvelope, deterministic_id
 from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.sparse import document_vector
 from mnemo.shared.vectors.port import VectorIndex, VectorPoint
 from tests.integration.test_context_assembler import (
@@ -60,7 +61,7 @@ def events(tenant: str) -> list[EventEnvelope]:
 
 async def seed(db: Any, cipher: Any, index: VectorIndex, embedder: BundledEmbedder, tenant: str) -> None:
     models = ReadModels(db, cipher)
-    await models.ensure_indexes()
+    await ensure_indexes(db)
     messages = events(tenant)
     await models.apply(messages)
     vectors = await embedder.embed([m.payload["content"] for m in messages])

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from mnemo.services.memory_extractor.handlers import MemoryExtractor
-from mnemo.services.memory_extractor.witnessed import WitnessedReadModel
 from mnemo.services.summarizer.handlers import Summarizer
 from mnemo.services.summarizer.settings import SummarizerSettings
 from mnemo.shared.crypto import FieldCipher
@@ -24,6 +23,7 @@ from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import conversation_stream, knowledge_stream, summary_stream
 from mnemo.shared.llm.openai import OpenAIChatModel
 from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.readmodels.witnessed import WitnessedReadModel
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, Reply, chat_handler
 from tests.integration.event_log import event_log, items
 

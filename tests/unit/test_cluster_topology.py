@@ -39,7 +39,6 @@ def test_each_catalog_entry_is_its_services_definition():
         definition = spec.definition()
         assert definition.name == spec.name
         assert spec.router_factory() is definition.create_router
-        assert spec.own_indexes() is definition.own_indexes
 
 
 def test_a_toml_file_then_flags_override_the_defaults(tmp_path: Path):

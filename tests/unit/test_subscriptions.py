@@ -16,7 +16,6 @@ from pydantic import BaseModel
 from mnemo.services.embedding.domain import HANDLERS as EMBEDDING
 from mnemo.services.memory_extractor.app import create_router as memory_extractor_router
 from mnemo.services.memory_extractor.handlers import HANDLERS as MEMORY_EXTRACTOR
-from mnemo.services.memory_extractor.inmemory import InMemoryWitnessed
 from mnemo.services.memory_extractor.settings import KnowledgeSettings
 from mnemo.services.summarizer.handlers import HANDLERS as SUMMARIZER
 from mnemo.shared import subjects
@@ -33,6 +32,7 @@ from mnemo.shared.events.recorded import (
     SummaryRetired,
 )
 from mnemo.shared.readmodels.inmemory import InMemoryKnowledge
+from mnemo.shared.readmodels.inmemory.witnessed import InMemoryWitnessed
 from mnemo.shared.subscriptions import Delivered, EventHandlers
 from tests.components import Msg, deps
 from tests.fakes.embedders import ConstantEmbedder

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from faststream.nats import NatsRouter
-from pymongo.asynchronous.database import AsyncDatabase
 
 from mnemo.services.context_assembler.faults import SwitchableIndex
 from mnemo.services.context_assembler.gather.gathering import Gatherer
@@ -16,7 +14,6 @@ from mnemo.services.context_assembler.handlers import answer
 from mnemo.services.context_assembler.lore.documents import DocumentLore, DocumentReads
 from mnemo.services.context_assembler.lore.loader import LoreLoader, LoreReads
 from mnemo.services.context_assembler.lore.timed import TimedStates
-from mnemo.services.context_assembler.lore.timed_readmodel import LoreTimedReadModel, TimedPort
 from mnemo.services.context_assembler.metering import ContextMeter
 from mnemo.services.context_assembler.settings import SECTION, AssemblerSettings
 from mnemo.services.context_assembler.usage_report import UsageReport
@@ -26,6 +23,7 @@ from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
 from mnemo.shared.readmodels.documents import DocumentsReadModel
 from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.readmodels.lore_timed import LoreTimedReadModel, TimedPort
 from mnemo.shared.rpc import RpcMeter, raw_body, serve
 from mnemo.shared.settings import read_section
 from mnemo.shared.tokens import token_counter
@@ -33,11 +31,6 @@ from mnemo_client.wire.contract import ContextAssembleReply, ErrorReply
 from mnemo_client.wire.ops_contract import UsageRequest
 
 SERVICE = "context-assembler"
-
-
-async def ensure_own_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
-    """Indexes of the read model only this service reads (see ``mnemo.shared.bootstrap.IndexSetup``)."""
-    await LoreTimedReadModel(db).ensure_indexes()
 
 
 def create_router(
@@ -107,4 +100,4 @@ def create_router(
     return router
 
 
-DEFINITION = ServiceDefinition(SERVICE, create_router, vectors="read", embedder=True, own_indexes=ensure_own_indexes)
+DEFINITION = ServiceDefinition(SERVICE, create_router, vectors="read", embedder=True)

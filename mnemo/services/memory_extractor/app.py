@@ -6,10 +6,8 @@ each answered once)."""
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from faststream.nats import NatsRouter
-from pymongo.asynchronous.database import AsyncDatabase
 
 from mnemo.services.memory_extractor.audit import FactAudit
 from mnemo.services.memory_extractor.handlers import HANDLERS, MemoryExtractor
@@ -18,7 +16,6 @@ from mnemo.services.memory_extractor.manual import ManualKnowledge
 from mnemo.services.memory_extractor.promotion import FactNotFound, NotAllowed, Promotions
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.services.memory_extractor.settings import SECTION, KnowledgeSettings
-from mnemo.services.memory_extractor.witnessed import WitnessedPort, WitnessedReadModel
 from mnemo.shared import subjects
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.consumers import log_consumer_router
@@ -27,6 +24,7 @@ from mnemo.shared.limits import RateLimiter
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort
 from mnemo.shared.readmodels.repository import ReadModels
+from mnemo.shared.readmodels.witnessed import WitnessedPort, WitnessedReadModel
 from mnemo.shared.rpc import serve
 from mnemo.shared.settings import read_section
 from mnemo_client.wire.knowledge_contract import (
@@ -39,11 +37,6 @@ from mnemo_client.wire.knowledge_contract import (
 from mnemo_client.wire.memory_contract import MemoryPromoteRequest, MemoryUnpromoteRequest
 
 SERVICE = "memory-extractor"
-
-
-async def ensure_own_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
-    """Indexes of the read model only this service reads (see ``mnemo.shared.bootstrap.IndexSetup``)."""
-    await WitnessedReadModel(db).ensure_indexes()
 
 
 def create_router(
@@ -99,4 +92,4 @@ def create_router(
     return router
 
 
-DEFINITION = ServiceDefinition(SERVICE, create_router, own_indexes=ensure_own_indexes)
+DEFINITION = ServiceDefinition(SERVICE, create_router)

@@ -24,7 +24,6 @@ from mnemo.services.memory_extractor.appending import append_witnessings
 from mnemo.services.memory_extractor.domain import Witnessing, witnesses_of
 from mnemo.services.memory_extractor.learning import Learning, SourceMessage
 from mnemo.services.memory_extractor.revisions import Revisions
-from mnemo.services.memory_extractor.witnessed import WitnessedPort
 from mnemo.shared.delivery import Item, Rejection
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import MAX_CONFLICT_RETRIES
@@ -43,6 +42,7 @@ from mnemo.shared.events.recorded import (
     RecordedPayload,
 )
 from mnemo.shared.llm.port import ProgressCallback
+from mnemo.shared.readmodels.witnessed import WitnessedPort
 from mnemo.shared.subscriptions import Delivered, EventHandlers
 
 log = logging.getLogger(__name__)

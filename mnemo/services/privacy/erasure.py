@@ -32,6 +32,7 @@ from mnemo.shared.eventlog.append import append_at_head
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import NewEvent, deterministic_id, new_id, utcnow
 from mnemo.shared.events.recorded import ERASURE_COMPLETED, ErasureCompleted, privacy_stream
+from mnemo.shared.readmodels import catalog
 from mnemo.shared.readmodels.documents import DOCUMENTS
 from mnemo.shared.readmodels.lore import LOREBOOKS
 from mnemo.shared.vectors import points
@@ -142,11 +143,12 @@ class Eraser:
 
     async def _sweep(self, target: _Target, books: list[str]) -> dict[str, int]:
         """Rows and vectors (the streams are :attr:`_stream_passes`')."""
-        names = await self._db.list_collection_names()
         deleted: dict[str, int] = {}
-        for name in rows.read_model_collections(names, user=target.user_id is not None):
-            if count := await rows.delete_rows(self._db[name], target.tenant_id, target.user_id, books):
-                deleted[name] = count
+        for collection in catalog.erasable():
+            if target.user_id is not None and collection.kept_on_user_erasure:
+                continue
+            if count := await rows.delete_rows(self._db[collection.name], target.tenant_id, target.user_id, books):
+                deleted[collection.name] = count
         if self._vectors is not None:
             filters = _vector_filters(target, books)
             for flt in filters:

@@ -1,11 +1,12 @@
 """Which MongoDB documents belong to a user or a tenant, found the same way in every read model.
 
-Why by shape rather than a list of read models: the privacy service may not import other services (their read
-models live there: ``witnessed``, ``lore_timed``), and a read model added later must not escape erasure. Every
-read-model document of mnemo carries ``tenant_id`` and, when a user owns it, ``user_id`` or ``owner_user_id``;
-documents keyed by a user's stream id (``conversation/<tenant>/<user>/...``) are matched by their ``_id`` too,
-and a user's lorebooks take their attachments along (``lorebook_id``). The event log, the key store and the
-relay's bookkeeping are not read models: the log is crypto-shredded instead (its events stay, unreadable).
+The collections swept are the projection catalog's (``mnemo/shared/readmodels/catalog.py``, which also says
+which rows a user's erasure keeps: bots are the platform's). In each, a row is found by its shape, so no read
+model needs a rule of its own: every read-model document of mnemo carries ``tenant_id`` and, when a user owns
+it, ``user_id`` or ``owner_user_id``; documents keyed by a user's stream id (``conversation/<tenant>/<user>/...``)
+are matched by their ``_id`` too, and a user's lorebooks take their attachments along (``lorebook_id``). The
+event log, the key store and the relay's bookkeeping are not read models: the log is crypto-shredded instead
+(its events stay, unreadable).
 
 Why a user's rows are picked here, in Python, from their tenant's: one query holding all of those alternatives
 (an ``$or`` with an ``_id`` regex) reads the whole collection on SecantusDB, the embedded default, whose planner
@@ -22,13 +23,9 @@ from typing import Any
 from pymongo.asynchronous.collection import AsyncCollection
 
 from mnemo.shared.events.envelope import stream_id
-from mnemo.shared.readmodels.repository import BOTS
 
 #: Not read models (the log and its outbox, the keys and their tombstones).
 NOT_READ_MODELS = frozenset({"events", "relay_intents", "relay_receipts", "relay_state", "tenant_keys", "erased_keys"})
-#: Characters belong to the platform's catalog, not to the user who created them: erasing a user keeps them
-#: (their text is under the tenant's key); erasing the tenant deletes them.
-KEPT_ON_USER_ERASURE = frozenset({BOTS})
 #: Stream kinds whose id continues with the owning user (``mnemo/shared/events/recorded``).
 USER_STREAM_KINDS = ("conversation", "persona", "summaries", "legacy_lore", "lore_timed")
 #: Rows deleted per ``_id $in`` query: well inside MongoDB's 16 MB command limit whatever the ids.
@@ -73,8 +70,3 @@ async def delete_rows(
         batch = theirs[start : start + DELETE_BATCH]
         deleted += (await collection.delete_many({"_id": {"$in": batch}})).deleted_count
     return deleted
-
-
-def read_model_collections(names: Sequence[str], *, user: bool) -> list[str]:
-    skip = NOT_READ_MODELS | (KEPT_ON_USER_ERASURE if user else frozenset())
-    return sorted(n for n in names if n not in skip and not n.startswith("system."))

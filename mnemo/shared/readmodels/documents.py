@@ -81,19 +81,6 @@ class DocumentsReadModel:
     def _chunks(self) -> AsyncCollection[Doc]:
         return self._db.get_collection(CHUNKS)
 
-    async def ensure_indexes(self) -> None:
-        await self._docs.create_index([("tenant_id", ASCENDING), ("lorebook_id", ASCENDING)], name="by_book")
-        await self._docs.create_index([("tenant_id", ASCENDING), ("owner_user_id", ASCENDING)], name="by_owner")
-        await self._chunks.create_index(
-            [("tenant_id", ASCENDING), ("document_id", ASCENDING), ("version", ASCENDING), ("hash", ASCENDING)],
-            name="by_hash",
-        )
-
-    async def drop_all(self) -> None:
-        await self._docs.drop()
-        await self._chunks.drop()
-        await self.ensure_indexes()
-
     async def apply(self, events: Iterable[EventEnvelope]) -> None:
         """Project ``document.*`` events (others are ignored), in order."""
         ops_docs: list[WriteOp] = []

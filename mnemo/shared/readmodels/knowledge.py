@@ -106,23 +106,6 @@ class KnowledgeReadModel:
         self._col = db[COLLECTION]
         self._cipher = cipher
 
-    async def ensure_indexes(self) -> None:
-        await self._col.create_index(
-            [("tenant_id", ASCENDING), ("character_id", ASCENDING), ("status", ASCENDING), ("scope", ASCENDING)],
-            name="by_character_scope",
-        )
-        await self._col.create_index(
-            [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("learned_at", DESCENDING)], name="by_owner"
-        )
-        await self._col.create_index(
-            [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("source_keys", ASCENDING)], name="by_source"
-        )
-
-    async def drop_all(self) -> None:
-        """Forget the projection before a replay of the log; indexes are recreated."""
-        await self._col.drop()
-        await self.ensure_indexes()
-
     # --- projection -------------------------------------------------------------------------------------
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         """Fold the knowledge fact events among ``events`` (others are ignored), in order, in bulk writes."""

@@ -68,20 +68,6 @@ class LegacyLoreReadModel:
         self._col: AsyncCollection[Doc] = db.get_collection(COLLECTION)
         self._cipher = cipher
 
-    async def ensure_indexes(self) -> None:
-        await self._col.create_index(
-            [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("end_at", DESCENDING), ("_id", ASCENDING)],
-            name="by_user_newest",
-        )
-        await self._col.create_index(
-            [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("memory_id", ASCENDING)], name="by_memory"
-        )
-
-    async def drop_all(self) -> None:
-        """Forget the projection before a replay of the log; indexes are recreated."""
-        await self._col.drop()
-        await self.ensure_indexes()
-
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         """Project ``legacy_lore.*`` events (others are ignored), in order, in one bulk write."""
         ops: list[UpdateOne] = []

@@ -20,7 +20,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
@@ -87,24 +86,6 @@ class LoreReadModel:
         self._cipher = cipher
         self.books: AsyncCollection[Doc] = db.get_collection(LOREBOOKS)
         self.attachments: AsyncCollection[Doc] = db.get_collection(LORE_ATTACHMENTS)
-
-    async def ensure_indexes(self) -> None:
-        # Every query names the tenant first; without these a tenant's listing, a book's attachment sync or an
-        # erasure's lookup of a user's books read every tenant's rows (found by the 100,000-case fuzz run).
-        await self.books.create_indexes(
-            [IndexModel([("tenant_id", ASCENDING), ("owner_user_id", ASCENDING)], name="tenant_owner")]
-        )
-        await self.attachments.create_indexes(
-            [
-                IndexModel([("tenant_id", ASCENDING), ("target", ASCENDING)], name="tenant_target"),
-                IndexModel([("tenant_id", ASCENDING), ("lorebook_id", ASCENDING)], name="tenant_book"),
-            ]
-        )
-
-    async def drop_all(self) -> None:
-        for collection in (self.books, self.attachments):
-            await collection.drop()
-        await self.ensure_indexes()
 
     async def apply(self, envelopes: Iterable[EventEnvelope]) -> None:
         """Fold lorebook events into each book's state (``mnemo.shared.lore.history.fold``); other types are ignored.

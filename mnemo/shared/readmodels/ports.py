@@ -2,9 +2,9 @@
 
 Each has two adapters passing one contract suite (``tests/contract/test_readmodels_contract.py``): the
 MongoDB projection (``repository.py``, ``summaries.py``, ``knowledge.py``, ``legacy_lore.py``, ``lore.py``)
-and an in-memory fake (``inmemory.py``) for component tests that need no server. The ports hold the
-projection (``apply``) and the queries services make; index setup, ``drop_all`` and replays stay with the
-MongoDB adapters.
+and an in-memory fake (``inmemory/``) for component tests that need no server; the projection catalog
+(``catalog.py``) names both for each read model. The ports hold the projection (``apply``) and the queries
+services make; indexes and dropping before a replay are the catalog's (the collections it declares).
 """
 
 from __future__ import annotations

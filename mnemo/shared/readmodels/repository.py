@@ -11,7 +11,7 @@ Why this shape:
   ``conversation.py``), so a redelivered batch, two replicas applying the same events, or a replay over
   existing documents leave the same documents. Re-inserted messages and stale conditional upserts surface
   as duplicate-key errors on ``_id``, which are expected and ignored.
-- Everything is rebuildable: ``drop_all`` then ``apply`` over ``EventStore.read_all`` in batches.
+- Everything is rebuildable: ``catalog.drop`` then ``apply`` over ``EventStore.read_all`` in batches.
 - SecantusDB answers large ``$in`` lookups slowly (roughly quadratic in the list), so id lookups go out in
   concurrent chunks, and "recent" messages are read by an index range, never by a descending sort.
 """
@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, ReplaceOne, UpdateOne
+from pymongo import ASCENDING, DESCENDING, InsertOne, ReplaceOne, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
@@ -88,40 +88,6 @@ class ReadModels:
         self.messages: AsyncCollection[Doc] = db.get_collection(MESSAGES)
         self.bots: AsyncCollection[Doc] = db.get_collection(BOTS)
         self.personas: AsyncCollection[Doc] = db.get_collection(PERSONAS)
-
-    async def ensure_indexes(self) -> None:
-        """Idempotent; every query below is served by ``_id`` or these indexes."""
-        await self.conversations.create_indexes(
-            [
-                IndexModel(
-                    [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("root_conversation_id", ASCENDING)],
-                    name="by_family_root",
-                ),
-                IndexModel([("tenant_id", ASCENDING), ("last_message_at", DESCENDING)], name="tenant_recent"),
-            ]
-        )
-        await self.messages.create_indexes(
-            [
-                IndexModel(
-                    [
-                        ("tenant_id", ASCENDING),
-                        ("user_id", ASCENDING),
-                        ("conversation_id", ASCENDING),
-                        ("index", ASCENDING),
-                    ],
-                    name="conversation_index",
-                )
-            ]
-        )
-        # Read by _id; erasure reads a tenant's rows (mnemo/services/privacy/rows.py).
-        await self.bots.create_indexes([IndexModel([("tenant_id", ASCENDING)], name="by_tenant")])
-        await self.personas.create_indexes([IndexModel([("tenant_id", ASCENDING)], name="by_tenant")])
-
-    async def drop_all(self) -> None:
-        """Forget every projection (before a replay of the log); indexes are recreated."""
-        for collection in (self.conversations, self.messages, self.bots, self.personas):
-            await collection.drop()
-        await self.ensure_indexes()
 
     # --- writes ---------------------------------------------------------------------------------------
     async def apply(

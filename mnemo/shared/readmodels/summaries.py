@@ -70,22 +70,6 @@ class SummariesReadModel:
         self._col = db[COLLECTION]
         self._cipher = cipher
 
-    async def ensure_indexes(self) -> None:
-        await self._col.create_index(
-            [
-                ("tenant_id", ASCENDING),
-                ("user_id", ASCENDING),
-                ("conversation_id", ASCENDING),
-                ("last_index", DESCENDING),
-            ],
-            name="by_conversation",
-        )
-
-    async def drop_all(self) -> None:
-        """Forget the projection before a replay of the log; indexes are recreated."""
-        await self._col.drop()
-        await self.ensure_indexes()
-
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         """Project ``summary.created`` / ``summary.retired`` events (others are ignored) in one bulk write."""
         ops: list[UpdateOne] = []

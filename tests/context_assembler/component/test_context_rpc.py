@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mnemo.services.context_assembler.app import create_router
-from mnemo.services.context_assembler.lore.inmemory import InMemoryLoreTimed
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared import subjects
 from mnemo.shared.events.recorded import bot_stream, knowledge_stream, lorebook_stream, persona_stream, player_scope
+from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
 from tests.components import Reads, Rpc, TestNatsBroker, assert_bad_request, broker_with, deps
 from tests.envelopes import message_recorded, recorded
 

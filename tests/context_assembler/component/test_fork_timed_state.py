@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from mnemo.services.context_assembler.lore.engine.timed import TimedState
-from mnemo.services.context_assembler.lore.inmemory import InMemoryLoreTimed
 from mnemo.services.context_assembler.lore.timed import TimedStates
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import conversation_stream, lore_timed_stream
+from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
 from mnemo_client.wire.contract import ContextAssembleRequest
 from tests.components import deps
 

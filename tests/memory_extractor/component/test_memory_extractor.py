@@ -13,7 +13,6 @@ import pytest
 
 from mnemo.services.memory_extractor.app import create_router
 from mnemo.services.memory_extractor.handlers import MemoryExtractor
-from mnemo.services.memory_extractor.inmemory import InMemoryWitnessed
 from mnemo.services.memory_extractor.learning import Learning
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.services.memory_extractor.settings import KnowledgeSettings
@@ -22,6 +21,7 @@ from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import campaign_scope, conversation_stream, created_event_id, knowledge_stream
 from mnemo.shared.readmodels.inmemory import InMemoryKnowledge
+from mnemo.shared.readmodels.inmemory.witnessed import InMemoryWitnessed
 from tests.components import Rpc, TestNatsBroker, broker_with, deps, items, published
 from tests.envelopes import message_edited
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mnemo.services.privacy.rows import owned_by, read_model_collections
+from mnemo.services.privacy.rows import owned_by
 from mnemo.services.privacy.stream_purge import owner_of
+from mnemo.shared.readmodels import catalog
 from mnemo.shared.usage import COLLECTION
 
 
@@ -50,14 +51,8 @@ def test_a_users_rows_are_theirs_by_owner_stream_id_or_book_and_nothing_else_is(
     assert not theirs(_id={"odd": 1}, lorebook_id=["book-1"]), "odd values are nobody's"
 
 
-def test_the_log_keys_and_bots_are_not_swept_as_read_models() -> None:
-    names = ["events", "tenant_keys", "erased_keys", "relay_state", "rm_bots", "rm_messages", "system.views"]
-    assert read_model_collections(names, user=True) == ["rm_messages"]
-    assert read_model_collections(names, user=False) == ["rm_bots", "rm_messages"]
-
-
 def test_usage_rows_go_with_the_tenant_and_stay_when_one_user_is_erased() -> None:
     """A tenant's usage days (mnemo/shared/usage.py) name no user: billing keeps them past a user's erasure."""
-    assert COLLECTION in read_model_collections([COLLECTION, "events"], user=False)
+    assert COLLECTION in {c.name for c in catalog.erasable()}
     day = {"_id": "t|2026-11-26", "tenant_id": "t", "day": "2026-11-26", "context_requests": 3}
     assert not owned_by("t", "alice", [])(day)

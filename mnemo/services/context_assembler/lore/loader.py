@@ -29,8 +29,8 @@ from mnemo.services.context_assembler.lore.documents import DocumentLore
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, CompiledLore, compile_lore
 from mnemo.services.context_assembler.lore.engine.scan_types import ScanBudgetExceeded
 from mnemo.services.context_assembler.lore.scans import ScanPool, ScanRefused
+from mnemo.services.context_assembler.lore.timed import EMPTY as EMPTY_TIMED
 from mnemo.services.context_assembler.lore.timed import TimedStates
-from mnemo.services.context_assembler.lore.timed_readmodel import EMPTY as EMPTY_TIMED
 from mnemo.services.context_assembler.lore.vectors import best_entries, has_vector_entries, vector_query
 from mnemo.services.context_assembler.settings import LoreScanSettings, LoreVectorSettings
 from mnemo.shared.embedders.port import Embedder

@@ -17,9 +17,9 @@ from the log; what the parent recorded later never reaches it. Its own first sca
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from mnemo.services.context_assembler.lore.engine.timed import TimedState
-from mnemo.services.context_assembler.lore.timed_readmodel import TimedPort, TimedView
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import try_append
 from mnemo.shared.eventlog.port import AppendResult, EventStore
@@ -31,10 +31,23 @@ from mnemo.shared.events.recorded import (
     conversation_stream,
     lore_timed_stream,
 )
+from mnemo.shared.readmodels.lore_timed import TimedPort
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 log = logging.getLogger(__name__)
 MAX_FORK_DEPTH = 32  # forks of forks followed up to the state's origin; deeper chains start empty
+
+
+@dataclass(frozen=True)
+class TimedView:
+    """The timed effects a scan starts from, and the stream version they were loaded at."""
+
+    state: TimedState
+    version: int  # the stream version this state is at (0: nothing recorded yet)
+    message_count: int
+
+
+EMPTY = TimedView(TimedState(), 0, 0)
 
 
 class TimedStates:
@@ -44,10 +57,11 @@ class TimedStates:
         self._publisher = publisher
 
     async def load(self, req: ContextAssembleRequest) -> TimedView:
-        view = await self._model.state(req.tenant_id, req.user_id, req.conversation_id)
-        if view.version > 0:
-            return view
-        return await self._inherited(req.tenant_id, req.user_id, req.conversation_id) or view
+        stored = await self._model.state(req.tenant_id, req.user_id, req.conversation_id)
+        if stored.version > 0:
+            state = TimedState.model_validate({"sticky": stored.sticky, "cooldown": stored.cooldown})
+            return TimedView(state, stored.version, stored.message_count)
+        return await self._inherited(req.tenant_id, req.user_id, req.conversation_id) or EMPTY
 
     async def _inherited(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView | None:
         """The parent's state at the fork point, for a fork (None: not a fork, or nothing recorded by then)."""

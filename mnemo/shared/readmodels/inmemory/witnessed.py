@@ -10,7 +10,7 @@ from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import MESSAGES_WITNESSED, MessagesWitnessed
 
 if TYPE_CHECKING:
-    from mnemo.services.memory_extractor.witnessed import WitnessedPort
+    from mnemo.shared.readmodels.witnessed import WitnessedPort
 
 
 class InMemoryWitnessed:

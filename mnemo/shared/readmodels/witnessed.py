@@ -21,7 +21,7 @@ COLLECTION = "witnessed"
 
 class WitnessedPort(Protocol):
     """What the extractor calls on the read model; adapters: ``WitnessedReadModel`` and the in-memory fake
-    (``mnemo.services.memory_extractor.inmemory``), both run through ``tests/contract/test_readmodels_contract.py``."""
+    (``mnemo.shared.readmodels.inmemory.witnessed``), both run through ``tests/contract/test_readmodels_contract.py``."""
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
 
@@ -41,27 +41,6 @@ class WitnessedPort(Protocol):
 class WitnessedReadModel:
     def __init__(self, db: AsyncDatabase[dict[str, Any]]) -> None:
         self._col = db[COLLECTION]
-
-    async def ensure_indexes(self) -> None:
-        await self._col.create_index(
-            [("tenant_id", ASCENDING), ("character_id", ASCENDING), ("message_id", ASCENDING)],
-            name="by_character_message",
-        )
-        await self._col.create_index(
-            [
-                ("tenant_id", ASCENDING),
-                ("character_id", ASCENDING),
-                ("user_id", ASCENDING),
-                ("conversation_id", ASCENDING),
-                ("index", ASCENDING),
-            ],
-            name="by_character_conversation",
-        )
-
-    async def drop_all(self) -> None:
-        """Forget the projection before a replay of the log; indexes are recreated."""
-        await self._col.drop()
-        await self.ensure_indexes()
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         """Record the ``knowledge.witnessed`` events among ``events`` (others are ignored), one bulk write."""

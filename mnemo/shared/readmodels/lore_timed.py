@@ -9,15 +9,13 @@ stored (entry idents, content hashes and message counts). Every query takes the 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import LORE_TIMED_STATE_RECORDED, lore_timed_stream
 
@@ -25,35 +23,31 @@ COLLECTION = "lore_timed"
 
 
 @dataclass(frozen=True)
-class TimedView:
-    state: TimedState
+class RecordedTimedState:
+    """A conversation's newest recorded timed effects, as recorded (the context-assembler's World Info engine
+    reads ``sticky`` and ``cooldown`` as its ``TimedState``)."""
+
     version: int  # the stream version this state is at (0: nothing recorded yet)
     message_count: int
+    sticky: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    cooldown: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
 
-EMPTY = TimedView(TimedState(), 0, 0)
+NOTHING_RECORDED = RecordedTimedState(0, 0)
 
 
 class TimedPort(Protocol):
     """What ``TimedStates`` calls on the read model; adapters: ``LoreTimedReadModel`` and the in-memory fake
-    (``mnemo.services.context_assembler.lore.inmemory``), both run through ``tests/contract/test_readmodels_contract.py``."""
+    (``mnemo.shared.readmodels.inmemory.lore_timed``), both run through ``tests/contract/test_readmodels_contract.py``."""
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
 
-    async def state(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView: ...
+    async def state(self, tenant_id: str, user_id: str, conversation_id: str) -> RecordedTimedState: ...
 
 
 class LoreTimedReadModel:
     def __init__(self, db: AsyncDatabase[dict[str, Any]]) -> None:
         self._col = db[COLLECTION]
-
-    async def ensure_indexes(self) -> None:
-        """Lookups are by ``_id`` (the stream id); this one serves erasure, which reads a tenant's rows."""
-        await self._col.create_index([("tenant_id", ASCENDING)], name="by_tenant")
-
-    async def drop_all(self) -> None:
-        """Forget the projection before a replay of the log."""
-        await self._col.drop()
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         """Keep, per conversation, the newest ``lore.timed_state_recorded`` among ``events`` (others ignored)."""
@@ -74,9 +68,8 @@ class LoreTimedReadModel:
             with contextlib.suppress(DuplicateKeyError):
                 await self._col.update_one({"_id": stream, "version": {"$lt": env.version}}, {"$set": doc}, upsert=True)
 
-    async def state(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView:
+    async def state(self, tenant_id: str, user_id: str, conversation_id: str) -> RecordedTimedState:
         doc = await self._col.find_one({"_id": lore_timed_stream(tenant_id, user_id, conversation_id)})
         if doc is None or doc.get("tenant_id") != tenant_id:
-            return EMPTY
-        state = TimedState.model_validate({"sticky": doc["sticky"], "cooldown": doc["cooldown"]})
-        return TimedView(state, int(doc["version"]), int(doc["message_count"]))
+            return NOTHING_RECORDED
+        return RecordedTimedState(int(doc["version"]), int(doc["message_count"]), doc["sticky"], doc["cooldown"])

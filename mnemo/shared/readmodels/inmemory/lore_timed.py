@@ -1,4 +1,4 @@
-"""The ``lore_timed`` read model in memory (port: ``timed_readmodel.TimedPort``), for component tests without a
+"""The ``lore_timed`` read model in memory (port: ``lore_timed.TimedPort``), for component tests without a
 server; like ``LoreTimedReadModel`` it keeps per conversation the state of the newest stream version only."""
 
 from __future__ import annotations
@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mnemo.services.context_assembler.lore.engine.timed import TimedState
-from mnemo.services.context_assembler.lore.timed_readmodel import EMPTY, TimedPort, TimedView
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import LORE_TIMED_STATE_RECORDED, LoreTimedStateRecorded, lore_timed_stream
+from mnemo.shared.readmodels.lore_timed import NOTHING_RECORDED, RecordedTimedState, TimedPort
 
 
 class InMemoryLoreTimed:
@@ -32,12 +31,11 @@ class InMemoryLoreTimed:
                     "cooldown": p.cooldown,
                 }
 
-    async def state(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView:
+    async def state(self, tenant_id: str, user_id: str, conversation_id: str) -> RecordedTimedState:
         doc = self.docs.get(lore_timed_stream(tenant_id, user_id, conversation_id))
         if doc is None or doc["tenant_id"] != tenant_id:
-            return EMPTY
-        state = TimedState.model_validate({"sticky": doc["sticky"], "cooldown": doc["cooldown"]})
-        return TimedView(state, int(doc["version"]), int(doc["message_count"]))
+            return NOTHING_RECORDED
+        return RecordedTimedState(int(doc["version"]), int(doc["message_count"]), doc["sticky"], doc["cooldown"])
 
 
 if TYPE_CHECKING:
