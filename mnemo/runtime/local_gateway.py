@@ -22,7 +22,7 @@ from pathlib import Path
 from mnemo.services.gateway.auth import new_key
 from mnemo.services.gateway.serve import gateway_settings, hosted_gateway
 from mnemo.services.gateway.settings import GatewaySettings
-from mnemo.services.gateway.workbench import PATH
+from mnemo.services.gateway.workbench import PATH, is_built
 from mnemo.shared.settings import Settings
 
 log = logging.getLogger("mnemo.stack")
@@ -35,6 +35,7 @@ class LocalGateway:
     workbench_url: str
     key: str
     tenant: str
+    built: bool  # False for a pip install: the API is served, the workbench page says how to build it
 
 
 def local_key(data_dir: Path) -> str:
@@ -74,5 +75,7 @@ def with_local_key(gateway: GatewaySettings, key: str) -> GatewaySettings:
 @contextlib.asynccontextmanager
 async def local_gateway(settings: Settings) -> AsyncIterator[LocalGateway]:
     key = local_key(settings.data_dir)
-    async with hosted_gateway(settings, with_local_key(gateway_settings(), key)) as url:
-        yield LocalGateway(url=url, workbench_url=f"{url}{PATH}/", key=key, tenant=DEMO_TENANT)
+    gateway = with_local_key(gateway_settings(), key)
+    async with hosted_gateway(settings, gateway) as url:
+        built = is_built(gateway.workbench_dir)
+        yield LocalGateway(url=url, workbench_url=f"{url}{PATH}/", key=key, tenant=DEMO_TENANT, built=built)

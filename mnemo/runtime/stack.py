@@ -144,7 +144,13 @@ async def _serve(settings: Settings, probes: Probes, *, demo: bool, gateway: boo
 
                 local = await extras.enter_async_context(local_gateway(settings))
                 print(f"mnemo gateway listening on {local.url}", flush=True)
-                print(f"workbench: {local.workbench_url}", flush=True)
+                if local.built:
+                    print(f"workbench: {local.workbench_url}", flush=True)
+                else:  # a pip install: the API works; the app needs a build from the source checkout
+                    print(
+                        f"workbench: not built (make install in a source checkout builds it); API: {local.url}/v1/",
+                        flush=True,
+                    )
                 print(f"workbench API key (tenant {local.tenant}): {local.key}", flush=True)
             print(f"mnemo is serving. Connect your platform to {settings.nats_url}", flush=True)
             if (passwords := settings.nats.password_dir) is not None:

@@ -57,6 +57,12 @@ class _Headers:
         await self.app(scope, receive, with_headers)
 
 
+def is_built(directory: Path | None) -> bool:
+    """Whether ``directory`` (``DEFAULT_DIR`` when None) holds a built workbench: a ``pip install`` has none,
+    and mnemo then serves its API alone and says so."""
+    return ((directory or DEFAULT_DIR) / "index.html").is_file()
+
+
 def add_workbench(app: FastAPI, directory: Path | None) -> None:
     """Serve the built app from ``directory`` (``DEFAULT_DIR`` when None) and the key's tenant at /v1/whoami."""
     built = directory or DEFAULT_DIR
@@ -70,7 +76,7 @@ def add_workbench(app: FastAPI, directory: Path | None) -> None:
     async def root() -> Response:
         return RedirectResponse(f"{PATH}/")
 
-    if (built / "index.html").is_file():
+    if is_built(built):
         app.mount(PATH, _Headers(StaticFiles(directory=built, html=True)), name="workbench")
     else:
 
