@@ -268,12 +268,17 @@ async def test_the_vector_index_stopped_mid_test(stack: StackProcess, fault_file
             nc, CREATED, [message(tenant, conv, i, LINES[i % len(LINES)], "p-tobin", "Tobin") for i in range(60)]
         )
 
+        healthy: dict[str, Any] = {}
+
         async def retrieval_works() -> bool:
+            # A loaded machine can miss the embed deadline once (degraded: embedder): that is not this test's
+            # fault, so a healthy reply is waited for, as the retrieval itself is.
             reply = await ask(nc, tenant, conv, "the chart of the northern reefs", 400)
-            return "m-59" in history_ids(reply) and "retrieved" in {s["name"] for s in reply["sections"]}
+            healthy.update(reply)
+            retrieved = "m-59" in history_ids(reply) and "retrieved" in {s["name"] for s in reply["sections"]}
+            return retrieved and reply["degraded"] == []
 
         await wait_for_stack(retrieval_works, "older messages retrieved by the vector index")
-        healthy = await ask(nc, tenant, conv, "the chart of the northern reefs", 400)
         assert healthy["degraded"] == []
 
         replies = {}
@@ -281,8 +286,9 @@ async def test_the_vector_index_stopped_mid_test(stack: StackProcess, fault_file
             fault_file.write_text(mode)
             replies[mode] = await ask(nc, tenant, conv, "the chart of the northern reefs", 400)
         os.remove(fault_file)
+        healthy.clear()
         await wait_for_stack(retrieval_works, "retrieval back once the index is restarted")
-        back = await ask(nc, tenant, conv, "the chart of the northern reefs", 400)
+        back = healthy
     finally:
         if fault_file.exists():
             os.remove(fault_file)
