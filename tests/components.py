@@ -33,6 +33,7 @@ from mnemo.shared.eventlog.codec import EventCodec, StoredDoc
 from mnemo.shared.eventlog.inmemory import InMemoryEventStore
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import REGISTRY
+from mnemo.shared.readmodels.catalog import FakeReadModelPorts
 from mnemo.shared.readmodels.inmemory import (
     InMemoryKnowledge,
     InMemoryLegacyLore,
@@ -67,18 +68,18 @@ class Published:
 
 
 def deps(**extra: Any) -> Deps:
-    """Deps over the in-memory event store, with no database (read models are passed to the routers)."""
+    """Deps over the in-memory event store and the read models' in-memory fakes, with no database (a test may
+    also hand a router the fakes it shares with another)."""
     cipher = FieldCipher(os.urandom(32), InMemoryKeyStore())
     codec = EventCodec(REGISTRY, cipher)
     return Deps(
         settings=Settings(),
         broker=NatsBroker(),
-        db=None,  # type: ignore[arg-type]  # every read model is an in-memory fake here
         store=InMemoryEventStore(codec),
         codec=codec,
         publisher=Published(codec),
         cipher=cipher,
-        **extra,
+        **{"db": None, "read_models": FakeReadModelPorts(), **extra},
     )
 
 

@@ -83,7 +83,7 @@ async def all_services(settings: Settings, probes: Probes | None = None) -> Asyn
         started: list[Callable[[], Awaitable[object]]] = []
         for spec in SERVICES:
             broker = make_broker(settings, spec.name)
-            deps = deps_for(core, broker)
+            deps = deps_for(core, broker, spec.definition())
             broker.include_router(spec.router_factory()(deps))
             brokers.append(broker)
             started += deps.on_started

@@ -42,7 +42,7 @@ from mnemo.shared.llm.port import ChatModel
 from mnemo.shared.metrics import BUILD_INFO
 from mnemo.shared.probes import Probes, probe_server
 from mnemo.shared.readiness import watch_brokers, watch_mongodb, watch_nats, watch_vectors
-from mnemo.shared.readmodels.catalog import ensure_indexes
+from mnemo.shared.readmodels.catalog import DeclaredPorts, MongoReadModelPorts, ReadModel, ensure_indexes
 from mnemo.shared.settings import ObserveSettings, Settings, read_section
 from mnemo.shared.usage import USAGE, ensure_usage_indexes
 from mnemo.shared.vectors.factory import VectorRole, open_vector_index
@@ -65,6 +65,9 @@ class ServiceDefinition:
     embedder: bool = False
     # One replica consumes at a time, the others stand by (mnemo/shared/lease.py): order matters more than spread.
     single_active: bool = False
+    #: The read models it projects or reads (the projection catalog's entries): its Deps hands out their ports
+    #: and no others (``DeclaredPorts``), so this line is the whole of what it touches in the database.
+    read_models: tuple[ReadModel[Any], ...] = ()
 
 
 def resolve_kek(settings: Settings) -> LocalKek:
@@ -138,8 +141,9 @@ async def open_core(settings: Settings, *, vectors: bool | VectorRole = False, e
     return Core(settings, mongo, db, cipher, codec, store, nc, relay, index, emb, chat, follower)
 
 
-def deps_for(core: Core, broker: NatsBroker) -> Deps:
+def deps_for(core: Core, broker: NatsBroker, service: ServiceDefinition) -> Deps:
     return Deps(
+        read_models=DeclaredPorts(MongoReadModelPorts(core.db, core.cipher), service.read_models, service.name),
         settings=core.settings,
         broker=broker,
         db=core.db,
@@ -201,7 +205,7 @@ async def running(
         probes.phase = "standby"
         await lease.acquire()
     broker = make_broker(settings, service.name)
-    deps = deps_for(core, broker)
+    deps = deps_for(core, broker, service)
     broker.include_router(service.create_router(deps))
     relay_task = asyncio.create_task(core.relay.run())
     usage_task = asyncio.create_task(USAGE.run(core.db))  # per-tenant usage counts, flushed to the database

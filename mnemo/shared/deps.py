@@ -2,14 +2,15 @@
 
 Services receive a :class:`Deps` and never construct adapters themselves, so tests can hand them real
 servers or fakes and the embedded stack can share one vector index and one embedder between services
-(Qdrant Edge has a single owner process).
+(Qdrant Edge has a single owner process). A service reads and writes its read models through their ports
+(:meth:`Deps.read_model`, the projection catalog's entries), never through the database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from faststream.nats import NatsBroker
 from nats.aio.client import Client as NatsClient
@@ -21,8 +22,11 @@ from mnemo.shared.eventlog.codec import StoredDoc
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.llm.port import ChatModel
+from mnemo.shared.readmodels.catalog import MongoReadModelPorts, ReadModel, ReadModelPorts
 from mnemo.shared.settings import Settings
 from mnemo.shared.vectors.port import VectorIndex
+
+P = TypeVar("P")
 
 
 class EventDecoder(Protocol):
@@ -43,7 +47,9 @@ class CommittedPublisher(Protocol):
 class Deps:
     settings: Settings
     broker: NatsBroker
-    db: AsyncDatabase[dict[str, Any]]
+    #: For the adapters that go through every collection (privacy's sweep and export, the usage report) and
+    #: the read models' MongoDB adapters; None: in memory (``read_models`` are fakes).
+    db: AsyncDatabase[dict[str, Any]] | None
     store: EventStore
     codec: EventDecoder
     publisher: CommittedPublisher
@@ -58,6 +64,28 @@ class Deps:
     #: What the service begins once its broker serves (the lore service resumes document imports cut short by
     #: a restart); the hosts (``mnemo.shared.bootstrap.running``, ``mnemo.runtime.stack``) await each after start.
     on_started: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
+    #: The read models' ports (None: the MongoDB adapters over ``db``); ``mnemo.shared.bootstrap.deps_for``
+    #: hands a service only those it declares.
+    read_models: ReadModelPorts | None = None
+
+    def __post_init__(self) -> None:
+        if self.read_models is None and self.db is not None:
+            self.read_models = MongoReadModelPorts(self.db, self.cipher)
+
+    def require_read_models(self) -> ReadModelPorts:
+        if self.read_models is None:
+            raise RuntimeError("this service was built without a database or read models")
+        return self.read_models
+
+    def read_model(self, model: ReadModel[P]) -> P:
+        """The port of ``model`` (an entry of ``mnemo.shared.readmodels.catalog``)."""
+        return self.require_read_models().of(model)
+
+    def require_db(self) -> AsyncDatabase[dict[str, Any]]:
+        """The database, for an adapter that goes through every collection (privacy's sweep and export)."""
+        if self.db is None:
+            raise RuntimeError("this service was built without a database")
+        return self.db
 
     def require_vectors(self) -> VectorIndex:
         if self.vectors is None:

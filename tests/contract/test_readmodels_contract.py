@@ -372,6 +372,18 @@ async def test_a_fork_family_is_its_root_and_every_fork_of_it(p: Ports) -> None:
     assert (state.forked_from, state.fork_index, state.root_conversation_id) == ("f1", 0, C)
 
 
+async def test_conversations_are_listed_latest_message_first(p: Ports) -> None:
+    await p.models.apply([msg(i, conv="old") for i in range(3)] + [msg(i, conv="new") for i in range(2)])
+    await p.models.apply([msg(i, conv="late") for i in range(4)] + [msg(0, tenant="t2")])
+    await p.models.apply([forked("empty", C, C), forked("e2", C, C)])
+
+    page, total = await p.models.listing(T, U, limit=3)
+    assert ([s.conversation_id for s in page], total) == (["late", "old", "new"], 5)
+    rest, _ = await p.models.listing(T, None, limit=10, offset=3)
+    assert [s.conversation_id for s in rest] == ["e2", "empty"], "no message yet: last, by stream id"
+    assert await p.models.listing(T, "u2", limit=10) == ([], 0)
+
+
 async def test_conversation_read_models_answer_alike(both: tuple[Ports, Ports]) -> None:
     for ports in both:
         await ports.models.apply(conversation_events())

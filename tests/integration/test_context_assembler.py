@@ -376,12 +376,17 @@ async def test_stalled_read_models_are_bounded_by_the_deadline(nats_url, mongo_d
     """A read that never returns cannot hold the reply: it is given up at the deadline and named. The reply
     arriving at all is the proof (these reads would wait forever)."""
     from mnemo.services.context_assembler.gather.reads import ReadModelReads
+    from mnemo.shared.readmodels.catalog import MongoReadModelPorts
 
     await seed(mongo_db, cipher, index, embedder, tenant)
-    reads = HangingReads(ReadModelReads.over(mongo_db, cipher), {"recent_messages", "knowledge", "summaries_by_ids"})
+    reads = HangingReads(
+        ReadModelReads.over(MongoReadModelPorts(mongo_db, cipher)), {"recent_messages", "knowledge", "summaries_by_ids"}
+    )
     settings = AssemblerSettings(history_limit=6, read_timeout_s=0.3)
     broker = await start_assembler(nats_url, mongo_db, cipher, index, embedder, settings=settings, reads=reads)
-    everything = HangingReads(ReadModelReads.over(mongo_db, cipher), {"bot", "persona", "recent_messages"})
+    everything = HangingReads(
+        ReadModelReads.over(MongoReadModelPorts(mongo_db, cipher)), {"bot", "persona", "recent_messages"}
+    )
     tight = AssemblerSettings(read_timeout_s=60, deadline_s=0.3)
     try:
         reply = await ask(nc, request(tenant))

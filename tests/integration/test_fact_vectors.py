@@ -38,7 +38,7 @@ from mnemo.shared.events.recorded import (
     player_scope,
 )
 from mnemo.shared.readmodels import ReadModels
-from mnemo.shared.readmodels.catalog import ensure_indexes
+from mnemo.shared.readmodels.catalog import MongoReadModelPorts, ensure_indexes
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.points import point_id
@@ -93,7 +93,9 @@ async def world(mongo_db: Any, tmp_path: Path) -> AsyncIterator[World]:
     index = EdgeVectorIndex(tmp_path, "vectors")
     await index.ensure_collection(embedder.dimensions)
     embedding = EmbeddingHandler(index, embedder, ReadModels(mongo_db, cipher), chunk_strings, knowledge=knowledge)
-    yield World(store, knowledge, embedding, index, ReadModelReads.over(mongo_db, cipher), embedder, {})
+    yield World(
+        store, knowledge, embedding, index, ReadModelReads.over(MongoReadModelPorts(mongo_db, cipher)), embedder, {}
+    )
     await index.close()
 
 

@@ -1,10 +1,12 @@
 """The layout's rules, checked on the tree: small modules, short module docstrings, and boundaries (mnemo/shared/ is
 infrastructure and contracts, so it imports no service; a service imports no other service; the Python client
-installs alone, so it imports only its own dependencies)."""
+installs alone, so it imports only its own dependencies; a service reaches the database only through its read
+models' ports)."""
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -132,3 +134,23 @@ def test_one_name_per_concept():
     assert twice == {}, "rename one of each (keep the wire models' names: they are the public contract)"
     stale = {name for name, paths in SHARED_NAMES_WAITING.items() if defined.get(name) != paths}
     assert stale == set(), f"renamed or moved since: drop from SHARED_NAMES_WAITING: {sorted(stale)}"
+
+
+# The modules of mnemo/services that hold the database (or a collection) itself: each is an adapter that goes
+# through every collection. Everything else reads and writes its read models through their ports
+# (``deps.read_model``, declared in its ``ServiceDefinition``: docs/architecture.md).
+HOLD_THE_DATABASE = {
+    "mnemo/services/privacy/app.py": "hands it to the sweep and the export",
+    "mnemo/services/privacy/erasure.py": "deletes a user's or tenant's rows from every collection of the catalog",
+    "mnemo/services/privacy/rows.py": "which rows of a collection are the user's, and their deletion",
+    "mnemo/services/privacy/export.py": "reads a user's rows from every read model",
+    "mnemo/services/context_assembler/app.py": "hands it to the usage report; none (in memory): no documents",
+    "mnemo/services/context_assembler/usage_report.py": "counts a tenant's rows for the operators' report",
+}
+_DATABASE = re.compile(r"AsyncDatabase|AsyncCollection|from pymongo|deps\.db\b|require_db\(")
+
+
+def test_a_service_reaches_the_database_only_through_ports():
+    services = ROOT / "mnemo" / "services"
+    holders = {str(p.relative_to(ROOT)) for p in services.rglob("*.py") if _DATABASE.search(p.read_text())}
+    assert holders == set(HOLD_THE_DATABASE), "use the read model's port: deps.read_model(<catalog entry>)"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from mnemo.services.privacy.rows import NOT_READ_MODELS
 from mnemo.shared.events.recorded import REGISTRY, conversation_stream
 from mnemo.shared.readmodels import catalog
@@ -53,6 +55,8 @@ def test_the_ports_are_made_once_per_read_model() -> None:
     assert fakes.of(catalog.SUMMARIES) is fakes.of(catalog.SUMMARIES)
     assert fakes.of(catalog.SUMMARIES) is not FakeReadModelPorts().of(catalog.SUMMARIES)
     assert [m.name for m in CATALOG if m.fake is None] == ["documents"]
+    with pytest.raises(LookupError, match="no in-memory fake: test get on a database"):
+        fakes.of(catalog.DOCUMENTS).get  # noqa: B018
 
 
 def test_replay_hands_the_conversations_every_event_of_a_forks_stream() -> None:

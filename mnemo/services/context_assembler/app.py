@@ -21,9 +21,16 @@ from mnemo.shared import subjects
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
-from mnemo.shared.readmodels.documents import DocumentsReadModel
-from mnemo.shared.readmodels.lore import LoreReadModel
-from mnemo.shared.readmodels.lore_timed import LoreTimedReadModel, TimedPort
+from mnemo.shared.readmodels.catalog import (
+    CONVERSATIONS,
+    DOCUMENTS,
+    KNOWLEDGE,
+    LEGACY_LORE,
+    LORE,
+    LORE_TIMED,
+    SUMMARIES,
+)
+from mnemo.shared.readmodels.lore_timed import TimedPort
 from mnemo.shared.rpc import RpcMeter, raw_body, serve
 from mnemo.shared.settings import read_section
 from mnemo.shared.tokens import token_counter
@@ -49,21 +56,19 @@ def create_router(
     if index is not None and settings.fault_file is not None:
         index = SwitchableIndex(index, settings.fault_file)  # end-to-end tests of degraded service only
     gatherer = Gatherer(
-        reads or ReadModelReads.over(deps.db, deps.cipher),
+        reads or ReadModelReads.over(deps.require_read_models()),
         index,
         deps.embedder,
         settings,
         LoreLoader(
-            lore or LoreReadModel(deps.db, deps.cipher),
+            lore or deps.read_model(LORE),
             index=index,
             embedder=deps.embedder,
             vector_settings=settings.lore_vector,
             scan_settings=settings.lore_scan,
-            timed=TimedStates(deps.store, timed or LoreTimedReadModel(deps.db), deps.publisher),
-            # Without a database (component tests) documents are read only from a given read model.
-            documents=DocumentLore(
-                documents or DocumentsReadModel(deps.db, deps.cipher), index, deps.embedder, settings.documents
-            )
+            timed=TimedStates(deps.store, timed or deps.read_model(LORE_TIMED), deps.publisher),
+            # In memory (component tests) documents are read only from a given read model: it has no fake.
+            documents=DocumentLore(documents or deps.read_model(DOCUMENTS), index, deps.embedder, settings.documents)
             if documents is not None or deps.db is not None
             else None,
         ),
@@ -100,4 +105,10 @@ def create_router(
     return router
 
 
-DEFINITION = ServiceDefinition(SERVICE, create_router, vectors="read", embedder=True)
+DEFINITION = ServiceDefinition(
+    SERVICE,
+    create_router,
+    vectors="read",
+    embedder=True,
+    read_models=(CONVERSATIONS, SUMMARIES, KNOWLEDGE, LEGACY_LORE, LORE, LORE_TIMED, DOCUMENTS),
+)

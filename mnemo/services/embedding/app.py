@@ -19,12 +19,7 @@ from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.consumers import log_consumer_router
 from mnemo.shared.delivery import Staged
 from mnemo.shared.deps import Deps
-from mnemo.shared.readmodels import ReadModels
-from mnemo.shared.readmodels.documents import DocumentsReadModel
-from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
-from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
-from mnemo.shared.readmodels.lore import LoreReadModel
-from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.readmodels.catalog import CONVERSATIONS, DOCUMENTS, KNOWLEDGE, LEGACY_LORE, LORE, SUMMARIES
 
 SERVICE = "embedding"
 
@@ -37,13 +32,13 @@ def create_router(deps: Deps) -> NatsRouter:
     handler = EmbeddingHandler(
         deps.require_vectors(),
         deps.require_embedder(),
-        ReadModels(deps.db, deps.cipher),
+        deps.read_model(CONVERSATIONS),
         chunk_strings,
-        SummariesReadModel(deps.db, deps.cipher),
-        LegacyLoreReadModel(deps.db, deps.cipher),
-        LoreReadModel(deps.db, deps.cipher),
-        KnowledgeReadModel(deps.db, deps.cipher),
-        DocumentsReadModel(deps.db, deps.cipher),
+        deps.read_model(SUMMARIES),
+        deps.read_model(LEGACY_LORE),
+        deps.read_model(LORE),
+        deps.read_model(KNOWLEDGE),
+        deps.read_model(DOCUMENTS),
     )
     return log_consumer_router(
         deps,
@@ -55,4 +50,10 @@ def create_router(deps: Deps) -> NatsRouter:
     )
 
 
-DEFINITION = ServiceDefinition(SERVICE, create_router, vectors="write", embedder=True)
+DEFINITION = ServiceDefinition(
+    SERVICE,
+    create_router,
+    vectors="write",
+    embedder=True,
+    read_models=(CONVERSATIONS, SUMMARIES, LEGACY_LORE, LORE, KNOWLEDGE, DOCUMENTS),
+)

@@ -24,7 +24,7 @@ from mnemo.shared.broker import CHAT_JSTREAM
 from mnemo.shared.consumers import consumer_router
 from mnemo.shared.delivery import Staged
 from mnemo.shared.deps import Deps
-from mnemo.shared.readmodels import ReadModels
+from mnemo.shared.readmodels.catalog import CONVERSATIONS
 from mnemo.shared.readmodels.ports import ConversationReadModel
 
 SERVICE = "ingest"
@@ -32,7 +32,7 @@ SERVICE = "ingest"
 
 def create_router(deps: Deps, *, read_models: ConversationReadModel | None = None) -> NatsRouter:
     """``read_models``: the projection to use instead of the MongoDB one (component tests)."""
-    models = read_models or ReadModels(deps.db, deps.cipher)
+    models = read_models or deps.read_model(CONVERSATIONS)
     handler = IngestHandler(Recorder(deps.store, models, deps.publisher))
 
     def decode(msg: Msg) -> InboundCommand:
@@ -52,4 +52,4 @@ def create_router(deps: Deps, *, read_models: ConversationReadModel | None = Non
 
 
 # Single active: a shared durable would interleave deliveries across replicas (mnemo/shared/lease.py).
-DEFINITION = ServiceDefinition(SERVICE, create_router, single_active=True)
+DEFINITION = ServiceDefinition(SERVICE, create_router, single_active=True, read_models=(CONVERSATIONS,))

@@ -27,8 +27,7 @@ from mnemo.shared import subjects
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
-from mnemo.shared.readmodels.documents import DocumentsReadModel
-from mnemo.shared.readmodels.lore import LoreReadModel
+from mnemo.shared.readmodels.catalog import DOCUMENTS, LORE
 from mnemo.shared.readmodels.ports import LorePort
 from mnemo.shared.rpc import serve
 from mnemo.shared.settings import read_section
@@ -73,7 +72,7 @@ def document_imports(deps: Deps, books: LoreBooks, settings: LoreSettings | None
 
     return DocumentImports(
         deps.store,
-        DocumentsReadModel(deps.db, deps.cipher),
+        deps.read_model(DOCUMENTS),
         books,
         deps.publisher,
         uploads,
@@ -86,7 +85,7 @@ def document_imports(deps: Deps, books: LoreBooks, settings: LoreSettings | None
 def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRouter:
     """``read_model``: the lorebooks projection to use instead of the MongoDB one (component tests)."""
     router = NatsRouter()
-    model = read_model or LoreReadModel(deps.db, deps.cipher)
+    model = read_model or deps.read_model(LORE)
     books = LoreBooks(deps.store, model, deps.publisher, deps.settings.limits)
     documents = document_imports(deps, books)
     deps.on_started.append(documents.resume)
@@ -108,4 +107,4 @@ def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRout
     return router
 
 
-DEFINITION = ServiceDefinition(SERVICE, create_router)
+DEFINITION = ServiceDefinition(SERVICE, create_router, read_models=(LORE, DOCUMENTS))

@@ -21,11 +21,8 @@ from mnemo.shared import subjects
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
-from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
-from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
+from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, LEGACY_LORE, SUMMARIES
 from mnemo.shared.readmodels.ports import KnowledgePort, LegacyLorePort, SummariesPort
-from mnemo.shared.readmodels.repository import ReadModels
-from mnemo.shared.readmodels.summaries import SummariesReadModel
 from mnemo.shared.rpc import serve
 from mnemo_client.wire.conversation_contract import ConversationListRequest, ConversationTimelineRequest
 from mnemo_client.wire.memory_contract import MemoryConvertToLoreRequest, MemoryDeleteRequest, MemoryListRequest
@@ -43,12 +40,12 @@ def create_router(
     """``summaries``, ``legacy``, ``knowledge``: read models to use instead of the MongoDB ones (component
     tests)."""
     router = NatsRouter()
-    summaries = summaries or SummariesReadModel(deps.db, deps.cipher)
-    knowledge = knowledge or KnowledgeReadModel(deps.db, deps.cipher)
+    summaries = summaries or deps.read_model(SUMMARIES)
+    knowledge = knowledge or deps.read_model(KNOWLEDGE)
     memories = Memories(
         deps.store,
         summaries,
-        legacy or LegacyLoreReadModel(deps.db, deps.cipher),
+        legacy or deps.read_model(LEGACY_LORE),
         deps.publisher,
         FactItems(knowledge),
     )
@@ -59,11 +56,10 @@ def create_router(
     on(subjects.MEMORY_CONVERT_TO_LORE, request=MemoryConvertToLoreRequest, call=memories.convert_to_lore)
     on(subjects.MEMORY_DELETE, request=MemoryDeleteRequest, call=memories.delete)
     on(subjects.MEMORY_LIST, request=MemoryListRequest, call=memories.list_items, max_workers=4)
-    if deps.db is not None:  # the conversation reads need the conversation read models (MongoDB)
-        conversations = Conversations(deps.store, ReadModels(deps.db, deps.cipher), summaries, knowledge)
-        on(subjects.CONVERSATION_LIST, request=ConversationListRequest, call=conversations.list_conversations)
-        on(subjects.CONVERSATION_TIMELINE, request=ConversationTimelineRequest, call=conversations.timeline)
+    conversations = Conversations(deps.store, deps.read_model(CONVERSATIONS), summaries, knowledge)
+    on(subjects.CONVERSATION_LIST, request=ConversationListRequest, call=conversations.list_conversations)
+    on(subjects.CONVERSATION_TIMELINE, request=ConversationTimelineRequest, call=conversations.timeline)
     return router
 
 
-DEFINITION = ServiceDefinition(SERVICE, create_router)
+DEFINITION = ServiceDefinition(SERVICE, create_router, read_models=(SUMMARIES, KNOWLEDGE, LEGACY_LORE, CONVERSATIONS))

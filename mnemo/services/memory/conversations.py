@@ -17,8 +17,7 @@ from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.recorded import conversation_stream
 from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.knowledge import FactView
-from mnemo.shared.readmodels.ports import KnowledgePort, SummariesPort
-from mnemo.shared.readmodels.repository import ReadModels
+from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, SummariesPort
 from mnemo_client.wire.conversation_contract import (
     ConversationInfo,
     ConversationListReply,
@@ -35,7 +34,7 @@ from mnemo_client.wire.conversation_contract import (
 
 class Conversations:
     def __init__(
-        self, store: EventStore, read_models: ReadModels, summaries: SummariesPort, knowledge: KnowledgePort
+        self, store: EventStore, read_models: ConversationReadModel, summaries: SummariesPort, knowledge: KnowledgePort
     ) -> None:
         self._store = store
         self._rm = read_models

@@ -21,10 +21,9 @@ from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.consumers import log_consumer_router
 from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
-from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, WITNESSED
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort
-from mnemo.shared.readmodels.repository import ReadModels
-from mnemo.shared.readmodels.witnessed import WitnessedPort, WitnessedReadModel
+from mnemo.shared.readmodels.witnessed import WitnessedPort
 from mnemo.shared.rpc import serve
 from mnemo.shared.settings import read_section
 from mnemo_client.wire.knowledge_contract import (
@@ -48,10 +47,9 @@ def create_router(
     conversations: ConversationReadModel | None = None,
 ) -> NatsRouter:
     """``knowledge``, ``witnessed``, ``conversations``: read models to use instead of the MongoDB ones
-    (component tests; without a database and ``conversations``, every conversation is its own branch)."""
-    knowledge = knowledge or KnowledgeReadModel(deps.db, deps.cipher)
-    if conversations is None and deps.db is not None:
-        conversations = ReadModels(deps.db, deps.cipher)
+    (component tests)."""
+    knowledge = knowledge or deps.read_model(KNOWLEDGE)
+    conversations = conversations or deps.read_model(CONVERSATIONS)
     learning = Learning(
         deps.store,
         deps.publisher,
@@ -59,11 +57,11 @@ def create_router(
         embedder=deps.embedder,
         chat_model=deps.chat_model,
         settings=settings or read_section(SECTION, KnowledgeSettings),
-        family=conversations.family if conversations is not None else None,
+        family=conversations.family,
     )
     revisions = Revisions(deps.store, knowledge, learning)
     extractor = MemoryExtractor(
-        deps.store, deps.publisher, witnessed or WitnessedReadModel(deps.db), learning, revisions
+        deps.store, deps.publisher, witnessed or deps.read_model(WITNESSED), learning, revisions
     )
     router = log_consumer_router(
         deps,
@@ -92,4 +90,4 @@ def create_router(
     return router
 
 
-DEFINITION = ServiceDefinition(SERVICE, create_router)
+DEFINITION = ServiceDefinition(SERVICE, create_router, read_models=(KNOWLEDGE, CONVERSATIONS, WITNESSED))

@@ -11,7 +11,7 @@ from mnemo.services.summarizer.settings import SECTION, SummarizerSettings
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.consumers import log_consumer_router
 from mnemo.shared.deps import Deps
-from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.readmodels.catalog import SUMMARIES
 from mnemo.shared.settings import read_section
 
 SERVICE = "summarizer"
@@ -22,7 +22,7 @@ def create_router(deps: Deps, settings: SummarizerSettings | None = None) -> Nat
         deps.store,
         deps.publisher,
         deps.require_embedder(),
-        SummariesReadModel(deps.db, deps.cipher),
+        deps.read_model(SUMMARIES),
         settings or read_section(SECTION, SummarizerSettings),
         deps.chat_model,
     )
@@ -35,4 +35,4 @@ def create_router(deps: Deps, settings: SummarizerSettings | None = None) -> Nat
     )
 
 
-DEFINITION = ServiceDefinition(SERVICE, create_router, embedder=True)
+DEFINITION = ServiceDefinition(SERVICE, create_router, embedder=True, read_models=(SUMMARIES,))

@@ -299,6 +299,21 @@ class MongoReadModelPorts:
         return port
 
 
+class DeclaredPorts:
+    """The ports of the read models a service declares (``ServiceDefinition.read_models``), and no other: a
+    service that asks for one it did not declare fails when its router is built, at start."""
+
+    def __init__(self, ports: ReadModelPorts, declared: Iterable[ReadModel[Any]], service: str) -> None:
+        self._ports = ports
+        self._declared = frozenset(model.name for model in declared)
+        self._service = service
+
+    def of(self, model: ReadModel[P]) -> P:
+        if model.name not in self._declared:
+            raise LookupError(f"{self._service} uses the {model.name} read model without declaring it")
+        return self._ports.of(model)
+
+
 class FakeReadModelPorts:
     """The in-memory fakes, one per read model, so a test reads back what the service wrote."""
 
@@ -306,9 +321,17 @@ class FakeReadModelPorts:
         self._made: dict[str, Any] = {}
 
     def of(self, model: ReadModel[P]) -> P:
-        if model.fake is None:
-            raise LookupError(f"the {model.name} read model has no in-memory fake: test it on a database")
         if model.name not in self._made:
-            self._made[model.name] = model.fake()
+            self._made[model.name] = model.fake() if model.fake is not None else _NoFake(model.name)
         port: P = self._made[model.name]
         return port
+
+
+class _NoFake:
+    """Stands for a read model without an in-memory fake: a router may be built with it, a call fails."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        raise LookupError(f"the {self._name} read model has no in-memory fake: test {attribute} on a database")

@@ -34,6 +34,12 @@ class ConversationReadModel(Protocol):
 
     async def conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> ConversationState | None: ...
 
+    async def listing(
+        self, tenant_id: str, user_id: str | None, *, limit: int, offset: int = 0
+    ) -> tuple[list[ConversationState], int]:
+        """One page of the tenant's (one user's) conversations, latest message first, and how many there are."""
+        ...
+
     async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
         """The conversations of ``conversation_id``'s fork family (its root and every fork of it, itself
         included); just itself for a conversation never forked (docs/branches.md)."""

@@ -8,19 +8,13 @@ data belongs to one).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
-
-from pymongo.asynchronous.database import AsyncDatabase
 
 from mnemo.services.context_assembler.gather.port import LegacyText, SummaryText
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
-from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.presence import bot_may_see
-from mnemo.shared.readmodels import MessageView, ReadModels
-from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
-from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
+from mnemo.shared.readmodels import MessageView
+from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, LEGACY_LORE, SUMMARIES, ReadModelPorts
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, SummariesPort
-from mnemo.shared.readmodels.summaries import SummariesReadModel
 
 
 def _line(m: MessageView) -> ChatLine:
@@ -46,13 +40,8 @@ class ReadModelReads:
         self._legacy = legacy
 
     @classmethod
-    def over(cls, db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> ReadModelReads:
-        return cls(
-            ReadModels(db, cipher),
-            SummariesReadModel(db, cipher),
-            KnowledgeReadModel(db, cipher),
-            LegacyLoreReadModel(db, cipher),
-        )
+    def over(cls, ports: ReadModelPorts) -> ReadModelReads:
+        return cls(ports.of(CONVERSATIONS), ports.of(SUMMARIES), ports.of(KNOWLEDGE), ports.of(LEGACY_LORE))
 
     async def bot(self, tenant_id: str, bot_id: str) -> BotProfile | None:
         view = await self._models.bot(tenant_id, bot_id)

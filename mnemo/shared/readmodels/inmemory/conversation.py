@@ -24,6 +24,8 @@ from mnemo.shared.readmodels.conversation import ConversationState, as_utc, fold
 from mnemo.shared.readmodels.messages import MessageKey, MessageStatus, MessageView, message_doc_id
 from mnemo.shared.readmodels.profiles import BotView, PersonaView
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 def naive_utc(value: datetime) -> datetime:
     """A datetime as MongoDB hands it back to a client that is not tz-aware: UTC, without tzinfo."""
@@ -142,6 +144,17 @@ class InMemoryReadModels:
 
     async def conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> ConversationState | None:
         return self.states.get(conversation_stream(tenant_id, user_id, conversation_id))
+
+    async def listing(
+        self, tenant_id: str, user_id: str | None, *, limit: int, offset: int = 0
+    ) -> tuple[list[ConversationState], int]:
+        theirs = sorted(
+            (s for s in self.states.values() if s.tenant_id == tenant_id and user_id in (None, s.user_id)),
+            key=lambda s: s.stream_id,
+        )
+        # Newest first, as MongoDB sorts them descending: a conversation without messages (null) comes last.
+        theirs.sort(key=lambda s: (s.last_message_at is not None, s.last_message_at or _EPOCH), reverse=True)
+        return theirs[offset : offset + limit], len(theirs)
 
     async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
         state = await self.conversation(tenant_id, user_id, conversation_id)
