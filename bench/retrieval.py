@@ -238,9 +238,9 @@ def embedded_stack(settings: Settings) -> contextlib.AbstractAsyncContextManager
     return all_services(settings)
 
 
-def configure_assembler(history_limit: int, retrieved_limit: int = 40) -> dict[str, str]:
-    """Environment for ``AssemblerSettings`` (read when the router is built, so this runs before)."""
-    env = {
+def assembler_env(history_limit: int, retrieved_limit: int = 40) -> dict[str, str]:
+    """Environment for ``AssemblerSettings`` for the run (see the module docstring)."""
+    return {
         "MNEMO_CONTEXT_ASSEMBLER__RETRIEVED_LIMIT": str(max(retrieved_limit, *KS)),
         "MNEMO_CONTEXT_ASSEMBLER__MIN_SCORE": "0",
         "MNEMO_CONTEXT_ASSEMBLER__HISTORY_LIMIT": str(history_limit),
@@ -252,6 +252,11 @@ def configure_assembler(history_limit: int, retrieved_limit: int = 40) -> dict[s
         "MNEMO_CONTEXT_ASSEMBLER__DEADLINE_S": "60",
         "MNEMO_CONTEXT_ASSEMBLER__RETRIEVAL_TIMEOUT_S": "30",
     }
+
+
+def configure_assembler(history_limit: int, retrieved_limit: int = 40) -> dict[str, str]:
+    """Set :func:`assembler_env` (read when the assembler's router is built, so this runs before)."""
+    env = assembler_env(history_limit, retrieved_limit)
     os.environ.update(env)
     return env
 
