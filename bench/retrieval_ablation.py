@@ -50,8 +50,16 @@ RRF_K = 60
 FUSION = "dbsf"
 #: Whether the query loses the participants' names (a lever like the others; see ``levers``).
 STRIP_NAMES = True
+#: Weight of a second lexical search for the first hits' shared terms, fused with the first two lists (0: none;
+#: a lever not in the service yet, see :func:`second_search`).
+SECOND_SEARCH = 0.0
+#: The first hits whose words seed the second search, and how many of their terms it asks for.
+SECOND_FROM, SECOND_TERMS = 5, 10
 #: Per chat: turn vectors, question vectors as asked, question vectors as searched (names out).
 Vectors = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+_OWN = ("STRIP_NAMES", "SECOND_SEARCH")
 
 
 @contextlib.contextmanager
@@ -59,7 +67,7 @@ def levers(**values: Any) -> Iterator[None]:
     """Temporarily set module constants (``ranking.NEIGHBOUR_WEIGHT=0``, ``stem=None`` for no stemming)."""
     saved: dict[tuple[Any, str], Any] = {}
     for name, value in values.items():
-        module: Any = analyzer if name == "stem" else sys.modules[__name__] if name == "STRIP_NAMES" else ranking
+        module: Any = analyzer if name == "stem" else sys.modules[__name__] if name in _OWN else ranking
         saved[(module, name)] = getattr(module, name)
         setattr(module, name, (lambda w: w) if name == "stem" and value is None else value)
     try:
@@ -123,6 +131,35 @@ def fused_pool(dense: np.ndarray, lexical: np.ndarray, pool: int) -> list[int]:
     return sorted(fused, key=lambda i: -fused[i])[:pool]
 
 
+def second_search(
+    lexical: np.ndarray,
+    dense: np.ndarray,
+    first: list[int],
+    chat: Chat,
+    query: str,
+    pool: int,
+    score: Callable[[Chat, str], np.ndarray],
+) -> list[int]:
+    """Multi-hop expansion, RM3-style: the terms that at least two of the first ``SECOND_FROM`` hits share and
+    the query lacks (up to ``SECOND_TERMS``, most shared first) are searched lexically on their own, and that
+    list is fused (DBSF) with the dense and the lexical one at ``SECOND_SEARCH`` of their weight."""
+    asked = set(sparse.tokens(query))
+    shared: Counter[str] = Counter()
+    for i in first[:SECOND_FROM]:
+        shared.update(set(sparse.tokens(chat.turns[i].text)) - asked)
+    extra = [t for t, c in shared.most_common(SECOND_TERMS) if c >= 2]
+    if not extra:
+        return first
+    again = score(chat, " ".join(extra))[: len(lexical)]
+    lists = [(top_k(dense, pool), dense, 1.0), ([i for i in top_k(lexical, pool) if lexical[i] > 0], lexical, 1.0)]
+    lists.append(([i for i in top_k(again, pool) if again[i] > 0], again, SECOND_SEARCH))
+    fused: dict[int, float] = {}
+    for ids, scores, weight in lists:
+        for i, add in zip(ids, dbsf_scale(scores[ids]) if ids else [], strict=True):
+            fused[i] = fused.get(i, 0.0) + weight * float(add)
+    return sorted(fused, key=lambda i: -fused[i])[:pool]
+
+
 def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dict[str, float]:
     lexical = sparse_scores(chats)
     found: dict[int, list[float]] = {k: [] for k in KS}
@@ -131,7 +168,11 @@ def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dic
         queries = stripped if STRIP_NAMES else asked
         n = len(chat.turns) - history
         for q, qv in zip(chat.questions, queries, strict=True):
-            order = fused_pool(docs[:n] @ qv, lexical(chat, search_text(chat, q.text, history))[:n], pool)
+            text = search_text(chat, q.text, history)
+            dense, lexical_scores = docs[:n] @ qv, lexical(chat, text)[:n]
+            order = fused_pool(dense, lexical_scores, pool)
+            if SECOND_SEARCH > 0:
+                order = second_search(lexical_scores, dense, order, chat, text, pool, lexical)
             cands = [
                 ranking.Candidate(
                     chat.turns[i].dia_id,
@@ -171,6 +212,7 @@ def main(data: Path, limit: int | None, history: int, pool: int) -> None:
         ("  without the referred time", {"TIME_BOOST": 0.0}),
         ("  without near-duplicate removal", {"DUPLICATE_JACCARD": 1.01}),
         ("  with MMR (lambda 0.8)", {"MMR_LAMBDA": 0.8}),
+        ("  with a second search (weight 0.5)", {"SECOND_SEARCH": 0.5}),
     ]
     for name, values in rows:
         with levers(**values):
