@@ -49,6 +49,7 @@ from mnemo.shared.readmodels.documents import ChunkView, DocumentRecord
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import (
     FLOAT_FIELDS,
+    INTEGER_FIELDS,
     KEYWORD_FIELDS,
     TENANT_FIELD,
     Match,
@@ -384,4 +385,5 @@ def test_every_indexed_payload_field_is_written() -> None:
     """The adapters index these fields (``mnemo/shared/vectors/port.py``); one the writer no longer writes would
     leave its filters matching nothing."""
     written = {key for k in KINDS for p in planned("t1", k.events("t1")).points for key in p.payload}
-    assert {TENANT_FIELD, *KEYWORD_FIELDS, *FLOAT_FIELDS} <= written
+    written.add(vp.ANALYZER)  # stamped on every point by the embedding handler, beside the plan
+    assert {TENANT_FIELD, *KEYWORD_FIELDS, *INTEGER_FIELDS, *FLOAT_FIELDS} <= written

@@ -60,6 +60,7 @@ from qdrant_edge import SparseVector as EdgeSparseVector
 
 from mnemo.shared.vectors.port import (
     FLOAT_FIELDS,
+    INTEGER_FIELDS,
     KEYWORD_FIELDS,
     SPARSE_NAME,
     TENANT_FIELD,
@@ -123,6 +124,7 @@ class EdgeVectorIndex:
             wanted: dict[str, Any] = {TENANT_FIELD: KeywordIndexParams(is_tenant=True)}
             wanted |= dict.fromkeys(KEYWORD_FIELDS, PayloadSchemaType.Keyword)
             wanted |= {name: FloatIndexParams() for name in FLOAT_FIELDS}
+            wanted |= dict.fromkeys(INTEGER_FIELDS, PayloadSchemaType.Integer)
             for name, schema in wanted.items():
                 if name not in present:
                     shard.update(UpdateOperation.create_field_index(name, schema))

@@ -23,7 +23,9 @@ VECTOR_NAME = "dense"
 #: The tenant field: a keyword index with ``is_tenant`` so the engine co-locates each tenant's points.
 TENANT_FIELD = "tenant_id"
 #: Other keyword fields that filters use (``bot_ids``, ``audience`` and ``applies_to`` are lists; a match means
-#: "contains"). ``audience`` is who may be shown the point (``mnemo/shared/presence.py``).
+#: "contains"). ``audience`` is who may be shown the point (``mnemo/shared/presence.py``). Every field a filter
+#: names has an index (``tests/unit/test_vector_payload_indexes.py``): without one the engine reads the payload
+#: of every point the other conditions leave.
 KEYWORD_FIELDS = (
     "user_id",
     "conversation_id",
@@ -35,7 +37,16 @@ KEYWORD_FIELDS = (
     "applies_to",
     "scope",
     "fact_id",
+    "summary_id",
+    "legacy_id",
+    "lorebook_id",
+    "document_id",
+    "chunk_hash",
+    "model",
+    "analyzer",
 )
+#: Integer fields matched by value (a lore entry's ``uid`` in its book).
+INTEGER_FIELDS = ("uid",)
 #: Numeric fields for ranges; times are epoch seconds as floats.
 FLOAT_FIELDS = ("created_at",)
 

@@ -30,6 +30,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from mnemo.shared.vectors.port import (
     FLOAT_FIELDS,
+    INTEGER_FIELDS,
     KEYWORD_FIELDS,
     SPARSE_NAME,
     TENANT_FIELD,
@@ -95,6 +96,7 @@ class QdrantServerIndex:
             }
             schemas |= dict.fromkeys(KEYWORD_FIELDS, models.PayloadSchemaType.KEYWORD)
             schemas |= dict.fromkeys(FLOAT_FIELDS, models.PayloadSchemaType.FLOAT)
+            schemas |= dict.fromkeys(INTEGER_FIELDS, models.PayloadSchemaType.INTEGER)
             for name, schema in schemas.items():
                 # Idempotent on a server; a no-op with a warning in local mode.
                 await self._client.create_payload_index(self._collection, name, field_schema=schema)
