@@ -172,6 +172,8 @@ async def test_appended_events_read_back_decrypted_in_version_order(h: Harness) 
     assert read[0].schema_version == 2
     assert read[0].payload["created_at"].startswith("2024-05-01T12:00:00")
     assert await h.store.read_stream(stream(), after_version=1, limit=1) == read[1:2]
+    assert await h.store.read_stream(stream(), limit=2) == read[:2]
+    assert await h.store.read_stream(stream(), after_version=1, limit=10) == read[1:]  # past the end: the rest
     assert await h.store.read_stream_backwards(stream(), 2) == [read[2], read[1]]
     assert await h.store.get_events([events[2].event_id, "missing", events[0].event_id]) == [read[2], read[0]]
     assert await h.store.stream_version(stream()) == 3
