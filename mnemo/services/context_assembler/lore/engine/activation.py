@@ -19,7 +19,7 @@ import time
 
 from mnemo.services.context_assembler.lore.engine.compiled import CompiledEntry, CompiledLore, Key
 from mnemo.services.context_assembler.lore.engine.groups import filter_groups
-from mnemo.services.context_assembler.lore.engine.matcher import normalise
+from mnemo.services.context_assembler.lore.engine.matcher import keys_in, normalise
 from mnemo.services.context_assembler.lore.engine.placement import Placed, place
 from mnemo.services.context_assembler.lore.engine.scan_types import (
     MAX_SCAN_DEPTH,
@@ -64,7 +64,8 @@ class _Scan:
             self.sticky, self.cooldown = active.sticky, active.cooldown
         self.activated: dict[str, tuple[CompiledEntry, Why]] = {}
         self.failed: set[str] = set()
-        self.recurse: list[str] = []
+        self.recurse: list[list[CompiledEntry]] = []  # the entries each recursion pass feeds back, in order
+        self.state = ScanState.INITIAL
         self.skew = 0
         self.found: dict[tuple[object, ...], set[str]] = {}
         self.hays: dict[tuple[object, ...], str] = {}
@@ -73,30 +74,56 @@ class _Scan:
         self.used = 0
         self.overflowed = False
 
-    def haystack(self, scope: tuple[int | None, tuple[str, ...]], state: ScanState) -> str:
-        own, extras = scope
-        depth = min(own if own is not None else self.s.depth + self.skew, MAX_SCAN_DEPTH)
+    def depth(self, scope: tuple[int | None, tuple[str, ...]]) -> int:
+        own = scope[0]
+        return min(own if own is not None else self.s.depth + self.skew, MAX_SCAN_DEPTH)
+
+    def segments(self, scope: tuple[int | None, tuple[str, ...]], state: ScanState) -> list[str]:
+        """The texts a scope's haystack joins (:meth:`haystack`), in its order; none at depth 0."""
+        depth = self.depth(scope)
         if depth <= 0:
-            return ""  # SillyTavern: scan depth 0 disables keyword matching entirely, extras included (§9)
-        text = "\n".join("\x01" + m for m in self.chat[:depth])
-        tail = [self.req.scan_data[x] for x in extras if self.req.scan_data.get(x)]
-        tail += [t for t in self.req.injected if t]
-        if state != ScanState.MIN_ACTIVATIONS and self.recurse:
-            tail.append("\n".join(self.recurse))
-        return text + "".join("\n\x01" + t for t in tail)
+            return []  # SillyTavern: scan depth 0 disables keyword matching entirely, extras included (§9)
+        texts = self.chat[:depth]
+        texts += [self.req.scan_data[x] for x in scope[1] if self.req.scan_data.get(x)]
+        texts += [t for t in self.req.injected if t]
+        if state != ScanState.MIN_ACTIVATIONS:
+            texts += [ce.content for chunk in self.recurse for ce in chunk]
+        return texts
+
+    def haystack(self, scope: tuple[int | None, tuple[str, ...]], state: ScanState) -> str:
+        """The scope's whole haystack: regex keys and keys with a line break are tested on it."""
+        hay = self.hays.get(scope)
+        if hay is None:
+            if self.depth(scope) <= 0:
+                hay = ""
+            else:
+                depth = self.depth(scope)
+                text = "\n".join("\x01" + m for m in self.chat[:depth])
+                tail = [self.req.scan_data[x] for x in scope[1] if self.req.scan_data.get(x)]
+                tail += [t for t in self.req.injected if t]
+                if state != ScanState.MIN_ACTIVATIONS and self.recurse:
+                    tail.append("\n".join("\n".join(ce.content for ce in chunk) for chunk in self.recurse))
+                hay = text + "".join("\n\x01" + t for t in tail)
+            self.hays[scope] = hay
+        return hay
 
     def match_pass(self, state: ScanState) -> list[int]:
-        """Scan every key set once; return the indices of entries worth checking, in priority order."""
+        """Scan every key set once; return the indices of entries worth checking, in priority order.
+
+        Plain keys are found segment by segment (each segment's keys remembered by the key set, see
+        ``matcher.py``); the whole haystack is built for keys with a line break and for regex keys only."""
         self.over_budget()
+        self.state = state
         self.hays.clear()
         self.hay_bytes.clear()
         self.found.clear()
         indices = set(self.lore.always)
         for (scope, mode), keyset in self.lore.keysets.items():
-            hay = self.hays.get(scope)
-            if hay is None:
-                hay = self.hays[scope] = self.haystack(scope, state)
-            found = keyset.find(normalise(hay, mode[0])) if keyset.keys else set()
+            found: set[str] = set()
+            if keyset.keys:
+                found = keys_in(keyset, self.segments(scope, state), self.over_budget)
+                if keyset.has_spanning:
+                    found.update(keyset.spanning(normalise(self.haystack(scope, state), mode[0])))
             self.found[(scope, mode)] = found
             index = self.lore.key_index.get((scope, mode), {})
             for key in found:
@@ -116,7 +143,7 @@ class _Scan:
             self.over_budget()
             hay = self.hay_bytes.get(ce.scope)
             if hay is None:
-                hay = self.hay_bytes[ce.scope] = haystack_bytes(self.hays[ce.scope])
+                hay = self.hay_bytes[ce.scope] = haystack_bytes(self.haystack(ce.scope, self.state))
             return key.regex.test(hay)
         return False
 
@@ -245,7 +272,7 @@ class _Scan:
             recursable = [ce for ce in accepted if not ce.entry.prevent_recursion]
             state = self.next_state(state, recursable, levels)
             if state != ScanState.NONE and recursable:
-                self.recurse.append("\n".join(ce.content for ce in recursable))
+                self.recurse.append(recursable)
         return n_pass
 
     def next_state(self, state: ScanState, recursable: list[CompiledEntry], levels: list[int]) -> ScanState:

@@ -1,10 +1,18 @@
-"""Key matching for a whole book in one scan (spec §3.5), instead of one regex per key.
+"""Key matching for a whole book in one pass (spec §3.5), and the keys each text holds remembered per text.
 
-Plain keys of entries that share a matching mode (case sensitivity, whole words) are compiled into one
-trie-shaped regex. Python's `re` has no Aho-Corasick, but a trie regex fails fast at positions where no key
-starts, and stepping the search one character past each hit finds overlapping keys too. At a hit, every key
-that is a prefix of the longest match is a candidate, checked for its own right boundary. The work grows with
-the haystack and the number of hits, not with the number of keys.
+Plain keys of entries that share a matching mode (case sensitivity, whole words) go into one Aho-Corasick
+automaton (pyahocorasick, C): one pass over a text reports every occurrence of every key, overlapping ones
+included, in time linear in the text plus the occurrences, whatever the number of keys. The trie-shaped Python
+regex it replaces cost 0.8 s to compile for a 400-entry book and up to 170 ms per pass on some texts
+(backtracking at every position where a key started); the automaton builds in a few ms.
+
+A haystack is made of segments (chat messages, extra texts, entries' contents) joined by line breaks, and
+every key without a line break in it is found in the haystack exactly when it is found in one of its segments
+(a join is a line break, which counts as a word boundary, like a text's edge). So :meth:`KeySet.segment`
+remembers what each segment holds (by a digest of its text, per compiled book): a request scans only the text
+that is new since the conversation's previous requests (the new messages), and the entries' contents that
+recursion feeds back are scanned once per book version. Keys with a line break are tested on the whole
+haystack (:meth:`KeySet.spanning`).
 
 Whole-word matching copies SillyTavern: a key with whitespace is a substring test; a single-word key needs a
 non-word character (ASCII `\\W`, so any CJK or accented character counts) or the text's edge on both sides.
@@ -13,16 +21,26 @@ That makes whole-word matching on CJK text behave almost like substring matching
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+import ahocorasick
 
 from mnemo.shared.lore.keys import ASCII_WORD
 
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _BEFORE = f"(?<![{ASCII_WORD}])"
 _AFTER = f"(?![{ASCII_WORD}])"
-_MAX_TRIE_KEY = 400  # longer keys are tested one by one; they are rare and would make the pattern deep
+_SPACE = re.compile(r"\s")  # str.isspace's characters
+#: Occurrences between two deadline checks: a book whose keys nest (``a``, ``aa``, ``aaa``, ...) reports many
+#: occurrences per character, and its scan must still stop at its budget.
+CHECK_EVERY = 4096
+#: Segments remembered per key set (then the memory starts again): far above a conversation's scan window.
+SEGMENT_MEMORY = 16384
+
+Check = Callable[[], None]
 
 
 def normalise(text: str, case_sensitive: bool) -> str:
@@ -30,23 +48,8 @@ def normalise(text: str, case_sensitive: bool) -> str:
     return text if case_sensitive else text.lower()
 
 
-def _trie_pattern(keys: Iterable[str]) -> str:
-    trie: dict[str, dict] = {}  # type: ignore[type-arg]
-    for key in keys:
-        node = trie
-        for ch in key:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def emit(node: dict) -> str:  # type: ignore[type-arg]
-        terminal = "" in node
-        branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        return "(?:" + body + ")?" if terminal else body
-
-    return emit(trie)
+def _never() -> None:
+    return None
 
 
 @dataclass
@@ -56,61 +59,83 @@ class KeySet:
     case_sensitive: bool
     whole_words: bool
     keys: set[str] = field(default_factory=set)
-    _word_rx: re.Pattern[str] | None = None
-    _sub_rx: re.Pattern[str] | None = None
-    _prefixes: dict[str, list[str]] = field(default_factory=dict)
-    _long: list[str] = field(default_factory=list)
+    _automaton: ahocorasick.Automaton | None = None
+    _spanning: list[str] = field(default_factory=list)  # keys with a line break: tested on the whole haystack
+    _segments: dict[bytes, frozenset[str]] = field(default_factory=dict)
 
     def add(self, normalised_key: str) -> None:
         self.keys.add(normalised_key)
 
     def compile(self) -> None:
-        word, sub = [], []
-        for key in self.keys:
-            if len(key) > _MAX_TRIE_KEY:
-                self._long.append(key)
-            elif self.whole_words and not any(ch.isspace() for ch in key):
-                word.append(key)
+        automaton = ahocorasick.Automaton()
+        for key in sorted(self.keys):
+            if "\n" in key:
+                self._spanning.append(key)
             else:
-                sub.append(key)
-        if word:
-            self._word_rx = re.compile(_BEFORE + "(?:" + _trie_pattern(word) + ")")
-        if sub:
-            self._sub_rx = re.compile(_trie_pattern(sub))
-        for group in (word, sub):
-            members = set(group)
-            for key in group:
-                self._prefixes[key] = [key[:i] for i in range(len(key), 0, -1) if key[:i] in members]
+                # (key, whether it needs word boundaries): a key with whitespace is a substring test
+                automaton.add_word(key, (key, self.whole_words and _SPACE.search(key) is None))
+        if len(automaton):
+            automaton.make_automaton()
+            self._automaton = automaton
 
-    def find(self, haystack: str) -> set[str]:
+    def find(self, haystack: str, check: Check = _never) -> set[str]:
         """The keys of this set found in ``haystack`` (already normalised with ``normalise``)."""
-        found: set[str] = set()
-        if self._word_rx is not None:
-            self._scan(self._word_rx, haystack, found, boundary=True)
-        if self._sub_rx is not None:
-            self._scan(self._sub_rx, haystack, found, boundary=False)
-        found.update(k for k in self._long if self._long_hit(k, haystack))
+        found = self._scan(haystack, check)
+        found.update(self.spanning(haystack))
         return found
 
-    def _scan(self, rx: re.Pattern[str], hay: str, found: set[str], *, boundary: bool) -> None:
-        search = rx.search
-        prefixes = self._prefixes
-        n = len(hay)
-        m = search(hay, 0)
-        while m is not None:
-            start = m.start()
-            for key in prefixes[m.group()]:
-                if key in found:
-                    continue
-                end = start + len(key)
-                if not boundary or end == n or hay[end] not in _WORD_CHARS:
-                    found.add(key)
-            m = search(hay, start + 1)
+    def segment(self, text: str, check: Check = _never) -> frozenset[str]:
+        """The keys without a line break found in ``text`` (a segment, not normalised), remembered per text."""
+        if self._automaton is None or not text:
+            return frozenset()
+        hay = normalise(text, self.case_sensitive)
+        digest = hashlib.blake2b(hay.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        found = self._segments.get(digest)
+        if found is None:
+            found = frozenset(self._scan(hay, check))
+            if len(self._segments) >= SEGMENT_MEMORY:
+                self._segments.clear()
+            self._segments[digest] = found
+        return found
 
-    def _long_hit(self, key: str, hay: str) -> bool:
-        if not self.whole_words or any(ch.isspace() for ch in key):
-            return key in hay
-        return re.search(_BEFORE + re.escape(key) + _AFTER, hay) is not None
+    def forget(self) -> None:
+        """Drop the remembered segments (a benchmark's cold scans; nothing else needs it)."""
+        self._segments.clear()
+
+    @property
+    def has_spanning(self) -> bool:
+        return bool(self._spanning)
+
+    def spanning(self, haystack: str) -> list[str]:
+        """The keys with a line break found in ``haystack`` (normalised): substring tests (they hold whitespace)."""
+        return [k for k in self._spanning if k in haystack]
+
+    def _scan(self, hay: str, check: Check) -> set[str]:
+        found: set[str] = set()
+        if self._automaton is None:
+            return found
+        n = len(hay)
+        seen = 0
+        for end, (key, boundary) in self._automaton.iter(hay):
+            seen += 1
+            if seen % CHECK_EVERY == 0:
+                check()
+            if key in found:
+                continue
+            if boundary:
+                start = end + 1 - len(key)
+                if (start > 0 and hay[start - 1] in _WORD_CHARS) or (end + 1 < n and hay[end + 1] in _WORD_CHARS):
+                    continue
+            found.add(key)
+        return found
+
+
+def keys_in(keyset: KeySet, segments: Iterable[str], check: Check = _never) -> set[str]:
+    """The union of what ``segments`` hold (see :meth:`KeySet.segment`), spanning keys left out."""
+    found: set[str] = set()
+    for text in segments:
+        found |= keyset.segment(text, check)
+    return found
 
 
 def plain_key_matches(key: str, haystack: str, case_sensitive: bool, whole_words: bool) -> bool:
