@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from mnemo.services.context_assembler.gather.invalidations import SUBJECTS as INVALIDATING
 from mnemo.shared import subjects
 from mnemo.shared.lease import LEASE_BUCKET
 from mnemo.shared.natsconn import inbox_prefix
@@ -41,6 +42,7 @@ class Role:
     lease: bool = False  # single active (mnemo/shared/lease.py): its key in the lease bucket
     uploads: bool = False  # reads and deletes uploaded documents (MNEMO_UPLOADS)
     purges: tuple[str, ...] = ()  # streams it reads with ephemeral consumers and deletes messages from (erasure)
+    hears: tuple[str, ...] = ()  # relayed log subjects it subscribes to on core NATS (no durable, no ack)
 
 
 _LORE_RPCS = (
@@ -76,7 +78,10 @@ ROLES: dict[str, Role] = {
             subjects.KNOWLEDGE_FACT_HISTORY,
         ),
     ),
-    "context-assembler": Role(answers=(subjects.CONTEXT_ASSEMBLE, subjects.OPS_USAGE), points="read"),
+    # It hears the changes of what it keeps (mnemo/services/context_assembler/gather/invalidations.py).
+    "context-assembler": Role(
+        answers=(subjects.CONTEXT_ASSEMBLE, subjects.OPS_USAGE), points="read", hears=INVALIDATING
+    ),
     "lore": Role(answers=_LORE_RPCS, uploads=True),
     "memory": Role(
         answers=(
@@ -200,7 +205,7 @@ def service_grant(name: str, role: Role) -> Grant:
         publish += [*_uploads_api(), subjects.LORE_DOCUMENT_STATUS]
     for stream in role.purges:
         publish += _purge_api(stream)
-    return Grant(tuple(dict.fromkeys(publish)), (*subscribe, *role.answers), responds=bool(role.answers))
+    return Grant(tuple(dict.fromkeys(publish)), (*subscribe, *role.answers, *role.hears), responds=bool(role.answers))
 
 
 def grants() -> dict[str, Grant]:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 
 from faststream.nats import NatsRouter
 
 from mnemo.services.context_assembler.faults import SwitchableIndex
+from mnemo.services.context_assembler.gather.cache import LogCache
 from mnemo.services.context_assembler.gather.gathering import Gatherer
+from mnemo.services.context_assembler.gather.invalidations import SUBJECTS as INVALIDATING
+from mnemo.services.context_assembler.gather.invalidations import on_relayed
+from mnemo.services.context_assembler.gather.memo import MemoEmbedder
 from mnemo.services.context_assembler.gather.port import ContextReads
 from mnemo.services.context_assembler.gather.reads import ReadModelReads
 from mnemo.services.context_assembler.handlers import answer
@@ -55,20 +60,25 @@ def create_router(
     index = deps.vectors
     if index is not None and settings.fault_file is not None:
         index = SwitchableIndex(index, settings.fault_file)  # end-to-end tests of degraded service only
+    # One request's parts embed the same recent text: each vector is computed once per request (memo.py).
+    embedder = MemoEmbedder(deps.embedder) if deps.embedder is not None else None
+    # Reads kept until the log relays a change (gather/cache.py); every replica hears the changes itself.
+    cache = LogCache(ttl_s=settings.cache_ttl_s) if settings.cache_ttl_s > 0 else None
     gatherer = Gatherer(
-        reads or ReadModelReads.over(deps.require_read_models()),
+        reads or ReadModelReads.over(deps.require_read_models(), cache),
         index,
-        deps.embedder,
+        embedder,
         settings,
         LoreLoader(
             lore or deps.read_model(LORE),
             index=index,
-            embedder=deps.embedder,
+            embedder=embedder,
             vector_settings=settings.lore_vector,
             scan_settings=settings.lore_scan,
-            timed=TimedStates(deps.store, timed or deps.read_model(LORE_TIMED), deps.publisher),
+            cache=cache,
+            timed=TimedStates(deps.store, timed or deps.read_model(LORE_TIMED), deps.publisher, cache),
             # In memory (component tests) documents are read only from a given read model: it has no fake.
-            documents=DocumentLore(documents or deps.read_model(DOCUMENTS), index, deps.embedder, settings.documents)
+            documents=DocumentLore(documents or deps.read_model(DOCUMENTS), index, embedder, settings.documents, cache)
             if documents is not None or deps.db is not None
             else None,
         ),
@@ -102,7 +112,20 @@ def create_router(
         report = UsageReport(deps.db, deps.vectors)
         serve(router, subjects.OPS_USAGE, service=SERVICE, request=UsageRequest, call=report.answer,
               errors={ValueError: "bad_request"})  # fmt: skip
+    if cache is not None:
+        for subject in INVALIDATING:
+            # No queue group: every replica drops what it kept itself.
+            router.subscriber(subject, decoder=raw_body, title=f"context-assembler: {subject} (kept reads)")(
+                _invalidator(cache)
+            )
     return router
+
+
+def _invalidator(cache: LogCache) -> Callable[[bytes], Awaitable[None]]:
+    async def on_change(body: bytes) -> None:
+        on_relayed(cache, body)
+
+    return on_change
 
 
 DEFINITION = ServiceDefinition(

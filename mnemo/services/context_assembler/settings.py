@@ -36,6 +36,12 @@ class LoreScanSettings(BaseModel):
     per_tenant: int = Field(
         2, ge=1, description="of those, the most one tenant's scans may hold at once (keep it below `workers`)"
     )
+    inline_s: float = Field(
+        0.005,
+        ge=0,
+        description="a scan of a short chat first runs on the event loop within this budget, and only past it on "
+        "a worker (then that book's scans go to the workers for a minute); 0: always on a worker",
+    )
 
 
 class DocumentLoreSettings(BaseModel):
@@ -81,6 +87,12 @@ class AssemblerSettings(BaseModel):
         "see mnemo/services/context_assembler/faults.py",
     )
     max_workers: int = Field(32, ge=1, description="requests answered concurrently per replica")
+    cache_ttl_s: float = Field(
+        60.0,
+        ge=0,
+        description="profiles, fork families, attached books, documents, timed lore state and facts are kept until "
+        "the log relays a change, and at most this long (a lost invalidation is stale at most that); 0: not kept",
+    )
     lore_vector: LoreVectorSettings = Field(default_factory=LoreVectorSettings)
     lore_scan: LoreScanSettings = Field(default_factory=LoreScanSettings)
     documents: DocumentLoreSettings = Field(default_factory=DocumentLoreSettings)

@@ -40,9 +40,12 @@ class ConversationReadModel(Protocol):
         """One page of the tenant's (one user's) conversations, latest message first, and how many there are."""
         ...
 
-    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+    async def family(
+        self, tenant_id: str, user_id: str, conversation_id: str, *, root: str | None = None
+    ) -> frozenset[str]:
         """The conversations of ``conversation_id``'s fork family (its root and every fork of it, itself
-        included); just itself for a conversation never forked (docs/branches.md)."""
+        included); just itself for a conversation never forked (docs/branches.md). ``root``: its state's
+        ``family_root`` when the caller read it already (saves reading it again)."""
         ...
 
     async def message_status(

@@ -174,15 +174,19 @@ class ReadModels:
         docs = await cursor.skip(offset).limit(limit).to_list()
         return [ConversationState.from_doc(d) for d in docs], await self.conversations.count_documents(query)
 
-    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
+    async def family(
+        self, tenant_id: str, user_id: str, conversation_id: str, *, root: str | None = None
+    ) -> frozenset[str]:
         """The fork family: the root and every conversation whose state names it as root.
 
         Two queries (its own state by ``_id``, then the root's forks by ``by_family_root``), not one ``$or`` of
         both: SecantusDB, the embedded default, serves an ``$or`` from no index, so every context request
-        read every conversation of every tenant."""
-        own_id = ConversationState.initial(tenant_id, user_id, conversation_id).stream_id
-        own = await self.conversations.find_one({"_id": own_id}, {"root_conversation_id": 1})
-        root = (own or {}).get("root_conversation_id") or conversation_id
+        read every conversation of every tenant. ``root``: the caller read the state already
+        (``ConversationState.family_root``), only the forks are read."""
+        if root is None:
+            own_id = ConversationState.initial(tenant_id, user_id, conversation_id).stream_id
+            own = await self.conversations.find_one({"_id": own_id}, {"root_conversation_id": 1})
+            root = (own or {}).get("root_conversation_id") or conversation_id
         query: Doc = {"tenant_id": tenant_id, "user_id": user_id, "root_conversation_id": root}
         forks = await self.conversations.find(query, {"conversation_id": 1}).to_list()
         return frozenset({root, conversation_id, *(d["conversation_id"] for d in forks)})

@@ -119,9 +119,9 @@ BOOK = Lorebook(
 )
 
 
-def test_activation_scans_history_and_user_message_and_says_why():
+async def test_activation_scans_history_and_user_message_and_says_why():
     loader = LoreLoader(FakeLoreReads({}))
-    compiled = loader.compiled("t1", [ActiveBook("bk@1", BOOK, "character")], {"char": "Ada"})
+    compiled = await loader.compiled("t1", [ActiveBook("bk@1", BOOK, "character")], {"char": "Ada"})
     history = [ChatLine("m0", 0, "user", "Mira", "Where are the Research Labs and the Marine Lab?")]
     items = activate_lore(compiled, history, "And the Hangar?", max_tokens=4000, seed="c1:1")
     by_uid = {i.uid: i for i in items}
@@ -171,14 +171,14 @@ async def test_loader_caches_per_book_version_and_never_crosses_tenants_or_bots(
     assert [b.book for b in first] == [BOOK]
     assert again == first
     assert reads.fetches == [["bk"]], "the second request is served from the cache"
-    assert loader.compiled("t1", first, {}) is loader.compiled("t1", again, {})
+    assert await loader.compiled("t1", first, {}) is await loader.compiled("t1", again, {})
 
     edited = BOOK.model_copy(update={"entries": BOOK.entries[:1]})
     reads.books[("t1", "bk")] = view("t1", 2, edited)
     after_edit = await loader.books(request("t1"))
     assert [b.book for b in after_edit] == [edited]
     assert reads.fetches[-1] == ["bk"]
-    assert loader.compiled("t1", after_edit, {}) is not loader.compiled("t1", first, {})
+    assert await loader.compiled("t1", after_edit, {}) is not await loader.compiled("t1", first, {})
 
     assert await loader.books(request("t1", bot="bot-2")) == []
     assert await loader.books(request("t2")) == []

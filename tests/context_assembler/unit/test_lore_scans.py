@@ -118,3 +118,34 @@ class _NoReads:
 
     async def books_by_ids(self, *args: object) -> dict[str, object]:
         return {}
+
+
+async def test_a_short_scan_runs_inline_and_one_past_inline_s_goes_to_a_worker_for_that_book() -> None:
+    """The common scan (the new text of a conversation) costs less than a thread hand-off: it runs on the loop
+    within ``inline_s``; one that overruns is stopped, run again on a worker, and its book skips the inline try
+    from then on, so no book holds the loop more than ``inline_s`` per minute."""
+    pool = ScanPool(LoreScanSettings(inline_s=0.005, budget_s=1.0))
+    loop_thread = threading.get_ident()
+    threads: list[tuple[str, int]] = []
+
+    def quick(deadline: float) -> str:
+        threads.append(("quick", threading.get_ident()))
+        return "quick"
+
+    def slow(deadline: float) -> str:
+        threads.append(("slow", threading.get_ident()))
+        if deadline - time.monotonic() > 0.05:  # a worker's budget: it ends in time there
+            return "slow"
+        while time.monotonic() < deadline:  # inline: it runs past inline_s and stops at a check
+            pass
+        raise ScanBudgetExceeded("past inline_s")
+
+    try:
+        assert await pool.first_inline("t1", "book-a", 100, quick) == "quick"
+        assert await pool.first_inline("t1", "book-b", 100, slow) == "slow"
+        assert await pool.first_inline("t1", "book-b", 100, quick) == "quick"
+        assert await pool.first_inline("t1", "book-a", 10**6, quick) == "quick"  # a long chat: never inline
+    finally:
+        pool.shutdown()
+    where = [(name, thread == loop_thread) for name, thread in threads]
+    assert where == [("quick", True), ("slow", True), ("slow", False), ("quick", False), ("quick", False)]

@@ -27,12 +27,16 @@ from dataclasses import replace
 from typing import TypeVar
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, reachable_history
+from mnemo.services.context_assembler.gather.memo import MemoEmbedder, request_scope
 from mnemo.services.context_assembler.gather.port import ContextReads
 from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem, LoreItem, MemoryItem, PersonaProfile
+from mnemo.services.context_assembler.lore.documents import Found as DocumentFound
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.loader import LoreLoader
+from mnemo.services.context_assembler.lore.vectors import vector_query
 from mnemo.services.context_assembler.search.hits import (
     Found,
+    Hits,
     best_per_key,
     candidates,
     created_at_by_key,
@@ -42,7 +46,7 @@ from mnemo.services.context_assembler.search.hits import (
 )
 from mnemo.services.context_assembler.search.query import query_text
 from mnemo.services.context_assembler.search.ranking import rank_candidates
-from mnemo.services.context_assembler.search.rerank import NoRerank, Reranker
+from mnemo.services.context_assembler.search.rerank import NoRerank, Reranker, scores_by_id
 from mnemo.services.context_assembler.search.searches import VectorSearch
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared.embedders.port import Embedder
@@ -93,7 +97,9 @@ class Gatherer:
         self._reranker: Reranker = reranker or NoRerank()
         self._counter = counter or EstimatedTokens()
         self._lore = lore
-        self._search = VectorSearch(index, embedder, settings)
+        # Vectors are remembered per request (memo.py): the search and the lore embed the same recent text.
+        self._embedder = embedder if embedder is None or isinstance(embedder, MemoEmbedder) else MemoEmbedder(embedder)
+        self._search = VectorSearch(index, self._embedder, settings)
         self._settings = settings
 
     async def _read(self, aw: Awaitable[T], part: str, degraded: list[str], default: T) -> T:
@@ -133,15 +139,28 @@ class Gatherer:
         ``lore:<uid>`` and ``knowledge:<fact_id>`` (or ``knowledge:+<n>``) are added by the budget
         (``budget.py``): a constant lore entry, or a fact of the bot related to the request, that did not fit.
         """
+        with request_scope():
+            return await self._gather(req)
+
+    async def _gather(self, req: ContextAssembleRequest) -> AssemblyInput:
+        """:meth:`gather` inside the request's memo (``memo.py``). What depends on nothing starts at once (the
+        fork family, the facts, the timed lore state, the read-your-writes wait); the profiles, the history
+        and the attached books are read together; then the search starts on the history while the lore is
+        activated (it needs only the history window the lore leaves for its messages' part)."""
         degraded: list[str] = []
         s = self._settings
-        _deadline.set(asyncio.get_running_loop().time() + s.deadline_s)
+        loop = asyncio.get_running_loop()
+        _deadline.set(loop.time() + s.deadline_s)
         # The other branches of this conversation's fork family: their summaries and facts stay out.
         branches = asyncio.ensure_future(self._other_branches(req, degraded))
         # The bot's facts depend on nothing else: read them while the rest is gathered and searched.
         knowing = asyncio.ensure_future(self._knowledge(req, branches, degraded))
         # Read-your-writes: the replica's shard catches up while the read models are read.
         fresh = asyncio.ensure_future(self._caught_up()) if self._catch_up is not None else None
+        timed = asyncio.ensure_future(self._lore.timed_before(req, degraded)) if self._lore else None
+        shown: asyncio.Future[list[str]] = loop.create_future()
+        searching: asyncio.Future[Hits] | None = None
+        documents: asyncio.Future[list[DocumentFound]] | None = None
         try:
             lore_books = self._read(self._lore.books(req), "lore", degraded, []) if self._lore else _nothing()
             bot, persona, history, books = await asyncio.gather(
@@ -160,24 +179,28 @@ class Gatherer:
             if bot is None and "bot_profile" not in degraded:
                 degraded.append("bot_profile")
             history = await self._label_personas(req, history, persona, degraded)
+            query = query_text(req, history)
+            self._start_embedding(req, query, books, history)
+            others = await branches
             if fresh is not None and not await fresh:
                 degraded.append("vector_index_lag")
+            searching = asyncio.ensure_future(self._search.run(req, query, shown, degraded, others))
             lore: list[LoreItem] = []
             if books and self._lore is not None:
+                documents = asyncio.ensure_future(self._lore.documents_found(req, books, history, degraded))
                 similar = await self._lore.similar(req, books, history, degraded)  # vector/hybrid entries
                 lore = await self._lore.activate(
-                    req, books, history, bot=bot, persona=persona, similar=similar, degraded=degraded
+                    req, books, history, bot=bot, persona=persona, similar=similar, degraded=degraded, before=timed
                 )
-                lore += await self._lore.document_items(req, books, history, lore, degraded)
+                lore += self._lore.document_items(await documents, lore)
             reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore, self._counter)
-            shown = [h.message_id for h in reachable]
-            others = await branches
-            hits = await self._search.run(req, query_text(req, history), shown, degraded, others)
+            shown.set_result([h.message_id for h in reachable])
+            hits = await searching
             persona_id = req.persona_id or (persona.persona_id if persona else None)
             memories, legacy, retrieved, facts = await asyncio.gather(
                 self._memories(req, persona_id, hits.memories, degraded, others),
                 self._legacy(req, hits.legacy, degraded),
-                self._retrieved(req, hits.messages, set(shown), degraded),
+                self._retrieved(req, hits.messages, set(shown.result()), degraded),
                 knowing,
             )
             found_facts = ranked_keys(hits.facts.points, vp.FACT_ID, s.knowledge_limit, hits.facts.cosine)
@@ -197,10 +220,22 @@ class Gatherer:
                 counter=self._counter,
             )
         finally:
-            knowing.cancel()  # only if the gathering failed before awaiting it
-            branches.cancel()
-            if fresh is not None:
-                fresh.cancel()
+            # Only what the gathering left running because it failed before awaiting it.
+            for task in (knowing, branches, fresh, timed, searching, documents):
+                if task is not None:
+                    task.cancel()
+
+    def _start_embedding(
+        self, req: ContextAssembleRequest, query: str, books: Sequence[ActiveBook], history: Sequence[ChatLine]
+    ) -> None:
+        """The search's query and, when an attached book has vector entries, the lore's recent text start
+        embedding now, in one batch (one model run; the memo gives each part its vector when it asks)."""
+        if not isinstance(self._embedder, MemoEmbedder) or not query.strip():
+            return
+        texts = [query]
+        if self._lore is not None and self._lore.wants_vectors(req.tenant_id, books):
+            texts.append(vector_query(history, req.user_message, self._lore.vector_settings.query_messages))
+        self._embedder.start([t for t in texts if t.strip()])
 
     async def _caught_up(self) -> bool:
         """The read-your-writes wait, bounded by ``catch_up_s`` in all (a failed check counts as a lag)."""
@@ -319,23 +354,9 @@ class Gatherer:
             candidates(pool, by_id, created_at_by_key(kept, vp.MESSAGE_ID)),
             self._settings.retrieved_limit,
             now=time.time(),
-            rerank=await self._rerank(req.user_message, [by_id[k] for k in pool if k in by_id]),
+            rerank=await scores_by_id(self._reranker, req.user_message, [by_id[k] for k in pool if k in by_id]),
         )
         return [replace(by_id[key], score=score) for key, score in ranked]
-
-    async def _rerank(self, query: str, lines: Sequence[ChatLine]) -> dict[str, float] | None:
-        """The re-ranking model's scores by message id, or None (no model, no query, or it failed: the
-        fused order stands, a re-ranker is an improvement, never a dependency)."""
-        if not query.strip() or not lines:
-            return None
-        try:
-            scores = await self._reranker.rerank(query, [line.content for line in lines])
-        except Exception as exc:
-            log.warning("re-ranker skipped: %s: %s", type(exc).__name__, exc)
-            return None
-        if scores is None or len(scores) != len(lines):
-            return None
-        return {line.message_id: score for line, score in zip(lines, scores, strict=True)}
 
     async def _legacy(self, req: ContextAssembleRequest, found: Found, degraded: list[str]) -> list[MemoryItem]:
         scores = ranked_keys(found.points, vp.LEGACY_ID, self._settings.legacy_limit, found.cosine)

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
+from mnemo.services.context_assembler.gather.conversations import ConversationMessages
+from mnemo.services.context_assembler.gather.invalidations import facts_topic, forks_topic
+from mnemo.services.context_assembler.gather.memo import once
 from mnemo.services.context_assembler.gather.port import LegacyText, SummaryText
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
+from mnemo.shared.events.recorded import bot_stream, persona_stream
 from mnemo.shared.presence import bot_may_see
 from mnemo.shared.readmodels import MessageView
 from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, LEGACY_LORE, SUMMARIES, ReadModelPorts
+from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, SummariesPort
 
 
@@ -33,46 +39,90 @@ class ReadModelReads:
         summaries: SummariesPort,
         knowledge: KnowledgePort,
         legacy: LegacyLorePort,
+        cache: LogCache | None = None,
     ) -> None:
+        """``cache``: the profiles, the fork family and the facts are kept until the log says they changed."""
+        self._cache = cache
         self._models = models
         self._summaries = summaries
         self._knowledge = knowledge
         self._legacy = legacy
+        self._messages = ConversationMessages()  # kept while the log shows only new messages (conversations.py)
 
     @classmethod
-    def over(cls, ports: ReadModelPorts) -> ReadModelReads:
-        return cls(ports.of(CONVERSATIONS), ports.of(SUMMARIES), ports.of(KNOWLEDGE), ports.of(LEGACY_LORE))
+    def over(cls, ports: ReadModelPorts, cache: LogCache | None = None) -> ReadModelReads:
+        return cls(ports.of(CONVERSATIONS), ports.of(SUMMARIES), ports.of(KNOWLEDGE), ports.of(LEGACY_LORE), cache)
 
     async def bot(self, tenant_id: str, bot_id: str) -> BotProfile | None:
-        view = await self._models.bot(tenant_id, bot_id)
-        if view is None:
-            return None
-        return BotProfile(view.bot_id, view.name, view.system_prompt, view.gender, view.age, view.knowledge_sharing)
+        async def read() -> BotProfile | None:
+            view = await self._models.bot(tenant_id, bot_id)
+            if view is None:
+                return None
+            return BotProfile(view.bot_id, view.name, view.system_prompt, view.gender, view.age, view.knowledge_sharing)
+
+        sources = (bot_stream(tenant_id, bot_id), tenant_topic(tenant_id))
+        return await cached(self._cache, ("bot", tenant_id, bot_id), sources, read)
 
     async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaProfile | None:
-        view = await self._models.persona(tenant_id, user_id, persona_id)
-        if view is None:
-            return None
-        return PersonaProfile(view.persona_id, view.name, view.description, tuple(view.traits), view.instructions)
+        async def read() -> PersonaProfile | None:
+            view = await self._models.persona(tenant_id, user_id, persona_id)
+            if view is None:
+                return None
+            return PersonaProfile(view.persona_id, view.name, view.description, tuple(view.traits), view.instructions)
+
+        sources = (persona_stream(tenant_id, user_id, persona_id), tenant_topic(tenant_id))
+        return await cached(self._cache, ("persona", tenant_id, user_id, persona_id), sources, read)
+
+    async def _conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> ConversationState | None:
+        """The conversation's state, read once per request (``memo.py``): the active persona and the history's
+        end both come from it."""
+        key = ("conversation", tenant_id, user_id, conversation_id)
+        return await once(key, lambda: self._models.conversation(tenant_id, user_id, conversation_id))
 
     async def active_persona_id(self, tenant_id: str, user_id: str, conversation_id: str) -> str | None:
-        state = await self._models.conversation(tenant_id, user_id, conversation_id)
+        state = await self._conversation(tenant_id, user_id, conversation_id)
         return state.persona_id if state else None
 
     async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
-        return await self._models.family(tenant_id, user_id, conversation_id)
+        state = await self._conversation(tenant_id, user_id, conversation_id)
+        root = state.family_root if state is not None else conversation_id
+        return await cached(
+            self._cache,
+            ("family", tenant_id, user_id, conversation_id, root),
+            (forks_topic(tenant_id, user_id), tenant_topic(tenant_id)),
+            lambda: self._models.family(tenant_id, user_id, conversation_id, root=root),
+        )
 
     async def recent_messages(
         self, tenant_id: str, user_id: str, conversation_id: str, limit: int, bot_id: str
     ) -> list[ChatLine]:
-        views = await self._models.recent(tenant_id, user_id, conversation_id, limit, visible_to=bot_id)
-        return [_line(m) for m in views]
+        if limit <= 0:
+            return []
+        state = await self._conversation(tenant_id, user_id, conversation_id)
+
+        async def read_range(start: int, end: int | None) -> list[ChatLine]:
+            views = await self._models.message_range(tenant_id, user_id, conversation_id, start, end, visible_to=bot_id)
+            return [_line(m) for m in views]
+
+        async def read_recent(wanted: int, end: int) -> list[ChatLine]:
+            views = await self._models.recent(
+                tenant_id, user_id, conversation_id, wanted, before_index=end, visible_to=bot_id
+            )
+            return [_line(m) for m in views]
+
+        key = (tenant_id, user_id, conversation_id, bot_id)
+        return await self._messages.recent(key, state, limit, read_range, read_recent)
 
     async def messages_by_ids(
         self, tenant_id: str, user_id: str, conversation_id: str, message_ids: Sequence[str], bot_id: str
     ) -> list[ChatLine]:
-        views = await self._models.by_ids(tenant_id, user_id, conversation_id, message_ids, visible_to=bot_id)
-        return [_line(m) for m in views]
+        state = await self._conversation(tenant_id, user_id, conversation_id)
+
+        async def read(ids: Sequence[str]) -> list[ChatLine]:
+            views = await self._models.by_ids(tenant_id, user_id, conversation_id, ids, visible_to=bot_id)
+            return [_line(m) for m in views]
+
+        return await self._messages.by_ids((tenant_id, user_id, conversation_id, bot_id), state, message_ids, read)
 
     async def summaries_by_ids(
         self, tenant_id: str, user_id: str, summary_ids: Sequence[str], bot_id: str
@@ -100,12 +150,17 @@ class ReadModelReads:
         *,
         exclude_conversations: Collection[str] = (),
     ) -> list[KnowledgeItem]:
-        facts = await self._knowledge.facts_for(
-            tenant_id,
-            bot_id,
-            user_id=user_id,
-            campaign_id=campaign_id,
-            limit=limit,
-            exclude_conversations=exclude_conversations,
-        )
-        return [KnowledgeItem(f.fact_id, f.text, tuple(f.message_ids)) for f in facts]
+        async def read() -> list[KnowledgeItem]:
+            facts = await self._knowledge.facts_for(
+                tenant_id,
+                bot_id,
+                user_id=user_id,
+                campaign_id=campaign_id,
+                limit=limit,
+                exclude_conversations=exclude_conversations,
+            )
+            return [KnowledgeItem(f.fact_id, f.text, tuple(f.message_ids)) for f in facts]
+
+        key = ("facts", tenant_id, user_id, bot_id, limit, campaign_id, tuple(sorted(exclude_conversations)))
+        found = await cached(self._cache, key, (facts_topic(tenant_id), tenant_topic(tenant_id)), read)
+        return list(found)  # the caller may reorder its list; the kept one stays as read

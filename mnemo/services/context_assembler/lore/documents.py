@@ -22,6 +22,8 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
+from mnemo.services.context_assembler.gather.invalidations import documents_topic
 from mnemo.services.context_assembler.items import ChatLine, LoreItem
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.vectors import vector_query
@@ -34,6 +36,8 @@ from mnemo.shared.vectors.port import VectorIndex
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 log = logging.getLogger(__name__)
+#: A chunk the search found: (score, its document, the chunk).
+Found = tuple[float, DocumentRecord, ChunkView]
 
 
 class DocumentReads(Protocol):
@@ -83,7 +87,10 @@ class DocumentLore:
         index: VectorIndex | None,
         embedder: Embedder | None,
         settings: DocumentLoreSettings | None = None,
+        cache: LogCache | None = None,
     ) -> None:
+        """``cache``: the attached books' documents are kept until a document event of the tenant."""
+        self.cache = cache
         self._reads = reads
         self._index = index
         self._embedder = embedder
@@ -97,29 +104,41 @@ class DocumentLore:
         entries: Sequence[LoreItem],
         degraded: list[str],
     ) -> list[LoreItem]:
+        """The best chunks, none repeating an entry of ``entries``: :meth:`found` then :meth:`pick`."""
+        return self.pick(await self.found(req, books, history, degraded), entries)
+
+    async def found(
+        self,
+        req: ContextAssembleRequest,
+        books: Sequence[ActiveBook],
+        history: Sequence[ChatLine],
+        degraded: list[str],
+    ) -> list[Found]:
+        """The chunks the search found, best first (before :meth:`pick`): independent of the activated entries,
+        so it runs beside the keyword activation."""
         s = self.settings
         text = vector_query(history, req.user_message, s.query_messages)
         if not books or not text.strip() or s.max_chunks == 0 or self._index is None or self._embedder is None:
             return []
         try:
-            return await asyncio.wait_for(self._items(req.tenant_id, books, text, entries), s.timeout_s)
+            return await asyncio.wait_for(self._found(req.tenant_id, books, text), s.timeout_s)
         except Exception as exc:  # the rest of the context still comes
             log.warning("document lore unavailable: %s: %s", type(exc).__name__, exc)
             degraded.append("lore_documents")
             return []
 
-    async def _items(
-        self, tenant_id: str, books: Sequence[ActiveBook], text: str, entries: Sequence[LoreItem]
-    ) -> list[LoreItem]:
+    async def _found(self, tenant_id: str, books: Sequence[ActiveBook], text: str) -> list[Found]:
         assert self._index is not None
         assert self._embedder is not None
         s = self.settings
         book_ids = sorted({b.book_id.split("@", 1)[0] for b in books})
-        docs = {
-            r.state.document_id: r
-            for r in await self._reads.list(tenant_id, lorebook_ids=book_ids)
-            if r.state.active_version is not None
-        }
+        listed = await cached(
+            self.cache,
+            ("documents", tenant_id, tuple(book_ids)),
+            (documents_topic(tenant_id), tenant_topic(tenant_id)),
+            lambda: self._reads.list(tenant_id, lorebook_ids=book_ids),
+        )
+        docs = {r.state.document_id: r for r in listed if r.state.active_version is not None}
         if not docs:
             return []
         [vector] = await self._embedder.embed([text])
@@ -130,7 +149,7 @@ class DocumentLore:
             doc_id, chunk_hash = h.payload.get(vp.DOCUMENT_ID), h.payload.get(vp.CHUNK_HASH)
             if isinstance(doc_id, str) and isinstance(chunk_hash, str) and doc_id in docs:
                 wanted.setdefault(doc_id, []).append((chunk_hash, h.score))
-        found: list[tuple[float, DocumentRecord, ChunkView]] = []
+        found: list[Found] = []
         for doc_id, pairs in wanted.items():
             rec = docs[doc_id]
             version = rec.state.active_version
@@ -138,9 +157,13 @@ class DocumentLore:
             chunks = await self._reads.chunks_by_hash(tenant_id, doc_id, version, [h for h, _ in pairs])
             found += [(score, rec, chunks[h]) for h, score in pairs if h in chunks]
         found.sort(key=lambda f: -f[0])
+        return found
+
+    def pick(self, found: Sequence[Found], entries: Sequence[LoreItem]) -> list[LoreItem]:
+        """The ``max_chunks`` best found chunks as lore items, leaving out one that repeats an entry's text."""
         out: list[LoreItem] = []
         for rank, (_, rec, chunk) in enumerate(found):
-            if len(out) >= s.max_chunks:
+            if len(out) >= self.settings.max_chunks:
                 break
             if repeats_entry(chunk.text, [*entries, *out]):
                 continue

@@ -20,17 +20,20 @@ import asyncio
 import functools
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
+from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
+from mnemo.services.context_assembler.gather.invalidations import lore_topic
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
 from mnemo.services.context_assembler.lore.activate import activate_lore_state, scan_texts, unversioned, versioned
 from mnemo.services.context_assembler.lore.documents import DocumentLore
+from mnemo.services.context_assembler.lore.documents import Found as DocumentFound
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, CompiledLore, compile_lore
 from mnemo.services.context_assembler.lore.engine.scan_types import ScanBudgetExceeded
 from mnemo.services.context_assembler.lore.scans import ScanPool, ScanRefused
 from mnemo.services.context_assembler.lore.timed import EMPTY as EMPTY_TIMED
-from mnemo.services.context_assembler.lore.timed import TimedStates
+from mnemo.services.context_assembler.lore.timed import TimedStates, TimedView
 from mnemo.services.context_assembler.lore.vectors import best_entries, has_vector_entries, vector_query
 from mnemo.services.context_assembler.settings import LoreScanSettings, LoreVectorSettings
 from mnemo.shared.embedders.port import Embedder
@@ -76,6 +79,12 @@ class _Lru(OrderedDict[K, V]):
             self.popitem(last=False)
 
 
+def _retrieve(task: asyncio.Future[CompiledLore]) -> None:
+    """A compilation nobody waited for to the end must not log "exception was never retrieved"."""
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("lore compilation failed: %s", task.exception())
+
+
 class LoreLoader:
     """Loads the active books of a request and compiles them, caching both per book version."""
 
@@ -91,7 +100,10 @@ class LoreLoader:
         timed: TimedStates | None = None,
         scan_settings: LoreScanSettings | None = None,
         documents: DocumentLore | None = None,
+        cache: LogCache | None = None,
     ) -> None:
+        """``cache``: the attachments (and their versions) are kept until a lorebook event of the tenant."""
+        self.cache = cache
         self._reads = reads
         self._scans = ScanPool(scan_settings)
         self.documents = documents
@@ -102,11 +114,17 @@ class LoreLoader:
         self.settings = settings or WorldInfoSettings()
         self.timed_timeout_s = TIMED_TIMEOUT_S
         self._books: _Lru[tuple[str, str, int], Lorebook] = _Lru(cache_size)
-        self._compiled: _Lru[tuple[object, ...], CompiledLore] = _Lru(cache_size)
+        self._compiled: _Lru[tuple[object, ...], asyncio.Future[CompiledLore]] = _Lru(cache_size)
         self._vectorized: _Lru[tuple[str, str], bool] = _Lru(cache_size)  # (tenant, book@version) -> any?
 
     async def books(self, req: ContextAssembleRequest) -> list[ActiveBook]:
-        refs = await self._reads.attached(req.tenant_id, req.bot_id, req.user_id, req.conversation_id)
+        t = req.tenant_id
+        refs = await cached(
+            self.cache,
+            ("attached", t, req.bot_id, req.user_id, req.conversation_id),
+            (lore_topic(t), tenant_topic(t)),
+            lambda: self._reads.attached(t, req.bot_id, req.user_id, req.conversation_id),
+        )
         missing = [r.lorebook_id for r in refs if (req.tenant_id, r.lorebook_id, r.version) not in self._books]
         versions = {r.lorebook_id: r.version for r in refs}
         if missing:
@@ -120,6 +138,19 @@ class LoreLoader:
                 out.append(ActiveBook(f"{ref.lorebook_id}@{versions[ref.lorebook_id]}", book, ref.source))
         return out
 
+    async def timed_before(self, req: ContextAssembleRequest, degraded: list[str]) -> TimedView:
+        """The conversation's timed effects before this request's scan (read under ``timed_timeout_s``); on a
+        failure the empty state, and ``lore_timed`` in ``degraded`` (the lore still comes, as on a fresh chat).
+        The gatherer starts it with the request's first reads: it depends on nothing else."""
+        if self._timed is None:
+            return EMPTY_TIMED
+        try:
+            return await asyncio.wait_for(self._timed.load(req), self.timed_timeout_s)
+        except Exception as exc:
+            log.warning("timed lore state unavailable: %s: %s", type(exc).__name__, exc)
+            degraded.append("lore_timed")
+            return EMPTY_TIMED
+
     async def activate(
         self,
         req: ContextAssembleRequest,
@@ -130,74 +161,98 @@ class LoreLoader:
         persona: PersonaProfile | None,
         similar: Mapping[str, float],
         degraded: list[str],
+        before: Awaitable[TimedView] | None = None,
     ) -> list[LoreItem]:
         """Activate the books on the chat with the conversation's timed effects, and record the new ones.
 
         The chat's length is the newest history message's index + 1 (+ 1 for ``user_message``). The timed
-        state is read and written under ``timed_timeout_s``; if either fails, the scan runs on an empty
-        state or its state is not kept, and ``lore_timed`` is named in ``degraded``. The scan runs off the
-        event loop within its budget (``lore_scans.py``); past it the request gets no keyword lore and
-        ``lore_scan_budget`` is named in ``degraded``.
+        state is read (``before``, or :meth:`timed_before` now) and written under ``timed_timeout_s``; if
+        either fails, the scan runs on an empty state or its state is not kept, and ``lore_timed`` is named
+        in ``degraded``. The books are compiled once per version on a worker, and the scan runs inline when
+        short, else on a worker, within its budget (``scans.py``); past it the request gets no keyword lore
+        and ``lore_scan_budget`` is named in ``degraded``.
         """
         macros = {"char": bot.name if bot else req.bot_id, "user": persona.name if persona else "User"}
         turn = history[-1].index + 1 if history else 0
         count = turn + (1 if req.user_message.strip() else 0)
-        before = EMPTY_TIMED
-        if self._timed is not None:
-            try:
-                before = await asyncio.wait_for(self._timed.load(req), self.timed_timeout_s)
-            except Exception as exc:  # the lore still comes, as on a fresh chat
-                log.warning("timed lore state unavailable: %s: %s", type(exc).__name__, exc)
-                degraded.append("lore_timed")
-        scan = functools.partial(
-            activate_lore_state,
-            self.compiled(req.tenant_id, books, macros),
-            history,
-            req.user_message,
-            max_tokens=req.max_tokens,
-            seed=f"{req.conversation_id}:{turn}",
-            user_name=macros["user"],
-            character=macros["char"],
-            similar=similar,
-            timed=versioned(before.state, books),
-            message_count=count,
-            scan_data=scan_texts(bot, persona),
-        )
+        loaded = await (before if before is not None else self.timed_before(req, degraded))
+        texts = scan_texts(bot, persona)
         try:
-            activation = await self._scans.run(req.tenant_id, lambda deadline: scan(deadline=deadline))
-        except (ScanRefused, ScanBudgetExceeded) as exc:  # the reply comes on time, without keyword lore
+            key, lore = await self.compiled_keyed(req.tenant_id, books, macros)
+            scan = functools.partial(
+                activate_lore_state,
+                lore,
+                history,
+                req.user_message,
+                max_tokens=req.max_tokens,
+                seed=f"{req.conversation_id}:{turn}",
+                user_name=macros["user"],
+                character=macros["char"],
+                similar=similar,
+                timed=versioned(loaded.state, books),
+                message_count=count,
+                scan_data=texts,
+            )
+            chars = len(req.user_message) + sum(len(h.content) for h in history) + sum(map(len, texts.values()))
+            activation = await self._scans.first_inline(
+                req.tenant_id, key, chars, lambda deadline: scan(deadline=deadline)
+            )
+        except (ScanRefused, ScanBudgetExceeded, TimeoutError) as exc:  # the reply comes on time, without keyword lore
             log.warning("lore scan refused for tenant %s: %s", req.tenant_id, exc)
             degraded.append("lore_scan_budget")
             return []
         if self._timed is not None and "lore_timed" not in degraded:
             try:
                 after = unversioned(activation.timed)
-                await asyncio.wait_for(self._timed.save(req, before, after, count), self.timed_timeout_s)
+                await asyncio.wait_for(self._timed.save(req, loaded, after, count), self.timed_timeout_s)
             except Exception as exc:  # the context is built; only the effects' next turn is at stake
                 log.warning("timed lore state not recorded: %s: %s", type(exc).__name__, exc)
                 degraded.append("lore_timed")
         return activation.items
 
-    async def document_items(
+    async def documents_found(
         self,
         req: ContextAssembleRequest,
         books: Sequence[ActiveBook],
         history: Sequence[ChatLine],
-        entries: Sequence[LoreItem],
         degraded: list[str],
-    ) -> list[LoreItem]:
-        """The attached documents' best chunks (``document_lore.py``), none without documents."""
+    ) -> list[DocumentFound]:
+        """The attached documents' chunks the search finds (``documents.py``), none without documents; they
+        become lore items with :meth:`document_items` once the entries are activated."""
         if self.documents is None:
             return []
-        return await self.documents.items(req, books, history, entries, degraded)
+        return await self.documents.found(req, books, history, degraded)
 
-    def compiled(self, tenant_id: str, books: Sequence[ActiveBook], macros: Mapping[str, str]) -> CompiledLore:
+    def document_items(self, found: Sequence[DocumentFound], entries: Sequence[LoreItem]) -> list[LoreItem]:
+        """The best found chunks that do not repeat an activated entry."""
+        return self.documents.pick(found, entries) if self.documents is not None else []
+
+    def wants_vectors(self, tenant_id: str, books: Sequence[ActiveBook]) -> bool:
+        """Whether :meth:`similar` will embed the recent text (an attached book has vector entries)."""
+        vs = self.vector_settings
+        usable = vs.max_entries > 0 and self._index is not None and self._embedder is not None
+        return usable and any(self._has_vector_entries(tenant_id, b) for b in books)
+
+    async def compiled(self, tenant_id: str, books: Sequence[ActiveBook], macros: Mapping[str, str]) -> CompiledLore:
+        """The books compiled with these macro values: once per (books at their versions, macros), on a worker
+        (``ScanPool.compile``), shared by the requests that wait for it meanwhile."""
+        return (await self.compiled_keyed(tenant_id, books, macros))[1]
+
+    async def compiled_keyed(
+        self, tenant_id: str, books: Sequence[ActiveBook], macros: Mapping[str, str]
+    ) -> tuple[tuple[object, ...], CompiledLore]:
+        """:meth:`compiled` and its cache key. Waits at most the scan budget: past it ``TimeoutError`` (the
+        compilation goes on, and the next request finds it done)."""
         key = (tenant_id, tuple((b.book_id, b.source) for b in books), tuple(sorted(macros.items())))
-        lore = self._compiled.get_fresh(key)
-        if lore is None:
-            lore = compile_lore(books, self.settings, macros)
-            self._compiled.put(key, lore)
-        return lore
+        task = self._compiled.get_fresh(key)
+        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+            build = functools.partial(compile_lore, list(books), self.settings, dict(macros))
+            task = asyncio.ensure_future(self._scans.compile(tenant_id, build))
+            task.add_done_callback(_retrieve)
+            self._compiled.put(key, task)
+        if task.done():
+            return key, task.result()
+        return key, await asyncio.wait_for(asyncio.shield(task), self._scans.settings.budget_s)
 
     async def similar(
         self, req: ContextAssembleRequest, books: Sequence[ActiveBook], history: Sequence[ChatLine], degraded: list[str]

@@ -1,4 +1,4 @@
-"""Lore scans off the event loop: a bounded thread pool, a cap per tenant, and a time budget per scan.
+"""Lore scans bounded: a short scan inline, the others on a bounded thread pool, a cap per tenant, a time budget.
 
 A keyword scan is CPU work that grows with the chat text times the keys (regex keys run on RE2, linear in
 the text, and release the GIL while they scan). Run inline, one tenant's huge book on long messages would
@@ -6,6 +6,13 @@ hold the event loop every other request of this replica waits on. Here each scan
 ``workers`` threads; a tenant holds at most ``per_tenant`` of them (the others stay free for other tenants),
 and a scan past ``budget_s`` stops at its next check (``ScanRequest.deadline``) and its request gets no
 keyword lore (``lore_scan_budget`` in ``degraded``). The caps are per replica, in process.
+
+The common scan is short: the new text of a conversation against a compiled book, well under a millisecond.
+Handing it to a thread costs more than that (two wake-ups, the GIL passed back and forth), so
+:meth:`ScanPool.first_inline` runs it on the loop first with a deadline of ``inline_s`` (5 ms) when the chat
+is short; past it the scan stops with no result, goes to a worker as above, and that book's scans skip the
+inline attempt for :data:`SLOW_FOR_S`. So the loop is held at most ``inline_s`` (plus one check's step) per
+book and minute, by any tenant. Compiling a book (``compile``) always runs on a worker.
 """
 
 from __future__ import annotations
@@ -17,9 +24,15 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from mnemo.services.context_assembler.lore.engine.scan_types import ScanBudgetExceeded
 from mnemo.services.context_assembler.settings import LoreScanSettings
 
 T = TypeVar("T")
+#: How long a book whose scan overran ``inline_s`` is scanned on the workers only.
+SLOW_FOR_S = 60.0
+#: Chat text (the history window, the user message and the extra texts) above which a scan never runs inline.
+INLINE_MAX_CHARS = 32_768
+_SLOW_MEMORY = 4096
 
 
 class ScanRefused(Exception):
@@ -31,6 +44,37 @@ class ScanPool:
         self.settings = settings or LoreScanSettings()
         self._pool = ThreadPoolExecutor(max_workers=self.settings.workers, thread_name_prefix="lore-scan")
         self._tenants: dict[str, tuple[asyncio.Semaphore, int]] = {}  # tenant -> (its slots, users)
+        self._slow: dict[object, float] = {}  # book key -> monotonic time until which it skips the inline try
+
+    async def first_inline(self, tenant_id: str, book: object, chars: int, scan: Callable[[float], T]) -> T:
+        """``scan(deadline)`` on the loop within ``inline_s`` when the chat has at most
+        :data:`INLINE_MAX_CHARS` characters and ``book`` (any hashable naming the compiled lore) has not
+        overrun lately; otherwise, or when it overruns, on a worker (:meth:`run`). ``scan`` must leave no
+        trace when it raises ``ScanBudgetExceeded`` (the engine's do not)."""
+        inline = self.settings.inline_s
+        now = time.monotonic()
+        if inline > 0 and chars <= INLINE_MAX_CHARS and self._slow.get(book, 0.0) <= now:
+            try:
+                return scan(now + inline)
+            except ScanBudgetExceeded:
+                if len(self._slow) >= _SLOW_MEMORY:
+                    self._slow = {k: until for k, until in self._slow.items() if until > now}
+                self._slow[book] = now + SLOW_FOR_S
+        return await self.run(tenant_id, scan)
+
+    async def compile(self, tenant_id: str, build: Callable[[], T]) -> T:
+        """``build()`` on a worker, holding one of the tenant's slots, with no budget: compiling costs what the
+        book's size does (bounded by the lore limits), and its result is cached by the caller."""
+        slots = self._enter(tenant_id)
+        try:
+            await slots.acquire()
+        except BaseException:
+            self._leave(tenant_id)
+            raise
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, build)
+        finally:
+            self._release(tenant_id, slots)
 
     async def run(self, tenant_id: str, scan: Callable[[float], T]) -> T:
         """``scan(deadline)`` on a worker; raises :class:`ScanRefused` when it does not end in its budget

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
 from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import try_append
@@ -27,6 +28,7 @@ from mnemo.shared.events.envelope import NewEvent, utcnow
 from mnemo.shared.events.recorded import (
     CONVERSATION_FORKED,
     LORE_TIMED_STATE_RECORDED,
+    ConversationForked,
     LoreTimedStateRecorded,
     conversation_stream,
     lore_timed_stream,
@@ -36,6 +38,7 @@ from mnemo_client.wire.contract import ContextAssembleRequest
 
 log = logging.getLogger(__name__)
 MAX_FORK_DEPTH = 32  # forks of forks followed up to the state's origin; deeper chains start empty
+HEADS_MEMORY = 65_536  # conversations whose first event is remembered (then the memory starts again)
 
 
 @dataclass(frozen=True)
@@ -51,26 +54,37 @@ EMPTY = TimedView(TimedState(), 0, 0)
 
 
 class TimedStates:
-    def __init__(self, store: EventStore, model: TimedPort, publisher: CommittedPublisher | None) -> None:
+    def __init__(
+        self, store: EventStore, model: TimedPort, publisher: CommittedPublisher | None, cache: LogCache | None = None
+    ) -> None:
+        """``cache``: each conversation's state is kept until its stream records a new one (this replica's
+        saves drop it at once, other replicas' through the relayed event)."""
+        self.cache = cache
         self._store = store
         self._model = model
         self._publisher = publisher
+        self._heads: dict[str, ConversationForked | None] = {}  # conversation stream -> its fork event, if any
 
     async def load(self, req: ContextAssembleRequest) -> TimedView:
-        stored = await self._model.state(req.tenant_id, req.user_id, req.conversation_id)
+        t, u, c = req.tenant_id, req.user_id, req.conversation_id
+        stored = await cached(
+            self.cache,
+            ("timed", t, u, c),
+            (lore_timed_stream(t, u, c), tenant_topic(t)),
+            lambda: self._model.state(t, u, c),
+        )
         if stored.version > 0:
             state = TimedState.model_validate({"sticky": stored.sticky, "cooldown": stored.cooldown})
             return TimedView(state, stored.version, stored.message_count)
-        return await self._inherited(req.tenant_id, req.user_id, req.conversation_id) or EMPTY
+        return await self._inherited(t, u, c) or EMPTY
 
     async def _inherited(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView | None:
         """The parent's state at the fork point, for a fork (None: not a fork, or nothing recorded by then)."""
         count: int | None = None
         for _ in range(MAX_FORK_DEPTH):
-            head = await self._store.read_stream(conversation_stream(tenant_id, user_id, conversation_id), limit=1)
-            if not head or head[0].type != CONVERSATION_FORKED.name:
+            fork = await self._fork_of(conversation_stream(tenant_id, user_id, conversation_id))
+            if fork is None:
                 return None
-            fork = CONVERSATION_FORKED.parse(head[0].payload)
             count = fork.from_index + 1 if count is None else min(count, fork.from_index + 1)
             conversation_id = fork.parent_conversation_id
             recorded = [
@@ -83,6 +97,20 @@ class TimedStates:
                 state = TimedState.model_validate({"sticky": last.sticky, "cooldown": last.cooldown})
                 return TimedView(state, 0, last.message_count)  # version 0: the fork's own stream is empty
         return None
+
+    async def _fork_of(self, stream: str) -> ConversationForked | None:
+        """The conversation's ``conversation.forked`` first event, or None: a stream's first event never
+        changes, so it is read once per conversation (and a conversation with no event yet is read again)."""
+        if stream in self._heads:
+            return self._heads[stream]
+        head = await self._store.read_stream(stream, limit=1)
+        if not head:
+            return None
+        fork = CONVERSATION_FORKED.parse(head[0].payload) if head[0].type == CONVERSATION_FORKED.name else None
+        if len(self._heads) >= HEADS_MEMORY:
+            self._heads.clear()
+        self._heads[stream] = fork
+        return fork
 
     async def save(self, req: ContextAssembleRequest, before: TimedView, after: TimedState, message_count: int) -> None:
         """Record ``after`` if the scan changed the state loaded as ``before``."""
@@ -103,6 +131,8 @@ class TimedStates:
 
         async def project(result: AppendResult) -> None:
             await self._model.apply(result.committed)
+            if self.cache is not None:
+                self.cache.changed(stream)
 
         # One attempt, no retry: the scan that lost the race is dropped (see the module docstring).
         result = await try_append(

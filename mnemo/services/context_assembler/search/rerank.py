@@ -15,10 +15,14 @@ fused order stands), so a re-ranker can improve retrieval but never break it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-__all__ = ["NoRerank", "Reranker"]
+from mnemo.services.context_assembler.items import ChatLine
+
+__all__ = ["NoRerank", "Reranker", "scores_by_id"]
+log = logging.getLogger(__name__)
 
 
 class Reranker(Protocol):
@@ -32,3 +36,18 @@ class NoRerank:
 
     async def rerank(self, query: str, passages: Sequence[str]) -> list[float] | None:
         return None
+
+
+async def scores_by_id(reranker: Reranker, query: str, lines: Sequence[ChatLine]) -> dict[str, float] | None:
+    """The re-ranking model's scores by message id, or None (no model, no query, or it failed: the fused order
+    stands, a re-ranker is an improvement, never a dependency)."""
+    if not query.strip() or not lines:
+        return None
+    try:
+        scores = await reranker.rerank(query, [line.content for line in lines])
+    except Exception as exc:
+        log.warning("re-ranker skipped: %s: %s", type(exc).__name__, exc)
+        return None
+    if scores is None or len(scores) != len(lines):
+        return None
+    return {line.message_id: score for line, score in zip(lines, scores, strict=True)}

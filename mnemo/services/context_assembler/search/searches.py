@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Collection, Sequence
 
 from mnemo.services.context_assembler.search.filters import (
     dated_filter,
@@ -55,11 +55,16 @@ class VectorSearch:
         self,
         req: ContextAssembleRequest,
         text: str,
-        history_ids: Sequence[str],
+        history_ids: Sequence[str] | Awaitable[Sequence[str]],
         degraded: list[str],
         other_branches: Collection[str] = (),
     ) -> Hits:
-        """Everything ``text`` finds for ``req``; messages in ``history_ids`` (the history window) excluded."""
+        """Everything ``text`` finds for ``req``; messages in ``history_ids`` (the history window) excluded.
+
+        ``history_ids`` may come later (an awaitable: the window shown depends on the lore the budget takes):
+        the embedding and the searches of summaries, legacy memories and facts do not wait for it, only the
+        messages' do. Each of the two stages has ``retrieval_timeout_s``; the wait between them counts in
+        neither."""
         s = self._settings
         sections = any((s.memories_limit, s.retrieved_limit, s.legacy_limit))  # the parts only search fills
         if not text.strip() or not (sections or s.knowledge_limit):
@@ -71,29 +76,40 @@ class VectorSearch:
                 degraded.append("embedder" if self._embedder is None else "vector_index")
             return Hits()
         stage = "embedder"
+        early: asyncio.Future[tuple[Found, Found, Found]] | None = None
         try:
             async with asyncio.timeout(s.retrieval_timeout_s):
                 [vector] = await self._embedder.embed([text])
                 stage = "vector_index"
                 sparse = query_sparse(req, text)
-                in_window = dated_filter(messages_filter(req, history_ids), req.user_message, time.time())
-                memories, messages, dated, legacy, facts = await asyncio.gather(
+                early = asyncio.gather(
                     self._find(
                         vector, sparse, memories_filter(req, other_branches), s.memories_limit * 2, vp.SUMMARY_ID
                     ),
-                    # A pool of three times the slots, re-ranked in Gatherer._retrieved (and several chunks of
-                    # one message may match).
-                    self._pool(vector, sparse, messages_filter(req, history_ids), s.retrieved_limit * 3),
-                    # The time the message refers to ("on 29 Dec 2023") searched on its own, so messages of
-                    # that day compete even when the whole conversation has better matches.
-                    self._pool(vector, sparse, in_window, s.retrieved_limit) if in_window else _no_points(),
                     self._find(vector, sparse, legacy_filter(req), s.legacy_limit * 2, vp.LEGACY_ID),
                     self._find(vector, sparse, facts_filter(req), s.knowledge_limit, vp.FACT_ID),
                 )
+            shown = history_ids if isinstance(history_ids, Sequence) else await history_ids
+            async with asyncio.timeout(s.retrieval_timeout_s):
+                in_window = dated_filter(messages_filter(req, shown), req.user_message, time.time())
+                messages, dated = await asyncio.gather(
+                    # A pool of three times the slots, re-ranked in Gatherer._retrieved (and several chunks of
+                    # one message may match).
+                    self._pool(vector, sparse, messages_filter(req, shown), s.retrieved_limit * 3),
+                    # The time the message refers to ("on 29 Dec 2023") searched on its own, so messages of
+                    # that day compete even when the whole conversation has better matches.
+                    self._pool(vector, sparse, in_window, s.retrieved_limit) if in_window else _no_points(),
+                )
+                memories, legacy, facts = await early
         except Exception as exc:  # TimeoutError included: retrieval is optional, the reply is not
             log.warning("retrieval skipped (%s): %s: %s", stage, type(exc).__name__, exc)
             degraded.append(stage)
             return Hits()
+        finally:
+            if early is not None and not early.done():
+                early.cancel()
+            elif early is not None and not early.cancelled():
+                early.exception()  # retrieved: a failure after the request gave up is not logged again
         # Both lists carry fusion scores of the same scale; best_per_key interleaves them by score.
         return Hits(memories, Found([*messages, *dated], None), legacy, facts, searched=True)
 

@@ -156,9 +156,12 @@ class InMemoryReadModels:
         theirs.sort(key=lambda s: (s.last_message_at is not None, s.last_message_at or _EPOCH), reverse=True)
         return theirs[offset : offset + limit], len(theirs)
 
-    async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
-        state = await self.conversation(tenant_id, user_id, conversation_id)
-        root = state.family_root if state is not None else conversation_id
+    async def family(
+        self, tenant_id: str, user_id: str, conversation_id: str, *, root: str | None = None
+    ) -> frozenset[str]:
+        if root is None:
+            state = await self.conversation(tenant_id, user_id, conversation_id)
+            root = state.family_root if state is not None else conversation_id
         forks = [
             s.conversation_id
             for s in self.states.values()
