@@ -35,10 +35,14 @@ class Backends:
 
 
 @contextlib.asynccontextmanager
-async def embedded_servers() -> AsyncIterator[Backends]:
-    """Fresh nats-server and SecantusDB under a temporary directory; settings pointing at them."""
-    with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as tmp:
-        data_dir = Path(tmp)
+async def embedded_servers(keep: Path | None = None) -> AsyncIterator[Backends]:
+    """Fresh nats-server and SecantusDB under a temporary directory (or ``keep``, which is left in place and
+    reused by the next run given it); settings pointing at them."""
+    with contextlib.ExitStack() as dirs:
+        data_dir = (
+            keep if keep is not None else Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix="mnemo-bench-")))
+        )
+        data_dir.mkdir(parents=True, exist_ok=True)
         nats_server = await asyncio.to_thread(start_nats, data_dir, "127.0.0.1", free_port())
         mongo_server = await asyncio.to_thread(start_mongo, data_dir, "127.0.0.1", free_port())
         try:
@@ -52,8 +56,8 @@ async def embedded_servers() -> AsyncIterator[Backends]:
 
 
 @contextlib.asynccontextmanager
-async def embedded_backends() -> AsyncIterator[Settings]:
-    async with embedded_servers() as backends:
+async def embedded_backends(keep: Path | None = None) -> AsyncIterator[Settings]:
+    async with embedded_servers(keep) as backends:
         yield backends.settings
 
 

@@ -190,7 +190,7 @@ async def breakdown(built: GathererArgs, requests: Sequence[ContextAssembleReque
     gatherer = Gatherer(*args, **kwargs)
     # ``estimate_tokens`` is looked up in its module by the token counter the assembler uses by default, so
     # this times every token count of the assembly (not the lore engine's, which holds its own reference).
-    targets = [(gatherer_module, "activate_lore"), (gatherer_module, "reachable_history"), (tokens, "estimate_tokens")]
+    targets = [(gatherer_module, "reachable_history"), (tokens, "estimate_tokens")]
     await gatherer.gather(requests[0])  # warm the lore caches, as a running replica has them
     timings.clear()
     calls.clear()
@@ -252,6 +252,15 @@ def print_cpu(rows: Sequence[tuple[str, int, float, float]]) -> None:
     print(f"\n{'cProfile: most own time per request (<- its costliest caller)':<120}{'calls':>9}{'own':>8}{'cum':>8}")
     for where, calls, own, cum in rows:
         print(f"{where[-120:]:<120}{calls:>9}{own:>8.2f}{cum:>8.2f}")
+
+
+def lore_share(rows: Sequence[Row]) -> float | None:
+    """``lore.activate``'s share of a request's time (gather + assemble + serialisation), per request."""
+    per_request = {key: ms for key, _c, _m, ms, _a in rows}
+    total = sum(per_request.get(k, 0.0) for k in ("TOTAL gather", "TOTAL assemble", "TOTAL serialise reply"))
+    if "lore.activate" not in per_request or total <= 0:
+        return None
+    return round(per_request["lore.activate"] / total, 3)
 
 
 def as_json(rows: Sequence[Row]) -> dict[str, list[float | None]]:
