@@ -8,7 +8,7 @@ TOOLS := $(VENV)/tools/bin
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster chart chart-check test test-ui chromium test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-ingest bench-embedding bench-log-consumers bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-observe bench-documents chaos up down clean
+.PHONY: run cluster chart chart-check test test-ui chromium test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-quick bench-ingest bench-embedding bench-log-consumers bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-observe bench-documents chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json workbench/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -100,6 +100,11 @@ docs: $(STAMP)
 	$(VENV)/bin/mnemo nats-config --out deploy/helm/mnemo/files/nats-auth.conf
 	$(VENV)/bin/mnemo contract-doc
 	cd clients/js && npm run --silent generate
+
+## The regression guard: context, lore, ingest and embedding at a reduced size, each ratio against its same-run
+## reference (a few minutes; bench/quick.py). Run it before and after a change to a hot path.
+bench-quick: $(STAMP)
+	$(PY) -m bench.quick $(ARGS)
 
 bench-ingest: $(STAMP)
 	$(PY) -m bench.ingest $(ARGS)

@@ -61,10 +61,10 @@ async def import_one(settings: Settings, name: str, data: bytes) -> dict[str, An
             "embedded_chunks_per_s": round(state["chunks"] / embedded_s, 2)}  # fmt: skip
 
 
-async def main(batch_size: int) -> dict[str, Any]:
-    pages = book.pages()
+async def main(batch_size: int, limit_pages: int | None = None) -> dict[str, Any]:
+    pages = book.pages()[:limit_pages]
     pdf = await asyncio.to_thread(book.pdf, pages)
-    text = book.text().encode("utf-8")
+    text = "\f".join(pages).encode("utf-8")  # as book.text(): pages separated by form feeds
     results: dict[str, Any] = {}
     for name, data in ((f"{book.TITLE}.pdf", pdf), (f"{book.TITLE}.txt", text)):
         async with embedded_servers() as backends:
@@ -92,5 +92,6 @@ async def main(batch_size: int) -> dict[str, Any]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--batch-size", type=int, default=Settings().embedder.batch_size)
+    parser.add_argument("--pages", type=int, help="only the book's first N pages (a quick run)")
     args = parser.parse_args()
-    print_result(asyncio.run(main(args.batch_size)))
+    print_result(asyncio.run(main(args.batch_size, args.pages)))
