@@ -91,6 +91,20 @@ async def ask(
     return reply
 
 
+async def ask_whole(
+    nc: nats.NATS, tenant: str, conv: str, question: str, max_tokens: int = 60000, tries: int = 5
+) -> dict[str, Any]:
+    """:func:`ask`, asked again (a few times) while the reply misses a part that did not answer in time: on a
+    loaded machine the query embedding or a search can pass its deadline (``embedder``, ``vector_index`` in
+    ``degraded``), and a test of what the budget keeps needs every part there. Budget notes (``lore:<uid>``,
+    ``knowledge:<id>``) are part of the answer, not a failure."""
+    for _ in range(tries - 1):
+        reply = await ask(nc, tenant, conv, question, max_tokens)
+        if all(":" in part for part in reply["degraded"]):
+            return reply
+    return await ask(nc, tenant, conv, question, max_tokens)
+
+
 def message(tenant: str, conv: str, i: int, text: str, persona: str, name: str) -> dict[str, Any]:
     return turn(
         i,
@@ -231,7 +245,7 @@ async def test_the_budget_cuts_in_their_order_and_a_constant_entry_that_cannot_f
             return "m-25" in history_ids(reply) and all(kept(reply, book_id).values())
 
         await wait_for_stack(everything_served, "history, memories, a legacy memory, lore and knowledge in the context")
-        full = await ask(nc, tenant, conv, question)
+        full = await ask_whole(nc, tenant, conv, question)
         everything = kept(full, book_id)
         assert section(full, "system").startswith("You are Mirelle.\nThe realm is called Vessa.")
         assert "[system] The lighthouse keeper is a retired smuggler." in section(full, "history")
@@ -239,7 +253,7 @@ async def test_the_budget_cuts_in_their_order_and_a_constant_entry_that_cannot_f
         order: list[str] = []
         last: dict[str, Any] = full
         for budget in range(full["token_count"], 63, -3):
-            reply = await ask(nc, tenant, conv, question, budget)
+            reply = await ask_whole(nc, tenant, conv, question, budget)
             assert reply["token_count"] <= budget or [s["name"] for s in reply["sections"]] == ["system", "persona"]
             now = kept(reply, book_id)
             order += [part for part, n in now.items() if n < everything[part] and part not in order]
@@ -247,7 +261,7 @@ async def test_the_budget_cuts_in_their_order_and_a_constant_entry_that_cannot_f
                 order.append("history_floor")
             last = reply
         # The fact is unrelated to that question (it competes and goes like a memory); asked about, it is named.
-        related = await ask(nc, tenant, conv, "Where does the crown lie, under the obsidian stone?", budget)
+        related = await ask_whole(nc, tenant, conv, "Where does the crown lie, under the obsidian stone?", budget)
     finally:
         await nc.drain()
     assert order[0] == "history"
