@@ -39,3 +39,18 @@ def test_the_turns_only_figure_does_not_credit_memories():
     summary = summarize([r])
     assert summary["token_budget_turns_only"]["500"] == 0.5
     assert summary["system"]["recall@5"] == 0.5
+
+
+def test_packing_replay_skips_a_memory_whose_turns_are_seen_only_when_asked():
+    from bench.retrieval_packing import replay
+
+    row = {
+        "sections": {"100": {"history": 10, "system": 0}},
+        "history": ["h"],
+        "scored": [["a", 0.9], ["b", 0.5]],
+        "memories": [{"score": 0.8, "tokens": 40, "message_ids": ["a"]}, {"score": None, "tokens": 5}],
+    }
+    cost = {"a": 40, "b": 45, "h": 10}
+    assert replay(row, cost, 100) == {"h", "a"}  # the memory takes the room b needed
+    assert replay(row, cost, 100, dedup=True) == {"h", "a", "b"}
+    assert replay(row, cost, 100, history=0) == {"a"}  # 40 + 40: b still does not fit
