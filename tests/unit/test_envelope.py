@@ -15,7 +15,14 @@ from mnemo.shared.events.envelope import (
     stream_id,
     stream_parts,
 )
-from mnemo.shared.events.recorded import REGISTRY, RecordedPayload
+from mnemo.shared.events.recorded import (
+    REGISTRY,
+    LorebookEntryCreated,
+    LorebookEntryUpdated,
+    LorebookEntryWritten,
+    RecordedPayload,
+    new_event,
+)
 from mnemo.shared.tokens import estimate_tokens
 
 
@@ -213,3 +220,15 @@ def test_registry_payload_parses_an_envelope_by_its_type() -> None:
     assert REGISTRY.payload(env) == MessageDeleted(user_id="u", conversation_id="c", message_id="m", deleted_at=at)
     with pytest.raises(UnknownEventType):
         REGISTRY.payload(env.model_copy(update={"type": "nope"}))
+
+
+def test_an_event_takes_its_type_from_its_payload_class() -> None:
+    """Two types sharing a base class stay apart, and a class no type is registered for is refused."""
+    fields = {"lorebook_id": "b", "uid": 1, "entry": {"content": "x"}, "at": "2026-11-26T00:00:00Z"}
+    created = new_event(LorebookEntryCreated(**fields), tenant_id="t", event_id="e1")
+    updated = new_event(LorebookEntryUpdated(**fields), tenant_id="t", causation_id="e1")
+    assert (created.type, updated.type) == ("lorebook.entry_created", "lorebook.entry_updated")
+    assert (created.event_id, created.causation_id, updated.causation_id) == ("e1", None, "e1")
+    assert created.payload == {**fields, "at": "2026-11-26T00:00:00Z", "owner_user_id": None}
+    with pytest.raises(UnknownEventType):
+        new_event(LorebookEntryWritten(**fields), tenant_id="t")

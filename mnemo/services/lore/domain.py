@@ -18,11 +18,10 @@ from mnemo.services.lore.formats.convert import ImportResult, MalformedFileError
 from mnemo.services.lore.formats.importer import import_lorebook
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import (
-    LOREBOOK_ATTACHED,
-    LOREBOOK_IMPORTED,
     LorebookAttached,
     LorebookImported,
     lorebook_stream,
+    new_event,
 )
 from mnemo_client.wire.lore_contract import LoreAttachRequest, LoreImportRequest
 
@@ -64,24 +63,22 @@ def import_events(
         imported_at=now,
     )
     events = [
-        NewEvent(
+        new_event(
+            imported,
             event_id=deterministic_id(stream, "imported", *suffix),
-            type=LOREBOOK_IMPORTED.name,
             tenant_id=req.tenant_id,
             occurred_at=now,
-            payload=imported.model_dump(mode="json"),
         )
     ]
     if req.attach_to_bots:
         bots = sorted(set(req.attach_to_bots))
         attached = LorebookAttached(lorebook_id=lorebook_id, bot_ids=bots, attached_at=now)
         events.append(
-            NewEvent(
+            new_event(
+                attached,
                 event_id=deterministic_id(stream, "attached", *bots, *suffix),
-                type=LOREBOOK_ATTACHED.name,
                 tenant_id=req.tenant_id,
                 occurred_at=now,
-                payload=attached.model_dump(mode="json"),
             )
         )
     return events
@@ -96,6 +93,4 @@ def attach_event(req: LoreAttachRequest, now: datetime) -> NewEvent:
         conversation_id=conv.conversation_id if conv else None,
         attached_at=now,
     )
-    return NewEvent(
-        type=LOREBOOK_ATTACHED.name, tenant_id=req.tenant_id, occurred_at=now, payload=attached.model_dump(mode="json")
-    )
+    return new_event(attached, tenant_id=req.tenant_id, occurred_at=now)

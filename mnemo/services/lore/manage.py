@@ -13,24 +13,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import (
-    LOREBOOK_ATTACHED,
-    LOREBOOK_CREATED,
-    LOREBOOK_DELETED,
-    LOREBOOK_DETACHED,
-    LOREBOOK_ENTRY_CREATED,
-    LOREBOOK_ENTRY_DELETED,
-    LOREBOOK_ENTRY_UPDATED,
     LorebookAttached,
     LorebookCreated,
     LorebookDeleted,
     LorebookDetached,
+    LorebookEntryCreated,
     LorebookEntryDeleted,
+    LorebookEntryUpdated,
     LorebookEntryWritten,
+    RecordedPayload,
     lorebook_stream,
+    new_event,
 )
 from mnemo.shared.lore.history import BookState
 from mnemo.shared.lore.keys import regex_key_refusal
@@ -63,14 +60,13 @@ def owned(state: BookState | None, user_id: str, lorebook_id: str, *, allow_dele
     return state
 
 
-def _event(state: BookState, kind: str, key: str, event_type: str, payload: BaseModel, now: datetime) -> NewEvent:
+def _event(state: BookState, kind: str, key: str, payload: RecordedPayload, now: datetime) -> NewEvent:
     stream = lorebook_stream(state.tenant_id, state.lorebook_id)
-    return NewEvent(
+    return new_event(
+        payload,
         event_id=deterministic_id(stream, kind, key, str(state.version)),
-        type=event_type,
         tenant_id=state.tenant_id,
         occurred_at=now,
-        payload=payload.model_dump(mode="json"),
     )
 
 
@@ -93,11 +89,11 @@ def create_book(state: BookState | None, req: LoreBookCreateRequest, now: dateti
         description=req.description,
         created_at=now,
     )
-    events = [_event(base, "created", "", LOREBOOK_CREATED.name, created, now)]
+    events = [_event(base, "created", "", created, now)]
     if req.attach_to_bots:
         bots = sorted(set(req.attach_to_bots))
         attached = LorebookAttached(lorebook_id=lorebook_id, bot_ids=bots, attached_at=now)
-        events.append(_event(base, "attached", ",".join(bots), LOREBOOK_ATTACHED.name, attached, now))
+        events.append(_event(base, "attached", ",".join(bots), attached, now))
     return events
 
 
@@ -105,7 +101,7 @@ def delete_book(state: BookState, now: datetime) -> list[NewEvent]:
     if state.deleted:
         return []
     gone = LorebookDeleted(lorebook_id=state.lorebook_id, at=now)
-    return [_event(state, "deleted", "", LOREBOOK_DELETED.name, gone, now)]
+    return [_event(state, "deleted", "", gone, now)]
 
 
 def detach(state: BookState, req: LoreDetachRequest, now: datetime) -> list[NewEvent]:
@@ -118,7 +114,7 @@ def detach(state: BookState, req: LoreDetachRequest, now: datetime) -> list[NewE
         detached_at=now,
     )
     key = ",".join([*detached.bot_ids, f"{detached.user_id}/{detached.conversation_id}"])
-    return [_event(state, "detached", key, LOREBOOK_DETACHED.name, detached, now)]
+    return [_event(state, "detached", key, detached, now)]
 
 
 def _camel(fields: dict[str, Any]) -> dict[str, Any]:
@@ -145,8 +141,10 @@ def _validated(fields: dict[str, Any]) -> LoreEntry:
     return entry
 
 
-def _written(state: BookState, entry: LoreEntry, now: datetime) -> LorebookEntryWritten:
-    return LorebookEntryWritten(
+def _written(
+    kind: type[LorebookEntryWritten], state: BookState, entry: LoreEntry, now: datetime
+) -> LorebookEntryWritten:
+    return kind(
         lorebook_id=state.lorebook_id,
         uid=entry.uid,
         entry=entry.model_dump(mode="json"),
@@ -168,7 +166,7 @@ def create_entry(state: BookState, req: LoreEntryCreateRequest, now: datetime) -
             return existing, []
         raise BadRequest(f"uid {entry.uid} is already an entry of this book; use entry.update to change it")
     return entry, [
-        _event(state, "entry_created", str(entry.uid), LOREBOOK_ENTRY_CREATED.name, _written(state, entry, now), now)
+        _event(state, "entry_created", str(entry.uid), _written(LorebookEntryCreated, state, entry, now), now)
     ]
 
 
@@ -183,8 +181,8 @@ def update_entry(state: BookState, req: LoreEntryUpdateRequest, now: datetime) -
     entry = _validated({**current.model_dump(by_alias=True), **changes})
     if entry == current:
         return current, []
-    written = _written(state, entry, now)
-    return entry, [_event(state, "entry_updated", str(entry.uid), LOREBOOK_ENTRY_UPDATED.name, written, now)]
+    written = _written(LorebookEntryUpdated, state, entry, now)
+    return entry, [_event(state, "entry_updated", str(entry.uid), written, now)]
 
 
 def delete_entry(state: BookState, uid: int, now: datetime) -> list[NewEvent]:
@@ -192,4 +190,4 @@ def delete_entry(state: BookState, uid: int, now: datetime) -> list[NewEvent]:
     if state.entry(uid) is None:
         return []
     gone = LorebookEntryDeleted(lorebook_id=state.lorebook_id, uid=uid, at=now)
-    return [_event(state, "entry_deleted", str(uid), LOREBOOK_ENTRY_DELETED.name, gone, now)]
+    return [_event(state, "entry_deleted", str(uid), gone, now)]

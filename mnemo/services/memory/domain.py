@@ -15,8 +15,6 @@ from datetime import datetime
 
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, deterministic_id
 from mnemo.shared.events.recorded import (
-    LEGACY_LORE_CREATED,
-    LEGACY_LORE_DELETED,
     SUMMARY_CREATED,
     SUMMARY_RETIRED,
     LegacyLoreCreated,
@@ -24,6 +22,7 @@ from mnemo.shared.events.recorded import (
     SummaryCreated,
     SummaryRetired,
     legacy_lore_stream,
+    new_event,
 )
 from mnemo_client.wire.memory_contract import LEGACY_MEMORY, MemoryConvertToLoreRequest
 
@@ -125,12 +124,11 @@ def legacy_entry(
 
 def legacy_created_event(tenant_id: str, entry: LegacyLoreCreated) -> NewEvent:
     stream = legacy_lore_stream(tenant_id, entry.user_id, entry.legacy_id)
-    return NewEvent(
+    return new_event(
+        entry,
         event_id=deterministic_id(stream, "created"),
-        type=LEGACY_LORE_CREATED.name,
         tenant_id=tenant_id,
         occurred_at=entry.created_at,
-        payload=entry.model_dump(mode="json"),
     )
 
 
@@ -138,12 +136,11 @@ def legacy_deleted_event(tenant_id: str, user_id: str, memory_id: str, now: date
     legacy_id = legacy_id_for(tenant_id, user_id, memory_id)
     stream = legacy_lore_stream(tenant_id, user_id, legacy_id)
     deleted = LegacyLoreDeleted(legacy_id=legacy_id, user_id=user_id, memory_id=memory_id, deleted_at=now)
-    return NewEvent(
+    return new_event(
+        deleted,
         event_id=deterministic_id(stream, "deleted"),
-        type=LEGACY_LORE_DELETED.name,
         tenant_id=tenant_id,
         occurred_at=now,
-        payload=deleted.model_dump(mode="json"),
     )
 
 
@@ -156,11 +153,10 @@ def memory_deleted_event(tenant_id: str, memory: SummaryCreated, now: datetime) 
         reason="deleted",
         retired_at=now,
     )
-    return NewEvent(
+    return new_event(
+        retired,
         # The id the summarizer gives a retirement (one per summary and reason), so each is recorded once.
         event_id=deterministic_id("summary.retired", memory.summary_id, "deleted"),
-        type=SUMMARY_RETIRED.name,
         tenant_id=tenant_id,
         occurred_at=now,
-        payload=retired.model_dump(mode="json"),
     )

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 
 from mnemo.shared.eventlog.port import Append
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
-from mnemo.shared.events.recorded import MESSAGES_WITNESSED, MessageRecorded, MessagesWitnessed, knowledge_stream
+from mnemo.shared.events.recorded import (
+    MESSAGES_WITNESSED,
+    MessageRecorded,
+    MessagesWitnessed,
+    knowledge_stream,
+    new_event,
+)
 
 
 @dataclass(frozen=True)
@@ -50,15 +56,14 @@ def witnesses_of(
             first_index=msg.index,
             last_index=msg.index,
         )
-        event = NewEvent(
+        event = new_event(
+            payload,
             event_id=witness_event_id(tenant_id, kind, character_id, msg),
-            type=MESSAGES_WITNESSED.name,
             tenant_id=tenant_id,
             occurred_at=msg.created_at,
             causation_id=causation_id,
             correlation_id=causation_id,
             traceparent=traceparent,
-            payload=payload.model_dump(mode="json"),
         )
         out.append(Witnessing(knowledge_stream(tenant_id, character_id), event))
     return out

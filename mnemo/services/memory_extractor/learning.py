@@ -33,12 +33,11 @@ from mnemo.services.memory_extractor.settings import KnowledgeSettings
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.eventlog.port import EventStore
-from mnemo.shared.events.envelope import EventEnvelope, NewEvent
+from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
-    FACT_LEARNED,
-    FACTS_CONSOLIDATED,
     MessageRecorded,
     knowledge_stream,
+    new_event,
     player_scope,
 )
 from mnemo.shared.llm.port import ChatModel, LLMError, ProgressCallback
@@ -173,15 +172,14 @@ class Learning:
     @staticmethod
     def _fact_event(tenant_id: str, cand: FactCandidate, source: SourceMessage | None) -> Witnessing:
         payload = cand.payload(tenant_id)
-        event = NewEvent(
+        event = new_event(
+            payload,
             event_id=payload.fact_id,
-            type=FACT_LEARNED.name,
             tenant_id=tenant_id,
             occurred_at=cand.learned_at,
             causation_id=source.env.event_id if source else None,
             correlation_id=(source.env.correlation_id or source.env.event_id) if source else None,
             traceparent=source.traceparent if source else None,
-            payload=payload.model_dump(mode="json"),
         )
         return Witnessing(knowledge_stream(tenant_id, cand.character_id), event)
 
@@ -223,12 +221,11 @@ class Learning:
                 method=method,
                 prompt_version=prompt_version,
             )
-            event = NewEvent(
+            event = new_event(
+                fact,
                 event_id=fact.fact_id,
-                type=FACTS_CONSOLIDATED.name,
                 tenant_id=tenant_id,
                 occurred_at=fact.learned_at,
-                payload=fact.model_dump(mode="json"),
             )
             pending.append(Witnessing(knowledge_stream(tenant_id, character_id), event))
         await self.commit(pending)

@@ -29,6 +29,7 @@ from mnemo.shared.events.recorded import (
     FactLearned,
     FactRetired,
     knowledge_stream,
+    new_event,
     player_scope,
 )
 from mnemo.shared.readmodels.knowledge import ACTIVE, FactView
@@ -224,4 +225,4 @@ class ManualKnowledge:
 def _event(tenant_id: str, kind: str, payload: FactLearned | FactRetired) -> NewEvent:
     # Derived from the fact and the change, so an append retried after a lost reply is the same event.
     event_id = deterministic_id(kind, tenant_id, payload.fact_id, "manual")
-    return NewEvent(event_id=event_id, type=kind, tenant_id=tenant_id, payload=payload.model_dump(mode="json"))
+    return new_event(payload, event_id=event_id, tenant_id=tenant_id)

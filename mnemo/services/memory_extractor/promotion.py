@@ -19,12 +19,11 @@ from mnemo.shared.eventlog.append import AppendDecision, append_with_retry
 from mnemo.shared.eventlog.port import AppendResult, EventStore
 from mnemo.shared.events.envelope import NewEvent, new_id, utcnow
 from mnemo.shared.events.recorded import (
-    FACT_PROMOTED,
-    FACT_UNPROMOTED,
     FactPromoted,
     FactUnpromoted,
     campaign_scope,
     knowledge_stream,
+    new_event,
     player_scope,
 )
 from mnemo.shared.readmodels.knowledge import ACTIVE, FactView
@@ -121,9 +120,8 @@ class Promotions:
             to_scope=to_scope,
             at=utcnow(),
         )
-        return NewEvent(
+        return new_event(
+            payload,
             event_id=new_id(),
-            type=(FACT_PROMOTED if promote else FACT_UNPROMOTED).name,
             tenant_id=tenant_id,
-            payload=payload.model_dump(mode="json"),
         )

@@ -18,14 +18,14 @@ from mnemo.services.memory_extractor.curation import consolidated_fact, merge_ex
 from mnemo.services.memory_extractor.domain import Witnessing
 from mnemo.services.memory_extractor.learning import Learning, SourceMessage
 from mnemo.shared.eventlog.port import EventStore
-from mnemo.shared.events.envelope import EventEnvelope, NewEvent, deterministic_id, utcnow
+from mnemo.shared.events.envelope import EventEnvelope, deterministic_id, utcnow
 from mnemo.shared.events.recorded import (
     FACT_RETIRED,
-    FACTS_CONSOLIDATED,
     MESSAGE_RECORDED,
     FactRetired,
     created_event_id,
     knowledge_stream,
+    new_event,
 )
 from mnemo.shared.llm.port import ProgressCallback
 from mnemo.shared.readmodels.knowledge import FactView, source_key
@@ -67,14 +67,13 @@ class Revisions:
                 message_id=message_id,
                 retired_at=env.occurred_at,
             )
-            event = NewEvent(
+            event = new_event(
+                retired,
                 event_id=deterministic_id(FACT_RETIRED.name, t, f.fact_id, env.event_id),
-                type=FACT_RETIRED.name,
                 tenant_id=t,
                 occurred_at=env.occurred_at or utcnow(),
                 causation_id=env.event_id,
                 traceparent=traceparent,
-                payload=retired.model_dump(mode="json"),
             )
             pending.append(Witnessing(knowledge_stream(t, f.character_id), event))
         await self._learning.commit(pending)
@@ -114,12 +113,11 @@ class Revisions:
             conversation_id=retired.conversation_id,
             text=merge_extractive(survivors),
         )
-        event = NewEvent(
+        event = new_event(
+            fact,
             event_id=fact.fact_id,
-            type=FACTS_CONSOLIDATED.name,
             tenant_id=env.tenant_id,
             occurred_at=fact.learned_at,
             causation_id=env.event_id,
-            payload=fact.model_dump(mode="json"),
         )
         await self._learning.commit([Witnessing(knowledge_stream(env.tenant_id, retired.character_id), event)])

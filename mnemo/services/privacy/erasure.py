@@ -30,8 +30,8 @@ from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import append_at_head
 from mnemo.shared.eventlog.port import EventStore
-from mnemo.shared.events.envelope import NewEvent, deterministic_id, new_id, utcnow
-from mnemo.shared.events.recorded import ERASURE_COMPLETED, ErasureCompleted, privacy_stream
+from mnemo.shared.events.envelope import deterministic_id, new_id, utcnow
+from mnemo.shared.events.recorded import ErasureCompleted, new_event, privacy_stream
 from mnemo.shared.readmodels import catalog
 from mnemo.shared.readmodels.documents import DOCUMENTS
 from mnemo.shared.readmodels.lore import LOREBOOKS
@@ -119,11 +119,10 @@ class Eraser:
             erased_at=erased_at,
         )
         stream = privacy_stream(target.tenant_id)
-        new = NewEvent(
+        new = new_event(
+            event,
             event_id=deterministic_id(stream, erasure_id),
-            type=ERASURE_COMPLETED.name,
             tenant_id=target.tenant_id,
-            payload=event.model_dump(mode="json"),
         )
         result = await append_at_head(self._store, stream, [new])
         if result.committed:

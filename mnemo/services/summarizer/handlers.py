@@ -50,14 +50,13 @@ from mnemo.shared.eventlog.append import AppendDecision, append_at_head, append_
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import (
-    SUMMARY_CREATED,
-    SUMMARY_RETIRED,
     MessageDeleted,
     MessageEdited,
     MessageRecorded,
     SummaryCreated,
     SummaryRetired,
     conversation_stream,
+    new_event,
     summary_stream,
 )
 from mnemo.shared.llm.port import ChatModel, LLMError
@@ -142,7 +141,7 @@ class Summarizer:
         if missing:
             payloads = await self._range_summaries(msg, rng, missing, settings)
             if payloads:
-                new = [self._event(env, p.summary_id, SUMMARY_CREATED.name, p, traceparent) for p in payloads]
+                new = [self._event(env, p.summary_id, p, traceparent) for p in payloads]
                 await self._append(summary_stream(env.tenant_id, msg.user_id, msg.conversation_id), new)
             else:
                 log.info("range %s-%s of %s has no text; no summary", rng.first_index, rng.last_index, stream)
@@ -232,10 +231,10 @@ class Summarizer:
                 return
             cid = consolidation.consolidation_id(env.tenant_id, user_id, conversation_id, [c.summary_id for c in batch])
             merged = await self._consolidated(cid, batch, settings)
-            new = [self._event(env, cid, SUMMARY_CREATED.name, merged, traceparent)]
+            new = [self._event(env, cid, merged, traceparent)]
             for child in batch:
                 rid, retired = consolidation.retirement(child, "consolidated", cid, merged.end_at)
-                new.append(self._event(env, rid, SUMMARY_RETIRED.name, retired, traceparent))
+                new.append(self._event(env, rid, retired, traceparent))
             await self._append_at(stream, live, new)
         log.warning("%s: consolidation did not settle in %d folds", stream, MAX_FOLDS_PER_EVENT)
 
@@ -293,9 +292,9 @@ class Summarizer:
                 )
                 fresh = await self._recompute(env, old, rid, settings)
                 if fresh is not None:
-                    new.append(self._event(env, rid, SUMMARY_CREATED.name, fresh, traceparent))
+                    new.append(self._event(env, rid, fresh, traceparent))
                 eid, retired = consolidation.retirement(old, "stale", rid if fresh else None, at)
-                new.append(self._event(env, eid, SUMMARY_RETIRED.name, retired, traceparent))
+                new.append(self._event(env, eid, retired, traceparent))
             return AppendDecision(live.version, new, None)  # nothing stale: nothing to append
 
         await append_with_retry(self._store, stream, decide, publisher=self._publisher)
@@ -337,20 +336,18 @@ class Summarizer:
     def _event(
         cause: EventEnvelope,
         event_id: str,
-        type_name: str,
         payload: SummaryCreated | SummaryRetired,
         traceparent: str | None,
     ) -> NewEvent:
         occurred = payload.end_at if isinstance(payload, SummaryCreated) else payload.retired_at
-        return NewEvent(
+        return new_event(
+            payload,
             event_id=event_id,
-            type=type_name,
             tenant_id=cause.tenant_id,
             occurred_at=occurred,
             causation_id=cause.event_id,
             correlation_id=cause.correlation_id or cause.event_id,
             traceparent=traceparent,
-            payload=payload.model_dump(mode="json"),
         )
 
     async def _append_at(self, stream: str, live: LiveSet, events: list[NewEvent]) -> None:

@@ -24,7 +24,7 @@ from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import try_append
 from mnemo.shared.eventlog.port import AppendResult, EventStore
-from mnemo.shared.events.envelope import NewEvent, utcnow
+from mnemo.shared.events.envelope import utcnow
 from mnemo.shared.events.recorded import (
     CONVERSATION_FORKED,
     LORE_TIMED_STATE_RECORDED,
@@ -32,6 +32,7 @@ from mnemo.shared.events.recorded import (
     LoreTimedStateRecorded,
     conversation_stream,
     lore_timed_stream,
+    new_event,
 )
 from mnemo.shared.readmodels.lore_timed import TimedPort
 from mnemo_client.wire.contract import ContextAssembleRequest
@@ -124,9 +125,7 @@ class TimedStates:
             cooldown={k: v.model_dump() for k, v in after.cooldown.items()},
             recorded_at=utcnow(),
         )
-        event = NewEvent(
-            type=LORE_TIMED_STATE_RECORDED.name, tenant_id=req.tenant_id, payload=payload.model_dump(mode="json")
-        )
+        event = new_event(payload, tenant_id=req.tenant_id)
         stream = lore_timed_stream(req.tenant_id, req.user_id, req.conversation_id)
 
         async def project(result: AppendResult) -> None:

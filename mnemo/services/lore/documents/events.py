@@ -13,11 +13,6 @@ from typing import Any
 
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import (
-    DOCUMENT_ACCEPTED,
-    DOCUMENT_CHUNKED,
-    DOCUMENT_COMPLETED,
-    DOCUMENT_DELETED,
-    DOCUMENT_FAILED,
     DocumentAccepted,
     DocumentChunk,
     DocumentChunked,
@@ -25,6 +20,7 @@ from mnemo.shared.events.recorded import (
     DocumentDeleted,
     DocumentFailed,
     document_stream,
+    new_event,
 )
 from mnemo.shared.events.recorded.base import RecordedPayload
 
@@ -43,16 +39,13 @@ def inline_object_name(tenant_id: str, document_id: str, version: int) -> str:
     return f"{tenant_id}/documents/{document_id}/v{version}"
 
 
-def _event(
-    tenant_id: str, document_id: str, key: str, event_type: str, payload: RecordedPayload, now: datetime
-) -> NewEvent:
+def _event(tenant_id: str, document_id: str, key: str, payload: RecordedPayload, now: datetime) -> NewEvent:
     stream = document_stream(tenant_id, document_id)
-    return NewEvent(
+    return new_event(
+        payload,
         event_id=deterministic_id(stream, key),
-        type=event_type,
         tenant_id=tenant_id,
         occurred_at=now,
-        payload=payload.model_dump(mode="json"),
     )
 
 
@@ -79,7 +72,7 @@ def accepted(
         size=size,
         at=now,
     )
-    return _event(tenant_id, document_id, f"accepted/{version}", DOCUMENT_ACCEPTED.name, payload, now)
+    return _event(tenant_id, document_id, f"accepted/{version}", payload, now)
 
 
 def chunked(
@@ -98,7 +91,6 @@ def chunked(
             tenant_id,
             document_id,
             f"chunked/{version}/{n}",
-            DOCUMENT_CHUNKED.name,
             DocumentChunked(
                 document_id=document_id,
                 version=version,
@@ -126,14 +118,14 @@ def completed(
         hashes=sorted({str(c["hash"]) for c in chunks}),
         at=now,
     )
-    return _event(tenant_id, document_id, f"completed/{version}", DOCUMENT_COMPLETED.name, payload, now)
+    return _event(tenant_id, document_id, f"completed/{version}", payload, now)
 
 
 def failed(tenant_id: str, document_id: str, version: int, reason: str, now: datetime) -> NewEvent:
     payload = DocumentFailed(document_id=document_id, version=version, reason=reason, at=now)
-    return _event(tenant_id, document_id, f"failed/{version}", DOCUMENT_FAILED.name, payload, now)
+    return _event(tenant_id, document_id, f"failed/{version}", payload, now)
 
 
 def deleted(tenant_id: str, document_id: str, version: int, now: datetime) -> NewEvent:
     payload = DocumentDeleted(document_id=document_id, at=now)
-    return _event(tenant_id, document_id, f"deleted/{version}", DOCUMENT_DELETED.name, payload, now)
+    return _event(tenant_id, document_id, f"deleted/{version}", payload, now)

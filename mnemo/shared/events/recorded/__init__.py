@@ -9,7 +9,7 @@ re-exports them all so callers import from one place.
 
 from __future__ import annotations
 
-from mnemo.shared.events.recorded.base import REGISTRY, RecordedPayload
+from mnemo.shared.events.recorded.base import REGISTRY, RecordedPayload, new_event
 from mnemo.shared.events.recorded.conversation import (
     CONVERSATION_FORKED,
     MESSAGE_ALTERNATIVE_DELETED,
@@ -202,6 +202,7 @@ __all__ = [
     "legacy_lore_stream",
     "lore_timed_stream",
     "lorebook_stream",
+    "new_event",
     "persona_stream",
     "player_scope",
     "privacy_stream",
