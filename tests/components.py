@@ -67,6 +67,15 @@ class Published:
         return [e for e in self.events if e.type in types]
 
 
+#: A memory to retrieve by meaning, and lines about anything else to bury it in.
+DRAGON = "The dragon sleeps under the old mill, guarding a chest of silver."
+FILLER = [
+    "We bought bread at the market.", "The weather turned cold by noon.", "A bard sang about the harvest.",
+    "The innkeeper lost his keys again.", "Our horses needed new shoes.", "We played dice until late.",
+    "The bridge was repaired last spring.", "Children chased geese along the river.",
+]  # fmt: skip
+
+
 def deps(**extra: Any) -> Deps:
     """Deps over the in-memory event store and the read models' in-memory fakes, with no database (a test may
     also hand a router the fakes it shares with another)."""

@@ -4,7 +4,7 @@ and deletions of messages as new events to append)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, deterministic_id
@@ -84,6 +84,15 @@ def message_recorded(
     }
     stream = conversation_stream(tenant, user_id, conversation_id)
     return recorded(tenant, stream, index + 1, "message.recorded", payload, created_at)
+
+
+def message_to_append(tenant: str, index: int, content: str, at: datetime) -> NewEvent:
+    """The ``message.recorded`` of message ``m<index>`` of ``u1``'s conversation ``c1`` (to Ana, persona ``p1``,
+    bot ``b1``), to append: ``at`` plus ``index`` minutes."""
+    payload = {"user_id": "u1", "conversation_id": "c1", "message_id": f"m{index}", "role": "user", "author_id": "p1",
+               "author_name": "Ana", "content": content, "created_at": at + timedelta(minutes=index),
+               "bot_ids": ["b1"], "persona_id": "p1", "index": index, "tokens": 10}  # fmt: skip
+    return NewEvent(type="message.recorded", tenant_id=tenant, payload=payload)
 
 
 def message_edited(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -47,3 +49,12 @@ async def request_reply(nc: Any, subject: str, data: bytes, timeout: float = 20.
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.05)
+
+
+def http_get(url: str) -> tuple[int, str]:
+    """The status and body of a GET (an error status too, with its body), as a probe or scraper reads it."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()

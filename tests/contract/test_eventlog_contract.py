@@ -29,6 +29,7 @@ from mnemo.shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, Co
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, UnknownEventType
 from mnemo.shared.events.recorded import REGISTRY, conversation_stream
 from mnemo.shared.tokens import estimate_tokens
+from tests.contract.databases import fresh_database
 
 TENANT = "tenant-a"
 
@@ -137,21 +138,8 @@ async def h(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
         mem = InMemoryEventStore(c)
         yield Harness(mem, c, "inmemory", _mem=mem)
         return
-    from pymongo import AsyncMongoClient
-
-    # mongo_url is a sync fixture (the session's SecantusDB), so it can be requested lazily from here.
-    url = (
-        request.getfixturevalue("mongo_url")
-        if request.param == "secantusdb"
-        else request.getfixturevalue("real_mongodb_url")
-    )
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(url)
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    try:
-        yield await _mongo_harness(client[name], request.param)
-    finally:
-        await client.drop_database(name)
-        await client.close()
+    async with fresh_database(request, request.param) as db:
+        yield await _mongo_harness(db, request.param)
 
 
 async def _all(h: Harness) -> list[EventEnvelope]:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore, KeyStore, WrappedKey
 from mnemo.shared.eventlog.keystore import MongoKeyStore
 from mnemo.shared.keys import user_scope
+from tests.contract.databases import fresh_database
 
 
 @pytest.fixture(params=["inmemory", "secantusdb", "mongodb"])
@@ -19,22 +18,10 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[KeyStore]:
     if request.param == "inmemory":
         yield InMemoryKeyStore()
         return
-    from pymongo import AsyncMongoClient
-
-    url = (
-        request.getfixturevalue("mongo_url")
-        if request.param == "secantusdb"
-        else request.getfixturevalue("real_mongodb_url")
-    )
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(url)
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    try:
-        keys = MongoKeyStore(client[name])
+    async with fresh_database(request, request.param) as db:
+        keys = MongoKeyStore(db)
         await keys.ensure_indexes()
         yield keys
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 async def test_missing_tenant_has_no_key(store: KeyStore) -> None:

@@ -10,7 +10,6 @@ fake and the SecantusDB adapter side by side and compare every answer, so the fa
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -39,6 +38,7 @@ from mnemo.shared.readmodels.lore_timed import TimedPort
 from mnemo.shared.readmodels.messages import MessageKey
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
 from mnemo.shared.readmodels.witnessed import WitnessedPort
+from tests.contract.databases import fresh_database
 from tests.envelopes import message_recorded, recorded
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -80,40 +80,20 @@ async def on_mongo(db: Any, kind: str) -> Ports:
     return ports_of(kind, MongoReadModelPorts(db, FieldCipher(os.urandom(32), InMemoryKeyStore())))
 
 
-async def _client_db(url: str) -> tuple[Any, str]:
-    from pymongo import AsyncMongoClient
-
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(url)
-    return client, f"t_{uuid.uuid4().hex[:12]}"
-
-
 @pytest.fixture(params=["inmemory", "secantusdb", "mongodb"])
 async def p(request: pytest.FixtureRequest) -> AsyncIterator[Ports]:
     if request.param == "inmemory":
         yield inmemory()
         return
-    url = (
-        request.getfixturevalue("mongo_url")
-        if request.param == "secantusdb"
-        else request.getfixturevalue("real_mongodb_url")
-    )
-    client, name = await _client_db(url)
-    try:
-        yield await on_mongo(client[name], request.param)
-    finally:
-        await client.drop_database(name)
-        await client.close()
+    async with fresh_database(request, request.param) as db:
+        yield await on_mongo(db, request.param)
 
 
 @pytest.fixture
-async def both(mongo_url: str) -> AsyncIterator[tuple[Ports, Ports]]:
+async def both(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Ports, Ports]]:
     """A fake and the SecantusDB adapters, to fold one scenario into both and compare the answers."""
-    client, name = await _client_db(mongo_url)
-    try:
-        yield inmemory(), await on_mongo(client[name], "secantusdb")
-    finally:
-        await client.drop_database(name)
-        await client.close()
+    async with fresh_database(request, "secantusdb") as db:
+        yield inmemory(), await on_mongo(db, "secantusdb")
 
 
 async def alike(

@@ -6,6 +6,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+#: Six turns of a visit to a lighthouse keeper: enough for a summary, a fact or two and a memory to recall.
+LIGHTHOUSE = [
+    "We reached the lighthouse at dusk and the keeper let us in.",
+    "He showed us a chart of the northern reefs, drawn by his mother.",
+    "The chart marks a wreck nobody has found in sixty years.",
+    "I promised to bring the chart back after we copy it.",
+    "The keeper asked us to keep the wreck a secret from the harbour master.",
+    "We left before midnight with the copy rolled in oilcloth.",
+]
+
 
 def turn(
     i: int,

@@ -12,6 +12,7 @@ from typing import Any
 import nats
 import pytest
 
+from tests.e2e.scenes import LIGHTHOUSE as LINES
 from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
 
@@ -20,14 +21,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 CREATED = "mnemo.chat.message.created.v1"
 LIST, CONVERT, DELETE = "mnemo.rpc.memory.list.v1", "mnemo.rpc.memory.convert_to_lore.v1", "mnemo.rpc.memory.delete.v1"
 TENANT, USER, CONV = "t-memory", "u-1", "c-1"
-LINES = [
-    "We reached the lighthouse at dusk and the keeper let us in.",
-    "He showed us a chart of the northern reefs, drawn by his mother.",
-    "The chart marks a wreck nobody has found in sixty years.",
-    "I promised to bring the chart back after we copy it.",
-    "The keeper asked us to keep the wreck a secret from the harbour master.",
-    "We left before midnight with the copy rolled in oilcloth.",
-]
 
 
 def messages(n: int) -> list[dict[str, Any]]:

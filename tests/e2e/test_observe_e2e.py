@@ -9,7 +9,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import urllib.request
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +19,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
+from tests.waiting import http_get
 
 pytestmark = pytest.mark.e2e
 CREATED = "mnemo.chat.message.created.v1"
@@ -27,14 +27,6 @@ ASSEMBLE = "mnemo.rpc.context.assemble.v1"
 USAGE = "mnemo.rpc.ops.usage.v1"
 TENANTS = {"t-usage-a": 4, "t-usage-b": 2}  # messages each
 REQUESTS = {"t-usage-a": 2, "t-usage-b": 1}  # context requests each
-
-
-def get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 async def request(nc: nats.NATS, subject: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -117,8 +109,8 @@ def test_mnemo_status_usage_and_the_stacks_own_probes(fed: StackProcess) -> None
     [process] = json.loads(status.stdout)["processes"]
     assert (process["name"], process["ready"]) == ("mnemo", True)
     url = json.loads((fed.data_dir / "run" / "probes.json").read_text())["mnemo"]
-    assert get(f"{url}/readyz")[0] == 200
-    metrics = get(f"{url}/metrics")[1]
+    assert http_get(f"{url}/readyz")[0] == 200
+    metrics = http_get(f"{url}/metrics")[1]
     assert f'mnemo_rpc_requests_total{{subject="{ASSEMBLE}"}}' in metrics
     assert 'mnemo_messages_handled_total{service="ingest"}' in metrics
     assert 'mnemo_ingest_messages_total{partition="0"}' in metrics

@@ -28,20 +28,13 @@ from mnemo_client import (
     SyncMnemoClient,
 )
 from tests.e2e.fresh_venv import ROOT, doc_block, isolated_env, make_venv, pip_install
+from tests.e2e.scenes import LIGHTHOUSE as LINES
 from tests.e2e.stackproc import SECURE, StackProcess
 from tests.waiting import wait_for_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 TENANT, USER, CONV, BOT = "t-client", "u-1", "c-1", "maren"
-LINES = [
-    "We reached the lighthouse at dusk and the keeper let us in.",
-    "He showed us a chart of the northern reefs, drawn by his mother.",
-    "The chart marks a wreck nobody has found in sixty years.",
-    "I promised to bring the chart back after we copy it.",
-    "The keeper asked us to keep the wreck a secret from the harbour master.",
-    "We left before midnight with the copy rolled in oilcloth.",
-]
 ENTRY = {"uid": 0, "key": ["lighthouse"], "content": "The lighthouse keeper is a retired smuggler.", "position": 0}
 BOOK = {"entries": {"0": {**ENTRY, "order": 100}}}
 

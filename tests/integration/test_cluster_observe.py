@@ -11,8 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,6 +20,7 @@ import pytest
 from mnemo.runtime import catalog
 from mnemo.shared import subjects
 from tests.integration.test_cluster import ClusterProcess
+from tests.waiting import http_get
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -39,20 +38,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterProcess
     proc.stop()
 
 
-def get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
 def services(cluster: ClusterProcess) -> list[dict[str, Any]]:
     return [p for p in cluster.pids()["processes"] if p["kind"] == "service"]
 
 
 def readiness(entry: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    status, body = get(f"{entry['http']}/readyz")
+    status, body = http_get(f"{entry['http']}/readyz")
     return status, json.loads(body)
 
 
@@ -70,13 +61,13 @@ def test_every_service_process_answers_its_probes(cluster: ClusterProcess):
     assert sorted({e["name"] for e in entries}) == sorted(SERVICES)
     for entry in entries:
         assert entry["http"].startswith("http://127.0.0.1:"), entry
-        assert get(f"{entry['http']}/healthz")[0] == 200
+        assert http_get(f"{entry['http']}/healthz")[0] == 200
         wait_until(lambda e=entry: readiness(e)[0] == 200, f"{entry['name']} ready", 120)
         checks = readiness(entry)[1]["checks"]
         assert {"nats", "jetstream", "mongodb", "consumers"} <= set(checks), checks
         if entry["name"] == "context-assembler":
             assert checks["vectors"].startswith("ok: shard at stream sequence"), checks
-        status, text = get(f"{entry['http']}/metrics")
+        status, text = http_get(f"{entry['http']}/metrics")
         assert status == 200
         assert f'mnemo_build_info{{service="{entry["name"]}",' in text
         assert "process_cpu_seconds_total" in text
@@ -84,7 +75,7 @@ def test_every_service_process_answers_its_probes(cluster: ClusterProcess):
 
 def test_consumers_report_their_durable_and_rpc_services_their_requests(cluster: ClusterProcess):
     for entry in services(cluster):
-        text = get(f"{entry['http']}/metrics")[1]
+        text = http_get(f"{entry['http']}/metrics")[1]
         if entry["name"] in CONSUMERS:
             durable = subjects.durable(entry["name"])
             assert f'mnemo_consumer_pending_messages{{durable="{durable}",' in text, entry["name"]
@@ -100,7 +91,7 @@ def test_readyz_turns_unready_when_the_database_stops_and_ready_after_it_restart
             checks = readiness(entry)[1]["checks"]
             assert checks["mongodb"].startswith("failed"), checks
             assert checks["nats"].startswith("ok"), checks
-            assert get(f"{entry['http']}/healthz")[0] == 200
+            assert http_get(f"{entry['http']}/healthz")[0] == 200
     finally:
         restart = subprocess.run(
             [*cluster.cli("restart", "secantusd")], capture_output=True, text=True, timeout=300, check=False

@@ -24,16 +24,11 @@ from mnemo.shared import subjects
 from mnemo.shared.settings import Settings, VectorsSettings
 from mnemo.shared.vectors.follower import FollowedIndex, PointsFollower
 from mnemo.shared.vectors.stream import StreamPointWriter
-from tests.components import Rpc, deps, items, published, retrieval_chain
+from tests.components import DRAGON, FILLER, Rpc, deps, items, published, retrieval_chain
 from tests.vector_stream import fresh_points_stream
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
 T, U, C = "t1", "u1", "c1"
-DRAGON = "The dragon sleeps under the old mill, guarding a chest of silver."
-FILLER = [
-    "We bought bread at the market.", "The weather turned cold by noon.", "A bard sang about the harvest.",
-    "The innkeeper lost his keys again.", "Our horses needed new shoes.", "We played dice until late.",
-]  # fmt: skip
 FOLLOWER_LAG_S = 1.0
 
 
@@ -72,7 +67,7 @@ async def chain(nats_url: str, tmp_path: Path, embedder: Any, read_wait_ms: int)
                 decode_command(subjects.BOT_UPSERTED, json.dumps({"tenant_id": T, "bot_id": "ada", "name": "Ada",
                                "updated_at": T0.isoformat()}).encode()),
                 *(decode_command(subjects.MESSAGE_CREATED, created(i, text))
-                  for i, text in enumerate([DRAGON, *FILLER])),
+                  for i, text in enumerate([DRAGON, *FILLER[:6]])),
             ]  # fmt: skip
             assert await ingest.on_chat_batch(items(commands)) == []
             # The embedding batch: its log events are acked once this returns (every PubAck awaited).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
@@ -11,28 +11,16 @@ from mnemo.runtime.replay import replay
 from mnemo.shared.analyzer import ANALYZER_VERSION
 from mnemo.shared.bootstrap import open_core
 from mnemo.shared.embedders.multilingual import MODEL_ID
-from mnemo.shared.events.envelope import NewEvent
-from mnemo.shared.events.recorded import MESSAGE_RECORDED, conversation_stream
+from mnemo.shared.events.recorded import conversation_stream
 from mnemo.shared.settings import EmbedderSettings, Settings
 from mnemo.shared.sparse import query_vector
 from mnemo.shared.vectors import points
 from mnemo.shared.vectors.port import VectorFilter
+from tests.envelopes import message_to_append
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 TEXTS = ["然后我们去玄天宗拜访。", "昨日、東京タワーに行きました。", "We reached the lighthouse at dusk."]
-
-
-def recorded(i: int, text: str) -> NewEvent:
-    return NewEvent(
-        type=MESSAGE_RECORDED.name,
-        tenant_id="t-reindex",
-        payload={
-            "user_id": "u1", "conversation_id": "c1", "message_id": f"m{i}", "role": "user", "author_id": "p1",
-            "author_name": "Ana", "content": text, "created_at": (T0 + timedelta(minutes=i)).isoformat(),
-            "bot_ids": ["b1"], "persona_id": "p1", "index": i, "tokens": 10,
-        },
-    )  # fmt: skip
 
 
 def test_target_embedder_reads_the_model_flag() -> None:
@@ -49,7 +37,7 @@ async def test_reindex_re_embeds_with_the_new_model_and_then_has_nothing_to_do(c
     core = await open_core(core_settings)
     try:
         stream = conversation_stream("t-reindex", "u1", "c1")
-        await core.store.append(stream, 0, [recorded(i, t) for i, t in enumerate(TEXTS)])
+        await core.store.append(stream, 0, [message_to_append("t-reindex", i, t, T0) for i, t in enumerate(TEXTS)])
     finally:
         await core.close()
     await replay(core_settings, embedded=False)  # the bundled English model, 384-d

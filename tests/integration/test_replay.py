@@ -2,51 +2,32 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
 from mnemo.shared.bootstrap import open_core
-from mnemo.shared.events.envelope import NewEvent
-from mnemo.shared.events.recorded import MESSAGE_DELETED, MESSAGE_EDITED, MESSAGE_RECORDED, conversation_stream
+from mnemo.shared.events.recorded import conversation_stream
 from mnemo.shared.readmodels import ReadModels
 from mnemo.shared.settings import Settings
 from mnemo.shared.vectors.port import VectorFilter
+from tests.envelopes import message_deleted, message_edited, message_to_append
 from tests.integration.event_log import replay_twice
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 
-def recorded(i: int, text: str) -> NewEvent:
-    return NewEvent(
-        type=MESSAGE_RECORDED.name,
-        tenant_id="t-replay",
-        payload={
-            "user_id": "u1", "conversation_id": "c1", "message_id": f"m{i}", "role": "user", "author_id": "p1",
-            "author_name": "Ana", "content": text, "created_at": (T0 + timedelta(minutes=i)).isoformat(),
-            "bot_ids": ["b1"], "persona_id": "p1", "index": i, "tokens": 10,
-        },
-    )  # fmt: skip
-
-
 async def test_replay_rebuilds_read_models_and_vectors_from_the_log(core_settings: Settings) -> None:
     core = await open_core(core_settings)
     try:
         stream = conversation_stream("t-replay", "u1", "c1")
-        edit = NewEvent(
-            type=MESSAGE_EDITED.name,
-            tenant_id="t-replay",
-            payload={"user_id": "u1", "conversation_id": "c1", "message_id": "m1", "content": "The lighthouse keeper lied.",
-                     "edited_at": T0.isoformat(), "tokens": 6},
-        )  # fmt: skip
-        delete = NewEvent(
-            type=MESSAGE_DELETED.name,
-            tenant_id="t-replay",
-            payload={"user_id": "u1", "conversation_id": "c1", "message_id": "m2", "deleted_at": T0.isoformat()},
-        )
+        edit = message_edited("t-replay", "u1", "c1", "m1", "The lighthouse keeper lied.", T0, 6)
+        delete = message_deleted("t-replay", "u1", "c1", "m2", T0)
         texts = ["We reached the lighthouse at dusk.", "The keeper said nobody lives here.", "A ship burned."]
-        await core.store.append(stream, 0, [*(recorded(i, t) for i, t in enumerate(texts)), edit, delete])
+        await core.store.append(
+            stream, 0, [*(message_to_append("t-replay", i, t, T0) for i, t in enumerate(texts)), edit, delete]
+        )
     finally:
         await core.close()
 
@@ -107,13 +88,11 @@ async def test_replay_in_stream_mode_resets_the_points_stream_and_replicas_follo
     core = await open_core(settings)
     try:
         stream = conversation_stream("t-replay", "u1", "c1")
-        delete = NewEvent(
-            type=MESSAGE_DELETED.name,
-            tenant_id="t-replay",
-            payload={"user_id": "u1", "conversation_id": "c1", "message_id": "m1", "deleted_at": T0.isoformat()},
-        )
+        delete = message_deleted("t-replay", "u1", "c1", "m1", T0)
         texts = ["We reached the lighthouse at dusk.", "The keeper said nobody lives here.", "A ship burned."]
-        await core.store.append(stream, 0, [*(recorded(i, t) for i, t in enumerate(texts)), delete])
+        await core.store.append(
+            stream, 0, [*(message_to_append("t-replay", i, t, T0) for i, t in enumerate(texts)), delete]
+        )
     finally:
         await core.close()
     early = await open_core(settings.model_copy(update={"data_dir": settings.data_dir / "early"}), vectors="read")

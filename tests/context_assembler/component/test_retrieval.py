@@ -11,16 +11,10 @@ import pytest
 
 from mnemo.services.ingest.handlers import decode_command
 from mnemo.shared import subjects
-from tests.components import Rpc, deps, edge_index, items, published, retrieval_chain
+from tests.components import DRAGON, FILLER, Rpc, deps, edge_index, items, published, retrieval_chain
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
 T, U, C = "t1", "u1", "c1"
-DRAGON = "The dragon sleeps under the old mill, guarding a chest of silver."
-FILLER = [
-    "We bought bread at the market.", "The weather turned cold by noon.", "A bard sang about the harvest.",
-    "The innkeeper lost his keys again.", "Our horses needed new shoes.", "We played dice until late.",
-    "The bridge was repaired last spring.", "Children chased geese along the river.",
-]  # fmt: skip
 
 
 @pytest.fixture
