@@ -169,3 +169,28 @@ def test_events_are_built_from_their_payload_class():
         if "NewEvent(" in p.read_text() and p.parent.name != "recorded" and p.name != "envelope.py"
     }
     assert by_hand == BUILD_EVENTS_BY_NAME
+
+
+SERVICES = sorted(p for p in (ROOT / "mnemo" / "services").iterdir() if (p / "__init__.py").exists())
+#: What registers a subscription or an RPC, or declares the service: the wiring, which lives in app.py alone.
+_WIRING = re.compile(r"ServiceDefinition\(|NatsRouter\(|\.subscriber\(|\bserve\(router|consumer_router\(")
+#: What does I/O: a domain module decides, it neither waits nor talks to a server.
+_IO = ("asyncio", "faststream", "nats", "pymongo", "httpx", "qdrant_client", "qdrant_edge")
+
+
+def test_every_service_has_the_room_plan():
+    """``app.py`` wires it (router, subscriptions, RPCs, its ``DEFINITION``), ``__main__.py`` runs it alone, and
+    nothing but ``app.py`` registers a subscription (docs/architecture.md, "Where things live")."""
+    for service in SERVICES:
+        assert {"app.py", "__main__.py"} <= {p.name for p in service.iterdir()}, service.name
+        wired = {p.relative_to(service).as_posix() for p in service.rglob("*.py") if _WIRING.search(p.read_text())}
+        # The gateway is an ASGI app: no NATS router (docs/architecture.md, "Ways to run").
+        assert wired == (set() if service.name == "gateway" else {"app.py"}), (service.name, wired)
+
+
+def test_a_services_domain_does_no_io():
+    domains = [p for service in SERVICES for p in (service / "domain.py", *service.glob("domain/*.py")) if p.exists()]
+    assert len(domains) >= 6
+    for path in domains:
+        io = {m for m in _imports(path) if m.split(".")[0] in _IO}
+        assert io == set(), f"{path.relative_to(ROOT)} does I/O: {sorted(io)}"
