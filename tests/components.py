@@ -21,6 +21,7 @@ from faststream.nats import NatsBroker, NatsRouter, TestNatsBroker
 
 from mnemo.services.context_assembler.app import create_router as create_assembler
 from mnemo.services.context_assembler.gather.reads import ReadModelReads
+from mnemo.services.context_assembler.recall.search import RecallReads
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.services.embedding.app import chunk_strings
 from mnemo.services.embedding.handlers import EmbeddingHandler
@@ -38,6 +39,7 @@ from mnemo.shared.readmodels.inmemory import (
     InMemoryKnowledge,
     InMemoryLegacyLore,
     InMemoryLore,
+    InMemoryMemories,
     InMemoryReadModels,
     InMemorySummaries,
 )
@@ -147,17 +149,30 @@ class Reads:
         self.knowledge = InMemoryKnowledge()
         self.legacy = InMemoryLegacyLore()
         self.lore = InMemoryLore()
+        self.memories = InMemoryMemories()
 
     def embedding_handler(self, index: VectorIndex, embedder: Any, *, facts: bool = True) -> EmbeddingHandler:
         """The embedding service's handler over these read models (``facts=False``: facts are not indexed)."""
         knowledge = self.knowledge if facts else None
         return EmbeddingHandler(
-            index, embedder, self.models, chunk_strings, self.summaries, self.legacy, self.lore, knowledge
+            index,
+            embedder,
+            self.models,
+            chunk_strings,
+            self.summaries,
+            self.legacy,
+            self.lore,
+            knowledge,
+            memories=self.memories,
         )
 
     def assembler_reads(self) -> ReadModelReads:
         """What the context-assembler reads, over these read models."""
         return ReadModelReads(self.models, self.summaries, self.knowledge, self.legacy)
+
+    def recall_reads(self) -> RecallReads:
+        """What the memory search reads, over these read models."""
+        return RecallReads(self.memories, self.summaries, self.knowledge, self.legacy)
 
 
 @asynccontextmanager

@@ -317,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gw.add_argument("action", nargs="?", choices=("serve", "new-key"), default="serve")
     gw.add_argument("tenant", nargs="?", help="new-key: the tenant the key acts for")
+    gw.add_argument(
+        "--engine", action="store_true", help="new-key: with the memory API's engine right (docs/memory-api.md)"
+    )
     gw.set_defaults(func=gateway_command)
 
     ref = sub.add_parser("settings-doc", help="write the settings reference (every MNEMO_* variable)")

@@ -1,4 +1,4 @@
-"""`mnemo lore|memories|context|dlq|gateway ...`: commands against a running deployment, through the public
+"""`mnemo lore|memories|context|dlq|gateway ...` (the memory API's commands: ``cli_memory.py``): commands against a running deployment, through the public
 contract over NATS (``mnemo/runtime/contract_client.py``), never the database. Each prints rich tables, or the
 reply as JSON with ``--json``; an error reply prints its code and message and exits 1."""
 
@@ -15,7 +15,7 @@ from typing import Any, get_args
 
 from rich.console import Console
 
-from mnemo.runtime import views
+from mnemo.runtime import cli_memory, views
 from mnemo.runtime.contract_client import ContractError, connected, contract_call
 from mnemo.runtime.dlq import dead_letters, redrive
 from mnemo.shared import subjects
@@ -106,6 +106,10 @@ async def memories_list(args: argparse.Namespace, console: Console) -> dict[str,
     if not args.json:
         views.memories(console, reply)
     return reply
+
+
+async def memory_api(args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    return await cli_memory.run(args, console, _call)
 
 
 async def context(args: argparse.Namespace, console: Console) -> dict[str, Any]:
@@ -200,6 +204,7 @@ def add_commands(sub: Any) -> None:
     ml.add_argument("--offset", type=int, default=0)
     _common(ml)
     ml.set_defaults(func=_run(memories_list))
+    cli_memory.add_commands(mem, _common, _run(memory_api))
 
     ctx = sub.add_parser("context", help="ask for a context: sections, sources, activated lore and why, degraded")
     ctx.add_argument("--conversation", required=True)
@@ -232,7 +237,7 @@ def gateway_command(args: argparse.Namespace) -> int:
             return 2
         from mnemo.services.gateway.auth import new_key
 
-        key, line = new_key(args.tenant)
+        key, line = new_key(args.tenant, engine=args.engine)
         print(f"key (give it to the platform; it is not stored): {key}\nline for MNEMO_GATEWAY__API_KEYS_FILE:\n{line}")
         return 0
     from mnemo.services.gateway.serve import main

@@ -1,6 +1,8 @@
 """Least-privilege NATS users: the one table of who may publish and subscribe to what, and its server config.
 
-Users: ``platform`` (publishes chat events, calls the RPCs, nothing of the log or the dead letters), one per
+Users: ``platform`` (publishes chat events, calls the RPCs, nothing of the log or the dead letters; it holds
+the memory API's engine right), ``player`` (code acting for one player, such as ``mnemo mcp``: the context and
+the memory API's own-namespace calls, not their ``engine`` twins: docs/memory-api.md), one per
 service (its own consumers, RPC subjects and dead-letter subject, plus what every service's core does:
 declare the streams and relay recorded events to ``mnemo.log.>``), ``stack`` (the embedded stack's shared
 core and ``mnemo replay``) and ``admin`` (operators' tools: everything). Each user receives replies only on
@@ -25,7 +27,7 @@ from mnemo.shared.lease import LEASE_BUCKET
 from mnemo.shared.natsconn import inbox_prefix
 
 JS_API = "$JS.API"
-PLATFORM, HOST, ADMIN = "platform", "stack", "admin"
+PLATFORM, PLAYER, HOST, ADMIN = "platform", "player", "stack", "admin"
 #: The operators' requests (the usage report across tenants): the admin user's alone.
 OPS_ALL = "mnemo.rpc.ops.>"
 #: Streams every service's core declares at start (``mnemo.shared.streams.ensure_streams``).
@@ -80,7 +82,9 @@ ROLES: dict[str, Role] = {
     ),
     # It hears the changes of what it keeps (mnemo/services/context_assembler/gather/invalidations.py).
     "context-assembler": Role(
-        answers=(subjects.CONTEXT_ASSEMBLE, subjects.OPS_USAGE), points="read", hears=INVALIDATING
+        answers=(subjects.CONTEXT_ASSEMBLE, subjects.MEMORY_SEARCH, subjects.OPS_USAGE),
+        points="read",
+        hears=INVALIDATING,
     ),
     "lore": Role(answers=_LORE_RPCS, uploads=True),
     "memory": Role(
@@ -90,6 +94,8 @@ ROLES: dict[str, Role] = {
             subjects.MEMORY_LIST,
             subjects.CONVERSATION_LIST,
             subjects.CONVERSATION_TIMELINE,
+            *(s for s in subjects.MEMORY_PLAYER_CALLS if s != subjects.MEMORY_SEARCH),
+            *subjects.MEMORY_ENGINE_CALLS,
         )
     ),
     "privacy": Role(
@@ -218,6 +224,8 @@ def grants() -> dict[str, Grant]:
             platform, (f"{inbox_prefix(PLATFORM)}.>", subjects.LORE_DOCUMENT_STATUS), deny_publish=(OPS_ALL,)
         )
     }
+    # No engine right: the player namespace of the user it acts for only (mnemo/shared/namespaces.py).
+    table[PLAYER] = Grant((subjects.CONTEXT_ASSEMBLE, *subjects.MEMORY_PLAYER_CALLS), (f"{inbox_prefix(PLAYER)}.>",))
     table.update({name: service_grant(name, role) for name, role in ROLES.items()})
     publish, subscribe = _core(HOST)
     host_publish = [  # one core connection for every service of the embedded stack: what their cores do

@@ -2,7 +2,7 @@
 
 The log is the source of truth; this drops every read model of the projection catalog
 (``mnemo/shared/readmodels/catalog.py``) and the vectors of messages, summaries, legacy memories, lore entries,
-characters' facts and documents, then folds every event back in, in batches (each read model gets the types it
+characters' facts, documents and the memory API's memories, then folds every event back in, in batches (each read model gets the types it
 folds), with a progress bar and the totals by event type at the end; events of erased users are skipped (their keys are gone, and ``Erasures`` hides
 their plaintext events too). Run it with the stack stopped: in embedded mode the vector index has one owner
 process, and live consumers would race the rebuild.
@@ -49,6 +49,7 @@ from mnemo.shared.readmodels.catalog import (
     DOCUMENTS,
     KNOWLEDGE,
     LORE,
+    MEMORIES,
     MongoReadModelPorts,
     drop,
 )
@@ -88,6 +89,7 @@ async def rebuild(settings: Settings) -> int:
             lore=ports.of(LORE),
             knowledge=ports.of(KNOWLEDGE),
             documents=ports.of(DOCUMENTS),
+            memories=ports.of(MEMORIES),
         )
         for model in CATALOG:
             await drop(core.db, model)

@@ -50,6 +50,21 @@ MEMORY_UNPROMOTE: Final = "mnemo.rpc.memory.unpromote.v1"
 MEMORY_CONVERT_TO_LORE: Final = "mnemo.rpc.memory.convert_to_lore.v1"
 MEMORY_DELETE: Final = "mnemo.rpc.memory.delete.v1"
 MEMORY_LIST: Final = "mnemo.rpc.memory.list.v1"
+# The memory API (docs/memory-api.md). Writes to campaign and character namespaces take the engine's right,
+# which is the right to publish on the ``engine`` subjects (granted per NATS user or gateway API key).
+MEMORY_REMEMBER: Final = "mnemo.rpc.memory.remember.v1"
+MEMORY_SEARCH: Final = "mnemo.rpc.memory.search.v1"
+MEMORY_UPDATE: Final = "mnemo.rpc.memory.update.v1"
+MEMORY_FORGET: Final = "mnemo.rpc.memory.forget.v1"
+MEMORY_HISTORY: Final = "mnemo.rpc.memory.history.v1"
+MEMORY_ENGINE_REMEMBER: Final = "mnemo.rpc.memory.engine.remember.v1"
+MEMORY_ENGINE_UPDATE: Final = "mnemo.rpc.memory.engine.update.v1"
+MEMORY_ENGINE_FORGET: Final = "mnemo.rpc.memory.engine.forget.v1"
+MEMORY_ENGINE_HISTORY: Final = "mnemo.rpc.memory.engine.history.v1"
+#: The memory API's calls for code acting for one player (the ``player`` NATS user, ``mnemo mcp``).
+MEMORY_PLAYER_CALLS: Final = (MEMORY_REMEMBER, MEMORY_SEARCH, MEMORY_UPDATE, MEMORY_FORGET, MEMORY_HISTORY)
+#: The engine's twins (``mnemo/shared/namespaces.py``).
+MEMORY_ENGINE_CALLS: Final = (MEMORY_ENGINE_REMEMBER, MEMORY_ENGINE_UPDATE, MEMORY_ENGINE_FORGET, MEMORY_ENGINE_HISTORY)
 PRIVACY_ERASE_USER: Final = "mnemo.rpc.privacy.erase_user.v1"
 PRIVACY_ERASE_TENANT: Final = "mnemo.rpc.privacy.erase_tenant.v1"
 PRIVACY_EXPORT_USER: Final = "mnemo.rpc.privacy.export_user.v1"

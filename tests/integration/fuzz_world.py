@@ -23,6 +23,7 @@ from mnemo.services.ingest.app import create_router as ingest_router
 from mnemo.services.lore.app import create_router as lore_router
 from mnemo.services.lore.documents.events import document_id_for
 from mnemo.services.memory.app import create_router as memory_router
+from mnemo.services.memory.remembering import memory_id_for
 from mnemo.services.memory_extractor.app import create_router as extractor_router
 from mnemo.services.privacy.app import create_router as privacy_router
 from mnemo.shared import subjects
@@ -188,6 +189,14 @@ def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]
         if subject == subjects.LORE_DOCUMENT_DELETE:
             target["user_id"] = OWNER
         return target, ((subjects.LORE_DOCUMENT_IMPORT, upload),)
+    if subject in MEMORY_API:
+        return draw(_memory_api(w, subject, scratch, book))
+    if subject == subjects.CONVERSATION_LIST:
+        return {"tenant_id": w.tenant, "user_id": draw(st.none() | st.just(USER)), "limit": draw(st.integers(1, 50)),
+                "offset": draw(st.integers(0, 3))}, ()  # fmt: skip
+    if subject == subjects.CONVERSATION_TIMELINE:
+        return {"tenant_id": w.tenant, "user_id": USER, "conversation_id": "c1", "from_index": draw(st.integers(0, 3)),
+                "limit": draw(st.integers(1, 200))}, ()  # fmt: skip
     mine = {"tenant_id": w.tenant, "user_id": USER}
     if subject == subjects.CONVERSATION_LIST:
         return {"tenant_id": w.tenant, "user_id": draw(st.none() | st.just(USER)), "limit": draw(st.integers(1, 200)),
@@ -222,6 +231,39 @@ def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]
         return {**mine, "fact_id": w.fact, "campaign_id": CAMPAIGN}, ()
     assert subject == subjects.MEMORY_UNPROMOTE, subject
     return {**mine, "fact_id": w.fact}, ()
+
+
+MEMORY_API = {*subjects.MEMORY_PLAYER_CALLS, *subjects.MEMORY_ENGINE_CALLS}
+MEMORY_TYPES = st.sampled_from(["episodic", "semantic", "declarative", "procedural"])
+ASSETS = st.lists(
+    st.builds(lambda n: {"uri": f"https://cdn.example/{n}.png", "media_type": "image/png"}, ascii_ids), max_size=2
+)
+
+
+@st.composite
+def _memory_api(draw: st.DrawFn, w: World, subject: str, scratch: str, key: str) -> tuple[Payload, Setup]:
+    """The memory API's calls; update, forget and history on a memory of the case's scratch tenant, made by a
+    remember with the case's idempotency key (so its id is known before the call)."""
+    engine = subject in subjects.MEMORY_ENGINE_CALLS
+    if subject in (subjects.MEMORY_REMEMBER, subjects.MEMORY_ENGINE_REMEMBER):
+        namespace = (
+            draw(st.sampled_from([f"player:{USER}", f"campaign:{CAMPAIGN}", f"character:{BOT}"]))
+            if engine
+            else f"player:{USER}"
+        )
+        return {"tenant_id": w.tenant, "user_id": USER, "owner_namespace": namespace, "type": draw(MEMORY_TYPES),
+                "content": draw(texts) or "x", "tags": draw(st.lists(ascii_ids, max_size=3)), "assets": draw(ASSETS),
+                "metadata": {"session_id": draw(ascii_ids)}, "idempotency_key": draw(st.none() | ids)}, ()  # fmt: skip
+    if subject == subjects.MEMORY_SEARCH:
+        return {"tenant_id": w.tenant, "user_id": USER, "query": draw(texts), "types": draw(st.none() | st.lists(MEMORY_TYPES, max_size=2)),
+                "bot_id": draw(st.none() | st.just(BOT)), "limit": draw(st.integers(1, 100)),
+                "recency_half_life_days": draw(st.none() | st.floats(0, 1000))}, ()  # fmt: skip
+    made = {"tenant_id": scratch, "user_id": USER, "owner_namespace": f"player:{USER}", "type": "episodic",
+            "content": f"Scratch memory {key}.", "idempotency_key": key}  # fmt: skip
+    target = {"tenant_id": scratch, "user_id": USER, "memory_id": memory_id_for(scratch, USER, key)}
+    if subject in (subjects.MEMORY_UPDATE, subjects.MEMORY_ENGINE_UPDATE):
+        target |= {"content": draw(texts) or "x", "tags": draw(st.none() | st.lists(ascii_ids, max_size=2))}
+    return target, ((subjects.MEMORY_REMEMBER, made),)
 
 
 def valid_rpc(w: World, subject: str) -> st.SearchStrategy[tuple[Payload, Setup]]:

@@ -30,7 +30,7 @@ from mnemo.shared.streams import ensure_streams
 
 pytestmark = pytest.mark.integration
 
-KEY, OTHER_KEY = "key-t1", "key-t2"
+KEY, OTHER_KEY, ENGINE_KEY = "key-t1", "key-t2", "key-t1-engine"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
@@ -44,7 +44,7 @@ async def nc(nats_url: str) -> AsyncIterator[Client]:
 
 @pytest.fixture
 async def gateway(nc: Client) -> AsyncIterator[httpx.AsyncClient]:
-    settings = GatewaySettings(api_keys={KEY: "t1", OTHER_KEY: "t2"}, request_timeout_s=1.0)
+    settings = GatewaySettings(api_keys={KEY: "t1", OTHER_KEY: "t2", ENGINE_KEY: "t1 engine"}, request_timeout_s=1.0)
     app = create_app(settings, [], nc=nc)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
@@ -228,3 +228,20 @@ def test_the_gateway_runs_alone_and_stops_on_sigint(nats_url: str, tmp_path):
         proc.send_signal(signal.SIGINT)
         code = proc.wait(30)
     assert code == 0
+
+
+async def test_the_memory_apis_engine_calls_take_a_key_with_the_engine_right(gateway: httpx.AsyncClient, nc: Client):
+    seen: list[Msg] = []
+    await respond(nc, subjects.MEMORY_ENGINE_REMEMBER, lambda _: {"memory_id": "m", "created": True, "version": 1,
+                                                                   "title": "t"}, seen)  # fmt: skip
+    body = {"tenant_id": "t1", "user_id": "gm", "owner_namespace": "campaign:k", "type": "declarative",
+            "content": "The bridge is out."}  # fmt: skip
+    refused = await gateway.post("/v1/memory/engine/remember", json=body, headers=AUTH)
+    granted = await gateway.post(
+        "/v1/memory/engine/remember", json=body, headers={"Authorization": f"Bearer {ENGINE_KEY}"}
+    )
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "forbidden"
+    assert "engine" in refused.json()["error"]["message"]
+    assert granted.status_code == 200, granted.text
+    assert len(seen) == 1

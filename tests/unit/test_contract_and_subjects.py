@@ -21,6 +21,7 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     lore |= {subjects.LORE_DOCUMENT_DELETE}
     memory = {subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST}
     memory |= {subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE}
+    memory |= {*subjects.MEMORY_PLAYER_CALLS, *subjects.MEMORY_ENGINE_CALLS}
     privacy = {subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER}
     reads = {subjects.CONVERSATION_LIST, subjects.CONVERSATION_TIMELINE}
     reads |= {subjects.KNOWLEDGE_FACT_LIST, subjects.KNOWLEDGE_FACT_ADD, subjects.KNOWLEDGE_FACT_EDIT}

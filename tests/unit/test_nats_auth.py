@@ -10,7 +10,16 @@ import pytest
 from pydantic import SecretStr
 
 from mnemo.runtime.catalog import SERVICES
-from mnemo.runtime.nats_auth import ADMIN, HOST, PLATFORM, ROLES, grants, render_authorization, write_passwords
+from mnemo.runtime.nats_auth import (
+    ADMIN,
+    HOST,
+    PLATFORM,
+    PLAYER,
+    ROLES,
+    grants,
+    render_authorization,
+    write_passwords,
+)
 from mnemo.runtime.secure import write_self_signed
 from mnemo.shared import subjects
 from mnemo.shared.natsconn import NatsCredentialsError, connect_options, nats_user
@@ -28,7 +37,7 @@ def test_the_shipped_configuration_is_rendered_from_the_table() -> None:
 
 def test_every_service_has_a_user_and_every_rpc_exactly_one_responder() -> None:
     assert set(ROLES) == {s.name for s in SERVICES}
-    assert set(grants()) == {PLATFORM, HOST, ADMIN, *ROLES}
+    assert set(grants()) == {PLATFORM, PLAYER, HOST, ADMIN, *ROLES}
     assert RPCS  # the subjects module still spells them as constants
     for rpc in RPCS:
         assert [name for name, role in ROLES.items() if rpc in role.answers] != [], rpc
@@ -47,6 +56,14 @@ def test_the_platform_gets_chat_rpcs_and_the_uploads_bucket_only() -> None:
     assert not platform.responds
 
 
+def test_the_player_user_calls_the_memory_api_for_its_player_and_has_no_engine_right() -> None:
+    player = grants()[PLAYER]
+    assert set(player.publish) == {subjects.CONTEXT_ASSEMBLE, *subjects.MEMORY_PLAYER_CALLS}
+    assert not set(player.publish) & set(subjects.MEMORY_ENGINE_CALLS)
+    assert player.subscribe == ("_INBOX.player.>",)
+    assert set(subjects.MEMORY_ENGINE_CALLS) <= set(ROLES["memory"].answers), "someone answers the engine's calls"
+
+
 def test_services_get_their_own_subjects_only() -> None:
     table = grants()
     for name, grant in table.items():
@@ -54,7 +71,8 @@ def test_services_get_their_own_subjects_only() -> None:
             continue
         assert ">" not in grant.publish, name
         assert "$JS.API.>" not in grant.publish, name
-        assert not any(s.startswith(("mnemo.chat", "mnemo.rpc")) for s in grant.publish if name != PLATFORM), name
+        callers = (PLATFORM, PLAYER)
+        assert not any(s.startswith(("mnemo.chat", "mnemo.rpc")) for s in grant.publish if name not in callers), name
         assert subjects.LOG_ALL not in grant.subscribe, name
         assert subjects.DLQ_ALL not in grant.subscribe, name
         others_dlq = [

@@ -18,6 +18,7 @@ import pytest
 from mnemo.services.context_assembler.lore.documents import DocumentLore
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.loader import LoreLoader
+from mnemo.services.context_assembler.recall.filters import context_memories_filter
 from mnemo.services.context_assembler.search.filters import (
     facts_filter,
     legacy_filter,
@@ -40,12 +41,14 @@ from mnemo.shared.events.recorded import (
     knowledge_stream,
     legacy_lore_stream,
     lorebook_stream,
+    memory_stream,
     player_scope,
     summary_stream,
 )
 from mnemo.shared.lore.history import BookState
 from mnemo.shared.lore.model import Lorebook, LoreEntry
 from mnemo.shared.readmodels.documents import ChunkView, DocumentRecord
+from mnemo.shared.readmodels.memories import MemoryView
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import (
     FLOAT_FIELDS,
@@ -178,6 +181,23 @@ def message(tenant: str) -> list[EventEnvelope]:
     ]
 
 
+def memory_view(tenant: str) -> MemoryView:
+    """A memory of the user's own namespace that the speaking bot knows (``bot_id``: only it)."""
+    return MemoryView(
+        memory_id="mem-1", tenant_id=tenant, user_id=USER, by_user_id=USER, owner_namespace=player_scope(USER),
+        memory_type="episodic", title="The reef", content="The reef glowed the night we sailed.",
+        tags=("place:reef",), assets=(), metadata={}, bot_id=BOT, conversation_id=None, occurred_at=T0, version=1,
+    )  # fmt: skip
+
+
+def memory(tenant: str) -> list[EventEnvelope]:
+    view = memory_view(tenant)
+    payload = {"memory_id": view.memory_id, "user_id": USER, "by_user_id": USER, "owner_namespace": view.owner_namespace,
+               "memory_type": view.memory_type, "title": view.title, "content": view.content, "tags": list(view.tags),
+               "bot_id": BOT, "occurred_at": T0, "remembered_at": T0}  # fmt: skip
+    return [event(tenant, memory_stream(tenant, view.memory_id), "memory.remembered", payload)]
+
+
 def lore_entry(tenant: str) -> list[EventEnvelope]:
     stream = lorebook_stream(tenant, BOOK)
     return [event(tenant, stream, "lorebook.entry_created", {"lorebook_id": BOOK, "uid": 1, "at": T0, "entry": {}})]
@@ -196,7 +216,10 @@ def planned(tenant: str, events: Sequence[EventEnvelope]) -> Plan:
     """The writer's plan, as the embedding service makes it (every source on)."""
     books = {(tenant, BOOK): BookState(tenant, BOOK, owner_user_id=USER, book=BOOK_STATE, version=2)}
     docs = {(tenant, DOC): DocState(DOC_BOOK, 1, 1, False, frozenset({"h0"}))}
-    return plan_batch(events, {}, model="m", chunker=lambda t: [t], lore_books=books, facts={}, documents=docs)
+    memories = {(tenant, "mem-1"): memory_view(tenant)} if any(e.type == "memory.remembered" for e in events) else {}
+    return plan_batch(
+        events, {}, model="m", chunker=lambda t: [t], lore_books=books, facts={}, documents=docs, memories=memories
+    )
 
 
 class RecordingIndex:
@@ -274,6 +297,7 @@ KINDS = (
     Kind(vp.LORE_ENTRY, lore_entry),
     Kind(vp.FACT, facts),
     Kind(vp.DOCUMENT_CHUNK, document),
+    Kind(vp.MEMORY, memory),
 )
 
 
@@ -284,6 +308,7 @@ async def reader_filter(kind: str, req: ContextAssembleRequest) -> VectorFilter:
         vp.SUMMARY: lambda: memories_filter(req),
         vp.LEGACY_MEMORY: lambda: legacy_filter(req),
         vp.FACT: lambda: facts_filter(req),
+        vp.MEMORY: lambda: context_memories_filter(req),
     }
     if kind == vp.LORE_ENTRY:
         return await lore_filter(req)
@@ -361,6 +386,19 @@ def deletions(tenant: str) -> dict[str, list[VectorFilter]]:
         ),
         vp.DOCUMENT_CHUNK: event(
             tenant, document_stream(tenant, DOC), "document.deleted", {"document_id": DOC, "at": T0}, 2
+        ),
+        vp.MEMORY: event(
+            tenant,
+            memory_stream(tenant, "mem-1"),
+            "memory.forgotten",
+            {
+                "memory_id": "mem-1",
+                "user_id": USER,
+                "by_user_id": USER,
+                "owner_namespace": player_scope(USER),
+                "forgotten_at": T0,
+            },
+            2,
         ),
     }
     return {kind: planned(tenant, [env]).deletions for kind, env in events.items()}

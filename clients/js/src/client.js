@@ -316,4 +316,50 @@ export class MnemoClient {
   knowledgeFactHistory(request) {
     return this.request("knowledge.fact.history", request);
   }
+
+  // --- the memory API (docs/memory-api.md) --------------------------------------------------------------
+  /** Write a memory in the caller's `player:<user_id>` namespace (`memory.remember`). */
+  remember(request) {
+    return this.request("memory.remember", request);
+  }
+
+  /** Ranked memories with their score's parts (`memory.search`). */
+  searchMemories(request) {
+    return this.request("memory.search", request);
+  }
+
+  /** A new version of a memory (`memory.update`). */
+  updateMemory(request) {
+    return this.request("memory.update", request);
+  }
+
+  /** Forget a memory: rows and vectors go (`memory.forget`). */
+  forgetMemory(request) {
+    return this.request("memory.forget", request);
+  }
+
+  /** Every version of a memory from the log (`memory.history`). */
+  memoryHistory(request) {
+    return this.request("memory.history", request);
+  }
+
+  /** `remember` with the engine's right: campaign and character namespaces too (`memory.engine.remember`). */
+  engineRemember(request) {
+    return this.request("memory.engine.remember", request);
+  }
+
+  /** `updateMemory` with the engine's right (`memory.engine.update`). */
+  engineUpdateMemory(request) {
+    return this.request("memory.engine.update", request);
+  }
+
+  /** `forgetMemory` with the engine's right (`memory.engine.forget`). */
+  engineForgetMemory(request) {
+    return this.request("memory.engine.forget", request);
+  }
+
+  /** `memoryHistory` with the engine's right (`memory.engine.history`). */
+  engineMemoryHistory(request) {
+    return this.request("memory.engine.history", request);
+  }
 }

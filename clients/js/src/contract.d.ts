@@ -17,6 +17,14 @@ export interface Alternative {
   deleted?: boolean;
 }
 /**
+ * A link to an audio, image or other artifact of a memory "for rich recall": stored and returned, never
+ * fetched by mnemo.
+ */
+export interface Asset {
+  uri: string;
+  media_type: string;
+}
+/**
  * `mnemo.chat.bot.upserted.v1`: a character was created or changed.
  */
 export interface BotUpserted {
@@ -539,6 +547,12 @@ export interface ExportUserReply {
    * the documents the user uploaded: name, status, pages, chunks (not the files' bytes)
    */
   documents?: {
+    [k: string]: unknown | undefined;
+  }[];
+  /**
+   * the memories the user owns (the memory API's, in every namespace), current versions
+   */
+  memories?: {
     [k: string]: unknown | undefined;
   }[];
 }
@@ -1174,6 +1188,130 @@ export interface MemoryDeleteRequest {
    */
   memory_id: string;
 }
+export interface MemoryForgetReply {
+  memory_id: string;
+  /**
+   * false when it had already been forgotten
+   */
+  forgotten: boolean;
+}
+/**
+ * `mnemo.rpc.memory.forget.v1` request: the memory, its vectors and its rows go; the log keeps that it was
+ * forgotten (who and when; its text stays there encrypted until the owner's erasure shreds it).
+ */
+export interface MemoryForgetRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the call acts for (a player, or the game master's user)
+   */
+  user_id: string;
+  memory_id: string;
+  /**
+   * why, kept with the record of the forgetting
+   */
+  reason?: string | null;
+}
+export interface MemoryHistoryReply {
+  memory_id: string;
+  owner_namespace: string;
+  /**
+   * the memory's owner: their data key encrypts it, their erasure shreds it
+   */
+  user_id: string;
+  forgotten: boolean;
+  /**
+   * oldest first; texts left out once forgotten
+   */
+  versions: MemoryVersion[];
+}
+export interface MemoryVersion {
+  version: number;
+  change: "remembered" | "updated" | "forgotten";
+  /**
+   * who made the change
+   */
+  by_user_id: string;
+  at: string;
+  /**
+   * the text of this version (none once forgotten)
+   */
+  content?: string | null;
+  type?: ("episodic" | "semantic" | "declarative" | "procedural") | null;
+  tags?: string[] | null;
+  assets?: Asset[] | null;
+  metadata?: {
+    [k: string]: unknown | undefined;
+  } | null;
+  occurred_at?: string | null;
+  /**
+   * a forgetting's reason
+   */
+  reason?: string | null;
+}
+/**
+ * `mnemo.rpc.memory.history.v1` request: every version of a memory, read from the event log.
+ */
+export interface MemoryHistoryRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the call acts for (a player, or the game master's user)
+   */
+  user_id: string;
+  memory_id: string;
+}
+export interface MemoryHit {
+  /**
+   * memory id, summary id, fact id or legacy lore id (by ``source``)
+   */
+  id: string;
+  /**
+   * `memory` (this API), `summary`, `knowledge` or `legacy_lore`
+   */
+  source: "memory" | "summary" | "knowledge" | "legacy_lore";
+  namespace: string;
+  type: "episodic" | "semantic" | "declarative" | "procedural";
+  content: string;
+  tags?: string[];
+  assets?: Asset[];
+  metadata?: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * the character who knows it, if it belongs to one
+   */
+  bot_id?: string | null;
+  conversation_id?: string | null;
+  occurred_at?: string | null;
+  /**
+   * relevance x recency, in [0, 1], the order of the results
+   */
+  score: number;
+  score_parts: ScoreParts;
+  /**
+   * where it came from, e.g. `remembered by u1`, `summary of conversation c1`
+   */
+  origin: string;
+}
+export interface ScoreParts {
+  /**
+   * cosine of the query and the memory's best chunk
+   */
+  dense: number;
+  /**
+   * share of the query's words (IDF-weighted) the memory holds, 0..1
+   */
+  lexical: number;
+  /**
+   * the recency factor the relevance was multiplied by (1: none)
+   */
+  recency: number;
+}
 export interface MemoryItem {
   /**
    * `memory` (a summary), `legacy_lore` or `knowledge` (a fact)
@@ -1324,6 +1462,96 @@ export interface MemoryPromoteRequest {
    */
   campaign_id: string;
 }
+export interface MemoryRememberReply {
+  memory_id: string;
+  /**
+   * false when the idempotency key had already made this memory
+   */
+  created: boolean;
+  /**
+   * the memory's version (1 when just made)
+   */
+  version: number;
+  /**
+   * true when the idempotency key's memory was forgotten since
+   */
+  forgotten?: boolean;
+}
+/**
+ * `mnemo.rpc.memory.remember.v1` request: write one memory. With ``idempotency_key`` a retry (the reply
+ * was lost) finds the memory the first call made (``created`` false, its content unchanged).
+ */
+export interface MemoryRememberRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the call acts for (a player, or the game master's user)
+   */
+  user_id: string;
+  /**
+   * `player:<user_id>` (the caller's own), `campaign:<id>` or `character:<bot_id>`
+   */
+  owner_namespace: string;
+  /**
+   * `episodic` (events, dialogue), `semantic` (facts), `declarative` (canon, rules), `procedural` (how-to, mechanics)
+   */
+  type: "episodic" | "semantic" | "declarative" | "procedural";
+  /**
+   * the memory's text
+   */
+  content: string;
+  /**
+   * labels, e.g. `npc:choir_envoy`
+   *
+   * @maxItems 32
+   */
+  tags?: string[];
+  /**
+   * @maxItems 16
+   */
+  assets?:
+    | []
+    | [Asset]
+    | [Asset, Asset]
+    | [Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset];
+  /**
+   * e.g. `session_id`, `mission_id`, `confidence`
+   */
+  metadata?: {
+    [k: string]: string | number | boolean | null | undefined;
+  };
+  /**
+   * the character who knows it: only contexts and searches as it see it
+   */
+  bot_id?: string | null;
+  /**
+   * the conversation it came from, if any
+   */
+  conversation_id?: string | null;
+  /**
+   * when it happened (recency ranks by it); default: now
+   */
+  occurred_at?: string | null;
+  /**
+   * the client's id for this write: a retry makes nothing new
+   */
+  idempotency_key?: string | null;
+}
 /**
  * Reply of promote and unpromote: the fact's scope now. A request already in effect (promoting to the
  * campaign it is in, unpromoting a private fact) changes nothing: ``changed`` false, no audit event.
@@ -1343,6 +1571,75 @@ export interface MemoryScopeReply {
    */
   changed: boolean;
 }
+export interface MemorySearchReply {
+  results: MemoryHit[];
+  /**
+   * parts that could not be served (`embedder`, `vector_index`, ...)
+   */
+  degraded?: string[];
+}
+/**
+ * `mnemo.rpc.memory.search.v1` request: ranked memories, those remembered through this API and those mnemo
+ * derived from chats (summaries, characters' facts, legacy lore), with the visibility rules of a context.
+ *
+ * Namespaces: the caller's `player:<user_id>` by default (and `character:<bot_id>` with ``bot_id``); a
+ * campaign is searched when named; another player's namespace is `forbidden`, and `character:<b>` needs
+ * ``bot_id`` = b. With ``bot_id`` only what that character may know is found (its own facts, summaries of
+ * what it witnessed, memories for it or for everyone).
+ */
+export interface MemorySearchRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the call acts for (a player, or the game master's user)
+   */
+  user_id: string;
+  /**
+   * what to look for; empty: the newest first
+   */
+  query?: string;
+  /**
+   * default: see above
+   */
+  namespaces?: string[] | null;
+  /**
+   * only memories of these types
+   */
+  types?: ("episodic" | "semantic" | "declarative" | "procedural")[] | null;
+  /**
+   * default: every source
+   */
+  sources?: ("memory" | "summary" | "knowledge" | "legacy_lore")[] | null;
+  /**
+   * only memories with these tags
+   *
+   * @maxItems 32
+   */
+  tags?: string[];
+  /**
+   * a memory needs any (or all) of ``tags``
+   */
+  tags_match?: "any" | "all";
+  /**
+   * search as this character: only what it may know
+   */
+  bot_id?: string | null;
+  /**
+   * only memories that occurred at or after this time
+   */
+  since?: string | null;
+  /**
+   * only memories that occurred before this time
+   */
+  until?: string | null;
+  limit?: number;
+  /**
+   * recency's half-life (0: off); default MNEMO_CONTEXT_ASSEMBLER__RECENCY__*
+   */
+  recency_half_life_days?: number | null;
+}
 /**
  * `mnemo.rpc.memory.unpromote.v1` request: undo a promotion, the fact returns to `player:<user>`.
  * Recorded as a `knowledge.fact_unpromoted` audit event.
@@ -1360,6 +1657,63 @@ export interface MemoryUnpromoteRequest {
    * the fact to bring back into the player's scope
    */
   fact_id: string;
+}
+export interface MemoryUpdateReply {
+  memory_id: string;
+  /**
+   * the memory's version after the request
+   */
+  version: number;
+  /**
+   * false when the request changed nothing (same values)
+   */
+  changed: boolean;
+}
+/**
+ * `mnemo.rpc.memory.update.v1` request: change a memory; what is not given stays. The namespace never
+ * changes (forget it and remember it elsewhere). With ``expected_version`` the update applies only to that
+ * version (`conflict` otherwise), so two editors cannot overwrite each other unknowingly.
+ */
+export interface MemoryUpdateRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the call acts for (a player, or the game master's user)
+   */
+  user_id: string;
+  memory_id: string;
+  content?: string | null;
+  type?: ("episodic" | "semantic" | "declarative" | "procedural") | null;
+  tags?: string[] | null;
+  assets?:
+    | []
+    | [Asset]
+    | [Asset, Asset]
+    | [Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
+    | null;
+  metadata?: {
+    [k: string]: string | number | boolean | null | undefined;
+  } | null;
+  occurred_at?: string | null;
+  /**
+   * the version this update was made against
+   */
+  expected_version?: number | null;
 }
 /**
  * `mnemo.chat.message.created.v1`: a chat message was posted (JetStream).
@@ -1531,7 +1885,7 @@ export interface UsageRequest {
 }
 
 /** Every error code an `ErrorReply` can carry (`MnemoError.code`). */
-export type ErrorCode = "bad_request" | "not_found" | "internal" | "unavailable" | "rate_limited" | "book_too_large" | "too_many_books";
+export type ErrorCode = "bad_request" | "not_found" | "forbidden" | "conflict" | "internal" | "unavailable" | "rate_limited" | "book_too_large" | "too_many_books";
 
 /** Every public subject: its kind, payload and reply models, error codes and Nats-Msg-Id fields. */
 export interface Operations {
@@ -1839,6 +2193,87 @@ export interface Operations {
     payload: FactHistoryRequest;
     reply: FactHistoryReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Remember a typed memory (assets stored, never fetched); idempotent with `idempotency_key`. Writes `player:<user_id>` only; the engine's twin every namespace. */
+  "memory.remember": {
+    subject: "mnemo.rpc.memory.remember.v1";
+    kind: "request";
+    payload: MemoryRememberRequest;
+    reply: MemoryRememberReply;
+    errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Ranked memories (remembered ones, summaries, facts, legacy lore) with the parts of each score. */
+  "memory.search": {
+    subject: "mnemo.rpc.memory.search.v1";
+    kind: "request";
+    payload: MemorySearchRequest;
+    reply: MemorySearchReply;
+    errors: ["bad_request", "forbidden", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Change a memory (a new version); `expected_version` guards against overwriting another edit. */
+  "memory.update": {
+    subject: "mnemo.rpc.memory.update.v1";
+    kind: "request";
+    payload: MemoryUpdateRequest;
+    reply: MemoryUpdateReply;
+    errors: ["bad_request", "forbidden", "not_found", "conflict", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Forget a memory: its rows and vectors go, the log keeps that it was forgotten; again is harmless. */
+  "memory.forget": {
+    subject: "mnemo.rpc.memory.forget.v1";
+    kind: "request";
+    payload: MemoryForgetRequest;
+    reply: MemoryForgetReply;
+    errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** Every version of a memory from the event log, who changed it and when (texts gone once forgotten). */
+  "memory.history": {
+    subject: "mnemo.rpc.memory.history.v1";
+    kind: "request";
+    payload: MemoryHistoryRequest;
+    reply: MemoryHistoryReply;
+    errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** `memory.remember` with the engine's right: campaign and character namespaces too (docs/memory-api.md). */
+  "memory.engine.remember": {
+    subject: "mnemo.rpc.memory.engine.remember.v1";
+    kind: "request";
+    payload: MemoryRememberRequest;
+    reply: MemoryRememberReply;
+    errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** `memory.update` with the engine's right: campaign and character namespaces too (docs/memory-api.md). */
+  "memory.engine.update": {
+    subject: "mnemo.rpc.memory.engine.update.v1";
+    kind: "request";
+    payload: MemoryUpdateRequest;
+    reply: MemoryUpdateReply;
+    errors: ["bad_request", "forbidden", "not_found", "conflict", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** `memory.forget` with the engine's right: campaign and character namespaces too (docs/memory-api.md). */
+  "memory.engine.forget": {
+    subject: "mnemo.rpc.memory.engine.forget.v1";
+    kind: "request";
+    payload: MemoryForgetRequest;
+    reply: MemoryForgetReply;
+    errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
+    msgId: [];
+  };
+  /** `memory.history` with the engine's right: campaign and character namespaces too (docs/memory-api.md). */
+  "memory.engine.history": {
+    subject: "mnemo.rpc.memory.engine.history.v1";
+    kind: "request";
+    payload: MemoryHistoryRequest;
+    reply: MemoryHistoryReply;
+    errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
     msgId: [];
   };
   /** Erase a user: their data keys are destroyed, their rows, facts, vectors and stream messages deleted. */

@@ -93,6 +93,15 @@ export declare class MnemoClient {
   knowledgeFactEdit(request: Payload<"knowledge.fact.edit">): Promise<Reply<"knowledge.fact.edit">>;
   knowledgeFactRetract(request: Payload<"knowledge.fact.retract">): Promise<Reply<"knowledge.fact.retract">>;
   knowledgeFactHistory(request: Payload<"knowledge.fact.history">): Promise<Reply<"knowledge.fact.history">>;
+  remember(request: Payload<"memory.remember">): Promise<Reply<"memory.remember">>;
+  searchMemories(request: Payload<"memory.search">): Promise<Reply<"memory.search">>;
+  updateMemory(request: Payload<"memory.update">): Promise<Reply<"memory.update">>;
+  forgetMemory(request: Payload<"memory.forget">): Promise<Reply<"memory.forget">>;
+  memoryHistory(request: Payload<"memory.history">): Promise<Reply<"memory.history">>;
+  engineRemember(request: Payload<"memory.engine.remember">): Promise<Reply<"memory.engine.remember">>;
+  engineUpdateMemory(request: Payload<"memory.engine.update">): Promise<Reply<"memory.engine.update">>;
+  engineForgetMemory(request: Payload<"memory.engine.forget">): Promise<Reply<"memory.engine.forget">>;
+  engineMemoryHistory(request: Payload<"memory.engine.history">): Promise<Reply<"memory.engine.history">>;
 }
 
 /** mnemo answered with `ErrorReply`, or no service answered (`unavailable`). */
@@ -106,6 +115,8 @@ export declare class MnemoError extends Error {
 }
 export declare class BadRequest extends MnemoError {}
 export declare class NotFound extends MnemoError {}
+export declare class Forbidden extends MnemoError {}
+export declare class Conflict extends MnemoError {}
 export declare class Internal extends MnemoError {}
 export declare class Unavailable extends MnemoError {}
 export declare class BufferFull extends MnemoError {}

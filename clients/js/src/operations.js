@@ -468,6 +468,133 @@ export const OPERATIONS = Object.freeze({
     ],
     "msgId": []
   },
+  "memory.remember": {
+    "subject": "mnemo.rpc.memory.remember.v1",
+    "kind": "request",
+    "payload": "MemoryRememberRequest",
+    "reply": "MemoryRememberReply",
+    "errors": [
+      "bad_request",
+      "forbidden",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "memory.search": {
+    "subject": "mnemo.rpc.memory.search.v1",
+    "kind": "request",
+    "payload": "MemorySearchRequest",
+    "reply": "MemorySearchReply",
+    "errors": [
+      "bad_request",
+      "forbidden",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "memory.update": {
+    "subject": "mnemo.rpc.memory.update.v1",
+    "kind": "request",
+    "payload": "MemoryUpdateRequest",
+    "reply": "MemoryUpdateReply",
+    "errors": [
+      "bad_request",
+      "forbidden",
+      "not_found",
+      "conflict",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "memory.forget": {
+    "subject": "mnemo.rpc.memory.forget.v1",
+    "kind": "request",
+    "payload": "MemoryForgetRequest",
+    "reply": "MemoryForgetReply",
+    "errors": [
+      "bad_request",
+      "forbidden",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "memory.history": {
+    "subject": "mnemo.rpc.memory.history.v1",
+    "kind": "request",
+    "payload": "MemoryHistoryRequest",
+    "reply": "MemoryHistoryReply",
+    "errors": [
+      "bad_request",
+      "forbidden",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "memory.engine.remember": {
+    "subject": "mnemo.rpc.memory.engine.remember.v1",
+    "kind": "request",
+    "payload": "MemoryRememberRequest",
+    "reply": "MemoryRememberReply",
+    "errors": [
+      "bad_request",
+      "forbidden",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "memory.engine.update": {
+    "subject": "mnemo.rpc.memory.engine.update.v1",
+    "kind": "request",
+    "payload": "MemoryUpdateRequest",
+    "reply": "MemoryUpdateReply",
+    "errors": [
+      "bad_request",
+      "forbidden",
+      "not_found",
+      "conflict",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "memory.engine.forget": {
+    "subject": "mnemo.rpc.memory.engine.forget.v1",
+    "kind": "request",
+    "payload": "MemoryForgetRequest",
+    "reply": "MemoryForgetReply",
+    "errors": [
+      "bad_request",
+      "forbidden",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
+  "memory.engine.history": {
+    "subject": "mnemo.rpc.memory.engine.history.v1",
+    "kind": "request",
+    "payload": "MemoryHistoryRequest",
+    "reply": "MemoryHistoryReply",
+    "errors": [
+      "bad_request",
+      "forbidden",
+      "not_found",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": []
+  },
   "privacy.erase_user": {
     "subject": "mnemo.rpc.privacy.erase_user.v1",
     "kind": "request",
@@ -521,6 +648,8 @@ export const OPERATIONS = Object.freeze({
 export const ERROR_CODES = Object.freeze({
   "bad_request": "the request is invalid (JSON, schema, or a change the target's state does not allow); the message says what is wrong",
   "not_found": "no such object for that tenant (and user): another tenant's or user's ids look the same",
+  "forbidden": "the call may not act on that namespace (another player's, or a campaign or character one without the engine's right); the message says what would allow it",
+  "conflict": "the object changed since the version the request names (`expected_version`): read it again",
   "internal": "the service failed; details are in its log",
   "unavailable": "no service answered (clients report a missing responder or a timeout with this code)",
   "rate_limited": "the tenant sent more requests a second than MNEMO_LIMITS__RPC_PER_SECOND allows; retry later",

@@ -5,7 +5,16 @@ contract registry); errors are ``MnemoError`` subclasses carrying the contract's
 """
 
 from mnemo_client.client import ChatEvent, MnemoClient, nats_msg_id
-from mnemo_client.errors import BadRequest, BufferFull, Internal, MnemoError, NotFound, Unavailable
+from mnemo_client.errors import (
+    BadRequest,
+    BufferFull,
+    Conflict,
+    Forbidden,
+    Internal,
+    MnemoError,
+    NotFound,
+    Unavailable,
+)
 from mnemo_client.sync import SyncMnemoClient
 from mnemo_client.wire import *  # noqa: F403 - the contract's models are the client's public types
 from mnemo_client.wire import __all__ as _models
@@ -14,6 +23,8 @@ __all__ = [
     "BadRequest",
     "BufferFull",
     "ChatEvent",
+    "Conflict",
+    "Forbidden",
     "Internal",
     "MnemoClient",
     "MnemoError",

@@ -46,6 +46,13 @@ from mnemo_client.wire.lore_contract import (
     LoreExportReply,
     LoreImportReply,
 )
+from mnemo_client.wire.memory_api_contract import (
+    MemoryForgetReply,
+    MemoryHistoryReply,
+    MemoryRememberReply,
+    MemorySearchReply,
+    MemoryUpdateReply,
+)
 from mnemo_client.wire.memory_contract import (
     MemoryConvertToLoreReply,
     MemoryDeleteReply,
@@ -67,7 +74,8 @@ def nats_msg_id(op: Operation, body: Mapping[str, Any]) -> str:
 
 class MnemoClient:
     """``request_timeout``: seconds to wait for a reply; ``ack_timeout``: for one JetStream acknowledgement;
-    ``buffer_size``: events ``submit`` may hold before ``BufferFull``."""
+    ``buffer_size``: events ``submit`` may hold before ``BufferFull``; ``engine``: send the memory API's writes
+    on the engine's subjects (campaign and character namespaces; the NATS user must hold that right)."""
 
     def __init__(
         self,
@@ -77,8 +85,10 @@ class MnemoClient:
         ack_timeout: float = 5.0,
         buffer_size: int = 10_000,
         owns_connection: bool = False,
+        engine: bool = False,
     ) -> None:
         self._nc = nc
+        self._engine = engine
         self._timeout = request_timeout
         self._outbox = Outbox(nc.jetstream(), ack_timeout=ack_timeout, buffer_size=buffer_size)
         self._owns = owns_connection
@@ -91,6 +101,7 @@ class MnemoClient:
         request_timeout: float = 30.0,
         ack_timeout: float = 5.0,
         buffer_size: int = 10_000,
+        engine: bool = False,
         **nats_options: Any,
     ) -> MnemoClient:
         """Connect to NATS (reconnecting forever unless ``max_reconnect_attempts`` says otherwise)."""
@@ -98,7 +109,12 @@ class MnemoClient:
         urls = [servers] if isinstance(servers, str) else list(servers)
         nc = await nats.connect(urls, **nats_options)
         return cls(
-            nc, request_timeout=request_timeout, ack_timeout=ack_timeout, buffer_size=buffer_size, owns_connection=True
+            nc,
+            request_timeout=request_timeout,
+            ack_timeout=ack_timeout,
+            buffer_size=buffer_size,
+            owns_connection=True,
+            engine=engine,
         )
 
     async def close(self, flush_timeout: float | None = 30.0) -> None:
@@ -276,3 +292,27 @@ class MnemoClient:
     async def knowledge_fact_history(self, request: BaseModel | None = None, /, **fields: Any) -> FactHistoryReply:
         """A fact's audit trail from the log (``knowledge.fact.history``)."""
         return await self._call("knowledge.fact.history", FactHistoryReply, request, fields)
+
+    # --- the memory API (docs/memory-api.md) -------------------------------------------------------------------
+    def _memory_call(self, verb: str) -> str:
+        return f"memory.engine.{verb}" if self._engine else f"memory.{verb}"
+
+    async def remember(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryRememberReply:
+        """Write a memory in ``owner_namespace`` (``memory.remember``; campaign and character ones need ``engine``)."""
+        return await self._call(self._memory_call("remember"), MemoryRememberReply, request, fields)
+
+    async def search_memories(self, request: BaseModel | None = None, /, **fields: Any) -> MemorySearchReply:
+        """Ranked memories with their score's parts (``memory.search``)."""
+        return await self._call("memory.search", MemorySearchReply, request, fields)
+
+    async def update_memory(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryUpdateReply:
+        """A new version of a memory (``memory.update``)."""
+        return await self._call(self._memory_call("update"), MemoryUpdateReply, request, fields)
+
+    async def forget_memory(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryForgetReply:
+        """Forget a memory: rows and vectors go (``memory.forget``)."""
+        return await self._call(self._memory_call("forget"), MemoryForgetReply, request, fields)
+
+    async def memory_history(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryHistoryReply:
+        """Every version of a memory from the log (``memory.history``)."""
+        return await self._call(self._memory_call("history"), MemoryHistoryReply, request, fields)

@@ -1,5 +1,5 @@
-"""Errors as exceptions carrying the contract's error code (``bad_request``, ``not_found``, ``internal``,
-``unavailable``): ``except NotFound`` or ``except MnemoError as e: e.code``."""
+"""Errors as exceptions carrying the contract's error code (``bad_request``, ``not_found``, ``forbidden``,
+``conflict``, ``internal``, ``unavailable``): ``except NotFound`` or ``except MnemoError as e: e.code``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,14 @@ class NotFound(MnemoError):
     """No such object for that tenant (and user)."""
 
 
+class Forbidden(MnemoError):
+    """The call may not act on that namespace (another player's, or one that takes the engine's right)."""
+
+
+class Conflict(MnemoError):
+    """The object changed since the version the request names (``expected_version``): read it again."""
+
+
 class Internal(MnemoError):
     """The service failed; details are in its log."""
 
@@ -37,6 +45,8 @@ class BufferFull(MnemoError):
 _BY_CODE: dict[str, type[MnemoError]] = {
     "bad_request": BadRequest,
     "not_found": NotFound,
+    "forbidden": Forbidden,
+    "conflict": Conflict,
     "internal": Internal,
     "unavailable": Unavailable,
 }

@@ -27,6 +27,13 @@ from mnemo_client.wire.lore_contract import (
     LoreExportReply,
     LoreImportReply,
 )
+from mnemo_client.wire.memory_api_contract import (
+    MemoryForgetReply,
+    MemoryHistoryReply,
+    MemoryRememberReply,
+    MemorySearchReply,
+    MemoryUpdateReply,
+)
 from mnemo_client.wire.memory_contract import (
     MemoryConvertToLoreReply,
     MemoryDeleteReply,
@@ -137,3 +144,18 @@ class SyncMnemoClient:
 
     def knowledge_unpromote(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryScopeReply:
         return self._run(self._client.knowledge_unpromote(request, **fields))
+
+    def remember(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryRememberReply:
+        return self._run(self._client.remember(request, **fields))
+
+    def search_memories(self, request: BaseModel | None = None, /, **fields: Any) -> MemorySearchReply:
+        return self._run(self._client.search_memories(request, **fields))
+
+    def update_memory(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryUpdateReply:
+        return self._run(self._client.update_memory(request, **fields))
+
+    def forget_memory(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryForgetReply:
+        return self._run(self._client.forget_memory(request, **fields))
+
+    def memory_history(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryHistoryReply:
+        return self._run(self._client.memory_history(request, **fields))

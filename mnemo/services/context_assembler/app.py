@@ -1,4 +1,6 @@
-"""Context-assembler wiring: one request-reply subscriber (see ``handlers.py`` for the contract)."""
+"""Context-assembler wiring: ``mnemo.rpc.context.assemble.v1`` (see ``handlers.py`` for the contract) and the
+memory API's search, ``mnemo.rpc.memory.search.v1`` (``recall/search.py``): both read the vector index and every
+read model with the same visibility rules, so they are answered beside each other."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from mnemo.services.context_assembler.lore.documents import DocumentLore, Docume
 from mnemo.services.context_assembler.lore.loader import LoreLoader, LoreReads
 from mnemo.services.context_assembler.lore.timed import TimedStates
 from mnemo.services.context_assembler.metering import ContextMeter
+from mnemo.services.context_assembler.recall.search import MemorySearch, NamespaceRefused, RecallReads
 from mnemo.services.context_assembler.settings import SECTION, AssemblerSettings
 from mnemo.services.context_assembler.usage_report import UsageReport
 from mnemo.shared import subjects
@@ -33,6 +36,7 @@ from mnemo.shared.readmodels.catalog import (
     LEGACY_LORE,
     LORE,
     LORE_TIMED,
+    MEMORIES,
     SUMMARIES,
 )
 from mnemo.shared.readmodels.lore_timed import TimedPort
@@ -40,6 +44,7 @@ from mnemo.shared.rpc import RpcMeter, raw_body, serve
 from mnemo.shared.settings import read_section
 from mnemo.shared.tokens import token_counter
 from mnemo_client.wire.contract import ContextAssembleReply, ErrorReply
+from mnemo_client.wire.memory_api_contract import MemorySearchRequest
 from mnemo_client.wire.ops_contract import UsageRequest
 
 SERVICE = "context-assembler"
@@ -53,8 +58,10 @@ def create_router(
     lore: LoreReads | None = None,
     timed: TimedPort | None = None,
     documents: DocumentReads | None = None,
+    recall: RecallReads | None = None,
 ) -> NatsRouter:
-    """``reads``, ``lore``, ``timed``: read models to use instead of the MongoDB ones (component tests)."""
+    """``reads``, ``lore``, ``timed``, ``recall``: read models to use instead of the MongoDB ones (component
+    tests; without read models and ``recall``, the memory search is not served)."""
     router = NatsRouter()
     settings = settings or read_section(SECTION, AssemblerSettings)
     index = deps.vectors
@@ -118,6 +125,25 @@ def create_router(
             router.subscriber(subject, decoder=raw_body, title=f"context-assembler: {subject} (kept reads)")(
                 _invalidator(cache)
             )
+    if recall is None and deps.read_models is not None:
+        recall = RecallReads(
+            deps.read_model(MEMORIES),
+            deps.read_model(SUMMARIES),
+            deps.read_model(KNOWLEDGE),
+            deps.read_model(LEGACY_LORE),
+        )
+    if recall is not None:
+        search = MemorySearch(index, deps.embedder, recall, settings)
+        serve(
+            router,
+            subjects.MEMORY_SEARCH,
+            service=SERVICE,
+            request=MemorySearchRequest,
+            call=search.search,
+            errors={NamespaceRefused: "forbidden"},
+            max_workers=settings.max_workers,
+            limiter=limiter,
+        )
     return router
 
 
@@ -133,5 +159,5 @@ DEFINITION = ServiceDefinition(
     create_router,
     vectors="read",
     embedder=True,
-    read_models=(CONVERSATIONS, SUMMARIES, KNOWLEDGE, LEGACY_LORE, LORE, LORE_TIMED, DOCUMENTS),
+    read_models=(CONVERSATIONS, SUMMARIES, KNOWLEDGE, LEGACY_LORE, LORE, LORE_TIMED, DOCUMENTS, MEMORIES),
 )

@@ -57,6 +57,20 @@ class DocumentLoreSettings(BaseModel):
     timeout_s: float = Field(1.5, gt=0, description="embed + search + chunk reads deadline")
 
 
+class RecencySettings(BaseModel):
+    """``MNEMO_CONTEXT_ASSEMBLER__RECENCY__<KEY>``: recency as a ranking lever of the memory search and of a
+    context's memories (``recall/scoring.py``); a request's ``recency_half_life_days`` overrides the half-life."""
+
+    model_config = ConfigDict(frozen=True)
+
+    half_life_days: float = Field(
+        0.0, ge=0, le=36_500, description="age at which a memory keeps half its recency boost (0: recency off)"
+    )
+    floor: float = Field(
+        0.5, ge=0, le=1, description="the least share of its relevance an old memory keeps (1: recency off)"
+    )
+
+
 class AssemblerSettings(BaseModel):
     """Section ``context_assembler``: ``MNEMO_CONTEXT_ASSEMBLER__<KEY>``."""
 
@@ -96,3 +110,4 @@ class AssemblerSettings(BaseModel):
     lore_vector: LoreVectorSettings = Field(default_factory=LoreVectorSettings)
     lore_scan: LoreScanSettings = Field(default_factory=LoreScanSettings)
     documents: DocumentLoreSettings = Field(default_factory=DocumentLoreSettings)
+    recency: RecencySettings = Field(default_factory=RecencySettings)

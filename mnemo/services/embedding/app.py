@@ -19,7 +19,7 @@ from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.consumers import log_consumer_router
 from mnemo.shared.delivery import Staged
 from mnemo.shared.deps import Deps
-from mnemo.shared.readmodels.catalog import CONVERSATIONS, DOCUMENTS, KNOWLEDGE, LEGACY_LORE, LORE, SUMMARIES
+from mnemo.shared.readmodels.catalog import CONVERSATIONS, DOCUMENTS, KNOWLEDGE, LEGACY_LORE, LORE, MEMORIES, SUMMARIES
 
 SERVICE = "embedding"
 
@@ -39,13 +39,14 @@ def create_router(deps: Deps) -> NatsRouter:
         deps.read_model(LORE),
         deps.read_model(KNOWLEDGE),
         deps.read_model(DOCUMENTS),
+        deps.read_model(MEMORIES),
     )
     return log_consumer_router(
         deps,
         service=SERVICE,
         handlers=HANDLERS,
         handle=Staged(handler.begin),
-        title="embedding: chunk and embed messages, summaries, lore, facts and documents into the vector index",
+        title="embedding: chunk and embed messages, summaries, lore, facts, documents and memories into the index",
         batch_size=deps.settings.delivery.embedding_batch_size,
     )
 
@@ -55,5 +56,5 @@ DEFINITION = ServiceDefinition(
     create_router,
     vectors="write",
     embedder=True,
-    read_models=(CONVERSATIONS, SUMMARIES, LEGACY_LORE, LORE, KNOWLEDGE, DOCUMENTS),
+    read_models=(CONVERSATIONS, SUMMARIES, LEGACY_LORE, LORE, KNOWLEDGE, DOCUMENTS, MEMORIES),
 )

@@ -1,7 +1,8 @@
 """What the embedding service does with a batch of log events (pure, no I/O): one :class:`Plan`.
 
 Each handled event class maps, in :data:`HANDLERS`, to the source that plans its points: ``messages``,
-``summaries``, ``legacy_memories``, ``lore_entries``, ``facts`` or ``documents`` (one module each, with its rules). The sources run in a fixed order, so deletions keep that order; deletions run before upserts.
+``summaries``, ``legacy_memories``, ``lore_entries``, ``facts``, ``documents`` or ``memories`` (one module each,
+with its rules). The sources run in a fixed order, so deletions keep that order; deletions run before upserts.
 
 Idempotency key: point ids are deterministic (``mnemo.shared.vectors.points.point_id``: kind, tenant, user,
 conversation, source id, chunk), so a redelivered event overwrites the same points; each source also keeps a
@@ -21,6 +22,7 @@ from mnemo.services.embedding.documents import DocState, plan_documents
 from mnemo.services.embedding.facts import FactState, plan_facts
 from mnemo.services.embedding.legacy_memories import plan_legacy
 from mnemo.services.embedding.lore_entries import plan_lore
+from mnemo.services.embedding.memories import plan_memories
 from mnemo.services.embedding.messages import plan_messages
 from mnemo.services.embedding.plan import Chunker, Plan
 from mnemo.services.embedding.summaries import plan_summaries
@@ -44,6 +46,9 @@ from mnemo.shared.events.recorded import (
     LorebookEntryDeleted,
     LorebookEntryUpdated,
     LorebookImported,
+    MemoryForgotten,
+    MemoryRemembered,
+    MemoryUpdated,
     MessageDeleted,
     MessageEdited,
     MessageRecorded,
@@ -52,6 +57,7 @@ from mnemo.shared.events.recorded import (
 )
 from mnemo.shared.lore.history import BookState
 from mnemo.shared.readmodels import MessageKey, MessageStatus
+from mnemo.shared.readmodels.memories import MemoryView
 from mnemo.shared.subscriptions import Delivered, EventHandlers
 
 
@@ -67,6 +73,7 @@ class BatchReads:
     lore_books: Mapping[tuple[str, str], BookState | None] | None  # None: lore is not indexed
     facts: Mapping[tuple[str, str], FactState] | None  # None: facts are not indexed
     documents: Mapping[tuple[str, str], DocState] | None = None  # None: documents are not indexed
+    memories: Mapping[tuple[str, str], MemoryView] | None = None  # None: remembered memories are not indexed
 
 
 #: One source's planning: its events of the batch (log order) into the plan.
@@ -100,8 +107,13 @@ def _documents(events: Sequence[EventEnvelope], plan: Plan, reads: BatchReads) -
         plan_documents(events, plan, model=reads.model, states=reads.documents)
 
 
+def _memories(events: Sequence[EventEnvelope], plan: Plan, reads: BatchReads) -> None:
+    if reads.memories is not None:
+        plan_memories(events, plan, model=reads.model, chunker=reads.chunker, states=reads.memories)
+
+
 #: The order the sources plan in (and so the order of the deletions).
-SOURCES: tuple[Source, ...] = (_messages, _summaries, _legacy, _lore, _facts, _documents)
+SOURCES: tuple[Source, ...] = (_messages, _summaries, _legacy, _lore, _facts, _documents, _memories)
 
 
 class BookTouched(BaseModel):
@@ -122,6 +134,13 @@ class DocumentTouched(BaseModel):
     """What a document event whose text it does not embed tells it: which document."""
 
     document_id: str
+
+
+class MemoryTouched(BaseModel):
+    """What a memory event tells it: which memory (its points are planned from the memories read model's
+    current version, so no memory's text is decrypted here)."""
+
+    memory_id: str
 
 
 #: A batch's handled events, per source that plans them (log order within each).
@@ -162,6 +181,9 @@ HANDLERS: EventHandlers[BySource] = (
     .on(DocumentCompleted, _to(_documents))
     .on_view(DocumentFailed, DocumentTouched, _to(_documents))
     .on(DocumentDeleted, _to(_documents))
+    .on_view(MemoryRemembered, MemoryTouched, _to(_memories))
+    .on_view(MemoryUpdated, MemoryTouched, _to(_memories))
+    .on(MemoryForgotten, _to(_memories))
 )
 
 
@@ -184,12 +206,21 @@ def plan_batch(
     lore_books: Mapping[tuple[str, str], BookState | None] | None = None,
     facts: Mapping[tuple[str, str], FactState] | None = None,
     documents: Mapping[tuple[str, str], DocState] | None = None,
+    memories: Mapping[tuple[str, str], MemoryView] | None = None,
 ) -> Plan:
     """The deletions and points for a batch; ``statuses`` (with scenes) from the messages read model;
     ``inactive_summaries`` from the summaries read model (see ``summaries.plan_summaries``); ``facts`` from
     the knowledge read model (None: facts are not indexed; see ``facts.plan_facts``)."""
     reads = BatchReads(
-        model, chunker, statuses, inactive_summaries or set(), deleted_legacy or set(), lore_books, facts, documents
+        model,
+        chunker,
+        statuses,
+        inactive_summaries or set(),
+        deleted_legacy or set(),
+        lore_books,
+        facts,
+        documents,
+        memories,
     )
     return plan_sorted(by_source(envelopes), reads)
 

@@ -22,6 +22,7 @@ from mnemo.services.embedding.domain import HANDLERS, BatchReads, BySource, plan
 from mnemo.services.embedding.facts import FactState, fact_ids_touched
 from mnemo.services.embedding.legacy_memories import created_legacy_ids
 from mnemo.services.embedding.lore_entries import lore_touched
+from mnemo.services.embedding.memories import memories_touched
 from mnemo.services.embedding.messages import latest_message_events
 from mnemo.services.embedding.plan import Chunker, Plan
 from mnemo.services.embedding.summaries import created_summary_ids
@@ -32,7 +33,15 @@ from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.lore.history import BookState
 from mnemo.shared.readmodels.documents import DocumentsReadModel
 from mnemo.shared.readmodels.knowledge import ACTIVE
-from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
+from mnemo.shared.readmodels.memories import MemoryView
+from mnemo.shared.readmodels.ports import (
+    ConversationReadModel,
+    KnowledgePort,
+    LegacyLorePort,
+    LorePort,
+    MemoriesPort,
+    SummariesPort,
+)
 from mnemo.shared.sparse import document_vector
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import VectorIndex, VectorPoint
@@ -60,6 +69,7 @@ class EmbeddingHandler:
         lore: LorePort | None = None,
         knowledge: KnowledgePort | None = None,
         documents: DocumentsReadModel | None = None,
+        memories: MemoriesPort | None = None,
     ) -> None:
         self._index = index
         self._embedder = embedder
@@ -70,6 +80,7 @@ class EmbeddingHandler:
         self._lore = lore  # lore entries are indexed from their book's current state (None: not indexed)
         self._knowledge = knowledge  # facts' current status, scope and text (None: facts are not indexed)
         self._documents = documents  # documents' versions and active chunk hashes (None: not indexed)
+        self._memories = memories  # remembered memories' current versions (None: not indexed)
 
     async def on_log_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         """Both stages of :meth:`begin` back to back."""
@@ -114,6 +125,7 @@ class EmbeddingHandler:
             await self._lore_books(events),
             await self._fact_states(events),
             await self._document_states(events),
+            await self._memory_states(events),
         )
         plan = plan_sorted(batch, reads)
         vectors = await self._embedder.embed([p.text for p in plan.points]) if plan.points else []
@@ -172,6 +184,18 @@ class EmbeddingHandler:
                 out[(tenant_id, document_id)] = DocState(
                     s.book_id, s.version, s.active_version, s.status == "deleted", rec.hashes
                 )
+        return out
+
+    async def _memory_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], MemoryView] | None:
+        """The memories read model's current version of every memory the batch names (absent: forgotten)."""
+        if self._memories is None:
+            return None
+        by_tenant: dict[str, list[str]] = {}
+        for tenant_id, memory_id in sorted(memories_touched(events)):
+            by_tenant.setdefault(tenant_id, []).append(memory_id)
+        out: dict[tuple[str, str], MemoryView] = {}
+        for tenant_id, ids in by_tenant.items():
+            out.update({(tenant_id, v.memory_id): v for v in await self._memories.by_ids(tenant_id, ids)})
         return out
 
     async def _fact_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], FactState] | None:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from mnemo.services.gateway import web
-from mnemo.services.gateway.auth import KeyRing
+from mnemo.services.gateway.auth import KeyGrant, KeyRing
 from mnemo.services.gateway.bridge import GatewayError, NatsBridge, msg_id
 from mnemo.services.gateway.export import export_chunks
 from mnemo.services.gateway.limits import ApiKeyRateLimiter
@@ -129,17 +129,18 @@ def _endpoint(op: GatewayRoute, handle: Handler) -> Callable[..., Awaitable[Resp
     """A route function whose body parameter is typed with the operation's model (FastAPI reads the
     signature, so it is built here rather than annotated with a variable)."""
 
-    async def endpoint(request: Request, body: BaseModel, tenant: str, rid: str | None) -> Response:
-        web.check_tenant(getattr(body, "tenant_id", ""), tenant)
+    async def endpoint(request: Request, body: BaseModel, grant: KeyGrant, rid: str | None) -> Response:
+        web.check_tenant(getattr(body, "tenant_id", ""), grant.tenant)
+        web.check_engine(op.subject, grant)
         raw = body.model_dump_json(exclude_unset=True).encode()
-        return await handle(request.app.state.bridge, op, tenant, raw, rid)
+        return await handle(request.app.state.bridge, op, grant.tenant, raw, rid)
 
     kw = inspect.Parameter.KEYWORD_ONLY
     endpoint.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [
             inspect.Parameter("request", kw, annotation=Request),
             inspect.Parameter("body", kw, annotation=op.body_model),
-            inspect.Parameter("tenant", kw, annotation=Annotated[str, Depends(web.key_tenant)]),
+            inspect.Parameter("grant", kw, annotation=Annotated[KeyGrant, Depends(web.key_grant)]),
             inspect.Parameter("rid", kw, annotation=Annotated[str | None, Depends(web.request_id)]),
         ],
         return_annotation=Response,

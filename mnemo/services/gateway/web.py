@@ -17,8 +17,9 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
-from mnemo.services.gateway.auth import digest
+from mnemo.services.gateway.auth import KeyGrant, digest
 from mnemo.services.gateway.bridge import GatewayError
+from mnemo.shared import subjects
 from mnemo_client.wire.contract import ErrorReply
 
 MAX_PROBLEMS = 10
@@ -53,19 +54,19 @@ async def on_http_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
 
 
-async def key_tenant(
+async def key_grant(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
-) -> str:
-    """The tenant the request's API key acts for (401 without a known key)."""
+) -> KeyGrant:
+    """The tenant the request's API key acts for and whether it holds the engine right (401 without a known key)."""
     if credentials is None:
         raise GatewayError(401, "unauthorized", "send an API key: `Authorization: Bearer <key>`")
-    tenant: str | None = request.app.state.keys.tenant_of(credentials.credentials)
-    if tenant is None:
+    grant: KeyGrant | None = request.app.state.keys.grant_of(credentials.credentials)
+    if grant is None:
         raise GatewayError(401, "unauthorized", "unknown API key")
     wait = request.app.state.limiter.take(digest(credentials.credentials))
     if wait is not None:
         raise GatewayError(429, "rate_limited", "this API key is over its request rate; retry later", wait)
-    return tenant
+    return grant
 
 
 def request_id(
@@ -86,16 +87,29 @@ def request_id(
     return idempotency_key or x_request_id
 
 
+async def key_tenant(grant: Annotated[KeyGrant, Depends(key_grant)]) -> str:
+    """The tenant the request's API key acts for (401 without a known key)."""
+    return grant.tenant
+
+
 def check_tenant(body_tenant: str, key_tenant: str) -> None:
     if body_tenant != key_tenant:
         raise GatewayError(403, "forbidden", "this API key cannot act for the tenant named in the body")
+
+
+def check_engine(subject: str, grant: KeyGrant) -> None:
+    """The memory API's engine calls take a key with the engine right (docs/memory-api.md)."""
+    if subject in subjects.MEMORY_ENGINE_CALLS and not grant.engine:
+        raise GatewayError(
+            403, "forbidden", "this API key has no engine right: it writes the player:<user_id> namespace only"
+        )
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     described = {
         400: "the service refused the request (`bad_request`, saying what is wrong)",
         401: "no API key, or an unknown one",
-        403: "the body names another tenant than the key's",
+        403: "the body names another tenant than the key's, or an engine call on a key without the right",
         404: "no such item for this tenant and user (`not_found`)",
         413: "the body is over the NATS server's max_payload",
         422: "the body breaks the schema (`bad_request`, naming the fields)",

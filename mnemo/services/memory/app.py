@@ -1,11 +1,15 @@
 """Memory service wiring: request-reply subscribers (``mnemo.shared.rpc.serve``).
 
-Subjects ``mnemo.rpc.memory.convert_to_lore.v1``, ``mnemo.rpc.memory.delete.v1``,
-``mnemo.rpc.memory.list.v1`` and the conversation reads ``mnemo.rpc.conversation.{list,timeline}.v1``, each in the queue group ``mnemo_memory`` (replicas share requests; each is
-answered once). Every request gets a reply: the reply model, or ``ErrorReply`` with ``bad_request`` (invalid
-JSON, unknown fields or a schema violation, saying what is wrong), ``not_found`` (no such memory for that
-tenant and user) or ``internal``. The service needs MongoDB and the log only: vectors follow from the events it appends
-(the embedding service consumes them).
+Subjects ``mnemo.rpc.memory.{convert_to_lore,delete,list}.v1`` (summaries and legacy lore), the conversation
+reads ``mnemo.rpc.conversation.{list,timeline}.v1``, and the memory API's
+``mnemo.rpc.memory.{remember,update,forget,history}.v1`` with their ``mnemo.rpc.memory.engine.*`` twins (the
+engine's right, ``mnemo/shared/namespaces.py``), each in the queue group ``mnemo_memory`` (replicas share
+requests; each is answered once). Every request gets a reply: the reply model, or ``ErrorReply`` with
+``bad_request`` (invalid JSON, unknown fields or a schema violation, saying what is wrong), ``not_found`` (no
+such memory for that tenant and user), ``forbidden`` (a namespace the call may not write), ``conflict`` (an
+update's ``expected_version`` is stale) or ``internal``. The service needs MongoDB and the log only: vectors
+follow from the events it appends (the embedding service consumes them); ``memory.search`` is the
+context-assembler's, beside the vector index.
 """
 
 from __future__ import annotations
@@ -14,20 +18,31 @@ import functools
 
 from faststream.nats import NatsRouter
 
+from mnemo.services.memory import remembering
 from mnemo.services.memory.conversations import Conversations
 from mnemo.services.memory.knowledge_items import FactItems
 from mnemo.services.memory.memories import Memories, MemoryNotFound
+from mnemo.services.memory.memory_api import MemoryApi
 from mnemo.shared import subjects
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
-from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, LEGACY_LORE, SUMMARIES
-from mnemo.shared.readmodels.ports import KnowledgePort, LegacyLorePort, SummariesPort
+from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, LEGACY_LORE, MEMORIES, SUMMARIES
+from mnemo.shared.readmodels.ports import KnowledgePort, LegacyLorePort, MemoriesPort, SummariesPort
 from mnemo.shared.rpc import serve
 from mnemo_client.wire.conversation_contract import ConversationListRequest, ConversationTimelineRequest
+from mnemo_client.wire.memory_api_contract import (
+    MemoryForgetRequest,
+    MemoryHistoryRequest,
+    MemoryRememberRequest,
+    MemoryUpdateRequest,
+)
 from mnemo_client.wire.memory_contract import MemoryConvertToLoreRequest, MemoryDeleteRequest, MemoryListRequest
 
 SERVICE = "memory"
+#: The memory API's subjects (remember, update, forget, history); the engine's twins may write every namespace.
+PLAYER_SUBJECTS = (subjects.MEMORY_REMEMBER, subjects.MEMORY_UPDATE, subjects.MEMORY_FORGET, subjects.MEMORY_HISTORY)
+ENGINE_SUBJECTS = subjects.MEMORY_ENGINE_CALLS
 
 
 def create_router(
@@ -36,13 +51,15 @@ def create_router(
     summaries: SummariesPort | None = None,
     legacy: LegacyLorePort | None = None,
     knowledge: KnowledgePort | None = None,
+    memories: MemoriesPort | None = None,
 ) -> NatsRouter:
-    """``summaries``, ``legacy``, ``knowledge``: read models to use instead of the MongoDB ones (component
-    tests)."""
+    """``summaries``, ``legacy``, ``knowledge``, ``memories``: read models to use instead of the MongoDB ones
+    (component tests)."""
     router = NatsRouter()
+    limiter = RateLimiter(deps.settings.limits)
     summaries = summaries or deps.read_model(SUMMARIES)
     knowledge = knowledge or deps.read_model(KNOWLEDGE)
-    memories = Memories(
+    listing = Memories(
         deps.store,
         summaries,
         legacy or deps.read_model(LEGACY_LORE),
@@ -50,16 +67,31 @@ def create_router(
         FactItems(knowledge),
     )
     # Another user's or tenant's memory is indistinguishable from an unknown one: not_found.
-    on = functools.partial(
-        serve, router, service=SERVICE, errors={MemoryNotFound: "not_found"}, limiter=RateLimiter(deps.settings.limits)
-    )
-    on(subjects.MEMORY_CONVERT_TO_LORE, request=MemoryConvertToLoreRequest, call=memories.convert_to_lore)
-    on(subjects.MEMORY_DELETE, request=MemoryDeleteRequest, call=memories.delete)
-    on(subjects.MEMORY_LIST, request=MemoryListRequest, call=memories.list_items, max_workers=4)
+    on = functools.partial(serve, router, service=SERVICE, errors={MemoryNotFound: "not_found"}, limiter=limiter)
+    on(subjects.MEMORY_CONVERT_TO_LORE, request=MemoryConvertToLoreRequest, call=listing.convert_to_lore)
+    on(subjects.MEMORY_DELETE, request=MemoryDeleteRequest, call=listing.delete)
+    on(subjects.MEMORY_LIST, request=MemoryListRequest, call=listing.list_items, max_workers=4)
     conversations = Conversations(deps.store, deps.read_model(CONVERSATIONS), summaries, knowledge)
     on(subjects.CONVERSATION_LIST, request=ConversationListRequest, call=conversations.list_conversations)
     on(subjects.CONVERSATION_TIMELINE, request=ConversationTimelineRequest, call=conversations.timeline)
+
+    api = MemoryApi(deps.store, memories or deps.read_model(MEMORIES), deps.publisher)
+    errors = {
+        remembering.RememberedNotFound: "not_found",
+        remembering.NamespaceForbidden: "forbidden",
+        remembering.VersionConflict: "conflict",
+        remembering.MemoryRequestRefused: "bad_request",
+    }
+    answer = functools.partial(serve, router, service=SERVICE, errors=errors, limiter=limiter, max_workers=4)
+    for engine, names in ((False, PLAYER_SUBJECTS), (True, ENGINE_SUBJECTS)):
+        remember, update, forget, history = names
+        answer(remember, request=MemoryRememberRequest, call=functools.partial(api.remember, engine=engine))
+        answer(update, request=MemoryUpdateRequest, call=functools.partial(api.update, engine=engine))
+        answer(forget, request=MemoryForgetRequest, call=functools.partial(api.forget, engine=engine))
+        answer(history, request=MemoryHistoryRequest, call=functools.partial(api.history, engine=engine))
     return router
 
 
-DEFINITION = ServiceDefinition(SERVICE, create_router, read_models=(SUMMARIES, KNOWLEDGE, LEGACY_LORE, CONVERSATIONS))
+DEFINITION = ServiceDefinition(
+    SERVICE, create_router, read_models=(SUMMARIES, KNOWLEDGE, LEGACY_LORE, CONVERSATIONS, MEMORIES)
+)

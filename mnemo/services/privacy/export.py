@@ -1,7 +1,7 @@
 """Exporting what mnemo holds about a user, decrypted, as plain JSON (``export_user``, ``mnemo export-user``).
 
 The export reads the current state: the read models of the user's messages, summaries, facts (per character),
-legacy memories, owned lorebooks, personas and uploaded documents. Every read-model document is encrypted field by field with its
+legacy memories, owned lorebooks, personas, uploaded documents and the memories they own (the memory API's). Every read-model document is encrypted field by field with its
 ``_id`` as the record (``mnemo/shared/readmodels``), so one generic opener decrypts them all without knowing each
 model. Internal fields (versions, status keys) are dropped; ``id`` replaces ``_id``.
 """
@@ -20,6 +20,7 @@ from mnemo.shared.readmodels.documents import DOCUMENTS
 from mnemo.shared.readmodels.knowledge import COLLECTION as FACTS
 from mnemo.shared.readmodels.legacy_lore import COLLECTION as LEGACY
 from mnemo.shared.readmodels.lore import LOREBOOKS
+from mnemo.shared.readmodels.memories import COLLECTION as MEMORIES
 from mnemo.shared.readmodels.repository import MESSAGES, PERSONAS
 from mnemo.shared.readmodels.summaries import COLLECTION as SUMMARIES
 from mnemo_client.wire.privacy_contract import ExportUserReply, ExportUserRequest
@@ -60,6 +61,7 @@ class Exporter:
             lorebooks=await self._read(LOREBOOKS, {"tenant_id": t, "owner_user_id": u}, "lorebooks", progress),
             personas=await self._read(PERSONAS, owned, "personas", progress),
             documents=await self._read(DOCUMENTS, {"tenant_id": t, "owner_user_id": u}, "documents", progress),
+            memories=await self._read(MEMORIES, owned, "memories", progress),
         )
 
     async def _read(

@@ -13,7 +13,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from mnemo.shared.contract_registry import chat, conversation, documents, knowledge, lore, memory, ops, privacy
+from mnemo.shared.contract_registry import (
+    chat,
+    conversation,
+    documents,
+    knowledge,
+    lore,
+    memory,
+    memory_api,
+    ops,
+    privacy,
+)
 from mnemo.shared.contract_registry.operation import ERROR_CODES, Operation, nats_msg_id
 from mnemo_client.wire.contract import ErrorReply
 
@@ -25,6 +35,7 @@ OPERATIONS: tuple[Operation, ...] = (
     *memory.OPERATIONS,
     *conversation.OPERATIONS,
     *knowledge.OPERATIONS,
+    *memory_api.OPERATIONS,
     *privacy.OPERATIONS,
     *ops.OPERATIONS,
 )

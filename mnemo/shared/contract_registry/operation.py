@@ -12,6 +12,9 @@ ERROR_CODES: dict[str, str] = {
     "bad_request": "the request is invalid (JSON, schema, or a change the target's state does not allow); "
     "the message says what is wrong",
     "not_found": "no such object for that tenant (and user): another tenant's or user's ids look the same",
+    "forbidden": "the call may not act on that namespace (another player's, or a campaign or character one "
+    "without the engine's right); the message says what would allow it",
+    "conflict": "the object changed since the version the request names (`expected_version`): read it again",
     "internal": "the service failed; details are in its log",
     "unavailable": "no service answered (clients report a missing responder or a timeout with this code)",
     "rate_limited": "the tenant sent more requests a second than MNEMO_LIMITS__RPC_PER_SECOND allows; retry later",

@@ -35,6 +35,9 @@ from mnemo.shared.events.recorded import (
     LEGACY_LORE_CREATED,
     LEGACY_LORE_DELETED,
     LORE_TIMED_STATE_RECORDED,
+    MEMORY_FORGOTTEN,
+    MEMORY_REMEMBERED,
+    MEMORY_UPDATED,
     MESSAGE_ALTERNATIVE_DELETED,
     MESSAGE_ALTERNATIVE_RECORDED,
     MESSAGES_WITNESSED,
@@ -49,6 +52,7 @@ from mnemo.shared.readmodels import (
     legacy_lore,
     lore,
     lore_timed,
+    memories,
     repository,
     summaries,
     witnessed,
@@ -58,6 +62,7 @@ from mnemo.shared.readmodels.inmemory import (
     InMemoryKnowledge,
     InMemoryLegacyLore,
     InMemoryLore,
+    InMemoryMemories,
     InMemoryReadModels,
     InMemorySummaries,
 )
@@ -67,8 +72,16 @@ from mnemo.shared.readmodels.knowledge import KNOWLEDGE_EVENTS, KnowledgeReadMod
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
 from mnemo.shared.readmodels.lore import LoreReadModel
 from mnemo.shared.readmodels.lore_timed import LoreTimedReadModel, TimedPort
+from mnemo.shared.readmodels.memories import MemoriesReadModel
 from mnemo.shared.readmodels.messages import MESSAGE_EVENT_TYPES
-from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
+from mnemo.shared.readmodels.ports import (
+    ConversationReadModel,
+    KnowledgePort,
+    LegacyLorePort,
+    LorePort,
+    MemoriesPort,
+    SummariesPort,
+)
 from mnemo.shared.readmodels.repository import ReadModels
 from mnemo.shared.readmodels.summaries import SummariesReadModel
 from mnemo.shared.readmodels.witnessed import WitnessedPort, WitnessedReadModel
@@ -235,6 +248,21 @@ LORE_TIMED: ReadModel[TimedPort] = ReadModel(
     frozenset({LORE_TIMED_STATE_RECORDED.name}),
     lambda db, _cipher: LoreTimedReadModel(db),
     InMemoryLoreTimed,
+)  # The memory API's memories (docs/memory-api.md): a search lists a namespace's newest, erasure reads an owner's.
+MEMORIES: ReadModel[MemoriesPort] = ReadModel(
+    "memories",
+    (
+        Collection(
+            memories.COLLECTION,
+            (
+                _index("by_namespace_newest", "tenant_id", "owner_namespace", ("occurred_at", DESCENDING)),
+                _index("by_owner", "tenant_id", "user_id"),
+            ),
+        ),
+    ),
+    frozenset({MEMORY_REMEMBERED.name, MEMORY_UPDATED.name, MEMORY_FORGOTTEN.name}),
+    MemoriesReadModel,
+    InMemoryMemories,
 )
 
 #: Every read model, in the order replay folds a batch into them (later ones may read earlier ones: lore, messages).
@@ -247,6 +275,7 @@ CATALOG: tuple[ReadModel[Any], ...] = (
     KNOWLEDGE,
     LORE_TIMED,
     DOCUMENTS,
+    MEMORIES,
 )
 
 

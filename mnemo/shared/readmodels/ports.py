@@ -10,6 +10,7 @@ services make; indexes and dropping before a replay are the catalog's (the colle
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Protocol
 
 from mnemo.shared.events.envelope import EventEnvelope
@@ -18,6 +19,7 @@ from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.knowledge import FactView
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreView
 from mnemo.shared.readmodels.lore import BookListing, LorebookRef, LorebookView
+from mnemo.shared.readmodels.memories import Clause, MemoryView
 from mnemo.shared.readmodels.messages import MessageKey, MessageStatus, MessageView
 from mnemo.shared.readmodels.profiles import BotView, PersonaView
 from mnemo.shared.readmodels.summaries import SummaryListed, SummaryView
@@ -216,3 +218,24 @@ class LorePort(Protocol):
     async def attached(
         self, tenant_id: str, bot_id: str, user_id: str | None = None, conversation_id: str | None = None
     ) -> list[LorebookRef]: ...
+
+
+class MemoriesPort(Protocol):
+    """The memories of the memory API (``MemoriesReadModel``)."""
+
+    async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
+
+    async def by_ids(self, tenant_id: str, memory_ids: Sequence[str]) -> list[MemoryView]: ...
+
+    async def newest(
+        self,
+        tenant_id: str,
+        clauses: Sequence[Clause],
+        *,
+        types: Sequence[str] | None = None,
+        tags: Sequence[str] = (),
+        all_tags: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int,
+    ) -> list[MemoryView]: ...

@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, InsertOne, ReplaceOne, UpdateOne
+from pymongo import ASCENDING, DESCENDING, DeleteOne, InsertOne, ReplaceOne, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
@@ -52,7 +52,7 @@ _DUPLICATE_KEY = 11000
 _LOOKUP_CHUNK = 32
 
 Doc = dict[str, Any]
-WriteOp = InsertOne[Doc] | UpdateOne | ReplaceOne[Doc]
+WriteOp = InsertOne[Doc] | UpdateOne | ReplaceOne[Doc] | DeleteOne
 # Event type -> the collection (``ops`` key in ``apply``) its write goes to and the function making the write.
 _WRITES: dict[str, tuple[str, Callable[[EventEnvelope, TenantCipher], WriteOp | None]]] = {
     **{name: ("messages", write) for name, write in MESSAGE_WRITES.items()},

@@ -1,12 +1,10 @@
 """The vector point schema: the one place writer and readers agree on what a point carries.
 
-The embedding service writes the points (``mnemo/services/embedding``); the context assembler and the lore
-activation read them (``mnemo/services/context_assembler``); ``mnemo replay`` wipes them by kind. All of them take
-the kinds, the payload keys, the point ids and the filters from here, so a renamed key changes both sides
-at once instead of silently emptying retrieval (``tests/unit/test_vector_points.py`` holds them together).
+The embedding service writes the points; the context assembler and the lore activation read them; ``mnemo
+replay`` wipes them by kind. All take the kinds, payload keys, point ids and filters from here, so a renamed key
+changes both sides at once (``tests/unit/test_vector_points.py`` holds them together).
 
-Payloads carry ids and filter fields only, never text (the text stays encrypted in MongoDB). What each
-kind carries (``*`` marks the fields readers filter on):
+Payloads carry ids and filter fields only, never text (it stays encrypted in MongoDB); ``*`` marks filters:
 
 - ``message`` (one point per chunk): ``tenant_id*, user_id*, conversation_id*, kind*, message_id*,
   source_id, model, chunk`` and, with the message's scene, ``bot_ids, audience*, persona_id, author_id,
@@ -18,11 +16,13 @@ kind carries (``*`` marks the fields readers filter on):
 - ``lore_entry``: ``tenant_id*, kind*, lorebook_id*, uid*, source_id, model, chunk``.
 - ``fact``: ``tenant_id*, user_id, kind*, fact_id*, source_id, character_id, audience*`` (exactly the
   fact's character, never ``*``), ``scope*, model, chunk``.
+- ``memory`` (the memory API's): ``tenant_id*, user_id*`` (owner), ``kind*, memory_id*, source_id, namespace*,
+  audience*, memory_type*, tags*`` (labels: plain, like ids), ``created_at*`` (occurred), ``model, chunk``.
 - ``document_chunk`` (a point per distinct chunk text, id over its hash): ``tenant_id*, kind*, lorebook_id*,
   document_id*, chunk_hash*, source_id, chunk, total_chunks, page, model`` (see ``document_point_id``).
 
-Every point also carries ``analyzer``: the version of the lexical analyzer its sparse vector was made with.
-Filters are applied inside the vector query, never after it, so a query cannot rank points it may not see.
+Every point also carries ``analyzer`` (its sparse vector's analyzer version). Filters are applied inside the
+vector query, never after it, so a query cannot rank points it may not see.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ LEGACY_MEMORY: Final = "legacy_memory"  # a user's summary turned into lore
 LORE_ENTRY: Final = "lore_entry"  # an entry of a lorebook in ``vector`` or ``hybrid`` activation mode
 FACT: Final = "fact"  # a character's fact (knowledge)
 DOCUMENT_CHUNK: Final = "document_chunk"  # a chunk of an uploaded document (lore of the document kind)
+MEMORY: Final = "memory"  # a memory written through the memory API (remember, update)
 #: Every kind the embedding service writes (what ``mnemo replay`` wipes before rebuilding).
-KINDS: Final = (MESSAGE, SUMMARY, LEGACY_MEMORY, LORE_ENTRY, FACT, DOCUMENT_CHUNK)
+KINDS: Final = (MESSAGE, SUMMARY, LEGACY_MEMORY, LORE_ENTRY, FACT, DOCUMENT_CHUNK, MEMORY)
 
 # --- payload keys -------------------------------------------------------------------------------------------
 TENANT_ID: Final = "tenant_id"
@@ -72,7 +73,7 @@ FIRST_INDEX: Final = "first_index"
 LAST_INDEX: Final = "last_index"
 # legacy memories
 LEGACY_ID: Final = "legacy_id"
-MEMORY_ID: Final = "memory_id"
+MEMORY_ID: Final = "memory_id"  # a legacy entry's summary; a ``memory`` point's own memory id
 APPLIES_TO: Final = "applies_to"  # the bots and personas the memory applies to (a list)
 IMPORTANCE: Final = "importance"
 START_AT: Final = "start_at"
@@ -89,6 +90,10 @@ PAGE: Final = "page"
 FACT_ID: Final = "fact_id"
 CHARACTER_ID: Final = "character_id"
 SCOPE: Final = "scope"  # ``player:<user>``, ``character:<bot>`` or ``campaign:<id>``
+# memories (the memory API)
+NAMESPACE: Final = "namespace"  # ``player:<user>``, ``campaign:<id>`` or ``character:<bot>``
+MEMORY_TYPE: Final = "memory_type"  # episodic | semantic | declarative | procedural
+TAGS: Final = "tags"  # a list: a match means "contains"
 
 
 def point_id(kind: str, tenant_id: str, user_id: str, conversation_id: str, source_id: str, chunk: int) -> str:
@@ -142,6 +147,11 @@ def facts_by_id(tenant_id: str, fact_ids: Iterable[str]) -> VectorFilter:
     return VectorFilter.where(**{TENANT_ID: tenant_id, KIND: FACT}).and_(Match(FACT_ID, tuple(sorted(fact_ids))))
 
 
+def memories_by_id(tenant_id: str, memory_ids: Iterable[str]) -> VectorFilter:
+    """Every point of these memories of one tenant (and nothing else)."""
+    return VectorFilter.where(**{TENANT_ID: tenant_id, KIND: MEMORY}).and_(Match(MEMORY_ID, tuple(sorted(memory_ids))))
+
+
 def document_chunks(tenant_id: str, document_id: str, keep_hashes: Iterable[str] = ()) -> VectorFilter:
     """Every chunk point of one document, except those whose hash is in ``keep_hashes``."""
     flt = VectorFilter.where(**{TENANT_ID: tenant_id, KIND: DOCUMENT_CHUNK, DOCUMENT_ID: document_id})
@@ -191,6 +201,13 @@ def character_facts(tenant_id: str, character_id: str, scopes: Sequence[str]) ->
     return VectorFilter.where(**{TENANT_ID: tenant_id, KIND: FACT}).and_(
         Match(AUDIENCE, (character_id,)), Match(SCOPE, tuple(scopes))
     )
+
+
+def visible_memories(tenant_id: str, namespaces: Sequence[str], audiences: Sequence[str] | None) -> VectorFilter:
+    """The memories of ``namespaces`` whose ``audience`` holds one of ``audiences`` (None: any), of one tenant
+    (``mnemo/shared/namespaces.py`` decides both for a viewer)."""
+    flt = VectorFilter.where(**{TENANT_ID: tenant_id, KIND: MEMORY}).and_(Match(NAMESPACE, tuple(namespaces)))
+    return flt if audiences is None else flt.and_(Match(AUDIENCE, tuple(audiences)))
 
 
 def lore_books(tenant_id: str, lorebook_ids: Iterable[str]) -> VectorFilter:

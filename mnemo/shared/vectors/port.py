@@ -44,6 +44,10 @@ KEYWORD_FIELDS = (
     "chunk_hash",
     "model",
     "analyzer",
+    "memory_id",
+    "namespace",
+    "memory_type",
+    "tags",
 )
 #: Integer fields matched by value (a lore entry's ``uid`` in its book).
 INTEGER_FIELDS = ("uid",)

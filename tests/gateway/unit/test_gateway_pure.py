@@ -26,6 +26,18 @@ def test_a_key_acts_for_its_tenant_only_whether_clear_or_hashed(tmp_path):
     assert key not in path.read_text()
 
 
+def test_a_key_holds_the_engine_right_only_when_granted(tmp_path):
+    key, line = new_key("t2", engine=True)
+    plain, plain_line = new_key("t2")
+    path = tmp_path / "keys"
+    path.write_text(f"{line}\n{plain_line}\n")
+    ring = KeyRing.load({"dev": "t1", "gm": "t1 engine"}, path)
+    grants = [ring.grant_of(k) for k in ("dev", "gm", key, plain)]
+    assert [(g.tenant, g.engine) for g in grants if g] == [("t1", False), ("t1", True), ("t2", True), ("t2", False)]
+    with pytest.raises(KeyFileError, match="engine"):
+        parse_key_file(f"{digest('k')} t1 admin\n", "keys")
+
+
 @pytest.mark.parametrize(
     "line", ["sha256:abc t1", f"{digest('k')} ", f"md5:{'0' * 64} t1", f"sha256:{'z' * 64} t1", "t1 sha256:00"]
 )

@@ -14,7 +14,12 @@ from mnemo.services.memory.app import create_router
 from mnemo.shared import subjects
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import knowledge_stream, player_scope, summary_stream
-from mnemo.shared.readmodels.inmemory import InMemoryKnowledge, InMemoryLegacyLore, InMemorySummaries
+from mnemo.shared.readmodels.inmemory import (
+    InMemoryKnowledge,
+    InMemoryLegacyLore,
+    InMemoryMemories,
+    InMemorySummaries,
+)
 from tests.components import Rpc, TestNatsBroker, broker_with, deps, published
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -67,7 +72,10 @@ class Memory:
 async def memory():
     m = Memory()
     await m.seed()
-    broker = broker_with(create_router(m.deps, summaries=m.summaries, legacy=m.legacy, knowledge=m.knowledge))
+    router = create_router(
+        m.deps, summaries=m.summaries, legacy=m.legacy, knowledge=m.knowledge, memories=InMemoryMemories()
+    )
+    broker = broker_with(router)
     async with TestNatsBroker(broker):
         yield Rpc(broker), m
 

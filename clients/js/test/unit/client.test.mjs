@@ -47,6 +47,10 @@ test("every request method reaches its own operation", async () => {
     conversationTimeline: "conversation.timeline", usage: "ops.usage", knowledgeFactList: "knowledge.fact.list",
     knowledgeFactAdd: "knowledge.fact.add", knowledgeFactEdit: "knowledge.fact.edit",
     knowledgeFactRetract: "knowledge.fact.retract", knowledgeFactHistory: "knowledge.fact.history",
+    conversationTimeline: "conversation.timeline", usage: "ops.usage", remember: "memory.remember", searchMemories: "memory.search",
+    updateMemory: "memory.update", forgetMemory: "memory.forget", memoryHistory: "memory.history",
+    engineRemember: "memory.engine.remember", engineUpdateMemory: "memory.engine.update",
+    engineForgetMemory: "memory.engine.forget", engineMemoryHistory: "memory.engine.history",
   };
   for (const [method, name] of Object.entries(methods)) {
     assert.deepEqual(await mnemo[method]({ tenant_id: "t1" }), { ok: OPERATIONS[name].subject }, method);

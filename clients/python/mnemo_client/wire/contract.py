@@ -6,6 +6,7 @@ published field's meaning; add a new version of the subject instead.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -25,12 +26,41 @@ def _in_utc_range(value: datetime) -> datetime:
 
 
 Moment = Annotated[datetime, AfterValidator(_in_utc_range)]
+#: A memory's type: ``episodic`` (events, dialogue: summaries are episodic), ``semantic`` (facts),
+#: ``declarative`` (canon, rules), ``procedural`` (how-to, mechanics).
+MemoryType = Literal["episodic", "semantic", "declarative", "procedural"]
+MAX_TITLE = 200
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
+_MEDIA_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?$")
+
+
+def _uri(value: str) -> str:
+    if not _SCHEME.match(value):
+        raise ValueError("an asset's uri needs a scheme and no spaces, e.g. `https://cdn.example/a.png`")
+    return value
+
+
+def _media_type(value: str) -> str:
+    if not _MEDIA_TYPE.match(value):
+        raise ValueError("a media type is `type/subtype`, e.g. `image/png` or `audio/ogg`")
+    return value
+
+
 Role = Literal["user", "assistant", "system", "narrator"]
 KnowledgeSharing = Literal["open", "guarded", "secretive"]
 
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, str_strip_whitespace=False)
+
+
+class Asset(_Wire):
+    """A link to an audio, image or other artifact of a memory "for rich recall": stored and returned, never
+    fetched by mnemo."""
+
+    uri: Annotated[str, StringConstraints(min_length=3, max_length=2048), AfterValidator(_uri)]
+    media_type: Annotated[str, StringConstraints(min_length=3, max_length=255), AfterValidator(_media_type)]
+    title: str | None = Field(None, max_length=MAX_TITLE)
 
 
 class _Tenanted(_Wire):

@@ -66,6 +66,18 @@ from mnemo_client.wire.lore_contract import (
     LoreListReply,
     LoreListRequest,
 )
+from mnemo_client.wire.memory_api_contract import (
+    MemoryForgetReply,
+    MemoryForgetRequest,
+    MemoryHistoryReply,
+    MemoryHistoryRequest,
+    MemoryRememberReply,
+    MemoryRememberRequest,
+    MemorySearchReply,
+    MemorySearchRequest,
+    MemoryUpdateReply,
+    MemoryUpdateRequest,
+)
 from mnemo_client.wire.memory_contract import (
     MemoryConvertToLoreReply,
     MemoryConvertToLoreRequest,
@@ -112,6 +124,8 @@ def _request(name: str, payload: type[BaseModel], reply: type[BaseModel], errors
 ERROR_CODES: dict[str, str] = {
     "bad_request": "the request is invalid (JSON, schema, or a change the target's state does not allow); the message says what is wrong",
     "not_found": "no such object for that tenant (and user): another tenant's or user's ids look the same",
+    "forbidden": "the call may not act on that namespace (another player's, or a campaign or character one without the engine's right); the message says what would allow it",
+    "conflict": "the object changed since the version the request names (`expected_version`): read it again",
     "internal": "the service failed; details are in its log",
     "unavailable": "no service answered (clients report a missing responder or a timeout with this code)",
     "rate_limited": "the tenant sent more requests a second than MNEMO_LIMITS__RPC_PER_SECOND allows; retry later",
@@ -121,7 +135,10 @@ ERROR_CODES: dict[str, str] = {
 _ERRORS_0 = ("bad_request", "rate_limited", "internal")
 _ERRORS_1 = ("bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal")
 _ERRORS_2 = ("bad_request", "not_found", "rate_limited", "internal")
-_ERRORS_3 = ("bad_request", "internal")
+_ERRORS_3 = ("bad_request", "forbidden", "not_found", "rate_limited", "internal")
+_ERRORS_4 = ("bad_request", "forbidden", "rate_limited", "internal")
+_ERRORS_5 = ("bad_request", "forbidden", "not_found", "conflict", "rate_limited", "internal")
+_ERRORS_6 = ("bad_request", "internal")
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
@@ -165,9 +182,18 @@ OPERATIONS: dict[str, Operation] = {
         _request("knowledge.fact.edit", FactEditRequest, FactChangeReply, _ERRORS_2),
         _request("knowledge.fact.retract", FactRetractRequest, FactChangeReply, _ERRORS_2),
         _request("knowledge.fact.history", FactHistoryRequest, FactHistoryReply, _ERRORS_2),
+        _request("memory.remember", MemoryRememberRequest, MemoryRememberReply, _ERRORS_3),
+        _request("memory.search", MemorySearchRequest, MemorySearchReply, _ERRORS_4),
+        _request("memory.update", MemoryUpdateRequest, MemoryUpdateReply, _ERRORS_5),
+        _request("memory.forget", MemoryForgetRequest, MemoryForgetReply, _ERRORS_3),
+        _request("memory.history", MemoryHistoryRequest, MemoryHistoryReply, _ERRORS_3),
+        _request("memory.engine.remember", MemoryRememberRequest, MemoryRememberReply, _ERRORS_3),
+        _request("memory.engine.update", MemoryUpdateRequest, MemoryUpdateReply, _ERRORS_5),
+        _request("memory.engine.forget", MemoryForgetRequest, MemoryForgetReply, _ERRORS_3),
+        _request("memory.engine.history", MemoryHistoryRequest, MemoryHistoryReply, _ERRORS_3),
         _request("privacy.erase_user", EraseUserRequest, ErasureReply, _ERRORS_0),
         _request("privacy.erase_tenant", EraseTenantRequest, ErasureReply, _ERRORS_0),
         _request("privacy.export_user", ExportUserRequest, ExportUserReply, _ERRORS_0),
-        _request("ops.usage", UsageRequest, UsageReply, _ERRORS_3),
+        _request("ops.usage", UsageRequest, UsageReply, _ERRORS_6),
     )
 }

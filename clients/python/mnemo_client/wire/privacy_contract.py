@@ -58,3 +58,7 @@ class ExportUserReply(_Wire):
         default_factory=list,
         description="the documents the user uploaded: name, status, pages, chunks (not the files' bytes)",
     )
+    memories: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="the memories the user owns (the memory API's, in every namespace), current versions",
+    )

@@ -2,9 +2,9 @@
 
 Stream ids (``kind/tenant/...``) always start with the tenant, and conversations and personas also with
 the user, so equal ids under another tenant or user are different streams. Each stream's types live in
-their own module (``conversation``, ``profiles``, ``summaries``, ``knowledge``, ``lorebooks``,
-``legacy_lore``, ``lore_timed``, ``privacy``, ``documents``), each registered with its payload model in :data:`REGISTRY`; this module
-re-exports them all so callers import from one place.
+their own module (``conversation``, ``profiles``, ``summaries``, ``knowledge``, ``lorebooks``, ``legacy_lore``,
+``lore_timed``, ``privacy``, ``documents``, ``memories``), each registered with its payload model in
+:data:`REGISTRY`; this module re-exports them all so callers import from one place.
 """
 
 from __future__ import annotations
@@ -93,6 +93,16 @@ from mnemo.shared.events.recorded.lorebooks import (
     LorebookImported,
     lorebook_stream,
 )
+from mnemo.shared.events.recorded.memories import (
+    MEMORY_EVENTS,
+    MEMORY_FORGOTTEN,
+    MEMORY_REMEMBERED,
+    MEMORY_UPDATED,
+    MemoryForgotten,
+    MemoryRemembered,
+    MemoryUpdated,
+    memory_stream,
+)
 from mnemo.shared.events.recorded.privacy import ERASURE_COMPLETED, ErasureCompleted, privacy_stream
 from mnemo.shared.events.recorded.profiles import (
     BOT_RECORDED,
@@ -141,6 +151,10 @@ __all__ = [
     "LOREBOOK_ENTRY_UPDATED",
     "LOREBOOK_IMPORTED",
     "LORE_TIMED_STATE_RECORDED",
+    "MEMORY_EVENTS",
+    "MEMORY_FORGOTTEN",
+    "MEMORY_REMEMBERED",
+    "MEMORY_UPDATED",
     "MESSAGES_WITNESSED",
     "MESSAGE_ALTERNATIVE_DELETED",
     "MESSAGE_ALTERNATIVE_RECORDED",
@@ -180,6 +194,9 @@ __all__ = [
     "LorebookEntryUpdated",
     "LorebookEntryWritten",
     "LorebookImported",
+    "MemoryForgotten",
+    "MemoryRemembered",
+    "MemoryUpdated",
     "MessageAlternativeDeleted",
     "MessageAlternativeRecorded",
     "MessageDeleted",
@@ -202,6 +219,7 @@ __all__ = [
     "legacy_lore_stream",
     "lore_timed_stream",
     "lorebook_stream",
+    "memory_stream",
     "new_event",
     "persona_stream",
     "player_scope",

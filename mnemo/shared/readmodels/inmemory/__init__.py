@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from mnemo.shared.readmodels.inmemory.conversation import InMemoryReadModels
 from mnemo.shared.readmodels.inmemory.knowledge import InMemoryKnowledge
 from mnemo.shared.readmodels.inmemory.lore import InMemoryLegacyLore, InMemoryLore
+from mnemo.shared.readmodels.inmemory.memories import InMemoryMemories
 from mnemo.shared.readmodels.inmemory.summaries import InMemorySummaries
 
 if TYPE_CHECKING:  # each fake satisfies its port (checked by mypy)
@@ -19,6 +20,7 @@ if TYPE_CHECKING:  # each fake satisfies its port (checked by mypy)
         KnowledgePort,
         LegacyLorePort,
         LorePort,
+        MemoriesPort,
         SummariesPort,
     )
 
@@ -27,5 +29,13 @@ if TYPE_CHECKING:  # each fake satisfies its port (checked by mypy)
     _knowledge: KnowledgePort = InMemoryKnowledge()
     _legacy: LegacyLorePort = InMemoryLegacyLore()
     _lore: LorePort = InMemoryLore()
+    _memories: MemoriesPort = InMemoryMemories()
 
-__all__ = ["InMemoryKnowledge", "InMemoryLegacyLore", "InMemoryLore", "InMemoryReadModels", "InMemorySummaries"]
+__all__ = [
+    "InMemoryKnowledge",
+    "InMemoryLegacyLore",
+    "InMemoryLore",
+    "InMemoryMemories",
+    "InMemoryReadModels",
+    "InMemorySummaries",
+]

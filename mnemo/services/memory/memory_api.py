@@ -1,0 +1,122 @@
+"""The memory API's use cases: remember, update, forget and history over ``memory/<tenant>/<memory>`` streams.
+
+Each call reads the memory's stream (the source of truth), decides with ``remembering.py``, appends under
+optimistic concurrency (a lost race reads and decides again), projects the memory's whole stream into the
+memories read model, then publishes: a reply means the next search or context sees the change, and the
+embedding service derives the vectors from the published events. ``engine`` says whether the call came on the
+engine's subject (``mnemo.rpc.memory.engine.<verb>.v1``), which is what the right to write campaign and
+character namespaces is (``mnemo/shared/namespaces.py``).
+"""
+
+from __future__ import annotations
+
+from mnemo.services.memory import remembering as rules
+from mnemo.shared.deps import CommittedPublisher
+from mnemo.shared.eventlog.append import AppendDecision, append_with_retry
+from mnemo.shared.eventlog.port import AppendResult, EventStore
+from mnemo.shared.events.envelope import utcnow
+from mnemo.shared.events.recorded import memory_stream
+from mnemo.shared.readmodels.ports import MemoriesPort
+from mnemo_client.wire.memory_api_contract import (
+    MemoryForgetReply,
+    MemoryForgetRequest,
+    MemoryHistoryReply,
+    MemoryHistoryRequest,
+    MemoryRememberReply,
+    MemoryRememberRequest,
+    MemoryUpdateReply,
+    MemoryUpdateRequest,
+)
+
+
+class MemoryApi:
+    def __init__(self, store: EventStore, memories: MemoriesPort, publisher: CommittedPublisher) -> None:
+        self._store = store
+        self._memories = memories
+        self._publisher = publisher
+
+    async def _load(self, tenant_id: str, memory_id: str) -> tuple[rules.Memory | None, int]:
+        """The memory and its stream's version (read apart: the events of an erased owner are not readable)."""
+        stream = memory_stream(tenant_id, memory_id)
+        events = await self._store.read_stream(stream)
+        return rules.fold(events), await self._store.stream_version(stream)
+
+    async def _project(self, tenant_id: str, memory_id: str, result: AppendResult) -> None:
+        """The memory's whole stream into the read model (idempotent: a retry after a crash heals), then the
+        committed events to the bus."""
+        await self._memories.apply(await self._store.read_stream(memory_stream(tenant_id, memory_id)))
+        if result.committed:
+            await self._publisher.publish_committed(result.committed)
+
+    async def remember(self, req: MemoryRememberRequest, *, engine: bool = False) -> MemoryRememberReply:
+        rules.check_write(req.owner_namespace, req.user_id, engine=engine)
+        memory_id = rules.memory_id_for(req.tenant_id, req.user_id, req.idempotency_key)
+        stream = memory_stream(req.tenant_id, memory_id)
+
+        async def decide() -> AppendDecision[bool]:
+            memory, version = await self._load(req.tenant_id, memory_id)
+            if memory is None:
+                return AppendDecision(version, [rules.remembered_event(req.tenant_id, memory_id, req, utcnow())], True)
+            if not rules.same_request(memory, req):
+                raise rules.MemoryRequestRefused(
+                    f"idempotency_key {req.idempotency_key!r} already made another memory ({memory_id})"
+                )
+            return AppendDecision(version, [], False)
+
+        done = await append_with_retry(self._store, stream, decide)
+        if done.result is not None:
+            await self._project(req.tenant_id, memory_id, done.result)
+        memory, _ = await self._load(req.tenant_id, memory_id)
+        if memory is None:  # the key's memory belonged to an erased owner: its events no longer read
+            raise rules.MemoryRequestRefused(f"idempotency_key {req.idempotency_key!r} belongs to an erased memory")
+        return MemoryRememberReply(
+            memory_id=memory_id,
+            created=done.value,
+            version=memory.version,
+            title=memory.current.title,
+            forgotten=memory.forgotten,
+        )
+
+    async def update(self, req: MemoryUpdateRequest, *, engine: bool = False) -> MemoryUpdateReply:
+        stream = memory_stream(req.tenant_id, req.memory_id)
+
+        async def decide() -> AppendDecision[int]:
+            memory, version = await self._load(req.tenant_id, req.memory_id)
+            memory = rules.check_access(memory, req.user_id, engine=engine, write=True)
+            if memory.forgotten:
+                raise rules.RememberedNotFound(f"memory {req.memory_id!r} was forgotten")
+            event = rules.updated_event(req.tenant_id, memory, req, utcnow())
+            return AppendDecision(version, [event] if event else [], memory.version + (1 if event else 0))
+
+        done = await append_with_retry(self._store, stream, decide)
+        if done.result is not None:
+            await self._project(req.tenant_id, req.memory_id, done.result)
+        return MemoryUpdateReply(memory_id=req.memory_id, version=done.value, changed=done.result is not None)
+
+    async def forget(self, req: MemoryForgetRequest, *, engine: bool = False) -> MemoryForgetReply:
+        stream = memory_stream(req.tenant_id, req.memory_id)
+
+        async def decide() -> AppendDecision[bool]:
+            memory, version = await self._load(req.tenant_id, req.memory_id)
+            memory = rules.check_access(memory, req.user_id, engine=engine, write=True)
+            if memory.forgotten:
+                return AppendDecision(version, [], False)
+            return AppendDecision(
+                version, [rules.forgotten_event(req.tenant_id, memory, req.user_id, req.reason, utcnow())], True
+            )
+
+        done = await append_with_retry(self._store, stream, decide)
+        # Projected even when already forgotten: a retry after a crash between the append and the projection.
+        await self._project(req.tenant_id, req.memory_id, done.result or AppendResult(stream, version=0))
+        return MemoryForgetReply(memory_id=req.memory_id, forgotten=done.value)
+
+    async def history(self, req: MemoryHistoryRequest, *, engine: bool = False) -> MemoryHistoryReply:
+        memory, _ = await self._load(req.tenant_id, req.memory_id)
+        memory = rules.check_access(memory, req.user_id, engine=engine, write=False)
+        return MemoryHistoryReply(
+            memory_id=memory.memory_id,
+            owner_namespace=memory.namespace,
+            user_id=memory.owner,
+            forgotten=memory.forgotten,
+            versions=rules.redacted(memory.versions) if memory.forgotten else memory.versions,
+        )

@@ -1,0 +1,83 @@
+"""In-memory fake of the memories read model (``ports.MemoriesPort``): the same folds, plain values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import MEMORY_FORGOTTEN, MEMORY_REMEMBERED, MEMORY_UPDATED
+from mnemo.shared.events.recorded.memories import MemorySnapshot
+from mnemo.shared.readmodels.conversation import as_utc
+from mnemo.shared.readmodels.memories import Clause, MemoryView
+
+
+class InMemoryMemories:
+    """``MemoriesReadModel`` in memory (port: ``MemoriesPort``)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], MemoryView] = {}  # (tenant, memory id) -> view
+
+    async def apply(self, events: Sequence[EventEnvelope]) -> None:
+        for env in events:
+            key = (env.tenant_id, str(env.payload.get("memory_id")))
+            if env.type == MEMORY_FORGOTTEN.name:
+                self.rows.pop(key, None)
+            elif env.type in (MEMORY_REMEMBERED.name, MEMORY_UPDATED.name):
+                current = self.rows.get(key)
+                fresh = env.type == MEMORY_REMEMBERED.name and current is None
+                if fresh or (env.type == MEMORY_UPDATED.name and current is not None and current.version < env.version):
+                    self.rows[key] = _view(env)
+
+    async def by_ids(self, tenant_id: str, memory_ids: Sequence[str]) -> list[MemoryView]:
+        return [self.rows[(tenant_id, i)] for i in dict.fromkeys(memory_ids) if (tenant_id, i) in self.rows]
+
+    async def newest(
+        self,
+        tenant_id: str,
+        clauses: Sequence[Clause],
+        *,
+        types: Sequence[str] | None = None,
+        tags: Sequence[str] = (),
+        all_tags: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int,
+    ) -> list[MemoryView]:
+        def wanted(v: MemoryView) -> bool:
+            if v.tenant_id != tenant_id:
+                return False
+            if not any(c.namespace == v.owner_namespace and (c.bots is None or v.bot_id in c.bots) for c in clauses):
+                return False
+            if types is not None and v.memory_type not in types:
+                return False
+            if tags and not (set(tags) <= set(v.tags) if all_tags else set(tags) & set(v.tags)):
+                return False
+            if since is not None and v.occurred_at < as_utc(since):
+                return False
+            return until is None or v.occurred_at < as_utc(until)
+
+        found = sorted(filter(wanted, self.rows.values()), key=lambda v: (-v.occurred_at.timestamp(), v.memory_id))
+        return found[:limit]
+
+
+def _view(env: EventEnvelope) -> MemoryView:
+    s = MemorySnapshot.model_validate(env.payload)
+    return MemoryView(
+        memory_id=s.memory_id,
+        tenant_id=env.tenant_id,
+        user_id=s.user_id,
+        by_user_id=s.by_user_id,
+        owner_namespace=s.owner_namespace,
+        memory_type=s.memory_type,
+        title=s.title,
+        content=s.content,
+        tags=tuple(s.tags),
+        assets=tuple(s.assets),
+        metadata=dict(s.metadata),
+        bot_id=s.bot_id,
+        conversation_id=s.conversation_id,
+        occurred_at=as_utc(s.occurred_at),
+        version=env.version,
+        origin=str(env.payload.get("origin", "api")),
+    )

@@ -1,0 +1,164 @@
+"""``mnemo.rpc.memory.search.v1`` on the whole write path without servers: the memory service (in-memory log and
+read model) remembers, the embedding service indexes what it published into Qdrant Edge (the real engine, in
+process) with the bundled model, and the context-assembler searches. Visibility, filters, the score's parts,
+recency and near-duplicates, as a client sees them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemo.services.context_assembler.app import create_router as create_assembler
+from mnemo.services.context_assembler.settings import AssemblerSettings
+from mnemo.services.memory.app import create_router as create_memory
+from mnemo.shared import subjects
+from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
+from tests.components import Reads, Rpc, TestNatsBroker, broker_with, deps, edge_index, published
+
+T = "t1"
+NOW = datetime.now(UTC)
+
+
+@dataclass
+class World:
+    rpc: Rpc
+    index_events: Any
+
+    async def remember(self, user: str, content: str, *, engine: bool = False, **fields: Any) -> str:
+        body = {"tenant_id": T, "user_id": user, "owner_namespace": f"player:{user}", "type": "episodic",
+                "content": content, **fields}  # fmt: skip
+        reply = await self.rpc(subjects.MEMORY_ENGINE_REMEMBER if engine else subjects.MEMORY_REMEMBER, body)
+        assert "memory_id" in reply, reply
+        await self.index_events()
+        return str(reply["memory_id"])
+
+    async def search(self, user: str, query: str, **fields: Any) -> dict[str, Any]:
+        return await self.rpc(subjects.MEMORY_SEARCH, {"tenant_id": T, "user_id": user, "query": query, **fields})
+
+    async def found(self, user: str, query: str, **fields: Any) -> list[str]:
+        reply = await self.search(user, query, **fields)
+        assert "results" in reply, reply
+        return [hit["id"] for hit in reply["results"]]
+
+
+@pytest.fixture
+async def world(tmp_path: Path, embedder: Any) -> AsyncIterator[World]:
+    d = deps()
+    reads = Reads()
+    async with edge_index(tmp_path / "edge", embedder) as index:
+        d.vectors, d.embedder = index, embedder
+        embedding = reads.embedding_handler(index, embedder)
+        memory = create_memory(d, summaries=reads.summaries, legacy=reads.legacy, knowledge=reads.knowledge,
+                               memories=reads.memories)  # fmt: skip
+        settings = AssemblerSettings(retrieval_timeout_s=60, read_timeout_s=30, deadline_s=60, min_score=-1.0)
+        assembler = create_assembler(
+            d,
+            settings,
+            reads.assembler_reads(),
+            lore=reads.lore,
+            timed=InMemoryLoreTimed(),
+            recall=reads.recall_reads(),
+        )
+        broker = broker_with(memory, assembler)
+
+        async def index_events() -> None:
+            await embedding.project(published(d).take())
+
+        async with TestNatsBroker(broker):
+            yield World(Rpc(broker), index_events)
+
+
+LETTER = "Ana hid the envoy's letter under the chapel's loose stone."
+
+
+async def test_a_players_secret_is_found_by_them_and_never_by_another_player(world: World) -> None:
+    secret = await world.remember("u1", LETTER)
+    await world.remember("u2", "The harbour master drinks at the Gull every night.")
+
+    assert secret in await world.found("u1", "where is the letter hidden?")
+    assert secret not in await world.found("u2", "where is the letter hidden?")
+    refused = await world.search("u2", "letter", namespaces=["player:u1"])
+    assert refused["error"]["code"] == "forbidden"
+
+
+async def test_campaign_memories_when_named_and_character_memories_only_as_that_character(world: World) -> None:
+    camp = await world.remember("gm", "The Kestrel crew owes the smugglers forty crowns.", engine=True,
+                                owner_namespace="campaign:kestrel")  # fmt: skip
+    bard = await world.remember("gm", "The bard secretly works for the smugglers.", engine=True,
+                                owner_namespace="character:bard")  # fmt: skip
+    npc = await world.remember("gm", "The smugglers meet the envoy at the old mill.", engine=True,
+                               owner_namespace="campaign:kestrel", bot_id="envoy")  # fmt: skip
+
+    assert camp not in await world.found("u1", "smugglers")
+    as_player = await world.found("u1", "smugglers", namespaces=["player:u1", "campaign:kestrel"])
+    assert camp in as_player
+    assert bard not in as_player
+    assert npc not in as_player
+    as_bard = await world.found(
+        "u1", "smugglers", bot_id="bard", namespaces=["player:u1", "campaign:kestrel", "character:bard"]
+    )
+    assert {camp, bard} <= set(as_bard)
+    assert npc not in as_bard
+    as_envoy = await world.found("u1", "smugglers", bot_id="envoy", namespaces=["campaign:kestrel"])
+    assert set(as_envoy) == {camp, npc}
+    assert (await world.search("u1", "x", namespaces=["character:bard"]))["error"]["code"] == "forbidden"
+
+
+async def test_filters_on_type_tags_and_time(world: World) -> None:
+    old = await world.remember("u1", "The reef glows at night.", type="semantic", tags=["place:reef", "lore"],
+                               occurred_at=(NOW - timedelta(days=30)).isoformat())  # fmt: skip
+    new = await world.remember("u1", "We sailed over the glowing reef.", tags=["place:reef"])
+
+    assert set(await world.found("u1", "reef")) == {old, new}
+    assert await world.found("u1", "reef", types=["semantic"]) == [old]
+    assert await world.found("u1", "reef", tags=["lore", "place:reef"], tags_match="all") == [old]
+    assert set(await world.found("u1", "reef", tags=["lore", "place:reef"])) == {old, new}
+    assert await world.found("u1", "reef", since=(NOW - timedelta(days=1)).isoformat()) == [new]
+    assert await world.found("u1", "reef", until=(NOW - timedelta(days=1)).isoformat()) == [old]
+
+
+async def test_every_result_carries_its_parts_and_recency_orders_like_memories(world: World) -> None:
+    old = await world.remember("u1", "Maren keeps the lighthouse key in her boot.",
+                               occurred_at=(NOW - timedelta(days=200)).isoformat())  # fmt: skip
+    new = await world.remember("u1", "Maren keeps the lighthouse key in her coat.")
+
+    reply = await world.search("u1", "where does Maren keep the lighthouse key?", recency_half_life_days=30)
+    hits = {hit["id"]: hit for hit in reply["results"]}
+    assert list(hits)[:2] == [new, old]
+    for hit in hits.values():
+        parts = hit["score_parts"]
+        assert 0 < parts["dense"] <= 1
+        assert 0 < parts["lexical"] <= 1
+        assert 0 < parts["recency"] <= 1
+        assert hit["origin"] == "remembered by u1"
+        assert hit["source"] == "memory"
+    assert hits[old]["score_parts"]["recency"] < 0.6 < hits[new]["score_parts"]["recency"]
+    off = await world.search("u1", "where does Maren keep the lighthouse key?", recency_half_life_days=0)
+    assert {hit["score_parts"]["recency"] for hit in off["results"]} == {1.0}
+
+
+async def test_near_duplicates_are_left_out_and_a_forgotten_memory_is_gone(world: World) -> None:
+    first = await world.remember("u1", LETTER)
+    await world.remember("u1", LETTER + " ")
+    other = await world.remember("u1", "The letter is sealed with blue wax.")
+
+    found = await world.found("u1", "the envoy's letter")
+    assert len([i for i in found if i != other]) == 1
+    await world.rpc(subjects.MEMORY_FORGET, {"tenant_id": T, "user_id": "u1", "memory_id": first})
+    await world.index_events()
+    assert first not in await world.found("u1", "the envoy's letter")
+
+
+async def test_an_empty_query_lists_the_newest_first_with_assets(world: World) -> None:
+    asset = {"uri": "https://cdn.example/map.png", "media_type": "image/png"}
+    a = await world.remember("u1", "First entry.", occurred_at=(NOW - timedelta(days=2)).isoformat())
+    b = await world.remember("u1", "Second entry.", assets=[asset])
+
+    reply = await world.search("u1", "")
+    assert [h["id"] for h in reply["results"]] == [b, a]
+    assert reply["results"][0]["assets"] == [{**asset, "title": None}]
