@@ -298,7 +298,10 @@ async def test_the_vector_index_stopped_mid_test(stack: StackProcess, fault_file
         replies = {}
         for mode in ("down", "hang"):
             fault_file.write_text(mode)
-            replies[mode] = await ask(nc, tenant, conv, "the chart of the northern reefs", 400)
+            for _ in range(5):  # the embed deadline missed on a loaded machine hides the index: asked again
+                replies[mode] = await ask(nc, tenant, conv, "the chart of the northern reefs", 400)
+                if replies[mode]["degraded"] != ["embedder"]:
+                    break
         os.remove(fault_file)
         healthy.clear()
         await wait_for_stack(retrieval_works, "retrieval back once the index is restarted")
