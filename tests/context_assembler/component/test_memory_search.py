@@ -5,6 +5,7 @@ recency and near-duplicates, as a client sees them."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -162,3 +163,57 @@ async def test_an_empty_query_lists_the_newest_first_with_assets(world: World) -
     reply = await world.search("u1", "")
     assert [h["id"] for h in reply["results"]] == [b, a]
     assert reply["results"][0]["assets"] == [{**asset, "title": None}]
+
+
+WORDS = ("letter", "chapel", "smugglers", "reef", "lighthouse", "envoy", "crowns", "mill", "harbour", "key")
+
+
+async def test_random_tenants_players_characters_and_campaigns_never_see_what_is_not_theirs(world: World) -> None:
+    """Property (seeded, many draws): whatever a search asks, every result is one its caller may see by the rules
+    of docs/memory-api.md, checked against the written memories by an oracle independent of mnemo's code."""
+    rng = random.Random(20261126)
+    tenants, users, bots, camps = ("t1", "t2", "t3"), ("u1", "u2", "u3", "gm"), ("bard", "envoy", "odo"), ("k1", "k2")
+    written: dict[str, tuple[str, str, str | None]] = {}  # memory id -> (tenant, namespace, character)
+    for n in range(60):
+        tenant, user = rng.choice(tenants), rng.choice(users)
+        namespace = rng.choice([f"player:{user}", f"campaign:{rng.choice(camps)}", f"character:{rng.choice(bots)}"])
+        bot = rng.choice([None, None, rng.choice(bots)])
+        if namespace.startswith("character:"):
+            bot = rng.choice([None, namespace.split(":", 1)[1]])  # a character's memory is that character's
+        words = " ".join(rng.sample(WORDS, 3))
+        body = {"tenant_id": tenant, "user_id": user, "owner_namespace": namespace, "type": "episodic",
+                "content": f"Memory {n} of {tenant}: the {words}.", "bot_id": bot}  # fmt: skip
+        reply = await world.rpc(subjects.MEMORY_ENGINE_REMEMBER, body)
+        assert "memory_id" in reply, (body, reply)
+        written[reply["memory_id"]] = (tenant, namespace, bot)
+    await world.index_events()
+
+    def visible(tenant: str, user: str, bot: str | None, named: set[str], memory_id: str) -> bool:
+        m_tenant, namespace, m_bot = written[memory_id]
+        kind, owner = namespace.split(":", 1)
+        for_me = m_bot is None or (bot is not None and m_bot == bot) or (kind == "player" and bot is None)
+        if m_tenant != tenant or not for_me:
+            return False
+        if kind == "player":
+            return owner == user
+        if kind == "campaign":
+            return namespace in named
+        return owner == bot
+
+    seen = 0
+    for _ in range(120):
+        tenant, user, bot = rng.choice(tenants), rng.choice(users), rng.choice([None, *bots])
+        named = {f"player:{user}", *(f"campaign:{c}" for c in camps if rng.random() < 0.5)}
+        if bot is not None and rng.random() < 0.7:
+            named.add(f"character:{bot}")
+        asked = {"bot_id": bot, "limit": 50, "namespaces": sorted(named)} if rng.random() < 0.8 else {"bot_id": bot}
+        reply = await world.search(user, " ".join(rng.sample(WORDS, 2)), tenant_id=tenant, **asked)
+        assert "results" in reply, reply
+        names = set(asked.get("namespaces", ()))
+        leaks = [h["id"] for h in reply["results"] if not visible(tenant, user, bot, names, h["id"])]
+        assert leaks == [], (tenant, user, bot, names, [written[i] for i in leaks])
+        seen += len(reply["results"])
+        other = rng.choice([u for u in users if u != user])
+        refused = await world.search(user, "letter", tenant_id=tenant, namespaces=[f"player:{other}"])
+        assert refused["error"]["code"] == "forbidden"
+    assert seen > 100, "the searches found something (the property is not vacuous)"
