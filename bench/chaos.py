@@ -57,6 +57,7 @@ from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.factory import REPLICA_DIR
 from mnemo.shared.vectors.follower import STATE_FILE
 from mnemo.shared.vectors.port import VectorFilter
+from mnemo_client.wire.keyed import subject_token
 
 TENANT, USER, BOT = "t-chaos", "u-chaos", "bot-chaos"
 T0 = datetime(2026, 11, 1, 20, 0, tzinfo=UTC)
@@ -117,6 +118,14 @@ async def publish_until_acked(js: JetStreamContext, subject: str, data: bytes, m
             await asyncio.sleep(0.5)
 
 
+def subject_of(conv: str) -> str:
+    """Half the conversations on the v1 subject (old clients, through ingest's v1 router), half on their keyed
+    subject (mnemo_client.wire.keyed): both paths under the same faults."""
+    if int(conv[1:]) % 2:
+        return subjects.keyed(subjects.MESSAGE_CREATED, subject_token(TENANT), subject_token(conv))
+    return subjects.MESSAGE_CREATED
+
+
 async def publisher(
     js: JetStreamContext, conversations: list[str], rate: float, stop: asyncio.Event, out: Published
 ) -> None:
@@ -128,7 +137,7 @@ async def publisher(
         k = 0
         while not stop.is_set():
             msg_id = f"{conv}-m{k:05d}"
-            await publish_until_acked(js, subjects.MESSAGE_CREATED, body(conv, k), msg_id, out)
+            await publish_until_acked(js, subject_of(conv), body(conv, k), msg_id, out)
             out.acked[conv].append(msg_id)
             k += 1
             await asyncio.sleep(len(conversations) / rate)
@@ -187,25 +196,25 @@ async def kill_and_restart(data_dir: Path, name: str, replica: int | None, down_
     log.append(label)
 
 
-async def lease_holder(js: JetStreamContext, service: str) -> int | None:
-    """The pid of the replica holding a single-active service's lease (mnemo/shared/lease.py), if any."""
+async def v1_router_holder(js: JetStreamContext) -> int | None:
+    """The pid of the ingest replica routing v1 events (it holds the ``ingest_v1`` lease), if any."""
     try:
-        entry = await (await js.key_value(LEASE_BUCKET)).get(service.replace("-", "_"))
+        entry = await (await js.key_value(LEASE_BUCKET)).get(subjects.INGEST_V1_LEASE)
         return int((entry.value or b"").decode().rsplit(":", 1)[1])
     except Exception:
         return None
 
 
 async def faults(js: JetStreamContext, data_dir: Path, db_down_s: float, rng: random.Random) -> list[str]:
-    """Each service's random replica (a single-active service's active one: its standby must take over), then a
-    NATS node, then SecantusDB, one after the other."""
+    """Each service's random replica (ingest's: the one routing v1 events, which also holds partitions: the others
+    must take both over), then a NATS node, then SecantusDB, one after the other."""
     done: list[str] = []
     await asyncio.sleep(5)
     for service in SERVICES:
         entries = [p for p in pids_of(data_dir) if p["name"] == service.name]
         if not entries:
             continue
-        holder = await lease_holder(js, service.name) if service.definition().single_active else None
+        holder = await v1_router_holder(js) if service.name == "ingest" else None
         active = [p["replica"] for p in entries if p["pid"] == holder]
         await kill_and_restart(data_dir, service.name, active[0] if active else rng.choice(entries)["replica"], 3, done)
         await asyncio.sleep(3)
@@ -359,7 +368,8 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="the CI size: fewer replicas and conversations")
     parser.add_argument("--keep", type=Path, help="keep the cluster's data and logs under this directory")
     args = parser.parse_args()
-    default = ",".join(f"{s.name}={s.replicas}" for s in SERVICES)
+    # The default topology, with 3 ingest replicas sharing the partitions (issue 25).
+    default = ",".join(f"{s.name}={3 if s.name == 'ingest' else s.replicas}" for s in SERVICES)
     replicas = args.replicas or (QUICK_REPLICAS if args.quick else default)
     conversations = 4 if args.quick else args.conversations
     rate = args.rate or (4.0 if args.quick else 10.0)

@@ -20,7 +20,10 @@ from nats.js import JetStreamContext
 
 from mnemo.runtime.catalog import spec
 from mnemo.runtime.servers import free_port, start_mongo, start_nats
+from mnemo.shared import subjects
 from mnemo.shared.bootstrap import Core, running
+from mnemo.shared.lease import LEASE_BUCKET
+from mnemo.shared.partitions import ingest_drained, ingest_progress
 from mnemo.shared.settings import Settings
 
 
@@ -144,6 +147,42 @@ async def wait_for_acks(js: JetStreamContext, stream: str, durable: str, n: int,
             progress_at, done = now, info.ack_floor.stream_seq
         predicted_end = start + (progress_at - start) * n / done if done else now + 1.0
         await asyncio.sleep(0.25 if now < predicted_end - 0.5 else 0.01)
+
+
+async def wait_for_ingest(js: JetStreamContext, timeout_s: float, poll_s: float = 0.1) -> None:
+    """Until ingest has recorded everything the chat stream holds: its v1 router's durable and every partition
+    durable hold nothing unacknowledged (``mnemo.shared.partitions.ingest_drained``: three JetStream API calls
+    per look, every ``poll_s``)."""
+    start = time.perf_counter()
+    while not await ingest_drained(js):
+        if time.perf_counter() - start > timeout_s:
+            progress = await ingest_progress(js)
+            raise TimeoutError(f"ingest still holds {sum(p.backlog for p in progress)} messages after {timeout_s}s")
+        await asyncio.sleep(poll_s)
+
+
+async def wait_for_partitions(js: JetStreamContext, count: int, replicas: int, timeout_s: float = 300) -> None:
+    """Until the ``count`` partitions and the v1 router are each leased by one of ``replicas`` ingest processes and
+    every replica holds some (the dealing has settled: nothing is handed over while a benchmark measures)."""
+    deadline = time.perf_counter() + timeout_s
+    while True:
+        holders = await lease_holders(js, count)
+        if len(holders) == count + 1 and len(set(holders.values())) == replicas:
+            return
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"{len(holders)} of {count + 1} leases held, by {len(set(holders.values()))} replicas")
+        await asyncio.sleep(0.5)
+
+
+async def lease_holders(js: JetStreamContext, count: int) -> dict[str, int]:
+    """Lease key -> the pid holding it, for the v1 router and the ``count`` partitions (those held now)."""
+    kv = await js.key_value(LEASE_BUCKET)
+    out: dict[str, int] = {}
+    for key in [subjects.INGEST_V1_LEASE, *(subjects.partition_lease(count, k) for k in range(count))]:
+        with contextlib.suppress(Exception):
+            entry = await kv.get(key)
+            out[key] = int((entry.value or b"").decode().rsplit(":", 1)[1])
+    return out
 
 
 def percentile(values: list[float], p: float) -> float:

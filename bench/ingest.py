@@ -4,9 +4,10 @@ Both figures are measured in the same run, on the same fresh embedded servers, w
 the same publisher (``bench.publisher``: its own process, as a platform is, with pipelined publishes each
 awaiting its JetStream ack):
 - raw: publishing N messages to a plain JetStream stream;
-- ingest: publishing N messages to `mnemo.chat.message.created.v1` with the ingest service running, until
-  the ingest consumer has acknowledged all of them (it acks only after the journaled append to the log and
-  the read-model update), checked against the number of events in the log;
+- ingest: publishing N messages on their keyed subjects (``mnemo.chat.message.created.v2.<tenant>.<conversation>``,
+  as the clients publish them; ``--v1`` for the v1 subject, through ingest's v1 router) with the ingest service
+  running, until every ingest durable has acknowledged all of them (it acks only after the journaled append to
+  the log and the read-model update), checked against the number of events in the log;
 - store: the store's own limit, its reference: the event documents ingest wrote in that run, read back from
   the log and inserted again, in batches of ``delivery.ingest_batch_size`` like ingest's appends
   (``insert_many`` ordered, journaled: ``WriteConcern(j=True)``), into a fresh database on the same
@@ -35,10 +36,31 @@ import nats
 from nats.js import JetStreamContext
 from pymongo import ASCENDING, AsyncMongoClient, IndexModel, WriteConcern
 
-from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service, wait_for_acks
+from bench.common import (
+    CpuMeter,
+    embedded_servers,
+    machine,
+    print_result,
+    running_service,
+    wait_for_ingest,
+    wait_for_partitions,
+)
 from bench.publisher import publisher_process
 from mnemo.shared import subjects
+from mnemo.shared.contract_registry import operation
 from mnemo.shared.streams import ensure_stream
+from mnemo_client.wire.keyed import keyed_subject
+
+
+def keyed_subjects(bodies: list[bytes]) -> list[str]:
+    """Each ``message.created`` body's keyed subject, as a client publishes it."""
+    template = operation(subjects.MESSAGE_CREATED).keyed_subject
+    return [keyed_subject(template, json.loads(b)) for b in bodies]
+
+
+def keyed_messages(bodies: list[bytes]) -> list[tuple[str, bytes]]:
+    """(keyed subject, body) of each ``message.created`` body, for ``bench.publisher.publish_all``."""
+    return list(zip(keyed_subjects(bodies), bodies, strict=True))
 
 
 def payloads(n: int, conversations: int) -> list[bytes]:
@@ -72,18 +94,20 @@ async def measure_raw(settings: Any, js: JetStreamContext, bodies: list[bytes]) 
     return len(bodies) / published.seconds
 
 
-async def measure_ingest(settings: Any, js: JetStreamContext, bodies: list[bytes], cpu: CpuMeter) -> tuple[float, int]:
-    async with (
-        running_service(settings, "ingest") as (core, _broker),
-        publisher_process(settings.nats_url, subjects.MESSAGE_CREATED, bodies) as publisher,
-    ):
-        cpu.start()
-        start = time.perf_counter()
-        published = await publisher.publish()
-        await wait_for_acks(js, subjects.CHAT_STREAM, subjects.durable("ingest"), len(bodies), timeout_s=600)
-        elapsed = time.perf_counter() - start
-        cpu.stop()
-        cpu.add("publisher", published.cpu_seconds)
+async def measure_ingest(
+    settings: Any, js: JetStreamContext, bodies: list[bytes], cpu: CpuMeter, *, v1: bool = False
+) -> tuple[float, int]:
+    subject: str | list[str] = subjects.MESSAGE_CREATED if v1 else keyed_subjects(bodies)
+    async with running_service(settings, "ingest") as (core, _broker):
+        await wait_for_partitions(js, settings.streams.ingest_partitions, 1)
+        async with publisher_process(settings.nats_url, subject, bodies) as publisher:
+            cpu.start()
+            start = time.perf_counter()
+            published = await publisher.publish()
+            await wait_for_ingest(js, timeout_s=600)
+            elapsed = time.perf_counter() - start
+            cpu.stop()
+            cpu.add("publisher", published.cpu_seconds)
         recorded = await core.db["events"].count_documents({"type": "message.recorded"})
     return len(bodies) / elapsed, recorded
 
@@ -118,7 +142,7 @@ async def measure_store(settings: Any, batch_size: int, cpu: CpuMeter) -> tuple[
     return seconds, len(docs)
 
 
-async def main(n: int, conversations: int) -> dict[str, Any]:
+async def main(n: int, conversations: int, v1: bool = False) -> dict[str, Any]:
     bodies = payloads(n, conversations)
     async with embedded_servers() as backends:
         cpu = CpuMeter(backends.pids)
@@ -126,7 +150,7 @@ async def main(n: int, conversations: int) -> dict[str, Any]:
         try:
             js = nc.jetstream(timeout=30)
             raw = await measure_raw(backends.settings, js, bodies)
-            ingest, recorded = await measure_ingest(backends.settings, js, bodies, cpu)
+            ingest, recorded = await measure_ingest(backends.settings, js, bodies, cpu, v1=v1)
         finally:
             await nc.drain()
         store_cpu = CpuMeter({"secantusdb": backends.pids["secantusdb"]})
@@ -165,7 +189,9 @@ async def main(n: int, conversations: int) -> dict[str, Any]:
         "store_cpu": store_cpu.report(n),
         "messages": n,
         "conversations": conversations,
+        "subjects": "v1" if v1 else "keyed",
         **machine(),
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -175,5 +201,6 @@ if __name__ == "__main__":
     # for nothing to overlap with, the last append for nothing after it) weighs little on the rate.
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--conversations", type=int, default=50)
+    parser.add_argument("--v1", action="store_true", help="publish on the v1 subject (through ingest's v1 router)")
     args = parser.parse_args()
-    print_result(asyncio.run(main(args.messages, args.conversations)))
+    print_result(asyncio.run(main(args.messages, args.conversations, args.v1)))

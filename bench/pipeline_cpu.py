@@ -28,11 +28,12 @@ import nats
 
 from bench.cluster_proc import cluster
 from bench.common import CpuMeter, machine, print_result
-from bench.ingest import payloads
+from bench.ingest import keyed_messages, payloads
 from bench.publisher import publish_all
 from mnemo.runtime import consumer_lag
 from mnemo.runtime.catalog import SERVICES
 from mnemo.shared import subjects
+from mnemo.shared.settings import StreamsSettings
 
 STAGES = ("ingest", "embedding", "summarizer", "memory-extractor", "context-assembler")
 REPLICAS = ",".join(f"{s.name}={1 if s.name in STAGES else 0}" for s in SERVICES)
@@ -52,7 +53,7 @@ async def drained(monitors: list[str], timeout_s: float) -> float:
             lags = [
                 await asyncio.to_thread(consumer_lag.read_lag, monitors, w.stream, durable)
                 for w in consumer_lag.WORKERS
-                for durable in w.durables
+                for durable in w.all_durables(StreamsSettings().ingest_partitions)
             ]
         except consumer_lag.LagReadError:  # a durable not created yet, or its leader being elected
             lags = []
@@ -98,7 +99,7 @@ async def main(n: int, conversations: int, requests: int, idle_s: float) -> dict
             try:
                 meter = CpuMeter(pids)
                 meter.start()
-                await publish_all(nc.jetstream(), subjects.MESSAGE_CREATED, payloads(n, conversations))
+                await publish_all(nc.jetstream(), keyed_messages(payloads(n, conversations)))
                 seconds = await drained(monitors, 1800)
                 meter.stop()
                 pipeline, pipeline_idle = per_item(meter.used, n), idle_per_item(idle, meter.elapsed, n)

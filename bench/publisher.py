@@ -3,9 +3,9 @@
 Benchmarks run it apart from the service they measure, as a platform would be: in the service's process
 its publishing would take turns with the service on one event loop (and one core), which no deployment does.
 
-Protocol (``python -m bench.publisher URL SUBJECT FILE``, FILE holding one JSON body per line): the child
-connects, prints ``ready``, waits for a line on stdin, publishes every body and prints a JSON line with the
-seconds it took and the CPU seconds it spent on them.
+Protocol (``python -m bench.publisher URL SUBJECT FILE``, FILE holding one JSON body per line, or with SUBJECT
+``-`` one ``subject<TAB>body`` per line): the child connects, prints ``ready``, waits for a line on stdin,
+publishes every body and prints a JSON line with the seconds it took and the CPU seconds it spent on them.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ from nats.js import JetStreamContext
 WINDOW = 256  # publishes in flight, each awaiting its ack
 
 
-async def publish_all(js: JetStreamContext, subject: str, bodies: list[bytes], window: int = WINDOW) -> None:
-    """Pipelined publishing: up to ``window`` publishes in flight, every one awaiting its ack."""
-    for i in range(0, len(bodies), window):
-        chunk = bodies[i : i + window]
+async def publish_all(js: JetStreamContext, messages: list[tuple[str, bytes]], window: int = WINDOW) -> None:
+    """Pipelined publishing of (subject, body): up to ``window`` publishes in flight, every one awaiting its ack."""
+    for i in range(0, len(messages), window):
+        chunk = messages[i : i + window]
         await asyncio.gather(
-            *(js.publish(subject, body, headers={"Nats-Msg-Id": f"{subject}:{i + k}"}) for k, body in enumerate(chunk))
+            *(js.publish(s, body, headers={"Nats-Msg-Id": f"{s}:{i + k}"}) for k, (s, body) in enumerate(chunk))
         )
 
 
@@ -62,17 +62,21 @@ class PublisherProcess:
 
 
 @contextlib.asynccontextmanager
-async def publisher_process(url: str, subject: str, bodies: list[bytes]) -> AsyncIterator[PublisherProcess]:
-    """A started publisher process, ready to publish ``bodies`` to ``subject`` (killed if left unused)."""
+async def publisher_process(url: str, subject: str | list[str], bodies: list[bytes]) -> AsyncIterator[PublisherProcess]:
+    """A started publisher process, ready to publish ``bodies`` to ``subject`` (or each to its own, a list), killed
+    if left unused."""
     with tempfile.NamedTemporaryFile("wb", suffix=".jsonl") as file:
-        file.write(b"\n".join(bodies))
+        if isinstance(subject, str):
+            file.write(b"\n".join(bodies))
+        else:
+            file.write(b"\n".join(s.encode() + b"\t" + b for s, b in zip(subject, bodies, strict=True)))
         file.flush()
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "bench.publisher",
             url,
-            subject,
+            subject if isinstance(subject, str) else "-",
             file.name,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -91,7 +95,11 @@ async def publisher_process(url: str, subject: str, bodies: list[bytes]) -> Asyn
 
 
 async def _main(url: str, subject: str, path: str) -> None:
-    bodies = Path(path).read_bytes().split(b"\n")
+    lines = Path(path).read_bytes().split(b"\n")
+    if subject == "-":
+        messages = [(s.decode(), b) for s, _, b in (line.partition(b"\t") for line in lines)]
+    else:
+        messages = [(subject, line) for line in lines]
     nc = await nats.connect(url)
     try:
         js = nc.jetstream(timeout=30)
@@ -99,7 +107,7 @@ async def _main(url: str, subject: str, path: str) -> None:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, sys.stdin.readline)
         start, cpu = loop.time(), time.process_time()
-        await publish_all(js, subject, bodies)
+        await publish_all(js, messages)
         print(json.dumps({"seconds": loop.time() - start, "cpu_seconds": time.process_time() - cpu}), flush=True)
     finally:
         await nc.drain()

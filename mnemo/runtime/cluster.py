@@ -43,8 +43,8 @@ from mnemo.runtime.servers import (
 )
 from mnemo.shared.crypto import load_or_create_kek
 
-# A replica is up once it serves, or, for a single-active service (ingest), once it stands by for the lease.
-READY_MARKS = (" serving on ", "standby: another replica holds the ")
+# A replica is up once it serves.
+READY_MARKS = (" serving on ",)
 
 
 class ClusterRunningError(RuntimeError):

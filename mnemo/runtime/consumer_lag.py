@@ -43,19 +43,29 @@ class LagReadError(RuntimeError):
 
 @dataclass(frozen=True)
 class WorkerConsumer:
-    """A JetStream worker service and the durable consumers its replicas share."""
+    """A JetStream worker service and the durable consumers its replicas share. Ingest's also include one durable
+    per partition of the chat stream (``partition_durable``, ``%`` partition and count: the count is a setting)."""
 
     service: str
     stream: str
     durables: tuple[str, ...]
+    partition_durable: str = ""
+
+    def all_durables(self, partitions: int) -> tuple[str, ...]:
+        """Every durable with the chat stream in ``partitions`` partitions (one KEDA trigger each)."""
+        if not self.partition_durable:
+            return self.durables
+        return (*self.durables, *(self.partition_durable % (k, partitions) for k in range(partitions)))
+
+
+def _worker(name: str, stream: str) -> WorkerConsumer:
+    if name == "ingest":  # partitioned: the v1 router's durable, then one per partition (mnemo/shared/partitions.py)
+        return WorkerConsumer(name, stream, (subjects.INGEST_V1_DURABLE,), subjects.PARTITION_DURABLE)
+    return WorkerConsumer(name, stream, (subjects.durable(name),))
 
 
 def _workers() -> tuple[WorkerConsumer, ...]:
-    return tuple(
-        WorkerConsumer(name, role.consumes, (subjects.durable(name),))
-        for name, role in ROLES.items()
-        if role.consumes is not None
-    )
+    return tuple(_worker(name, role.consumes) for name, role in ROLES.items() if role.consumes is not None)
 
 
 #: Every service that consumes a JetStream stream through durables, in the order of ``ROLES``.
@@ -163,8 +173,15 @@ def chart_consumers() -> dict[str, Any]:
     """The chart's view of :data:`WORKERS`: each worker's stream and durables, by service name."""
     return {
         "generated_by": "mnemo/runtime/consumer_lag.py (make docs); do not edit by hand",
-        "workers": {w.service: {"stream": w.stream, "durables": list(w.durables)} for w in WORKERS},
+        "workers": {w.service: _chart_worker(w) for w in WORKERS},
     }
+
+
+def _chart_worker(worker: WorkerConsumer) -> dict[str, Any]:
+    out: dict[str, Any] = {"stream": worker.stream, "durables": list(worker.durables)}
+    if worker.partition_durable:
+        out["partitionDurable"] = worker.partition_durable  # printf'd with each partition and .Values.ingestPartitions
+    return out
 
 
 def chart_file_text() -> str:

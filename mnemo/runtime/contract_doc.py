@@ -17,7 +17,14 @@ from faststream.specification import AsyncAPI
 from mnemo.shared.contract_registry import ERROR_CODES, OPERATIONS, Operation
 
 
-def _description(op: Operation) -> str:
+def _description(op: Operation, *, keyed: bool = False) -> str:
+    if keyed:
+        return (
+            f"{op.description} The keyed form (v2) of {op.subject}, same payload: tenant_id and {op.key} in the "
+            "subject, each escaped to one token (ASCII letters, digits, - and _ kept, every other UTF-8 byte as %XX), "
+            f"so every event of one {op.key.removesuffix('_id')} reaches the same ingest partition. Publish to "
+            f"JetStream (stream MNEMO_CHAT) with header Nats-Msg-Id; consumed by {op.service}."
+        )
     if op.kind == "event":
         return f"{op.description} Publish to JetStream (stream MNEMO_CHAT) with header Nats-Msg-Id; consumed by {op.service}."
     codes = ", ".join(f"{code} ({ERROR_CODES[code]})" for code in op.errors)
@@ -29,6 +36,8 @@ def build_contract_app() -> FastStream:
     for op in OPERATIONS:
         if op.kind == "event":
             broker.publisher(op.subject, schema=op.payload, description=_description(op), title=op.subject)
+            keyed = op.keyed_subject
+            broker.publisher(keyed, schema=op.payload, description=_description(op, keyed=True), title=keyed)
         else:
             broker.subscriber(op.subject, title=op.subject, description=_description(op))(_documented(op))
     return FastStream(

@@ -39,6 +39,8 @@ def schema_bundle() -> dict[str, Any]:
             "reply": ref(op.reply),
             "errors": list(op.errors),
             "msg_id": list(op.msg_id),
+            # Events: the keyed (v2) subject clients publish on, ``{field}`` filled in with ``subject_token``.
+            "keyed_subject": op.keyed_subject or None,
             "example": op.example,
         }
         for op in OPERATIONS

@@ -41,7 +41,8 @@ class Role:
     consumes: str | None = None  # the stream its durable consumer reads
     answers: tuple[str, ...] = ()  # the RPC subjects it serves
     points: Literal["write", "read"] | None = None  # stream-mode vectors: the writer or a follower's shard
-    lease: bool = False  # single active (mnemo/shared/lease.py): its key in the lease bucket
+    lease: bool = False  # leases (mnemo/shared/lease.py): its keys in the lease bucket
+    partitions: bool = False  # ingest: a durable per partition of ``consumes`` (mnemo/services/ingest/partitions.py)
     uploads: bool = False  # reads and deletes uploaded documents (MNEMO_UPLOADS)
     purges: tuple[str, ...] = ()  # streams it reads with ephemeral consumers and deletes messages from (erasure)
     hears: tuple[str, ...] = ()  # relayed log subjects it subscribes to on core NATS (no durable, no ack)
@@ -65,7 +66,7 @@ _LORE_RPCS = (
 )
 
 ROLES: dict[str, Role] = {
-    "ingest": Role(consumes=subjects.CHAT_STREAM, lease=True),
+    "ingest": Role(consumes=subjects.CHAT_STREAM, lease=True, partitions=True),
     "embedding": Role(consumes=subjects.LOG_STREAM, points="write"),
     "summarizer": Role(consumes=subjects.LOG_STREAM),
     "memory-extractor": Role(
@@ -164,13 +165,35 @@ def _purge_api(stream: str) -> list[str]:
 
 
 def _lease_api() -> list[str]:
-    """The lease bucket (a key-value stream): declare it, read the key (direct or not), write it."""
+    """The lease bucket (a key-value stream): declare it, read the key (direct or not), write it, and take a
+    replica's member key out of it when it stops (a purge of that subject)."""
     stream = f"KV_{LEASE_BUCKET}"
     return [
         *_streams_api(stream),
         f"{JS_API}.STREAM.MSG.GET.{stream}",
         f"{JS_API}.DIRECT.GET.{stream}.>",
+        f"{JS_API}.STREAM.PURGE.{stream}",
         f"$KV.{LEASE_BUCKET}.>",
+    ]
+
+
+def _partitions_api(stream: str) -> list[str]:
+    """Ingest's partition durables (one per partition and generation, plus the v1 router's) on ``stream``: their
+    names are made at run time, so any consumer of the chat stream (the only other is the privacy service's
+    erasure scan), listed, created, read, acked and deleted (an older generation's, once drained); and the keyed
+    subjects, where the v1 router republishes v1 events."""
+    api = f"{JS_API}.CONSUMER"
+    return [
+        f"{api}.LIST.{stream}",
+        f"{api}.INFO.{stream}.*",
+        f"{api}.CREATE.{stream}.*",
+        f"{api}.CREATE.{stream}.*.>",
+        f"{api}.DURABLE.CREATE.{stream}.*",
+        f"{api}.MSG.NEXT.{stream}.*",
+        f"{api}.DELETE.{stream}.*",
+        f"$JS.ACK.{stream}.*.>",
+        f"{JS_API}.STREAM.MSG.GET.{stream}",
+        subjects.CHAT_KEYED,
     ]
 
 
@@ -201,7 +224,9 @@ def _core(user: str) -> tuple[list[str], list[str]]:
 
 def service_grant(name: str, role: Role) -> Grant:
     publish, subscribe = _core(name)
-    if role.consumes is not None:
+    if role.consumes is not None and role.partitions:
+        publish += [subjects.dead_letter_subject(name), *_partitions_api(role.consumes)]
+    elif role.consumes is not None:
         publish += [subjects.dead_letter_subject(name), *_durable_api(role.consumes, subjects.durable(name))]
     if role.points is not None:
         publish += _points_api(role.points)

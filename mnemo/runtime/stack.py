@@ -77,6 +77,7 @@ async def all_services(settings: Settings, probes: Probes | None = None) -> Asyn
     core = await open_core(settings, vectors=True, embedder=True)
     watch_core(probes, core)
     brokers: list[NatsBroker] = []
+    stopping: list[Callable[[], Awaitable[object]]] = []
     relay_task: asyncio.Task[None] | None = None
     usage_task: asyncio.Task[None] | None = None
     try:
@@ -84,9 +85,11 @@ async def all_services(settings: Settings, probes: Probes | None = None) -> Asyn
         for spec in SERVICES:
             broker = make_broker(settings, spec.name)
             deps = deps_for(core, broker, spec.definition())
+            deps.probes = probes
             broker.include_router(spec.router_factory()(deps))
             brokers.append(broker)
             started += deps.on_started
+            stopping += deps.on_stopping
         for broker in brokers:
             await start_broker(broker)
         relay_task = asyncio.create_task(core.relay.run())
@@ -98,6 +101,9 @@ async def all_services(settings: Settings, probes: Probes | None = None) -> Asyn
         yield core
     finally:
         probes.phase = "stopping"
+        for stop in reversed(stopping):
+            with contextlib.suppress(Exception):
+                await stop()
         for broker in reversed(brokers):
             with contextlib.suppress(Exception):
                 await broker.stop()

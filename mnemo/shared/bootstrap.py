@@ -36,7 +36,6 @@ from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.eventlog.relay import NatsJetStreamPublisher, Relay
 from mnemo.shared.events.recorded import REGISTRY
 from mnemo.shared.keys import LocalKek, load_or_create_kek, parse_kek, read_kek_file
-from mnemo.shared.lease import Lease, lease_bucket
 from mnemo.shared.llm.factory import build_chat_model
 from mnemo.shared.llm.port import ChatModel
 from mnemo.shared.metrics import BUILD_INFO
@@ -63,8 +62,6 @@ class ServiceDefinition:
     create_router: RouterFactory
     vectors: bool | VectorRole = False  # its use of the vector index (stream mode: writer or follower's shard)
     embedder: bool = False
-    # One replica consumes at a time, the others stand by (mnemo/shared/lease.py): order matters more than spread.
-    single_active: bool = False
     #: The read models it projects or reads (the projection catalog's entries): its Deps hands out their ports
     #: and no others (``DeclaredPorts``), so this line is the whole of what it touches in the database.
     read_models: tuple[ReadModel[Any], ...] = ()
@@ -177,7 +174,6 @@ async def wait_for_stop_signal() -> None:
 class Running:
     core: Core
     broker: NatsBroker
-    lease: Lease | None  # a single-active service's, held while it runs
 
 
 def watch_core(probes: Probes, core: Core) -> None:
@@ -193,19 +189,14 @@ async def running(
     service: ServiceDefinition, settings: Settings, probes: Probes | None = None
 ) -> AsyncIterator[Running]:
     """``service`` on its own core and broker, with the relay's recovery loop; on exit in-flight messages
-    drain before everything closes. A single-active service first waits for its lease (standby). ``probes``:
-    what the process's probe server reports, brought up to date as the service starts and stops."""
+    drain before everything closes. ``probes``: what the process's probe server reports, brought up to date as
+    the service starts and stops."""
     probes = probes or Probes()
     core = await open_core(settings, vectors=service.vectors, embedder=service.embedder)
     watch_core(probes, core)
-    lease: Lease | None = None
-    if service.single_active:
-        ttl = settings.delivery.lease_ttl_s
-        lease = Lease(await lease_bucket(core.nc.jetstream(), ttl, settings.streams.replicas), service.name, ttl)
-        probes.phase = "standby"
-        await lease.acquire()
     broker = make_broker(settings, service.name)
     deps = deps_for(core, broker, service)
+    deps.probes = probes
     broker.include_router(service.create_router(deps))
     relay_task = asyncio.create_task(core.relay.run())
     usage_task = asyncio.create_task(USAGE.run(core.db))  # per-tenant usage counts, flushed to the database
@@ -215,23 +206,21 @@ async def running(
     watch_brokers(probes, [broker])
     probes.phase = "serving"
     try:
-        yield Running(core, broker, lease)
+        yield Running(core, broker)
     finally:
         probes.phase = "stopping"
+        for stop in deps.on_stopping:
+            await stop()
         await broker.stop()
         for task in (relay_task, usage_task):  # the usage task flushes once more as it stops
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        if lease is not None:
-            await lease.release()
         await core.close()
 
 
 async def serve(service: ServiceDefinition) -> None:
-    """Run one service until SIGINT/SIGTERM (or, single-active, until its lease is lost: then it stops so the
-    replica now holding it is the only one consuming; the operator restarts it as a standby), then drain
-    in-flight work and close everything."""
+    """Run one service until SIGINT/SIGTERM, then drain in-flight work and close everything."""
     settings = Settings(service_name=service.name)
     BUILD_INFO.labels(version=mnemo_version(), service=service.name).set(1)
     probes = Probes()
@@ -248,17 +237,10 @@ def mnemo_version() -> str:
 
 
 async def _serve_until_stopped(service: ServiceDefinition, settings: Settings, probes: Probes) -> None:
-    async with running(service, settings, probes) as run:
+    async with running(service, settings, probes):
         log.info("%s serving on %s", service.name, settings.nats_url)
-        waits: list[asyncio.Task[Any]] = [asyncio.create_task(wait_for_stop_signal())]
-        if run.lease is not None:
-            waits.append(asyncio.create_task(run.lease.lost.wait()))
-        _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending:
-            task.cancel()
+        await wait_for_stop_signal()
         log.info("%s stopping: draining in-flight messages", service.name)
-    if run.lease is not None and run.lease.lost.is_set():
-        raise SystemExit(f"{service.name}: lease lost")
 
 
 def run_service(service: ServiceDefinition) -> None:

@@ -8,7 +8,7 @@ and the service's tracer for per-message spans. A ``Staged`` handler overlaps up
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from faststream.nats import JStream, NatsRouter
@@ -26,7 +26,7 @@ from mnemo.shared.delivery import (
     Staged,
     subscribe_batches,
 )
-from mnemo.shared.delivery.order import Absent, AckFloor, OrderGate
+from mnemo.shared.delivery.order import AckFloor, NextOf
 from mnemo.shared.deps import Deps
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.subscriptions import EventHandlers
@@ -35,8 +35,6 @@ from mnemo.shared.telemetry import tracer
 T = TypeVar("T")
 #: How long an ordered batch waits for acks in flight to move the ack floor before it is handed back.
 ORDER_WAIT_S = 5.0
-#: Sequences of a gap asked about per wait (one ``STREAM.MSG.GET`` each), from the lowest.
-ABSENT_PROBES = 256
 
 
 def consumer_router(
@@ -49,21 +47,14 @@ def consumer_router(
     handle: BatchHandler[T] | Staged[T],
     title: str,
     batch_size: int | None = None,
-    ordered: bool = False,
 ) -> NatsRouter:
     """``subject``: what the durable filters (one subject, or several: ``filter_subjects``).
-    ``batch_size``: messages per pull, when the service wants other than ``delivery.batch_size``.
-    ``ordered``: replicas begin batches in stream order (:mod:`mnemo.shared.delivery.order`)."""
+    ``batch_size``: messages per pull, when the service wants other than ``delivery.batch_size``."""
     router = NatsRouter()
     delivery = deps.settings.delivery
     if batch_size is not None:
         delivery = delivery.model_copy(update={"batch_size": batch_size})
     durable = subjects.durable(service)
-    gate = (
-        OrderGate(_ack_floor(deps, stream.name, durable), _absent(deps, stream.name), wait_s=ORDER_WAIT_S)
-        if ordered
-        else None
-    )
     consumer: BatchConsumer[T] = BatchConsumer(
         decode=decode,
         handle=handle,
@@ -72,7 +63,6 @@ def consumer_router(
         ack_wait_s=deps.settings.delivery.ack_wait_s,
         tracer=tracer(service, deps.settings.telemetry),
         in_flight=deps.settings.delivery.pipeline_depth,
-        gate=gate,
     )
     subscribe_batches(
         router,
@@ -87,21 +77,21 @@ def consumer_router(
     return router
 
 
-def _absent(deps: Deps, stream: str) -> Absent:
-    async def absent(seqs: Collection[int]) -> set[int]:
+def next_of(deps: Deps, stream: str, filter_subject: str) -> NextOf:
+    """The order gate's look at ``stream``: the first message of ``filter_subject`` at or after a sequence."""
+
+    async def first_at_or_after(seq: int) -> int | None:
         js = deps.broker.config.connection_state.connection.jetstream()
-        gone = set()
-        for seq in sorted(seqs)[:ABSENT_PROBES]:  # a wider gap is probed again on the next wait
-            try:
-                await js.get_msg(stream, seq)
-            except NotFoundError:
-                gone.add(seq)
-        return gone
+        try:
+            found = await js.get_msg(stream, seq=seq, subject=filter_subject, next=True)
+        except NotFoundError:
+            return None
+        return int(found.seq) if found.seq is not None else None
 
-    return absent
+    return first_at_or_after
 
 
-def _ack_floor(deps: Deps, stream: str, durable: str) -> AckFloor:
+def ack_floor_of(deps: Deps, stream: str, durable: str) -> AckFloor:
     async def ack_floor() -> int:
         js = deps.broker.config.connection_state.connection.jetstream()
         info = await js.consumer_info(stream, durable)

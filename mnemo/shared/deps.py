@@ -22,6 +22,7 @@ from mnemo.shared.eventlog.codec import StoredDoc
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.llm.port import ChatModel
+from mnemo.shared.probes import Probes
 from mnemo.shared.readmodels.catalog import MongoReadModelPorts, ReadModel, ReadModelPorts
 from mnemo.shared.settings import Settings
 from mnemo.shared.vectors.port import VectorIndex
@@ -64,6 +65,12 @@ class Deps:
     #: What the service begins once its broker serves (the lore service resumes document imports cut short by
     #: a restart); the hosts (``mnemo.shared.bootstrap.running``, ``mnemo.runtime.stack``) await each after start.
     on_started: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
+    #: What the service stops before its broker does (ingest lets its partitions go: batches in flight complete,
+    #: leases are released); the hosts await each before ``broker.stop()``.
+    on_stopping: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
+    #: The process's probes (``mnemo.shared.probes``), for a service whose consumers are not its broker's
+    #: subscribers (ingest's partitions): it adds its own readiness check and gauges. None in tests.
+    probes: Probes | None = None
     #: The read models' ports (None: the MongoDB adapters over ``db``); ``mnemo.shared.bootstrap.deps_for``
     #: hands a service only those it declares.
     read_models: ReadModelPorts | None = None

@@ -1,10 +1,12 @@
-"""One active replica at a time: a lease in a JetStream key-value bucket, the others on standby.
+"""One active consumer at a time: a lease in a JetStream key-value bucket.
 
-Why: a durable shared by several pulling replicas interleaves deliveries message by message, and the v1 chat
-subjects carry no conversation id to partition on, so only a single active consumer keeps each conversation in
-publish order (NATS's own "pinned client" priority groups do this server-side, but nats-py cannot send the
-pull requests they need). The bucket's ``max_age`` is the lease's time to live: the holder rewrites the key every
-third of it; when the holder dies, the key expires and a standby's ``create`` succeeds. A holder that cannot
+Why: a durable shared by several pulling replicas interleaves deliveries message by message, so whatever must be
+consumed in order is consumed by one lease holder at a time. Ingest holds one lease per partition of the chat
+stream and one for its v1 router (mnemo/services/ingest/partitions.py). NATS's own "pinned client" priority
+groups would pin a durable to one client server-side, but nats-py cannot send the pull requests they need, and
+pinning alone would not spread the partitions evenly: ingest decides who should hold what, the lease makes sure
+no two replicas do. The bucket's ``max_age`` is the lease's time to live: the holder rewrites the key every third
+of it; when the holder dies, the key expires and another replica's ``create`` succeeds. A holder that cannot
 refresh for a whole TTL (someone else may hold it now) reports the lease lost and must stop consuming.
 """
 
@@ -48,24 +50,37 @@ class Lease:
         self._keeper: asyncio.Task[None] | None = None
         self.lost = asyncio.Event()
 
+    @property
+    def key(self) -> str:
+        return self._key
+
     async def acquire(self, poll_s: float | None = None) -> None:
+        """Wait until this replica holds the lease (asking every ``poll_s``)."""
         poll = poll_s if poll_s is not None else self._ttl_s / 5
         announced = False
-        while True:
-            try:
-                self._revision = await self._kv.create(self._key, self._owner)
-                break
-            except KeyWrongLastSequenceError:  # held (or the holder's key has not expired yet)
-                if await self._ours():  # our own create whose reply was lost (below)
-                    break
-                if not announced:
-                    log.info("standby: another replica holds the %s lease", self._key)
-                    announced = True
-            except Exception as exc:  # the bucket's stream has no leader yet, a node went away: try again
-                log.warning("asking for the %s lease failed, retrying: %s", self._key, exc)
+        while not await self.try_acquire(quiet=announced):
+            if not announced:
+                log.info("standby: another replica holds the %s lease", self._key)
+                announced = True
             await asyncio.sleep(poll)
+
+    async def try_acquire(self, *, quiet: bool = False) -> bool:
+        """One attempt: True once this replica holds the lease (and keeps refreshing it until released)."""
+        if self._keeper is not None and not self._keeper.done():
+            return True
+        try:
+            self._revision = await self._kv.create(self._key, self._owner)
+        except KeyWrongLastSequenceError:  # held (or the holder's key has not expired yet)
+            if not await self._ours():  # our own create whose reply was lost (below)
+                return False
+        except Exception as exc:  # the bucket's stream has no leader yet, a node went away: try again
+            if not quiet:
+                log.warning("asking for the %s lease failed, retrying: %s", self._key, exc)
+            return False
         log.info("holding the %s lease", self._key)
+        self.lost.clear()
         self._keeper = asyncio.create_task(self._keep())
+        return True
 
     async def _ours(self) -> bool:
         """Whether the key names this replica (a create that timed out may still have been written)."""
@@ -79,22 +94,28 @@ class Lease:
         return True
 
     async def stop_refreshing(self) -> None:
-        """What a crash does to the lease: the key is left to expire after the TTL."""
-        if self._keeper is not None:
-            self._keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._keeper
+        """What a crash does to the lease: the key is left to expire after the TTL. Bounded: a cancellation
+        swallowed inside a NATS call must not hold a stopping replica for ever (the refresh loop checks
+        ``_keeper`` each turn and ends by itself)."""
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
+            await asyncio.wait({keeper}, timeout=self._ttl_s / 3)
 
     async def release(self) -> None:
+        held = self._keeper is not None
         await self.stop_refreshing()
-        if not self.lost.is_set():
+        if held and not self.lost.is_set():
             with contextlib.suppress(Exception):  # expiry frees it anyway
                 await self._kv.delete(self._key, last=self._revision)
 
     async def _keep(self) -> None:
         refreshed = time.monotonic()
-        while True:
+        me = asyncio.current_task()
+        while self._keeper is me:
             await asyncio.sleep(self._ttl_s / 3)
+            if self._keeper is not me:  # stopped meanwhile
+                return
             try:
                 self._revision = await self._kv.update(self._key, self._owner, last=self._revision)
                 refreshed = time.monotonic()

@@ -136,6 +136,14 @@ class StreamsSettings(BaseModel):
         description="MNEMO_POINTS (stream-mode vectors, one message per point): no age limit, a new replica "
         "rebuilds its shard from it",
     )
+    ingest_partitions: int = Field(
+        16,
+        ge=1,
+        le=1024,
+        description="partitions of the chat stream (docs/scaling.md): NATS maps each conversation's events "
+        "to one of them and each is consumed by one ingest replica at a time, so ingest scales to this many "
+        "replicas. Applied at creation only; on a running deployment: `mnemo ingest-partitions --set N`",
+    )
     uploads_max_bytes: int = Field(
         10 * 1024**3, ge=1024**2, description="the MNEMO_UPLOADS object store bucket's total size limit"
     )

@@ -5,7 +5,8 @@ the whole configuration: file storage, the dedupe window, ``streams.replicas`` c
 from settings (``streams.<chat|log|dlq|points>``). An existing stream is never changed where it already has a
 value: an operator may have set its limits or replicas by hand (``nats stream edit``). Only what it lacks is
 added (a subject of a newer version, replacing the narrower ones it covers; a limit still at JetStream's
-"none"), and every other difference from the settings is logged as a warning naming both values.
+"none"; the chat stream's partitioning transform, on a stream made before it), and every other difference from
+the settings is logged as a warning naming both values.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
-from mnemo.shared import subjects
+from mnemo.shared import partitions, subjects
 from mnemo.shared.settings import StreamLimits, StreamsSettings
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,9 @@ _UNSET: dict[str, tuple[Any, ...]] = {
     "max_msgs_per_subject": (None, -1),
     "deny_delete": (None, False),
 }
-#: Fields compared but never changed on an existing stream (replicas move data: an operator's decision).
-_KEPT = ("num_replicas",)
+#: Fields compared but never changed on an existing stream (replicas move data: an operator's decision; a
+#: new partition count starts a new generation of partitions: ``mnemo ingest-partitions --set``).
+_KEPT = ("num_replicas", "subject_transform")
 
 
 def limits_of(name: str, settings: StreamsSettings) -> StreamLimits:
@@ -60,6 +62,7 @@ def stream_config(name: str, stream_subjects: Sequence[str], settings: StreamsSe
     """What mnemo declares for stream ``name``."""
     settings = settings or StreamsSettings()
     limits = limits_of(name, settings)
+    chat = name == subjects.CHAT_STREAM
     return StreamConfig(
         name=name,
         subjects=list(stream_subjects),
@@ -69,6 +72,8 @@ def stream_config(name: str, stream_subjects: Sequence[str], settings: StreamsSe
         max_age=limits.max_age_s,
         max_bytes=limits.max_bytes,
         max_msgs=limits.max_msgs,
+        # The chat stream maps keyed events into the ingest partitions (mnemo/shared/partitions.py).
+        subject_transform=partitions.transform(settings.ingest_partitions) if chat else None,
     )
 
 
@@ -96,7 +101,7 @@ def reconcile(current: StreamConfig, wanted: StreamConfig) -> tuple[dict[str, An
         want, have = getattr(wanted, field), getattr(current, field)
         if want is None or want in _UNSET.get(field, ()) or want == have:
             continue
-        if field in _UNSET and have in _UNSET[field]:
+        if (field in _UNSET and have in _UNSET[field]) or (field == "subject_transform" and have is None):
             changes[field] = want
         else:
             differences.append(f"{field} is {have!r} on the server, {want!r} in the settings")

@@ -29,6 +29,23 @@ CHAT_INBOUND: Final = (
     CONVERSATION_FORKED,
 )
 
+#: The keyed (v2) chat subjects: ``mnemo.chat.<entity>.<fact>.v2.<tenant>.<key>`` (``mnemo_client.wire.keyed``),
+#: the key being the conversation, the bot or the persona; the stream maps them into the ingest partitions.
+CHAT_KEYED: Final = "mnemo.chat.*.*.v2.*.*"
+#: The v1 chat subjects, which name no tenant or conversation: ingest's v1 router moves them to the keyed form.
+CHAT_V1: Final = "mnemo.chat.*.*.v1"
+
+
+def keyed(v1_subject: str, tenant_token: str, key_token: str) -> str:
+    """The keyed (v2) subject of a v1 chat subject, for tokens already escaped (``subject_token``)."""
+    return f"{v1_subject.removesuffix('.v1')}.v2.{tenant_token}.{key_token}"
+
+
+def v1_of(keyed_subject: str) -> str:
+    """The v1 subject of the same event: ``mnemo.chat.message.created.v2.t.c`` -> ``mnemo.chat.message.created.v1``."""
+    return ".".join(keyed_subject.split(".")[:4]) + ".v1"
+
+
 # --- Public request-reply -----------------------------------------------------------------------
 CONTEXT_ASSEMBLE: Final = "mnemo.rpc.context.assemble.v1"
 LORE_IMPORT: Final = "mnemo.rpc.lore.import.v1"
@@ -151,6 +168,55 @@ DLQ_STREAM: Final = "MNEMO_DLQ"
 DLQ_STREAM_SUBJECTS: Final = (DLQ_ALL,)
 POINTS_STREAM: Final = "MNEMO_POINTS"
 POINTS_STREAM_SUBJECTS: Final = (POINTS_ALL,)
+# Ingest partitions (mnemo/shared/partitions.py, docs/scaling.md): MNEMO_CHAT stores every keyed event under
+# ``mnemo.ingest.<count>.<partition>.<entity>.<fact>.v2.<tenant>.<key>``, the partition computed by NATS from the
+# tenant and key tokens; one durable and one lease per partition. ``count`` is part of the subject so that a new
+# partition count starts a new generation of partitions, consumed once the older one is drained.
+INGEST_PARTITIONS_PREFIX: Final = "mnemo.ingest"
+
+
+def partition_subjects(count: int, partition: int) -> str:
+    """What partition ``partition`` of ``count`` holds: the filter of its durable."""
+    return f"{INGEST_PARTITIONS_PREFIX}.{count}.{partition}.>"
+
+
+#: A partition's durable name, ``%`` partition and count (the Helm chart renders its KEDA triggers from it).
+PARTITION_DURABLE: Final = "mnemo_ingest_p%d_of_%d"
+
+
+def partition_durable(count: int, partition: int) -> str:
+    """The durable consumer of one partition, e.g. ``mnemo_ingest_p3_of_16`` (a KEDA trigger each)."""
+    return PARTITION_DURABLE % (partition, count)
+
+
+def partition_lease(count: int, partition: int) -> str:
+    """The lease key of one partition in the lease bucket: one replica consumes it at a time."""
+    return f"ingest_p{partition}_of_{count}"
+
+
+def public_subject(stored: str) -> str:
+    """The keyed subject a partition's message was published on: the stored subject without
+    ``mnemo.ingest.<count>.<partition>`` (other subjects are returned as they are)."""
+    if not stored.startswith(INGEST_PARTITIONS_PREFIX + "."):
+        return stored
+    return "mnemo.chat." + stored.split(".", 4)[4]
+
+
+def destination(subject: str) -> str:
+    """A subject without the ids a keyed or partition subject carries (a span's name, never a tenant's id):
+    ``mnemo.ingest.16.3.message.created.v2.t1.c1`` -> ``mnemo.ingest.16.3.message.created.v2``."""
+    parts = subject.split(".")
+    keyed = subject.startswith(INGEST_PARTITIONS_PREFIX + ".") or (len(parts) == 7 and parts[4] == "v2")
+    return ".".join(parts[:-2]) if keyed and len(parts) >= 7 else subject
+
+
+#: The v1 router's durable (filter :data:`CHAT_V1`) and its lease: one replica routes v1 events at a time.
+INGEST_V1_DURABLE: Final = "mnemo_ingest_v1"
+INGEST_V1_LEASE: Final = "ingest_v1"
+#: Each ingest replica's membership key in the lease bucket (``ingest_members.<id>``, its own subject token, so one
+#: ``*`` lists them): partitions are shared among the replicas whose key is alive.
+INGEST_MEMBER_PREFIX: Final = "ingest_members."
+
 # Nats-Msg-Id deduplication window; the relay's republish-after-crash happens well inside it.
 DUPLICATE_WINDOW_S: Final = 120.0
 

@@ -12,7 +12,9 @@ import yaml
 
 from mnemo.runtime import consumer_lag, nats_auth
 from mnemo.runtime.catalog import SERVICES
+from mnemo.shared import subjects
 from mnemo.shared.broker import GRACEFUL_TIMEOUT_S
+from mnemo.shared.settings import StreamsSettings
 from tests.chart.helm import CHART, PRODUCTION_VALUES, ROOT, by_kind, helm, offline_chart, render
 
 WORKERS = {w.service: w for w in consumer_lag.WORKERS}
@@ -43,7 +45,30 @@ def test_every_jetstream_trigger_names_the_real_stream_and_durable(default_objec
                 seen.setdefault(name.removeprefix("mnemo-"), set()).add((meta["stream"], meta["consumer"]))
                 assert meta["account"] == consumer_lag.GLOBAL_ACCOUNT
                 assert meta["natsServerMonitoringEndpoint"] == "mnemo-nats-headless.mnemo.svc.cluster.local:8222"
-    assert seen == {name: {(w.stream, d) for d in w.durables} for name, w in WORKERS.items()}
+    # Ingest: its v1 router's durable and one per partition of the chat stream (16 by default, as in the settings).
+    partitions = StreamsSettings().ingest_partitions
+    assert seen == {name: {(w.stream, d) for d in w.all_durables(partitions)} for name, w in WORKERS.items()}
+    assert len(seen["ingest"]) == partitions + 1
+
+
+def test_ingest_gets_one_trigger_per_partition_of_the_chart_s_count() -> None:
+    objects = render(sets=["ingestPartitions=4", "services.ingest.autoscaling.maxReplicas=4"])
+    triggers = by_kind(objects, "ScaledObject")["mnemo-ingest"]["spec"]["triggers"]
+    assert [t["metadata"]["consumer"] for t in triggers] == [
+        subjects.INGEST_V1_DURABLE,
+        *(subjects.partition_durable(4, k) for k in range(4)),
+    ]
+    env = {
+        e["name"]: e.get("value")
+        for c in by_kind(objects, "Deployment")["mnemo-ingest"]["spec"]["template"]["spec"]["containers"]
+        for e in c["env"]
+    }
+    assert env["MNEMO_STREAMS__INGEST_PARTITIONS"] == "4"
+
+
+def test_more_ingest_replicas_than_partitions_fail_the_render() -> None:
+    with pytest.raises(RuntimeError, match="exceeds ingestPartitions"):
+        render(sets=["ingestPartitions=4", "services.ingest.autoscaling.maxReplicas=5"])
 
 
 def test_request_reply_services_scale_on_cpu(default_objects: list[dict[str, Any]]) -> None:

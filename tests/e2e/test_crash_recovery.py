@@ -18,6 +18,7 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from mnemo.shared.events.recorded import conversation_stream
+from mnemo.shared.partitions import ingest_drained
 from mnemo.shared.settings import Settings
 from mnemo.shared.vectors.factory import build_vector_index
 from mnemo.shared.vectors.points import point_id
@@ -76,7 +77,9 @@ async def consumers_idle(url: str, options: dict[str, Any]) -> bool:
     nc = await nats.connect(url, **options)
     try:
         js = nc.jetstream()
-        for stream, durable in (("MNEMO_CHAT", "mnemo_ingest_main"), ("MNEMO_LOG", "mnemo_embedding_main")):
+        if not await ingest_drained(js):  # the v1 router and every partition
+            return False
+        for stream, durable in (("MNEMO_LOG", "mnemo_embedding_main"),):
             info = await js.consumer_info(stream, durable)
             if info.num_pending or info.num_ack_pending:
                 return False

@@ -112,9 +112,13 @@ async def running(
     for factory in create_router if isinstance(create_router, Sequence) else [create_router]:
         broker.include_router(factory(deps))
     await start_broker(broker)  # returns once the server has the subscriptions (no 'no responders')
+    for begin in deps.on_started:
+        await begin()
     try:
         yield Stack(deps, log.nc, log.js, db, log.store, log.codec, log.relay)
     finally:
+        for stop in deps.on_stopping:
+            await stop()
         await broker.stop()
         await log.nc.drain()
         await client.drop_database(db_name)

@@ -41,6 +41,7 @@ from mnemo.shared import rpc, subjects
 from mnemo.shared.delivery import DLQ_REASON
 from mnemo.shared.events.recorded import bot_stream, conversation_stream, persona_stream
 from mnemo.shared.lore.model import LoreEntry
+from mnemo.shared.partitions import ingest_drained
 from mnemo_client.wire.contract import (
     BotUpserted,
     ContextAssembleRequest,
@@ -106,7 +107,6 @@ from tests.integration.fuzz_world import (
     valid_rpc,
     world,
 )
-from tests.integration.ingest_stack import drained
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -466,7 +466,7 @@ async def test_every_bad_event_is_dead_lettered_with_its_reason_and_the_stream_g
     body = chat_message(tenant, tenant, "c1", "canary", "the stream goes on")
     canary = Event(subjects.MESSAGE_CREATED, tenant, body, (), Bad("canary", _json(body), "ok"))
     await publish(w, canary)
-    await wait_until(lambda: drained(w.stack.js, subjects.CHAT_STREAM, subjects.durable("ingest")), "ingest acked all", 120)  # fmt: skip
+    await wait_until(lambda: ingest_drained(w.stack.js), "ingest acked all", 120)  # fmt: skip
     letters = by_marker(await w.new_letters())
     for e in [*batch, canary]:
         mine = letters.get(e.tenant, [])

@@ -15,7 +15,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.cluster_proc import cluster
-from bench.ingest import payloads
+from bench.common import wait_for_ingest
+from bench.ingest import keyed_messages, payloads
 from bench.publisher import publish_all
 from mnemo.runtime.catalog import SERVICES
 from mnemo.shared import subjects
@@ -49,7 +50,8 @@ async def test_every_metric_the_dashboard_and_alerts_name_is_exported(tmp_path: 
     async with cluster(tmp_path, ONE_EACH, "metrics") as (nats_url, _mongodb_url, pids):
         nc = await nats.connect(nats_url)
         try:
-            await publish_all(nc.jetstream(), subjects.MESSAGE_CREATED, payloads(50, conversations=5))
+            await publish_all(nc.jetstream(), keyed_messages(payloads(50, conversations=5)))
+            await wait_for_ingest(nc.jetstream(), timeout_s=120)
             request = {"tenant_id": "bench", "user_id": "user-0", "conversation_id": "conv-0", "bot_id": "bot",
                        "user_message": "the storm?", "max_tokens": 1000}  # fmt: skip
             await nc.request(subjects.CONTEXT_ASSEMBLE, json.dumps(request).encode(), timeout=30)
@@ -60,6 +62,13 @@ async def test_every_metric_the_dashboard_and_alerts_name_is_exported(tmp_path: 
         exported: dict[str, Any] = {}
         for process in services:
             exported.update(_scrape(process["http"]))
+        ingest = _scrape(next(p["http"] for p in services if p["name"] == "ingest"))
+    # Ingest's partitions count what they handled (every message, by partition) like any consumer.
+    handled = [s.value for s in ingest["mnemo_messages_handled"].samples if s.name.endswith("_total")]
+    assert handled == [50], ingest["mnemo_messages_handled"].samples
+    partitions = [s for s in ingest["mnemo_ingest_messages"].samples if s.name.endswith("_total")]
+    assert sum(s.value for s in partitions) == 50
+    assert len({s.labels["partition"] for s in partitions if s.value}) > 1, "5 conversations in one partition?"
     # prometheus-client names a counter's family without ``_total``.
     families = set(exported) | PROMETHEUS_OWN
     used = {n for expr in (*dashboard_exprs(), *rule_exprs()) for n in metric_names(expr)}

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from mnemo.runtime import catalog
+from mnemo.runtime import catalog, consumer_lag
 from mnemo.shared import subjects
+from mnemo.shared.settings import StreamsSettings
 from tests.integration.test_cluster import ClusterProcess
 from tests.waiting import http_get
 
@@ -77,7 +78,9 @@ def test_consumers_report_their_durable_and_rpc_services_their_requests(cluster:
     for entry in services(cluster):
         text = http_get(f"{entry['http']}/metrics")[1]
         if entry["name"] in CONSUMERS:
-            durable = subjects.durable(entry["name"])
+            # ingest: one of its partitions' (its only replica holds them all)
+            ingest = entry["name"] == "ingest"
+            durable = subjects.partition_durable(16, 0) if ingest else subjects.durable(entry["name"])
             assert f'mnemo_consumer_pending_messages{{durable="{durable}",' in text, entry["name"]
             assert f'mnemo_consumer_ack_pending_messages{{durable="{durable}",' in text, entry["name"]
 
@@ -138,8 +141,11 @@ def test_mnemo_status_reads_the_cluster(cluster: ClusterProcess):
     for entry in services(cluster):
         assert processes[(entry["name"], entry["replica"])]["ready"] is True, processes
     durables = {d["durable"]: d for d in report["durables"]}
-    for name in CONSUMERS:
-        assert durables[subjects.durable(name)]["pending"] >= 0
+    for name in CONSUMERS:  # ingest: its v1 router's durable and each partition's
+        worker = next(w for w in consumer_lag.WORKERS if w.service == name)
+        for durable in worker.all_durables(StreamsSettings().ingest_partitions):
+            assert durables[durable]["pending"] >= 0
+    assert durables[subjects.partition_durable(16, 3)]["partition"] == "3/16"
     assert {s["name"] for s in report["streams"]} >= {subjects.CHAT_STREAM, subjects.LOG_STREAM, subjects.DLQ_STREAM}
     table = subprocess.run(
         [sys.executable, "-m", "mnemo.runtime.cli", "status", "--data-dir", str(cluster.data_dir),
@@ -147,5 +153,5 @@ def test_mnemo_status_reads_the_cluster(cluster: ClusterProcess):
         capture_output=True, text=True, timeout=300, check=False, env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
     assert table.returncode == 0, table.stderr
-    assert subjects.durable("ingest") in table.stdout
+    assert subjects.partition_durable(16, 15) in table.stdout
     assert "ready" in table.stdout

@@ -24,6 +24,7 @@ from mnemo.shared.delivery import DLQ_REASON, Item
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import conversation_stream, summary_stream
+from mnemo.shared.partitions import ingest_drained
 from mnemo.shared.readmodels import ReadModels
 from mnemo.shared.sparse import query_vector
 from mnemo.shared.vectors.edge import EdgeVectorIndex
@@ -36,7 +37,6 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-INGEST = subjects.durable("ingest")
 EMBEDDING = subjects.durable("embedding")
 LONG = " ".join(
     f"Paragraph {i}: the caravan crossed the salt flats at dawn, and the guide counted the wells twice."
@@ -77,7 +77,7 @@ async def chat(stack: Stack, subject: str, body: dict[str, Any]) -> None:
 
 
 async def settle(stack: Stack) -> None:
-    await wait_until(lambda: drained(stack.js, subjects.CHAT_STREAM, INGEST), "ingest acked every chat message")
+    await wait_until(lambda: ingest_drained(stack.js), "ingest acked every chat message")
     await wait_until(lambda: drained(stack.js, subjects.LOG_STREAM, EMBEDDING), "embedding acked every log event")
 
 

@@ -19,16 +19,16 @@ from mnemo.shared import subjects
 from mnemo.shared.delivery import DLQ_REASON, DLQ_SUBJECT
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import conversation_stream, created_event_id
+from mnemo.shared.partitions import ingest_drained
 from mnemo.shared.readmodels import ReadModels
 from mnemo.shared.readmodels.catalog import CONVERSATIONS, drop
 from mnemo.shared.tokens import estimate_tokens
 from mnemo_client.wire.contract import MessageCreated
-from tests.integration.ingest_stack import Stack, dead_letters, drained, message_created, running
+from tests.integration.ingest_stack import Stack, dead_letters, message_created, running
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
-DURABLE = subjects.durable("ingest")
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 SECRET = "the vault code is swordfish"
 
@@ -50,7 +50,7 @@ async def publish(stack: Stack, subject: str, body: dict[str, Any] | bytes) -> N
 
 
 async def settle(stack: Stack) -> None:
-    await wait_until(lambda: drained(stack.js, subjects.CHAT_STREAM, DURABLE), "ingest acked every chat message")
+    await wait_until(lambda: ingest_drained(stack.js), "ingest acked every chat message")
 
 
 def models(stack: Stack) -> ReadModels:

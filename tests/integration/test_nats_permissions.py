@@ -105,8 +105,8 @@ async def test_a_service_cannot_publish_to_another_services_subjects(secured: Se
         await summarizer.denied(f'Publish to "{subjects.point_subject("p1")}"')
         await summarizer.nc.publish(subjects.CONTEXT_ASSEMBLE, b"{}")  # services call no RPCs
         await summarizer.denied(f'Publish to "{subjects.CONTEXT_ASSEMBLE}"')
-        next_ingest = f"$JS.API.CONSUMER.MSG.NEXT.{subjects.CHAT_STREAM}.{subjects.durable('ingest')}"
-        await summarizer.nc.publish(next_ingest, b"1")  # pulling ingest's durable
+        next_ingest = f"$JS.API.CONSUMER.MSG.NEXT.{subjects.CHAT_STREAM}.{subjects.partition_durable(16, 0)}"
+        await summarizer.nc.publish(next_ingest, b"1")  # pulling one of ingest's partition durables
         await summarizer.denied(f'Publish to "{next_ingest}"')
         await summarizer.nc.subscribe(subjects.LOG_ALL)  # consumers read through JetStream, not core NATS
         await summarizer.denied(f'Subscription to "{subjects.LOG_ALL}"')

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from mnemo.runtime.contract_doc import asyncapi_document
 from mnemo.shared import subjects
+from mnemo.shared.contract_registry import OPERATIONS
 
 
 def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> None:
@@ -27,8 +28,13 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     reads |= {subjects.KNOWLEDGE_FACT_LIST, subjects.KNOWLEDGE_FACT_ADD, subjects.KNOWLEDGE_FACT_EDIT}
     reads |= {subjects.KNOWLEDGE_FACT_RETRACT, subjects.KNOWLEDGE_FACT_HISTORY}
     ops = {subjects.OPS_USAGE}  # the operators' (admin-only) usage report
+    # Each chat event also on its keyed (v2) subject, the tenant and conversation (bot, persona) as tokens.
+    keyed = {op.keyed_subject for op in OPERATIONS if op.kind == "event"}
+    assert len(keyed) == len(subjects.CHAT_INBOUND)
+    assert all(".v2.{tenant_id}." in s for s in keyed)
     assert set(doc["channels"]) == {
         *subjects.CHAT_INBOUND,
+        *keyed,
         subjects.CONTEXT_ASSEMBLE,
         *lore,
         *memory,

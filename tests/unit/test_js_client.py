@@ -14,6 +14,7 @@ import pytest
 
 from mnemo.runtime.contract_artifacts import ROOT
 from mnemo.shared.contract_registry import OPERATIONS, nats_msg_id
+from mnemo_client.wire.keyed import keyed_subject, subject_token
 
 PACKAGE = ROOT / "clients" / "js"
 NODE = shutil.which("node") or ""
@@ -70,3 +71,23 @@ def test_every_event_gets_the_registrys_nats_msg_id() -> None:
 def test_the_js_unit_tests_pass() -> None:
     done = node("--test", "test/unit/")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+TOKENS = """
+import { keyedSubject, subjectToken, OPERATIONS } from "@mnemo/client";
+const [values, body] = JSON.parse(await new Response(process.stdin).text());
+const subject = keyedSubject(OPERATIONS["chat.message.created"].keyedSubject, body);
+console.log(JSON.stringify([values.map(subjectToken), subject]));
+"""
+
+
+def test_subject_tokens_and_keyed_subjects_are_the_python_clients() -> None:
+    # A conversation must reach the same ingest partition whichever client published it: same tokens, byte for byte.
+    values = ["conv-42_a", "a.b", "x y*>", "%", "é", "日本語", "tab\there", "~!'()"]
+    op = next(op for op in OPERATIONS if op.name == "chat.message.created")
+    body = {**op.example, "tenant_id": "t.1", "conversation_id": "c é"}
+    done = node("--input-type=module", "-e", TOKENS, stdin=json.dumps([values, body]))
+    assert done.returncode == 0, done.stderr
+    tokens, subject = json.loads(done.stdout)
+    assert tokens == [subject_token(v) for v in values]
+    assert subject == keyed_subject(op.keyed_subject, body)

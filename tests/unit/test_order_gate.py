@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
 
 from mnemo.shared.delivery.order import OrderGate
 
 
 class Stream:
-    """Which sequences the stream holds no message at (``absent``), and how often it was asked."""
+    """The sequences holding a message of the consumer's filter (every one, unless ``held`` says which), and
+    how often it was asked."""
 
-    def __init__(self, gaps: set[int] | None = None) -> None:
+    def __init__(self, held: set[int] | None = None, gaps: set[int] | None = None) -> None:
+        self.held = held
         self.gaps = gaps or set()
         self.asked: list[int] = []
 
-    async def __call__(self, seqs: Collection[int]) -> set[int]:
-        self.asked += sorted(seqs)
-        return set(seqs) & self.gaps
+    async def __call__(self, seq: int) -> int | None:
+        self.asked.append(seq)
+        for s in range(seq, seq + 100_000):
+            if s not in self.gaps and (self.held is None or s in self.held):
+                return s
+        return None
 
 
 class Floor:
@@ -31,11 +35,12 @@ class Floor:
 
 
 async def test_consecutive_batches_pass_without_asking_the_server() -> None:
-    floor = Floor()
-    gate = OrderGate(floor, Stream(), wait_s=1)
+    floor, stream = Floor(), Stream()
+    gate = OrderGate(floor, stream, wait_s=1)
     assert await gate.admit(range(1, 65)) == set(range(1, 65))
     assert await gate.admit(range(65, 129)) == set(range(65, 129))
     assert floor.asked == 0
+    assert stream.asked == []
 
 
 async def test_a_batch_after_a_gap_waits_until_the_gap_is_acked() -> None:
@@ -93,6 +98,29 @@ async def test_sequences_the_stream_does_not_hold_do_not_block() -> None:
     stream = Stream(gaps={4, 5})  # deleted, or lost by a server killed mid-write: nothing will deliver them
     gate = OrderGate(Floor(3), stream, wait_s=0.05, poll_s=0.01)
     assert await gate.admit([6, 7]) == {6, 7}
-    assert stream.asked == [4, 5]
+    assert stream.asked == [4]  # one look: the first message at or after 4 is 6
     assert await gate.admit([9]) == set()  # 8 exists and is out: it blocks
     assert await gate.admit([8]) == {8}
+
+
+async def test_a_partition_skips_the_other_partitions_messages() -> None:
+    # The partition's messages are every fourth sequence of the stream; the others belong to other partitions.
+    mine = set(range(3, 400, 4))
+    gate = OrderGate(Floor(0), Stream(held=mine), wait_s=0.05, poll_s=0.01)
+    first = sorted(mine)[:10]
+    assert await gate.admit(first) == set(first)
+    assert await gate.admit(sorted(mine)[11:20]) == set()  # the 11th is still out (a dead holder's)
+    assert await gate.admit(sorted(mine)[10:11]) == {sorted(mine)[10]}
+
+
+async def test_first_deliveries_following_on_pass_without_asking_the_server() -> None:
+    floor, stream = Floor(0), Stream(held=set(range(1, 1000, 3)))
+    gate = OrderGate(floor, stream, wait_s=0.05, poll_s=0.01)
+    assert await gate.admit([1, 4, 7], [(1, 1), (2, 1), (3, 1)]) == {1, 4, 7}  # the first batch looks
+    asked = (floor.asked, len(stream.asked))
+    assert await gate.admit([10, 13, 16], [(4, 1), (5, 1), (6, 1)]) == {10, 13, 16}
+    assert (floor.asked, len(stream.asked)) == asked
+    # Consumer sequence 7 went elsewhere (a pull of a replica that stopped): the gate looks again.
+    assert await gate.admit([22], [(8, 1)]) == set()
+    # A redelivery never takes the fast path either.
+    assert await gate.admit([19, 22], [(9, 2), (10, 2)]) == {19, 22}

@@ -1,7 +1,7 @@
 // Generates the client's contract files from contracts/mnemo.schema.json (itself generated from mnemo's
 // contract registry by `mnemo contract-doc`): src/contract.d.ts (a type for every model under $defs, an
 // `Operations` map of every subject, the error codes) and src/operations.js (the same table at run time:
-// subject, kind, msg_id fields). `--check` writes nothing and exits 1 when a committed file is stale.
+// subject, kind, msg_id fields, an event's keyed subject). `--check` writes nothing and exits 1 when a committed file is stale.
 // json-schema-to-typescript does the schema-to-type translation; only the operation table is written here.
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -66,6 +66,7 @@ function operationTypes(schema) {
     lines.push(`    reply: ${refName(op.reply) ?? "null"};`);
     lines.push(`    errors: [${op.errors.map((e) => JSON.stringify(e)).join(", ")}];`);
     lines.push(`    msgId: [${op.msg_id.map((f) => JSON.stringify(f)).join(", ")}];`);
+    lines.push(`    keyedSubject: ${op.keyed_subject == null ? "null" : JSON.stringify(op.keyed_subject)};`);
     lines.push("  };");
   }
   lines.push("}", "");
@@ -87,12 +88,13 @@ function operationTable(schema) {
         reply: refName(op.reply),
         errors: op.errors,
         msgId: op.msg_id,
+        keyedSubject: op.keyed_subject ?? null,
       },
     ]),
   );
   return [
     HEADER,
-    "/** Every public subject by name: subject, kind, payload/reply model names, error codes, Nats-Msg-Id fields. */",
+    "/** Every public subject by name: subject, kind, payload/reply model names, error codes, Nats-Msg-Id fields, keyed subject. */",
     `export const OPERATIONS = Object.freeze(${JSON.stringify(table, null, 2)});`,
     "",
     "/** What each error code means. */",

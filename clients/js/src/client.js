@@ -1,6 +1,7 @@
 // MnemoClient: mnemo's public contract over one NATS connection (the Python client's MnemoClient).
 //
-// Events (`publish`, `submit`) go to JetStream with the contract's Nats-Msg-Id and are retried until
+// Events (`publish`, `submit`) go to JetStream on their keyed subject (tenant and conversation, bot or persona as
+// subject tokens: ingest partitions by them) with the contract's Nats-Msg-Id and are retried until
 // acknowledged (outbox.js). Requests go out with NATS request-reply and their JSON replies come back typed
 // (src/contract.d.ts); an ErrorReply rejects with the MnemoError of its code, no responder or no answer in time
 // with `Unavailable`. The server validates every request (bad input is a `BadRequest` carrying what is wrong).
@@ -40,12 +41,39 @@ export function natsMsgId(name, body) {
   return [name, ...op.msgId.map((field) => (json[field] == null ? "" : String(json[field])))].join(":");
 }
 
+const KEPT = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * A value as one NATS subject token: its UTF-8 bytes, each ASCII letter, digit, `-` and `_` kept, every other byte
+ * as `%` and two upper-case hex digits (`a.b` is `a%2Eb`); the same as the Python client's `subject_token`.
+ */
+export function subjectToken(value) {
+  if (KEPT.test(value)) return value;
+  let out = "";
+  for (const byte of encoder.encode(value)) {
+    const c = String.fromCharCode(byte);
+    out += byte < 0x80 && KEPT.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/** The subject of an event's keyed template (`mnemo.chat.message.created.v2.{tenant_id}.{conversation_id}`). */
+export function keyedSubject(template, json) {
+  return template.replace(/\{(\w+)\}/g, (_, field) => {
+    const value = json[field];
+    if (typeof value !== "string" || value === "") throw new TypeError(`the event has no ${field} to put in its subject`);
+    return subjectToken(value);
+  });
+}
+
 function pending(name, body) {
   const op = OPERATIONS[name];
   if (op?.kind !== "event") throw new TypeError(`not a chat event: ${name} (events: ${eventNames().join(", ")})`);
   if (body === null || typeof body !== "object" || Array.isArray(body)) throw new TypeError(`${name} takes an object`);
   const text = toJson(body);
-  return { subject: op.subject, body: encoder.encode(text), msgId: natsMsgId(name, text) };
+  // The keyed subject (v2): NATS maps every event of one conversation to the same ingest partition.
+  const subject = op.keyedSubject ? keyedSubject(op.keyedSubject, JSON.parse(text)) : op.subject;
+  return { subject, body: encoder.encode(text), msgId: natsMsgId(name, text) };
 }
 
 const eventNames = () => Object.keys(OPERATIONS).filter((name) => OPERATIONS[name].kind === "event");

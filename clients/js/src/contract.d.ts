@@ -1897,6 +1897,7 @@ export interface Operations {
     reply: null;
     errors: [];
     msgId: ["tenant_id", "conversation_id", "message_id"];
+    keyedSubject: "mnemo.chat.message.created.v2.{tenant_id}.{conversation_id}";
   };
   /** A message's text changed. */
   "chat.message.edited": {
@@ -1906,6 +1907,7 @@ export interface Operations {
     reply: null;
     errors: [];
     msgId: ["tenant_id", "conversation_id", "message_id", "edit_id", "edited_at"];
+    keyedSubject: "mnemo.chat.message.edited.v2.{tenant_id}.{conversation_id}";
   };
   /** A message was removed. */
   "chat.message.deleted": {
@@ -1915,6 +1917,7 @@ export interface Operations {
     reply: null;
     errors: [];
     msgId: ["tenant_id", "conversation_id", "message_id"];
+    keyedSubject: "mnemo.chat.message.deleted.v2.{tenant_id}.{conversation_id}";
   };
   /** A character was created or changed. */
   "chat.bot.upserted": {
@@ -1924,6 +1927,7 @@ export interface Operations {
     reply: null;
     errors: [];
     msgId: ["tenant_id", "bot_id", "updated_at"];
+    keyedSubject: "mnemo.chat.bot.upserted.v2.{tenant_id}.{bot_id}";
   };
   /** A user's persona was created or changed. */
   "chat.persona.upserted": {
@@ -1933,6 +1937,7 @@ export interface Operations {
     reply: null;
     errors: [];
     msgId: ["tenant_id", "user_id", "persona_id", "updated_at"];
+    keyedSubject: "mnemo.chat.persona.upserted.v2.{tenant_id}.{persona_id}";
   };
   /** Another alternative of a message became the current one (docs/branches.md). */
   "chat.message.swipe_selected": {
@@ -1942,6 +1947,7 @@ export interface Operations {
     reply: null;
     errors: [];
     msgId: ["tenant_id", "conversation_id", "message_id", "selected_at"];
+    keyedSubject: "mnemo.chat.message.swipe_selected.v2.{tenant_id}.{conversation_id}";
   };
   /** A new conversation continues another from one of its messages (docs/branches.md). */
   "chat.conversation.forked": {
@@ -1951,6 +1957,7 @@ export interface Operations {
     reply: null;
     errors: [];
     msgId: ["tenant_id", "user_id", "conversation_id"];
+    keyedSubject: "mnemo.chat.conversation.forked.v2.{tenant_id}.{conversation_id}";
   };
   /** The prompt context for the next bot reply, as the speaking bot may know it. */
   "context.assemble": {
@@ -1960,6 +1967,7 @@ export interface Operations {
     reply: ContextAssembleReply;
     errors: ["bad_request", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Import a lorebook or character card file (JSON or base64 bytes); idempotent for the same owner, name and file. */
   "lore.import": {
@@ -1969,6 +1977,7 @@ export interface Operations {
     reply: LoreImportReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** A book as a SillyTavern World Info file that imports back to the same entries. */
   "lore.export": {
@@ -1978,6 +1987,7 @@ export interface Operations {
     reply: LoreExportReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** The tenant's books by name: all, one owner's, or those attached to one bot. */
   "lore.list": {
@@ -1987,6 +1997,7 @@ export interface Operations {
     reply: LoreListReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Attach a book to bots and/or one conversation; attaching twice is harmless. */
   "lore.attach": {
@@ -1996,6 +2007,7 @@ export interface Operations {
     reply: LoreAttachReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** The book no longer applies to these bots and/or that conversation (the book's owner only). */
   "lore.detach": {
@@ -2005,6 +2017,7 @@ export interface Operations {
     reply: LoreDetachReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** An empty book (add entries with lore.entry.create); a retried create is idempotent. */
   "lore.book.create": {
@@ -2014,6 +2027,7 @@ export interface Operations {
     reply: LoreBookCreateReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Delete a book: its entries, attachments and vectors all go. */
   "lore.book.delete": {
@@ -2023,6 +2037,7 @@ export interface Operations {
     reply: LoreDeleteReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Add an entry (World Info fields plus activationMode) to a book. */
   "lore.entry.create": {
@@ -2032,6 +2047,7 @@ export interface Operations {
     reply: LoreEntryReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Change some fields of an entry (the others are kept). */
   "lore.entry.update": {
@@ -2041,6 +2057,7 @@ export interface Operations {
     reply: LoreEntryReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Delete an entry; deleting again answers `deleted: false`. */
   "lore.entry.delete": {
@@ -2050,6 +2067,7 @@ export interface Operations {
     reply: LoreDeleteReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Import a document (text, Markdown, HTML, PDF, .docx) as lore; the reply comes at once, the import runs on. */
   "lore.document.import": {
@@ -2059,6 +2077,7 @@ export interface Operations {
     reply: DocumentImportReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** A document's state: status, pages, chunks, progress, and the reason of a failed import. */
   "lore.document.get": {
@@ -2068,6 +2087,7 @@ export interface Operations {
     reply: DocumentState;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** The tenant's documents (one owner's, or one book's). */
   "lore.document.list": {
@@ -2077,6 +2097,7 @@ export interface Operations {
     reply: DocumentListReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Delete a document: every chunk, point and stored byte goes. */
   "lore.document.delete": {
@@ -2086,6 +2107,7 @@ export interface Operations {
     reply: DocumentDeleteReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Keep a memory (a summary) as a `legacy_memory` lore entry for some bots and personas. */
   "memory.convert_to_lore": {
@@ -2095,6 +2117,7 @@ export interface Operations {
     reply: MemoryConvertToLoreReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Delete a memory, its legacy lore and their vectors; deleting again is harmless. */
   "memory.delete": {
@@ -2104,6 +2127,7 @@ export interface Operations {
     reply: MemoryDeleteReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** One page of the user's memories, legacy lore and knowledge, newest first. */
   "memory.list": {
@@ -2113,6 +2137,7 @@ export interface Operations {
     reply: MemoryListReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Share one of the user's own `player:<user>` facts with a campaign (knowledge promotion). */
   "memory.promote": {
@@ -2122,6 +2147,7 @@ export interface Operations {
     reply: MemoryScopeReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Undo a promotion: the fact returns to `player:<user>`. */
   "memory.unpromote": {
@@ -2131,6 +2157,7 @@ export interface Operations {
     reply: MemoryScopeReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** The tenant's conversations (or one user's), latest message first, with their bots and personas. */
   "conversation.list": {
@@ -2140,6 +2167,7 @@ export interface Operations {
     reply: ConversationListReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** One conversation's messages with who was present, summaries as spans, facts learned, swipes and forks. */
   "conversation.timeline": {
@@ -2149,6 +2177,7 @@ export interface Operations {
     reply: ConversationTimelineReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** What a character knows from this user's conversations, newest first, with scope and provenance. */
   "knowledge.fact.list": {
@@ -2158,6 +2187,7 @@ export interface Operations {
     reply: FactListReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Add a fact a character knows, by hand (idempotent); it reaches that character's context only. */
   "knowledge.fact.add": {
@@ -2167,6 +2197,7 @@ export interface Operations {
     reply: FactChangeReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** A new version of a current fact; the old one is retired as edited and stays in the log. */
   "knowledge.fact.edit": {
@@ -2176,6 +2207,7 @@ export interface Operations {
     reply: FactChangeReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** The character no longer knows this fact (retired as retracted; retracting again changes nothing). */
   "knowledge.fact.retract": {
@@ -2185,6 +2217,7 @@ export interface Operations {
     reply: FactChangeReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** A fact's audit trail from the log: learned, edited, consolidated, promoted, retired; every version. */
   "knowledge.fact.history": {
@@ -2194,6 +2227,7 @@ export interface Operations {
     reply: FactHistoryReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Remember a typed memory (assets stored, never fetched); idempotent with `idempotency_key`. Writes `player:<user_id>` only; the engine's twin every namespace. */
   "memory.remember": {
@@ -2203,6 +2237,7 @@ export interface Operations {
     reply: MemoryRememberReply;
     errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Ranked memories (remembered ones, summaries, facts, legacy lore) with the parts of each score. */
   "memory.search": {
@@ -2212,6 +2247,7 @@ export interface Operations {
     reply: MemorySearchReply;
     errors: ["bad_request", "forbidden", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Change a memory (a new version); `expected_version` guards against overwriting another edit. */
   "memory.update": {
@@ -2221,6 +2257,7 @@ export interface Operations {
     reply: MemoryUpdateReply;
     errors: ["bad_request", "forbidden", "not_found", "conflict", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Forget a memory: its rows and vectors go, the log keeps that it was forgotten; again is harmless. */
   "memory.forget": {
@@ -2230,6 +2267,7 @@ export interface Operations {
     reply: MemoryForgetReply;
     errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Every version of a memory from the event log, who changed it and when (texts gone once forgotten). */
   "memory.history": {
@@ -2239,6 +2277,7 @@ export interface Operations {
     reply: MemoryHistoryReply;
     errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** `memory.remember` with the engine's right: campaign and character namespaces too (docs/memory-api.md). */
   "memory.engine.remember": {
@@ -2248,6 +2287,7 @@ export interface Operations {
     reply: MemoryRememberReply;
     errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** `memory.update` with the engine's right: campaign and character namespaces too (docs/memory-api.md). */
   "memory.engine.update": {
@@ -2257,6 +2297,7 @@ export interface Operations {
     reply: MemoryUpdateReply;
     errors: ["bad_request", "forbidden", "not_found", "conflict", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** `memory.forget` with the engine's right: campaign and character namespaces too (docs/memory-api.md). */
   "memory.engine.forget": {
@@ -2266,6 +2307,7 @@ export interface Operations {
     reply: MemoryForgetReply;
     errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** `memory.history` with the engine's right: campaign and character namespaces too (docs/memory-api.md). */
   "memory.engine.history": {
@@ -2275,6 +2317,7 @@ export interface Operations {
     reply: MemoryHistoryReply;
     errors: ["bad_request", "forbidden", "not_found", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Erase a user: their data keys are destroyed, their rows, facts, vectors and stream messages deleted. */
   "privacy.erase_user": {
@@ -2284,6 +2327,7 @@ export interface Operations {
     reply: ErasureReply;
     errors: ["bad_request", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Erase a whole tenant (every user, bot and book); `confirm` must be `erase`. */
   "privacy.erase_tenant": {
@@ -2293,6 +2337,7 @@ export interface Operations {
     reply: ErasureReply;
     errors: ["bad_request", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Everything mnemo holds about a user, decrypted, as plain JSON (large users: `mnemo export-user`). */
   "privacy.export_user": {
@@ -2302,6 +2347,7 @@ export interface Operations {
     reply: ExportUserReply;
     errors: ["bad_request", "rate_limited", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
   /** Per-tenant usage: messages and vectors held now, context requests and tokens and LLM tokens per period. */
   "ops.usage": {
@@ -2311,6 +2357,7 @@ export interface Operations {
     reply: UsageReply;
     errors: ["bad_request", "internal"];
     msgId: [];
+    keyedSubject: null;
   };
 }
 

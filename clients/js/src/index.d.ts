@@ -21,12 +21,20 @@ export interface OperationInfo {
   reply: string | null;
   errors: readonly string[];
   msgId: readonly string[];
+  /** Events: the keyed (v2) subject they are published on, `{field}` filled in with `subjectToken`. */
+  keyedSubject: string | null;
 }
 export declare const OPERATIONS: Readonly<Record<OperationName, OperationInfo>>;
 export declare const ERROR_CODES: Readonly<Record<ErrorCode, string>>;
 
 /** The event's Nats-Msg-Id: its name and the JSON values of its msg_id fields (absent as empty), joined by `:`. */
 export declare function natsMsgId<N extends EventName>(name: N, body: EventBody<N> | string): string;
+
+/** A value as one NATS subject token: ASCII letters, digits, `-` and `_` kept, every other UTF-8 byte as `%XX`. */
+export declare function subjectToken(value: string): string;
+
+/** An event's subject from its keyed template (`OPERATIONS[name].keyedSubject`) and its JSON body. */
+export declare function keyedSubject(template: string, json: Record<string, unknown>): string;
 
 export interface ClientOptions {
   /** ms to wait for a reply (30000). */

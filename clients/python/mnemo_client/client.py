@@ -1,6 +1,7 @@
 """``MnemoClient``: mnemo's public contract over one NATS connection (asyncio).
 
-Events (``publish``, ``submit``) go to JetStream with the contract's ``Nats-Msg-Id`` (see wire/operations.py)
+Events (``publish``, ``submit``) go to JetStream on their keyed subject (``mnemo.chat.message.created.v2.<tenant>.
+<conversation>``, wire/keyed.py: ingest partitions by it) with the contract's ``Nats-Msg-Id`` (wire/operations.py)
 and are retried until acknowledged (see outbox.py). Requests are validated locally with the same models the
 services use, sent with NATS request-reply, and their replies parsed into typed models; an ``ErrorReply``
 raises the ``MnemoError`` of its code, no responder or no answer in time raises ``Unavailable``.
@@ -36,6 +37,7 @@ from mnemo_client.wire.contract import (
     PersonaUpserted,
 )
 from mnemo_client.wire.conversation_contract import ConversationListReply, ConversationTimelineReply
+from mnemo_client.wire.keyed import keyed_subject
 from mnemo_client.wire.knowledge_contract import FactChangeReply, FactHistoryReply, FactListReply
 from mnemo_client.wire.lore_contract import (
     LoreAttachReply,
@@ -141,7 +143,8 @@ class MnemoClient:
         if op is None:
             raise TypeError(f"not a chat event model: {type(event).__name__}")
         body = event.model_dump(mode="json")
-        return Pending(op.subject, json.dumps(body).encode(), nats_msg_id(op, body))
+        subject = keyed_subject(op.keyed_subject, body) if op.keyed_subject else op.subject
+        return Pending(subject, json.dumps(body).encode(), nats_msg_id(op, body))
 
     async def publish(self, event: ChatEvent, *, give_up_after: float | None = 60.0) -> PubAck:
         """Publish and wait for JetStream's acknowledgement, retrying; ``Unavailable`` after ``give_up_after`` s."""

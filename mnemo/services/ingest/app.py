@@ -1,55 +1,41 @@
-"""Ingest wiring: ONE durable JetStream batch consumer on every inbound chat subject.
+"""Ingest wiring: every replica active, each consuming its share of the chat stream's partitions.
 
-Subject ``mnemo.chat.>`` on stream MNEMO_CHAT, durable ``mnemo_ingest_main`` shared by all replicas (pull
-consumer: JetStream spreads batches across them). Ack policy: manual, via ``BatchConsumer`` (ack after the
-append is durable and projected; invalid payloads and refused commands to ``mnemo.dlq.ingest.v1`` with the
-reason; failures naked with backoff, then dead-lettered); ``delivery.ingest_batch_size`` (1,024) messages per
-pull. The handler is staged (``Staged``): a batch is decided and appended in delivery order, then projected
-and published while the next batch is decided (``delivery.pipeline_depth`` batches at once). Ordered
-(``mnemo.shared.delivery.order``): with several replicas a batch begins only after every earlier chat message is
-acked or begun by the same replica, so each conversation is recorded in the order the platform published it.
+The MNEMO_CHAT stream maps keyed chat events (``mnemo.chat.<entity>.<fact>.v2.<tenant>.<key>``) into
+``streams.ingest_partitions`` partitions by tenant and key (mnemo/shared/partitions.py); v1 events reach the same
+partitions through the v1 router (``v1_router.py``). One durable and one lease per partition; the replicas deal
+the partitions and the router among themselves (``partitions.py``), so one conversation is recorded by one
+replica at a time, in the order it was published, and replicas never race each other's appends.
+
+Per partition, ack policy as before: manual, via ``BatchConsumer`` (ack after the append is durable and
+projected; invalid payloads and refused commands to ``mnemo.dlq.ingest.v1`` with the reason; failures naked with
+backoff, then dead-lettered); ``delivery.ingest_batch_size`` (1,024) messages per pull. The handler is staged
+(``Staged``): a batch is decided and appended in delivery order, then projected and published while the next
+batch is decided (``delivery.pipeline_depth`` batches at once). Ordered (``mnemo.shared.delivery.order``): a batch
+begins only after every earlier message of its partition is acked or begun here, so a redelivery after a crash
+never lets a later message of a conversation overtake an earlier one.
 """
 
 from __future__ import annotations
 
 from faststream.nats import NatsRouter
-from nats.aio.msg import Msg
 
-from mnemo.services.ingest.domain import InboundCommand
-from mnemo.services.ingest.handlers import IngestHandler, decode_command
-from mnemo.services.ingest.recorder import Recorder
-from mnemo.shared import subjects
+from mnemo.services.ingest.partitions import SERVICE, PartitionManager
 from mnemo.shared.bootstrap import ServiceDefinition
-from mnemo.shared.broker import CHAT_JSTREAM
-from mnemo.shared.consumers import consumer_router
-from mnemo.shared.delivery import Staged
 from mnemo.shared.deps import Deps
 from mnemo.shared.readmodels.catalog import CONVERSATIONS
 from mnemo.shared.readmodels.ports import ConversationReadModel
 
-SERVICE = "ingest"
-
 
 def create_router(deps: Deps, *, read_models: ConversationReadModel | None = None) -> NatsRouter:
-    """``read_models``: the projection to use instead of the MongoDB one (component tests)."""
-    models = read_models or deps.read_model(CONVERSATIONS)
-    handler = IngestHandler(Recorder(deps.store, models, deps.publisher))
-
-    def decode(msg: Msg) -> InboundCommand:
-        return decode_command(msg.subject, msg.data, deps.settings.limits)
-
-    return consumer_router(
-        deps,
-        service=SERVICE,
-        subject=subjects.CHAT_STREAM_SUBJECTS[0],
-        stream=CHAT_JSTREAM,
-        decode=decode,
-        handle=Staged(handler.begin),
-        title="ingest: platform chat events into the event log",
-        batch_size=deps.settings.delivery.ingest_batch_size,
-        ordered=True,
-    )
+    """``read_models``: the projection to use instead of the MongoDB one (component tests). The partitions are
+    consumed once the broker serves (``Deps.on_started``) and let go before it stops (``Deps.on_stopping``)."""
+    manager = PartitionManager(deps, read_models or deps.read_model(CONVERSATIONS))
+    deps.on_started.append(manager.start)
+    deps.on_stopping.append(manager.stop)
+    if deps.probes is not None:  # its durables are no broker subscribers: it reports them itself
+        deps.probes.add_check("partitions", manager.readiness)
+        deps.probes.add_collector(manager.collect)
+    return NatsRouter()
 
 
-# Single active: a shared durable would interleave deliveries across replicas (mnemo/shared/lease.py).
-DEFINITION = ServiceDefinition(SERVICE, create_router, single_active=True, read_models=(CONVERSATIONS,))
+DEFINITION = ServiceDefinition(SERVICE, create_router, read_models=(CONVERSATIONS,))

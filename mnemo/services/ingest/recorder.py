@@ -113,9 +113,14 @@ class Recorder:
         self._read_models = read_models
         self._publisher = publisher
         self._max_attempts = max_attempts
+        self._cache_size = cache_size
         self._cache = ConversationCache(cache_size)
         self._deciding = asyncio.Lock()  # stage 1, one batch at a time
         self._finishing = asyncio.Lock()  # stage 2, one batch at a time
+
+    def forget(self) -> None:
+        """Drop the cache (another replica may have appended to its conversations): the read model is asked again."""
+        self._cache = ConversationCache(self._cache_size)
 
     async def record(
         self, commands: Sequence[InboundCommand], traceparents: Sequence[str | None] | None = None

@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 
 #: The streams a user's messages are deleted from (mnemo/services/privacy/stream_purge.py says why each).
 PURGED_STREAMS = (
-    (subjects.CHAT_STREAM, subjects.CHAT_STREAM_SUBJECTS[0]),
+    # Every subject: the stream stores keyed events under the ingest partitions' subjects (mnemo.ingest.>).
+    (subjects.CHAT_STREAM, ">"),
     (subjects.LOG_STREAM, subjects.LOG_ALL),
     (subjects.DLQ_STREAM, subjects.DLQ_ALL),
 )

@@ -29,6 +29,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "persona_id": "persona-1",
         },
         msg_id=("tenant_id", "conversation_id", "message_id"),
+        key="conversation_id",
     ),
     event(
         "chat.message.edited",
@@ -42,6 +43,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "edited_at": "2026-11-01T18:05:00Z",
         },
         msg_id=("tenant_id", "conversation_id", "message_id", "edit_id", "edited_at"),
+        key="conversation_id",
     ),
     event(
         "chat.message.deleted",
@@ -50,6 +52,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "A message was removed.",
         {**_CONV, "message_id": "m1", "deleted_at": "2026-11-01T18:06:00Z"},
         msg_id=("tenant_id", "conversation_id", "message_id"),
+        key="conversation_id",
     ),
     event(
         "chat.bot.upserted",
@@ -68,6 +71,7 @@ OPERATIONS: tuple[Operation, ...] = (
         },
         "`gender`, `age`: optional free text; `knowledge_sharing`: optional `open`, `guarded` or `secretive`",
         msg_id=("tenant_id", "bot_id", "updated_at"),
+        key="bot_id",
     ),
     event(
         "chat.persona.upserted",
@@ -85,6 +89,7 @@ OPERATIONS: tuple[Operation, ...] = (
         },
         "`instructions`: optional, the user's custom instructions for this persona",
         msg_id=("tenant_id", "user_id", "persona_id", "updated_at"),
+        key="persona_id",
     ),
     event(
         "chat.message.swipe_selected",
@@ -94,6 +99,7 @@ OPERATIONS: tuple[Operation, ...] = (
         {**_CONV, "message_id": "m2", "selected_at": "2026-11-01T18:08:00Z"},
         'the alternative to show; an alternative is a `message.created` with `"swipe_of": "<message id>"`, shown at once',
         msg_id=("tenant_id", "conversation_id", "message_id", "selected_at"),
+        key="conversation_id",
     ),
     event(
         "chat.conversation.forked",
@@ -109,6 +115,7 @@ OPERATIONS: tuple[Operation, ...] = (
         },
         "a new conversation continuing `c1` from `m2`",
         msg_id=("tenant_id", "user_id", "conversation_id"),
+        key="conversation_id",
     ),
     # --- context -----------------------------------------------------------------------------------------------
     rpc(

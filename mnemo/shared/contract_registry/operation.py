@@ -45,6 +45,17 @@ class Operation:
     msg_id: tuple[str, ...] = ()
     # Who may call it: the platforms (through NATS or the gateway), or operators only (``admin``; no gateway route).
     audience: Literal["platform", "admin"] = "platform"
+    # Events: the payload field that keys the event beside its tenant (the conversation, the bot, the persona):
+    # the keyed (v2) subject carries both, and NATS maps it to an ingest partition (docs/scaling.md).
+    key: str = ""
+
+    @property
+    def keyed_subject(self) -> str:
+        """The v2 subject template, ``mnemo.chat.message.created.v2.{tenant_id}.{conversation_id}`` (events only;
+        ``mnemo_client.wire.keyed.keyed_subject`` fills it in)."""
+        if not self.key:
+            return ""
+        return f"{self.subject.removesuffix('.v1')}.v2.{{tenant_id}}.{{{self.key}}}"
 
 
 def event(
@@ -56,9 +67,20 @@ def event(
     note: str = "",
     *,
     msg_id: tuple[str, ...],
+    key: str,
 ) -> Operation:
     return Operation(
-        name, subject, "event", payload, description, "ingest", example, note=note, tags=("chat",), msg_id=msg_id
+        name,
+        subject,
+        "event",
+        payload,
+        description,
+        "ingest",
+        example,
+        note=note,
+        tags=("chat",),
+        msg_id=msg_id,
+        key=key,
     )
 
 

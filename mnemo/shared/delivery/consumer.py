@@ -13,6 +13,7 @@ from nats.aio.msg import Msg
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from mnemo.shared import subjects
 from mnemo.shared.crypto import KeyErased
 from mnemo.shared.delivery.dead_letters import DeadLetters, heartbeat, retry_delay
 from mnemo.shared.delivery.meter import DeliveryMeter
@@ -174,7 +175,8 @@ class BatchConsumer(Generic[T]):
         earlier messages they wait for, redelivered once their own ``ack_wait`` runs out, are fetched first).
         The whole fetched batch is asked about: its invalid messages, settled already, are part of its run."""
         async with heartbeat([i.msg for i in items], self._beat_every):
-            begun = await gate.admit([m.metadata.sequence.stream for m in msgs])
+            deliveries = [(m.metadata.sequence.consumer, m.metadata.num_delivered) for m in msgs]
+            begun = await gate.admit([m.metadata.sequence.stream for m in msgs], deliveries)
         later = [i for i in items if i.msg.metadata.sequence.stream not in begun]
         if not later:
             return items
@@ -244,15 +246,16 @@ class BatchConsumer(Generic[T]):
         """The message's CONSUMER span, child of the context its producer put in the headers (a new trace
         when there is none)."""
         headers = msg.headers or {}
+        destination = subjects.destination(msg.subject)  # a keyed subject's ids stay out of the span's name
         attributes = {
             "messaging.system": "nats",
             "messaging.operation": "process",
-            "messaging.destination.name": msg.subject,
+            "messaging.destination.name": destination,
         }
         if msg_id := headers.get("Nats-Msg-Id"):
             attributes["messaging.message.id"] = msg_id
         return self._tracer.start_span(
-            f"{self._dlq.service} process {msg.subject}",
+            f"{self._dlq.service} process {destination}",
             context=_PROPAGATOR.extract(headers),
             kind=SpanKind.CONSUMER,
             attributes=attributes,

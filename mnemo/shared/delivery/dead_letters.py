@@ -20,6 +20,9 @@ DLQ_REASON = "Mnemo-Dlq-Reason"
 DLQ_SUBJECT = "Mnemo-Dlq-Original-Subject"
 DLQ_SERVICE = "Mnemo-Dlq-Service"
 DLQ_ATTEMPTS = "Mnemo-Dlq-Attempts"
+#: Set by whoever moved a message from the subject it was published on (ingest's v1 router): the subject a
+#: dead letter names, so that a redrive publishes it where its publisher did.
+ORIGINAL_SUBJECT = "Mnemo-Original-Subject"
 
 
 #: The ``reason`` label of ``mnemo_messages_dead_lettered_total``: a closed set, never the reason's text.
@@ -53,7 +56,7 @@ class DeadLetters:
         meta = msg.metadata
         headers = {
             DLQ_REASON: reason[:4000].replace("\r", " ").replace("\n", " "),
-            DLQ_SUBJECT: msg.subject,
+            DLQ_SUBJECT: (msg.headers or {}).get(ORIGINAL_SUBJECT) or subjects.public_subject(msg.subject),
             DLQ_SERVICE: self.service,
             DLQ_ATTEMPTS: str(meta.num_delivered),
             # A dead letter re-sent after a crash is deduplicated by its origin's stream position.

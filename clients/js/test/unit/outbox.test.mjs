@@ -91,8 +91,8 @@ test("the client sends the event's JSON with the contract's Nats-Msg-Id; Dates a
   assert.deepEqual(
     js.acked.map((a) => [a.subject, a.id, a.body.edited_at]),
     [
-      ["mnemo.chat.message.edited.v1", "chat.message.edited:t1:c1:m1:e1:2026-11-01T18:05:00Z", "2026-11-01T18:05:00Z"],
-      ["mnemo.chat.message.edited.v1", "chat.message.edited:t1:c1:m1::2026-11-01T18:05:00.120000Z", "2026-11-01T18:05:00.120000Z"],
+      ["mnemo.chat.message.edited.v2.t1.c1", "chat.message.edited:t1:c1:m1:e1:2026-11-01T18:05:00Z", "2026-11-01T18:05:00Z"],
+      ["mnemo.chat.message.edited.v2.t1.c1", "chat.message.edited:t1:c1:m1::2026-11-01T18:05:00.120000Z", "2026-11-01T18:05:00.120000Z"],
     ],
   );
   assert.throws(() => client.submit("lore.import", {}), TypeError);

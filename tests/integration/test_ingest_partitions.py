@@ -1,0 +1,105 @@
+"""The chat stream's partitions on a real nats-server: NATS maps keyed subjects where ``partition_of`` says, a
+keyed event naming another conversation than its payload is dead-lettered, and a new partition count takes over
+on a running deployment once the older partitions are drained, every conversation staying in publish order
+(mnemo/shared/partitions.py, mnemo/services/ingest/partitions.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import nats
+import pytest
+
+from mnemo.services.ingest.app import create_router
+from mnemo.shared import subjects
+from mnemo.shared.delivery import DLQ_REASON, DLQ_SUBJECT
+from mnemo.shared.events.recorded import conversation_stream
+from mnemo.shared.partitions import current_count, generations, ingest_drained, partition_of, set_count
+from mnemo_client.wire.keyed import subject_token
+from tests.integration.ingest_stack import Stack, dead_letters, message_created, reset_streams, running
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2026, 11, 1, 12, tzinfo=UTC)
+
+
+@pytest.fixture
+async def stack(nats_url: str, mongo_url: str, db_name: str) -> AsyncIterator[Stack]:
+    async with running(nats_url, mongo_url, db_name, create_router) as s:
+        yield s
+    nc = await nats.connect(nats_url)
+    try:
+        await reset_streams(nc.jetstream())  # the partition count this test set must not outlive it
+    finally:
+        await nc.drain()
+
+
+async def test_nats_maps_keyed_subjects_where_partition_of_says(stack: Stack) -> None:
+    count = await current_count(stack.js)
+    assert count == 16
+    rng = random.Random(5)
+    alphabet = "abcxyz019-_. é/*>%~"
+    for _ in range(60):
+        tenant = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        conv = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        subject = subjects.keyed(subjects.MESSAGE_CREATED, subject_token(tenant), subject_token(conv))
+        ack = await stack.js.publish(subject, b"{}")
+        stored = (await stack.js.get_msg(subjects.CHAT_STREAM, ack.seq)).subject or ""
+        expected = partition_of(subject_token(tenant), subject_token(conv), count)
+        assert stored.startswith(f"{subjects.INGEST_PARTITIONS_PREFIX}.16.{expected}."), (tenant, conv, stored)
+        assert subjects.public_subject(stored) == subject
+
+
+async def test_a_keyed_event_naming_another_conversation_is_dead_lettered(stack: Stack) -> None:
+    body = message_created("m1", "hello", T0, conversation_id="c1")
+    wrong = subjects.keyed(subjects.MESSAGE_CREATED, "t1", "c2")  # the payload says c1: its partition may differ
+    await stack.js.publish(wrong, json.dumps(body).encode())
+    await wait_until(lambda: ingest_drained(stack.js), "ingest acked it")
+    [letter] = await dead_letters(stack.js, "ingest")
+    headers = letter.headers or {}
+    assert "publish it on 'mnemo.chat.message.created.v2.t1.c1'" in headers[DLQ_REASON]
+    assert headers[DLQ_SUBJECT] == wrong  # the subject it was published on, not the partition's
+    assert await stack.store.read_stream(conversation_stream("t1", "u1", "c1")) == []
+
+
+async def test_a_new_partition_count_takes_over_once_the_old_partitions_are_drained(stack: Stack) -> None:
+    conversations = [f"c{i:02d}" for i in range(12)]
+    sent: dict[str, list[str]] = {c: [] for c in conversations}
+
+    async def publish(start: int, stop: int) -> None:
+        for k in range(start, stop):
+            for conv in conversations:
+                message_id = f"{conv}-m{k:03d}"
+                body = message_created(message_id, f"turn {k}", T0 + timedelta(seconds=k), conversation_id=conv)
+                subject = (
+                    subjects.MESSAGE_CREATED
+                    if k % 3 == 0  # some through the v1 router
+                    else subjects.keyed(subjects.MESSAGE_CREATED, "t1", subject_token(conv))
+                )
+                await stack.js.publish(subject, json.dumps(body).encode())
+                sent[conv].append(message_id)
+
+    await publish(0, 20)
+    assert await set_count(stack.js, 5) == 16  # while the 16 partitions still hold messages
+    await publish(20, 40)
+    await wait_until(lambda: ingest_drained(stack.js), "ingest recorded everything", 180)
+
+    [generation] = await generations(stack.js)
+    assert (generation.count, generation.current) == (5, True)  # the 16 partitions' durables are deleted
+    assert sorted(p.durable for p in generation.durables) == sorted(subjects.partition_durable(5, k) for k in range(5))
+    for conv in conversations:
+        log = await stack.store.read_stream(conversation_stream("t1", "u1", conv))
+        assert [(e.payload["message_id"], e.payload["index"]) for e in log] == [
+            (m, i) for i, m in enumerate(sent[conv])
+        ], conv
+
+
+async def test_setting_the_same_count_changes_nothing(stack: Stack) -> None:
+    assert await set_count(stack.js, 16) == 16
+    await asyncio.sleep(0)
+    assert await current_count(stack.js) == 16
