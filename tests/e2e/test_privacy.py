@@ -11,6 +11,7 @@ stopped) brings none of it back.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
@@ -106,6 +107,27 @@ async def context(nc: nats.NATS, user: str, question: str) -> dict[str, Any]:
     body = {"tenant_id": TENANT, "user_id": user, "conversation_id": f"c-{user}", "bot_id": "bot-1",
             "persona_id": f"p-{user}", "user_message": question, "max_tokens": 4000}  # fmt: skip
     return await call(nc, ASSEMBLE, body)
+
+
+#: Parts a context reply leaves out when they miss their deadline: on a loaded machine, or with the embedder
+#: cold right after a restart, one does now and then. What this suite checks is what erasure leaves, so a reply
+#: missing one of them is asked again rather than compared.
+LATE_PARTS = {"embedder", "vector_index", "history", "lore"}
+
+
+async def whole_context(nc: nats.NATS, user: str, question: str, like: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The user's context once no part of it missed its deadline and, given ``like``, once it equals ``like``
+    (up to three minutes; the last reply is returned either way, for the caller's assertion to show)."""
+    reply: dict[str, Any] = {}
+
+    async def whole() -> bool:
+        reply.clear()
+        reply.update(await context(nc, user, question))
+        return not LATE_PARTS & set(reply.get("degraded", [])) and (like is None or reply == like)
+
+    with contextlib.suppress(AssertionError):
+        await wait_for_stack(whole, f"{user}'s whole context")
+    return reply
 
 
 async def settled(nc: nats.NATS, user: str) -> dict[str, Any]:
@@ -207,7 +229,8 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
         await seed(nc)
         await settled(nc, ALICE)
         bob_memories = await settled(nc, BOB)
-        bob_before = await context(nc, BOB, "Tell me about Driftwood.")
+        bob_before = await whole_context(nc, BOB, "Tell me about Driftwood.")
+        assert not LATE_PARTS & set(bob_before["degraded"]), bob_before["degraded"]
         assert read_models_undeclared_or_without_tenant_index(stack) == []
 
         export = await call(nc, EXPORT, {"tenant_id": TENANT, "user_id": ALICE})
@@ -240,7 +263,7 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
         assert not [
             s for s in alice_ctx["sources"] if s["kind"] in ("message", "summary", "fact", "lore", "document")
         ], "no vectors or rows of alice are found"
-        assert await context(nc, BOB, "Tell me about Driftwood.") == bob_before
+        assert await whole_context(nc, BOB, "Tell me about Driftwood.", like=bob_before) == bob_before
         assert (await memories(nc, BOB))["items"] == bob_memories["items"]
         empty = await call(nc, EXPORT, {"tenant_id": TENANT, "user_id": ALICE})
         assert [empty[k] for k in ("conversations", "legacy_memories", "lorebooks", "personas", "documents")] == [
@@ -259,7 +282,7 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
     assert_nothing_of_alice(found, "MongoDB after replay")
     nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
-        assert await context(nc, BOB, "Tell me about Driftwood.") == bob_before
+        assert await whole_context(nc, BOB, "Tell me about Driftwood.", like=bob_before) == bob_before
         assert (await memories(nc, ALICE))["total"] == 0
     finally:
         await nc.close()
