@@ -152,6 +152,10 @@ def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]
                 "data": {"entries": {"0": entry}}, "attach_to_bots": draw(st.lists(ids, max_size=2))}, ()  # fmt: skip
     if subject == subjects.LORE_EXPORT:
         return {"tenant_id": w.tenant, "lorebook_id": w.book}, ()
+    if subject == subjects.LORE_TEST_ACTIVATION:
+        return {"tenant_id": w.tenant, "lorebook_ids": [w.book], "bot_id": draw(st.none() | st.just(BOT)),
+                "text": draw(texts) or "Kestrel", "history": draw(st.lists(texts, max_size=3)),
+                "max_tokens": draw(st.integers(64, 20_000))}, ()  # fmt: skip
     if subject == subjects.LORE_LIST:
         return {"tenant_id": w.tenant, "owner_user_id": draw(st.none() | st.just(OWNER)), "bot_id": draw(st.none() | st.just(BOT)),
                 "limit": draw(st.integers(1, 1000)), "offset": draw(st.integers(0, 3))}, ()  # fmt: skip

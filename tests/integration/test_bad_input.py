@@ -66,6 +66,7 @@ from mnemo_client.wire.knowledge_contract import (
     FactListRequest,
     FactRetractRequest,
 )
+from mnemo_client.wire.lore_activation_contract import LoreTestActivationRequest
 from mnemo_client.wire.lore_contract import (
     LoreAttachRequest,
     LoreBookCreateRequest,
@@ -160,6 +161,7 @@ REQUESTS: dict[str, type[Any]] = {
     subjects.KNOWLEDGE_FACT_EDIT: FactEditRequest,
     subjects.KNOWLEDGE_FACT_RETRACT: FactRetractRequest,
     subjects.KNOWLEDGE_FACT_HISTORY: FactHistoryRequest,
+    subjects.LORE_TEST_ACTIVATION: LoreTestActivationRequest,
 }
 # Documents have their own bad-input suite (tests/integration/test_documents.py: encrypted, scanned, truncated,
 # zip-bomb, oversized and mislabelled files): here each valid import would start a parsing subprocess, and a
@@ -200,7 +202,8 @@ BY_ID = set(REQUESTS) - {
     subjects.KNOWLEDGE_FACT_LIST,
     subjects.KNOWLEDGE_FACT_ADD,
 }
-OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT, subjects.LORE_DOCUMENT_GET}  # no acting user: the tenant reads
+# No acting user: the tenant reads.
+OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT, subjects.LORE_DOCUMENT_GET, subjects.LORE_TEST_ACTIVATION}
 MARKER = re.compile(rb"fz[0-9a-f]{32}")
 # The operators' subjects name no tenant (``mnemo.rpc.ops.*``, the ``admin`` NATS user only): the variants here
 # (another tenant, another user) do not apply; their bad input is checked where they are tested.

@@ -248,6 +248,11 @@ export class MnemoClient {
     return this.request("lore.entry.delete", request);
   }
 
+  /** Which entries a chat text fires and why, as a dry run (`lore.test_activation`). */
+  loreTestActivation(request) {
+    return this.request("lore.test_activation", request);
+  }
+
   memoriesList(request) {
     return this.request("memory.list", request);
   }

@@ -80,6 +80,8 @@ export declare class MnemoClient {
   loreEntryCreate(request: Payload<"lore.entry.create">): Promise<Reply<"lore.entry.create">>;
   loreEntryUpdate(request: Payload<"lore.entry.update">): Promise<Reply<"lore.entry.update">>;
   loreEntryDelete(request: Payload<"lore.entry.delete">): Promise<Reply<"lore.entry.delete">>;
+  /** Which entries a chat text fires and why, as a dry run (no timed state kept). */
+  loreTestActivation(request: Payload<"lore.test_activation">): Promise<Reply<"lore.test_activation">>;
   memoriesList(request: Payload<"memory.list">): Promise<Reply<"memory.list">>;
   memoryConvertToLore(request: Payload<"memory.convert_to_lore">): Promise<Reply<"memory.convert_to_lore">>;
   memoryDelete(request: Payload<"memory.delete">): Promise<Reply<"memory.delete">>;

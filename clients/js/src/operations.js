@@ -270,6 +270,22 @@ export const OPERATIONS = Object.freeze({
     "msgId": [],
     "keyedSubject": null
   },
+  "lore.test_activation": {
+    "subject": "mnemo.rpc.lore.test_activation.v1",
+    "kind": "request",
+    "payload": "LoreTestActivationRequest",
+    "reply": "LoreTestActivationReply",
+    "errors": [
+      "bad_request",
+      "not_found",
+      "book_too_large",
+      "too_many_books",
+      "rate_limited",
+      "internal"
+    ],
+    "msgId": [],
+    "keyedSubject": null
+  },
   "lore.document.import": {
     "subject": "mnemo.rpc.lore.document.import.v1",
     "kind": "request",

@@ -39,6 +39,7 @@ from mnemo_client.wire.contract import (
 from mnemo_client.wire.conversation_contract import ConversationListReply, ConversationTimelineReply
 from mnemo_client.wire.keyed import keyed_subject
 from mnemo_client.wire.knowledge_contract import FactChangeReply, FactHistoryReply, FactListReply
+from mnemo_client.wire.lore_activation_contract import LoreTestActivationReply
 from mnemo_client.wire.lore_contract import (
     LoreAttachReply,
     LoreBookCreateReply,
@@ -246,6 +247,10 @@ class MnemoClient:
 
     async def lore_entry_delete(self, request: BaseModel | None = None, /, **fields: Any) -> LoreDeleteReply:
         return await self._call("lore.entry.delete", LoreDeleteReply, request, fields)
+
+    async def lore_test_activation(self, request: BaseModel | None = None, /, **fields: Any) -> LoreTestActivationReply:
+        """Which entries a chat text fires and why, as a dry run (``lore.test_activation``)."""
+        return await self._call("lore.test_activation", LoreTestActivationReply, request, fields)
 
     async def memories_list(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryListReply:
         return await self._call("memory.list", MemoryListReply, request, fields)

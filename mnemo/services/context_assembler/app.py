@@ -1,6 +1,7 @@
-"""Context-assembler wiring: ``mnemo.rpc.context.assemble.v1`` (see ``handlers.py`` for the contract) and the
+"""Context-assembler wiring: ``mnemo.rpc.context.assemble.v1`` (see ``handlers.py`` for the contract), the
 memory API's search, ``mnemo.rpc.memory.search.v1`` (``recall/search.py``): both read the vector index and every
-read model with the same visibility rules, so they are answered beside each other."""
+read model with the same visibility rules, so they are answered beside each other; and the lore activation test,
+``mnemo.rpc.lore.test_activation.v1`` (``lore/trial.py``), on the same lore loader as the context."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from mnemo.services.context_assembler.handlers import answer
 from mnemo.services.context_assembler.lore.documents import DocumentLore, DocumentReads
 from mnemo.services.context_assembler.lore.loader import LoreLoader, LoreReads
 from mnemo.services.context_assembler.lore.timed import TimedStates
+from mnemo.services.context_assembler.lore.trial import BookNotFound, try_activation
 from mnemo.services.context_assembler.metering import ContextMeter
 from mnemo.services.context_assembler.recall.search import MemorySearch, NamespaceRefused, RecallReads
 from mnemo.services.context_assembler.settings import SECTION, AssemblerSettings
@@ -44,6 +46,7 @@ from mnemo.shared.rpc import RpcMeter, raw_body, serve
 from mnemo.shared.settings import read_section
 from mnemo.shared.tokens import token_counter
 from mnemo_client.wire.contract import ContextAssembleReply, ErrorReply
+from mnemo_client.wire.lore_activation_contract import LoreTestActivationReply, LoreTestActivationRequest
 from mnemo_client.wire.memory_api_contract import MemorySearchRequest
 from mnemo_client.wire.ops_contract import UsageRequest
 
@@ -71,24 +74,25 @@ def create_router(
     embedder = MemoEmbedder(deps.embedder) if deps.embedder is not None else None
     # Reads kept until the log relays a change (gather/cache.py); every replica hears the changes itself.
     cache = LogCache(ttl_s=settings.cache_ttl_s) if settings.cache_ttl_s > 0 else None
+    lore_loader = LoreLoader(
+        lore or deps.read_model(LORE),
+        index=index,
+        embedder=embedder,
+        vector_settings=settings.lore_vector,
+        scan_settings=settings.lore_scan,
+        cache=cache,
+        timed=TimedStates(deps.store, timed or deps.read_model(LORE_TIMED), deps.publisher, cache),
+        # In memory (component tests) documents are read only from a given read model: it has no fake.
+        documents=DocumentLore(documents or deps.read_model(DOCUMENTS), index, embedder, settings.documents, cache)
+        if documents is not None or deps.db is not None
+        else None,
+    )
     gatherer = Gatherer(
         reads or ReadModelReads.over(deps.require_read_models(), cache),
         index,
         embedder,
         settings,
-        LoreLoader(
-            lore or deps.read_model(LORE),
-            index=index,
-            embedder=embedder,
-            vector_settings=settings.lore_vector,
-            scan_settings=settings.lore_scan,
-            cache=cache,
-            timed=TimedStates(deps.store, timed or deps.read_model(LORE_TIMED), deps.publisher, cache),
-            # In memory (component tests) documents are read only from a given read model: it has no fake.
-            documents=DocumentLore(documents or deps.read_model(DOCUMENTS), index, embedder, settings.documents, cache)
-            if documents is not None or deps.db is not None
-            else None,
-        ),
+        lore_loader,
         # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
         token_counter(settings.tokenizer_file),
         # Stream mode: wait for this replica's shard to apply the writes acked before each request.
@@ -115,6 +119,12 @@ def create_router(
         contexts.observe(reply)
         return reply
 
+    async def lore_test(request: LoreTestActivationRequest) -> LoreTestActivationReply:
+        return await try_activation(lore_loader, request)
+
+    serve(router, subjects.LORE_TEST_ACTIVATION, service=SERVICE, request=LoreTestActivationRequest,
+          call=lore_test, errors={BookNotFound: "not_found"}, max_workers=settings.max_workers,
+          limiter=limiter)  # fmt: skip
     if deps.db is not None:  # operators' usage report (admin only when secured)
         report = UsageReport(deps.db, deps.vectors)
         serve(router, subjects.OPS_USAGE, service=SERVICE, request=UsageRequest, call=report.answer,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mnemo.shared import subjects
 from mnemo.shared.contract_registry.operation import LORE_ERRORS, Operation, rpc
+from mnemo_client.wire import lore_activation_contract as la
 from mnemo_client.wire import lore_contract as lc
 
 _T = {"tenant_id": "t1"}
@@ -153,5 +154,39 @@ OPERATIONS: tuple[Operation, ...] = (
         {**_TU, "lorebook_id": "...", "uid": 1},
         {"lorebook_id": "...", "uid": 1, "deleted": True},
         errors=LORE_ERRORS,
+    ),
+    rpc(
+        "lore.test_activation",
+        subjects.LORE_TEST_ACTIVATION,
+        la.LoreTestActivationRequest,
+        la.LoreTestActivationReply,
+        "context-assembler",
+        "Which entries a chat text fires and why (keys, secondary keys, similarity, constant), as a dry run.",
+        {**_T, "text": "Do you still have the Kestrel's compass?", "bot_id": "maren"},
+        {
+            "entries": [
+                {
+                    "lorebook_id": "...",
+                    "uid": 0,
+                    "comment": "The Kestrel",
+                    "content": "The Kestrel is an airship.",
+                    "why": "key: Kestrel",
+                    "key": "Kestrel",
+                    "secondary": [],
+                    "position": 0,
+                    "order": 100,
+                    "tokens": 7,
+                    "placed": True,
+                }
+            ],
+            "lorebook_ids": ["..."],
+            "scanned_entries": 1,
+            "budget": 2000,
+            "tokens_used": 7,
+            "overflowed": False,
+            "degraded": [],
+        },
+        errors=LORE_ERRORS,
+        note="`lorebook_ids` instead of `bot_id` to try books before attaching them; no timed state kept",
     ),
 )

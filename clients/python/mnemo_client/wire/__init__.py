@@ -53,6 +53,11 @@ from mnemo_client.wire.knowledge_contract import (
     FactListRequest,
     FactRetractRequest,
 )
+from mnemo_client.wire.lore_activation_contract import (
+    ActivatedLoreEntry,
+    LoreTestActivationReply,
+    LoreTestActivationRequest,
+)
 from mnemo_client.wire.lore_contract import (
     ConversationRef,
     LoreAttachReply,
@@ -117,6 +122,7 @@ from mnemo_client.wire.privacy_contract import (
 )
 
 __all__ = [
+    "ActivatedLoreEntry",
     "Alternative",
     "Asset",
     "BotUpserted",
@@ -177,6 +183,8 @@ __all__ = [
     "LoreImportWarning",
     "LoreListReply",
     "LoreListRequest",
+    "LoreTestActivationReply",
+    "LoreTestActivationRequest",
     "MemoryConvertToLoreReply",
     "MemoryConvertToLoreRequest",
     "MemoryDeleteReply",

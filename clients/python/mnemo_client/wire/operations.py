@@ -47,6 +47,10 @@ from mnemo_client.wire.knowledge_contract import (
     FactListRequest,
     FactRetractRequest,
 )
+from mnemo_client.wire.lore_activation_contract import (
+    LoreTestActivationReply,
+    LoreTestActivationRequest,
+)
 from mnemo_client.wire.lore_contract import (
     LoreAttachReply,
     LoreAttachRequest,
@@ -197,6 +201,7 @@ OPERATIONS: dict[str, Operation] = {
         _request("lore.entry.create", LoreEntryCreateRequest, LoreEntryReply, _ERRORS_1),
         _request("lore.entry.update", LoreEntryUpdateRequest, LoreEntryReply, _ERRORS_1),
         _request("lore.entry.delete", LoreEntryDeleteRequest, LoreDeleteReply, _ERRORS_1),
+        _request("lore.test_activation", LoreTestActivationRequest, LoreTestActivationReply, _ERRORS_1),
         _request("lore.document.import", DocumentImportRequest, DocumentImportReply, _ERRORS_1),
         _request("lore.document.get", DocumentGetRequest, DocumentState, _ERRORS_1),
         _request("lore.document.list", DocumentListRequest, DocumentListReply, _ERRORS_1),

@@ -20,7 +20,7 @@ import asyncio
 import functools
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
@@ -49,6 +49,7 @@ TIMED_TIMEOUT_S = 1.0  # each of the timed state's read and write (a read-model 
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 class LoreReads(Protocol):
@@ -118,22 +119,28 @@ class LoreLoader:
         self._vectorized: _Lru[tuple[str, str], bool] = _Lru(cache_size)  # (tenant, book@version) -> any?
 
     async def books(self, req: ContextAssembleRequest) -> list[ActiveBook]:
-        t = req.tenant_id
+        return await self.attached_books(req.tenant_id, req.bot_id, req.user_id, req.conversation_id)
+
+    async def attached_books(
+        self, tenant_id: str, bot_id: str, user_id: str | None, conversation_id: str | None
+    ) -> list[ActiveBook]:
+        """The books attached to the bot and (when named) the conversation, at their current versions."""
+        t = tenant_id
         refs = await cached(
             self.cache,
-            ("attached", t, req.bot_id, req.user_id, req.conversation_id),
+            ("attached", t, bot_id, user_id, conversation_id),
             (lore_topic(t), tenant_topic(t)),
-            lambda: self._reads.attached(t, req.bot_id, req.user_id, req.conversation_id),
+            lambda: self._reads.attached(t, bot_id, user_id, conversation_id),
         )
-        missing = [r.lorebook_id for r in refs if (req.tenant_id, r.lorebook_id, r.version) not in self._books]
+        missing = [r.lorebook_id for r in refs if (tenant_id, r.lorebook_id, r.version) not in self._books]
         versions = {r.lorebook_id: r.version for r in refs}
         if missing:
-            for view in (await self._reads.books_by_ids(req.tenant_id, missing)).values():
-                self._books.put((req.tenant_id, view.lorebook_id, view.version), view.book)
+            for view in (await self._reads.books_by_ids(tenant_id, missing)).values():
+                self._books.put((tenant_id, view.lorebook_id, view.version), view.book)
                 versions[view.lorebook_id] = view.version  # changed since the attachment lookup: take the newer
         out = []
         for ref in refs:
-            book = self._books.get_fresh((req.tenant_id, ref.lorebook_id, versions[ref.lorebook_id]))
+            book = self._books.get_fresh((tenant_id, ref.lorebook_id, versions[ref.lorebook_id]))
             if book is not None:
                 out.append(ActiveBook(f"{ref.lorebook_id}@{versions[ref.lorebook_id]}", book, ref.source))
         return out
@@ -150,6 +157,16 @@ class LoreLoader:
             log.warning("timed lore state unavailable: %s: %s", type(exc).__name__, exc)
             degraded.append("lore_timed")
             return EMPTY_TIMED
+
+    async def named_books(self, tenant_id: str, lorebook_ids: Sequence[str]) -> dict[str, ActiveBook]:
+        """The tenant's books with these ids as they are now, by id (another tenant's ids find nothing); each
+        takes part as character lore, as if attached to the bot."""
+        views = await self._reads.books_by_ids(tenant_id, list(dict.fromkeys(lorebook_ids)))
+        return {v.lorebook_id: ActiveBook(f"{v.lorebook_id}@{v.version}", v.book) for v in views.values()}
+
+    async def scan(self, tenant_id: str, run: Callable[[float], T]) -> T:
+        """``run(deadline)`` off the event loop within the tenant's scan budget (``scans.py``)."""
+        return await self._scans.run(tenant_id, run)
 
     async def activate(
         self,
@@ -268,14 +285,25 @@ class LoreLoader:
         is ``similarity: 0.71``. A failed or slow embed/search degrades to keyword-only lore and names
         ``lore_vectors`` in ``degraded``.
         """
+        return await self.similar_to(req.tenant_id, req.user_message, books, history, degraded)
+
+    async def similar_to(
+        self,
+        tenant_id: str,
+        user_message: str,
+        books: Sequence[ActiveBook],
+        history: Sequence[ChatLine],
+        degraded: list[str],
+    ) -> dict[str, float]:
+        """:meth:`similar` for a tenant and a message outside an assemble request (the activation test)."""
         vs = self.vector_settings
-        eligible = [b for b in books if self._has_vector_entries(req.tenant_id, b)]
-        text = vector_query(history, req.user_message, vs.query_messages)
+        eligible = [b for b in books if self._has_vector_entries(tenant_id, b)]
+        text = vector_query(history, user_message, vs.query_messages)
         index, embedder = self._index, self._embedder
         if not eligible or not text.strip() or vs.max_entries == 0 or index is None or embedder is None:
             return {}
         try:
-            search = self._search(index, embedder, req.tenant_id, eligible, text)
+            search = self._search(index, embedder, tenant_id, eligible, text)
             return await asyncio.wait_for(search, vs.timeout_s)
         except Exception as exc:  # lore falls back to keywords only; the reply still comes
             log.warning("lore vector activation unavailable: %s: %s", type(exc).__name__, exc)
