@@ -7,6 +7,7 @@ import json
 import re
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -128,3 +129,84 @@ def test_a_fact_added_by_hand_reaches_that_bots_context_only(page: Any) -> None:
     trail.get_by_text("added by hand").wait_for()
     assert accessibility_problems(page) == []
     page.get_by_role("button", name="Close").click()
+
+
+def test_import_a_lorebook_file_and_test_an_activation(page: Any, tmp_path: Path) -> None:
+    book = {
+        "entries": {
+            "0": {"uid": 0, "key": ["gyroscope"], "comment": "The gyroscope", "position": 0,
+                  "content": "Odo's brass gyroscope hums when a storm is near."},
+            "1": {"uid": 1, "key": ["storm"], "keysecondary": ["north"], "selective": True, "selectiveLogic": 0,
+                  "comment": "Northern storms", "position": 1, "content": "Storms from the north break masts."},
+        }
+    }  # fmt: skip
+    path = tmp_path / "Kestrel engine room.json"
+    path.write_text(json.dumps(book))
+    open_conversation(page)
+    open_view(page, "Lore")
+    page.get_by_label("Lorebook file").set_input_files(str(path))
+    page.get_by_label("Attach to bots").fill("odo")
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Imported 2 entries").wait_for()
+    entries = page.get_by_role("table", name="Entries of Kestrel engine room")  # an imported book opens
+    assert "secondary: north" in entries.inner_text()
+    assert "bots: odo" in page.get_by_role("row").filter(has_text="Kestrel engine room").first.inner_text()
+
+    page.get_by_label("Chat text").fill("The gyroscope is humming and a storm gathers in the north.")
+    page.get_by_label("Books to try").select_option(label="the books attached to bot odo")
+    page.get_by_role("button", name="Test activation").click()
+    fired = page.get_by_role("list", name="Entries the text fired")
+    fired.get_by_text("The gyroscope").wait_for()
+    assert "key: gyroscope" in fired.inner_text()
+    assert "key: storm (secondary: north)" in fired.inner_text()
+    assert accessibility_problems(page) == []
+    page.get_by_role("heading", name="Test activation").scroll_into_view_if_needed()
+    screenshot(page, "lore")
+
+
+def test_upload_a_document_and_follow_its_progress(page: Any, tmp_path: Path) -> None:
+    chapters = "\n\n".join(
+        f"# Chapter {n}\n\n" + " ".join(f"The Kestrel's log, day {n}, entry {i}: the wind held." for i in range(40))
+        for n in range(1, 6)
+    )
+    path = tmp_path / "kestrel-log.md"
+    path.write_text(chapters)
+    open_view(page, "Lore")
+    page.get_by_label("Document", exact=True).set_input_files(str(path))
+    page.get_by_label("Attach to bot", exact=True).fill("maren")
+    page.get_by_role("button", name="Upload").click()
+    progress = page.get_by_role("status", name="Import progress")
+    progress.get_by_text("completed").wait_for(timeout=180_000)
+    assert "chunks" in progress.inner_text()
+    documents = page.get_by_role("table", name="The tenant's documents")
+    documents.get_by_text("kestrel-log.md").wait_for()
+    assert accessibility_problems(page) == []
+    page.get_by_role("heading", name="Documents").scroll_into_view_if_needed()
+    screenshot(page, "documents")
+
+
+def test_memories_listed_converted_to_lore_and_deleted(page: Any) -> None:
+    open_conversation(page)
+    open_view(page, "Memories")
+    page.get_by_label("Source").select_option(label="summaries and legacy lore")
+    listing = page.get_by_role("table", name=re.compile("^Memories of user demo-user"))
+    summary = listing.get_by_role("row").filter(has=page.get_by_role("button", name="Convert to lore")).first
+    summary.wait_for()
+    text = summary.get_by_role("cell").first.inner_text().splitlines()[0]
+    assert "present: Captain Maren Voss" in summary.inner_text()
+    summary.get_by_role("button", name="Convert to lore").click()
+    dialog = page.get_by_role("dialog", name="Convert to legacy lore")
+    dialog.get_by_label("Title").fill("The first night aboard")
+    dialog.get_by_label("Applies to bots").fill("maren")
+    assert accessibility_problems(page) == []
+    dialog.get_by_role("button", name="Convert to legacy lore").click()
+    converted = listing.get_by_role("row").filter(has_text="The first night aboard")
+    converted.first.wait_for()
+    assert "legacy lore" in converted.first.inner_text(), "the legacy entry is listed beside its summary"
+    assert accessibility_problems(page) == []
+    screenshot(page, "memories")
+
+    page.get_by_label("Converted to lore").select_option(label="converted")
+    row = listing.get_by_role("row").filter(has_text=text[:40]).filter(has=page.get_by_role("button", name="Delete"))
+    row.get_by_role("button", name="Delete").click()
+    row.wait_for(state="detached")

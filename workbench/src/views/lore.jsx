@@ -1,0 +1,248 @@
+// Lore: the tenant's books (import a lorebook or card file, export, attach to a bot), a book's entries, and a
+// "test activation" box that shows which entries a chat text fires and why (lore.test_activation, a dry run).
+import { useState } from "preact/hooks";
+import { fileBase64 } from "../api.js";
+import { useSession } from "../session.js";
+import { Badge, ErrorNote, Field, Loading, Select, short, useAction, useLoad } from "../ui.jsx";
+import { Documents } from "./documents.jsx";
+
+const POSITIONS = ["before character", "after character", "author's note top", "author's note bottom", "at depth",
+  "examples top", "examples bottom", "outlet"]; // prettier-ignore
+const idList = (text) =>
+  text
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean);
+
+function download(name, data) {
+  const url = URL.createObjectURL(new Blob([JSON.stringify(data, null, 2)], { type: "application/json" }));
+  const link = Object.assign(document.createElement("a"), { href: url, download: `${name}.json` });
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function ImportBook({ owner, onImported }) {
+  const { call } = useSession();
+  const [file, setFile] = useState(null);
+  const [name, setName] = useState("");
+  const [bots, setBots] = useState("");
+  const [run, state] = useAction(async () => {
+    const text = file.name.toLowerCase().endsWith(".json") ? await file.text() : null;
+    let data = null;
+    try {
+      data = text === null ? null : JSON.parse(text);
+    } catch {
+      data = null; // not JSON after all: mnemo reads the bytes and says what is wrong with them
+    }
+    const body = { owner_user_id: owner, name: name.trim() || file.name.replace(/\.[^.]+$/, ""), attach_to_bots: idList(bots) };
+    const reply = await call("lore/import", data && typeof data === "object" ? { ...body, data } : { ...body, data_base64: await fileBase64(file) });
+    onImported(reply.lorebook_id);
+    return reply;
+  });
+  return (
+    <form class="panel form-grid" aria-label="Import a lorebook" onSubmit={(e) => (e.preventDefault(), run())}>
+      <Field label="Lorebook file" hint="SillyTavern World Info, a character card (JSON or PNG), NovelAI, Agnai, Risu">
+        <input type="file" accept=".json,.png,.lorebook,application/json,image/png" required onChange={(e) => setFile(e.currentTarget.files[0] || null)} />
+      </Field>
+      <Field label="Book name" hint="the file's name when empty">
+        <input value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </Field>
+      <Field label="Attach to bots" hint="bot ids, comma-separated (optional)">
+        <input value={bots} onInput={(e) => setBots(e.currentTarget.value)} />
+      </Field>
+      <div class="actions">
+        <button type="submit" disabled={state.busy || !file}>
+          {state.busy ? "Importing…" : "Import"}
+        </button>
+        {state.result ? (
+          <span class="note ok" role="status">
+            Imported {state.result.entries} entries ({state.result.format}).
+          </span>
+        ) : null}
+        <ErrorNote error={state.error} />
+      </div>
+      {state.result && state.result.warnings.length ? (
+        <ul class="meta" aria-label="Import warnings">
+          {state.result.warnings.map((w) => (
+            <li>
+              {w.uid === null ? "book" : `entry ${w.uid}`}: {w.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+    </form>
+  );
+}
+
+function Entries({ book }) {
+  const { call } = useSession();
+  const file = useLoad(() => call("lore/export", { lorebook_id: book.lorebook_id }), [book.lorebook_id, book.version]);
+  if (file.loading) return <Loading what="Loading entries" />;
+  if (file.error) return <ErrorNote error={file.error} />;
+  const entries = Object.values(file.data.data.entries || {});
+  return (
+    <table class="grid">
+      <caption>Entries of {book.name}</caption>
+      <thead>
+        <tr>
+          <th scope="col">Entry</th>
+          <th scope="col">Keys</th>
+          <th scope="col">How it fires</th>
+        </tr>
+      </thead>
+      <tbody>
+        {entries.map((e) => (
+          <tr>
+            <td>
+              <strong>{e.comment || `entry ${e.uid}`}</strong>
+              <div>{short(e.content, 240)}</div>
+            </td>
+            <td>
+              {(e.key || []).join(", ")}
+              {e.keysecondary && e.keysecondary.length ? <div class="meta">secondary: {e.keysecondary.join(", ")}</div> : null}
+            </td>
+            <td class="meta">
+              {e.disable ? <Badge tone="bad">disabled</Badge> : null}
+              {e.constant ? <Badge tone="info">constant</Badge> : null}
+              {e.vectorized ? <Badge tone="info">vector</Badge> : null}
+              {POSITIONS[e.position] || `position ${e.position}`} · order {e.order}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function TestActivation({ books, bots }) {
+  const { call } = useSession();
+  const [text, setText] = useState("");
+  const [source, setSource] = useState("all");
+  const [run, state] = useAction(() => {
+    const body = { text, max_tokens: 8000 };
+    if (source.startsWith("bot:")) return call("lore/test_activation", { ...body, bot_id: source.slice(4) });
+    const ids = source === "all" ? books.map((b) => b.lorebook_id) : [source];
+    return call("lore/test_activation", { ...body, lorebook_ids: ids.slice(0, 50) });
+  });
+  const names = Object.fromEntries(books.map((b) => [b.lorebook_id, b.name]));
+  const reply = state.result;
+  return (
+    <section class="panel" aria-labelledby="test-activation">
+      <h2 id="test-activation">Test activation</h2>
+      <form class="form-grid" onSubmit={(e) => (e.preventDefault(), run())}>
+        <Field label="Chat text" hint="a message as a user would write it; nothing is kept">
+          <textarea rows="3" required value={text} onInput={(e) => setText(e.currentTarget.value)} />
+        </Field>
+        <Field label="Books to try">
+          <Select
+            value={source}
+            onChange={setSource}
+            options={[
+              { value: "all", label: "every book listed" },
+              ...books.map((b) => ({ value: b.lorebook_id, label: b.name })),
+              ...bots.map((b) => ({ value: `bot:${b}`, label: `the books attached to bot ${b}` })),
+            ]}
+          />
+        </Field>
+        <div class="actions">
+          <button type="submit" disabled={state.busy || !text.trim() || (!books.length && !source.startsWith("bot:"))}>
+            {state.busy ? "Testing…" : "Test activation"}
+          </button>
+          <ErrorNote error={state.error} />
+        </div>
+      </form>
+      {reply ? (
+        <>
+          <p class="note" role="status">
+            {reply.entries.length} of {reply.scanned_entries} entries fired · {reply.tokens_used} / {reply.budget} lore
+            tokens{reply.overflowed ? " · the budget cut some matches" : ""}
+            {reply.degraded.length ? ` · degraded: ${reply.degraded.join(", ")}` : ""}
+          </p>
+          <ol class="lore-fired" aria-label="Entries the text fired">
+            {reply.entries.map((e) => (
+              <li>
+                <Badge tone="info">{e.why}</Badge> <strong>{e.comment || `entry ${e.uid}`}</strong>{" "}
+                <span class="meta">
+                  in {names[e.lorebook_id] || e.lorebook_id} · {e.tokens} tokens ·{" "}
+                  {e.placed ? POSITIONS[e.position] : "placed nowhere (its position)"}
+                </span>
+                <div>{short(e.content, 300)}</div>
+              </li>
+            ))}
+          </ol>
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+export function Lore() {
+  const { call, user, conversation } = useSession();
+  const [owner, setOwner] = useState(user || "workbench");
+  const [open, setOpen] = useState(null);
+  const books = useLoad(() => call("lore/list", { limit: 1000 }), []);
+  const list = books.data ? books.data.books : [];
+  const bots = [...new Set([...(conversation ? conversation.bots.map((b) => b.id) : []), ...list.flatMap((b) => b.bot_ids)])];
+  const [attach, attaching] = useAction(async (book, bot) => {
+    await call("lore/attach", { lorebook_id: book.lorebook_id, bot_ids: [bot] });
+    books.reload();
+  });
+  return (
+    <>
+      <div class="panel form-grid">
+        <Field label="Acting user" hint="the owner of what you import or upload (a book's changes are its owner's)">
+          <input required value={owner} onInput={(e) => setOwner(e.currentTarget.value)} />
+        </Field>
+      </div>
+      <ImportBook owner={owner} onImported={(id) => (setOpen(id), books.reload())} />
+      {books.loading ? <Loading what="Loading books" /> : null}
+      <ErrorNote error={books.error || attaching.error} />
+      <table class="grid">
+        <caption>The tenant's books: {books.data ? books.data.total : "…"}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Book</th>
+            <th scope="col">Attached to</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {list.map((b) => (
+            <tr>
+              <td>
+                <strong>{b.name}</strong>
+                <div class="meta">
+                  {b.entries} entries · {b.format} · owner {b.owner_user_id} · version {b.version}
+                </div>
+              </td>
+              <td class="meta">
+                {b.bot_ids.length ? `bots: ${b.bot_ids.join(", ")}` : "no bot"}
+                {b.conversations.length ? ` · ${b.conversations.length} conversations` : ""}
+              </td>
+              <td>
+                <div class="actions">
+                  <button type="button" class="secondary" aria-expanded={open === b.lorebook_id} onClick={() => setOpen(open === b.lorebook_id ? null : b.lorebook_id)}>
+                    Entries<span class="sr-only"> of {b.name}</span>
+                  </button>
+                  <button type="button" class="secondary" onClick={() => call("lore/export", { lorebook_id: b.lorebook_id }).then((r) => download(b.name, r.data))}>
+                    Export<span class="sr-only"> {b.name}</span>
+                  </button>
+                  {bots.filter((bot) => !b.bot_ids.includes(bot)).slice(0, 3).map((bot) => (
+                    <button type="button" class="secondary" onClick={() => attach(b, bot)}>
+                      Attach to {bot}
+                    </button>
+                  ))}
+                </div>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {list.filter((b) => b.lorebook_id === open).map((b) => (
+        <Entries book={b} />
+      ))}
+      <TestActivation books={list} bots={bots} />
+      <Documents owner={owner} bots={bots} onChanged={books.reload} />
+    </>
+  );
+}

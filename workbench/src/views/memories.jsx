@@ -1,0 +1,197 @@
+// Memories: the unified listing of a user's summaries, the legacy lore made from them and the characters' facts
+// (memory.list) with its filters; delete a summary (memory.delete) or keep it as legacy lore through a review
+// dialog (memory.convert_to_lore).
+import { useState } from "preact/hooks";
+import { useSession } from "../session.js";
+import { Badge, Dialog, ErrorNote, Field, Loading, Select, useAction, useLoad, when } from "../ui.jsx";
+import { ConversationPicker, nameOf, useConversations } from "./shared.jsx";
+
+const TYPES = ["short_term", "long_term", "consolidated", "legacy_memory", "episodic", "semantic", "declarative", "procedural"];
+const SOURCES = { memory: "summaries", legacy_lore: "legacy lore", knowledge: "knowledge" };
+const idList = (text) =>
+  text
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean);
+
+function Convert({ item, conversation, onDone }) {
+  const { call, user } = useSession();
+  const bots = conversation ? conversation.bots.map((b) => b.id) : [];
+  const personas = conversation ? conversation.personas.map((p) => p.id) : [];
+  const [title, setTitle] = useState(item.title || "");
+  const [botIds, setBotIds] = useState((item.participants.filter((p) => bots.includes(p)).length ? item.participants.filter((p) => bots.includes(p)) : bots).join(", "));
+  const [personaIds, setPersonaIds] = useState(personas.join(", "));
+  const [save, state] = useAction(async () => {
+    const reply = await call("memory/convert_to_lore", {
+      user_id: user,
+      memory_id: item.id,
+      title: title.trim() || null,
+      applies_to_bots: idList(botIds),
+      applies_to_personas: idList(personaIds),
+    });
+    onDone(true);
+    return reply;
+  });
+  return (
+    <form onSubmit={(e) => (e.preventDefault(), save())}>
+      <p class="note">The summary becomes a legacy lore entry the chosen characters are reminded of; the summary stays.</p>
+      <blockquote>{item.text}</blockquote>
+      <Field label="Title" hint="optional">
+        <input value={title} maxLength="512" onInput={(e) => setTitle(e.currentTarget.value)} />
+      </Field>
+      <Field label="Applies to bots" hint="bot ids, comma-separated">
+        <input value={botIds} onInput={(e) => setBotIds(e.currentTarget.value)} />
+      </Field>
+      <Field label="Applies to personas" hint="persona ids, comma-separated">
+        <input value={personaIds} onInput={(e) => setPersonaIds(e.currentTarget.value)} />
+      </Field>
+      <ErrorNote error={state.error} />
+      <div class="actions">
+        <button type="submit" disabled={state.busy || (!idList(botIds).length && !idList(personaIds).length)}>
+          Convert to legacy lore
+        </button>
+        <button type="button" class="secondary" onClick={() => onDone(false)}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function Row({ item, conversation, onConvert, onChanged }) {
+  const { call, user } = useSession();
+  const [remove, state] = useAction(async () => {
+    await call("memory/delete", { user_id: user, memory_id: item.id });
+    onChanged();
+  });
+  const who = (ids) => ids.map((id) => nameOf(conversation, id)).join(", ");
+  return (
+    <tr>
+      <td>
+        {item.title ? <strong>{item.title}: </strong> : null}
+        {item.text}
+        <div class="meta">
+          {item.message_ids.length ? `from ${item.message_ids.join(", ")}` : ""}
+          {item.conversation_id ? ` · in ${item.conversation_id}` : ""}
+          {item.end_at ? ` · ${when(item.start_at)} to ${when(item.end_at)}` : ""}
+        </div>
+      </td>
+      <td>
+        <Badge tone="info">{SOURCES[item.source]}</Badge>
+        <Badge>{item.type}</Badge>
+        {item.status !== "active" ? <Badge tone="warn">{item.status}</Badge> : null}
+        {item.converted_to_lore ? <Badge tone="good">converted</Badge> : null}
+        <div class="meta">{item.method || ""}</div>
+      </td>
+      <td class="meta">
+        {item.character_id ? `known by ${nameOf(conversation, item.character_id)}` : ""}
+        {item.participants.length ? `present: ${who(item.participants)}` : ""}
+        {item.applies_to.length ? ` · applies to ${who(item.applies_to)}` : ""}
+        {item.scope ? ` · ${item.scope}` : ""}
+      </td>
+      <td>
+        {item.source === "memory" ? (
+          <div class="actions">
+            {!item.converted_to_lore ? (
+              <button type="button" class="secondary" onClick={() => onConvert(item)}>
+                Convert to lore
+              </button>
+            ) : null}
+            <button type="button" class="danger" disabled={state.busy} onClick={remove}>
+              Delete
+            </button>
+          </div>
+        ) : null}
+        <ErrorNote error={state.error} />
+      </td>
+    </tr>
+  );
+}
+
+export function Memories() {
+  const { call, user, conversation, setConversation } = useSession();
+  const conversations = useConversations();
+  const [source, setSource] = useState("all");
+  const [type, setType] = useState("");
+  const [bot, setBot] = useState("");
+  const [converted, setConverted] = useState("");
+  const [retired, setRetired] = useState(false);
+  const [converting, setConverting] = useState(null);
+  const filters = [user, source, type, bot, converted, retired];
+  const items = useLoad(
+    () =>
+      user
+        ? call("memory/list", {
+            user_id: user,
+            source,
+            type: type || null,
+            bot_id: bot || null,
+            converted_to_lore: converted === "" ? null : converted === "yes",
+            include_retired: retired,
+            limit: 200,
+          })
+        : null,
+    filters,
+  );
+  const bots = conversation ? conversation.bots : [];
+  return (
+    <>
+      <div class="panel form-grid">
+        <ConversationPicker conversations={conversations} value={conversation} onPick={setConversation} label="User (by conversation)" />
+        <Field label="Source">
+          <Select value={source} onChange={setSource} options={[{ value: "all", label: "everything" }, { value: "memory", label: "summaries and legacy lore" }, { value: "knowledge", label: "knowledge (facts)" }]} />
+        </Field>
+        <Field label="Type">
+          <Select value={type} onChange={setType} placeholder="any type" options={TYPES} />
+        </Field>
+        <Field label="About bot">
+          <Select value={bot} onChange={setBot} placeholder="any bot" options={bots.map((b) => ({ value: b.id, label: b.name || b.id }))} />
+        </Field>
+        <Field label="Converted to lore">
+          <Select value={converted} onChange={setConverted} placeholder="either" options={[{ value: "yes", label: "converted" }, { value: "no", label: "not converted" }]} />
+        </Field>
+        <div class="field checkbox">
+          <label>
+            <input type="checkbox" checked={retired} onChange={(e) => setRetired(e.currentTarget.checked)} /> Show consolidated and
+            stale summaries
+          </label>
+        </div>
+      </div>
+      {!user ? <p class="note">Choose a conversation: its user's memories are listed.</p> : null}
+      {items.loading && user ? <Loading what="Loading memories" /> : null}
+      <ErrorNote error={items.error} />
+      {items.data ? (
+        <table class="grid">
+          <caption>
+            Memories of user {user}: {items.data.total}
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Memory</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Who</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.data.items.map((m) => (
+              <Row item={m} conversation={conversation} onConvert={setConverting} onChanged={items.reload} />
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <Dialog open={!!converting} title="Convert to legacy lore" onClose={() => setConverting(null)}>
+        {converting ? (
+          <Convert
+            item={converting}
+            conversation={conversation}
+            onDone={(saved) => {
+              setConverting(null);
+              if (saved) items.reload();
+            }}
+          />
+        ) : null}
+      </Dialog>
+    </>
+  );
+}
