@@ -112,7 +112,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
             proc.wait(10)
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API keeps an asyncio loop running in this thread while it is open,
+# and every async test collected after tests/ui (tests/unit in `make test`) would then fail to start its own.
+@pytest.fixture(scope="package")
 def browser(demo: Demo) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
