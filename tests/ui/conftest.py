@@ -65,7 +65,8 @@ def _printed(log: Path, pattern: str) -> str | None:
     return found.group(1).strip() if found else None
 
 
-@pytest.fixture(scope="session")
+# Package scope: the demo stack stops when tests/ui ends instead of running beside the rest of `make test`.
+@pytest.fixture(scope="package")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     _needs_chromium()
     data = tmp_path_factory.mktemp("workbench-demo")
