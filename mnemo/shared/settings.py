@@ -91,8 +91,8 @@ class DeliverySettings(BaseModel):
     lease_ttl_s: float = Field(
         10.0,
         gt=0,
-        description="a single-active service's lease (ingest: one replica consumes, the others stand by): a "
-        "standby takes over this long after the holder stopped refreshing it",
+        description="an ingest partition's lease (one replica consumes a partition at a time): another live "
+        "replica takes the partition over this long after its holder stopped refreshing the lease",
     )
 
 
