@@ -57,9 +57,11 @@ def tiny_chat(path: Path) -> Path:
 
 
 async def test_a_tiny_bench_retrieval_runs_and_finds_the_evidence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    # The benchmark configures the assembler through the environment; undo that after the test.
-    for key in retrieval.assembler_env(4):
-        monkeypatch.delenv(key, raising=False)
+    # The benchmark configures the assembler through os.environ. Setting the same keys through monkeypatch first
+    # records their earlier state, so the teardown removes them: left set (a delenv of an absent key records
+    # nothing), they configured every stack the later e2e modules started (history window 4, min score 0).
+    for key, value in retrieval.assembler_env(4).items():
+        monkeypatch.setenv(key, value)
     dump = tmp_path / "results.jsonl"
     result = await retrieval.main(tiny_chat(tmp_path / "Chat_0_Ana_Bo.json"), None, 4, 4, dump=dump)
 
