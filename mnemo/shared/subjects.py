@@ -34,6 +34,10 @@ CHAT_INBOUND: Final = (
 CHAT_KEYED: Final = "mnemo.chat.*.*.v2.*.*"
 #: The v1 chat subjects, which name no tenant or conversation: ingest's v1 router moves them to the keyed form.
 CHAT_V1: Final = "mnemo.chat.*.*.v1"
+#: What the v1 router's durable reads: every chat subject the stream did not map into a partition, that is the v1
+#: subjects and anything else published under ``mnemo.chat.`` (``.v2`` without tenant and key, ``.v0``, ``.V1``...),
+#: which it dead-letters as an unknown subject instead of leaving it unread in the stream.
+CHAT_UNPARTITIONED: Final = "mnemo.chat.>"
 
 
 def keyed(v1_subject: str, tenant_token: str, key_token: str) -> str:
@@ -211,7 +215,7 @@ def destination(subject: str) -> str:
     return ".".join(parts[:-2]) if keyed and len(parts) >= 7 else subject
 
 
-#: The v1 router's durable (filter :data:`CHAT_V1`) and its lease: one replica routes v1 events at a time.
+#: The v1 router's durable (filter :data:`CHAT_UNPARTITIONED`) and its lease: one replica routes v1 events at a time.
 INGEST_V1_DURABLE: Final = "mnemo_ingest_v1"
 INGEST_V1_LEASE: Final = "ingest_v1"
 #: Each ingest replica's membership key in the lease bucket (``ingest_members.<id>``, its own subject token, so one

@@ -330,7 +330,7 @@ class PartitionManager:
             return decode_command(msg.subject, msg.data, limits)
 
         router = V1Router(self._js())
-        return self._consuming(decode, Staged(router.begin), subjects.INGEST_V1_DURABLE, subjects.CHAT_V1)
+        return self._consuming(decode, Staged(router.begin), subjects.INGEST_V1_DURABLE, subjects.CHAT_UNPARTITIONED)
 
 
 def describe(held: Sequence[Work]) -> str:

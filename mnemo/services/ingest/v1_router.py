@@ -1,11 +1,11 @@
 """The v1 router: chat events published on v1 subjects, moved to their keyed subjects, in order.
 
 A v1 subject (``mnemo.chat.message.created.v1``) names no tenant or conversation, so NATS cannot map it to a
-partition. The router reads them (durable ``mnemo_ingest_v1``, filter ``mnemo.chat.*.*.v1``; one replica at a
+partition. The router reads them (durable ``mnemo_ingest_v1``, filter ``mnemo.chat.>``: what the stream did not map to a partition; one replica at a
 time, holding the ``ingest_v1`` lease; batches begun in stream order by the order gate) and publishes each valid
 one, body unchanged, on its keyed subject, from where the stream maps it into its conversation's partition like
 any v2 event: old clients keep working through the same partitions. What fails validation is dead-lettered here,
-with the reason ingest itself would give.
+with the reason ingest itself would give (an unknown subject too).
 
 Order: a batch is published in waves, wave ``k`` holding the ``k``-th event of every conversation (bot, persona)
 of the batch, all in flight at once; a wave starts once the previous one is acknowledged, so an event is stored
