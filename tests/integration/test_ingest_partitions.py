@@ -77,8 +77,10 @@ async def test_a_new_partition_count_takes_over_once_the_old_partitions_are_drai
                 message_id = f"{conv}-m{k:03d}"
                 body = message_created(message_id, f"turn {k}", T0 + timedelta(seconds=k), conversation_id=conv)
                 subject = (
+                    # a third of the conversations through the v1 router: order holds within v1 and within v2,
+                    # not across them (docs/scaling.md), so one conversation never alternates
                     subjects.MESSAGE_CREATED
-                    if k % 3 == 0  # some through the v1 router
+                    if int(conv[1:]) % 3 == 0
                     else subjects.keyed(subjects.MESSAGE_CREATED, "t1", subject_token(conv))
                 )
                 await stack.js.publish(subject, json.dumps(body).encode())
