@@ -30,6 +30,7 @@ from typing import Any
 import nats
 import pytest
 
+from tests.e2e.context_replies import whole_reply
 from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
 from tests.waiting import wait_for_stack
@@ -91,18 +92,9 @@ async def ask(
     return reply
 
 
-async def ask_whole(
-    nc: nats.NATS, tenant: str, conv: str, question: str, max_tokens: int = 60000, tries: int = 5
-) -> dict[str, Any]:
-    """:func:`ask`, asked again (a few times) while the reply misses a part that did not answer in time: on a
-    loaded machine the query embedding or a search can pass its deadline (``embedder``, ``vector_index`` in
-    ``degraded``), and a test of what the budget keeps needs every part there. Budget notes (``lore:<uid>``,
-    ``knowledge:<id>``) are part of the answer, not a failure."""
-    for _ in range(tries - 1):
-        reply = await ask(nc, tenant, conv, question, max_tokens)
-        if all(":" in part for part in reply["degraded"]):
-            return reply
-    return await ask(nc, tenant, conv, question, max_tokens)
+async def ask_whole(nc: nats.NATS, tenant: str, conv: str, question: str, max_tokens: int = 60000) -> dict[str, Any]:
+    """:func:`ask` once the reply misses no part: a test of what the budget keeps needs every part there."""
+    return await whole_reply(lambda: ask(nc, tenant, conv, question, max_tokens), f"whole context of {question!r}")
 
 
 def message(tenant: str, conv: str, i: int, text: str, persona: str, name: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ stopped) brings none of it back.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import subprocess
@@ -26,6 +25,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from pymongo import MongoClient
 
 from mnemo.shared.readmodels import catalog
+from tests.e2e.context_replies import missed_parts, whole_reply
 from tests.e2e.scenes import turn
 from tests.e2e.shredding import Found, data_keys, inspect, inspect_body
 from tests.e2e.stackproc import StackProcess
@@ -109,25 +109,10 @@ async def context(nc: nats.NATS, user: str, question: str) -> dict[str, Any]:
     return await call(nc, ASSEMBLE, body)
 
 
-#: Parts a context reply leaves out when they miss their deadline: on a loaded machine, or with the embedder
-#: cold right after a restart, one does now and then. What this suite checks is what erasure leaves, so a reply
-#: missing one of them is asked again rather than compared.
-LATE_PARTS = {"embedder", "vector_index", "history", "lore"}
-
-
 async def whole_context(nc: nats.NATS, user: str, question: str, like: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The user's context once no part of it missed its deadline and, given ``like``, once it equals ``like``
-    (up to three minutes; the last reply is returned either way, for the caller's assertion to show)."""
-    reply: dict[str, Any] = {}
-
-    async def whole() -> bool:
-        reply.clear()
-        reply.update(await context(nc, user, question))
-        return not LATE_PARTS & set(reply.get("degraded", [])) and (like is None or reply == like)
-
-    with contextlib.suppress(AssertionError):
-        await wait_for_stack(whole, f"{user}'s whole context")
-    return reply
+    """The user's context once it misses no part (and equals ``like``, given it): what this suite checks is
+    what erasure leaves, so a reply missing a part is asked again rather than compared."""
+    return await whole_reply(lambda: context(nc, user, question), f"{user}'s whole context", like)
 
 
 async def settled(nc: nats.NATS, user: str) -> dict[str, Any]:
@@ -230,7 +215,7 @@ async def test_erase_user_shreds_everything_of_alice_and_keeps_bob(stack: StackP
         await settled(nc, ALICE)
         bob_memories = await settled(nc, BOB)
         bob_before = await whole_context(nc, BOB, "Tell me about Driftwood.")
-        assert not LATE_PARTS & set(bob_before["degraded"]), bob_before["degraded"]
+        assert not missed_parts(bob_before), bob_before["degraded"]
         assert read_models_undeclared_or_without_tenant_index(stack) == []
 
         export = await call(nc, EXPORT, {"tenant_id": TENANT, "user_id": ALICE})
