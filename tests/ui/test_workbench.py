@@ -210,3 +210,53 @@ def test_memories_listed_converted_to_lore_and_deleted(page: Any) -> None:
     row = listing.get_by_role("row").filter(has_text=text[:40]).filter(has=page.get_by_role("button", name="Delete"))
     row.get_by_role("button", name="Delete").click()
     row.wait_for(state="detached")
+
+
+def search_remembered(tab: Any, query: str, expected: str) -> Any:
+    """Searches until ``expected`` is found: an edit reaches the vector index through the embedding service."""
+    tab.get_by_label("Search remembered memories").fill(query)
+    table = tab.get_by_role("table", name=re.compile(f"^Remembered memories of user demo-user: .* matching .{query}"))
+    for _ in range(30):
+        tab.get_by_role("button", name="Search", exact=True).click()
+        table.wait_for()
+        if table.get_by_text(expected).count():
+            return table
+        tab.wait_for_timeout(2_000)
+    raise AssertionError(f"no search for {query!r} found {expected!r}: {table.inner_text()}")
+
+
+def test_a_remembered_memory_edited_and_forgotten_through_the_memories_view(page: Any) -> None:
+    """memory.remember/update/forget/history through the Memories view: an edit is a new version (the old one is
+    listed among its versions), the next search finds the new text only, and a forgotten memory is gone."""
+    before = "The Kestrel's spare sextant lies in the galley's flour bin."
+    after = "The Kestrel's spare sextant now lies in the bosun's locker."
+    open_conversation(page)
+    open_view(page, "Memories")
+    page.get_by_label("New memory").fill(before)
+    page.get_by_label("Memory tags").fill("item:sextant")
+    page.get_by_role("button", name="Remember", exact=True).click()
+    newest = page.get_by_role("table", name=re.compile("^Remembered memories of user demo-user: \\d+$"))
+    newest.get_by_role("row").filter(has_text=before).wait_for()
+
+    newest.get_by_role("row").filter(has_text=before).get_by_role("button", name=re.compile("^Edit")).click()
+    dialog = page.get_by_role("dialog", name="Edit memory")
+    dialog.get_by_role("list", name="Versions").get_by_text(before).wait_for()
+    dialog.get_by_label("Memory text").fill(after)
+    assert accessibility_problems(page) == []
+    dialog.get_by_role("button", name="Save new version").click()
+    newest.get_by_role("row").filter(has_text=after).wait_for()
+
+    found = search_remembered(page, "sextant", after)
+    assert before not in found.inner_text(), "the earlier version is no longer searched"
+    assert "galley" not in found.inner_text(), "its derived title followed the new text"
+    assert "dense" in found.inner_text()
+    assert accessibility_problems(page) == []
+    page.get_by_role("heading", name="Remembered through the memory API").scroll_into_view_if_needed()
+    screenshot(page, "memories-remembered")
+
+    row = found.get_by_role("row").filter(has_text=after)
+    row.get_by_role("button", name=re.compile("^Forget")).click()
+    forget = page.get_by_role("dialog", name="Forget memory")
+    forget.get_by_label("Reason").fill("the player asked")
+    forget.get_by_role("button", name="Forget it").click()
+    row.wait_for(state="detached")

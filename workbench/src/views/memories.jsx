@@ -1,9 +1,10 @@
 // Memories: the unified listing of a user's summaries, the legacy lore made from them and the characters' facts
 // (memory.list) with its filters; delete a summary (memory.delete) or keep it as legacy lore through a review
-// dialog (memory.convert_to_lore).
+// dialog (memory.convert_to_lore); below it, the memories remembered through the memory API (remembered.jsx).
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
 import { Badge, Dialog, ErrorNote, Field, Loading, Select, useAction, useLoad, when } from "../ui.jsx";
+import { Remembered } from "./remembered.jsx";
 import { ConversationPicker, nameOf, useConversations } from "./shared.jsx";
 
 const TYPES = ["short_term", "long_term", "consolidated", "legacy_memory", "episodic", "semantic", "declarative", "procedural"];
@@ -180,6 +181,7 @@ export function Memories() {
           </tbody>
         </table>
       ) : null}
+      {source !== "knowledge" ? <Remembered bot={bot} /> : null}
       <Dialog open={!!converting} title="Convert to legacy lore" onClose={() => setConverting(null)}>
         {converting ? (
           <Convert
