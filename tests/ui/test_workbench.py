@@ -164,6 +164,73 @@ def test_import_a_lorebook_file_and_test_an_activation(page: Any, tmp_path: Path
     screenshot(page, "lore")
 
 
+def test_lore_entries_created_edited_and_deleted_change_what_a_text_fires(page: Any, tmp_path: Path) -> None:
+    """The entry editor (lore.entry.create/update/delete as the book's owner) and test activation showing it."""
+    book = {
+        "entries": {
+            "0": {
+                "uid": 0,
+                "key": ["sextant"],
+                "comment": "The sextant",
+                "content": "A brass sextant.",
+                "position": 0,
+                "order": 100,
+            }
+        }
+    }
+    path = tmp_path / "Chart room lore.json"
+    path.write_text(json.dumps(book))
+    open_view(page, "Lore")
+    page.get_by_label("Lorebook file").set_input_files(str(path))
+    page.get_by_role("button", name="Import").click()
+    entries = page.get_by_role("table", name="Entries of Chart room lore")
+    entries.get_by_text("A brass sextant.").wait_for()
+
+    page.get_by_role("button", name="New entry in Chart room lore").click()
+    editor = page.get_by_role("dialog", name="New entry")
+    editor.get_by_label("Entry title").fill("The lantern")
+    editor.get_by_label("Keys", exact=True).fill("lantern")
+    editor.get_by_label("Secondary keys").fill("chart")
+    editor.get_by_label("Content").fill("The chart room lantern burns whale oil and never goes out.")
+    editor.get_by_label("Sticky").fill("2")
+    assert accessibility_problems(page) == []
+    page.get_by_role("heading", name="New entry").scroll_into_view_if_needed()
+    screenshot(page, "lore-entry-editor")
+    editor.get_by_role("button", name="Create entry").click()
+    page.get_by_role("status").filter(has_text="Entry The lantern created").wait_for()
+    row = entries.get_by_role("row").filter(has_text="The lantern")
+    row.get_by_text("secondary: chart").wait_for()
+    assert "sticky 2" in row.inner_text()
+
+    def fired_by(text: str) -> str:
+        page.get_by_label("Chat text").fill(text)
+        page.get_by_label("Books to try").select_option(label="Chart room lore")
+        page.get_by_role("button", name="Test activation").click()
+        page.get_by_role("status").filter(has_text=f"entries fired by “{text}”").wait_for()
+        return page.get_by_role("list", name="Entries the text fired").inner_text()
+
+    fired = fired_by("Light the lantern by the chart table.")
+    assert "The lantern" in fired
+    assert "key: lantern (secondary: chart)" in fired
+    assert "The sextant" not in fired
+
+    row.get_by_role("button", name="Edit The lantern").click()
+    editor = page.get_by_role("dialog", name="Edit entry")
+    assert editor.get_by_label("Keys", exact=True).input_value() == "lantern"
+    editor.get_by_label("Keys", exact=True).fill("lamp")
+    editor.get_by_role("button", name="Save entry").click()
+    page.get_by_role("status").filter(has_text="Entry The lantern saved").wait_for()
+    entries.get_by_role("row").filter(has_text="The lantern").get_by_text("lamp", exact=True).wait_for()
+    assert "The lantern" not in fired_by("Light the lantern by the chart table."), "its old key fires it no more"
+    assert "The lantern" in fired_by("Light the lamp by the chart table.")
+
+    entries.get_by_role("row").filter(has_text="The sextant").get_by_role("button", name="Delete The sextant").click()
+    page.get_by_role("status").filter(has_text="Entry The sextant deleted").wait_for()
+    entries.get_by_role("row").filter(has_text="The sextant").wait_for(state="detached")
+    assert "The sextant" not in fired_by("Where is the sextant? Light the lamp.")
+    assert accessibility_problems(page) == []
+
+
 def test_upload_a_document_and_follow_its_progress(page: Any, tmp_path: Path) -> None:
     chapters = "\n\n".join(
         f"# Chapter {n}\n\n" + " ".join(f"The Kestrel's log, day {n}, entry {i}: the wind held." for i in range(40))

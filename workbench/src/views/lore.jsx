@@ -1,13 +1,12 @@
-// Lore: the tenant's books (import a lorebook or card file, export, attach to a bot), a book's entries, and a
-// "test activation" box that shows which entries a chat text fires and why (lore.test_activation, a dry run).
+// Lore: the tenant's books (import a lorebook or card file, export, attach to a bot), a book's entries with the
+// entry editor (lore_entries.jsx), and a "test activation" box that shows which entries a chat text fires and why (lore.test_activation, a dry run).
 import { useState } from "preact/hooks";
 import { fileBase64 } from "../api.js";
 import { useSession } from "../session.js";
 import { Badge, ErrorNote, Field, Loading, Select, short, useAction, useLoad } from "../ui.jsx";
 import { Documents } from "./documents.jsx";
+import { Entries, POSITIONS } from "./lore_entries.jsx";
 
-const POSITIONS = ["before character", "after character", "author's note top", "author's note bottom", "at depth",
-  "examples top", "examples bottom", "outlet"]; // prettier-ignore
 const idList = (text) =>
   text
     .split(",")
@@ -74,55 +73,17 @@ function ImportBook({ owner, onImported }) {
   );
 }
 
-function Entries({ book }) {
-  const { call } = useSession();
-  const file = useLoad(() => call("lore/export", { lorebook_id: book.lorebook_id }), [book.lorebook_id, book.version]);
-  if (file.loading) return <Loading what="Loading entries" />;
-  if (file.error) return <ErrorNote error={file.error} />;
-  const entries = Object.values(file.data.data.entries || {});
-  return (
-    <table class="grid">
-      <caption>Entries of {book.name}</caption>
-      <thead>
-        <tr>
-          <th scope="col">Entry</th>
-          <th scope="col">Keys</th>
-          <th scope="col">How it fires</th>
-        </tr>
-      </thead>
-      <tbody>
-        {entries.map((e) => (
-          <tr>
-            <td>
-              <strong>{e.comment || `entry ${e.uid}`}</strong>
-              <div>{short(e.content, 240)}</div>
-            </td>
-            <td>
-              {(e.key || []).join(", ")}
-              {e.keysecondary && e.keysecondary.length ? <div class="meta">secondary: {e.keysecondary.join(", ")}</div> : null}
-            </td>
-            <td class="meta">
-              {e.disable ? <Badge tone="bad">disabled</Badge> : null}
-              {e.constant ? <Badge tone="info">constant</Badge> : null}
-              {e.vectorized ? <Badge tone="info">vector</Badge> : null}
-              {POSITIONS[e.position] || `position ${e.position}`} · order {e.order}
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
-}
-
 function TestActivation({ books, bots }) {
   const { call } = useSession();
   const [text, setText] = useState("");
   const [source, setSource] = useState("all");
-  const [run, state] = useAction(() => {
+  const [run, state] = useAction(async () => {
     const body = { text, max_tokens: 8000 };
-    if (source.startsWith("bot:")) return call("lore/test_activation", { ...body, bot_id: source.slice(4) });
     const ids = source === "all" ? books.map((b) => b.lorebook_id) : [source];
-    return call("lore/test_activation", { ...body, lorebook_ids: ids.slice(0, 50) });
+    const reply = source.startsWith("bot:")
+      ? await call("lore/test_activation", { ...body, bot_id: source.slice(4) })
+      : await call("lore/test_activation", { ...body, lorebook_ids: ids.slice(0, 50) });
+    return { ...reply, text }; // the answer names the text it is for
   });
   const names = Object.fromEntries(books.map((b) => [b.lorebook_id, b.name]));
   const reply = state.result;
@@ -154,7 +115,8 @@ function TestActivation({ books, bots }) {
       {reply ? (
         <>
           <p class="note" role="status">
-            {reply.entries.length} of {reply.scanned_entries} entries fired · {reply.tokens_used} / {reply.budget} lore
+            {reply.entries.length} of {reply.scanned_entries} entries fired by “{short(reply.text, 80)}” ·{" "}
+            {reply.tokens_used} / {reply.budget} lore
             tokens{reply.overflowed ? " · the budget cut some matches" : ""}
             {reply.degraded.length ? ` · degraded: ${reply.degraded.join(", ")}` : ""}
           </p>
@@ -239,7 +201,7 @@ export function Lore() {
         </tbody>
       </table>
       {list.filter((b) => b.lorebook_id === open).map((b) => (
-        <Entries book={b} />
+        <Entries book={b} onChanged={books.reload} />
       ))}
       <TestActivation books={list} bots={bots} />
       <Documents owner={owner} bots={bots} onChanged={books.reload} />
