@@ -327,3 +327,33 @@ def test_a_remembered_memory_edited_and_forgotten_through_the_memories_view(page
     forget.get_by_label("Reason").fill("the player asked")
     forget.get_by_role("button", name="Forget it").click()
     row.wait_for(state="detached")
+
+
+PHONE = {"width": 390, "height": 844}  # a common phone's CSS viewport
+
+
+def test_the_workbench_on_a_phone(browser: Any, demo: Demo) -> None:
+    """At a phone's viewport every view folds to one column: nothing wider than the screen but a table scrolling
+    in its own box, the navigation reachable, no serious accessibility violation."""
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2)
+    context.set_default_timeout(60_000)
+    tab = context.new_page()
+    wider = "() => document.documentElement.scrollWidth - window.innerWidth"
+    try:
+        sign_in(tab, demo.url, demo.key)
+        open_conversation(tab)
+        assert tab.evaluate(wider) <= 0, "the page scrolls sideways on a phone"
+        assert accessibility_problems(tab) == []
+        screenshot(tab, "phone-conversations")
+        assemble(tab, "Captain, do you remember my grandmother's compass?")
+        assert "key: compass" in tab.get_by_role("list", name="Lore entries that fired").inner_text()
+        assert tab.evaluate(wider) <= 0
+        assert accessibility_problems(tab) == []
+        tab.get_by_role("heading", name="Context for Captain Maren Voss").scroll_into_view_if_needed()
+        screenshot(tab, "phone-context")
+        for view in ("Knowledge", "Memories", "Lore"):
+            open_view(tab, view)
+            assert tab.evaluate(wider) <= 0, f"the {view} view scrolls sideways on a phone"
+            assert accessibility_problems(tab) == []
+    finally:
+        context.close()
