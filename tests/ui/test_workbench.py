@@ -231,6 +231,25 @@ def test_lore_entries_created_edited_and_deleted_change_what_a_text_fires(page: 
     assert accessibility_problems(page) == []
 
 
+def test_a_book_created_attached_to_a_conversation_and_deleted(page: Any) -> None:
+    """lore.book.create as the conversation's user, lore.attach/detach to that conversation, lore.book.delete."""
+    open_conversation(page)
+    open_view(page, "Lore")
+    page.get_by_label("New book").fill("Harbour notes")
+    page.get_by_role("button", name="Create book").click()
+    page.get_by_role("status").filter(has_text="Created.").wait_for()
+    page.get_by_role("table", name="Entries of Harbour notes").wait_for()  # a new book opens, empty
+    row = page.get_by_role("row").filter(has_text="Harbour notes")
+    assert "owner demo-user" in row.inner_text()
+    row.get_by_role("button", name=f"Attach to {CONVERSATION}").click()
+    row.get_by_text(f"conversations: {CONVERSATION}").wait_for()
+    row.get_by_role("button", name=f"Detach from {CONVERSATION}").click()
+    row.get_by_text("conversations:").wait_for(state="detached")
+    assert accessibility_problems(page) == []
+    row.get_by_role("button", name="Delete book Harbour notes").click()
+    row.wait_for(state="detached")
+
+
 def test_upload_a_document_and_follow_its_progress(page: Any, tmp_path: Path) -> None:
     chapters = "\n\n".join(
         f"# Chapter {n}\n\n" + " ".join(f"The Kestrel's log, day {n}, entry {i}: the wind held." for i in range(40))

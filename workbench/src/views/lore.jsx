@@ -73,6 +73,39 @@ function ImportBook({ owner, onImported }) {
   );
 }
 
+function CreateBook({ owner, onCreated }) {
+  const { call } = useSession();
+  const [name, setName] = useState("");
+  const [bots, setBots] = useState("");
+  const [create, state] = useAction(async () => {
+    const reply = await call("lore/book/create", { owner_user_id: owner, name: name.trim(), attach_to_bots: idList(bots) });
+    setName("");
+    onCreated(reply.lorebook_id);
+    return reply;
+  });
+  return (
+    <form class="panel form-grid" aria-label="Create a book" onSubmit={(e) => (e.preventDefault(), create())}>
+      <Field label="New book" hint="an empty book: add its entries with the entry editor">
+        <input maxLength="512" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </Field>
+      <Field label="Bots to attach it to" hint="bot ids, comma-separated (optional)">
+        <input value={bots} onInput={(e) => setBots(e.currentTarget.value)} />
+      </Field>
+      <div class="actions">
+        <button type="submit" disabled={state.busy || !name.trim()}>
+          Create book
+        </button>
+        {state.result ? (
+          <span class="note ok" role="status">
+            {state.result.created ? "Created." : "That book already exists."}
+          </span>
+        ) : null}
+        <ErrorNote error={state.error} />
+      </div>
+    </form>
+  );
+}
+
 function TestActivation({ books, bots }) {
   const { call } = useSession();
   const [text, setText] = useState("");
@@ -149,6 +182,19 @@ export function Lore() {
     await call("lore/attach", { lorebook_id: book.lorebook_id, bot_ids: [bot] });
     books.reload();
   });
+  // A book applies to one conversation when its owner owns the conversation (a user's own book).
+  const here = conversation ? { user_id: conversation.user_id, conversation_id: conversation.conversation_id } : null;
+  const attachedHere = (b) => here && b.conversations.some((c) => c.user_id === here.user_id && c.conversation_id === here.conversation_id);
+  const [toConversation, placing] = useAction(async (book, detach) => {
+    const body = { user_id: book.owner_user_id, lorebook_id: book.lorebook_id, conversation: here };
+    await call(detach ? "lore/detach" : "lore/attach", body);
+    books.reload();
+  });
+  const [removeBook, removing] = useAction(async (book) => {
+    await call("lore/book/delete", { user_id: book.owner_user_id, lorebook_id: book.lorebook_id });
+    if (open === book.lorebook_id) setOpen(null);
+    books.reload();
+  });
   return (
     <>
       <div class="panel form-grid">
@@ -157,8 +203,9 @@ export function Lore() {
         </Field>
       </div>
       <ImportBook owner={owner} onImported={(id) => (setOpen(id), books.reload())} />
+      <CreateBook owner={owner} onCreated={(id) => (setOpen(id), books.reload())} />
       {books.loading ? <Loading what="Loading books" /> : null}
-      <ErrorNote error={books.error || attaching.error} />
+      <ErrorNote error={books.error || attaching.error || placing.error || removing.error} />
       <table class="grid">
         <caption>The tenant's books: {books.data ? books.data.total : "…"}</caption>
         <thead>
@@ -179,7 +226,7 @@ export function Lore() {
               </td>
               <td class="meta">
                 {b.bot_ids.length ? `bots: ${b.bot_ids.join(", ")}` : "no bot"}
-                {b.conversations.length ? ` · ${b.conversations.length} conversations` : ""}
+                {b.conversations.length ? ` · conversations: ${b.conversations.map((c) => c.conversation_id).join(", ")}` : ""}
               </td>
               <td>
                 <div class="actions">
@@ -194,6 +241,15 @@ export function Lore() {
                       Attach to {bot}
                     </button>
                   ))}
+                  {here && here.user_id === b.owner_user_id ? (
+                    <button type="button" class="secondary" disabled={placing.busy} onClick={() => toConversation(b, attachedHere(b))}>
+                      {attachedHere(b) ? "Detach from" : "Attach to"} {here.conversation_id}
+                      <span class="sr-only"> ({b.name})</span>
+                    </button>
+                  ) : null}
+                  <button type="button" class="danger" disabled={removing.busy} onClick={() => removeBook(b)}>
+                    Delete<span class="sr-only"> book {b.name}</span>
+                  </button>
                 </div>
               </td>
             </tr>
