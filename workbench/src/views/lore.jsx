@@ -1,5 +1,6 @@
 // Lore: the tenant's books (import a lorebook or card file, export, attach to a bot), a book's entries with the
-// entry editor (lore_entries.jsx), and a "test activation" box that shows which entries a chat text fires and why (lore.test_activation, a dry run).
+// entry editor (lore_entries.jsx), and a "test activation" box that shows which entries a chat text fires and
+// why (lore.test_activation, a dry run); create, attach to a conversation and delete books.
 import { useState } from "preact/hooks";
 import { fileBase64 } from "../api.js";
 import { useSession } from "../session.js";

@@ -44,7 +44,6 @@ function entryOf(form) {
     depth: whole(form.depth),
     order: Number(form.order) || 0,
     probability: Math.min(100, whole(form.probability)),
-    useProbability: true,
     sticky: whole(form.sticky),
     cooldown: whole(form.cooldown),
     delay: whole(form.delay),
@@ -60,9 +59,22 @@ function EntryForm({ book, entry, onDone }) {
   };
   const [save, state] = useAction(async () => {
     const body = { user_id: book.owner_user_id, lorebook_id: book.lorebook_id };
-    const reply = entry
-      ? await call("lore/entry/update", { ...body, uid: entry.uid, changes: entryOf(form) })
-      : await call("lore/entry/create", { ...body, entry: entryOf(form) });
+    const after = entryOf(form);
+    if (!entry) {
+      const reply = await call("lore/entry/create", { ...body, entry: after });
+      onDone(reply);
+      return reply;
+    }
+    // Only what was changed in the form: a field it shows but nobody touched keeps its stored value exactly.
+    const before = entryOf(formOf(entry));
+    const changes = Object.fromEntries(
+      Object.entries(after).filter(([name, value]) => JSON.stringify(value) !== JSON.stringify(before[name])),
+    );
+    if (!Object.keys(changes).length) {
+      onDone(null);
+      return null;
+    }
+    const reply = await call("lore/entry/update", { ...body, uid: entry.uid, changes });
     onDone(reply);
     return reply;
   });
