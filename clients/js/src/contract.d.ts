@@ -129,7 +129,17 @@ export interface Section {
   tokens: number;
 }
 export interface Source {
-  kind: "message" | "summary" | "fact" | "knowledge" | "lore" | "document" | "legacy_memory" | "persona" | "system";
+  kind:
+    | "message"
+    | "summary"
+    | "fact"
+    | "knowledge"
+    | "lore"
+    | "document"
+    | "legacy_memory"
+    | "persona"
+    | "system"
+    | "memory";
   id: string;
   /**
    * the messages this item was derived from: a message itself; the messages a summary or legacy memory quotes (all it covers when an LLM wrote it); the messages a fact was learned from
@@ -140,9 +150,13 @@ export interface Source {
    */
   score?: number | null;
   /**
-   * why the item is here, when useful: for lore the key that fired (`key: Lythora`)
+   * why the item is here, when useful: for lore the key that fired (`key: Lythora`); for a `memory` (written through the memory API) its type, namespace and who remembered it
    */
   detail?: string | null;
+  /**
+   * a `memory`'s assets (audio, images...) as remembered, never fetched
+   */
+  assets?: Asset[];
 }
 /**
  * `mnemo.rpc.context.assemble.v1` request: what the platform asks before each bot reply.

@@ -87,6 +87,13 @@ def create_router(
         if documents is not None or deps.db is not None
         else None,
     )
+    if recall is None and deps.read_models is not None:
+        recall = RecallReads(
+            deps.read_model(MEMORIES),
+            deps.read_model(SUMMARIES),
+            deps.read_model(KNOWLEDGE),
+            deps.read_model(LEGACY_LORE),
+        )
     gatherer = Gatherer(
         reads or ReadModelReads.over(deps.require_read_models(), cache),
         index,
@@ -98,6 +105,8 @@ def create_router(
         # Stream mode: wait for this replica's shard to apply the writes acked before each request.
         catch_up=deps.vectors_caught_up,
         catch_up_s=deps.settings.vectors.read_wait_ms / 1000,
+        # The memory API's memories, in the sections of their types (recall/remembered.py).
+        memories=recall.memories if recall is not None else None,
     )
 
     limiter = RateLimiter(deps.settings.limits)
@@ -135,13 +144,6 @@ def create_router(
             router.subscriber(subject, decoder=raw_body, title=f"context-assembler: {subject} (kept reads)")(
                 _invalidator(cache)
             )
-    if recall is None and deps.read_models is not None:
-        recall = RecallReads(
-            deps.read_model(MEMORIES),
-            deps.read_model(SUMMARIES),
-            deps.read_model(KNOWLEDGE),
-            deps.read_model(LEGACY_LORE),
-        )
     if recall is not None:
         search = MemorySearch(index, deps.embedder, recall, settings)
         serve(

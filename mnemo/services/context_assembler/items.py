@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,33 @@ class MemoryItem:
     first_index: int = 0
     start_at: datetime | None = None
     kind: Literal["summary", "legacy_memory"] = "summary"  # a legacy memory is a summary turned into lore
+
+
+@dataclass(frozen=True)
+class RememberedItem:
+    """A memory written through the memory API that this context may show (``recall/remembered.py``).
+
+    ``memory_type`` decides its section (:data:`REMEMBERED_SECTION`); ``score`` is its dense cosine to the query
+    times its recency factor (``recall/scoring.py``), what the budget packs it by; ``why`` says where it came
+    from (the ``detail`` of its source)."""
+
+    memory_id: str
+    memory_type: str
+    text: str
+    score: float
+    why: str
+    assets: tuple[dict[str, Any], ...] = ()
+    occurred_at: datetime | None = None
+
+
+#: The section of each memory type (issue 28): procedural and declarative beside lore, episodic beside the
+#: summaries, semantic beside the speaking bot's facts.
+REMEMBERED_SECTION = {"procedural": "lore", "declarative": "lore", "episodic": "memories", "semantic": "knowledge"}
+
+
+def remembered_section(item: RememberedItem) -> str:
+    """The section ``item`` goes to (an unknown type, from a newer writer, beside the summaries)."""
+    return REMEMBERED_SECTION.get(item.memory_type, "memories")
 
 
 @dataclass(frozen=True)

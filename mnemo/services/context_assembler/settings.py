@@ -83,6 +83,9 @@ class AssemblerSettings(BaseModel):
     memories_limit: int = Field(4, ge=0, description="summaries searched for the memories section")
     retrieved_limit: int = Field(6, ge=0, description="older messages retrieved by search")
     legacy_limit: int = Field(2, ge=0, description="legacy memories (summaries turned into lore) searched")
+    remembered_limit: int = Field(
+        6, ge=0, description="memories written through the memory API offered to the budget, each in its type's section"
+    )
     knowledge_limit: int = Field(
         20, ge=0, description="facts of the speaking bot offered to the budget, most relevant to the query first"
     )

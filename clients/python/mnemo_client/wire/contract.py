@@ -173,7 +173,7 @@ class ContextAssembleRequest(_Tenanted):
 
 
 SourceKind = Literal[
-    "message", "summary", "fact", "knowledge", "lore", "document", "legacy_memory", "persona", "system"
+    "message", "summary", "fact", "knowledge", "lore", "document", "legacy_memory", "persona", "system", "memory"
 ]
 
 
@@ -203,7 +203,12 @@ class Source(_Wire):
     )
     score: float | None = Field(None, description="retrieval similarity, when it was retrieved")
     detail: str | None = Field(
-        None, description="why the item is here, when useful: for lore the key that fired (`key: Lythora`)"
+        None,
+        description="why the item is here, when useful: for lore the key that fired (`key: Lythora`); for a "
+        "`memory` (written through the memory API) its type, namespace and who remembered it",
+    )
+    assets: list[Asset] = Field(
+        default_factory=list, description="a `memory`'s assets (audio, images...) as remembered, never fetched"
     )
 
 

@@ -18,7 +18,8 @@ The contract, and where each rule is documented next to the code that implements
   then a constant lore entry or a fact of the speaking bot related to the request the budget left out
   (:func:`~.budget.pack`).
 - ``sources``: what each kept item came from: system, persona, lore (insertion order), legacy memories and
-  memories, knowledge, retrieved, history.
+  memories, knowledge, retrieved, history; a memory written through the memory API (``memory``, with its
+  assets) right after the items of the section its type puts it in.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from mnemo.services.context_assembler.items import (
     LoreItem,
     MemoryItem,
     PersonaProfile,
+    RememberedItem,
 )
 from mnemo_client.wire.contract import ContextAssembleReply, Section, Source
 
@@ -45,6 +47,7 @@ __all__ = [
     "LoreItem",
     "MemoryItem",
     "PersonaProfile",
+    "RememberedItem",
     "assemble",
     "reachable_history",
 ]
@@ -54,6 +57,16 @@ def assemble(inp: AssemblyInput) -> ContextAssembleReply:
     """Sections, chat messages, sources and token count within ``inp.max_tokens`` (see the module docstring)."""
     draft, degraded = pack(inp)
     return _reply(draft, degraded)
+
+
+def _remembered_sources(draft: Draft, section: str) -> list[Source]:
+    """A remembered memory's source: its id, score, why (type, namespace, who) and its assets."""
+    return [
+        Source.model_validate(
+            {"kind": "memory", "id": m.memory_id, "score": m.score, "detail": m.why, "assets": list(m.assets)}
+        )
+        for m in draft.remembered_in_order(section)
+    ]
 
 
 def _reply(draft: Draft, degraded: list[str]) -> ContextAssembleReply:
@@ -69,14 +82,17 @@ def _reply(draft: Draft, degraded: list[str]) -> ContextAssembleReply:
     sources += [
         Source(kind=i.source_kind, id=i.source_id or i.ident, detail=i.detail) for i in in_order(inp.lore, draft.lore)
     ]
+    sources += _remembered_sources(draft, "lore")
     sources += [
         Source(kind=m.kind, id=m.summary_id, message_ids=list(m.message_ids), score=m.score)
         for m in [*draft.legacy_in_order(), *draft.memories_in_order()]
     ]
+    sources += _remembered_sources(draft, "memories")
     sources += [
         Source(kind="knowledge", id=f.fact_id, message_ids=list(f.message_ids))
         for f in in_order(inp.knowledge, draft.knowledge)
     ]
+    sources += _remembered_sources(draft, "knowledge")
     sources += [
         Source(kind="message", id=r.message_id, message_ids=[r.message_id], score=r.score)
         for r in draft.retrieved_in_order()

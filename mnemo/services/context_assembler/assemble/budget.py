@@ -17,9 +17,17 @@ from mnemo.services.context_assembler.assemble.render import (
     render_fact,
     render_line,
     render_memory,
+    render_remembered,
     render_retrieved,
 )
-from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, LoreItem, PersonaProfile
+from mnemo.services.context_assembler.items import (
+    BotProfile,
+    ChatLine,
+    KnowledgeItem,
+    LoreItem,
+    PersonaProfile,
+    remembered_section,
+)
 from mnemo.shared.tokens import EstimatedTokens, TokenCounter
 
 KNOWLEDGE_NAMED = 5  # facts named one by one in ``degraded``; the rest are counted
@@ -71,7 +79,12 @@ class Budget:
     def take(self, offer: Offer[Any]) -> bool:
         """:meth:`offer` for a packing offer: its ``slot`` is the draft's list it goes to."""
         kept: list[Any] = getattr(self.draft, offer.slot)
-        section = lore_section(offer.item) if offer.slot == "lore" else _SECTION.get(offer.slot, offer.slot)
+        if offer.slot == "lore":
+            section = lore_section(offer.item)
+        elif offer.slot == "remembered":
+            section = remembered_section(offer.item)
+        else:
+            section = _SECTION.get(offer.slot, offer.slot)
         return self.offer(section, kept, offer.item)
 
     def fill_history(self, limit: int | None) -> bool:
@@ -115,7 +128,8 @@ def sharpened(score: float) -> float:
 
 
 def competing(inp: AssemblyInput) -> list[Offer[Any]]:
-    """The scored sections' offers: knowledge, legacy memories, memories, retrieved (ties keep this order)."""
+    """The scored sections' offers: knowledge, legacy memories, memories, the memory API's remembered memories
+    (each in its type's section), retrieved (ties keep this order)."""
     count = inp.counter.count
     legacy = [m for m in inp.memories if m.kind == "legacy_memory"]
     memories = [m for m in inp.memories if m.kind != "legacy_memory"]
@@ -123,6 +137,10 @@ def competing(inp: AssemblyInput) -> list[Offer[Any]]:
         *(Offer("knowledge", f, sharpened(fact_value(f)), count(render_fact(f))) for f in inp.knowledge),
         *(Offer("legacy", m, sharpened(m.score), count(render_memory(m))) for m in legacy),
         *(Offer("memories", m, sharpened(m.score), count(render_memory(m))) for m in memories),
+        *(
+            Offer("remembered", m, sharpened(m.score), count(render_remembered(m, remembered_section(m))))
+            for m in inp.remembered
+        ),
         *(Offer("retrieved", r, sharpened(r.score or 0.0), count(render_retrieved(r))) for r in inp.retrieved),
     ]
 
@@ -138,9 +156,10 @@ def pack(inp: AssemblyInput) -> tuple[Draft, list[str]]:
        be there), then the other activated lore entries, each group ``order`` descending (SillyTavern's
        priority), then the newest ``min_history`` history messages (the immediate thread; a contiguous run).
     3. Competing (:func:`mnemo.services.context_assembler.assemble.packing.pack`): the bot's knowledge, legacy memories,
-       memories and retrieved messages, best value per token first. The value is the retrieval's own score
-       against this request, :func:`sharpened`: a memory's or fact's dense cosine, a retrieved message's
-       relevance (``ranking.py``); a fact no search judged is worth :data:`UNJUDGED_FACT_VALUE`.
+       memories, the memory API's remembered memories and retrieved messages, best value per token first. The
+       value is the retrieval's own score against this request, :func:`sharpened`: a memory's or fact's dense
+       cosine (a remembered memory's times its recency factor), a retrieved message's relevance
+       (``ranking.py``); a fact no search judged is worth :data:`UNJUDGED_FACT_VALUE`.
     4. The rest of the history, newest to oldest (only if the whole ``min_history`` run went in).
 
     So when the context is over budget it shrinks in reverse: history first (down to the newest

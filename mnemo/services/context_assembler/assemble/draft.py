@@ -29,6 +29,7 @@ from mnemo.services.context_assembler.assemble.render import (
     render_line,
     render_memory,
     render_persona,
+    render_remembered,
     render_retrieved,
     render_system,
 )
@@ -39,6 +40,8 @@ from mnemo.services.context_assembler.items import (
     LoreItem,
     MemoryItem,
     PersonaProfile,
+    RememberedItem,
+    remembered_section,
 )
 from mnemo.shared.tokens import EstimatedTokens, TokenCounter
 
@@ -55,6 +58,7 @@ class AssemblyInput:
     history: Sequence[ChatLine] = ()  # oldest first
     lore: Sequence[LoreItem] = ()  # insertion order
     knowledge: Sequence[KnowledgeItem] = ()  # most relevant first, then newest
+    remembered: Sequence[RememberedItem] = ()  # the memory API's, best first (``recall/remembered.py``)
     max_tokens: int = 8000
     min_history: int = 4
     degraded: Sequence[str] = field(default_factory=tuple)
@@ -76,6 +80,7 @@ class Draft:
     legacy: list[MemoryItem] = field(default_factory=list)
     memories: list[MemoryItem] = field(default_factory=list)
     retrieved: list[ChatLine] = field(default_factory=list)
+    remembered: list[RememberedItem] = field(default_factory=list)
     history: list[ChatLine] = field(default_factory=list)  # newest first while filling
 
     def kept_lore(self, section: str) -> list[LoreItem]:
@@ -99,14 +104,16 @@ class Draft:
             return render_persona(inp.persona) if inp.persona is not None else ""
         if section == "lore":
             placed = sorted(self.kept_lore("lore"), key=lambda i: LORE_SECTION_RANK.get(i.position, 4))
-            return block(LORE_HEADER, [i.content for i in placed])
+            return block(LORE_HEADER, [i.content for i in placed] + self._remembered_lines("lore"))
         if section == "legacy_memories":
             return block(LEGACY_HEADER, [render_memory(m) for m in self.legacy_in_order()])
         if section == "memories":
-            return block(MEMORIES_HEADER, [render_memory(m) for m in self.memories_in_order()])
+            lines = [render_memory(m) for m in self.memories_in_order()] + self._remembered_lines("memories")
+            return block(MEMORIES_HEADER, lines)
         if section == "knowledge":
             header = knowledge_header(inp.bot_id, inp.bot)
-            return block(header, [render_fact(f) for f in in_order(inp.knowledge, self.knowledge)])
+            facts = [render_fact(f) for f in in_order(inp.knowledge, self.knowledge)]
+            return block(header, facts + self._remembered_lines("knowledge"))
         if section == "retrieved":
             return block(RETRIEVED_HEADER, [render_retrieved(r) for r in self.retrieved_in_order()])
         if section == "history":
@@ -122,6 +129,17 @@ class Draft:
         # Shown chronologically.
         memories = sorted((m for m in self.inp.memories if m.kind != "legacy_memory"), key=_chronological)
         return in_order(memories, self.memories)
+
+    def remembered_in_order(self, section: str) -> list[RememberedItem]:
+        """The kept remembered memories of ``section``, after that section's own items: the lore's and the
+        knowledge's best first, the memories' oldest first (as the summaries, chronologically)."""
+        kept = [m for m in in_order(self.inp.remembered, self.remembered) if remembered_section(m) == section]
+        if section == "memories":
+            kept.sort(key=lambda m: (m.occurred_at.timestamp() if m.occurred_at else 0.0, m.memory_id))
+        return kept
+
+    def _remembered_lines(self, section: str) -> list[str]:
+        return [render_remembered(m, section) for m in self.remembered_in_order(section)]
 
     def retrieved_in_order(self) -> list[ChatLine]:
         return in_order(sorted(self.inp.retrieved, key=lambda m: m.index), self.retrieved)

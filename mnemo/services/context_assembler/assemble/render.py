@@ -16,6 +16,7 @@ from mnemo.services.context_assembler.items import (
     LoreItem,
     MemoryItem,
     PersonaProfile,
+    RememberedItem,
 )
 
 LORE_HEADER = "World and character lore:"
@@ -126,6 +127,14 @@ def render_memory(item: MemoryItem) -> str:
     """A line of ``memories`` (summaries of this and past conversations) or ``legacy_memories`` (the user's
     summaries turned into lore that apply to this bot or persona), with its relevance as a percentage."""
     return f"- [{round(item.score * 100)}% relevant] {item.text.strip()}"
+
+
+def render_remembered(item: RememberedItem, section: str) -> str:
+    """A line of a memory written through the memory API, in the section of its type: beside the summaries with
+    its relevance as they have it, beside the lore and the facts as a plain line, as theirs are."""
+    if section == "memories":
+        return f"- [{round(item.score * 100)}% relevant] {item.text}"
+    return f"- {item.text}"
 
 
 def render_line(line: ChatLine) -> str:

@@ -28,12 +28,21 @@ from typing import TypeVar
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, reachable_history
 from mnemo.services.context_assembler.gather.memo import MemoEmbedder, request_scope
+from mnemo.services.context_assembler.gather.personas import label_personas
 from mnemo.services.context_assembler.gather.port import ContextReads
-from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem, LoreItem, MemoryItem, PersonaProfile
+from mnemo.services.context_assembler.items import (
+    ChatLine,
+    KnowledgeItem,
+    LoreItem,
+    MemoryItem,
+    PersonaProfile,
+    RememberedItem,
+)
 from mnemo.services.context_assembler.lore.documents import Found as DocumentFound
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.loader import LoreLoader
 from mnemo.services.context_assembler.lore.vectors import vector_query
+from mnemo.services.context_assembler.recall.remembered import RememberedRecall
 from mnemo.services.context_assembler.search.hits import (
     Found,
     Hits,
@@ -50,6 +59,7 @@ from mnemo.services.context_assembler.search.rerank import NoRerank, Reranker, s
 from mnemo.services.context_assembler.search.searches import VectorSearch
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.readmodels.ports import MemoriesPort
 from mnemo.shared.tokens import EstimatedTokens, TokenCounter
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import VectorIndex
@@ -89,8 +99,10 @@ class Gatherer:
         reranker: Reranker | None = None,
         catch_up: CatchUp | None = None,
         catch_up_s: float = 0.2,
+        memories: MemoriesPort | None = None,
     ) -> None:
-        """``catch_up``: the stream mode's read-your-writes wait, given ``catch_up_s`` per request (0: none)."""
+        """``catch_up``: the stream mode's read-your-writes wait, given ``catch_up_s`` per request (0: none);
+        ``memories``: the memory API's read model (None: no remembered memories in the context)."""
         self._catch_up = catch_up if catch_up_s > 0 else None
         self._catch_up_s = catch_up_s
         self._reads = reads
@@ -100,6 +112,7 @@ class Gatherer:
         # Vectors are remembered per request (memo.py): the search and the lore embed the same recent text.
         self._embedder = embedder if embedder is None or isinstance(embedder, MemoEmbedder) else MemoEmbedder(embedder)
         self._search = VectorSearch(index, self._embedder, settings)
+        self._remembered = RememberedRecall(index, self._embedder, memories, settings)
         self._settings = settings
 
     async def _read(self, aw: Awaitable[T], part: str, degraded: list[str], default: T) -> T:
@@ -133,6 +146,8 @@ class Gatherer:
         - ``lore``: the lorebooks read model failed (no lore); ``lore_vectors`` / ``lore_timed`` /
           ``lore_scan_budget``: see ``lore.py``.
         - ``knowledge`` / ``legacy_memories``: the facts or legacy-memory read model failed.
+        - ``remembered``: the memory API's memories were found but could not be read back
+          (``recall/remembered.py``).
         - ``persona_labels``: the names of the other personas in the history could not be read (their lines
           keep the platform's author name).
 
@@ -160,6 +175,7 @@ class Gatherer:
         timed = asyncio.ensure_future(self._lore.timed_before(req, degraded)) if self._lore else None
         shown: asyncio.Future[list[str]] = loop.create_future()
         searching: asyncio.Future[Hits] | None = None
+        remembering: asyncio.Future[list[RememberedItem]] | None = None
         documents: asyncio.Future[list[DocumentFound]] | None = None
         try:
             lore_books = self._read(self._lore.books(req), "lore", degraded, []) if self._lore else _nothing()
@@ -178,13 +194,15 @@ class Gatherer:
             )
             if bot is None and "bot_profile" not in degraded:
                 degraded.append("bot_profile")
-            history = await self._label_personas(req, history, persona, degraded)
+            history = await label_personas(self._reads, self._read, req, history, persona, degraded)
             query = query_text(req, history)
             self._start_embedding(req, query, books, history)
             others = await branches
             if fresh is not None and not await fresh:
                 degraded.append("vector_index_lag")
             searching = asyncio.ensure_future(self._search.run(req, query, shown, degraded, others))
+            half_life = s.recency.half_life_days
+            remembering = asyncio.ensure_future(self._remembered.find(req, query, degraded, half_life))
             lore: list[LoreItem] = []
             if books and self._lore is not None:
                 documents = asyncio.ensure_future(self._lore.documents_found(req, books, history, degraded))
@@ -197,11 +215,12 @@ class Gatherer:
             shown.set_result([h.message_id for h in reachable])
             hits = await searching
             persona_id = req.persona_id or (persona.persona_id if persona else None)
-            memories, legacy, retrieved, facts = await asyncio.gather(
+            memories, legacy, retrieved, facts, remembered = await asyncio.gather(
                 self._memories(req, persona_id, hits.memories, degraded, others),
                 self._legacy(req, hits.legacy, degraded),
                 self._retrieved(req, hits.messages, set(shown.result()), degraded),
                 knowing,
+                remembering,
             )
             found_facts = ranked_keys(hits.facts.points, vp.FACT_ID, s.knowledge_limit, hits.facts.cosine)
             knowledge = relevant_first(facts, found_facts, s.knowledge_limit, hits.searched)
@@ -212,6 +231,7 @@ class Gatherer:
                 memories=[*memories, *legacy],
                 retrieved=retrieved,
                 knowledge=knowledge,
+                remembered=remembered,
                 history=history,
                 lore=lore,
                 max_tokens=req.max_tokens,
@@ -221,7 +241,7 @@ class Gatherer:
             )
         finally:
             # Only what the gathering left running because it failed before awaiting it.
-            for task in (knowing, branches, fresh, timed, searching, documents):
+            for task in (knowing, branches, fresh, timed, searching, remembering, documents):
                 if task is not None:
                     task.cancel()
 
@@ -247,28 +267,6 @@ class Gatherer:
         except Exception as exc:
             log.warning("vector index lag unknown: %s: %s", type(exc).__name__, exc)
             return False
-
-    async def _label_personas(
-        self,
-        req: ContextAssembleRequest,
-        history: list[ChatLine],
-        persona: PersonaProfile | None,
-        degraded: list[str],
-    ) -> list[ChatLine]:
-        """Each user line gets the current name of the persona that wrote it (the active one is known; the
-        others are read, under the deadline). A name that cannot be read leaves the platform's author name
-        as the label, and ``persona_labels`` in ``degraded``."""
-        names = {persona.persona_id: persona.name} if persona is not None else {}
-        others = list(dict.fromkeys(h.persona_id for h in history if h.persona_id and h.persona_id not in names))
-        if others:
-            found = await self._read(
-                asyncio.gather(*(self._reads.persona(req.tenant_id, req.user_id, pid) for pid in others)),
-                "persona_labels",
-                degraded,
-                [],
-            )
-            names.update({p.persona_id: p.name for p in found if p is not None})
-        return [replace(h, persona_name=names[h.persona_id]) if h.persona_id in names else h for h in history]
 
     async def _persona(self, req: ContextAssembleRequest, degraded: list[str]) -> PersonaProfile | None:
         persona_id = req.persona_id

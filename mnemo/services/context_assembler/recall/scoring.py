@@ -5,7 +5,8 @@ One memory's score is ``relevance * recency`` (:func:`score`): relevance is a we
 [0, 1]; recency (:func:`recency_factor`) is ``floor + (1 - floor) * 0.5 ** (age / half_life)``: a memory as old
 as the half-life keeps the middle of the range, and no memory ever falls below ``floor`` of its relevance, so
 recency orders memories of like relevance instead of burying an old exact answer. A half-life of 0 turns it
-off. The same factor ranks the memories of a context (``gather``), so search and context agree.
+off. The same factor ranks the remembered memories of a context (``remembered.py``), so search and context
+agree.
 
 Near-duplicates (:func:`without_near_duplicates`): a result whose words are nearly those of a better one
 (Jaccard of the word sets at or above :data:`DUPLICATE_JACCARD`) is left out: the same fact remembered
