@@ -182,6 +182,10 @@ export interface ContextAssembleRequest {
    */
   user_message?: string;
   max_tokens?: number;
+  /**
+   * recency as a ranking lever of the memories shown (summaries, legacy memories, the memory API's memories): at this age a memory keeps the middle of its boost; 0 off; unset: the deployment's default, as the memory search
+   */
+  recency_half_life_days?: number | null;
 }
 /**
  * `mnemo.chat.conversation.forked.v1`: a new conversation continues another from one of its messages.

@@ -5,7 +5,10 @@ speaking bot see it: a seeded property over many tenants, players, characters an
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 from mnemo.shared import subjects
 from tests.context_assembler.component.memory_world import World, world
@@ -118,3 +121,21 @@ async def test_random_tenants_players_characters_and_campaigns_leak_nothing_into
         assert leaks == [], (tenant, user, bot, campaign, leaks)
         shown += len(ids)
     assert shown > 60, "the contexts showed remembered memories (the property is not vacuous)"
+
+
+async def test_recency_is_the_same_lever_in_context_as_in_search(world: World) -> None:
+    """A context's ``recency_half_life_days`` multiplies a memory's cosine by the search's recency factor: a memory
+    200 days old with a 30-day half-life keeps 0.5 + 0.5 * 0.5 ** (200 / 30) of its score, a new one all of it."""
+    old_at = datetime.now(UTC) - timedelta(days=200)
+    old = await world.remember("u1", "Maren keeps the lighthouse key in her boot.", occurred_at=old_at.isoformat())
+    new = await world.remember("u1", "Maren keeps the lighthouse key in her coat.")
+    question = "Where does Maren keep the lighthouse key?"
+
+    flat = remembered(await world.context("u1", question, recency_half_life_days=0))
+    recent = remembered(await world.context("u1", question, recency_half_life_days=30))
+    assert recent[old]["score"] / flat[old]["score"] == pytest.approx(0.5 + 0.5 * 0.5 ** (200 / 30), abs=0.01)
+    assert recent[new]["score"] / flat[new]["score"] == pytest.approx(1.0, abs=0.01)
+    assert recent[new]["score"] > recent[old]["score"]
+    searched = await world.search("u1", question, recency_half_life_days=30)
+    parts = {h["id"]: h["score_parts"]["recency"] for h in searched["results"]}
+    assert parts[old] == pytest.approx(recent[old]["score"] / flat[old]["score"], abs=0.01)

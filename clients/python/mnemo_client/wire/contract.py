@@ -170,6 +170,14 @@ class ContextAssembleRequest(_Tenanted):
     )
     user_message: str = Field("", max_length=100_000, description="the message being answered")
     max_tokens: int = Field(8000, ge=64, le=1_000_000)
+    recency_half_life_days: float | None = Field(
+        None,
+        ge=0,
+        le=36_500,
+        description="recency as a ranking lever of the memories shown (summaries, legacy memories, the memory API's "
+        "memories): at this age a memory keeps the middle of its boost; 0 off; unset: the deployment's default, as "
+        "the memory search",
+    )
 
 
 SourceKind = Literal[

@@ -28,14 +28,13 @@ from typing import TypeVar
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, reachable_history
 from mnemo.services.context_assembler.gather.memo import MemoEmbedder, request_scope
-from mnemo.services.context_assembler.gather.personas import label_personas
+from mnemo.services.context_assembler.gather.personas import active_persona, label_personas
 from mnemo.services.context_assembler.gather.port import ContextReads
 from mnemo.services.context_assembler.items import (
     ChatLine,
     KnowledgeItem,
     LoreItem,
     MemoryItem,
-    PersonaProfile,
     RememberedItem,
 )
 from mnemo.services.context_assembler.lore.documents import Found as DocumentFound
@@ -43,6 +42,7 @@ from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.loader import LoreLoader
 from mnemo.services.context_assembler.lore.vectors import vector_query
 from mnemo.services.context_assembler.recall.remembered import RememberedRecall
+from mnemo.services.context_assembler.recall.scoring import with_recency
 from mnemo.services.context_assembler.search.hits import (
     Found,
     Hits,
@@ -181,7 +181,7 @@ class Gatherer:
             lore_books = self._read(self._lore.books(req), "lore", degraded, []) if self._lore else _nothing()
             bot, persona, history, books = await asyncio.gather(
                 self._read(self._reads.bot(req.tenant_id, req.bot_id), "bot_profile", degraded, None),
-                self._persona(req, degraded),
+                active_persona(self._reads, self._read, req, degraded),
                 self._read(
                     self._reads.recent_messages(
                         req.tenant_id, req.user_id, req.conversation_id, s.history_limit, req.bot_id
@@ -201,8 +201,7 @@ class Gatherer:
             if fresh is not None and not await fresh:
                 degraded.append("vector_index_lag")
             searching = asyncio.ensure_future(self._search.run(req, query, shown, degraded, others))
-            half_life = s.recency.half_life_days
-            remembering = asyncio.ensure_future(self._remembered.find(req, query, degraded, half_life))
+            remembering = asyncio.ensure_future(self._remembered.find(req, query, degraded, self._half_life(req)))
             lore: list[LoreItem] = []
             if books and self._lore is not None:
                 documents = asyncio.ensure_future(self._lore.documents_found(req, books, history, degraded))
@@ -268,24 +267,6 @@ class Gatherer:
             log.warning("vector index lag unknown: %s: %s", type(exc).__name__, exc)
             return False
 
-    async def _persona(self, req: ContextAssembleRequest, degraded: list[str]) -> PersonaProfile | None:
-        persona_id = req.persona_id
-        if persona_id is None:
-            persona_id = await self._read(
-                self._reads.active_persona_id(req.tenant_id, req.user_id, req.conversation_id),
-                "persona",
-                degraded,
-                None,
-            )
-        if persona_id is None:
-            return None
-        persona = await self._read(
-            self._reads.persona(req.tenant_id, req.user_id, persona_id), "persona", degraded, None
-        )
-        if persona is None and "persona" not in degraded:
-            degraded.append("persona")
-        return persona
-
     async def _other_branches(self, req: ContextAssembleRequest, degraded: list[str]) -> frozenset[str]:
         """The other conversations of this one's fork family (docs/branches.md): what they learned is not this
         branch's. Unreadable, ``branches`` is named in ``degraded`` and none is excluded."""
@@ -293,6 +274,16 @@ class Gatherer:
             self._reads.family(req.tenant_id, req.user_id, req.conversation_id), "branches", degraded, frozenset()
         )
         return family - {req.conversation_id}
+
+    def _half_life(self, req: ContextAssembleRequest) -> float:
+        given = req.recency_half_life_days
+        return self._settings.recency.half_life_days if given is None else given
+
+    def _aged(self, req: ContextAssembleRequest, found: Found, key: str, limit: int) -> dict[str, float]:
+        """The ``limit`` first ``key`` values found, scored by cosine times recency (``scoring.with_recency``:
+        re-ordered by it, unless recency is off)."""
+        scores, created_at = ranked_keys(found.points, key, limit, found.cosine), created_at_by_key(found.points, key)
+        return with_recency(scores, created_at, time.time(), self._half_life(req), self._settings.recency.floor)
 
     async def _memories(
         self,
@@ -302,12 +293,13 @@ class Gatherer:
         degraded: list[str],
         others: frozenset[str] = frozenset(),
     ) -> list[MemoryItem]:
-        """The found summaries, read back (their audience checked again on read), best dense cosine first.
+        """The found summaries, read back (their audience checked again on read), best first: dense cosine times
+        recency (``_aged``).
 
         Memories come from every conversation of the user with this bot (past conversations are what
         characters remember); a past conversation's memory is dropped when another persona is active now."""
         # Twice the slots are searched: memories of a past conversation with another persona are dropped here.
-        scores = ranked_keys(found.points, vp.SUMMARY_ID, self._settings.memories_limit * 2, found.cosine)
+        scores = self._aged(req, found, vp.SUMMARY_ID, self._settings.memories_limit * 2)
         if not scores:
             return []
         texts = await self._read(
@@ -357,7 +349,8 @@ class Gatherer:
         return [replace(by_id[key], score=score) for key, score in ranked]
 
     async def _legacy(self, req: ContextAssembleRequest, found: Found, degraded: list[str]) -> list[MemoryItem]:
-        scores = ranked_keys(found.points, vp.LEGACY_ID, self._settings.legacy_limit, found.cosine)
+        pool = self._aged(req, found, vp.LEGACY_ID, self._settings.legacy_limit * 2)
+        scores = dict(list(pool.items())[: self._settings.legacy_limit])
         if not scores:
             return []
         texts = await self._read(

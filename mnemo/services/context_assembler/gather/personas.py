@@ -42,3 +42,21 @@ async def label_personas(
         )
         names.update({p.persona_id: p.name for p in found if p is not None})
     return [replace(h, persona_name=names[h.persona_id]) if h.persona_id in names else h for h in history]
+
+
+async def active_persona(
+    reads: ContextReads, read: PartReader, req: ContextAssembleRequest, degraded: list[str]
+) -> PersonaProfile | None:
+    """The request's persona, else the conversation's active one; unknown or unreadable: None, and ``persona``
+    in ``degraded`` (no persona asked for or active: None alone)."""
+    persona_id = req.persona_id
+    if persona_id is None:
+        persona_id = await read(
+            reads.active_persona_id(req.tenant_id, req.user_id, req.conversation_id), "persona", degraded, None
+        )
+    if persona_id is None:
+        return None
+    persona = await read(reads.persona(req.tenant_id, req.user_id, persona_id), "persona", degraded, None)
+    if persona is None and "persona" not in degraded:
+        degraded.append("persona")
+    return persona

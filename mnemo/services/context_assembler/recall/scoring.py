@@ -15,7 +15,7 @@ through the API and extracted from the chat is one result, the better scored.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -43,6 +43,17 @@ def recency_factor(age_s: float, half_life_days: float, floor: float = RECENCY_F
         return 1.0
     decay = float(0.5 ** (max(0.0, age_s) / (half_life_days * DAY_S)))
     return floor + (1.0 - floor) * decay
+
+
+def with_recency(
+    scores: Mapping[str, float], created_at: Mapping[str, float], now: float, half_life_days: float, floor: float
+) -> dict[str, float]:
+    """``scores`` (id -> relevance) times each id's :func:`recency_factor` (its ``created_at``, epoch seconds;
+    unknown: 1), best first; unchanged, in its own order, when recency is off (``half_life_days`` 0)."""
+    if half_life_days <= 0:
+        return dict(scores)
+    aged = {k: v * recency_factor(now - created_at.get(k, now), half_life_days, floor) for k, v in scores.items()}
+    return dict(sorted(aged.items(), key=lambda kv: -kv[1]))
 
 
 def lexical_share(query: str, text: str) -> float:
