@@ -108,11 +108,7 @@ class TenantCipher:
             blob = base64.b64decode(blob_b64, validate=True)
         except ValueError as exc:
             raise DecryptionError(f"field {field!r} of {record_id!r}: malformed token") from exc
-        aead = self._aead if key_id == self.key_id else self._ring.get(key_id)
-        if aead is None:
-            if key_id in self._erased:
-                raise KeyErased(f"field {field!r} of {record_id!r}: key {key_id!r} was erased")
-            raise DecryptionError(f"field {field!r} of {record_id!r}: unknown key {key_id!r}")
+        aead = self.aead_of(key_id, f"field {field!r} of {record_id!r}")
         if len(blob) < _NONCE + 16:
             raise DecryptionError(f"field {field!r} of {record_id!r}: ciphertext truncated")
         try:
@@ -122,6 +118,23 @@ class TenantCipher:
                 f"field {field!r} of {record_id!r}: damaged, or bound to another tenant/record/field"
             ) from exc
         return json.loads(plain)
+
+    def current_key(self) -> tuple[str, AESGCM]:
+        """The scope's current key id and AEAD, for the formats of our own beside the field tokens (sealed files)."""
+        return self.key_id, self._aead
+
+    def aead_of(self, key_id: str, what: str) -> AESGCM:
+        """The AEAD of a loaded key; :class:`KeyErased` when it was destroyed (``what`` names the value read)."""
+        aead = self._aead if key_id == self.key_id else self._ring.get(key_id)
+        if aead is None:
+            if key_id in self._erased:
+                raise KeyErased(f"{what}: key {key_id!r} was erased")
+            raise DecryptionError(f"{what}: unknown key {key_id!r}")
+        return aead
+
+    def associated_data(self, record_id: str, field: str) -> bytes:
+        """What binds a ciphertext to this tenant, its record and its field."""
+        return _aad(self.tenant_id, record_id, field)
 
     def encrypt_fields(self, record_id: str, data: dict[str, Any], fields: frozenset[str]) -> dict[str, Any]:
         return {k: (self.encrypt(record_id, k, v) if k in fields and v is not None else v) for k, v in data.items()}
@@ -174,8 +187,15 @@ class FieldCipher:
         return await self.for_tenant(tenant_of(scope), user_of(scope), reading=reading)
 
     async def for_tenant(
-        self, tenant_id: str, user_id: str | None = None, *, reading: Iterable[Mapping[str, Any]] = ()
+        self,
+        tenant_id: str,
+        user_id: str | None = None,
+        *,
+        reading: Iterable[Mapping[str, Any]] = (),
+        key_ids: Iterable[str] = (),
     ) -> TenantCipher:
+        """The scope's cipher, with the keys of what will be decrypted loaded too: those of the tokens in
+        ``reading``'s documents and ``key_ids`` (a sealed file names its key)."""
         scope = scope_of(tenant_id, user_id)
         now = time.monotonic()
         cached = self._scopes.get(scope)
@@ -185,7 +205,7 @@ class FieldCipher:
                 if cached is None or now - cached[0] > self._ttl:
                     cached = (now, await self._load_or_create(tenant_id, scope))
                     self._scopes[scope] = cached
-        wanted = {k for doc in reading for v in doc.values() if (k := token_key_id(v)) is not None}
+        wanted = {k for doc in reading for v in doc.values() if (k := token_key_id(v)) is not None} | set(key_ids)
         stale = {k for k in wanted if now - self._loaded_at.get(k, -1e18) > self._ttl and k not in self._erased}
         if stale:
             await self._load(stale)

@@ -76,6 +76,7 @@ def document_imports(deps: Deps, books: LoreBooks, settings: LoreSettings | None
         books,
         deps.publisher,
         uploads,
+        deps.cipher,
         status,
         (settings or read_section(SECTION, LoreSettings)).documents,
         deps.settings.streams.upload_max_object_bytes,

@@ -7,7 +7,8 @@ limits, at most ``concurrent_imports`` at once), its chunks recorded in parts an
 state is published on ``mnemo.lore.document.status.v1``. Each document's events are projected into the
 documents read model right after their append, so ``document.get`` answers what was published.
 
-The stored bytes: an inline upload is put in ``MNEMO_UPLOADS`` under the tenant's prefix; a failed import's
+The stored bytes: an inline upload is put in ``MNEMO_UPLOADS`` under the tenant's prefix, sealed under its
+owner's data key (``stored.py``: a platform's own upload is sealed in place by the import); a failed import's
 object is deleted (it is useless), so is a replaced version's once the new one completed and every object
 of a deleted document.
 """
@@ -32,8 +33,10 @@ from nats.js.object_store import ObjectStore
 from mnemo.services.lore.documents import events as ev
 from mnemo.services.lore.documents.parsing import parse_file
 from mnemo.services.lore.documents.reading import DocumentError, kind_of
+from mnemo.services.lore.documents.stored import StoredUploads
 from mnemo.services.lore.manage import BadRequest, LoreNotFound
 from mnemo.services.lore.settings import DocumentSettings
+from mnemo.shared.crypto import DecryptionError, FieldCipher
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import append_at_head
 from mnemo.shared.eventlog.port import AppendResult, EventStore
@@ -85,6 +88,7 @@ class DocumentImports:
         books: Books,
         publisher: CommittedPublisher,
         uploads: Callable[[], Awaitable[ObjectStore]],
+        cipher: FieldCipher,
         status: Callable[[DocumentState], Awaitable[None]],
         settings: DocumentSettings,
         max_object_bytes: int,
@@ -94,6 +98,7 @@ class DocumentImports:
         self._books = books
         self._publisher = publisher
         self._uploads = uploads
+        self._stored = StoredUploads(uploads, cipher)
         self._status = status
         self.settings = settings
         self.max_object_bytes = max_object_bytes
@@ -105,7 +110,6 @@ class DocumentImports:
             kind_of(req.name)
         except DocumentError as exc:
             raise BadRequest(str(exc)) from exc
-        obs = await self._uploads()
         raw: bytes | None = None
         if req.data_base64 is not None:
             try:
@@ -118,10 +122,9 @@ class DocumentImports:
             if not req.object.startswith(f"{req.tenant_id}/"):
                 raise BadRequest("`object` must be named `<tenant_id>/...` in MNEMO_UPLOADS (the tenant's own upload)")
             try:
-                info = await obs.get_info(req.object)
+                digest, size = await self._stored.plain_digest(req.object)
             except NotFoundError as exc:
                 raise LoreNotFound(f"no object {req.object!r} in MNEMO_UPLOADS") from exc
-            digest, size = str(info.digest or req.object), int(info.size or 0)
         if req.document_id is not None:
             rec = await self._docs.get(req.tenant_id, req.document_id)
             if rec is None or rec.state.owner_user_id != req.owner_user_id or rec.state.status == "deleted":
@@ -143,7 +146,7 @@ class DocumentImports:
             book_id = ev.book_id_for(req.tenant_id, document_id)
         obj = req.object or ev.inline_object_name(req.tenant_id, document_id, version)
         if raw is not None:
-            await obs.put(obj, raw)
+            await self._stored.put_inline(obj, raw, req.tenant_id, req.owner_user_id)
         await self._books.create_book(
             LoreBookCreateRequest(
                 tenant_id=req.tenant_id,
@@ -222,11 +225,13 @@ class DocumentImports:
         if job.size > limit:
             return f"the file is {job.size / MB:,.0f} MB; the largest document mnemo imports is {limit / MB:,.0f} MB"
         s = self.settings
-        obs = await self._uploads()
         with tempfile.TemporaryDirectory(dir=s.work_dir, prefix="mnemo-doc-") as work:
             path = Path(work) / f"upload{Path(job.name).suffix.lower()}"
-            with path.open("wb") as f:
-                await obs.get(job.obj, writeinto=f)  # streamed to disk: the file is never whole in this process
+            try:  # streamed to disk: the file is never whole in this process
+                await self._stored.fetch(job.obj, job.tenant_id, job.owner, path)
+            except DecryptionError as exc:
+                log.warning("document %s v%d: stored file unreadable: %s", job.document_id, job.version, exc)
+                return "the stored file cannot be read (damaged, or its owner's key was erased); upload it again"
             if path.stat().st_size > limit:
                 return f"the file is over {limit / MB:,.0f} MB, the largest document mnemo imports"
             outcome = await parse_file(path, job.name, timeout_s=s.parse_timeout_s, memory_mb=s.parse_memory_mb)
