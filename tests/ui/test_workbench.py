@@ -207,7 +207,7 @@ def test_lore_entries_created_edited_and_deleted_change_what_a_text_fires(page: 
         page.get_by_label("Books to try").select_option(label="Chart room lore")
         page.get_by_role("button", name="Test activation").click()
         page.get_by_role("status").filter(has_text=f"entries fired by “{text}”").wait_for()
-        return page.get_by_role("list", name="Entries the text fired").inner_text()
+        return str(page.get_by_role("list", name="Entries the text fired").inner_text())
 
     fired = fired_by("Light the lantern by the chart table.")
     assert "The lantern" in fired
@@ -313,7 +313,8 @@ def search_remembered(tab: Any, query: str, expected: str) -> Any:
 
 def test_a_remembered_memory_edited_and_forgotten_through_the_memories_view(page: Any) -> None:
     """memory.remember/update/forget/history through the Memories view: an edit is a new version (the old one is
-    listed among its versions), the next search finds the new text only, and a forgotten memory is gone."""
+    listed among its versions), the next search and the next context carry the new text only, and a forgotten
+    memory is gone."""
     before = "The Kestrel's spare sextant lies in the galley's flour bin."
     after = "The Kestrel's spare sextant now lies in the bosun's locker."
     open_conversation(page)
@@ -340,6 +341,19 @@ def test_a_remembered_memory_edited_and_forgotten_through_the_memories_view(page
     page.get_by_role("heading", name="Remembered through the memory API").scroll_into_view_if_needed()
     screenshot(page, "memories-remembered")
 
+    # The next context carries the edited memory (episodic: after the summaries), not its earlier version; the
+    # context finds it through the vector index, which the embedding service fills after the edit.
+    for _ in range(20):
+        assemble(page, "Where is the spare sextant?")
+        shown = page.get_by_role("region", name="Context for Captain Maren Voss").text_content() or ""
+        if after in shown:
+            break
+        page.wait_for_timeout(2_000)
+    assert after in shown, "the next context carries the edited memory"
+    assert before not in shown, "and not its earlier version"
+
+    open_view(page, "Memories")
+    found = search_remembered(page, "sextant", after)
     row = found.get_by_role("row").filter(has_text=after)
     row.get_by_role("button", name=re.compile("^Forget")).click()
     forget = page.get_by_role("dialog", name="Forget memory")
