@@ -8,7 +8,7 @@ TOOLS := $(VENV)/tools/bin
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster chart chart-check test test-ui chromium test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-quick bench-ingest bench-embedding bench-log-consumers bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-observe bench-documents chaos up down clean
+.PHONY: run cluster chart chart-check test test-ui screenshots chromium test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-quick bench-ingest bench-embedding bench-log-consumers bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-observe bench-documents chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json workbench/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,9 +58,13 @@ chart-check: $(STAMP) $(TOOLS)/helm
 test: install chromium lint typecheck
 	$(PY) -m pytest $(ARGS)
 
-## The workbench in headless Chromium against `make run`'s demo: every view, axe-core, screenshots to docs/workbench/.
+## The workbench in headless Chromium against `make run`'s demo: every view, axe-core (`make screenshots` also writes docs/workbench/*.png).
 test-ui: install chromium
 	$(PY) -m pytest tests/ui $(ARGS)
+
+## The same browser tests, writing the docs' screenshots (docs/workbench/*.png) from the running workbench.
+screenshots: install chromium
+	MNEMO_UI_SHOTS=1 $(PY) -m pytest tests/ui $(ARGS)
 
 ## The end-to-end suite against stacks run `--secure` (TLS, a least-privilege NATS user per service and the platform).
 test-e2e-secure: $(STAMP)

@@ -164,6 +164,10 @@ def accessibility_problems(tab: Any) -> list[str]:
 
 
 def screenshot(tab: Any, name: str) -> None:
-    """The view as it is now, into docs/workbench/<name>.png (committed, shown in the docs)."""
+    """The view as it is now, into docs/workbench/<name>.png (committed, shown in the docs), when
+    ``MNEMO_UI_SHOTS`` is set (`make screenshots`): otherwise every run would rewrite the committed images with
+    a few pixels changed and leave the checkout dirty."""
+    if not os.environ.get("MNEMO_UI_SHOTS"):
+        return
     SHOTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
