@@ -40,7 +40,7 @@ import mnemo.shared.analyzer as analyzer
 import mnemo.shared.sparse as sparse
 from bench.retrieval import DEFAULT_DATA, Chat, load_chats
 from bench.retrieval_baselines import top_k
-from bench.retrieval_report import KS, mean, recall
+from bench.retrieval_report import CATEGORY_NAMES, KS, mean, recall
 from mnemo.services.context_assembler.items import ChatLine
 from mnemo.services.context_assembler.search.query import participant_names, without_names
 from mnemo.shared.embedders.bundled import BundledEmbedder
@@ -51,15 +51,22 @@ FUSION = "dbsf"
 #: Whether the query loses the participants' names (a lever like the others; see ``levers``).
 STRIP_NAMES = True
 #: Weight of a second lexical search for the first hits' shared terms, fused with the first two lists (0: none;
-#: a lever not in the service yet, see :func:`second_search`).
+#: see :func:`second_search`; the service has the ``requery`` form, off by default).
 SECOND_SEARCH = 0.0
 #: The first hits whose words seed the second search, and how many of their terms it asks for.
 SECOND_FROM, SECOND_TERMS = 5, 10
+#: ``fuse``: the shared terms searched lexically on their own and fused with the first two lists at
+#: ``SECOND_SEARCH``; ``requery``: ONE hybrid search again, its lexical query the question's terms at 1 and the
+#: shared terms at ``SECOND_SEARCH`` (RM3's interpolated query; what the service does, ``search/expansion.py``).
+SECOND_MODE = "fuse"
+#: Neighbours pulled into the pool: the turns right before and after each of the first ``NEIGHBOUR_PULL`` fused
+#: hits, when not in the pool already (0: none; not in the service, which lifts only neighbours in the pool).
+NEIGHBOUR_PULL = 0
 #: Per chat: turn vectors, question vectors as asked, question vectors as searched (names out).
 Vectors = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-_OWN = ("STRIP_NAMES", "SECOND_SEARCH")
+_OWN = ("STRIP_NAMES", "SECOND_SEARCH", "SECOND_MODE", "NEIGHBOUR_PULL")
 
 
 @contextlib.contextmanager
@@ -100,9 +107,12 @@ def sparse_scores(chats: Sequence[Chat]) -> Callable[[Chat, str], np.ndarray]:
     n = sum(len(v) for v in docs.values())
     idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
 
-    def score(chat: Chat, query: str) -> np.ndarray:
-        q = sparse.query_vector(query).indices
-        return np.array([sum(idf.get(t, 0.0) * d.get(t, 0.0) for t in q) for d in docs[chat.key]])
+    def score(chat: Chat, query: str, extra: Sequence[str] = ()) -> np.ndarray:
+        """``extra`` terms (already tokens) count at ``SECOND_SEARCH`` of a query term's weight."""
+        q = dict.fromkeys(sparse.query_vector(query).indices, 1.0)
+        for term in extra:
+            q.setdefault(sparse.term_id(term), SECOND_SEARCH)
+        return np.array([sum(w * idf.get(t, 0.0) * d.get(t, 0.0) for t, w in q.items()) for d in docs[chat.key]])
 
     return score
 
@@ -138,7 +148,7 @@ def second_search(
     chat: Chat,
     query: str,
     pool: int,
-    score: Callable[[Chat, str], np.ndarray],
+    score: Callable[..., np.ndarray],
 ) -> list[int]:
     """Multi-hop expansion, RM3-style: the terms that at least two of the first ``SECOND_FROM`` hits share and
     the query lacks (up to ``SECOND_TERMS``, most shared first) are searched lexically on their own, and that
@@ -150,6 +160,8 @@ def second_search(
     extra = [t for t, c in shared.most_common(SECOND_TERMS) if c >= 2]
     if not extra:
         return first
+    if SECOND_MODE == "requery":
+        return fused_pool(dense, score(chat, query, extra)[: len(lexical)], pool)
     again = score(chat, " ".join(extra))[: len(lexical)]
     lists = [(top_k(dense, pool), dense, 1.0), ([i for i in top_k(lexical, pool) if lexical[i] > 0], lexical, 1.0)]
     lists.append(([i for i in top_k(again, pool) if again[i] > 0], again, SECOND_SEARCH))
@@ -163,6 +175,7 @@ def second_search(
 def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dict[str, float]:
     lexical = sparse_scores(chats)
     found: dict[int, list[float]] = {k: [] for k in KS}
+    by_kind: dict[str, list[float]] = {}
     for chat in chats:
         docs, asked, stripped = vectors[chat.key]
         queries = stripped if STRIP_NAMES else asked
@@ -173,6 +186,9 @@ def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dic
             order = fused_pool(dense, lexical_scores, pool)
             if SECOND_SEARCH > 0:
                 order = second_search(lexical_scores, dense, order, chat, text, pool, lexical)
+            if NEIGHBOUR_PULL > 0:
+                near = (j for i in order[:NEIGHBOUR_PULL] for j in (i - 1, i + 1) if 0 <= j < n)
+                order = list(dict.fromkeys([*order, *near]))
             cands = [
                 ranking.Candidate(
                     chat.turns[i].dia_id,
@@ -187,10 +203,12 @@ def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dic
             ranked = [k for k, _ in ranking.rank_candidates(q.text, cands, max(KS), now=0.0)]
             for k in KS:
                 found[k].append(recall(q.evidence, ranked[:k]))
-    return {f"recall@{k}": mean(v) for k, v in found.items()}
+            by_kind.setdefault(CATEGORY_NAMES.get(q.category, "?"), []).append(recall(q.evidence, ranked[:10]))
+    kinds = {f"{kind} R@10": mean(v) for kind, v in sorted(by_kind.items())}
+    return {f"recall@{k}": mean(v) for k, v in found.items()} | kinds
 
 
-def main(data: Path, limit: int | None, history: int, pool: int) -> None:
+def main(data: Path, limit: int | None, history: int, pool: int, only: Sequence[str] = ()) -> None:
     chats = load_chats(data, limit)
     embedder = BundledEmbedder()
     vectors: Vectors = {}
@@ -213,7 +231,17 @@ def main(data: Path, limit: int | None, history: int, pool: int) -> None:
         ("  without near-duplicate removal", {"DUPLICATE_JACCARD": 1.01}),
         ("  with MMR (lambda 0.8)", {"MMR_LAMBDA": 0.8}),
         ("  with a second search (weight 0.5)", {"SECOND_SEARCH": 0.5}),
+        ("  with a second search (requery 0.3)", {"SECOND_SEARCH": 0.3, "SECOND_MODE": "requery"}),
+        ("  with a second search (requery 0.5)", {"SECOND_SEARCH": 0.5, "SECOND_MODE": "requery"}),
+        ("  with a second search (requery 1.0)", {"SECOND_SEARCH": 1.0, "SECOND_MODE": "requery"}),
+        ("  neighbours: the adjacent two only", {"NEIGHBOUR_WIDTH": 1}),
+        ("  neighbours: adjacent, full weight", {"NEIGHBOUR_WIDTH": 1, "NEIGHBOUR_WEIGHT": 1.0}),
+        ("  neighbours of the first 10 pulled in", {"NEIGHBOUR_PULL": 10}),
+        ("  neighbours of the first 20 pulled in", {"NEIGHBOUR_PULL": 20}),
+        ("  second search 0.5 + pull 10", {"SECOND_SEARCH": 0.5, "SECOND_MODE": "requery", "NEIGHBOUR_PULL": 10}),
     ]
+    if only:
+        rows = [r for r in rows if r[0].strip() == "full system" or any(o in r[0] for o in only)]
     for name, values in rows:
         with levers(**values):
             result = run(chats, vectors, history, pool)
@@ -227,6 +255,7 @@ if __name__ == "__main__":
     parser.add_argument("--history-limit", type=int, default=4)
     parser.add_argument("--pool", type=int, default=3 * max(KS))
     parser.add_argument("--fusion", choices=("dbsf", "rrf"), default=FUSION)
+    parser.add_argument("--rows", nargs="*", default=(), help="only the rows whose name holds one of these")
     args = parser.parse_args()
     FUSION = args.fusion
-    main(args.data, args.limit_chats, args.history_limit, args.pool)
+    main(args.data, args.limit_chats, args.history_limit, args.pool, args.rows)

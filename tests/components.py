@@ -188,17 +188,17 @@ async def edge_index(path: Path, embedder: Any) -> AsyncIterator[EdgeVectorIndex
 
 @asynccontextmanager
 async def retrieval_chain(
-    d: Deps, writes_to: VectorIndex, embedder: Any, *, history_limit: int
+    d: Deps, writes_to: VectorIndex, embedder: Any, *, history_limit: int, **settings: Any
 ) -> AsyncIterator[tuple[IngestHandler, EmbeddingHandler, NatsBroker]]:
     """Ingest, the embedding service (writing to ``writes_to``) and the context-assembler (reading
     ``d.vectors``, with a short history window so that older messages come back only by meaning) over one set
     of in-memory read models, the assembler behind ``TestNatsBroker``. Generous deadlines: the machine may be
-    loaded, and what is tested is what is found, not how fast."""
+    loaded, and what is tested is what is found, not how fast. ``settings``: other assembler settings."""
     reads = Reads()
     ingest = IngestHandler(Recorder(d.store, reads.models, d.publisher))
     embedding = reads.embedding_handler(writes_to, embedder, facts=False)
     settings = AssemblerSettings(
-        history_limit=history_limit, min_history=2, retrieval_timeout_s=30, read_timeout_s=30, deadline_s=60
+        history_limit=history_limit, min_history=2, retrieval_timeout_s=30, read_timeout_s=30, deadline_s=60, **settings
     )
     router = create_assembler(d, settings, reads.assembler_reads(), lore=reads.lore, timed=InMemoryLoreTimed())
     broker = broker_with(router)

@@ -90,6 +90,13 @@ class AssemblerSettings(BaseModel):
         20, ge=0, description="facts of the speaking bot offered to the budget, most relevant to the query first"
     )
     min_score: float = Field(0.3, description="cosine below which a search hit is ignored")
+    second_search_weight: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="retrieved messages are searched again with the words the first hits share added to the "
+        "lexical query at this weight (multi-hop expansion, search/expansion.py); 0: one search",
+    )
     retrieval_timeout_s: float = Field(1.5, gt=0, description="embed + vector searches, together")
     read_timeout_s: float = Field(2.0, gt=0, description="each read-model query")
     deadline_s: float = Field(

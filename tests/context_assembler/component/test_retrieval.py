@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from mnemo.services.ingest.handlers import decode_command
 from mnemo.shared import subjects
+from mnemo.shared.sparse import term_id, tokens
+from mnemo.shared.vectors.port import VectorIndex
 from tests.components import DRAGON, FILLER, Rpc, deps, edge_index, items, published, retrieval_chain
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -75,3 +78,44 @@ async def test_a_bot_that_was_absent_does_not_retrieve_it(chain):
 
     assert "error" not in reply
     assert "dragon" not in reply["context"].lower()
+
+
+class Recording:
+    """The Edge index, recording the lexical query of each hybrid search the assembler makes."""
+
+    def __init__(self, index: VectorIndex) -> None:
+        self.index = index
+        self.lexical: list[set[int]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.index, name)
+
+    async def hybrid_search(self, vector, sparse, flt, limit, score_threshold=None):
+        self.lexical.append(set(sparse.indices))
+        return await self.index.hybrid_search(vector, sparse, flt, limit, score_threshold)
+
+
+async def test_a_second_search_asks_again_with_the_words_the_first_hits_share(tmp_path, embedder):
+    lines = [
+        "Tomas buried a chest of silver coins under the floor of the old mill.",
+        "The dragon sleeps by the old mill near the river.",
+        "Nobody goes near the old mill at night, they say the dragon sleeps there.",
+        *FILLER,
+    ]
+    async with edge_index(tmp_path, embedder) as index:
+        recording = Recording(index)
+        d = deps(vectors=recording, embedder=embedder)
+        async with retrieval_chain(d, index, embedder, history_limit=4, second_search_weight=0.5) as (i, e, broker):
+            await record((i, e, Rpc(broker), d), [(line, ["ada"]) for line in lines])
+
+            reply = await Rpc(broker)(subjects.CONTEXT_ASSEMBLE, request("ada"))
+
+    assert "error" not in reply
+    assert reply["degraded"] == []
+    retrieved = {
+        m for s in reply["sources"] if s["kind"] == "message" and s["score"] is not None for m in s["message_ids"]
+    }
+    assert {"m1", "m2"} <= retrieved
+    mill = term_id(tokens("mill")[0])
+    assert mill not in recording.lexical[0]  # the question does not say it
+    assert any(mill in asked for asked in recording.lexical)  # the two dragon turns do

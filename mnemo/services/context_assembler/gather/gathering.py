@@ -23,13 +23,13 @@ import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import TypeVar
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, reachable_history
 from mnemo.services.context_assembler.gather.memo import MemoEmbedder, request_scope
 from mnemo.services.context_assembler.gather.personas import active_persona, label_personas
 from mnemo.services.context_assembler.gather.port import ContextReads
+from mnemo.services.context_assembler.gather.retrieved import retrieved_lines
 from mnemo.services.context_assembler.items import (
     ChatLine,
     KnowledgeItem,
@@ -46,16 +46,13 @@ from mnemo.services.context_assembler.recall.scoring import with_recency
 from mnemo.services.context_assembler.search.hits import (
     Found,
     Hits,
-    best_per_key,
-    candidates,
     created_at_by_key,
     persona_took_part,
     ranked_keys,
     relevant_first,
 )
 from mnemo.services.context_assembler.search.query import query_text
-from mnemo.services.context_assembler.search.ranking import rank_candidates
-from mnemo.services.context_assembler.search.rerank import NoRerank, Reranker, scores_by_id
+from mnemo.services.context_assembler.search.rerank import NoRerank, Reranker
 from mnemo.services.context_assembler.search.searches import VectorSearch
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared.embedders.port import Embedder
@@ -217,7 +214,7 @@ class Gatherer:
             memories, legacy, retrieved, facts, remembered = await asyncio.gather(
                 self._memories(req, persona_id, hits.memories, degraded, others),
                 self._legacy(req, hits.legacy, degraded),
-                self._retrieved(req, hits.messages, set(shown.result()), degraded),
+                self._retrieved(req, hits, set(shown.result()), degraded),
                 knowing,
                 remembering,
             )
@@ -318,35 +315,16 @@ class Gatherer:
         ]
 
     async def _retrieved(
-        self,
-        req: ContextAssembleRequest,
-        found: Found,
-        exclude: set[str],
-        degraded: list[str],
+        self, req: ContextAssembleRequest, hits: Hits, exclude: set[str], degraded: list[str]
     ) -> list[ChatLine]:
-        """The pool of searched messages (several times the slots, fused order) read back and re-ranked by
-        ``ranking.rank_candidates``: fused rank, neighbours, the named participant, the referred time,
-        near-duplicates, MMR and the optional re-ranking model (``rerank.py``); each line's ``score`` is its
-        relevance in [0, 1], monotone with the order it is packed in (never the fusion score)."""
-        kept = [p for p in found.points if p.payload.get(vp.MESSAGE_ID) not in exclude]
-        pool = list(best_per_key(kept, vp.MESSAGE_ID))
-        if not pool or self._settings.retrieved_limit == 0:
-            return []
-        lines = await self._read(
-            self._reads.messages_by_ids(req.tenant_id, req.user_id, req.conversation_id, pool, req.bot_id),
-            "retrieved",
-            degraded,
-            [],
-        )
-        by_id = {line.message_id: line for line in lines}
-        ranked = rank_candidates(
-            req.user_message,
-            candidates(pool, by_id, created_at_by_key(kept, vp.MESSAGE_ID)),
-            self._settings.retrieved_limit,
-            now=time.time(),
-            rerank=await scores_by_id(self._reranker, req.user_message, [by_id[k] for k in pool if k in by_id]),
-        )
-        return [replace(by_id[key], score=score) for key, score in ranked]
+        """The retrieved messages, re-ranked (``retrieved.py``), read as the speaking bot may know them."""
+
+        def read(ids: list[str]) -> Awaitable[list[ChatLine]]:
+            reading = self._reads.messages_by_ids(req.tenant_id, req.user_id, req.conversation_id, ids, req.bot_id)
+            return self._read(reading, "retrieved", degraded, [])
+
+        limit = self._settings.retrieved_limit
+        return await retrieved_lines(req.user_message, hits.messages, exclude, read, limit, self._reranker, hits.second)
 
     async def _legacy(self, req: ContextAssembleRequest, found: Found, degraded: list[str]) -> list[MemoryItem]:
         pool = self._aged(req, found, vp.LEGACY_ID, self._settings.legacy_limit * 2)

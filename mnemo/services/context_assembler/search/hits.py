@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from mnemo.services.context_assembler.gather.port import SummaryText
 from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem
+from mnemo.services.context_assembler.search.expansion import SecondSearch
 from mnemo.services.context_assembler.search.ranking import Candidate
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import ScoredPoint
@@ -37,6 +38,7 @@ class Hits:
     legacy: Found = Found([], None)
     facts: Found = Found([], None)  # the bot's facts, best first (no score is shown; the budget packs by it)
     searched: bool = False  # the searches ran: a fact they did not find is unrelated to the request
+    second: SecondSearch | None = None  # the messages' second search, when configured (``expansion.py``)
 
 
 def relevant_first(

@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Awaitable, Collection, Sequence
 
+from mnemo.services.context_assembler.search.expansion import SecondSearch
 from mnemo.services.context_assembler.search.filters import (
     dated_filter,
     facts_filter,
@@ -110,8 +111,16 @@ class VectorSearch:
                 early.cancel()
             elif early is not None and not early.cancelled():
                 early.exception()  # retrieved: a failure after the request gave up is not logged again
+        second = None
+        if s.second_search_weight > 0 and sparse:
+            flt, pool = messages_filter(req, shown), s.retrieved_limit * 3
+
+            async def again(expanded: SparseVector) -> list[ScoredPoint]:
+                return [*await self._pool(vector, expanded, flt, pool), *dated]
+
+            second = SecondSearch(text, sparse, again, s.second_search_weight, s.retrieval_timeout_s)
         # Both lists carry fusion scores of the same scale; best_per_key interleaves them by score.
-        return Hits(memories, Found([*messages, *dated], None), legacy, facts, searched=True)
+        return Hits(memories, Found([*messages, *dated], None), legacy, facts, searched=True, second=second)
 
     async def _pool(
         self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int
