@@ -1,0 +1,160 @@
+"""``mnemo import-chats FILE... --tenant T --user U``: bring a platform's existing chat histories into mnemo.
+
+Each file is one conversation (SillyTavern chat JSONL: ``chat_formats.py``), published as chat events through
+the public contract (``chat_import.py``) with a progress bar. A line that is not a message is reported with its
+number and reason, and the rest of the file is still imported; a summary per file ends the run. Exit status: 0
+when every line was imported or skipped on purpose, 1 when some line was refused or a file could not be read
+or published, 2 for bad arguments. Running it again records nothing twice (docs/import.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from mnemo.runtime.chat_formats import ChatFormatError, ParsedChat, parse_sillytavern
+from mnemo.runtime.chat_import import ImportPlan, ImportTarget, PublishReport, plan_import, publish_events
+from mnemo.runtime.contract_client import ContractError, connected
+from mnemo.shared.settings import Settings
+from mnemo_client import MnemoClient
+from mnemo_client.errors import MnemoError
+from mnemo_client.wire.contract import MessageCreated
+
+
+def _target(args: argparse.Namespace) -> ImportTarget:
+    bots: dict[str, str] = {}
+    default_bot: str | None = None
+    for value in args.bot or ():
+        name, sep, bot = value.rpartition("=")
+        if sep and name and bot:
+            bots[name] = bot
+        elif not sep and not default_bot:
+            default_bot = value
+        else:
+            raise ValueError(f"--bot {value!r}: give one bot id, or NAME=ID per character")
+    if args.conversation and len(args.files) > 1:
+        raise ValueError("--conversation names one conversation: give one file with it")
+    return ImportTarget(
+        tenant_id=args.tenant, user_id=args.user, conversation_id=args.conversation, bots=bots,
+        bot_id=default_bot, persona_id=args.persona, with_profiles=args.with_profiles,
+    )  # fmt: skip
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"--timezone {name!r} is no IANA time zone (e.g. UTC, Europe/Paris)") from None
+
+
+def _read(path: Path, zone: ZoneInfo, include_hidden: bool) -> ParsedChat:
+    with path.open(encoding="utf-8-sig", errors="strict") as lines:  # -sig: a byte-order mark some editors add
+        return parse_sillytavern(lines, zone, include_hidden=include_hidden)
+
+
+def _summary(console: Console, path: Path, chat: ParsedChat, plan: ImportPlan, report: PublishReport | None) -> None:
+    messages = sum(1 for e in plan.events if isinstance(e, MessageCreated))
+    verb = "would publish" if report is None else "published"
+    line = f"[bold]{path}[/bold]: conversation {plan.conversation_id}, {verb} {messages} message(s)"
+    if report is not None and report.duplicates:
+        line += f" ({report.duplicates} event(s) already stored)"
+    if report is not None and report.first is not None and report.last is not None:
+        line += f", {report.first.isoformat()} to {report.last.isoformat()}"
+    skipped = {**chat.skipped, "swipe alternatives": sum(m.alternatives for m in chat.messages)}
+    left = ", ".join(f"{n} {why}" for why, n in skipped.items() if n)
+    console.print(line + (f"; not imported: {left}" if left else "") + f"; {len(plan.problems)} line(s) refused")
+
+
+async def _publish(args: argparse.Namespace, plans: list[tuple[Path, ParsedChat, ImportPlan]]) -> int:
+    console, err = Console(soft_wrap=True), Console(stderr=True, soft_wrap=True)
+    settings = Settings(service_name="cli", nats_url=args.nats_url) if args.nats_url else Settings(service_name="cli")
+    failed = 0
+    async with connected(settings) as nc:
+        client = MnemoClient(nc)
+        try:
+            for path, chat, plan in plans:
+                with Progress(
+                    TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=err, transient=True,
+                ) as bar:  # fmt: skip
+                    task = bar.add_task(path.name, total=len(plan.events))
+                    try:
+                        report = await publish_events(client, plan.events, functools.partial(bar.advance, task))
+                    except MnemoError as exc:
+                        done = int(bar.tasks[0].completed)
+                        err.print(f"[red]error[/red] {path}: stopped after {done} event(s): {exc}; run it again")
+                        failed += 1
+                        continue
+                _summary(console, path, chat, plan, report)
+        finally:
+            await client.close(flush_timeout=5)
+    return failed
+
+
+def run(args: argparse.Namespace) -> int:
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        target, zone = _target(args), _zone(args.timezone)
+    except ValueError as exc:
+        err.print(f"[red]error[/red]: {exc}")
+        return 2
+    plans: list[tuple[Path, ParsedChat, ImportPlan]] = []
+    unreadable = refused = 0
+    for path in args.files:
+        try:
+            chat = _read(path, zone, args.include_hidden)
+            plan = plan_import(chat, target)
+        except (OSError, UnicodeDecodeError, ChatFormatError, ValueError) as exc:
+            err.print(f"[red]error[/red] {path}: {exc}")
+            unreadable += 1
+            continue
+        for problem in plan.problems:
+            err.print(f"{path}: line {problem.line}: {problem.reason}")
+        refused += len(plan.problems)
+        plans.append((path, chat, plan))
+    if args.dry_run:
+        for path, chat, plan in plans:
+            _summary(Console(soft_wrap=True), path, chat, plan, None)
+        failed = 0
+    else:
+        try:
+            failed = asyncio.run(_publish(args, plans)) if plans else 0
+        except ContractError as exc:
+            err.print(f"[red]error[/red] {exc.code}: {exc.message}")
+            return 1
+    return 1 if unreadable or refused or failed else 0
+
+
+def add_import_chats_command(sub: Any) -> None:
+    imp = sub.add_parser(
+        "import-chats",
+        help="publish existing chat histories (SillyTavern chat .jsonl) as chat events, with their original times",
+        description="Each file is one conversation of --user. Importing a file again records nothing twice. "
+        "See docs/import.md.",
+    )
+    imp.add_argument("files", type=Path, nargs="+", help="SillyTavern chat files (.jsonl)")
+    imp.add_argument("--tenant", required=True, help="the tenant to import into")
+    imp.add_argument("--user", required=True, help="the user the conversations belong to")
+    imp.add_argument("--conversation", help="the conversation id (one file; default: derived from its header)")
+    imp.add_argument(
+        "--bot", action="append",
+        help="the bot id of the chat's character, or NAME=ID per character of a group chat (repeatable); "
+        "default st-<name>",
+    )  # fmt: skip
+    imp.add_argument("--persona", help="the user's persona id: the author of the user's messages")
+    imp.add_argument(
+        "--with-profiles", action="store_true",
+        help="also publish each bot (and the persona) named as in the file, for a platform that has no profiles yet",
+    )  # fmt: skip
+    imp.add_argument("--timezone", default="UTC", help="the zone of times written without one (default UTC)")
+    imp.add_argument("--include-hidden", action="store_true", help="also import messages hidden from the model")
+    imp.add_argument("--dry-run", action="store_true", help="read and check the files, publish nothing")
+    imp.add_argument("--nats-url", help="the deployment's NATS (default MNEMO_NATS_URL or nats://127.0.0.1:4222)")
+    imp.set_defaults(func=run)

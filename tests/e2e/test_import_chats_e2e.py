@@ -1,0 +1,130 @@
+"""`mnemo import-chats` against a running stack: a SillyTavern chat file (built here in the format SillyTavern
+writes) becomes the conversation's messages, in file order, with the file's own times, authors and bots; a bad
+line is reported with its number while the rest is imported; importing the file again records nothing new, and
+importing it grown by a new message records that message alone. Read back through the public contract
+(`mnemo.rpc.conversation.timeline.v1`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+
+from mnemo.runtime.cli import main
+from tests.e2e.stackproc import StackProcess
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TENANT, USER, BOT, PERSONA = "import-tenant", "u-mira", "maren", "p-mira"
+T0 = datetime(2023, 6, 19, 14, 20, tzinfo=UTC)
+SCENE = [
+    (True, "I brought my grandmother's compass."),
+    (False, "Keep it close. Its needle points at storms, not north."),
+    (True, "Then which way is the storm tonight?"),
+    (False, "East, over the salt flats. We fly around it."),
+]
+
+
+@pytest.fixture(autouse=True)
+def as_operator(monkeypatch: pytest.MonkeyPatch, stack: StackProcess) -> None:
+    for name, value in stack.client_env().items():  # `make test-e2e-secure`: the command connects as admin
+        monkeypatch.setenv(name, value)
+
+
+def chat_file(path: Path, scene: list[tuple[bool, str]]) -> list[datetime]:
+    """A SillyTavern chat: its header, then one message a line, each send_date in another form ST writes; one
+    line cut off (line 4). The times of the messages, in order."""
+    times = [T0 + timedelta(minutes=7 * i, seconds=i) for i in range(len(scene))]
+    forms = [
+        lambda t: int(t.timestamp() * 1000),  # Unix milliseconds
+        lambda t: f"{t.year}-{t.month}-{t.day} @{t.hour:02d}h {t.minute:02d}m {t.second:02d}s 0ms",  # humanized
+        lambda t: t.isoformat(),
+    ]
+    header = {"user_name": "Mira", "character_name": "Maren", "create_date": "2023-6-19 @14h 19m 00s 000ms",
+              "chat_metadata": {}}  # fmt: skip
+    lines = [json.dumps(header)]
+    for i, ((is_user, text), at) in enumerate(zip(scene, times, strict=True)):
+        name = "Mira" if is_user else "Maren"
+        message = {"name": name, "is_user": is_user, "is_system": False, "send_date": forms[i % 3](at), "mes": text}
+        lines.append(json.dumps(message, ensure_ascii=False))
+        if i == 1:
+            lines.append('{"name": "Maren", "is_user": false, "mes": "a line cut off in the mid')
+    path.write_text("\n".join(lines))
+    return times
+
+
+def import_chats(capsys: pytest.CaptureFixture[str], stack: StackProcess, path: Path) -> tuple[int, str, str]:
+    argv = ["import-chats", str(path), "--tenant", TENANT, "--user", USER, "--bot", BOT, "--persona", PERSONA]
+    code = main([*argv, "--conversation", "imported-1", "--nats-url", stack.nats_url])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def _timeline(stack: StackProcess) -> list[dict[str, Any]]:
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
+    try:
+        body = {"tenant_id": TENANT, "user_id": USER, "conversation_id": "imported-1"}
+        msg = await nc.request("mnemo.rpc.conversation.timeline.v1", json.dumps(body).encode(), timeout=30)
+    finally:
+        await nc.drain()
+    reply: dict[str, Any] = json.loads(msg.data)
+    messages: list[dict[str, Any]] = reply.get("messages", [])
+    return messages
+
+
+def timeline_of(stack: StackProcess, count: int, timeout: float = 120) -> list[dict[str, Any]]:
+    """The timeline once it holds ``count`` messages (events are recorded asynchronously)."""
+    deadline = time.monotonic() + timeout
+    messages = asyncio.run(_timeline(stack))
+    while len(messages) < count and time.monotonic() < deadline:
+        time.sleep(0.5)
+        messages = asyncio.run(_timeline(stack))
+    return messages
+
+
+def test_a_chat_file_is_imported_in_order_with_its_times_once(capsys, stack: StackProcess, tmp_path: Path):
+    path = tmp_path / "Maren - 2023-6-19 @14h 19m 00s 000ms.jsonl"
+    times = chat_file(path, SCENE)
+
+    code, out, err = import_chats(capsys, stack, path)
+    assert code == 1, (out, err)  # one line refused: reported, the rest imported
+    assert "line 4: not JSON" in err
+    assert "published 4 message(s)" in out
+    assert "1 line(s) refused" in out
+
+    messages = timeline_of(stack, len(SCENE))
+    assert [m["content"] for m in messages] == [text for _, text in SCENE]
+    assert [datetime.fromisoformat(m["created_at"]) for m in messages] == times
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert [m["author_id"] for m in messages] == [PERSONA, BOT, PERSONA, BOT]
+    assert [m["message_id"] for m in messages] == ["imported-1:L2", "imported-1:L3", "imported-1:L5", "imported-1:L6"]
+
+    code, out, err = import_chats(capsys, stack, path)  # again: the same events, the same ids
+    assert code == 1
+    assert "line 4: not JSON" in err
+    assert "published 4 message(s)" in out
+
+    grown = [*SCENE, (True, "Around it, then. Wake me at the lighthouse.")]
+    grown_times = chat_file(path, grown)
+    code, out, err = import_chats(capsys, stack, path)
+    assert "published 5 message(s)" in out, err
+    # The new message comes after the re-published ones in the conversation's stream: once it is recorded,
+    # everything published before it was, and nothing was recorded twice.
+    messages = timeline_of(stack, len(grown))
+    assert [m["content"] for m in messages] == [text for _, text in grown]
+    assert [datetime.fromisoformat(m["created_at"]) for m in messages] == grown_times
+
+
+def test_a_file_that_is_no_chat_is_refused_and_nothing_published(capsys, stack: StackProcess, tmp_path: Path):
+    path = tmp_path / "notes.jsonl"
+    path.write_text("these are my notes\n")
+    code, out, err = import_chats(capsys, stack, path)
+    assert code == 1
+    assert "not a SillyTavern chat file" in err
+    assert "published" not in out
