@@ -306,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     con.add_argument("--check", action="store_true", help="write nothing; exit 1 when a generated file is stale")
     con.set_defaults(func=cmd_contract_doc)
+    from mnemo.runtime.agents.cli import add_agent_commands
     from mnemo.runtime.chat_import_cli import add_import_chats_command
     from mnemo.runtime.cli_contract import add_commands, gateway_command
     from mnemo.runtime.partitions_cli import add_partitions_command
@@ -315,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_status_command(sub)
     add_partitions_command(sub)
     add_import_chats_command(sub)
+    add_agent_commands(sub)
     gw = sub.add_parser(
         "gateway",
         help="the HTTP gateway: serve it alone (needs only NATS), or print a new API key (new-key TENANT)",

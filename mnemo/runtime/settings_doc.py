@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
+from mnemo.runtime.agents.binding import SECTION as AGENT
+from mnemo.runtime.agents.binding import AgentSettings
 from mnemo.services.context_assembler.settings import SECTION as ASSEMBLER
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.services.gateway.settings import SECTION as GATEWAY
@@ -20,8 +22,10 @@ from mnemo.services.summarizer.settings import SECTION as SUMMARIZER
 from mnemo.services.summarizer.settings import SummarizerSettings
 from mnemo.shared.settings import Settings
 
-#: Each service's section of the tree (``mnemo/services/<svc>/settings.py``); services without settings have none.
+#: Each service's section of the tree (``mnemo/services/<svc>/settings.py``; services without settings have none),
+#: and the agents' binding (``mnemo/runtime/agents/binding.py``).
 SERVICE_SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
+    (AGENT, AgentSettings),
     (ASSEMBLER, AssemblerSettings),
     (EXTRACTOR, KnowledgeSettings),
     (GATEWAY, GatewaySettings),
@@ -75,7 +79,8 @@ def _table(model: type[BaseModel], prefix: str) -> list[str]:
 def settings_markdown() -> str:
     lines = [HEADER, "## Infrastructure (`mnemo/shared/settings.py`)", "", *_table(Settings, "MNEMO_")]
     for section, model in SERVICE_SECTIONS:
-        lines += ["", f"## `{section}` (`mnemo/services/{section}/settings.py`)", ""]
+        where = model.__module__.replace(".", "/") + ".py"
+        lines += ["", f"## `{section}` (`{where}`)", ""]
         doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         lines += [doc, ""] if doc else []
         lines += _table(model, f"MNEMO_{section.upper()}__")
