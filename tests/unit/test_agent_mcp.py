@@ -58,6 +58,7 @@ async def test_the_tools_are_listed_with_their_schemas_over_mcp() -> None:
         ("memory_search", {"query": "x", "namespaces": ["player:u2"]}, "forbidden: this agent may not search"),
         ("memory_search", {"query": "x", "namespaces": ["character:bard"]}, "forbidden"),
         ("memory_search", {"query": "x", "limit_results": 3}, "bad_request: unknown argument(s) limit_results"),
+        ("memory_search", {"query": "x", "namespaces": "player:u1"}, "bad_request: namespaces: give a list"),
         ("memory_forget", {}, "bad_request: memory_id"),
         ("memory_delete_everything", {}, "bad_request: no tool 'memory_delete_everything'"),
     ],

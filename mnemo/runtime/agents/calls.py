@@ -99,7 +99,10 @@ class MemoryToolCalls:
                 f"this agent may not write {fields['owner_namespace']!r}; it may write {', '.join(b.writable)}",
             )
         if tool.operation == "memory.search":
-            outside = [n for n in fields.get("namespaces") or () if n not in b.readable]
+            named = fields.get("namespaces") or []
+            if not isinstance(named, list):
+                raise ToolFailure("bad_request", 'namespaces: give a list of namespaces, e.g. ["player:<user>"]')
+            outside = [n for n in named if n not in b.readable]
             if outside:
                 raise ToolFailure(
                     "forbidden", f"this agent may not search {', '.join(map(repr, outside))}; it may search "
