@@ -62,11 +62,14 @@ SECOND_MODE = "fuse"
 #: Neighbours pulled into the pool: the turns right before and after each of the first ``NEIGHBOUR_PULL`` fused
 #: hits, when not in the pool already (0: none; not in the service, which lifts only neighbours in the pool).
 NEIGHBOUR_PULL = 0
+#: Relative times in a question ("yesterday", "last week") resolved against the chat's last turn (the day the
+#: question is asked in the chat's own time) instead of never (0.0, the epoch: nothing relative matches).
+NOW_FROM_CHAT = False
 #: Per chat: turn vectors, question vectors as asked, question vectors as searched (names out).
 Vectors = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-_OWN = ("STRIP_NAMES", "SECOND_SEARCH", "SECOND_MODE", "NEIGHBOUR_PULL")
+_OWN = ("STRIP_NAMES", "SECOND_SEARCH", "SECOND_MODE", "NEIGHBOUR_PULL", "NOW_FROM_CHAT")
 
 
 @contextlib.contextmanager
@@ -200,7 +203,8 @@ def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dic
                 )
                 for r, i in enumerate(order, start=1)
             ]
-            ranked = [k for k, _ in ranking.rank_candidates(q.text, cands, max(KS), now=0.0)]
+            now = chat.turns[-1].created_at.timestamp() if NOW_FROM_CHAT else 0.0
+            ranked = [k for k, _ in ranking.rank_candidates(q.text, cands, max(KS), now=now)]
             for k in KS:
                 found[k].append(recall(q.evidence, ranked[:k]))
             by_kind.setdefault(CATEGORY_NAMES.get(q.category, "?"), []).append(recall(q.evidence, ranked[:10]))
@@ -238,6 +242,7 @@ def main(data: Path, limit: int | None, history: int, pool: int, only: Sequence[
         ("  neighbours: adjacent, full weight", {"NEIGHBOUR_WIDTH": 1, "NEIGHBOUR_WEIGHT": 1.0}),
         ("  neighbours of the first 10 pulled in", {"NEIGHBOUR_PULL": 10}),
         ("  neighbours of the first 20 pulled in", {"NEIGHBOUR_PULL": 20}),
+        ("  referred time relative to the last turn", {"NOW_FROM_CHAT": True}),
         ("  second search 0.5 + pull 10", {"SECOND_SEARCH": 0.5, "SECOND_MODE": "requery", "NEIGHBOUR_PULL": 10}),
     ]
     if only:
