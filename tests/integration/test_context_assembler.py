@@ -224,8 +224,9 @@ async def test_full_context_over_nats(nats_url, mongo_db, cipher, index, embedde
     assert all("error" not in r and "part 15" in r["context"] for r in concurrent)
     assert reply["degraded"] == []
     names = [s["name"] for s in reply["sections"]]
-    assert names == ["system", "persona", "memories", "retrieved", "history"]
-    system, persona, memories, retrieved, history = reply["sections"]
+    assert names == ["system", "persona", "memories", "directive", "retrieved", "history"]
+    system, persona, memories, directive, retrieved, history = reply["sections"]
+    assert "Captain Mirelle's response MUST be consistent" in directive["text"]
     assert system["text"].startswith("You are Captain Mirelle.")
     assert "Tobin" in persona["text"]
     assert "silver key at the lighthouse" in memories["text"]
@@ -277,7 +278,7 @@ async def test_failing_vector_index_and_unknown_bot_degrade_but_reply(
         await broker.stop()
     assert reply["degraded"] == ["bot_profile", "vector_index"]
     # No history either: every seeded message names its bots, and bot-nobody was never in the scene.
-    assert [s["name"] for s in reply["sections"]] == ["system", "persona"]
+    assert [s["name"] for s in reply["sections"]] == ["system", "persona", "directive"]
     assert "roleplay" in reply["sections"][0]["text"]
     assert reply["sources"][0] == {
         "kind": "system",
@@ -399,11 +400,11 @@ async def test_stalled_read_models_are_bounded_by_the_deadline(nats_url, mongo_d
     finally:
         await broker.stop()
     assert sorted(reply["degraded"]) == ["history", "knowledge", "memories"]
-    assert [s["name"] for s in reply["sections"]] == ["system", "persona", "retrieved"]
+    assert [s["name"] for s in reply["sections"]] == ["system", "persona", "directive", "retrieved"]
     # Past the deadline nothing more is read: the parts read after the search are given up at once. The facts
     # are read from the start, alongside the profiles, so they came in time.
     assert set(whole["degraded"]) == {"bot_profile", "persona", "history", "memories", "retrieved"}
-    assert [s["name"] for s in whole["sections"]] == ["system"]
+    assert [s["name"] for s in whole["sections"]] == ["system", "directive"]
 
 
 async def test_the_fault_switch_stops_and_restarts_the_index(
@@ -424,7 +425,7 @@ async def test_the_fault_switch_stops_and_restarts_the_index(
         await broker.stop()
     for reply in (hung, down):
         assert reply["degraded"] == ["vector_index"]
-        assert [s["name"] for s in reply["sections"]] == ["system", "persona", "history"]
+        assert [s["name"] for s in reply["sections"]] == ["system", "persona", "directive", "history"]
     assert back["degraded"] == []
     assert "retrieved" in [s["name"] for s in back["sections"]]
 

@@ -96,7 +96,9 @@ def filler_pages(count: int, seed_: int = 5) -> list[str]:
 
 
 def routers(deps_change: Any = None) -> list[Any]:
-    settings = AssemblerSettings(history_limit=6, memories_limit=0, retrieved_limit=0, legacy_limit=0)
+    settings = AssemblerSettings(
+        history_limit=6, memories_limit=0, retrieved_limit=0, legacy_limit=0, remembered_limit=0
+    )
 
     def lore(deps: Deps) -> Any:
         return lore_router(deps_change(deps) if deps_change else deps)

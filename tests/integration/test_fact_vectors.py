@@ -77,7 +77,7 @@ class World:
 
     def gatherer(self, knowledge_limit: int = 20) -> Gatherer:
         settings = AssemblerSettings(
-            memories_limit=0, retrieved_limit=0, legacy_limit=0, knowledge_limit=knowledge_limit
+            memories_limit=0, retrieved_limit=0, legacy_limit=0, remembered_limit=0, knowledge_limit=knowledge_limit
         )
         return Gatherer(self.reads, self.index, self.embedder, settings)
 

@@ -87,7 +87,9 @@ async def seed(stack: Stack, tenant: str, conversation: str = CONV) -> None:
 
 
 def routers() -> list[Any]:
-    settings = AssemblerSettings(history_limit=6, memories_limit=0, retrieved_limit=0, legacy_limit=0)
+    settings = AssemblerSettings(
+        history_limit=6, memories_limit=0, retrieved_limit=0, legacy_limit=0, remembered_limit=0
+    )
 
     def assembler(deps: Deps) -> Any:
         return assembler_router(deps, settings)
@@ -149,7 +151,9 @@ async def test_import_export_and_keyword_lore_in_context(nats_url, mongo_url, db
     assert foreign_export["error"]["code"] == "not_found"
 
     names = [s["name"] for s in with_bot["sections"]]
-    assert names == ["system", "history"], "entry 4 is placed before the character (position 0): in `system`"
+    assert names == ["system", "directive", "history"], (
+        "entry 4 is placed before the character (position 0): in `system`"
+    )
     system = with_bot["sections"][0]["text"]
     assert LAB_TEXT in system
     assert HUB_TEXT not in with_bot["context"], "entry 3 (position 10) is activated but inserted nowhere, as in ST"

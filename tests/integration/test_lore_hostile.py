@@ -54,7 +54,7 @@ async def seed(stack: Stack, tenant: str, lines: list[str]) -> None:
 
 def routers() -> list[Any]:
     settings = AssemblerSettings(
-        history_limit=6, memories_limit=0, retrieved_limit=0, legacy_limit=0, deadline_s=DEADLINE_S
+        history_limit=6, memories_limit=0, retrieved_limit=0, legacy_limit=0, remembered_limit=0, deadline_s=DEADLINE_S
     )
 
     def assembler(deps: Deps) -> Any:

@@ -46,7 +46,9 @@ async def say(stack: Stack, tenant: str, index: int, text: str) -> None:
 
 
 def routers() -> list[Any]:
-    settings = AssemblerSettings(history_limit=4, memories_limit=0, retrieved_limit=0, legacy_limit=0)
+    settings = AssemblerSettings(
+        history_limit=4, memories_limit=0, retrieved_limit=0, legacy_limit=0, remembered_limit=0
+    )
 
     def assembler(deps: Deps) -> Any:
         return assembler_router(deps, settings)

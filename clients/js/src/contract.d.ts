@@ -122,7 +122,7 @@ export interface ContextAssembleReply {
 }
 export interface Section {
   /**
-   * system | persona | lore | legacy_memories | memories | knowledge | retrieved | history
+   * system | persona | lore | legacy_memories | memories | knowledge | directive | retrieved | history
    */
   name: string;
   text: string;
@@ -186,6 +186,10 @@ export interface ContextAssembleRequest {
    * recency as a ranking lever of the memories shown (summaries, legacy memories, the memory API's memories): at this age a memory keeps the middle of its boost; 0 off; unset: the deployment's default, as the memory search
    */
   recency_half_life_days?: number | null;
+  /**
+   * the `directive` section, the rule that the speaking bot stays consistent with what it knows and meets what it does not know with ignorance, curiosity or confusion; unset: the deployment's default (on)
+   */
+  knowledge_directive?: boolean | null;
 }
 /**
  * `mnemo.chat.conversation.forked.v1`: a new conversation continues another from one of its messages.

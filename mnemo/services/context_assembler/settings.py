@@ -89,6 +89,9 @@ class AssemblerSettings(BaseModel):
     knowledge_limit: int = Field(
         20, ge=0, description="facts of the speaking bot offered to the budget, most relevant to the query first"
     )
+    knowledge_directive: bool = Field(
+        True, description="the `directive` section in every context unless a request says otherwise"
+    )
     min_score: float = Field(0.3, description="cosine below which a search hit is ignored")
     second_search_weight: float = Field(
         0.0,

@@ -139,3 +139,10 @@ async def test_recency_is_the_same_lever_in_context_as_in_search(world: World) -
     searched = await world.search("u1", question, recency_half_life_days=30)
     parts = {h["id"]: h["score_parts"]["recency"] for h in searched["results"]}
     assert parts[old] == pytest.approx(recent[old]["score"] / flat[old]["score"], abs=0.01)
+
+
+async def test_the_knowledge_directive_is_on_by_default_and_off_per_request(world: World) -> None:
+    on = await world.context("u1", "Who are you?", bot="odo")
+    assert "odo's response MUST be consistent with what odo knows" in section(on, "directive")
+    off = await world.context("u1", "Who are you?", bot="odo", knowledge_directive=False)
+    assert "directive" not in [s["name"] for s in off["sections"]]

@@ -178,6 +178,11 @@ class ContextAssembleRequest(_Tenanted):
         "memories): at this age a memory keeps the middle of its boost; 0 off; unset: the deployment's default, as "
         "the memory search",
     )
+    knowledge_directive: bool | None = Field(
+        None,
+        description="the `directive` section, the rule that the speaking bot stays consistent with what it knows and "
+        "meets what it does not know with ignorance, curiosity or confusion; unset: the deployment's default (on)",
+    )
 
 
 SourceKind = Literal[
@@ -188,7 +193,7 @@ SourceKind = Literal[
 class Section(_Wire):
     name: str = Field(
         ...,
-        description="system | persona | lore | legacy_memories | memories | knowledge | retrieved | history",
+        description="system | persona | lore | legacy_memories | memories | knowledge | directive | retrieved | history",
     )
     text: str
     tokens: int

@@ -4,11 +4,12 @@ history) in, the ``mnemo.rpc.context.assemble.v1`` reply out. No I/O, so every b
 The contract, and where each rule is documented next to the code that implements it:
 
 - Sections, in injection order, empty ones left out: ``system``, ``persona``, ``lore``,
-  ``legacy_memories``, ``memories``, ``knowledge``, ``retrieved``, ``history``. What each says:
+  ``legacy_memories``, ``memories``, ``knowledge``, ``directive`` (the knowledge rule, on by default),
+  ``retrieved``, ``history``. What each says:
   :mod:`mnemo.services.context_assembler.assemble.render`; what is kept of each: :class:`~.draft.Draft`.
 - ``messages``, the same context for a chat-completions API: :mod:`mnemo.services.context_assembler.assemble.messages`.
 - Budget: whole items fill ``max_tokens``, the reserved ones first (constant then keyword lore, the newest
-  ``min_history`` messages), then knowledge, memories, legacy memories and retrieved messages competing by
+  ``min_history`` messages, the ``directive``), then knowledge, memories, legacy memories and retrieved messages competing by
   value per token (``packing.py``), and the reply never exceeds it unless ``system`` and ``persona`` alone
   do: :func:`mnemo.services.context_assembler.assemble.budget.pack`.
 - Tokens: every section's ``tokens`` is the ``counter``'s count of its rendered text (the configured LLM's

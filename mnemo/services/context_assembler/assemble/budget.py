@@ -14,6 +14,7 @@ from mnemo.services.context_assembler.assemble.packing import pack as pack_offer
 from mnemo.services.context_assembler.assemble.render import (
     lore_section,
     personas_in,
+    render_directive,
     render_fact,
     render_line,
     render_memory,
@@ -46,6 +47,8 @@ UNJUDGED_FACT_VALUE = 1.0
 SHARPNESS = 8.0
 
 T = TypeVar("T")
+#: The sections that always go in full, counted from the start: the bot and the persona.
+ALWAYS = ("system", "persona")
 _SECTION = {"legacy": "legacy_memories"}  # draft slot -> its section, where the names differ
 
 
@@ -60,7 +63,7 @@ class Budget:
     def __init__(self, draft: Draft) -> None:
         self.draft = draft
         self.count = draft.inp.counter.count
-        self.section_tokens = {s: self.count(draft.render(s)) for s in ("system", "persona")}
+        self.section_tokens = {s: self.count(draft.render(s)) for s in ALWAYS}
 
     def total(self) -> int:
         return sum(self.section_tokens.values())
@@ -154,7 +157,8 @@ def pack(inp: AssemblyInput) -> tuple[Draft, list[str]]:
     1. ``system`` (without its lore) and ``persona`` always go in full, even past the budget.
     2. Reserved, in this order, each if it fits: constant lore entries (the book's author said they must always
        be there), then the other activated lore entries, each group ``order`` descending (SillyTavern's
-       priority), then the newest ``min_history`` history messages (the immediate thread; a contiguous run).
+       priority), then the newest ``min_history`` history messages (the immediate thread; a contiguous run),
+       then the ``directive`` when the request has it (only a budget too small for the thread leaves it out).
     3. Competing (:func:`mnemo.services.context_assembler.assemble.packing.pack`): the bot's knowledge, legacy memories,
        memories, the memory API's remembered memories and retrieved messages, best value per token first. The
        value is the retrieval's own score against this request, :func:`sharpened`: a memory's or fact's dense
@@ -183,6 +187,9 @@ def pack(inp: AssemblyInput) -> tuple[Draft, list[str]]:
     newest = list(reversed(inp.history))[: max(0, inp.min_history)]
     reserved: list[Offer[Any]] = [Offer("lore", i, 1.0, count(i.content)) for i in lore]
     reserved += [Offer("history", h, 1.0, count(render_line(h)), chain="history") for h in newest]
+    if inp.directive:  # the knowledge rule: after the immediate thread, before anything scored
+        rule = render_directive(inp.bot_id, inp.bot)
+        reserved.append(Offer("directive", rule, 1.0, count(rule)))
     packed = pack_offers(reserved, competing(inp), budget.take)
 
     missing = {id(o.item) for o in packed.missing}

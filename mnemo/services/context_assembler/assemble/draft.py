@@ -60,6 +60,7 @@ class AssemblyInput:
     knowledge: Sequence[KnowledgeItem] = ()  # most relevant first, then newest
     remembered: Sequence[RememberedItem] = ()  # the memory API's, best first (``recall/remembered.py``)
     max_tokens: int = 8000
+    directive: bool = False  # offer the ``directive`` section (the gatherer: from the request, else the settings)
     min_history: int = 4
     degraded: Sequence[str] = field(default_factory=tuple)
     counter: TokenCounter = field(default_factory=EstimatedTokens)
@@ -80,6 +81,7 @@ class Draft:
     legacy: list[MemoryItem] = field(default_factory=list)
     memories: list[MemoryItem] = field(default_factory=list)
     retrieved: list[ChatLine] = field(default_factory=list)
+    directive: list[str] = field(default_factory=list)  # the knowledge rule, once the budget took it
     remembered: list[RememberedItem] = field(default_factory=list)
     history: list[ChatLine] = field(default_factory=list)  # newest first while filling
 
@@ -114,6 +116,8 @@ class Draft:
             header = knowledge_header(inp.bot_id, inp.bot)
             facts = [render_fact(f) for f in in_order(inp.knowledge, self.knowledge)]
             return block(header, facts + self._remembered_lines("knowledge"))
+        if section == "directive":
+            return "\n".join(self.directive)
         if section == "retrieved":
             return block(RETRIEVED_HEADER, [render_retrieved(r) for r in self.retrieved_in_order()])
         if section == "history":

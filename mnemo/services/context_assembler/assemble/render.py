@@ -26,7 +26,10 @@ RETRIEVED_HEADER = "Earlier messages that may be relevant:"
 HISTORY_HEADER = "Recent conversation:"
 # ``retrieved`` (older messages of this conversation found by search) sits just before ``history`` so the two
 # read in conversation order: what was said long ago, then recently.
-SECTION_ORDER = ("system", "persona", "lore", "legacy_memories", "memories", "knowledge", "retrieved", "history")
+# ``directive`` follows what the bot knows: the rule reads right after the facts it is about.
+SECTION_ORDER = (
+    "system", "persona", "lore", "legacy_memories", "memories", "knowledge", "directive", "retrieved", "history",
+)  # fmt: skip
 
 SHARING = {
     "open": "{name} shares what they know freely when asked.",
@@ -117,6 +120,16 @@ def speaker(line: ChatLine) -> str:
 def knowledge_header(bot_id: str, bot: BotProfile | None) -> str:
     """The ``knowledge`` section ("What <bot> knows") holds only the speaking bot's own facts."""
     return f"What {bot.name if bot else bot_id} knows:"
+
+
+def render_directive(bot_id: str, bot: BotProfile | None) -> str:
+    """The ``directive`` section: the individual-knowledge rule for the speaking bot (issue 28): its reply stays
+    consistent with what it knows, and it meets what it does not know with ignorance, curiosity or confusion."""
+    name = bot.name if bot else bot_id
+    return (
+        f"Knowledge rule: {name}'s response MUST be consistent with what {name} knows. On a topic {name} has no "
+        f"specific knowledge of, {name} reacts with ignorance, curiosity or confusion."
+    )
 
 
 def render_fact(item: KnowledgeItem) -> str:

@@ -231,6 +231,7 @@ class Gatherer:
                 history=history,
                 lore=lore,
                 max_tokens=req.max_tokens,
+                directive=s.knowledge_directive if req.knowledge_directive is None else req.knowledge_directive,
                 min_history=s.min_history,
                 degraded=degraded,
                 counter=self._counter,
