@@ -30,8 +30,10 @@ class ContractError(Exception):
 @contextlib.asynccontextmanager
 async def connected(settings: Settings) -> AsyncIterator[NatsClient]:
     try:  # as ``MNEMO_NATS__USER`` with its password and TLS when set (a secured deployment: usually ``admin``)
+        # max_reconnect_attempts=1, not 0: nats-py's first connect retries a server forever unless the limit is
+        # positive, so with 0 a command against an unreachable NATS hung instead of saying so.
         nc = await natsconn.connect(
-            settings, "admin", name="mnemo-cli", connect_timeout=5, max_reconnect_attempts=0, allow_reconnect=False
+            settings, "admin", name="mnemo-cli", connect_timeout=5, max_reconnect_attempts=1, allow_reconnect=False
         )
     except Exception as exc:
         raise ContractError("unavailable", f"cannot connect to NATS at {settings.nats_url}: {exc}") from exc

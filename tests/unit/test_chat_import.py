@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -13,6 +14,8 @@ import pytest
 
 from mnemo.runtime.chat_formats import ChatFormatError, parse_sillytavern, parse_time
 from mnemo.runtime.chat_import import ImportTarget, bot_id_for, conversation_id_of, plan_import
+from mnemo.runtime.cli import main
+from mnemo.runtime.servers import free_port
 from mnemo_client.wire.contract import BotUpserted, MessageCreated, PersonaUpserted
 
 HEADER = {"user_name": "Mira", "character_name": "Maren", "create_date": "2024-5-12 @14h 33m 22s 123ms",
@@ -216,3 +219,12 @@ def test_a_conversation_id_too_long_for_the_message_ids_is_refused() -> None:
     chat = parse_sillytavern(st_file(st_message("Mira", "hi", 1715524500000, is_user=True)))
     with pytest.raises(ValueError, match="at most"):
         plan_import(chat, ImportTarget(tenant_id="t1", user_id="u1", conversation_id="c" * 201))
+
+
+def test_the_command_against_an_unreachable_nats_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("\n".join(st_file(st_message("Mira", "hello", 1715524500000, is_user=True))))
+    nowhere = f"nats://127.0.0.1:{free_port()}"  # nothing listens there
+    code = main(["import-chats", str(chat), "--tenant", "t1", "--user", "u1", "--nats-url", nowhere])
+    assert code == 1
+    assert f"cannot connect to NATS at {nowhere}" in capsys.readouterr().err
