@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from mnemo.shared.bootstrap import configure_logging
+from mnemo.shared.logs import configure_logging
 from mnemo.shared.settings import Settings
 
 

@@ -14,16 +14,22 @@ import asyncio
 import os
 from typing import Any
 
+from nats.errors import Error as NatsError
+from nats.errors import TimeoutError as NatsTimeout
 from rich.console import Console
 
 from mnemo.runtime.contract_client import ContractError, connected
 from mnemo.shared import partitions
 from mnemo.shared.settings import Settings
 
+#: How long one JetStream API request may take: a deployment under load (its servers busy recording) answers
+#: slower than nats-py's 5 s default, and a listing cut short helps no operator.
+API_WAIT_S = 30.0
+
 
 async def _run(settings: Settings, count: int | None, console: Console) -> int:
     async with connected(settings) as nc:
-        js = nc.jetstream()
+        js = nc.jetstream(timeout=API_WAIT_S)
         if count is not None:
             before = await partitions.set_count(js, count)
             if before == count:
@@ -51,6 +57,14 @@ def partitions_command(args: argparse.Namespace) -> int:
         return asyncio.run(_run(settings, args.set, console))
     except ContractError as exc:
         Console(stderr=True).print(f"[red]error[/red] {exc.code}: {exc.message}")
+        return 1
+    except (NatsTimeout, TimeoutError) as exc:
+        Console(stderr=True).print(
+            f"[red]error[/red] timeout: JetStream did not answer within {API_WAIT_S:.0f}s ({exc})"
+        )
+        return 1
+    except NatsError as exc:  # no stream yet (a deployment never started), not allowed (a user without the rights)
+        Console(stderr=True).print(f"[red]error[/red] unavailable: {exc}")
         return 1
 
 

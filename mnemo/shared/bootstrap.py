@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
-import os
 import signal
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from nats.aio.client import Client as NatsClient
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mnemo.shared import logs, natsconn
+from mnemo.shared import natsconn
 from mnemo.shared.broker import ensure_streams, make_broker, start_broker
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.deps import Deps
@@ -38,11 +37,12 @@ from mnemo.shared.events.recorded import REGISTRY
 from mnemo.shared.keys import LocalKek, load_or_create_kek, parse_kek, read_kek_file
 from mnemo.shared.llm.factory import build_chat_model
 from mnemo.shared.llm.port import ChatModel
+from mnemo.shared.logs import configure_logging as configure_logging  # the services' and the gateway's
 from mnemo.shared.metrics import BUILD_INFO
 from mnemo.shared.probes import Probes, probe_server
 from mnemo.shared.readiness import watch_brokers, watch_mongodb, watch_nats, watch_vectors
 from mnemo.shared.readmodels.catalog import DeclaredPorts, MongoReadModelPorts, ReadModel, ensure_indexes
-from mnemo.shared.settings import ObserveSettings, Settings, read_section
+from mnemo.shared.settings import Settings
 from mnemo.shared.usage import USAGE, ensure_usage_indexes
 from mnemo.shared.vectors.factory import VectorRole, open_vector_index
 from mnemo.shared.vectors.follower import PointsFollower
@@ -154,12 +154,6 @@ def deps_for(core: Core, broker: NatsBroker, service: ServiceDefinition) -> Deps
         chat_model=core.chat_model,
         vectors_caught_up=core.follower.caught_up if core.follower is not None else None,
     )
-
-
-def configure_logging(level: int = logging.INFO, service: str | None = None) -> None:
-    """Plain lines, or JSON lines with ``MNEMO_OBSERVE__LOG_FORMAT=json`` (``mnemo.shared.logs``)."""
-    name = service or os.environ.get("MNEMO_SERVICE_NAME", "mnemo")
-    logs.configure(name, read_section("observe", ObserveSettings), level)
 
 
 async def wait_for_stop_signal() -> None:

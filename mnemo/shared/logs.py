@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import socket
 from typing import Any
 
 from opentelemetry import trace
 from pythonjsonlogger.json import JsonFormatter
 
-from mnemo.shared.settings import ObserveSettings
+from mnemo.shared.settings import ObserveSettings, read_section
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: Per-message logs of FastStream and the drivers are noise at INFO.
@@ -89,3 +90,10 @@ def configure(service: str, settings: ObserveSettings | None = None, level: int 
 def extra_of(**fields: Any) -> dict[str, Any]:
     """``extra`` for a log call, leaving out what is None (a message without a trace id keeps the span's)."""
     return {k: v for k, v in fields.items() if v is not None}
+
+
+def configure_logging(level: int = logging.INFO, service: str | None = None) -> None:
+    """Plain lines, or JSON lines with ``MNEMO_OBSERVE__LOG_FORMAT=json``. Here, not in ``bootstrap``: the ``mnemo``
+    command line configures logging too, and an operator's command must not import the whole stack to start."""
+    name = service or os.environ.get("MNEMO_SERVICE_NAME", "mnemo")
+    configure(name, read_section("observe", ObserveSettings), level)

@@ -8,16 +8,22 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import nats
 import pytest
+from nats.js.errors import KeyNotFoundError
 
+from mnemo.runtime.cli import main as cli_main
 from mnemo.services.ingest.app import create_router
 from mnemo.shared import subjects
 from mnemo.shared.delivery import DLQ_REASON, DLQ_SUBJECT
+from mnemo.shared.delivery.pull import PullLoop
 from mnemo.shared.events.recorded import conversation_stream
+from mnemo.shared.lease import LEASE_BUCKET
 from mnemo.shared.partitions import current_count, generations, ingest_drained, partition_of, set_count
 from mnemo_client.wire.keyed import subject_token
 from tests.integration.ingest_stack import Stack, dead_letters, message_created, reset_streams, running
@@ -105,3 +111,59 @@ async def test_setting_the_same_count_changes_nothing(stack: Stack) -> None:
     assert await set_count(stack.js, 16) == 16
     await asyncio.sleep(0)
     assert await current_count(stack.js) == 16
+
+
+async def test_the_cli_shows_the_partitions_and_sets_their_count(
+    stack: Stack, nats_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``mnemo ingest-partitions``: once as an operator runs it (its own process: the bound is generous, since a
+    loaded machine once took over two minutes just to import it), then through the CLI's ``main`` in this
+    process."""
+    await wait_until(lambda: ingest_drained(stack.js), "ingest dealt its partitions", 180)
+    argv = [sys.executable, "-m", "mnemo.runtime.cli", "ingest-partitions", "--nats-url", nats_url]
+    shown = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=400, check=False)
+    assert shown.returncode == 0, shown.stderr
+    assert "16 partitions (current)" in shown.stdout
+    assert subjects.partition_durable(16, 15) in shown.stdout
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        code = cli_main(["ingest-partitions", "--nats-url", nats_url, *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = await asyncio.to_thread(cli, "--set", "4")
+    assert code == 0, err
+    assert "into 4 partitions from now on (was 16)" in out
+    assert await current_count(stack.js) == 4
+    code, _, err = await asyncio.to_thread(cli, "--set", "0")
+    assert code == 2
+    assert "at least 1" in err
+
+
+async def test_a_stop_in_the_middle_of_a_take_releases_the_lease(
+    nats_url: str, mongo_url: str, db_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica stopped while it was taking a partition (its durable being made) lets the partition go at once:
+    it used to leave the lease refreshed by a task nobody stopped, so no replica could take the partition (the
+    next stack of this file waited a lease TTL and more for it)."""
+    taking = asyncio.Event()
+
+    async def never_starts(self: PullLoop, *, resume: bool = False) -> int:
+        taking.set()
+        await asyncio.Event().wait()  # the stop's cancellation ends it
+        return 0
+
+    monkeypatch.setattr(PullLoop, "start", never_starts)
+    async with running(nats_url, mongo_url, db_name, create_router) as s:
+        await wait_until(taking.is_set, "ingest began taking the v1 router")
+        kv = await s.js.key_value(LEASE_BUCKET)
+        assert (await kv.get(subjects.INGEST_V1_LEASE)).value  # held while it is being taken
+    lingering = [t for t in asyncio.all_tasks() if "Lease._keep" in repr(t.get_coro())]
+    assert lingering == []
+    nc = await nats.connect(nats_url)
+    try:
+        kv = await nc.jetstream().key_value(LEASE_BUCKET)
+        with pytest.raises(KeyNotFoundError):  # released (a delete marker), not left to expire
+            await kv.get(subjects.INGEST_V1_LEASE)
+    finally:
+        await nc.drain()

@@ -6,7 +6,7 @@ recorded the parent's messages published before it, the fork would be refused ("
 outdated text. So the parent's partition must first have acknowledged every message it holds below the fork's
 stream sequence: it holds nothing unacknowledged, or its ack floor is past ``seq - 1``, or the first message of its
 filter past the floor lies beyond it (:func:`settled_before`, one or two JetStream API calls). When it has not,
-:class:`NotYetInOrder` makes the batch wait (``partitions.PartitionHandler``): nothing after the fork in its own
+:class:`NotYetInOrder` makes the batch wait (:class:`PartitionHandler`): nothing after the fork in its own
 partition overtakes it. Two forks waiting on each other's partitions would each wait out the bound and go on.
 
 (A v1 event and a keyed event of one conversation are another matter, with no remedy here: the v1 event's keyed
@@ -16,17 +16,27 @@ platform moves a conversation's publishing from v1 to keyed subjects as a whole:
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Sequence
 
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from mnemo.services.ingest.domain import InboundCommand
+from mnemo.services.ingest.handlers import IngestHandler
 from mnemo.shared import subjects
-from mnemo.shared.delivery import Item
+from mnemo.shared.delivery import Completion, Item
 from mnemo.shared.partitions import partition_of
 from mnemo_client.wire.contract import ConversationForked
 from mnemo_client.wire.keyed import subject_token
+
+log = logging.getLogger(__name__)
+
+#: How long a batch waits for another durable it depends on (a fork's parent partition, the v1 router) before it
+#: goes on anyway: far longer than a takeover, bounded so two forks waiting on each other cannot stall for ever.
+CROSS_ORDER_WAIT_S = 300.0
 
 
 class NotYetInOrder(RuntimeError):
@@ -74,3 +84,29 @@ class CrossPartitionOrder:
                 f"fork {fork.conversation_id!r} waits for partition {parent} to record its parent "
                 f"{fork.parent_conversation_id!r} up to stream sequence {seq}"
             )
+
+
+class PartitionHandler:
+    """A partition's staged handler: what depends on another durable waits for it (:class:`CrossPartitionOrder`,
+    at most ``CROSS_ORDER_WAIT_S``, then it goes on, logged), then the recorder's two stages. ``partition`` is
+    the number (ops metrics label batches with it)."""
+
+    def __init__(self, ingest: IngestHandler, order: CrossPartitionOrder, partition: int) -> None:
+        self._ingest = ingest
+        self._order = order
+        self.partition = partition
+
+    async def begin(self, items: list[Item[InboundCommand]]) -> Completion:
+        deadline = time.monotonic() + CROSS_ORDER_WAIT_S
+        delay = 0.05
+        while True:
+            try:
+                await self._order.check(items)
+                break
+            except NotYetInOrder as wait:
+                if time.monotonic() >= deadline:
+                    log.warning("partition %d: going on after %.0f s: %s", self.partition, CROSS_ORDER_WAIT_S, wait)
+                    break
+                await asyncio.sleep(delay)
+                delay = min(1.0, delay * 2)
+        return await self._ingest.begin(items)

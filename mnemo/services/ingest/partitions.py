@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,7 +31,7 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from nats.js.kv import KeyValue
 
-from mnemo.services.ingest.cross_order import CrossPartitionOrder, NotYetInOrder
+from mnemo.services.ingest.cross_order import CrossPartitionOrder, PartitionHandler
 from mnemo.services.ingest.domain import InboundCommand
 from mnemo.services.ingest.group_commit import GroupCommit
 from mnemo.services.ingest.handlers import IngestHandler, decode_command, decode_keyed
@@ -41,7 +40,7 @@ from mnemo.services.ingest.recorder import Recorder
 from mnemo.services.ingest.v1_router import V1Router
 from mnemo.shared import natsconn, subjects
 from mnemo.shared.consumers import ORDER_WAIT_S, ack_floor_of, next_of
-from mnemo.shared.delivery import BatchConsumer, Completion, DeadLetters, Decoder, Item, Staged
+from mnemo.shared.delivery import BatchConsumer, DeadLetters, Decoder, Staged
 from mnemo.shared.delivery.order import OrderGate
 from mnemo.shared.delivery.pull import PullLoop, durable_config
 from mnemo.shared.deps import Deps
@@ -56,9 +55,6 @@ log = logging.getLogger(__name__)
 
 SERVICE = "ingest"
 V1 = "v1"  # the router, dealt out like a partition
-#: How long a batch waits for another durable it depends on (a fork's parent partition, the v1 router) before it
-#: goes on anyway: far longer than a takeover, bounded so two forks waiting on each other cannot stall for ever.
-CROSS_ORDER_WAIT_S = 300.0
 Partition = tuple[int, int]  # (count, partition)
 Work = str | Partition
 
@@ -79,32 +75,6 @@ class _Consuming:
 
     async def start(self) -> None:
         self.gate.start_after(await self.loop.start(resume=True))
-
-
-class PartitionHandler:
-    """A partition's staged handler: what depends on another durable waits for it (``cross_order.py``, at most
-    ``CROSS_ORDER_WAIT_S``, then it goes on, logged), then the recorder's two stages. ``partition`` is the
-    number (ops metrics label batches with it)."""
-
-    def __init__(self, ingest: IngestHandler, order: CrossPartitionOrder, partition: int) -> None:
-        self._ingest = ingest
-        self._order = order
-        self.partition = partition
-
-    async def begin(self, items: list[Item[InboundCommand]]) -> Completion:
-        deadline = time.monotonic() + CROSS_ORDER_WAIT_S
-        delay = 0.05
-        while True:
-            try:
-                await self._order.check(items)
-                break
-            except NotYetInOrder as wait:
-                if time.monotonic() >= deadline:
-                    log.warning("partition %d: going on after %.0f s: %s", self.partition, CROSS_ORDER_WAIT_S, wait)
-                    break
-                await asyncio.sleep(delay)
-                delay = min(1.0, delay * 2)
-        return await self._ingest.begin(items)
 
 
 class PartitionManager:
@@ -235,17 +205,29 @@ class PartitionManager:
         lease = Lease(self._kv, name, self._ttl_s)
         if not await lease.try_acquire(quiet=True):
             return
-        if only_if_durable and partition is not None and not await self._durable_exists(*partition):
-            await lease.release()
-            return
-        consuming = self._router() if partition is None else self._partition(*partition)
+        consuming: _Consuming | None = None
         try:
+            if only_if_durable and partition is not None and not await self._durable_exists(*partition):
+                await lease.release()
+                return
+            consuming = self._router() if partition is None else self._partition(*partition)
             await consuming.start()
         except Exception:
             log.exception("starting %s failed", name)
             await lease.release()
             return
+        except asyncio.CancelledError:
+            # A stop cancelled the tick in the middle of this take: undo it. Left as it was, the lease's refresh
+            # task (held by nothing the stop lets go) kept the partition from every replica for a TTL or more.
+            await self._undo_take(lease, consuming)
+            raise
         self._held[work] = _Held(lease, consuming.loop, partition)
+
+    async def _undo_take(self, lease: Lease, consuming: _Consuming | None) -> None:
+        if consuming is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(consuming.loop.stop(), self._deps.settings.delivery.ack_wait_s)
+        await lease.release()
 
     async def _let_go(self, work: Work, *, release: bool = True) -> None:
         """Stop consuming ``work`` (its batches in flight complete) and release its lease. A stop that takes longer
