@@ -1,4 +1,4 @@
-"""`make bench-scale`: ingest at 1, 2 and 3 replicas (``--ingest-replicas``) and embedding at 1 and 2 on `mnemo
+"""`make bench-scale`: ingest at 1, 2 and 4 replicas (``--ingest-replicas``) and embedding at 1 and 2 on `mnemo
 cluster`, beside one process (ingest) and the raw model (embedding) in the same run.
 
 Three runs on fresh servers, the same N payloads (``bench.ingest.payloads``) published by the same publisher
@@ -6,7 +6,7 @@ process (``bench.publisher``), each timed from the first publish until the inges
 all N messages (it acks after the journaled append and the read-model update):
 
 - one: one ingest service in this process on a single nats-server, as ``bench.ingest`` runs it;
-- cluster-1 / cluster-2 / cluster-3: ``mnemo cluster`` started as its own process on free ports (three NATS
+- cluster-1 / cluster-2 / cluster-4: ``mnemo cluster`` started as its own process on free ports (three NATS
   nodes, streams at three replicas, SecantusDB) with that many ingest replicas and no other service. Ingest is
   partitioned (mnemo/shared/partitions.py): the messages are published on their keyed subjects, as the clients
   publish them, and timing starts once the partitions are dealt among the replicas (each replica holds some).
@@ -20,10 +20,9 @@ every stream cost more than one nats-server, whatever the replicas do. On 2 core
 SecantusDB, expect little gain from more replicas; the point is that every replica takes a share of the write
 path and that replicas add no duplicates, no reordering, no append conflicts and little CPU per message.
 
-``ingest_scale`` (one entry per cluster run): replicas, msgs/s, ingest CPU-us per message, each replica's share
-of the messages handled (its ``mnemo_messages_handled_total`` over the sum, from each replica's /metrics),
-the event log's append conflicts (``mnemo_eventlog_append_conflicts_total``, summed), the messages recorded out
-of publish order within their conversation, and the duplicates.
+``ingest_scale`` (one entry per cluster run) and ``ingest_scale_goals`` (issue 25's bar: every replica's share at
+least 0.1 and CPU per message within 1.15x of 1 replica's at the largest count, no conflict, reordering or
+duplicate): bench/scale_ingest.py. Duplicates, reordering and conflicts exit 1; the goals are figures, reported.
 
 Embedding: ``embedding-1`` / ``embedding-2`` start a cluster with one ingest replica and 1 or 2 embedding
 replicas (stream vector mode, as ``mnemo cluster`` runs it), publish the same N messages and time them from the
@@ -43,15 +42,12 @@ import logging
 import os
 import tempfile
 import time
-import urllib.request
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nats
 from nats.js import JetStreamContext
-from prometheus_client.parser import text_string_to_metric_families
 from pymongo import AsyncMongoClient
 
 from bench.cluster_proc import cluster
@@ -66,42 +62,13 @@ from bench.common import (
 )
 from bench.ingest import keyed_subjects, measure_ingest, payloads
 from bench.publisher import Published, PublisherProcess, publisher_process
-from mnemo.runtime.catalog import SERVICES
+from bench.scale_ingest import Run, goals, replica_flags, run_cluster
 from mnemo.shared import subjects
 from mnemo.shared.embedders.bundled import BundledEmbedder
-from mnemo.shared.partitions import ingest_progress
 from mnemo.shared.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 READY = "mnemo cluster is serving"
-
-
-@dataclass(frozen=True)
-class Run:
-    name: str
-    msgs_per_s: float
-    recorded: int
-    service_cpu_s: float  # the ingest processes, summed
-    server_cpu_s: float  # nats-server(s) and SecantusDB, summed
-    publisher_cpu_s: float
-    redelivered: int | None = None  # messages the ingest durable delivered more than once (cluster runs)
-
-    def report(self, n: int) -> dict[str, Any]:
-        return {
-            "msgs_per_s": round(self.msgs_per_s, 1),
-            "service_cpu_us_per_msg": round(self.service_cpu_s / n * 1e6),
-            "server_cpu_us_per_msg": round(self.server_cpu_s / n * 1e6),
-            "publisher_cpu_us_per_msg": round(self.publisher_cpu_s / n * 1e6),
-            "recorded": self.recorded,
-            "duplicates": self.recorded - n,
-            "redelivered": self.redelivered,
-        }
-
-
-def replica_flags(ingest: int, embedding: int = 0) -> str:
-    """``--replicas`` running ``ingest`` ingest and ``embedding`` embedding replicas and nothing else."""
-    counts = {"ingest": ingest, "embedding": embedding}
-    return ",".join(f"{s.name}={counts.get(s.name, 0)}" for s in SERVICES)
 
 
 def texts_of(bodies: list[bytes]) -> list[str]:
@@ -191,14 +158,6 @@ def overheads(runs: dict[str, dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-async def recorded_in_log(mongodb_url: str, db: str) -> int:
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_url)
-    try:
-        return await client[db]["events"].count_documents({"type": "message.recorded"})
-    finally:
-        await client.close()
-
-
 async def run_one(bodies: list[bytes]) -> Run:
     async with embedded_servers() as backends:
         cpu = CpuMeter(backends.pids)
@@ -213,98 +172,9 @@ async def run_one(bodies: list[bytes]) -> Run:
     return Run("one", rate, recorded, used["this process"], servers, used["publisher"])
 
 
-def _scraped(url: str, family: str) -> float:
-    """The sum of a counter's samples on one process's /metrics."""
-    with urllib.request.urlopen(f"{url.rstrip('/')}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    return sum(
-        sample.value
-        for fam in text_string_to_metric_families(text)
-        if fam.name == family
-        for sample in fam.samples
-        if sample.name.endswith("_total")
-    )
-
-
-async def out_of_order(mongodb_url: str, db: str, bodies: list[bytes]) -> int:
-    """Messages recorded at another place in their conversation's log than their publish order gave them."""
-    published: dict[str, list[str]] = {}
-    for body in bodies:
-        doc = json.loads(body)
-        published.setdefault(doc["conversation_id"], []).append(doc["message_id"])
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_url)
-    try:
-        recorded: dict[str, list[tuple[int, str]]] = {}
-        cursor = client[db]["events"].find({"type": "message.recorded"}, {"payload": 1})
-        async for event in cursor:
-            payload = event.get("payload") or {}
-            conv, index = payload.get("conversation_id"), payload.get("index")
-            if isinstance(conv, str) and isinstance(index, int):
-                recorded.setdefault(conv, []).append((index, str(payload.get("message_id"))))
-    finally:
-        await client.close()
-    wrong = 0
-    for conv, ids in published.items():
-        got = [m for _, m in sorted(recorded.get(conv, []))]
-        wrong += sum(1 for a, b in zip(got, ids, strict=False) if a != b)
-    return wrong
-
-
-async def run_cluster(bodies: list[bytes], ingest: int, tmp: Path) -> tuple[Run, dict[str, Any]]:
-    async with cluster(tmp, replica_flags(ingest), f"cluster-{ingest}") as (nats_url, mongodb_url, pids):
-        procs = pids["processes"]
-        replicas = [p for p in procs if p["kind"] == "service"]
-        services = {f"ingest-{p['replica']}": p["pid"] for p in replicas}
-        servers = {p["name"]: p["pid"] for p in procs if p["kind"] == "server"}
-        if len(services) != ingest:
-            raise RuntimeError(f"expected {ingest} ingest replicas, pids.json lists {procs}")
-        cpu = CpuMeter({**services, **servers})
-        nc = await nats.connect(nats_url)
-        try:
-            js = nc.jetstream(timeout=30)
-            await wait_for_partitions(js, Settings().streams.ingest_partitions, ingest)
-            async with publisher_process(nats_url, keyed_subjects(bodies), bodies) as publisher:
-                cpu.start()
-                start = time.perf_counter()
-                published = await publisher.publish()
-                await wait_for_ingest(js, timeout_s=600)
-                elapsed = time.perf_counter() - start
-                cpu.stop()
-            redelivered = 0
-            for progress in await ingest_progress(js):
-                info = await js.consumer_info(subjects.CHAT_STREAM, progress.durable)
-                redelivered += info.num_redelivered or 0
-        finally:
-            await nc.drain()
-        handled = [_scraped(p["http"], "mnemo_messages_handled") for p in replicas]
-        conflicts = sum(_scraped(p["http"], "mnemo_eventlog_append_conflicts") for p in replicas)
-        recorded = await recorded_in_log(mongodb_url, Settings().mongodb_db)
-        disorder = await out_of_order(mongodb_url, Settings().mongodb_db, bodies)
-    used = cpu.used
-    run = Run(
-        f"cluster-{ingest}",
-        len(bodies) / elapsed,
-        recorded,
-        sum(used[k] for k in services),
-        sum(used[k] for k in servers),
-        published.cpu_seconds,
-        redelivered,
-    )
-    scale = {
-        "replicas": ingest,
-        "msgs_per_s": round(run.msgs_per_s, 1),
-        "cpu_us_per_msg": round(run.service_cpu_s / len(bodies) * 1e6),
-        "per_replica_share": [round(h / max(1.0, sum(handled)), 3) for h in handled],
-        "append_conflicts": int(conflicts),
-        "out_of_order": disorder,
-        "duplicates": recorded - len(bodies),
-    }
-    return run, scale
-
-
 async def main(
-    n: int, conversations: int, keep: Path | None = None, ingest_replicas: tuple[int, ...] = (1, 2, 3),
-    embedding_runs: bool = True, one: bool = True,
+    n: int, conversations: int, keep: Path | None = None, ingest_replicas: tuple[int, ...] = (1, 2, 4),
+    embedding_runs: bool = True, one: bool = True, idle_s: float = 5.0,
 ) -> dict[str, Any]:  # fmt: skip
     bodies = payloads(n, conversations)
     runs: dict[str, dict[str, Any]] = {}
@@ -313,7 +183,7 @@ async def main(
         tmp = keep or scratch
 
         async def clustered(replicas: int) -> Run:
-            run, scale = await run_cluster(bodies, replicas, Path(tmp))
+            run, scale = await run_cluster(bodies, replicas, Path(tmp), idle_s)
             ingest_scale.append(scale)
             print(f"cluster-{replicas}: {scale}", flush=True)
             return run
@@ -362,10 +232,17 @@ async def main(
             - embedding["embedding-1"]["embedding_cpu_us_per_text"]
         )
     bad = {name: r["duplicates"] for name, r in runs.items() if r["duplicates"]}
-    bad.update({f"cluster-{s['replicas']} out of order": s["out_of_order"] for s in ingest_scale if s["out_of_order"]})
+    for s in ingest_scale:
+        for what in ("out_of_order", "append_conflicts"):
+            if s[what]:
+                bad[f"cluster-{s['replicas']} {what}"] = s[what]
+    scale_goals = goals(ingest_scale) if ingest_scale else {}
+    if scale_goals:
+        print(f"issue 25's bar at {scale_goals['at_replicas']} replicas: {scale_goals}", flush=True)
     bad.update({name: e["points"] - n for name, e in embedding.items() if e["points"] != n})
     result = {
         "ingest_scale": ingest_scale,
+        "ingest_scale_goals": scale_goals,
         "runs": runs,
         "raw_model_texts_per_s": round(raw, 1),
         "embedding": embedding,
@@ -380,7 +257,7 @@ async def main(
     }
     if bad:
         print_result(result)
-        raise SystemExit(f"recorded events differ from the messages published: {bad}")
+        raise SystemExit(f"recorded events differ from the messages published, or appends conflicted: {bad}")
     return result
 
 
@@ -389,8 +266,9 @@ if __name__ == "__main__":
     parser.add_argument("--messages", type=int, default=5_000)
     parser.add_argument("--conversations", type=int, default=50)
     parser.add_argument("--keep", type=Path, help="keep the clusters' data and logs under this directory")
-    parser.add_argument("--ingest-replicas", default="1,2,3", help="the cluster runs' ingest replica counts")
+    parser.add_argument("--ingest-replicas", default="1,2,4", help="the cluster runs' ingest replica counts")
     parser.add_argument("--no-embedding", action="store_true", help="skip the embedding runs")
+    parser.add_argument("--idle-s", type=float, default=5.0, help="seconds of the replicas' idle CPU measured first")
     parser.add_argument("--no-one", action="store_true", help="skip the one-process run (cluster-1 is the reference)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)  # a replica's warnings (a tick failed, a lease lost) are shown
@@ -404,6 +282,7 @@ if __name__ == "__main__":
                 replicas,
                 embedding_runs=not args.no_embedding,
                 one=not args.no_one,
+                idle_s=args.idle_s,
             )
         )
     )
