@@ -1635,24 +1635,7 @@ export interface MemoryRememberRequest {
   /**
    * @maxItems 16
    */
-  assets?:
-    | []
-    | [Asset]
-    | [Asset, Asset]
-    | [Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset];
+  assets?: Asset[];
   /**
    * e.g. `session_id`, `mission_id`, `confidence`
    */
@@ -1811,25 +1794,7 @@ export interface MemoryUpdateRequest {
   content?: string | null;
   type?: ("episodic" | "semantic" | "declarative" | "procedural") | null;
   tags?: string[] | null;
-  assets?:
-    | []
-    | [Asset]
-    | [Asset, Asset]
-    | [Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | [Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset, Asset]
-    | null;
+  assets?: Asset[] | null;
   metadata?: {
     [k: string]: string | number | boolean | null | undefined;
   } | null;
