@@ -15,22 +15,15 @@ indexing). Wired only when ``MNEMO_CONTEXT_ASSEMBLER__FAULT_FILE`` is set; never
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from pathlib import Path
 
-from mnemo.shared.vectors.port import (
-    ScoredPoint,
-    SparseVector,
-    VectorFilter,
-    VectorIndex,
-    VectorIndexUnavailable,
-    VectorPoint,
-)
+from mnemo.shared.vectors.guarded import GuardedIndex
+from mnemo.shared.vectors.port import VectorIndex, VectorIndexUnavailable
 
 
-class SwitchableIndex:
+class SwitchableIndex(GuardedIndex):
     def __init__(self, inner: VectorIndex, path: Path) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._path = path
 
     async def _check(self) -> None:
@@ -42,46 +35,11 @@ class SwitchableIndex:
             await asyncio.Event().wait()
         raise VectorIndexUnavailable(f"vector index stopped by the fault switch {self._path}")
 
-    async def ensure_collection(self, dimensions: int) -> None:
+    async def before_write(self) -> None:
         await self._check()
-        await self._inner.ensure_collection(dimensions)
 
-    async def upsert(self, points: Sequence[VectorPoint]) -> None:
+    async def before_read(self) -> None:
         await self._check()
-        await self._inner.upsert(points)
-
-    async def search(
-        self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
-    ) -> list[ScoredPoint]:
-        await self._check()
-        return await self._inner.search(vector, flt, limit, score_threshold)
-
-    async def hybrid_search(
-        self,
-        vector: Sequence[float],
-        sparse: SparseVector,
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
-        await self._check()
-        return await self._inner.hybrid_search(vector, sparse, flt, limit, score_threshold)
-
-    async def delete(self, flt: VectorFilter) -> None:
-        await self._check()
-        await self._inner.delete(flt)
-
-    async def delete_ids(self, ids: Sequence[str]) -> None:
-        await self._check()
-        await self._inner.delete_ids(ids)
-
-    async def count(self, flt: VectorFilter | None = None) -> int:
-        await self._check()
-        return await self._inner.count(flt)
-
-    async def retrieve(self, ids: Sequence[str]) -> list[ScoredPoint]:
-        await self._check()
-        return await self._inner.retrieve(ids)
 
     async def close(self) -> None:
         """The wrapped index belongs to the process, not to this view of it."""
