@@ -7,10 +7,12 @@ name and its own subject/stream prefix where it needs isolation, so tests do not
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -107,36 +109,45 @@ def docker_engine() -> bool:
     return True
 
 
-@pytest.fixture(scope="session")
-def real_mongodb_url() -> Iterator[str]:
-    """A real MongoDB for the contract suites: ``MONGODB_URL``, else one started by testcontainers at the
-    version compose pins, else skip saying what is missing."""
-    url = os.environ.get("MONGODB_URL")
+def real_server(env: str, what: str, container: Callable[[], AbstractContextManager[str]]) -> Iterator[str]:
+    """A real server for a contract suite: the URL in ``env``, else one ``container`` starts with testcontainers,
+    else skip saying what is missing."""
+    url = os.environ.get(env)
     if url:
         yield url
         return
     if not docker_engine():
-        pytest.skip("needs a real MongoDB: set MONGODB_URL, or a Docker engine for testcontainers (neither here)")
+        pytest.skip(f"needs {what}: set {env}, or a Docker engine for testcontainers (neither here)")
+    with container() as started:
+        yield started
+
+
+@contextlib.contextmanager
+def mongodb_container() -> Iterator[str]:
     from testcontainers.community.mongodb import MongoDbContainer
 
     with MongoDbContainer(compose_image("mongo")) as mongo:
         yield mongo.get_connection_url()
 
 
-@pytest.fixture(scope="session")
-def real_qdrant_url() -> Iterator[str]:
-    """A real Qdrant server for the vector-index contract suite: ``QDRANT_URL``, else one started by testcontainers
-    at the version compose pins, else skip saying what is missing."""
-    url = os.environ.get("QDRANT_URL")
-    if url:
-        yield url
-        return
-    if not docker_engine():
-        pytest.skip("needs a Qdrant server: set QDRANT_URL, or a Docker engine for testcontainers (neither here)")
+@contextlib.contextmanager
+def qdrant_container() -> Iterator[str]:
     from testcontainers.community.qdrant import QdrantContainer
 
     with QdrantContainer(compose_image("qdrant")) as qdrant:
         yield f"http://{qdrant.get_container_host_ip()}:{qdrant.get_exposed_port(6333)}"
+
+
+@pytest.fixture(scope="session")
+def real_mongodb_url() -> Iterator[str]:
+    """A real MongoDB for the contract suites, at the version compose pins."""
+    yield from real_server("MONGODB_URL", "a real MongoDB", mongodb_container)
+
+
+@pytest.fixture(scope="session")
+def real_qdrant_url() -> Iterator[str]:
+    """A real Qdrant server for the vector-index contract suite, at the version compose pins."""
+    yield from real_server("QDRANT_URL", "a Qdrant server", qdrant_container)
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,7 @@ from mnemo.shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, Co
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, UnknownEventType
 from mnemo.shared.events.recorded import REGISTRY, conversation_stream
 from mnemo.shared.tokens import estimate_tokens
-from tests.contract.databases import fresh_database
+from tests.contract.databases import BACKENDS, backend
 
 TENANT = "tenant-a"
 
@@ -131,15 +131,16 @@ async def _mongo_harness(db: Any, kind: str) -> Harness:
     return Harness(store, c, kind, _mongo=store, _db=db)
 
 
-@pytest.fixture(params=["inmemory", "secantusdb", "mongodb"])
+def _memory_harness() -> Harness:
+    c = codec()
+    mem = InMemoryEventStore(c)
+    return Harness(mem, c, "inmemory", _mem=mem)
+
+
+@pytest.fixture(params=BACKENDS)
 async def h(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
-    if request.param == "inmemory":
-        c = codec()
-        mem = InMemoryEventStore(c)
-        yield Harness(mem, c, "inmemory", _mem=mem)
-        return
-    async with fresh_database(request, request.param) as db:
-        yield await _mongo_harness(db, request.param)
+    async with backend(request, _memory_harness, lambda db: _mongo_harness(db, request.param)) as harness:
+        yield harness
 
 
 async def _all(h: Harness) -> list[EventEnvelope]:

@@ -10,17 +10,18 @@ import pytest
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore, KeyStore, WrappedKey
 from mnemo.shared.eventlog.keystore import MongoKeyStore
 from mnemo.shared.keys import user_scope
-from tests.contract.databases import fresh_database
+from tests.contract.databases import BACKENDS, Database, backend
 
 
-@pytest.fixture(params=["inmemory", "secantusdb", "mongodb"])
+async def _on_mongo(db: Database) -> KeyStore:
+    keys = MongoKeyStore(db)
+    await keys.ensure_indexes()
+    return keys
+
+
+@pytest.fixture(params=BACKENDS)
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[KeyStore]:
-    if request.param == "inmemory":
-        yield InMemoryKeyStore()
-        return
-    async with fresh_database(request, request.param) as db:
-        keys = MongoKeyStore(db)
-        await keys.ensure_indexes()
+    async with backend(request, InMemoryKeyStore, _on_mongo) as keys:
         yield keys
 
 

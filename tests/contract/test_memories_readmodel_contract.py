@@ -5,7 +5,6 @@ the newest-first listing per namespace with its filters."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,6 +18,7 @@ from mnemo.shared.readmodels.catalog import MEMORIES, ensure_indexes
 from mnemo.shared.readmodels.inmemory import InMemoryMemories
 from mnemo.shared.readmodels.memories import Clause, MemoriesReadModel
 from mnemo.shared.readmodels.ports import MemoriesPort
+from tests.contract.databases import BACKENDS, Database, backend
 from tests.envelopes import recorded
 
 T0 = datetime(2026, 5, 1, 12, tzinfo=UTC)
@@ -52,23 +52,15 @@ def forgotten(mid: str, version: int, tenant: str = "t1") -> EventEnvelope:
     return recorded(tenant, memory_stream(tenant, mid), version, "memory.forgotten", payload, T0)
 
 
-@pytest.fixture(params=["inmemory", "secantusdb", "mongodb"])
-async def port(request: pytest.FixtureRequest) -> AsyncIterator[MemoriesPort]:
-    if request.param == "inmemory":
-        yield InMemoryMemories()
-        return
-    from pymongo import AsyncMongoClient
+async def _on_mongo(db: Database) -> MemoriesPort:
+    await ensure_indexes(db, [MEMORIES])
+    return MemoriesReadModel(db, FieldCipher(os.urandom(32), InMemoryKeyStore()))
 
-    url = request.getfixturevalue("mongo_url" if request.param == "secantusdb" else "real_mongodb_url")
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(url, tz_aware=True)
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    model = MemoriesReadModel(client[name], FieldCipher(os.urandom(32), InMemoryKeyStore()))
-    await ensure_indexes(client[name], [MEMORIES])
-    try:
-        yield model
-    finally:
-        await client.drop_database(name)
-        await client.close()
+
+@pytest.fixture(params=BACKENDS)
+async def port(request: pytest.FixtureRequest) -> AsyncIterator[MemoriesPort]:
+    async with backend(request, InMemoryMemories, _on_mongo, tz_aware=True) as memories:
+        yield memories
 
 
 async def test_a_memory_is_remembered_updated_by_newer_versions_only_and_forgotten(port: MemoriesPort) -> None:

@@ -38,7 +38,7 @@ from mnemo.shared.readmodels.lore_timed import TimedPort
 from mnemo.shared.readmodels.messages import MessageKey
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
 from mnemo.shared.readmodels.witnessed import WitnessedPort
-from tests.contract.databases import fresh_database
+from tests.contract.databases import BACKENDS, backend, fresh_database
 from tests.envelopes import message_recorded, recorded
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -80,13 +80,10 @@ async def on_mongo(db: Any, kind: str) -> Ports:
     return ports_of(kind, MongoReadModelPorts(db, FieldCipher(os.urandom(32), InMemoryKeyStore())))
 
 
-@pytest.fixture(params=["inmemory", "secantusdb", "mongodb"])
+@pytest.fixture(params=BACKENDS)
 async def p(request: pytest.FixtureRequest) -> AsyncIterator[Ports]:
-    if request.param == "inmemory":
-        yield inmemory()
-        return
-    async with fresh_database(request, request.param) as db:
-        yield await on_mongo(db, request.param)
+    async with backend(request, inmemory, lambda db: on_mongo(db, request.param)) as ports:
+        yield ports
 
 
 @pytest.fixture

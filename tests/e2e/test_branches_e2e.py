@@ -19,15 +19,11 @@ import nats
 import pytest
 
 from tests.e2e.scenes import turn
+from tests.e2e.subjects import ASSEMBLE, CREATED, FORKED, MEMORY_LIST, SELECTED
 from tests.waiting import wait_for_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CREATED = "mnemo.chat.message.created.v1"
-SELECTED = "mnemo.chat.message.swipe_selected.v1"
-FORKED = "mnemo.chat.conversation.forked.v1"
-ASSEMBLE = "mnemo.rpc.context.assemble.v1"
-LIST = "mnemo.rpc.memory.list.v1"
 T0 = datetime(2026, 10, 1, 20, 0, tzinfo=UTC)
 TENANT, USER, BOT, LISTENER = "t-branch", "u-1", "rowan", "wren"  # the listener learns what rowan says
 LINES = [
@@ -62,7 +58,7 @@ async def ask(nc: nats.NATS, conv: str, question: str) -> dict[str, Any]:
 
 async def memory_texts(nc: nats.NATS) -> list[str]:
     body = {"tenant_id": TENANT, "user_id": USER, "source": "all", "limit": 200}
-    reply = json.loads((await nc.request(LIST, json.dumps(body).encode(), timeout=30)).data)
+    reply = json.loads((await nc.request(MEMORY_LIST, json.dumps(body).encode(), timeout=30)).data)
     assert "error" not in reply, reply
     return [str(item["text"]).lower() for item in reply["items"] if item.get("status") in (None, "active")]
 
@@ -157,7 +153,7 @@ async def test_a_fork_and_its_parent_never_share_what_came_after(stack: Any) -> 
 
         async def summarized() -> bool:
             body = {"tenant_id": TENANT, "user_id": USER, "source": "memory", "limit": 200}
-            reply = json.loads((await nc.request(LIST, json.dumps(body).encode(), timeout=30)).data)
+            reply = json.loads((await nc.request(MEMORY_LIST, json.dumps(body).encode(), timeout=30)).data)
             ranges = {(i["conversation_id"], i["end_at"]) for i in reply["items"] if i.get("status") == "active"}
             return sum(c == fork for c, _ in ranges) >= 2 and sum(c == parent for c, _ in ranges) >= 2
 

@@ -18,13 +18,11 @@ from typing import Any
 import nats
 import pytest
 
+from tests.e2e.subjects import ASSEMBLE, CREATED, MEMORY_LIST
 from tests.waiting import wait_for_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CREATED = "mnemo.chat.message.created.v1"
-ASSEMBLE = "mnemo.rpc.context.assemble.v1"
-LIST = "mnemo.rpc.memory.list.v1"
 T0 = datetime(2026, 10, 1, tzinfo=UTC)
 SMALL_TALK = [
     "The caravan rolled on through the red canyon while the wind picked up.",
@@ -91,7 +89,7 @@ async def ask(nc: nats.NATS, scene: Scene, bot: str, question: str, max_tokens: 
 
 async def list_memories(nc: nats.NATS, scene: Scene) -> list[dict[str, Any]]:
     body = {"tenant_id": scene.tenant, "user_id": scene.user, "source": "all", "limit": 200}
-    reply: dict[str, Any] = json.loads((await nc.request(LIST, json.dumps(body).encode(), timeout=20)).data)
+    reply: dict[str, Any] = json.loads((await nc.request(MEMORY_LIST, json.dumps(body).encode(), timeout=20)).data)
     assert "error" not in reply, reply
     items: list[dict[str, Any]] = reply["items"]
     return items

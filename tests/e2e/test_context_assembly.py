@@ -33,17 +33,11 @@ import pytest
 from tests.e2e.context_replies import whole_reply
 from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
+from tests.e2e.subjects import ASSEMBLE, BOT_UPSERTED, CONVERT, CREATED, LORE_IMPORT, MEMORY_LIST, PERSONA_UPSERTED
 from tests.waiting import wait_for_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CREATED = "mnemo.chat.message.created.v1"
-BOT_UPSERTED = "mnemo.chat.bot.upserted.v1"
-PERSONA_UPSERTED = "mnemo.chat.persona.upserted.v1"
-ASSEMBLE = "mnemo.rpc.context.assemble.v1"
-LIST = "mnemo.rpc.memory.list.v1"
-CONVERT = "mnemo.rpc.memory.convert_to_lore.v1"
-LORE_IMPORT = "mnemo.rpc.lore.import.v1"
 T0 = datetime(2026, 10, 1, 20, 0, tzinfo=UTC)
 BOT, USER = "mirelle", "u-1"
 LINES = [
@@ -220,13 +214,13 @@ async def test_the_budget_cuts_in_their_order_and_a_constant_entry_that_cannot_f
         await publish(nc, CREATED, [message(tenant, conv, i, t, "p-tobin", "Tobin") for i, t in enumerate(texts)])
 
         async def summaries_and_facts() -> bool:
-            items = (await call(nc, LIST, {"tenant_id": tenant, "user_id": USER, "source": "all", "limit": 50}))[
+            items = (await call(nc, MEMORY_LIST, {"tenant_id": tenant, "user_id": USER, "source": "all", "limit": 50}))[
                 "items"
             ]
             return sum(i["source"] == "memory" for i in items) >= 2 and any(i["source"] == "knowledge" for i in items)
 
         await wait_for_stack(summaries_and_facts, "two summaries and the secret as a fact")
-        memories = (await call(nc, LIST, {"tenant_id": tenant, "user_id": USER, "source": "memory"}))["items"]
+        memories = (await call(nc, MEMORY_LIST, {"tenant_id": tenant, "user_id": USER, "source": "memory"}))["items"]
         first = min(memories, key=lambda m: m["start_at"])
         converted = await call(nc, CONVERT, {"tenant_id": tenant, "user_id": USER, "memory_id": first["id"],
                                              "applies_to_bots": [BOT]})  # fmt: skip

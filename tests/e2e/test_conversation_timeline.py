@@ -15,15 +15,11 @@ from typing import Any
 import nats
 import pytest
 
+from tests.e2e.subjects import BOT_UPSERTED, CONVERSATION_LIST, CREATED, FORKED, TIMELINE
 from tests.waiting import wait_for_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CREATED = "mnemo.chat.message.created.v1"
-FORKED = "mnemo.chat.conversation.forked.v1"
-BOT_UPSERTED = "mnemo.chat.bot.upserted.v1"
-LIST = "mnemo.rpc.conversation.list.v1"
-TIMELINE = "mnemo.rpc.conversation.timeline.v1"
 T0 = datetime(2026, 10, 3, 20, 0, tzinfo=UTC)
 TENANT, USER, CONV = "t-timeline", "u-1", "tl-c"
 LINES = [
@@ -98,9 +94,9 @@ async def test_the_timeline_shows_presence_swipes_facts_summaries_and_forks(stac
         page = await call(nc, TIMELINE, **ask, from_index=2, limit=3)
         assert ([m["index"] for m in page["messages"]], page["next_index"]) == ([2, 3, 4], 5)
 
-        listed = await call(nc, LIST, tenant_id=TENANT)
+        listed = await call(nc, CONVERSATION_LIST, tenant_id=TENANT)
         assert {c["conversation_id"] for c in listed["conversations"]} == {CONV, f"{CONV}-fork"}
-        assert (await call(nc, LIST, tenant_id="t-nobody"))["conversations"] == []
+        assert (await call(nc, CONVERSATION_LIST, tenant_id="t-nobody"))["conversations"] == []
         for other in ({**ask, "user_id": "u-2"}, {**ask, "tenant_id": "t-nobody"}):
             assert (await call(nc, TIMELINE, **other))["error"]["code"] == "not_found"
         assert (await call(nc, TIMELINE, **ask, limit=0))["error"]["code"] == "bad_request"

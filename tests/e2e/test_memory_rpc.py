@@ -15,10 +15,10 @@ import pytest
 from tests.e2e.scenes import LIGHTHOUSE as LINES
 from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
+from tests.e2e.subjects import CREATED
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CREATED = "mnemo.chat.message.created.v1"
 LIST, CONVERT, DELETE = "mnemo.rpc.memory.list.v1", "mnemo.rpc.memory.convert_to_lore.v1", "mnemo.rpc.memory.delete.v1"
 TENANT, USER, CONV = "t-memory", "u-1", "c-1"
 

@@ -19,12 +19,10 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from tests.e2e.scenes import turn
 from tests.e2e.stackproc import StackProcess
+from tests.e2e.subjects import ASSEMBLE, CREATED, USAGE
 from tests.waiting import http_get
 
 pytestmark = pytest.mark.e2e
-CREATED = "mnemo.chat.message.created.v1"
-ASSEMBLE = "mnemo.rpc.context.assemble.v1"
-USAGE = "mnemo.rpc.ops.usage.v1"
 TENANTS = {"t-usage-a": 4, "t-usage-b": 2}  # messages each
 REQUESTS = {"t-usage-a": 2, "t-usage-b": 1}  # context requests each
 

@@ -29,6 +29,7 @@ from tests.e2e.context_replies import missed_parts, whole_reply
 from tests.e2e.scenes import turn
 from tests.e2e.shredding import Found, data_keys, inspect, inspect_body
 from tests.e2e.stackproc import StackProcess
+from tests.e2e.subjects import ERASE_TENANT
 from tests.waiting import request_reply, wait_for_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -59,7 +60,6 @@ LINES = {
 CREATED, PERSONA = "mnemo.chat.message.created.v1", "mnemo.chat.persona.upserted.v1"
 ASSEMBLE, LIST = "mnemo.rpc.context.assemble.v1", "mnemo.rpc.memory.list.v1"
 ERASE, EXPORT = "mnemo.rpc.privacy.erase_user.v1", "mnemo.rpc.privacy.export_user.v1"
-ERASE_TENANT = "mnemo.rpc.privacy.erase_tenant.v1"
 BOOK_CREATE, ENTRY_CREATE = "mnemo.rpc.lore.book.create.v1", "mnemo.rpc.lore.entry.create.v1"
 DOCUMENT_IMPORT, DOCUMENT_GET = "mnemo.rpc.lore.document.import.v1", "mnemo.rpc.lore.document.get.v1"
 NOT_READ_MODELS = {"events", "relay_intents", "relay_receipts", "relay_state", "tenant_keys", "erased_keys"}

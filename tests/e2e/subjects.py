@@ -1,0 +1,16 @@
+"""The public subjects the end-to-end tests drive, spelled out as a client would: a literal, not looked up in the
+contract registry, so a subject renamed by mistake fails these tests instead of moving with them."""
+
+CREATED = "mnemo.chat.message.created.v1"
+SELECTED = "mnemo.chat.message.swipe_selected.v1"
+FORKED = "mnemo.chat.conversation.forked.v1"
+BOT_UPSERTED = "mnemo.chat.bot.upserted.v1"
+PERSONA_UPSERTED = "mnemo.chat.persona.upserted.v1"
+ASSEMBLE = "mnemo.rpc.context.assemble.v1"
+MEMORY_LIST = "mnemo.rpc.memory.list.v1"
+CONVERT = "mnemo.rpc.memory.convert_to_lore.v1"
+CONVERSATION_LIST = "mnemo.rpc.conversation.list.v1"
+TIMELINE = "mnemo.rpc.conversation.timeline.v1"
+LORE_IMPORT = "mnemo.rpc.lore.import.v1"
+ERASE_TENANT = "mnemo.rpc.privacy.erase_tenant.v1"
+USAGE = "mnemo.rpc.ops.usage.v1"
