@@ -61,9 +61,9 @@ class StoredUploads:
             cipher = await self._ciphers.for_tenant(tenant_id, owner, key_ids=[key_id])
             await asyncio.to_thread(_unseal_file, stored, path, cipher, obj)
             return
-        digest = str((await obs.get_info(obj)).digest or obj)
+        digest, size = await self.plain_digest(obj)  # still plain: the object's own digest and size
         cipher = await self._ciphers.for_tenant(tenant_id, owner)
-        size = await asyncio.to_thread(_seal_file, stored, sealed_path, cipher, obj)
+        await asyncio.to_thread(_seal_file, stored, sealed_path, cipher, obj)
         with sealed_path.open("rb") as f:  # replaces the plain bytes under the same name
             await obs.put(obj, f, meta=ObjectMeta(name=obj, headers={PLAIN_DIGEST: digest, PLAIN_SIZE: str(size)}))
         await asyncio.to_thread(os.replace, stored, path)
@@ -83,11 +83,9 @@ def _sealed_key_id(path: Path) -> str | None:
         return sealed.key_id_of(f)
 
 
-def _seal_file(src: Path, dst: Path, cipher: TenantCipher, obj: str) -> int:
-    """Seals ``src`` into ``dst``; returns the plain size."""
+def _seal_file(src: Path, dst: Path, cipher: TenantCipher, obj: str) -> None:
     with src.open("rb") as i, dst.open("wb") as o:
         sealed.seal(i, o, cipher, record_id(obj))
-    return src.stat().st_size
 
 
 def _unseal_file(src: Path, dst: Path, cipher: TenantCipher, obj: str) -> None:
