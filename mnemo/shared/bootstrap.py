@@ -34,6 +34,7 @@ from mnemo.shared.eventlog.keystore import MongoKeyStore
 from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.eventlog.relay import NatsJetStreamPublisher, Relay
 from mnemo.shared.events.recorded import REGISTRY
+from mnemo.shared.jetstream import jetstream
 from mnemo.shared.keys import LocalKek, load_or_create_kek, parse_kek, read_kek_file
 from mnemo.shared.llm.factory import build_chat_model
 from mnemo.shared.llm.port import ChatModel
@@ -123,7 +124,7 @@ async def open_core(settings: Settings, *, vectors: bool | VectorRole = False, e
     await ensure_indexes(db)
     await ensure_usage_indexes(db)
     nc = await natsconn.connect(settings, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
-    js = nc.jetstream()
+    js = jetstream(nc)
     await ensure_streams(js, settings.streams)
     relay = Relay(store, NatsJetStreamPublisher(js), codec)
     index: VectorIndex | None = None

@@ -22,6 +22,7 @@ from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.eventlog.relay import NatsJetStreamPublisher, Relay, ensure_log_stream
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import REGISTRY
+from mnemo.shared.jetstream import jetstream
 from mnemo.shared.settings import Settings
 
 
@@ -47,7 +48,7 @@ async def connect(
     store = MongoEventStore(db, codec)
     await store.ensure_indexes()
     nc = await nats.connect(nats_url)
-    js = nc.jetstream()
+    js = jetstream(nc)
     await streams(js)
     return EventLog(store, codec, Relay(store, NatsJetStreamPublisher(js), codec), cipher, nc, js)
 

@@ -28,6 +28,7 @@ from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.eventlog.relay import MSG_ID_HEADER, NatsJetStreamPublisher, Outgoing, Relay, ensure_log_stream
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import REGISTRY, conversation_stream
+from mnemo.shared.jetstream import jetstream
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +57,7 @@ def message(i: int, conv: str) -> NewEvent:
 @pytest.fixture
 async def js(nats_url: str) -> AsyncIterator[JetStreamContext]:
     nc: NatsClient = await nats.connect(nats_url)
-    ctx = nc.jetstream()
+    ctx = jetstream(nc)
     await ensure_log_stream(ctx)
     try:
         yield ctx

@@ -42,6 +42,7 @@ from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
 from mnemo.shared import subjects
+from mnemo.shared.jetstream import jetstream
 from mnemo.shared.settings import StreamsSettings
 from mnemo.shared.streams import ensure_points_stream
 from mnemo.shared.vectors.port import (
@@ -177,7 +178,7 @@ class StreamPointWriter:
     def __init__(
         self, nc: NatsClient, *, streams: StreamsSettings | None = None, publish_timeout_s: float = 10.0
     ) -> None:
-        self._js: JetStreamContext = nc.jetstream()
+        self._js: JetStreamContext = jetstream(nc)
         self._streams = streams
         self._timeout = publish_timeout_s
         self._lock = asyncio.Lock()  # one batch of publishes at a time keeps the stream in call order

@@ -1,0 +1,77 @@
+"""Every async publish settles, whatever JetStream answers (mnemo/shared/jetstream.py), on a real nats-server.
+
+A plain subscriber stands in for the stream and answers each publish the ways a JetStream server can: a PubAck,
+a status without a body (408 while a leader moves), an error object. nats-py's own handler raises inside its
+reader task on the last two and leaves the future pending; ours fails the future with the server's reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+
+import nats
+import pytest
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.js.errors import APIError, NoStreamResponseError
+
+from mnemo.shared.jetstream import jetstream
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
+    client = await nats.connect(nats_url)
+    try:
+        yield client
+    finally:
+        await client.drain()
+
+
+async def impostor(nc: NatsClient, subject: str, body: bytes, headers: dict[str, str] | None) -> None:
+    """Answer every publish on ``subject`` with ``body`` and ``headers``, as a stream would with its PubAck."""
+
+    async def answer(msg: Msg) -> None:
+        await nc.publish(msg.reply, body, headers=headers)
+
+    await nc.subscribe(subject, cb=answer)
+    await nc.flush()
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "code"),
+    [
+        (b"", {"Status": "408", "Description": "Request Timeout"}, 408),
+        (json.dumps({"error": {"code": 503, "err_code": 10008, "description": "stream offline"}}).encode(), None, 503),
+    ],
+    ids=["status-without-body", "error-object"],
+)
+async def test_a_refused_publish_fails_its_future_with_the_reason(
+    nc: NatsClient, body: bytes, headers: dict[str, str] | None, code: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    subject = f"acks.{uuid.uuid4().hex}"
+    await impostor(nc, subject, body, headers)
+    with caplog.at_level(logging.ERROR):
+        ack = await jetstream(nc).publish_async(subject, b"event")
+        with pytest.raises(APIError) as refused:
+            await asyncio.wait_for(ack, 5)
+    assert refused.value.code == code
+    assert not [r for r in caplog.records if r.exc_info], "the refusal escaped into nats-py's reader task"
+
+
+async def test_a_pub_ack_is_read_as_before(nc: NatsClient) -> None:
+    subject = f"acks.{uuid.uuid4().hex}"
+    await impostor(nc, subject, json.dumps({"stream": "S", "seq": 7}).encode(), None)
+    ack = await asyncio.wait_for(await jetstream(nc).publish_async(subject, b"event"), 5)
+    assert (ack.stream, ack.seq) == ("S", 7)
+
+
+async def test_no_stream_is_still_no_stream_response(nc: NatsClient) -> None:
+    ack = await jetstream(nc).publish_async(f"nowhere.{uuid.uuid4().hex}", b"event")
+    with pytest.raises(NoStreamResponseError):
+        await asyncio.wait_for(ack, 5)
