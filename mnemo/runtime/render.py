@@ -16,8 +16,8 @@ def render_reply(reply: dict[str, Any]) -> str:
     scored = [s for s in reply.get("sources", []) if s.get("score") is not None]
     if scored:
         lines.append("retrieved sources:")
-        lines.extend(f"  {s['kind']:<8} {s['id']}  score {s['score']:.2f}" for s in scored)
-    lore = [s for s in reply.get("sources", []) if s.get("kind") == "lore"]
+        lines.extend(f"  {s.get('exact_kind') or s['kind']:<8} {s['id']}  score {s['score']:.2f}" for s in scored)
+    lore = [s for s in reply.get("sources", []) if s.get("kind") == "lore" and not s.get("exact_kind")]
     if lore:
         lines.append("lore fired:")
         lines.extend(f"  {s['id']}  {s.get('detail') or ''}" for s in lore)

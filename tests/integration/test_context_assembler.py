@@ -286,6 +286,7 @@ async def test_failing_vector_index_and_unknown_bot_degrade_but_reply(
         "message_ids": [],
         "score": None,
         "detail": None,
+        "exact_kind": None,
         "assets": [],
     }
 

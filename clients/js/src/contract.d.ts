@@ -129,17 +129,10 @@ export interface Section {
   tokens: number;
 }
 export interface Source {
-  kind:
-    | "message"
-    | "summary"
-    | "fact"
-    | "knowledge"
-    | "lore"
-    | "document"
-    | "legacy_memory"
-    | "persona"
-    | "system"
-    | "memory";
+  /**
+   * what the item is, among v1's kinds (never more: older clients reject another); an item of a newer kind is reported under the nearest one, with its own in `exact_kind`
+   */
+  kind: "message" | "summary" | "fact" | "knowledge" | "lore" | "document" | "legacy_memory" | "persona" | "system";
   id: string;
   /**
    * the messages this item was derived from: a message itself; the messages a summary or legacy memory quotes (all it covers when an LLM wrote it); the messages a fact was learned from
@@ -150,11 +143,15 @@ export interface Source {
    */
   score?: number | null;
   /**
-   * why the item is here, when useful: for lore the key that fired (`key: Lythora`); for a `memory` (written through the memory API) its type, namespace and who remembered it
+   * why the item is here, when useful: for lore the key that fired (`key: Lythora`); for a memory written through the memory API (`exact_kind` `memory`) its type, namespace and who remembered it
    */
   detail?: string | null;
   /**
-   * a `memory`'s assets (audio, images...) as remembered, never fetched
+   * the item's own kind where `kind` names the nearest v1 kind: `memory` for a memory written through the memory API, reported as `lore` (declarative, procedural), `summary` (episodic) or `knowledge` (semantic) by the section it is in; unset when `kind` is exact. New values may come: read it as a string
+   */
+  exact_kind?: string | null;
+  /**
+   * a remembered memory's assets (audio, images...) as remembered, never fetched
    */
   assets?: Asset[];
 }

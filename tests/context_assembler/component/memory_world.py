@@ -17,6 +17,7 @@ from mnemo.services.memory.app import create_router as create_memory
 from mnemo.shared import subjects
 from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
 from tests.components import Reads, Rpc, TestNatsBroker, broker_with, deps, edge_index, published
+from tests.released.context_v1 import parses_as_released
 
 T = "t1"
 
@@ -43,6 +44,7 @@ class World:
                 **fields}  # fmt: skip
         reply = await self.rpc(subjects.CONTEXT_ASSEMBLE, body)
         assert "sources" in reply, reply
+        parses_as_released(reply)  # a client released before the memory API reads every reply
         return reply
 
     async def found(self, user: str, query: str, **fields: Any) -> list[str]:

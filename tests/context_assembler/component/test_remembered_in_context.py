@@ -21,7 +21,7 @@ def section(reply: dict[str, Any], name: str) -> str:
 
 
 def remembered(reply: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {s["id"]: s for s in reply["sources"] if s["kind"] == "memory"}
+    return {s["id"]: s for s in reply["sources"] if s.get("exact_kind") == "memory"}
 
 
 async def test_each_type_goes_to_its_section_with_its_assets_and_why(world: World) -> None:

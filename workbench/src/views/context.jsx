@@ -16,6 +16,7 @@ const ORIGIN = {
   legacy_memory: "a memory kept as lore",
   persona: "the persona",
   system: "the character",
+  memory: "a memory written through the memory API",
 };
 
 function Sections({ reply, budget }) {
@@ -66,7 +67,10 @@ function Knows({ reply }) {
 }
 
 function Sources({ reply }) {
-  const lore = reply.sources.filter((s) => s.kind === "lore" || s.kind === "legacy_memory" || s.kind === "document");
+  // A remembered memory among the lore is reported as kind "lore" (v1's kinds are frozen), exact_kind "memory".
+  const lore = reply.sources.filter(
+    (s) => !s.exact_kind && (s.kind === "lore" || s.kind === "legacy_memory" || s.kind === "document"),
+  );
   return (
     <>
       <h3>Lore that fired</h3>
@@ -95,13 +99,13 @@ function Sources({ reply }) {
         <tbody>
           {reply.sources.map((s) => (
             <tr>
-              <td>{s.kind}</td>
+              <td>{s.exact_kind || s.kind}</td>
               <td>
                 <code>{s.id}</code>
               </td>
               <td>{s.score === null || s.score === undefined ? "—" : s.score.toFixed(3)}</td>
               <td>
-                {s.detail || ORIGIN[s.kind] || ""}
+                {s.detail || ORIGIN[s.exact_kind || s.kind] || ""}
                 {s.message_ids.length ? <span class="meta"> · from {s.message_ids.join(", ")}</span> : null}
               </td>
             </tr>

@@ -185,8 +185,10 @@ class ContextAssembleRequest(_Tenanted):
     )
 
 
+#: v1's source kinds, frozen: released clients validate ``kind`` against exactly this list, so an item of a newer
+#: kind is reported under the nearest of these, its own kind in ``Source.exact_kind`` (a new value there is fine).
 SourceKind = Literal[
-    "message", "summary", "fact", "knowledge", "lore", "document", "legacy_memory", "persona", "system", "memory"
+    "message", "summary", "fact", "knowledge", "lore", "document", "legacy_memory", "persona", "system"
 ]
 
 
@@ -207,7 +209,11 @@ class ChatMessage(_Wire):
 
 
 class Source(_Wire):
-    kind: SourceKind
+    kind: SourceKind = Field(
+        ...,
+        description="what the item is, among v1's kinds (never more: older clients reject another); an item of a "
+        "newer kind is reported under the nearest one, with its own in `exact_kind`",
+    )
     id: str
     message_ids: list[str] = Field(
         default_factory=list,
@@ -218,10 +224,16 @@ class Source(_Wire):
     detail: str | None = Field(
         None,
         description="why the item is here, when useful: for lore the key that fired (`key: Lythora`); for a "
-        "`memory` (written through the memory API) its type, namespace and who remembered it",
+        "memory written through the memory API (`exact_kind` `memory`) its type, namespace and who remembered it",
+    )
+    exact_kind: str | None = Field(
+        None,
+        description="the item's own kind where `kind` names the nearest v1 kind: `memory` for a memory written "
+        "through the memory API, reported as `lore` (declarative, procedural), `summary` (episodic) or `knowledge` "
+        "(semantic) by the section it is in; unset when `kind` is exact. New values may come: read it as a string",
     )
     assets: list[Asset] = Field(
-        default_factory=list, description="a `memory`'s assets (audio, images...) as remembered, never fetched"
+        default_factory=list, description="a remembered memory's assets (audio, images...) as remembered, never fetched"
     )
 
 

@@ -19,8 +19,8 @@ The contract, and where each rule is documented next to the code that implements
   then a constant lore entry or a fact of the speaking bot related to the request the budget left out
   (:func:`~.budget.pack`).
 - ``sources``: what each kept item came from: system, persona, lore (insertion order), legacy memories and
-  memories, knowledge, retrieved, history; a memory written through the memory API (``memory``, with its
-  assets) right after the items of the section its type puts it in.
+  memories, knowledge, retrieved, history; a memory written through the memory API (``exact_kind`` ``memory``,
+  with its assets) right after the items of the section its type puts it in, under their v1 ``kind``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from mnemo.services.context_assembler.items import (
     PersonaProfile,
     RememberedItem,
 )
-from mnemo_client.wire.contract import ContextAssembleReply, Section, Source
+from mnemo_client.wire.contract import Asset, ContextAssembleReply, Section, Source, SourceKind
 
 __all__ = [
     "AssemblyInput",
@@ -60,11 +60,22 @@ def assemble(inp: AssemblyInput) -> ContextAssembleReply:
     return _reply(draft, degraded)
 
 
+#: v1's kind for a remembered memory: that of the items it sits among. v1's kinds are frozen (released clients
+#: reject another), so its own kind, ``memory``, goes in ``exact_kind``.
+_V1_KIND_BY_SECTION: dict[str, SourceKind] = {"lore": "lore", "memories": "summary", "knowledge": "knowledge"}
+
+
 def _remembered_sources(draft: Draft, section: str) -> list[Source]:
     """A remembered memory's source: its id, score, why (type, namespace, who) and its assets."""
+    kind = _V1_KIND_BY_SECTION[section]
     return [
-        Source.model_validate(
-            {"kind": "memory", "id": m.memory_id, "score": m.score, "detail": m.why, "assets": list(m.assets)}
+        Source(
+            kind=kind,
+            exact_kind="memory",
+            id=m.memory_id,
+            score=m.score,
+            detail=m.why,
+            assets=[Asset.model_validate(a) for a in m.assets],
         )
         for m in draft.remembered_in_order(section)
     ]
