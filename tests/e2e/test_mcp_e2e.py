@@ -94,12 +94,11 @@ async def test_an_agent_remembers_finds_and_forgets_and_no_other_scope_sees_it(s
             async with Client(server(stack, *flags)) as other:
                 results = (await call(other, "memory_search", {"query": QUERY, "limit": 100}))["results"]
                 assert all(r["id"] != memory_id and SECRET not in r["content"] for r in results), who
-                if who != "another character of the same user":  # see docs/memory-api.md, "From an LLM agent"
-                    for tool in ("memory_history", "memory_forget"):
-                        text = await refused(other, tool, {"memory_id": memory_id})
-                        assert text.startswith("not_found"), (who, text)
-                    text = await refused(other, "memory_update", {"memory_id": memory_id, "content": "gone"})
+                for tool in ("memory_history", "memory_forget"):
+                    text = await refused(other, tool, {"memory_id": memory_id})
                     assert text.startswith("not_found"), (who, text)
+                text = await refused(other, "memory_update", {"memory_id": memory_id, "content": "gone"})
+                assert text.startswith("not_found"), (who, text)
 
         updated = await call(maren, "memory_update", {"memory_id": memory_id, "tags": ["npc:envoy", "chapel"]})
         assert (updated["version"], updated["changed"]) == (2, True)

@@ -1342,6 +1342,10 @@ export interface MemoryHistoryReply {
    * the memory's owner: their data key encrypts it, their erasure shreds it
    */
   user_id: string;
+  /**
+   * the character who knows it, as remembered (never changes); unset: whoever sees the namespace
+   */
+  bot_id?: string | null;
   forgotten: boolean;
   /**
    * oldest first; texts left out once forgotten

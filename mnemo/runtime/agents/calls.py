@@ -2,8 +2,9 @@
 
 The binding's tenant, user and character are put into every request (an argument naming them is refused, not
 overridden, so the model learns it cannot); the namespaces a call names are checked against the binding before
-anything is sent, and an update, forget or history first reads the memory's namespace (its history) so an
-engine-bound agent cannot reach a campaign it is not bound to. Whatever fails becomes a :class:`ToolFailure`
+anything is sent, and an update, forget or history first reads the memory's namespace and character (its
+history) so an engine-bound agent cannot reach a campaign it is not bound to, nor an agent another character's
+memory. Whatever fails becomes a :class:`ToolFailure`
 whose text a model can read and act on: the contract's error code, then what to do.
 """
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from mnemo.runtime.agents.binding import Binding
 from mnemo.runtime.agents.tools import BOUND_FIELDS, AgentTool, agent_tools
+from mnemo.shared.namespaces import Viewer, memory_audience
 from mnemo_client import MnemoClient
 from mnemo_client.errors import MnemoError
 
@@ -124,13 +126,17 @@ class MemoryToolCalls:
             mnemo = await self._mnemo()
             request = {"owner_namespace": b.own, **self._scoped(fields), "bot_id": b.bot_id}
             return await mnemo.remember(**request)
-        # update, forget, history: only a memory in a namespace this agent may write.
+        # update, forget, history: only a memory in a namespace this agent may write, that its search would show
+        # (another character's memory is not this agent's to read or change, even in the user's own namespace).
         memory_id = fields.get("memory_id")
         if not isinstance(memory_id, str) or not memory_id:
             raise ToolFailure("bad_request", "memory_id: give the id of a memory (memory_search finds them)")
         mnemo = await self._mnemo()
         history = await mnemo.memory_history(**self._scoped({"memory_id": memory_id}))
-        if history.owner_namespace not in b.writable:
+        viewer = Viewer(b.tenant_id, b.user_id, b.bot_id, b.campaign_ids)
+        if history.owner_namespace not in b.writable or not viewer.sees(
+            history.owner_namespace, memory_audience(history.bot_id)
+        ):
             raise ToolFailure("not_found", f"no memory {memory_id!r} this agent may change")
         if tool.operation == "memory.history":
             return history

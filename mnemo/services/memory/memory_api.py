@@ -117,6 +117,7 @@ class MemoryApi:
             memory_id=memory.memory_id,
             owner_namespace=memory.namespace,
             user_id=memory.owner,
+            bot_id=memory.first.bot_id,
             forgotten=memory.forgotten,
             versions=rules.redacted(memory.versions) if memory.forgotten else memory.versions,
         )

@@ -47,6 +47,7 @@ _HISTORY_REPLY = {
     "memory_id": "...",
     "owner_namespace": "player:u1",
     "user_id": "u1",
+    "bot_id": None,
     "forgotten": False,
     "versions": [
         {"version": 1, "change": "remembered", "by_user_id": "u1", "at": "2026-11-20T19:31:00Z", "content": "..."},

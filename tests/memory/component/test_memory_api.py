@@ -110,6 +110,7 @@ async def test_updates_make_versions_guarded_by_expected_version_and_history_lis
     assert (same["version"], same["changed"]) == (2, False)
     assert retyped["version"] == 3
     assert [v["change"] for v in history["versions"]] == ["remembered", "updated", "updated"]
+    assert history["bot_id"] is None, "for whoever sees the namespace"
     assert history["versions"][1]["content"] == "Ana moved the letter to the bell tower."
     assert history["versions"][1]["title"] == "Ana moved the letter to the bell tower", "a derived title follows"
     [row] = await memories.by_ids(T, [mid])
@@ -139,7 +140,9 @@ async def test_forget_removes_the_row_keeps_the_record_and_redacts_the_history(a
 async def test_another_players_memory_looks_unknown_and_a_shared_one_needs_the_engine_right(api):
     rpc, _, _ = api
     mine = (await rpc(subjects.MEMORY_REMEMBER, remember()))["memory_id"]
-    shared = (await rpc(subjects.MEMORY_ENGINE_REMEMBER, remember(owner_namespace="campaign:kestrel")))["memory_id"]
+    shared = (await rpc(subjects.MEMORY_ENGINE_REMEMBER, remember(owner_namespace="campaign:kestrel", bot_id="bard")))[
+        "memory_id"
+    ]
 
     for subject in (subjects.MEMORY_HISTORY, subjects.MEMORY_FORGET, subjects.MEMORY_ENGINE_FORGET):
         assert code(await rpc(subject, {"tenant_id": T, "user_id": U2, "memory_id": mine})) == "not_found"
@@ -154,7 +157,7 @@ async def test_another_players_memory_looks_unknown_and_a_shared_one_needs_the_e
     assert on_engine["changed"] is True
     history = await rpc(subjects.MEMORY_ENGINE_HISTORY, {"tenant_id": T, "user_id": U2, "memory_id": shared})
     assert [v["by_user_id"] for v in history["versions"]] == [U1, U2]
-    assert history["user_id"] == U1
+    assert (history["user_id"], history["bot_id"]) == (U1, "bard"), "the owner and the character, as remembered"
 
 
 @pytest.mark.parametrize(

@@ -221,5 +221,8 @@ class MemoryHistoryReply(_Wire):
     memory_id: str
     owner_namespace: str
     user_id: str = Field(..., description="the memory's owner: their data key encrypts it, their erasure shreds it")
+    bot_id: str | None = Field(
+        None, description="the character who knows it, as remembered (never changes); unset: whoever sees the namespace"
+    )
     forgotten: bool
     versions: list[MemoryVersion] = Field(..., description="oldest first; texts left out once forgotten")
