@@ -8,7 +8,7 @@ TOOLS := $(VENV)/tools/bin
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster chart chart-check test test-ui screenshots chromium test-e2e-secure test-fast fuzz lint typecheck fmt install asyncapi docs bench-quick bench-ingest bench-embedding bench-log-consumers bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-observe bench-documents chaos up down clean
+.PHONY: run cluster chart chart-check test test-ui screenshots chromium test-e2e-secure test-fast memory-leaks fuzz lint typecheck fmt install asyncapi docs bench-quick bench-ingest bench-embedding bench-log-consumers bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-observe bench-documents chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json workbench/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -74,6 +74,10 @@ test-e2e-secure: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest tests/unit tests/ingest tests/embedding tests/summarizer tests/memory_extractor \
 		tests/context_assembler tests/lore tests/memory tests/gateway $(ARGS)
+
+## The memory API's isolation property at 10 times its CI size (tests/e2e/test_memory_isolation_property.py).
+memory-leaks: $(STAMP)
+	MNEMO_MEMORY_LEAK_SCALE=10 $(PY) -m pytest tests/e2e/test_memory_isolation_property.py -s --timeout=0 $(ARGS)
 
 ## Bad input at scale: 100,000 Hypothesis cases per test at every public subject (tests/integration/test_bad_input.py).
 fuzz: $(STAMP)
