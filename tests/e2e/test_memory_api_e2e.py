@@ -13,6 +13,7 @@ import nats
 import pytest
 from pymongo import MongoClient
 
+from tests.e2e.fresh_venv import ROOT
 from tests.e2e.shredding import Found, data_keys, inspect
 from tests.e2e.stackproc import StackProcess
 from tests.e2e.test_privacy import run_cli
@@ -53,6 +54,45 @@ async def found(nc: nats.NATS, user: str, query: str, want: str | None, **fields
 def memory(user: str, content: str, **fields: Any) -> dict[str, Any]:
     return {"tenant_id": TENANT, "user_id": user, "owner_namespace": f"player:{user}", "type": "episodic",
             "content": content, **fields}  # fmt: skip
+
+
+def documented(call: str) -> dict[str, Any]:
+    """The request docs/memory-api.md shows under ``### <call>``."""
+    section = (ROOT / "docs" / "memory-api.md").read_text().split(f"\n### {call}\n", 1)[1]
+    example: dict[str, Any] = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    return example
+
+
+async def test_the_documented_calls_run_as_written(stack: StackProcess) -> None:
+    nc = await nats.connect(stack.nats_url, **stack.client_options())
+    try:
+        made = await call(nc, REMEMBER, documented("remember"))
+        assert (made["created"], made["version"], made["title"]) == (
+            True,
+            1,
+            "Ana hid the envoy's letter under the chapel's…",
+        )
+        mid = made["memory_id"]
+        deadline = asyncio.get_running_loop().time() + 60  # the index takes the new memory within moments
+        while not (hits := [h for h in (await call(nc, SEARCH, documented("search")))["results"] if h["id"] == mid]):
+            assert asyncio.get_running_loop().time() < deadline, "the documented search finds the documented memory"
+            await asyncio.sleep(0.5)
+        hit = hits[0]
+        assert (hit["source"], hit["namespace"], hit["origin"]) == ("memory", "player:u1", "remembered by u1")
+        moved = await call(nc, UPDATE, {**documented("update"), "memory_id": mid})
+        assert (moved["version"], moved["changed"]) == (2, True)
+        history = await call(nc, HISTORY, {**documented("history"), "memory_id": mid})
+        assert (history["owner_namespace"], history["user_id"], history["bot_id"]) == ("player:u1", "u1", None)
+        assert [(v["change"], v["by_user_id"]) for v in history["versions"]] == [
+            ("remembered", "u1"),
+            ("updated", "u1"),
+        ]
+        assert (await call(nc, FORGET, {**documented("forget"), "memory_id": mid})) == {
+            "memory_id": mid,
+            "forgotten": True,
+        }
+    finally:
+        await nc.close()
 
 
 async def test_remember_search_update_history_and_forget_as_documented(stack: StackProcess) -> None:

@@ -25,7 +25,12 @@ _REMEMBER = {
     "occurred_at": "2026-11-20T19:30:00Z",
     "idempotency_key": "session-12-event-7",
 }
-_REMEMBERED = {"memory_id": "...", "created": True, "version": 1, "title": "Ana hid the envoy's letter under the…"}
+_REMEMBERED = {
+    "memory_id": "...",
+    "created": True,
+    "version": 1,
+    "title": "Ana hid the envoy's letter under the chapel's…",
+}
 _SEARCH = {**_TU, "query": "where is the envoy's letter?", "namespaces": ["player:u1", "campaign:kestrel"],
            "types": ["episodic", "semantic"], "tags": ["npc:choir_envoy"], "limit": 5,
            "recency_half_life_days": 30}  # fmt: skip
@@ -34,7 +39,7 @@ _HIT: dict[str, Any] = {
     "source": "memory",
     "namespace": "player:u1",
     "type": "episodic",
-    "title": "Ana hid the envoy's letter under the…",
+    "title": "Ana hid the envoy's letter under the chapel's…",
     "content": "Ana hid the envoy's letter under the chapel's loose stone.",
     "tags": ["npc:choir_envoy"],
     "assets": [_ASSET],
