@@ -195,12 +195,12 @@ async def test_memories_reach_whoever_may_see_them_and_nobody_else(stack: StackP
                 *([f"character:{as_bot}"] if as_bot else []),
             ]
             names = rng.choice([None, rng.sample(allowed, rng.randint(1, len(allowed)))])
-            found = await mnemo.search(tenant, user, target.content, bot_id=as_bot, namespaces=names)
-            assert "results" in found, found
+            hits = await mnemo.search(tenant, user, target.content, bot_id=as_bot, namespaces=names)
+            assert "results" in hits, hits
             searched = names or [f"player:{user}", *([f"character:{as_bot}"] if as_bot else [])]
             seen = tuple(n.split(":", 1)[1] for n in searched if n.startswith("campaign:"))
             ok = {m.id for m in written if m.namespace in searched and visible(m, tenant, user, as_bot, seen)}
-            text = json.dumps(found["results"])
+            text = json.dumps(hits["results"])
             leaks = [m for m in written if (m.id in text or m.marker in text) and m.id not in ok]
             assert leaks == [], ("search", tenant, user, as_bot, names, leaks)
             assert not [w for w in never if w in text], "a refused write was kept"
