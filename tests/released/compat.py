@@ -55,6 +55,11 @@ class _Walk:
         name = ref.rsplit("/", 1)[-1]
         return name, defs[name]
 
+    def _kind(self, node: dict[str, Any], defs: dict[str, Any]) -> str:
+        """A form's JSON type (a model reached by ``$ref`` by what it is, not its name: renaming one is harmless)."""
+        _, node = self._resolve(node, defs)
+        return str(node.get("type", "enum" if "enum" in node or "const" in node else "any"))
+
     def compare(self, old: dict[str, Any], new: dict[str, Any], where: str, way: Direction) -> None:
         old_name, old = self._resolve(old, self.old)
         new_name, new = self._resolve(new, self.new)
@@ -66,13 +71,14 @@ class _Walk:
         self._branches(old, new, where, way)
 
     def _branches(self, old: dict[str, Any], new: dict[str, Any], where: str, way: Direction) -> None:
-        olds, news = old.get("anyOf", [old]), new.get("anyOf", [new])
+        olds = [(b, self._kind(b, self.old)) for b in old.get("anyOf", [old])]
+        news = [(b, self._kind(b, self.new)) for b in new.get("anyOf", [new])]
         # A payload's old forms must each still be accepted; a reply's new forms must each be one old clients read.
         must, among = (olds, news) if way == "payload" else (news, olds)
-        for branch in must:
-            match = next((b for b in among if _kind(b) == _kind(branch)), None)
+        for branch, kind in must:
+            match = next((b for b, k in among if k == kind), None)
             if match is None:
-                self.problems.append(f"{where}: {way} form {_kind(branch)} has no counterpart in {_kinds(among)}")
+                self.problems.append(f"{where}: {way} form {kind} has no counterpart in {[k for _, k in among]}")
             elif way == "payload":
                 self._node(branch, match, where, way)
             else:
@@ -131,16 +137,6 @@ def _looser(key: str, was: float | None, now: float | None) -> bool:
     if now is None or was is None:
         return now is None
     return now > was if key in _UPPER else now < was
-
-
-def _kind(node: dict[str, Any]) -> str:
-    if "$ref" in node:
-        return str(node["$ref"].rsplit("/", 1)[-1])
-    return str(node.get("type", "enum" if "enum" in node or "const" in node else "any"))
-
-
-def _kinds(nodes: list[dict[str, Any]]) -> list[str]:
-    return [_kind(n) for n in nodes]
 
 
 def problems(released: dict[str, Any], current: dict[str, Any]) -> list[str]:

@@ -75,6 +75,13 @@ def _loosen_request(s: Shape) -> None:
     _defs(s, "ContextAssembleRequest")["properties"]["user_message"]["maxLength"] = 200_000
 
 
+def _rename_a_model(s: Shape) -> None:
+    renamed = json.loads(json.dumps(s).replace('"#/$defs/ConversationRef"', '"#/$defs/RenamedConversationRef"'))
+    renamed["$defs"]["RenamedConversationRef"] = renamed["$defs"].pop("ConversationRef")
+    s.clear()
+    s.update(renamed)
+
+
 BREAKING: list[Callable[[Shape], None]] = [
     _gain_kind,
     _require_new_field,
@@ -84,7 +91,12 @@ BREAKING: list[Callable[[Shape], None]] = [
     _make_reply_nullable,
     _stop_serving,
 ]
-COMPATIBLE: list[Callable[[Shape], None]] = [_add_optional_reply_field, _add_request_enum_value, _loosen_request]
+COMPATIBLE: list[Callable[[Shape], None]] = [
+    _add_optional_reply_field,
+    _add_request_enum_value,
+    _loosen_request,
+    _rename_a_model,
+]
 
 
 @pytest.mark.parametrize("change", BREAKING + COMPATIBLE, ids=lambda f: f.__name__)
