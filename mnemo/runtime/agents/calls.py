@@ -4,8 +4,8 @@ The binding's tenant, user and character are put into every request (an argument
 overridden, so the model learns it cannot); the namespaces a call names are checked against the binding before
 anything is sent, and an update, forget or history first reads the memory's namespace and character (its
 history) so an engine-bound agent cannot reach a campaign it is not bound to, nor an agent another character's
-memory. Whatever fails becomes a :class:`ToolFailure`
-whose text a model can read and act on: the contract's error code, then what to do.
+memory. Whatever fails becomes a :class:`ToolFailure` whose text a model can read and act on: the contract's
+error code, then what to do.
 """
 
 from __future__ import annotations
