@@ -9,6 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble, reachable_history
+from mnemo.services.context_assembler.assemble.budget import Budget
+from mnemo.services.context_assembler.assemble.draft import Draft
+from mnemo.services.context_assembler.assemble.render import AT_DEPTH
 from mnemo.services.context_assembler.items import (
     BotProfile,
     ChatLine,
@@ -213,3 +216,41 @@ def test_budget_holds_and_only_constant_lore_and_facts_left_out_are_named(
     )
     assert reply.degraded == lost_constants + named
     assert reply.messages[0].content == "\n\n".join(s.text for s in reply.sections if s.name != "history")
+
+
+def fill_one_by_one(budget: Budget, limit: int | None) -> bool:
+    """The history fill as it was before the bisection: one message at a time, newest first."""
+    history, kept = budget.draft.inp.history, budget.draft.history
+    for line in reversed(history[: len(history) - len(kept)]):
+        if limit is not None and len(kept) >= limit:
+            return True
+        if not budget.offer("history", kept, line):
+            return False
+    return True
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lengths=st.lists(st.integers(min_value=0, max_value=120), min_size=0, max_size=45),
+    depths=st.lists(st.integers(min_value=0, max_value=50), max_size=3),
+    max_tokens=st.integers(min_value=0, max_value=1500),
+    already=st.integers(min_value=0, max_value=6),
+    limit=st.one_of(st.none(), st.integers(min_value=0, max_value=50)),
+)
+def test_history_bisection_keeps_what_the_one_by_one_fill_kept(
+    lengths: list[int], depths: list[int], max_tokens: int, already: int, limit: int | None
+) -> None:
+    """Whatever the lines, at-depth lore, budget, lines already kept and limit: the same run, the same counts
+    and the same answer as adding one message at a time."""
+    history = [ChatLine(f"h{i}", i, "user", "Tobin", ("word " * n).strip()) for i, n in enumerate(lengths)]
+    lore = [LoreItem("book", i, f"Depth lore {i}: {SENTENCE}.", "k", 10, position=AT_DEPTH, depth=d)
+            for i, d in enumerate(depths)]  # fmt: skip
+    results = []
+    for fill in (lambda b: b.fill_history(limit), lambda b: fill_one_by_one(b, limit)):
+        inp = AssemblyInput("bot-1", BOT, PERSONA, history=history, lore=lore, max_tokens=max_tokens)
+        budget = Budget(Draft(inp, []))
+        budget.draft.lore.extend(lore)
+        budget.draft.history.extend(list(reversed(history))[: min(already, len(history))])
+        answer = fill(budget)
+        results.append((answer, [h.message_id for h in budget.draft.history], dict(budget.section_tokens)))
+    assert results[0] == results[1]

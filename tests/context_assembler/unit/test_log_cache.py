@@ -16,6 +16,7 @@ from mnemo.services.context_assembler.gather.invalidations import (
     lore_topic,
     on_relayed,
     sources_of,
+    summaries_topic,
 )
 from mnemo.services.context_assembler.gather.memo import MemoEmbedder, once, request_scope
 from mnemo.shared.events.recorded import (
@@ -25,8 +26,11 @@ from mnemo.shared.events.recorded import (
     FACT_RETIRED,
     LOREBOOK_ENTRY_UPDATED,
     MESSAGE_RECORDED,
+    SUMMARY_CREATED,
+    SUMMARY_RETIRED,
     bot_stream,
     conversation_stream,
+    summary_stream,
 )
 from mnemo.shared.subjects import log_subject
 
@@ -63,6 +67,32 @@ async def test_a_kept_read_is_served_until_its_source_changes() -> None:
     cache.changed(bot_stream("t1", "b1"))
     assert await cache.read(("bot", "t1", "b1"), sources, bot.read) == "Ada II"
     assert bot.reads == 2
+
+
+async def test_many_keys_are_read_at_once_and_only_the_missing_ones_again() -> None:
+    clock = Clock()
+    cache = LogCache(ttl_s=60, settle_s=2, clock=clock)
+    store = {"s1": "one", "s2": "two"}
+    asked: list[list[object]] = []
+
+    async def read(keys: list[object]) -> dict[object, str]:
+        asked.append(keys)
+        return {k: store[k] for k in keys if isinstance(k, str) and k in store}
+
+    sources = (summaries_topic("t1", "u1"), tenant_topic("t1"))
+    assert await cache.read_each(["s2", "s1", "s3"], sources, read) == {"s2": "two", "s1": "one", "s3": None}
+    clock.now += 3
+    store["s1"] = "one, again"
+    assert await cache.read_each(["s1", "s4"], sources, read) == {"s1": "one", "s4": None}
+    assert asked == [["s2", "s1", "s3"], ["s4"]], "what is kept (absence too) is not read again"
+    clock.now += 3
+    cache.changed(summaries_topic("t1", "u1"))
+    clock.now += 3
+    assert await cache.read_each(["s1"], sources, read) == {"s1": "one, again"}
+    cache.changed(summaries_topic("t1", "u2"))  # another user's summaries: nothing of u1 dropped
+    clock.now += 3
+    assert await cache.read_each(["s1"], sources, read) == {"s1": "one, again"}
+    assert len(asked) == 3
 
 
 async def test_a_read_right_after_a_change_is_used_but_not_kept() -> None:
@@ -121,6 +151,9 @@ def test_each_relayed_kind_names_what_it_changes() -> None:
     forked = sources_of(CONVERSATION_FORKED.name, "t1", conversation_stream("t1", "u1", "c2"))
     assert forked == [forks_topic("t1", "u1")]
     assert sources_of(MESSAGE_RECORDED.name, "t1", conversation_stream("t1", "u1", "c1")) == []
+    for kind in (SUMMARY_CREATED, SUMMARY_RETIRED):
+        assert sources_of(kind.name, "t1", summary_stream("t1", "u1", "c1")) == [summaries_topic("t1", "u1")]
+        assert log_subject(kind.name) in SUBJECTS
     assert log_subject(MESSAGE_RECORDED.name) not in SUBJECTS, "messages are checked by version, not heard"
     assert log_subject(BOT_RECORDED.name) in SUBJECTS
 

@@ -92,15 +92,43 @@ class Budget:
 
     def fill_history(self, limit: int | None) -> bool:
         """Add history newest-first until ``limit`` messages are kept; False once one did not fit. History is
-        always a contiguous run of the newest messages, so filling stops at the first that does not fit."""
+        always a contiguous run of the newest messages, so filling stops at the first that does not fit.
+
+        The run is found by bisection rather than one message at a time: the section's count only grows as
+        older lines are added (more text, never less: true of the estimator and of a tokenizer, whose pieces
+        do not merge across the lines' separators), so the longest run that fits is the one the one-by-one
+        fill would stop at, in about log2(n) renders of the section instead of n (each render and count is
+        of the whole section: the one-by-one fill was quadratic, ~40 renders of up to 40 lines per request)."""
         history = self.draft.inp.history
         kept = self.draft.history
-        for line in reversed(history[: len(history) - len(kept)]):
-            if limit is not None and len(kept) >= limit:
-                return True
-            if not self.offer("history", kept, line):
-                return False
-        return True
+        start = len(kept)
+        older = list(reversed(history[: len(history) - start]))
+        if limit is not None:
+            older = older[: max(0, limit - start)]
+        others = self.total() - self.section_tokens.get("history", 0)
+
+        def tokens_with(n: int) -> int:
+            del kept[start:]
+            kept.extend(older[:n])
+            return self.count(self.draft.render("history"))
+
+        best, best_tokens = 0, self.section_tokens.get("history", 0)
+        if older and others + (everything := tokens_with(len(older))) <= self.draft.inp.max_tokens:
+            best, best_tokens = len(older), everything  # the common case: the whole run fits, one render
+        else:
+            lo, hi = 0, len(older) - 1  # the longest fitting run has between lo and hi lines
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                mid_tokens = tokens_with(mid)
+                if others + mid_tokens <= self.draft.inp.max_tokens:
+                    lo, best, best_tokens = mid, mid, mid_tokens
+                else:
+                    hi = mid - 1
+        del kept[start:]
+        kept.extend(older[:best])
+        if best:
+            self.section_tokens["history"] = best_tokens
+        return best == len(older)
 
 
 def _lore_priority(items: Sequence[LoreItem]) -> list[LoreItem]:

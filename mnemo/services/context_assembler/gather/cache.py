@@ -62,6 +62,34 @@ class LogCache:
             self._keep(key, _Entry(value, now, tuple(sources)))
         return value
 
+    async def read_each(
+        self,
+        keys: Sequence[Hashable],
+        sources: Sequence[str],
+        read: Callable[[list[Hashable]], Awaitable[dict[Hashable, T]]],
+    ) -> dict[Hashable, T | None]:
+        """:meth:`read` for many keys of the same sources at once: those kept are not read again, the rest in
+        one ``read`` of the missing keys (a key it does not return is kept as None: nothing there)."""
+        now = self._clock()
+        out: dict[Hashable, T | None] = {}
+        missing: list[Hashable] = []
+        for key in dict.fromkeys(keys):
+            entry = self._entries.get(key)
+            if entry is not None and now - entry.at <= self.ttl_s:
+                self._entries.move_to_end(key)
+                out[key] = entry.value
+            else:
+                missing.append(key)
+        if missing:
+            got = await read(missing)
+            settled = now - self.settle_s
+            keep = all(self._changed_at.get(s, settled - 1.0) < settled for s in sources)
+            for key in missing:
+                out[key] = got.get(key)
+                if keep:
+                    self._keep(key, _Entry(out[key], now, tuple(sources)))
+        return {key: out[key] for key in dict.fromkeys(keys)}
+
     def changed(self, source: str) -> None:
         """``source`` changed: drop what depended on it; a read starting within ``settle_s`` is not kept."""
         now = self._clock()

@@ -8,12 +8,9 @@ first, so a slow MongoDB delays the reply by at most that; the search (embed + v
 ``search.py``) has ``retrieval_timeout_s`` of its own. A part that is late is given up, like a part that failed.
 
 Per-character knowledge (``mnemo/shared/presence.py``): everything is read as the speaking bot (``bot_id``) may
-know it: the reads (``context_reads.py``) and the vector filters (``search_filters.py``) both apply it, so a
-character that was away when a secret was told finds the secret in no section.
-
-The parts: the read port and its types (``context_reads.py``), the query (``search_query.py``), the filters
-(``search_filters.py``), the searches (``search.py``), what they found into sections (``hits.py``), and the
-re-ranking of retrieved messages (``ranking.py``, ``rerank.py``).
+know it: the reads (``reads.py``) and the vector filters (``search/filters.py``) both apply it, so a character
+that was away when a secret was told finds the secret in no section. The other parts: ``port.py`` (the reads),
+``search/`` (query, searches, hits, ranking), ``guess.py`` (the query embedded before the history is read).
 """
 
 from __future__ import annotations
@@ -26,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, reachable_history
+from mnemo.services.context_assembler.gather.guess import QueryGuess
 from mnemo.services.context_assembler.gather.memo import MemoEmbedder, request_scope
 from mnemo.services.context_assembler.gather.personas import active_persona, label_personas
 from mnemo.services.context_assembler.gather.port import ContextReads
@@ -111,6 +109,7 @@ class Gatherer:
         self._search = VectorSearch(index, self._embedder, settings)
         self._remembered = RememberedRecall(index, self._embedder, memories, settings)
         self._settings = settings
+        self._guess = QueryGuess()  # the query embedding starts before the history is read (guess.py)
 
     async def _read(self, aw: Awaitable[T], part: str, degraded: list[str], default: T) -> T:
         timeout = self._settings.read_timeout_s
@@ -170,6 +169,8 @@ class Gatherer:
         # Read-your-writes: the replica's shard catches up while the read models are read.
         fresh = asyncio.ensure_future(self._caught_up()) if self._catch_up is not None else None
         timed = asyncio.ensure_future(self._lore.timed_before(req, degraded)) if self._lore else None
+        if isinstance(self._embedder, MemoEmbedder) and (guess := self._guess.guess(req)):
+            self._embedder.start([guess])
         shown: asyncio.Future[list[str]] = loop.create_future()
         searching: asyncio.Future[Hits] | None = None
         remembering: asyncio.Future[list[RememberedItem]] | None = None
@@ -192,6 +193,7 @@ class Gatherer:
             if bot is None and "bot_profile" not in degraded:
                 degraded.append("bot_profile")
             history = await label_personas(self._reads, self._read, req, history, persona, degraded)
+            self._guess.learn(req, history)
             query = query_text(req, history)
             self._start_embedding(req, query, books, history)
             others = await branches

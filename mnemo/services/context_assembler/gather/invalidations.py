@@ -37,6 +37,8 @@ from mnemo.shared.events.recorded import (
     LOREBOOK_ENTRY_UPDATED,
     LOREBOOK_IMPORTED,
     PERSONA_RECORDED,
+    SUMMARY_CREATED,
+    SUMMARY_RETIRED,
 )
 from mnemo.shared.subjects import log_subject
 
@@ -54,16 +56,19 @@ _DOCUMENTS = {
     e.name for e in (DOCUMENT_ACCEPTED, DOCUMENT_CHUNKED, DOCUMENT_COMPLETED, DOCUMENT_DELETED, DOCUMENT_FAILED)
 }
 _FACTS = {e.name for e in (FACT_LEARNED, FACT_PROMOTED, FACT_RETIRED, FACT_UNPROMOTED, FACTS_CONSOLIDATED)}
+_SUMMARIES = {SUMMARY_CREATED.name, SUMMARY_RETIRED.name}
 #: The relayed subjects the assembler listens to.
 SUBJECTS = tuple(
     log_subject(name)
-    for name in sorted(_OWN_STREAM | _LORE | _DOCUMENTS | _FACTS | {CONVERSATION_FORKED.name, ERASURE_COMPLETED.name})
+    for name in sorted(
+        _OWN_STREAM | _LORE | _DOCUMENTS | _FACTS | _SUMMARIES | {CONVERSATION_FORKED.name, ERASURE_COMPLETED.name}
+    )
 )
 
 
 def forks_topic(tenant_id: str, user_id: str) -> str:
     """A user's fork families (a new fork changes its family's members)."""
-    return f"forks/{tenant_id}/{user_id}"
+    return f"forks/{tenant_id}/{user_id}"  # as _user_topic("forks", ...) names it
 
 
 def lore_topic(tenant_id: str) -> str:
@@ -79,6 +84,18 @@ def facts_topic(tenant_id: str) -> str:
     return f"facts/{tenant_id}"
 
 
+def summaries_topic(tenant_id: str, user_id: str) -> str:
+    """A user's summaries (created, or retired: consolidated, stale, deleted, made legacy lore)."""
+    return f"summaries/{tenant_id}/{user_id}"
+
+
+def _user_topic(topic: str, tenant_id: str, stream_id: str) -> list[str]:
+    """``topic/<tenant>/<user>`` of an event on a ``<kind>/<tenant>/<user>/...`` stream (the tenant's topic
+    when the stream names no user: everything of the tenant is dropped rather than something missed)."""
+    _kind, parts = stream_parts(stream_id)
+    return [f"{topic}/{tenant_id}/{parts[1]}"] if len(parts) >= 2 else [tenant_topic(tenant_id)]
+
+
 def sources_of(event_type: str, tenant_id: str, stream_id: str) -> list[str]:
     """The sources an event of this kind changes (none for a kind no kept read depends on)."""
     if event_type in _OWN_STREAM:
@@ -89,9 +106,10 @@ def sources_of(event_type: str, tenant_id: str, stream_id: str) -> list[str]:
         return [documents_topic(tenant_id)]
     if event_type in _FACTS:
         return [facts_topic(tenant_id)]
-    if event_type == CONVERSATION_FORKED.name:
-        _kind, parts = stream_parts(stream_id)  # conversation/<tenant>/<user>/<conversation>
-        return [forks_topic(tenant_id, parts[1])] if len(parts) >= 2 else [tenant_topic(tenant_id)]
+    if event_type == CONVERSATION_FORKED.name:  # conversation/<tenant>/<user>/<conversation>
+        return _user_topic("forks", tenant_id, stream_id)
+    if event_type in _SUMMARIES:  # summaries/<tenant>/<user>/<conversation>
+        return _user_topic("summaries", tenant_id, stream_id)
     if event_type == ERASURE_COMPLETED.name:
         return [tenant_topic(tenant_id)]
     return []

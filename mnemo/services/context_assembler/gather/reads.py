@@ -7,11 +7,11 @@ data belongs to one).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Hashable, Sequence
 
 from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
 from mnemo.services.context_assembler.gather.conversations import ConversationMessages
-from mnemo.services.context_assembler.gather.invalidations import facts_topic, forks_topic
+from mnemo.services.context_assembler.gather.invalidations import facts_topic, forks_topic, summaries_topic
 from mnemo.services.context_assembler.gather.memo import once
 from mnemo.services.context_assembler.gather.port import LegacyText, SummaryText
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
@@ -21,6 +21,7 @@ from mnemo.shared.readmodels import MessageView
 from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, LEGACY_LORE, SUMMARIES, ReadModelPorts
 from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, SummariesPort
+from mnemo.shared.readmodels.summaries import SummaryView
 
 
 def _line(m: MessageView) -> ChatLine:
@@ -128,8 +129,17 @@ class ReadModelReads:
         self, tenant_id: str, user_id: str, summary_ids: Sequence[str], bot_id: str
     ) -> list[SummaryText]:
         # The vector filter already applied the audience; checking again here means a stale or hand-made
-        # point can never show a bot a summary of messages it did not witness.
-        views = await self._summaries.by_ids(tenant_id, summary_ids, user_id=user_id)
+        # point can never show a bot a summary of messages it did not witness. Kept as read (any bot, any
+        # status) until the log relays a summary event of the user: a request reads only the ones it lacks.
+        ids: dict[Hashable, str] = {("summary", tenant_id, user_id, sid): sid for sid in summary_ids}
+
+        async def read(keys: list[Hashable]) -> dict[Hashable, SummaryView]:
+            views = await self._summaries.by_ids(tenant_id, [ids[k] for k in keys], user_id=user_id)
+            return {("summary", tenant_id, user_id, v.summary_id): v for v in views}
+
+        sources = (summaries_topic(tenant_id, user_id), tenant_topic(tenant_id))
+        found = await (read(list(ids)) if self._cache is None else self._cache.read_each(list(ids), sources, read))
+        views = [v for v in found.values() if v is not None]
         return [
             SummaryText(v.summary_id, v.conversation_id, v.text, v.cited_message_ids, v.first_index, v.participants)
             for v in views
