@@ -139,11 +139,7 @@ def create_router(
         serve(router, subjects.OPS_USAGE, service=SERVICE, request=UsageRequest, call=report.answer,
               errors={ValueError: "bad_request"})  # fmt: skip
     if cache is not None:
-        for subject in INVALIDATING:
-            # No queue group: every replica drops what it kept itself.
-            router.subscriber(subject, decoder=raw_body, title=f"context-assembler: {subject} (kept reads)")(
-                _invalidator(cache)
-            )
+        hear_changes(router, cache)
     if recall is not None:
         search = MemorySearch(index, deps.embedder, recall, settings)
         serve(
@@ -157,6 +153,15 @@ def create_router(
             limiter=limiter,
         )
     return router
+
+
+def hear_changes(router: NatsRouter, cache: LogCache) -> None:
+    """Every replica drops what it kept itself when the log relays a change (no queue group). ``no_reply``: the
+    relay publishes to JetStream, so each event carries the inbox of its PubAck; a reply from here would reach
+    that inbox first, an empty body the relay reads as a failed publish (and publishes again)."""
+    for subject in INVALIDATING:
+        title = f"context-assembler: {subject} (kept reads)"
+        router.subscriber(subject, decoder=raw_body, no_reply=True, title=title)(_invalidator(cache))
 
 
 def _invalidator(cache: LogCache) -> Callable[[bytes], Awaitable[None]]:
