@@ -1,17 +1,20 @@
-"""The JetStream context every ``publish_async`` caller uses: one whose PubAck futures always settle.
+"""The JetStream context every ``publish_async`` caller uses: one that reads only JetStream's answers.
 
-nats-py 2.16 json-decodes every reply to an async publish. Two replies break that, upstream and still open:
+An async publish's reply inbox hears every answer to the published message, not only the stream's. nats-py 2.16
+json-decodes whatever arrives first, and three answers break that (upstream issues still open):
 
-- a status reply without a body (the server answers ``408`` / ``503`` while a stream's leader moves or its
-  peers are slow): ``json.loads(b"")`` raises inside the library's subscription task (nats-io/nats.py#639);
-- an error body (``{"error": {...}}``): ``APIError.from_error`` raises instead of returning (nats.py#985).
+- a status without a body (``408`` while a stream's leader moves): ``json.loads(b"")`` raises inside the
+  library's reader task (nats-io/nats.py#639) and the future waits for the caller's timeout;
+- an error object (``{"error": {...}}``): ``APIError.from_error`` raises instead of returning (nats.py#985),
+  with the same result;
+- an answer that is not the stream's: a core subscriber of the subject that replies (FastStream answers a
+  message that has a reply subject with an empty body unless told ``no_reply``) gets there first, and its
+  reply is read as a malformed PubAck while the real one is still on its way.
 
-Either way the exception escapes into the library's reader task, which logs it as a traceback ("nats:
-encountered error"), and the publisher's future stays pending until the caller's own timeout. Our callers (the
-outbox relay, the points writer) survive that, but an operator reads a traceback for an ordinary refusal, and
-the publish waits its whole timeout for an answer it already had. Here the reply settles the future: a PubAck,
-or the refusal as an ``APIError`` carrying the server's status and description. Overriding the one handler is the
-smallest change that fixes it; drop this module once nats-py settles those futures itself.
+Each time the library logs a traceback ("nats: encountered error"). Here a reply settles the future only when
+JetStream sent it: a PubAck (``stream`` and ``seq``), an error object, or a status; anything else is ignored and
+the stream's own PubAck (or the caller's timeout) settles it. Overriding the one handler is the smallest change
+that does it; drop this module once nats-py reads its replies this way itself.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from enum import Enum
 from typing import Any
 
 from nats.aio.client import Client as NatsClient
@@ -30,39 +34,45 @@ from nats.js.errors import APIError
 log = logging.getLogger(__name__)
 
 
-def refusal(msg: Msg) -> APIError | None:
-    """The error a reply to a publish carries (a status without a body, or an ``error`` object); None for a
-    PubAck and for "no responders" (503), which the library reads itself (``NoStreamResponseError``)."""
+class Answer(Enum):
+    PUB_ACK = "pub_ack"  # the library reads it (and "no responders", which it maps to NoStreamResponseError)
+    NOT_JETSTREAM = "not_jetstream"  # another subscriber's reply: wait for the stream's
+
+
+def read_reply(msg: Msg) -> Answer | APIError:
+    """What a reply on a publish's inbox is: a PubAck for the library, JetStream's refusal, or not JetStream's."""
     status = (msg.headers or {}).get(api.Header.STATUS)
     if status == NO_RESPONDERS_STATUS:
-        return None
-    if not msg.data:
+        return Answer.PUB_ACK
+    if status:
         description = (msg.headers or {}).get(api.Header.DESCRIPTION) or f"status {status}"
-        return APIError(code=int(status) if status and status.isdigit() else None, description=description)
-    if b'"error"' not in msg.data:  # a PubAck: decoded once, by the library
-        return None
+        return APIError(code=int(status) if status.isdigit() else None, description=description)
     try:
-        error = json.loads(msg.data).get("error")
-    except (ValueError, AttributeError):
-        return APIError(description=f"unreadable PubAck: {msg.data[:80]!r}")
-    if not isinstance(error, dict):
-        return None
-    return APIError(code=error.get("code"), err_code=error.get("err_code"), description=error.get("description"))
+        body = json.loads(msg.data)
+    except ValueError:
+        return Answer.NOT_JETSTREAM
+    if not isinstance(body, dict):
+        return Answer.NOT_JETSTREAM
+    if isinstance(error := body.get("error"), dict):
+        return APIError(code=error.get("code"), err_code=error.get("err_code"), description=error.get("description"))
+    return Answer.PUB_ACK if "stream" in body and "seq" in body else Answer.NOT_JETSTREAM
 
 
 class SettledJetStream(JetStreamContext):
-    """``JetStreamContext`` whose async-publish replies always settle their future (see the module doc)."""
+    """``JetStreamContext`` whose async-publish futures are settled by JetStream's answers only (module doc)."""
 
     async def _handle_async_reply(self, msg: Msg) -> None:
-        error = refusal(msg)
-        if error is None:
+        answer = read_reply(msg)
+        if answer is Answer.PUB_ACK:
             await super()._handle_async_reply(msg)
-            return
-        # The token is the reply subject's last part: publish_async builds it as <async prefix>.<token>.
-        future: asyncio.Future[Any] | None = self._publish_async_futures.get(msg.subject.rsplit(".", 1)[-1])
-        if future is not None and not future.done():
-            log.debug("JetStream refused a publish: %s %s", error.code, error.description)
-            future.set_exception(error)
+        elif answer is Answer.NOT_JETSTREAM:
+            log.debug("ignored a reply to a JetStream publish that the stream did not send: %r", msg.data[:80])
+        else:
+            # The token is the reply subject's last part: publish_async builds it as <async prefix>.<token>.
+            future: asyncio.Future[Any] | None = self._publish_async_futures.get(msg.subject.rsplit(".", 1)[-1])
+            if future is not None and not future.done():
+                log.debug("JetStream refused a publish: %s %s", answer.code, answer.description)
+                future.set_exception(answer)
 
 
 def jetstream(nc: NatsClient, **opts: Any) -> JetStreamContext:

@@ -1,8 +1,9 @@
-"""Every async publish settles, whatever JetStream answers (mnemo/shared/jetstream.py), on a real nats-server.
+"""Async publishes are settled by JetStream's answers only (mnemo/shared/jetstream.py), on a real nats-server.
 
 A plain subscriber stands in for the stream and answers each publish the ways a JetStream server can: a PubAck,
 a status without a body (408 while a leader moves), an error object. nats-py's own handler raises inside its
 reader task on the last two and leaves the future pending; ours fails the future with the server's reason.
+Another subscriber's reply (FastStream's empty answer) arriving before the PubAck is not taken for it.
 """
 
 from __future__ import annotations
@@ -33,10 +34,15 @@ async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
         await client.drain()
 
 
-async def impostor(nc: NatsClient, subject: str, body: bytes, headers: dict[str, str] | None) -> None:
-    """Answer every publish on ``subject`` with ``body`` and ``headers``, as a stream would with its PubAck."""
+async def impostor(
+    nc: NatsClient, subject: str, body: bytes, headers: dict[str, str] | None, *, first: bytes | None = None
+) -> None:
+    """Answer every publish on ``subject`` with ``body`` and ``headers``, as a stream would with its PubAck;
+    ``first``, when given, is sent before it, as a core subscriber's reply that beats the stream's."""
 
     async def answer(msg: Msg) -> None:
+        if first is not None:
+            await nc.publish(msg.reply, first)
         await nc.publish(msg.reply, body, headers=headers)
 
     await nc.subscribe(subject, cb=answer)
@@ -69,6 +75,18 @@ async def test_a_pub_ack_is_read_as_before(nc: NatsClient) -> None:
     await impostor(nc, subject, json.dumps({"stream": "S", "seq": 7}).encode(), None)
     ack = await asyncio.wait_for(await jetstream(nc).publish_async(subject, b"event"), 5)
     assert (ack.stream, ack.seq) == ("S", 7)
+
+
+@pytest.mark.parametrize("first", [b"", b"ok", b"[1]", b'{"answer": 42}'], ids=["empty", "text", "list", "object"])
+async def test_another_subscribers_reply_is_not_taken_for_the_pub_ack(
+    nc: NatsClient, first: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    subject = f"acks.{uuid.uuid4().hex}"
+    await impostor(nc, subject, json.dumps({"stream": "S", "seq": 8}).encode(), None, first=first)
+    with caplog.at_level(logging.ERROR):
+        ack = await asyncio.wait_for(await jetstream(nc).publish_async(subject, b"event"), 5)
+    assert (ack.stream, ack.seq) == ("S", 8)
+    assert not [r for r in caplog.records if r.exc_info], "the other reply escaped into nats-py's reader task"
 
 
 async def test_no_stream_is_still_no_stream_response(nc: NatsClient) -> None:
