@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+import mnemo.services.context_assembler.search.names as names
 import mnemo.services.context_assembler.search.ranking as ranking
 import mnemo.shared.analyzer as analyzer
 import mnemo.shared.sparse as sparse
@@ -65,11 +66,24 @@ NEIGHBOUR_PULL = 0
 #: Relative times in a question ("yesterday", "last week") resolved against the chat's last turn (the day the
 #: question is asked in the chat's own time) instead of never (0.0, the epoch: nothing relative matches).
 NOW_FROM_CHAT = False
+#: Dense pseudo-relevance feedback (:func:`dense_feedback`; 0: none).
+DENSE_PRF = 0.0
+DENSE_PRF_FROM = 5
+DENSE_PRF_MODE = "pool"
 #: Per chat: turn vectors, question vectors as asked, question vectors as searched (names out).
 Vectors = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-_OWN = ("STRIP_NAMES", "SECOND_SEARCH", "SECOND_MODE", "NEIGHBOUR_PULL", "NOW_FROM_CHAT")
+_OWN = (
+    "DENSE_PRF",
+    "DENSE_PRF_FROM",
+    "DENSE_PRF_MODE",
+    "STRIP_NAMES",
+    "SECOND_SEARCH",
+    "SECOND_MODE",
+    "NEIGHBOUR_PULL",
+    "NOW_FROM_CHAT",
+)
 
 
 @contextlib.contextmanager
@@ -78,6 +92,7 @@ def levers(**values: Any) -> Iterator[None]:
     saved: dict[tuple[Any, str], Any] = {}
     for name, value in values.items():
         module: Any = analyzer if name == "stem" else sys.modules[__name__] if name in _OWN else ranking
+        module = names if name == "MIN_RATIO" else module
         saved[(module, name)] = getattr(module, name)
         setattr(module, name, (lambda w: w) if name == "stem" and value is None else value)
     try:
@@ -175,6 +190,20 @@ def second_search(
     return sorted(fused, key=lambda i: -fused[i])[:pool]
 
 
+def dense_feedback(docs: np.ndarray, qv: np.ndarray, lexical: np.ndarray, first: list[int], pool: int) -> list[int]:
+    """Dense pseudo-relevance feedback (Rocchio; not in the service, which would need the hits' vectors): the
+    question's vector plus ``DENSE_PRF`` times the mean of the first ``DENSE_PRF_FROM`` hits' vectors, then
+    fused with the lexical scores again: over the whole chat (``DENSE_PRF_MODE`` "search", a second search) or
+    only the first pool re-scored ("pool")."""
+    moved = qv + DENSE_PRF * docs[first[:DENSE_PRF_FROM]].mean(axis=0)
+    dense = docs @ (moved / np.linalg.norm(moved))
+    if DENSE_PRF_MODE == "search":
+        return fused_pool(dense, lexical, pool)
+    in_pool, lexical_in_pool = np.full(len(docs), -1.0), np.zeros(len(docs))
+    in_pool[first], lexical_in_pool[first] = dense[first], lexical[first]
+    return fused_pool(in_pool, lexical_in_pool, pool)
+
+
 def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dict[str, float]:
     lexical = sparse_scores(chats)
     found: dict[int, list[float]] = {k: [] for k in KS}
@@ -189,6 +218,8 @@ def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dic
             order = fused_pool(dense, lexical_scores, pool)
             if SECOND_SEARCH > 0:
                 order = second_search(lexical_scores, dense, order, chat, text, pool, lexical)
+            if DENSE_PRF > 0:
+                order = dense_feedback(docs[:n], qv, lexical_scores, order, pool)
             if NEIGHBOUR_PULL > 0:
                 near = (j for i in order[:NEIGHBOUR_PULL] for j in (i - 1, i + 1) if 0 <= j < n)
                 order = list(dict.fromkeys([*order, *near]))
@@ -231,6 +262,7 @@ def main(data: Path, limit: int | None, history: int, pool: int, only: Sequence[
         ("  names left in the query", {"STRIP_NAMES": False}),
         ("  without neighbours", {"NEIGHBOUR_WEIGHT": 0.0}),
         ("  without the named participant", {"PARTICIPANT_BOOST": 0.0}),
+        ("  misspelt names not recognised", {"MIN_RATIO": 1.01}),
         ("  without the referred time", {"TIME_BOOST": 0.0}),
         ("  without near-duplicate removal", {"DUPLICATE_JACCARD": 1.01}),
         ("  with MMR (lambda 0.8)", {"MMR_LAMBDA": 0.8}),
@@ -243,6 +275,17 @@ def main(data: Path, limit: int | None, history: int, pool: int, only: Sequence[
         ("  neighbours of the first 10 pulled in", {"NEIGHBOUR_PULL": 10}),
         ("  neighbours of the first 20 pulled in", {"NEIGHBOUR_PULL": 20}),
         ("  referred time relative to the last turn", {"NOW_FROM_CHAT": True}),
+        ("  dense feedback 1.0, first pool re-scored", {"DENSE_PRF": 1.0}),
+        ("  dense feedback 0.5, searched again", {"DENSE_PRF": 0.5, "DENSE_PRF_MODE": "search"}),
+        ("  dense feedback 1.0, searched again", {"DENSE_PRF": 1.0, "DENSE_PRF_MODE": "search"}),
+        (
+            "  dense feedback 1.0, from 3, searched again",
+            {"DENSE_PRF": 1.0, "DENSE_PRF_MODE": "search", "DENSE_PRF_FROM": 3},
+        ),
+        (
+            "  dense feedback 1.0, from 10, searched again",
+            {"DENSE_PRF": 1.0, "DENSE_PRF_MODE": "search", "DENSE_PRF_FROM": 10},
+        ),
         ("  second search 0.5 + pull 10", {"SECOND_SEARCH": 0.5, "SECOND_MODE": "requery", "NEIGHBOUR_PULL": 10}),
     ]
     if only:
@@ -250,7 +293,7 @@ def main(data: Path, limit: int | None, history: int, pool: int, only: Sequence[
     for name, values in rows:
         with levers(**values):
             result = run(chats, vectors, history, pool)
-        print(f"{name:<36}" + "".join(f"{k} {v:.3f}   " for k, v in result.items()), flush=True)
+        print(f"{name:<46}" + "".join(f"{k} {v:.3f}   " for k, v in result.items()), flush=True)
 
 
 if __name__ == "__main__":

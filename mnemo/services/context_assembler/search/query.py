@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from mnemo.services.context_assembler.items import ChatLine
+from mnemo.services.context_assembler.search.names import spelled_names
 from mnemo.shared.sparse import query_weight, terms_vector, tokens
 from mnemo.shared.vectors.port import SparseVector
 from mnemo_client.wire.contract import ContextAssembleRequest
@@ -34,11 +35,12 @@ def participant_names(history: Sequence[ChatLine]) -> set[str]:
 
 
 def without_names(text: str, names: set[str]) -> str:
-    """``text`` without the participants' names (and their possessive ``'s``); unchanged when nothing else
-    would be left."""
+    """``text`` without the participants' names (and their possessive ``'s``), misspelt ones too
+    (``names.spelled_names``); unchanged when nothing else would be left."""
     if not names:
         return text
-    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")(?:['’]s)?\b", re.IGNORECASE)
+    written = set(names) | set(spelled_names(text, names))
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(written))) + r")(?:['’]s)?\b", re.IGNORECASE)
     stripped = " ".join(pattern.sub(" ", text).split())
     return stripped if tokens(stripped) else text
 

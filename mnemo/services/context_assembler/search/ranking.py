@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from mnemo.services.context_assembler.search.names import spelled_names
 from mnemo.services.context_assembler.search.timerefs import TimeWindow, referred_window
 from mnemo.shared.sparse import tokens
 
@@ -112,9 +113,11 @@ def named_participant(query: str, authors: Sequence[str]) -> str | None:
     """The one author (as written) whose first name the query contains as a word, else None.
 
     Two named authors ("Kate and Elise") or none give None: the boost is only for a query about one person.
-    Names shorter than 3 letters are ignored (too likely to be ordinary words).
+    Names shorter than 3 letters are ignored (too likely to be ordinary words); a misspelt name counts
+    (``names.spelled_names``: "Muhammad" for the author "Muhhamed").
     """
-    words = set(_WORD.findall(query.lower()))
+    firsts_of = {_first_name(a) for a in authors}
+    words = set(spelled_names(query, {n for n in firsts_of if len(n) >= 3}).values())
     named = {a for a in authors if len(name := _first_name(a)) >= 3 and name in words}
     firsts = {_first_name(a) for a in named}
     if len(firsts) != 1:
