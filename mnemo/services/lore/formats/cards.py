@@ -17,7 +17,9 @@ from mnemo.services.lore.formats.convert import (
     MalformedFileError,
     Sink,
     UnsupportedFormatError,
+    book_with_settings,
     number,
+    objects,
     string_list,
     truthy,
 )
@@ -91,10 +93,7 @@ def read_character_book(book: dict[str, Any], fallback_name: str, sink: Sink) ->
     if not isinstance(raw_entries, list):
         raise MalformedFileError("`character_book.entries` must be a list")
     entries: dict[int, LoreEntry] = {}
-    for index, raw in enumerate(raw_entries):
-        if not isinstance(raw, dict):
-            sink.warn(None, f"entries[{index}]", "not an object; skipped")
-            continue
+    for index, raw in objects(raw_entries, "entries", sink):
         entry = card_entry(raw, index, sink)
         if entry.uid in entries:
             # SillyTavern lets duplicate ids overwrite each other; keeping both is what the author meant.
@@ -102,17 +101,7 @@ def read_character_book(book: dict[str, Any], fallback_name: str, sink: Sink) ->
             sink.warn(entry.uid, "id", f"duplicate id; entry {index} given the free uid {new_uid}")
             entry = entry.model_copy(update={"uid": new_uid})
         entries[entry.uid] = entry
-    name = book.get("name") if isinstance(book.get("name"), str) and book.get("name") else fallback_name
-    return Lorebook(
-        name=str(name),
-        description=str(book.get("description") or ""),
-        entries=[entries[uid] for uid in sorted(entries)],
-        scan_depth=_int_or_none(book.get("scan_depth")),
-        token_budget=_int_or_none(book.get("token_budget")),
-        recursive_scanning=book.get("recursive_scanning") if isinstance(book.get("recursive_scanning"), bool) else None,
-        extensions=book["extensions"] if isinstance(book.get("extensions"), dict) else {},
-        source_format="character_book",
-    )
+    return book_with_settings(book, entries, fallback_name, "character_book")
 
 
 def card_entry(raw: dict[str, Any], index: int, sink: Sink) -> LoreEntry:
@@ -186,8 +175,3 @@ def _inflate(data: bytes, name: str) -> bytes:
         return zlib.decompress(data)
     except zlib.error as exc:
         raise MalformedFileError(f"PNG chunk {name!r} is not valid zlib data: {exc}") from exc
-
-
-def _int_or_none(value: Any) -> int | None:
-    parsed = number(value)
-    return int(parsed) if parsed is not None else None

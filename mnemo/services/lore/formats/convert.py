@@ -7,12 +7,13 @@ rules: the point of normalising is that the engine then behaves as SillyTavern d
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict
 
-from mnemo.shared.lore.model import Lorebook
+from mnemo.shared.lore.model import Lorebook, LoreEntry
 
 
 class LoreImportError(ValueError):
@@ -116,3 +117,41 @@ def string_list(value: Any, uid: int | None, name: str, sink: Sink, *, comma_spl
         else:
             sink.warn(uid, name, f"dropped a non-text key {item!r}")
     return out
+
+
+@overload
+def objects(container: list[Any], field_name: str, sink: Sink) -> Iterator[tuple[int, dict[str, Any]]]: ...
+@overload
+def objects(container: dict[str, Any], field_name: str, sink: Sink) -> Iterator[tuple[str, dict[str, Any]]]: ...
+def objects(container: list[Any] | dict[str, Any], field_name: str, sink: Sink) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The entries of a list (with their index) or of an object (with their key) that are objects; every other
+    one is skipped with a warning naming where it stood, so one bad entry never costs the rest of the book."""
+    keyed = isinstance(container, dict)
+    for key, raw in container.items() if isinstance(container, dict) else enumerate(container):
+        if isinstance(raw, dict):
+            yield key, raw
+        else:
+            sink.warn(None, f"{field_name}.{key}" if keyed else f"{field_name}[{key}]", "not an object; skipped")
+
+
+def optional_int(value: Any) -> int | None:
+    parsed = number(value)
+    return int(parsed) if parsed is not None else None
+
+
+def book_with_settings(
+    doc: dict[str, Any], entries: dict[int, LoreEntry], fallback_name: str, source_format: str
+) -> Lorebook:
+    """A book of ``entries`` (in uid order) carrying the book-level settings SillyTavern keeps in World Info and
+    card books alike: name, description, scan depth, token budget, recursive scanning, extensions."""
+    name = doc.get("name") if isinstance(doc.get("name"), str) and doc.get("name") else fallback_name
+    return Lorebook(
+        name=str(name),
+        description=str(doc.get("description") or ""),
+        entries=[entries[uid] for uid in sorted(entries)],
+        scan_depth=optional_int(doc.get("scan_depth")),
+        token_budget=optional_int(doc.get("token_budget")),
+        recursive_scanning=doc.get("recursive_scanning") if isinstance(doc.get("recursive_scanning"), bool) else None,
+        extensions=doc["extensions"] if isinstance(doc.get("extensions"), dict) else {},
+        source_format=source_format,
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemo.services.lore.formats.convert import MalformedFileError, Sink, number, string_list, truthy
+from mnemo.services.lore.formats.convert import MalformedFileError, Sink, number, objects, string_list, truthy
 from mnemo.services.lore.formats.fields import bounded
 from mnemo.shared.lore.model import Lorebook, LoreEntry
 
@@ -21,18 +21,20 @@ def _entries(doc: dict[str, Any], field: str, what: str) -> list[Any]:
     return entries
 
 
+def _bounded(raw: dict[str, Any], field: str, uid: int, sink: Sink, *, default: int) -> int | float:
+    """A numeric field clamped to its range (with a warning when it was out of it), or ``default`` when absent."""
+    value = number(raw.get(field))
+    return bounded(value, uid, field, sink) if value is not None else default
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
 def read_novelai(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
     out: list[LoreEntry] = []
-    for i, raw in enumerate(_entries(doc, "entries", "NovelAI lorebook")):
-        if not isinstance(raw, dict):
-            sink.warn(None, f"entries[{i}]", "not an object; skipped")
-            continue
+    for i, raw in objects(_entries(doc, "entries", "NovelAI lorebook"), "entries", sink):
         config: dict[str, Any] = raw["contextConfig"] if isinstance(raw.get("contextConfig"), dict) else {}
-        order = number(config.get("budgetPriority"))
         if raw.get("forceActivation"):
             sink.warn(i, "forceActivation", "ignored, as SillyTavern does: the entry is not constant")
         display = _text(raw.get("displayName"))
@@ -45,7 +47,7 @@ def read_novelai(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
                 comment=display,
                 add_memo=bool(display.strip()),
                 disable=not truthy(raw.get("enabled")),
-                order=bounded(order, i, "budgetPriority", sink) if order is not None else 0,
+                order=_bounded(config, "budgetPriority", i, sink, default=0),
                 position=0,
                 selective=False,
             )
@@ -55,10 +57,7 @@ def read_novelai(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
 
 def read_agnai(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
     out: list[LoreEntry] = []
-    for i, raw in enumerate(_entries(doc, "entries", "Agnai memory book")):
-        if not isinstance(raw, dict):
-            sink.warn(None, f"entries[{i}]", "not an object; skipped")
-            continue
+    for i, raw in objects(_entries(doc, "entries", "Agnai memory book"), "entries", sink):
         weight = number(raw.get("weight"))
         if raw.get("priority") not in (None, weight):
             sink.warn(i, "priority", "ignored, as SillyTavern does: order comes from `weight`")
@@ -71,7 +70,7 @@ def read_agnai(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
                 content=_text(raw.get("entry")),
                 comment=title,
                 add_memo=bool(title),
-                order=bounded(weight, i, "weight", sink) if weight is not None else 0,
+                order=_bounded(raw, "weight", i, sink, default=0),
                 disable=not truthy(raw.get("enabled")),
                 position=0,
                 selective=False,
@@ -83,16 +82,11 @@ def read_agnai(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
 
 def read_risu(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
     out: list[LoreEntry] = []
-    for i, raw in enumerate(_entries(doc, "data", "RisuAI lorebook")):
-        if not isinstance(raw, dict):
-            sink.warn(None, f"data[{i}]", "not an object; skipped")
-            continue
+    for i, raw in objects(_entries(doc, "data", "RisuAI lorebook"), "data", sink):
         if raw.get("mode") == "folder":
             sink.warn(i, "mode", "a Risu folder, imported as an entry as SillyTavern does (it has no keys to match)")
         if raw.get("useRegex"):
             sink.warn(i, "useRegex", "ignored, as SillyTavern does: Risu regexes have no slashes and stay plain text")
-        percent = number(raw.get("activationPercent"))
-        order = number(raw.get("insertorder"))
         out.append(
             LoreEntry(
                 uid=i,
@@ -103,11 +97,11 @@ def read_risu(doc: dict[str, Any], name: str, sink: Sink) -> Lorebook:
                 content=_text(raw.get("content")),
                 constant=truthy(raw.get("alwaysActive")),
                 selective=truthy(raw.get("selective")),
-                order=bounded(order, i, "insertorder", sink) if order is not None else 100,
+                order=_bounded(raw, "insertorder", i, sink, default=100),
                 position=0,
                 # SillyTavern stores `useProbability = activationPercent ?? true` (a number); truthy either way
                 # unless the percent is 0, which also means "never" as a probability.
-                probability=bounded(percent, i, "activationPercent", sink) if percent is not None else 100,
+                probability=_bounded(raw, "activationPercent", i, sink, default=100),
                 use_probability=True,
                 add_memo=True,
             )

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemo.services.lore.formats.convert import MISSING, MalformedFileError, Sink, number, string_list, truthy
+from mnemo.services.lore.formats.convert import (
+    MISSING,
+    MalformedFileError,
+    Sink,
+    book_with_settings,
+    number,
+    objects,
+    string_list,
+    truthy,
+)
 from mnemo.services.lore.formats.fields import FIELDS, bounded, coerce
 from mnemo.shared.lore.model import Lorebook, LoreEntry, Position
 from mnemo_client.wire.lore_contract import MAX_UID
@@ -26,25 +35,12 @@ def read_world_info(doc: dict[str, Any], name: str, sink: Sink, *, extensions_fa
     if not isinstance(raw_entries, dict):
         raise MalformedFileError("`entries` must be an object keyed by uid")
     entries: dict[int, LoreEntry] = {}
-    for map_key, raw in raw_entries.items():
-        if not isinstance(raw, dict):
-            sink.warn(None, f"entries.{map_key}", "not an object; skipped")
-            continue
+    for map_key, raw in objects(raw_entries, "entries", sink):
         entry = read_entry(raw, map_key, sink, extensions_fallback=extensions_fallback)
         if entry.uid in entries:
             sink.warn(entry.uid, "uid", f"duplicate uid (map key {map_key!r}); the later entry wins, as in SillyTavern")
         entries[entry.uid] = entry
-    book_name = doc.get("name") if isinstance(doc.get("name"), str) and doc.get("name") else name
-    return Lorebook(
-        name=str(book_name),
-        description=str(doc.get("description") or ""),
-        entries=[entries[uid] for uid in sorted(entries)],
-        scan_depth=_opt_int(doc.get("scan_depth")),
-        token_budget=_opt_int(doc.get("token_budget")),
-        recursive_scanning=doc.get("recursive_scanning") if isinstance(doc.get("recursive_scanning"), bool) else None,
-        extensions=doc["extensions"] if isinstance(doc.get("extensions"), dict) else {},
-        source_format="sillytavern",
-    )
+    return book_with_settings(doc, entries, name, "sillytavern")
 
 
 def read_entry(raw: dict[str, Any], map_key: str, sink: Sink, *, extensions_fallback: bool = False) -> LoreEntry:
@@ -193,8 +189,3 @@ def _character_filter(value: Any) -> dict[str, Any]:
         "names": [str(n) for n in names] if isinstance(names, list) else [],
         "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
     }
-
-
-def _opt_int(value: Any) -> int | None:
-    parsed = number(value)
-    return int(parsed) if parsed is not None else None
