@@ -59,7 +59,7 @@ from mnemo.shared.events.recorded import (
     new_event,
     summary_stream,
 )
-from mnemo.shared.llm.port import ChatModel, LLMError
+from mnemo.shared.llm.port import ChatModel
 from mnemo.shared.readmodels.ports import SummariesPort
 from mnemo.shared.subscriptions import Delivered, EventHandlers
 from mnemo.shared.tokens import estimate_tokens
@@ -180,11 +180,8 @@ class Summarizer:
         text = llm_summary.transcript(messages)
         if self._chat_model is not None and text and estimate_tokens(text) <= settings.llm_max_input_tokens:
             target = cap if cap > settings.max_tokens else None
-            try:
-                completion = await llm_summary.summarize(self._chat_model, messages, target)
-            except LLMError as exc:
-                log.warning("LLM summary failed, falling back to extractive: %s", exc)
-            else:
+            completion = await llm_summary.or_none(llm_summary.summarize(self._chat_model, messages, target), "summary")
+            if completion is not None:
                 return llm_summary.summary_from_completion(
                     summary_id=sid,
                     user_id=user_id,
@@ -244,18 +241,17 @@ class Summarizer:
         """The LLM's merge (``consolidate.v1``) when configured and answering; else an extractive one."""
         ordered = sorted(children, key=lambda c: (c.first_index, c.last_index, c.summary_id))
         if self._chat_model is not None:
-            try:
-                completion = await llm_summary.consolidate(self._chat_model, [c.text for c in ordered])
-            except LLMError as exc:
-                log.warning("LLM consolidation failed, falling back to extractive: %s", exc)
-            else:
+            merged = await llm_summary.or_none(
+                llm_summary.consolidate(self._chat_model, [c.text for c in ordered]), "consolidation"
+            )
+            if merged is not None:
                 return consolidation.consolidated_payload(
                     summary_id=cid,
                     children=ordered,
-                    text=completion.value.summary,
-                    method=completion.method,
-                    prompt_version=completion.prompt_version,
-                    emotional_context=completion.value.emotional_context,
+                    text=merged.value.summary,
+                    method=merged.method,
+                    prompt_version=merged.prompt_version,
+                    emotional_context=merged.value.emotional_context,
                 )
         sentences = consolidation.child_sentences(ordered, settings.max_sentences)
         picked = pick_central(

@@ -8,18 +8,33 @@ that answered, so summaries can be told apart and regenerated when either change
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
 
 from mnemo.services.summarizer.domain import RangeMessage, SummaryRange, participants_of
 from mnemo.services.summarizer.schemas import SummaryOutput
 from mnemo.shared.events.recorded import SummaryCreated
-from mnemo.shared.llm.port import ChatModel, Completion, PromptMessage
+from mnemo.shared.llm.port import ChatModel, Completion, LLMError, PromptMessage
 from mnemo.shared.llm.prompts import PromptLibrary
 
 PROMPTS = PromptLibrary("mnemo.services.summarizer")
 PROMPT = "summarize"
 LONG_PROMPT = "summarize_long"
 CONSOLIDATE_PROMPT = "consolidate"
+
+log = logging.getLogger(__name__)
+_Answer = TypeVar("_Answer")
+
+
+async def or_none(call: Awaitable[_Answer], what: str) -> _Answer | None:
+    """The LLM's answer, or None when it fails: every LLM step of the summarizer then takes its extractive path,
+    so a model outage slows nothing and loses no summary."""
+    try:
+        return await call
+    except LLMError as exc:
+        log.warning("LLM %s failed, falling back to extractive: %s", what, exc)
+        return None
 
 
 def transcript(messages: Sequence[RangeMessage]) -> str:
