@@ -18,6 +18,7 @@ from typing import Any
 from faststream.nats import NatsBroker
 from nats.js import JetStreamContext
 
+from bench.publisher import Published, PublisherProcess
 from mnemo.runtime.catalog import spec
 from mnemo.runtime.servers import free_port, start_mongo, start_nats
 from mnemo.shared import subjects
@@ -194,3 +195,17 @@ def percentile(values: list[float], p: float) -> float:
 def print_result(result: dict[str, Any]) -> None:
     """The last line of every benchmark: one JSON object."""
     print(json.dumps(result), flush=True)
+
+
+async def publish_until_ingested(
+    publisher: PublisherProcess, js: JetStreamContext, cpu: CpuMeter
+) -> tuple[Published, float]:
+    """Publish the publisher's bodies and wait until ingest has recorded them all; ``cpu`` measures just that
+    span. Returns the publisher's own figures and the seconds from its first publish to ingest's last record."""
+    cpu.start()
+    start = time.perf_counter()
+    published = await publisher.publish()
+    await wait_for_ingest(js, timeout_s=600)
+    elapsed = time.perf_counter() - start
+    cpu.stop()
+    return published, elapsed

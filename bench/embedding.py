@@ -52,19 +52,22 @@ def realtalk_texts(limit: int) -> list[str]:
     return texts
 
 
-def recorded_events(texts: list[str], conversations: int) -> list[Append]:
+def chat_appends(texts: list[str], conversations: int, *, bot_replies: bool = False) -> list[Append]:
+    """The conversations' ``message.recorded`` events, round robin over ``conversations``: every message the
+    user's, or (``bot_replies``) the user and the bot taking turns."""
     start = datetime(2026, 1, 1, tzinfo=UTC)
     per_conv: dict[str, list[NewEvent]] = {}
     for i, text in enumerate(texts):
         conv = f"conv-{i % conversations}"
         events = per_conv.setdefault(conv, [])
+        user = not bot_replies or len(events) % 2 == 0
         payload = {
             "user_id": "bench-user",
             "conversation_id": conv,
             "message_id": f"m-{i:07d}",
-            "role": "user",
-            "author_id": "persona",
-            "author_name": "Pat",
+            "role": "user" if user else "assistant",
+            "author_id": "persona" if user else "bot",
+            "author_name": "Pat" if user else "Eli",
             "content": text,
             "created_at": (start + timedelta(seconds=i)).isoformat(),
             "bot_ids": ["bot"],
@@ -72,14 +75,8 @@ def recorded_events(texts: list[str], conversations: int) -> list[Append]:
             "index": len(events),
             "tokens": estimate_tokens(text),
         }
-        events.append(
-            NewEvent(
-                event_id=deterministic_id("bench", conv, str(i)),
-                type=MESSAGE_RECORDED.name,
-                tenant_id="bench",
-                payload=payload,
-            )
-        )
+        event_id = deterministic_id("bench", conv, str(i))
+        events.append(NewEvent(event_id=event_id, type=MESSAGE_RECORDED.name, tenant_id="bench", payload=payload))
     return [Append(conversation_stream("bench", "bench-user", c), 0, evs) for c, evs in per_conv.items()]
 
 
@@ -117,7 +114,7 @@ async def main(n: int, batch_size: int) -> dict[str, Any]:
             update={"embedder": backends.settings.embedder.model_copy(update={"batch_size": batch_size})}
         )
         cpu = CpuMeter(backends.pids)
-        await record(settings, recorded_events(texts, conversations=20))
+        await record(settings, chat_appends(texts, conversations=20))
         pipeline, points = await measure_pipeline(settings, len(texts), cpu)
     raw_after = await asyncio.to_thread(measure_raw_model, texts, batch_size, spin=spin)
     raw = (raw_before + raw_after) / 2

@@ -41,8 +41,8 @@ from bench.common import (
     embedded_servers,
     machine,
     print_result,
+    publish_until_ingested,
     running_service,
-    wait_for_ingest,
     wait_for_partitions,
 )
 from bench.publisher import publisher_process
@@ -101,12 +101,7 @@ async def measure_ingest(
     async with running_service(settings, "ingest") as (core, _broker):
         await wait_for_partitions(js, settings.streams.ingest_partitions, 1)
         async with publisher_process(settings.nats_url, subject, bodies) as publisher:
-            cpu.start()
-            start = time.perf_counter()
-            published = await publisher.publish()
-            await wait_for_ingest(js, timeout_s=600)
-            elapsed = time.perf_counter() - start
-            cpu.stop()
+            published, elapsed = await publish_until_ingested(publisher, js, cpu)
             cpu.add("publisher", published.cpu_seconds)
         recorded = await core.db["events"].count_documents({"type": "message.recorded"})
     return len(bodies) / elapsed, recorded

@@ -25,24 +25,20 @@ import argparse
 import asyncio
 import json
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service
-from bench.embedding import realtalk_texts
+from bench.embedding import chat_appends, realtalk_texts
 from mnemo.services.lore.books import LoreBooks
 from mnemo.services.memory_extractor.appending import append_witnessings
 from mnemo.services.memory_extractor.domain import witnesses_of
 from mnemo.shared import subjects
 from mnemo.shared.bootstrap import Core, open_core
 from mnemo.shared.eventlog.codec import EventCodec
-from mnemo.shared.eventlog.port import Append
-from mnemo.shared.events.envelope import NewEvent, deterministic_id
-from mnemo.shared.events.recorded import MESSAGE_RECORDED, MessageRecorded, conversation_stream
+from mnemo.shared.events.recorded import MessageRecorded
 from mnemo.shared.readmodels.lore import LoreReadModel
 from mnemo.shared.settings import Settings
-from mnemo.shared.tokens import estimate_tokens
 from mnemo_client.wire.lore_contract import LoreImportRequest
 
 LOREBOOK = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "lorebooks"
@@ -51,38 +47,11 @@ TENANT = "bench"
 CONSUMERS = ("embedding", "memory-extractor", "summarizer")
 
 
-def chat_appends(texts: list[str], conversations: int) -> list[Append]:
-    """The conversations' ``message.recorded`` events: the user and the bot take turns."""
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    per_conv: dict[str, list[NewEvent]] = {}
-    for i, text in enumerate(texts):
-        conv = f"conv-{i % conversations}"
-        events = per_conv.setdefault(conv, [])
-        user = len(events) % 2 == 0
-        payload = {
-            "user_id": "bench-user",
-            "conversation_id": conv,
-            "message_id": f"m-{i:07d}",
-            "role": "user" if user else "assistant",
-            "author_id": "persona" if user else "bot",
-            "author_name": "Pat" if user else "Eli",
-            "content": text,
-            "created_at": (start + timedelta(seconds=i)).isoformat(),
-            "bot_ids": ["bot"],
-            "persona_id": "persona",
-            "index": len(events),
-            "tokens": estimate_tokens(text),
-        }
-        event_id = deterministic_id("bench", conv, str(i))
-        events.append(NewEvent(event_id=event_id, type=MESSAGE_RECORDED.name, tenant_id=TENANT, payload=payload))
-    return [Append(conversation_stream(TENANT, "bench-user", c), 0, evs) for c, evs in per_conv.items()]
-
-
 async def record(settings: Settings, texts: list[str], conversations: int, lorebooks: int) -> int:
     """The chat, its witnessings and the lorebook imports, appended and relayed; returns the log's size."""
     core = await open_core(settings)
     try:
-        results = await core.store.append_batch(chat_appends(texts, conversations))
+        results = await core.store.append_batch(chat_appends(texts, conversations, bot_replies=True))
         recorded = [e for r in results if not isinstance(r, Exception) for e in r.committed]
         await core.relay.publish_committed(recorded)
         witnessings = [w for env in recorded for w in witnesses_of(TENANT, MessageRecorded.model_validate(env.payload))]

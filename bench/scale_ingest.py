@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pymongo import AsyncMongoClient
 
 from bench.cluster_proc import cluster
-from bench.common import CpuMeter, wait_for_ingest, wait_for_partitions
+from bench.common import CpuMeter, publish_until_ingested, wait_for_partitions
 from bench.ingest import keyed_subjects
 from bench.publisher import publisher_process
 from mnemo.runtime.catalog import SERVICES
@@ -134,12 +133,7 @@ async def run_cluster(bodies: list[bytes], ingest: int, tmp: Path, idle_s: float
             await wait_for_partitions(js, Settings().streams.ingest_partitions, ingest)
             idle = await idle_rate(services, idle_s)
             async with publisher_process(nats_url, keyed_subjects(bodies), bodies) as publisher:
-                cpu.start()
-                start = time.perf_counter()
-                published = await publisher.publish()
-                await wait_for_ingest(js, timeout_s=600)
-                elapsed = time.perf_counter() - start
-                cpu.stop()
+                published, elapsed = await publish_until_ingested(publisher, js, cpu)
             redelivered = 0
             for progress in await ingest_progress(js):
                 info = await js.consumer_info(subjects.CHAT_STREAM, progress.durable)
