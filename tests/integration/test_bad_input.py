@@ -38,62 +38,11 @@ from nats.js.api import RawStreamMsg
 
 from mnemo.runtime.servers import ChildServer
 from mnemo.shared import rpc, subjects
+from mnemo.shared.contract_registry import OPERATIONS
 from mnemo.shared.delivery import DLQ_REASON
 from mnemo.shared.events.recorded import bot_stream, conversation_stream, persona_stream
 from mnemo.shared.lore.model import LoreEntry
 from mnemo.shared.partitions import ingest_drained
-from mnemo_client.wire.contract import (
-    BotUpserted,
-    ContextAssembleRequest,
-    ConversationForked,
-    MessageCreated,
-    MessageDeleted,
-    MessageEdited,
-    MessageSwipeSelected,
-    PersonaUpserted,
-)
-from mnemo_client.wire.conversation_contract import ConversationListRequest, ConversationTimelineRequest
-from mnemo_client.wire.document_contract import (
-    DocumentDeleteRequest,
-    DocumentGetRequest,
-    DocumentImportRequest,
-    DocumentListRequest,
-)
-from mnemo_client.wire.knowledge_contract import (
-    FactAddRequest,
-    FactEditRequest,
-    FactHistoryRequest,
-    FactListRequest,
-    FactRetractRequest,
-)
-from mnemo_client.wire.lore_activation_contract import LoreTestActivationRequest
-from mnemo_client.wire.lore_contract import (
-    LoreAttachRequest,
-    LoreBookCreateRequest,
-    LoreBookDeleteRequest,
-    LoreDetachRequest,
-    LoreEntryCreateRequest,
-    LoreEntryDeleteRequest,
-    LoreEntryUpdateRequest,
-    LoreExportRequest,
-    LoreImportRequest,
-    LoreListRequest,
-)
-from mnemo_client.wire.memory_api_contract import (
-    MemoryForgetRequest,
-    MemoryHistoryRequest,
-    MemoryRememberRequest,
-    MemorySearchRequest,
-    MemoryUpdateRequest,
-)
-from mnemo_client.wire.memory_contract import (
-    MemoryConvertToLoreRequest,
-    MemoryDeleteRequest,
-    MemoryListRequest,
-    MemoryPromoteRequest,
-    MemoryUnpromoteRequest,
-)
-from mnemo_client.wire.privacy_contract import EraseTenantRequest, EraseUserRequest, ExportUserRequest
 from tests.integration.fuzz_cases import Bad, free_form, json_values, marker, mutations, texts
 from tests.integration.fuzz_world import (
     SECRET,
@@ -123,64 +72,23 @@ FUZZ = settings(
     # No shrinking: a failing batch is reported as drawn (shrinking against live servers takes many minutes).
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
-REQUESTS: dict[str, type[Any]] = {
-    subjects.CONTEXT_ASSEMBLE: ContextAssembleRequest,
-    subjects.LORE_IMPORT: LoreImportRequest,
-    subjects.LORE_EXPORT: LoreExportRequest,
-    subjects.LORE_LIST: LoreListRequest,
-    subjects.LORE_ATTACH: LoreAttachRequest,
-    subjects.LORE_DETACH: LoreDetachRequest,
-    subjects.LORE_BOOK_CREATE: LoreBookCreateRequest,
-    subjects.LORE_BOOK_DELETE: LoreBookDeleteRequest,
-    subjects.LORE_ENTRY_CREATE: LoreEntryCreateRequest,
-    subjects.LORE_ENTRY_UPDATE: LoreEntryUpdateRequest,
-    subjects.LORE_ENTRY_DELETE: LoreEntryDeleteRequest,
-    subjects.MEMORY_CONVERT_TO_LORE: MemoryConvertToLoreRequest,
-    subjects.MEMORY_DELETE: MemoryDeleteRequest,
-    subjects.MEMORY_LIST: MemoryListRequest,
-    subjects.MEMORY_PROMOTE: MemoryPromoteRequest,
-    subjects.MEMORY_UNPROMOTE: MemoryUnpromoteRequest,
-    subjects.CONVERSATION_LIST: ConversationListRequest,
-    subjects.CONVERSATION_TIMELINE: ConversationTimelineRequest,
-    subjects.MEMORY_REMEMBER: MemoryRememberRequest,
-    subjects.MEMORY_SEARCH: MemorySearchRequest,
-    subjects.MEMORY_UPDATE: MemoryUpdateRequest,
-    subjects.MEMORY_FORGET: MemoryForgetRequest,
-    subjects.MEMORY_HISTORY: MemoryHistoryRequest,
-    subjects.MEMORY_ENGINE_REMEMBER: MemoryRememberRequest,
-    subjects.MEMORY_ENGINE_UPDATE: MemoryUpdateRequest,
-    subjects.MEMORY_ENGINE_FORGET: MemoryForgetRequest,
-    subjects.MEMORY_ENGINE_HISTORY: MemoryHistoryRequest,
-    subjects.PRIVACY_ERASE_USER: EraseUserRequest,
-    subjects.PRIVACY_ERASE_TENANT: EraseTenantRequest,
-    subjects.PRIVACY_EXPORT_USER: ExportUserRequest,
-    subjects.CONVERSATION_LIST: ConversationListRequest,
-    subjects.CONVERSATION_TIMELINE: ConversationTimelineRequest,
-    subjects.KNOWLEDGE_FACT_LIST: FactListRequest,
-    subjects.KNOWLEDGE_FACT_ADD: FactAddRequest,
-    subjects.KNOWLEDGE_FACT_EDIT: FactEditRequest,
-    subjects.KNOWLEDGE_FACT_RETRACT: FactRetractRequest,
-    subjects.KNOWLEDGE_FACT_HISTORY: FactHistoryRequest,
-    subjects.LORE_TEST_ACTIVATION: LoreTestActivationRequest,
-}
+# The subjects and their models come from the contract registry, the table the clients and the docs are built
+# from: what is fuzzed here is what the contract promises.
+RPCS: dict[str, type[Any]] = {op.subject: op.payload for op in OPERATIONS if op.kind == "request"}
+EVENTS: dict[str, type[Any]] = {op.subject: op.payload for op in OPERATIONS if op.kind == "event"}
 # Documents have their own bad-input suite (tests/integration/test_documents.py: encrypted, scanned, truncated,
 # zip-bomb, oversized and mislabelled files): here each valid import would start a parsing subprocess, and a
 # thousand of them starve the shared servers of this test.
 DOCUMENTS = {
-    subjects.LORE_DOCUMENT_IMPORT: DocumentImportRequest,
-    subjects.LORE_DOCUMENT_GET: DocumentGetRequest,
-    subjects.LORE_DOCUMENT_LIST: DocumentListRequest,
-    subjects.LORE_DOCUMENT_DELETE: DocumentDeleteRequest,
+    subjects.LORE_DOCUMENT_IMPORT,
+    subjects.LORE_DOCUMENT_GET,
+    subjects.LORE_DOCUMENT_LIST,
+    subjects.LORE_DOCUMENT_DELETE,
 }
-EVENTS: dict[str, type[Any]] = {
-    subjects.MESSAGE_CREATED: MessageCreated,
-    subjects.MESSAGE_EDITED: MessageEdited,
-    subjects.MESSAGE_DELETED: MessageDeleted,
-    subjects.BOT_UPSERTED: BotUpserted,
-    subjects.PERSONA_UPSERTED: PersonaUpserted,
-    subjects.MESSAGE_SWIPE_SELECTED: MessageSwipeSelected,
-    subjects.CONVERSATION_FORKED: ConversationForked,
-}
+# The operators' subjects name no tenant (``mnemo.rpc.ops.*``, the ``admin`` NATS user only): the variants here
+# (another tenant, another user) do not apply; their bad input is checked where they are tested.
+OPERATORS = {subjects.OPS_USAGE}
+REQUESTS = {subject: model for subject, model in RPCS.items() if subject not in DOCUMENTS | OPERATORS}
 # Subjects naming one of tenant A's objects: another tenant (or user) gets not_found. The others create or
 # read by their own keys: another tenant gets its own (empty) answer.
 BY_ID = set(REQUESTS) - {
@@ -205,10 +113,7 @@ BY_ID = set(REQUESTS) - {
 # No acting user: the tenant reads.
 OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT, subjects.LORE_DOCUMENT_GET, subjects.LORE_TEST_ACTIVATION}
 MARKER = re.compile(rb"fz[0-9a-f]{32}")
-# The operators' subjects name no tenant (``mnemo.rpc.ops.*``, the ``admin`` NATS user only): the variants here
-# (another tenant, another user) do not apply; their bad input is checked where they are tested.
-OPERATORS = {subjects.OPS_USAGE}
-assert set(REQUESTS) | set(DOCUMENTS) | set(EVENTS) | OPERATORS == {*subjects.CHAT_INBOUND, *(s for s in vars(subjects).values() if isinstance(s, str) and s.startswith("mnemo.rpc."))}  # fmt: skip
+assert set(RPCS) | set(EVENTS) == {*subjects.CHAT_INBOUND, *(s for s in vars(subjects).values() if isinstance(s, str) and s.startswith("mnemo.rpc."))}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
