@@ -10,10 +10,13 @@ character namespaces is (``mnemo/shared/namespaces.py``).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 from mnemo.services.memory import remembering as rules
 from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import AppendDecision, append_with_retry
-from mnemo.shared.eventlog.port import AppendResult, EventStore
+from mnemo.shared.eventlog.append import AppendDecision, Appended, append_with_retry
+from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import utcnow
 from mnemo.shared.events.recorded import memory_stream
 from mnemo.shared.readmodels.ports import MemoriesPort
@@ -28,6 +31,8 @@ from mnemo_client.wire.memory_api_contract import (
     MemoryUpdateRequest,
 )
 
+R = TypeVar("R")
+
 
 class MemoryApi:
     def __init__(self, store: EventStore, memories: MemoriesPort, publisher: CommittedPublisher) -> None:
@@ -41,17 +46,26 @@ class MemoryApi:
         events = await self._store.read_stream(stream)
         return rules.fold(events), await self._store.stream_version(stream)
 
-    async def _project(self, tenant_id: str, memory_id: str, result: AppendResult) -> None:
-        """The memory's whole stream into the read model (idempotent: a retry after a crash heals), then the
-        committed events to the bus."""
+    async def _project(self, tenant_id: str, memory_id: str) -> None:
+        """The memory's whole stream into the read model (idempotent: a retry after a crash heals)."""
         await self._memories.apply(await self._store.read_stream(memory_stream(tenant_id, memory_id)))
-        if result.committed:
-            await self._publisher.publish_committed(result.committed)
+
+    async def _save(
+        self, tenant_id: str, memory_id: str, decide: Callable[[], Awaitable[AppendDecision[R]]]
+    ) -> Appended[R]:
+        """Decide and append under optimistic concurrency (a lost race decides again), project the memory, then
+        publish what was committed."""
+        return await append_with_retry(
+            self._store,
+            memory_stream(tenant_id, memory_id),
+            decide,
+            publisher=self._publisher,
+            project=lambda _: self._project(tenant_id, memory_id),
+        )
 
     async def remember(self, req: MemoryRememberRequest, *, engine: bool = False) -> MemoryRememberReply:
         rules.check_write(req.owner_namespace, req.user_id, engine=engine)
         memory_id = rules.memory_id_for(req.tenant_id, req.user_id, req.idempotency_key)
-        stream = memory_stream(req.tenant_id, memory_id)
 
         async def decide() -> AppendDecision[bool]:
             memory, version = await self._load(req.tenant_id, memory_id)
@@ -63,9 +77,7 @@ class MemoryApi:
                 )
             return AppendDecision(version, [], False)
 
-        done = await append_with_retry(self._store, stream, decide)
-        if done.result is not None:
-            await self._project(req.tenant_id, memory_id, done.result)
+        done = await self._save(req.tenant_id, memory_id, decide)
         memory, _ = await self._load(req.tenant_id, memory_id)
         if memory is None:  # the key's memory belonged to an erased owner: its events no longer read
             raise rules.MemoryRequestRefused(f"idempotency_key {req.idempotency_key!r} belongs to an erased memory")
@@ -78,8 +90,6 @@ class MemoryApi:
         )
 
     async def update(self, req: MemoryUpdateRequest, *, engine: bool = False) -> MemoryUpdateReply:
-        stream = memory_stream(req.tenant_id, req.memory_id)
-
         async def decide() -> AppendDecision[int]:
             memory, version = await self._load(req.tenant_id, req.memory_id)
             memory = rules.check_access(memory, req.user_id, engine=engine, write=True)
@@ -88,14 +98,10 @@ class MemoryApi:
             event = rules.updated_event(req.tenant_id, memory, req, utcnow())
             return AppendDecision(version, [event] if event else [], memory.version + (1 if event else 0))
 
-        done = await append_with_retry(self._store, stream, decide)
-        if done.result is not None:
-            await self._project(req.tenant_id, req.memory_id, done.result)
+        done = await self._save(req.tenant_id, req.memory_id, decide)
         return MemoryUpdateReply(memory_id=req.memory_id, version=done.value, changed=done.result is not None)
 
     async def forget(self, req: MemoryForgetRequest, *, engine: bool = False) -> MemoryForgetReply:
-        stream = memory_stream(req.tenant_id, req.memory_id)
-
         async def decide() -> AppendDecision[bool]:
             memory, version = await self._load(req.tenant_id, req.memory_id)
             memory = rules.check_access(memory, req.user_id, engine=engine, write=True)
@@ -105,9 +111,10 @@ class MemoryApi:
                 version, [rules.forgotten_event(req.tenant_id, memory, req.user_id, req.reason, utcnow())], True
             )
 
-        done = await append_with_retry(self._store, stream, decide)
-        # Projected even when already forgotten: a retry after a crash between the append and the projection.
-        await self._project(req.tenant_id, req.memory_id, done.result or AppendResult(stream, version=0))
+        done = await self._save(req.tenant_id, req.memory_id, decide)
+        # Already forgotten: projected anyway, to heal a crash between an earlier append and its projection.
+        if done.result is None:
+            await self._project(req.tenant_id, req.memory_id)
         return MemoryForgetReply(memory_id=req.memory_id, forgotten=done.value)
 
     async def history(self, req: MemoryHistoryRequest, *, engine: bool = False) -> MemoryHistoryReply:
