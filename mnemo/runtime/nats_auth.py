@@ -83,7 +83,13 @@ ROLES: dict[str, Role] = {
     ),
     # It hears the changes of what it keeps (mnemo/services/context_assembler/gather/invalidations.py).
     "context-assembler": Role(
-        answers=(subjects.CONTEXT_ASSEMBLE, subjects.MEMORY_SEARCH, subjects.LORE_TEST_ACTIVATION, subjects.OPS_USAGE),
+        answers=(
+            subjects.CONTEXT_ASSEMBLE,
+            subjects.MEMORY_SEARCH,
+            subjects.MEMORY_INDEX_STATUS,
+            subjects.LORE_TEST_ACTIVATION,
+            subjects.OPS_USAGE,
+        ),
         points="read",
         hears=INVALIDATING,
     ),

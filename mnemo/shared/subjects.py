@@ -72,6 +72,8 @@ MEMORY_UNPROMOTE: Final = "mnemo.rpc.memory.unpromote.v1"
 MEMORY_CONVERT_TO_LORE: Final = "mnemo.rpc.memory.convert_to_lore.v1"
 MEMORY_DELETE: Final = "mnemo.rpc.memory.delete.v1"
 MEMORY_LIST: Final = "mnemo.rpc.memory.list.v1"
+#: Tokens and vector status of listed items: the context-assembler's, beside the vector index.
+MEMORY_INDEX_STATUS: Final = "mnemo.rpc.memory.index_status.v1"
 # The memory API (docs/memory-api.md). Writes to campaign and character namespaces take the engine's right,
 # which is the right to publish on the ``engine`` subjects (granted per NATS user or gateway API key).
 MEMORY_REMEMBER: Final = "mnemo.rpc.memory.remember.v1"

@@ -88,7 +88,10 @@ DOCUMENTS = {
 # The operators' subjects name no tenant (``mnemo.rpc.ops.*``, the ``admin`` NATS user only): the variants here
 # (another tenant, another user) do not apply; their bad input is checked where they are tested.
 OPERATORS = {subjects.OPS_USAGE}
-REQUESTS = {subject: model for subject, model in RPCS.items() if subject not in DOCUMENTS | OPERATORS}
+# Read beside the vector index, which this stack runs without (it answers `unavailable`): its bad input and
+# tenant scoping are checked on Qdrant Edge in tests/context_assembler/component/test_index_status.py.
+INDEX_READS = {subjects.MEMORY_INDEX_STATUS}
+REQUESTS = {subject: model for subject, model in RPCS.items() if subject not in DOCUMENTS | OPERATORS | INDEX_READS}
 # Subjects naming one of tenant A's objects: another tenant (or user) gets not_found. The others create or
 # read by their own keys: another tenant gets its own (empty) answer.
 BY_ID = set(REQUESTS) - {

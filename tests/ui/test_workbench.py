@@ -280,6 +280,9 @@ def test_memories_listed_converted_to_lore_and_deleted(page: Any) -> None:
     summary.wait_for()
     text = summary.get_by_role("cell").first.inner_text().splitlines()[0]
     assert "present: Captain Maren Voss" in summary.inner_text()
+    # Its tokens and vector status (memory.index_status): indexed, or not yet while the embedding service works.
+    summary.get_by_text(re.compile(r"^\d+ tokens")).wait_for()
+    summary.get_by_text(re.compile(r"^(indexed \(\d+ vectors?\)|not indexed)$")).wait_for()
     summary.get_by_role("button", name="Convert to lore").click()
     dialog = page.get_by_role("dialog", name="Convert to legacy lore")
     dialog.get_by_label("Title").fill("The first night aboard")
@@ -337,6 +340,8 @@ def test_a_remembered_memory_edited_and_forgotten_through_the_memories_view(page
     assert before not in found.inner_text(), "the earlier version is no longer searched"
     assert "galley" not in found.inner_text(), "its derived title followed the new text"
     assert "dense" in found.inner_text()
+    # Found through the vector index, so it has vectors; the status says how many (memory.index_status).
+    found.get_by_role("row").filter(has_text=after).get_by_text(re.compile(r"^indexed \(\d+ vectors?\)$")).wait_for()
     assert accessibility_problems(page) == []
     page.get_by_role("heading", name="Remembered through the memory API").scroll_into_view_if_needed()
     screenshot(page, "memories-remembered")

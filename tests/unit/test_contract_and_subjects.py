@@ -20,7 +20,12 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     # mnemo.lore.document.status.v1 goes the other way (mnemo publishes it on core NATS): the registry holds what
     # clients send, so it is documented in docs/documents.md and docs/contract.md, not in this document.
     lore |= {subjects.LORE_DOCUMENT_DELETE, subjects.LORE_TEST_ACTIVATION}
-    memory = {subjects.MEMORY_CONVERT_TO_LORE, subjects.MEMORY_DELETE, subjects.MEMORY_LIST}
+    memory = {
+        subjects.MEMORY_CONVERT_TO_LORE,
+        subjects.MEMORY_DELETE,
+        subjects.MEMORY_LIST,
+        subjects.MEMORY_INDEX_STATUS,
+    }
     memory |= {subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE}
     memory |= {*subjects.MEMORY_PLAYER_CALLS, *subjects.MEMORY_ENGINE_CALLS}
     privacy = {subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER}

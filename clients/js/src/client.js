@@ -257,6 +257,11 @@ export class MnemoClient {
     return this.request("memory.list", request);
   }
 
+  /** Tokens and vector status of listed items (`memory.index_status`). */
+  memoryIndexStatus(request) {
+    return this.request("memory.index_status", request);
+  }
+
   memoryConvertToLore(request) {
     return this.request("memory.convert_to_lore", request);
   }

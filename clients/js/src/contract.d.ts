@@ -837,6 +837,36 @@ export interface FactRetractRequest {
   user_id: string;
   fact_id: string;
 }
+export interface IndexStatus {
+  source: "memory" | "legacy_lore" | "knowledge" | "remembered";
+  id: string;
+  /**
+   * tokens its text takes in a context (the context-assembler's tokenizer); null: no text
+   */
+  tokens?: number | null;
+  /**
+   * its points in the vector index (one per chunk)
+   */
+  vectors: number;
+  /**
+   * `indexed` (it has vectors) or `missing` (none: an item written a moment ago is indexed within seconds; one that stays missing was not embedded, see the dead letters)
+   */
+  status: "indexed" | "missing";
+}
+export interface IndexStatusQuery {
+  /**
+   * `memory`, `legacy_lore`, `knowledge` or `remembered`
+   */
+  source: "memory" | "legacy_lore" | "knowledge" | "remembered";
+  /**
+   * summary id, legacy id, fact id or memory id
+   */
+  id: string;
+  /**
+   * its text, to count its tokens (none: `tokens` is null)
+   */
+  text?: string;
+}
 /**
  * `mnemo.rpc.lore.attach.v1` reply; attaching twice is harmless.
  */
@@ -1436,6 +1466,30 @@ export interface ScoreParts {
    * the recency factor the relevance was multiplied by (1: none)
    */
   recency: number;
+}
+/**
+ * `mnemo.rpc.memory.index_status.v1` reply: one status per item asked, in the order asked.
+ */
+export interface MemoryIndexStatusReply {
+  items: IndexStatus[];
+}
+/**
+ * `mnemo.rpc.memory.index_status.v1` request: the items of a page whose index status to read.
+ */
+export interface MemoryIndexStatusRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user who owns the memory; another user's ids are not found
+   */
+  user_id: string;
+  /**
+   * @minItems 1
+   * @maxItems 200
+   */
+  items: IndexStatusQuery[];
 }
 export interface MemoryItem {
   /**
@@ -2236,6 +2290,16 @@ export interface Operations {
     payload: MemoryListRequest;
     reply: MemoryListReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
+    msgId: [];
+    keyedSubject: null;
+  };
+  /** Tokens and vector status (indexed or missing, and how many points) of listed items. */
+  "memory.index_status": {
+    subject: "mnemo.rpc.memory.index_status.v1";
+    kind: "request";
+    payload: MemoryIndexStatusRequest;
+    reply: MemoryIndexStatusReply;
+    errors: ["bad_request", "rate_limited", "unavailable", "internal"];
     msgId: [];
     keyedSubject: null;
   };

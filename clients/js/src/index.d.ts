@@ -83,6 +83,8 @@ export declare class MnemoClient {
   /** Which entries a chat text fires and why, as a dry run (no timed state kept). */
   loreTestActivation(request: Payload<"lore.test_activation">): Promise<Reply<"lore.test_activation">>;
   memoriesList(request: Payload<"memory.list">): Promise<Reply<"memory.list">>;
+  /** Tokens and vector status (indexed or missing, points) of listed items. */
+  memoryIndexStatus(request: Payload<"memory.index_status">): Promise<Reply<"memory.index_status">>;
   memoryConvertToLore(request: Payload<"memory.convert_to_lore">): Promise<Reply<"memory.convert_to_lore">>;
   memoryDelete(request: Payload<"memory.delete">): Promise<Reply<"memory.delete">>;
   knowledgePromote(request: Payload<"memory.promote">): Promise<Reply<"memory.promote">>;

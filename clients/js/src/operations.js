@@ -30,6 +30,7 @@ const ROWS = [
   ["memory.convert_to_lore", "mnemo.rpc.memory.convert_to_lore.v1", "request", "MemoryConvertToLoreRequest", "MemoryConvertToLoreReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],
   ["memory.delete", "mnemo.rpc.memory.delete.v1", "request", "MemoryDeleteRequest", "MemoryDeleteReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],
   ["memory.list", "mnemo.rpc.memory.list.v1", "request", "MemoryListRequest", "MemoryListReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],
+  ["memory.index_status", "mnemo.rpc.memory.index_status.v1", "request", "MemoryIndexStatusRequest", "MemoryIndexStatusReply", ["bad_request", "rate_limited", "unavailable", "internal"], [], null],
   ["memory.promote", "mnemo.rpc.memory.promote.v1", "request", "MemoryPromoteRequest", "MemoryScopeReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],
   ["memory.unpromote", "mnemo.rpc.memory.unpromote.v1", "request", "MemoryUnpromoteRequest", "MemoryScopeReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],
   ["conversation.list", "mnemo.rpc.conversation.list.v1", "request", "ConversationListRequest", "ConversationListReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],

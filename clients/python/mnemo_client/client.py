@@ -62,6 +62,7 @@ from mnemo_client.wire.memory_contract import (
     MemoryListReply,
     MemoryScopeReply,
 )
+from mnemo_client.wire.memory_index_contract import MemoryIndexStatusReply
 from mnemo_client.wire.operations import OPERATIONS, Operation
 
 ChatEvent = MessageCreated | MessageEdited | MessageDeleted | BotUpserted | PersonaUpserted
@@ -254,6 +255,10 @@ class MnemoClient:
 
     async def memories_list(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryListReply:
         return await self._call("memory.list", MemoryListReply, request, fields)
+
+    async def memory_index_status(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryIndexStatusReply:
+        """Tokens and vector status of listed items (``memory.index_status``)."""
+        return await self._call("memory.index_status", MemoryIndexStatusReply, request, fields)
 
     async def memory_convert_to_lore(
         self, request: BaseModel | None = None, /, **fields: Any

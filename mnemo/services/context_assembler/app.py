@@ -19,6 +19,7 @@ from mnemo.services.context_assembler.gather.memo import MemoEmbedder
 from mnemo.services.context_assembler.gather.port import ContextReads
 from mnemo.services.context_assembler.gather.reads import ReadModelReads
 from mnemo.services.context_assembler.handlers import answer
+from mnemo.services.context_assembler.index_status import IndexStatuses, NoVectorIndex
 from mnemo.services.context_assembler.lore.documents import DocumentLore, DocumentReads
 from mnemo.services.context_assembler.lore.loader import LoreLoader, LoreReads
 from mnemo.services.context_assembler.lore.timed import TimedStates
@@ -48,6 +49,7 @@ from mnemo.shared.tokens import token_counter
 from mnemo_client.wire.contract import ContextAssembleReply, ErrorReply
 from mnemo_client.wire.lore_activation_contract import LoreTestActivationReply, LoreTestActivationRequest
 from mnemo_client.wire.memory_api_contract import MemorySearchRequest
+from mnemo_client.wire.memory_index_contract import MemoryIndexStatusRequest
 from mnemo_client.wire.ops_contract import UsageRequest
 
 SERVICE = "context-assembler"
@@ -94,14 +96,15 @@ def create_router(
             deps.read_model(KNOWLEDGE),
             deps.read_model(LEGACY_LORE),
         )
+    # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
+    counter = token_counter(settings.tokenizer_file)
     gatherer = Gatherer(
         reads or ReadModelReads.over(deps.require_read_models(), cache),
         index,
         embedder,
         settings,
         lore_loader,
-        # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
-        token_counter(settings.tokenizer_file),
+        counter,
         # Stream mode: wait for this replica's shard to apply the writes acked before each request.
         catch_up=deps.vectors_caught_up,
         catch_up_s=deps.settings.vectors.read_wait_ms / 1000,
@@ -133,6 +136,10 @@ def create_router(
 
     serve(router, subjects.LORE_TEST_ACTIVATION, service=SERVICE, request=LoreTestActivationRequest,
           call=lore_test, errors={BookNotFound: "not_found"}, max_workers=settings.max_workers,
+          limiter=limiter)  # fmt: skip
+    statuses = IndexStatuses(index, counter)
+    serve(router, subjects.MEMORY_INDEX_STATUS, service=SERVICE, request=MemoryIndexStatusRequest,
+          call=statuses.answer, errors={NoVectorIndex: "unavailable"}, max_workers=settings.max_workers,
           limiter=limiter)  # fmt: skip
     if deps.db is not None:  # operators' usage report (admin only when secured)
         report = UsageReport(deps.db, deps.vectors)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mnemo.shared import subjects
 from mnemo.shared.contract_registry.operation import MEMORY_ERRORS, Operation, rpc
 from mnemo_client.wire import memory_contract as mc
+from mnemo_client.wire import memory_index_contract as mic
 
 _TU = {"tenant_id": "t1", "user_id": "u1"}
 
@@ -72,6 +73,17 @@ OPERATIONS: tuple[Operation, ...] = (
             "limit": 50,
         },
         errors=MEMORY_ERRORS,
+    ),
+    rpc(
+        "memory.index_status",
+        subjects.MEMORY_INDEX_STATUS,
+        mic.MemoryIndexStatusRequest,
+        mic.MemoryIndexStatusReply,
+        "context-assembler",
+        "Tokens and vector status (indexed or missing, and how many points) of listed items.",
+        {**_TU, "items": [{"source": "memory", "id": "<summary id>", "text": "Maren gave the compass back."}]},
+        {"items": [{"source": "memory", "id": "...", "tokens": 8, "vectors": 1, "status": "indexed"}]},
+        errors=("bad_request", "rate_limited", "unavailable", "internal"),
     ),
     rpc(
         "memory.promote",

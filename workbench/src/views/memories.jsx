@@ -5,6 +5,7 @@ import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
 import { Badge, Dialog, ErrorNote, Field, Loading, Select, useAction, useLoad, when } from "../ui.jsx";
 import { Remembered } from "./remembered.jsx";
+import { IndexBadges, IndexError, useIndexStatus } from "./indexing.jsx";
 import { ConversationPicker, nameOf, useConversations } from "./shared.jsx";
 
 const TYPES = ["short_term", "long_term", "consolidated", "legacy_memory", "episodic", "semantic", "declarative", "procedural"];
@@ -59,7 +60,7 @@ function Convert({ item, conversation, onDone }) {
   );
 }
 
-function Row({ item, conversation, onConvert, onChanged }) {
+function Row({ item, indexed, conversation, onConvert, onChanged }) {
   const { call, user } = useSession();
   const [remove, state] = useAction(async () => {
     await call("memory/delete", { user_id: user, memory_id: item.id });
@@ -83,6 +84,7 @@ function Row({ item, conversation, onConvert, onChanged }) {
         {item.status !== "active" ? <Badge tone="warn">{item.status}</Badge> : null}
         {item.converted_to_lore ? <Badge tone="good">converted</Badge> : null}
         <div class="meta">{item.method || ""}</div>
+        <IndexBadges status={indexed} />
       </td>
       <td class="meta">
         {item.character_id ? `known by ${nameOf(conversation, item.character_id)}` : ""}
@@ -134,6 +136,8 @@ export function Memories() {
         : null,
     filters,
   );
+  const listed = items.data ? items.data.items : [];
+  const index = useIndexStatus(listed.map((m) => ({ source: m.source, id: m.id, text: m.text })));
   const bots = conversation ? conversation.bots : [];
   return (
     <>
@@ -176,11 +180,12 @@ export function Memories() {
           </thead>
           <tbody>
             {items.data.items.map((m) => (
-              <Row item={m} conversation={conversation} onConvert={setConverting} onChanged={items.reload} />
+              <Row item={m} indexed={index.statuses.get(`${m.source}:${m.id}`)} conversation={conversation} onConvert={setConverting} onChanged={items.reload} />
             ))}
           </tbody>
         </table>
       ) : null}
+      <IndexError error={index.error} />
       {source !== "knowledge" ? <Remembered bot={bot} /> : null}
       <Dialog open={!!converting} title="Convert to legacy lore" onClose={() => setConverting(null)}>
         {converting ? (

@@ -6,6 +6,7 @@
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
 import { Badge, Dialog, ErrorNote, Field, Loading, Select, useAction, useLoad, when } from "../ui.jsx";
+import { IndexBadges, IndexError, useIndexStatus } from "./indexing.jsx";
 
 const TYPES = ["episodic", "semantic", "declarative", "procedural"];
 const LIMIT = 100; // memory.search's largest page
@@ -207,6 +208,8 @@ export function Remembered({ bot }) {
         : null,
     [user, bot, query],
   );
+  const results = found.data ? found.data.results : [];
+  const index = useIndexStatus(results.map((m) => ({ source: "remembered", id: m.id, text: m.content })));
   if (!user) return null;
   const done = (close) => (changed) => {
     close(null);
@@ -264,6 +267,7 @@ export function Remembered({ bot }) {
                     <Badge>{t}</Badge>
                   ))}
                   <div class="meta">{m.namespace}</div>
+                  <IndexBadges status={index.statuses.get(`remembered:${m.id}`)} />
                   {query ? (
                     <div class="meta">
                       score {m.score.toFixed(2)} (dense {m.score_parts.dense.toFixed(2)}, lexical{" "}
@@ -286,6 +290,7 @@ export function Remembered({ bot }) {
           </tbody>
         </table>
       ) : null}
+      <IndexError error={index.error} />
       <Dialog open={!!editing} title="Edit memory" onClose={() => setEditing(null)}>
         {editing ? <Edit memory={editing} onDone={done(setEditing)} /> : null}
       </Dialog>

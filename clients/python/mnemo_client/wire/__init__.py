@@ -108,6 +108,12 @@ from mnemo_client.wire.memory_contract import (
     MemoryScopeReply,
     MemoryUnpromoteRequest,
 )
+from mnemo_client.wire.memory_index_contract import (
+    IndexStatus,
+    IndexStatusQuery,
+    MemoryIndexStatusReply,
+    MemoryIndexStatusRequest,
+)
 from mnemo_client.wire.ops_contract import (
     TenantUsage,
     UsageReply,
@@ -163,6 +169,8 @@ __all__ = [
     "FactListRequest",
     "FactRetractRequest",
     "Fork",
+    "IndexStatus",
+    "IndexStatusQuery",
     "LoreAttachReply",
     "LoreAttachRequest",
     "LoreBookCreateReply",
@@ -194,6 +202,8 @@ __all__ = [
     "MemoryHistoryReply",
     "MemoryHistoryRequest",
     "MemoryHit",
+    "MemoryIndexStatusReply",
+    "MemoryIndexStatusRequest",
     "MemoryItem",
     "MemoryListReply",
     "MemoryListRequest",

@@ -94,6 +94,10 @@ from mnemo_client.wire.memory_contract import (
     MemoryScopeReply,
     MemoryUnpromoteRequest,
 )
+from mnemo_client.wire.memory_index_contract import (
+    MemoryIndexStatusReply,
+    MemoryIndexStatusRequest,
+)
 from mnemo_client.wire.ops_contract import (
     UsageReply,
     UsageRequest,
@@ -141,10 +145,11 @@ ERROR_CODES: dict[str, str] = {
 _ERRORS_0 = ("bad_request", "rate_limited", "internal")
 _ERRORS_1 = ("bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal")
 _ERRORS_2 = ("bad_request", "not_found", "rate_limited", "internal")
-_ERRORS_3 = ("bad_request", "forbidden", "not_found", "rate_limited", "internal")
-_ERRORS_4 = ("bad_request", "forbidden", "rate_limited", "internal")
-_ERRORS_5 = ("bad_request", "forbidden", "not_found", "conflict", "rate_limited", "internal")
-_ERRORS_6 = ("bad_request", "internal")
+_ERRORS_3 = ("bad_request", "rate_limited", "unavailable", "internal")
+_ERRORS_4 = ("bad_request", "forbidden", "not_found", "rate_limited", "internal")
+_ERRORS_5 = ("bad_request", "forbidden", "rate_limited", "internal")
+_ERRORS_6 = ("bad_request", "forbidden", "not_found", "conflict", "rate_limited", "internal")
+_ERRORS_7 = ("bad_request", "internal")
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
@@ -209,6 +214,7 @@ OPERATIONS: dict[str, Operation] = {
         _request("memory.convert_to_lore", MemoryConvertToLoreRequest, MemoryConvertToLoreReply, _ERRORS_2),
         _request("memory.delete", MemoryDeleteRequest, MemoryDeleteReply, _ERRORS_2),
         _request("memory.list", MemoryListRequest, MemoryListReply, _ERRORS_2),
+        _request("memory.index_status", MemoryIndexStatusRequest, MemoryIndexStatusReply, _ERRORS_3),
         _request("memory.promote", MemoryPromoteRequest, MemoryScopeReply, _ERRORS_2),
         _request("memory.unpromote", MemoryUnpromoteRequest, MemoryScopeReply, _ERRORS_2),
         _request("conversation.list", ConversationListRequest, ConversationListReply, _ERRORS_2),
@@ -218,18 +224,18 @@ OPERATIONS: dict[str, Operation] = {
         _request("knowledge.fact.edit", FactEditRequest, FactChangeReply, _ERRORS_2),
         _request("knowledge.fact.retract", FactRetractRequest, FactChangeReply, _ERRORS_2),
         _request("knowledge.fact.history", FactHistoryRequest, FactHistoryReply, _ERRORS_2),
-        _request("memory.remember", MemoryRememberRequest, MemoryRememberReply, _ERRORS_3),
-        _request("memory.search", MemorySearchRequest, MemorySearchReply, _ERRORS_4),
-        _request("memory.update", MemoryUpdateRequest, MemoryUpdateReply, _ERRORS_5),
-        _request("memory.forget", MemoryForgetRequest, MemoryForgetReply, _ERRORS_3),
-        _request("memory.history", MemoryHistoryRequest, MemoryHistoryReply, _ERRORS_3),
-        _request("memory.engine.remember", MemoryRememberRequest, MemoryRememberReply, _ERRORS_3),
-        _request("memory.engine.update", MemoryUpdateRequest, MemoryUpdateReply, _ERRORS_5),
-        _request("memory.engine.forget", MemoryForgetRequest, MemoryForgetReply, _ERRORS_3),
-        _request("memory.engine.history", MemoryHistoryRequest, MemoryHistoryReply, _ERRORS_3),
+        _request("memory.remember", MemoryRememberRequest, MemoryRememberReply, _ERRORS_4),
+        _request("memory.search", MemorySearchRequest, MemorySearchReply, _ERRORS_5),
+        _request("memory.update", MemoryUpdateRequest, MemoryUpdateReply, _ERRORS_6),
+        _request("memory.forget", MemoryForgetRequest, MemoryForgetReply, _ERRORS_4),
+        _request("memory.history", MemoryHistoryRequest, MemoryHistoryReply, _ERRORS_4),
+        _request("memory.engine.remember", MemoryRememberRequest, MemoryRememberReply, _ERRORS_4),
+        _request("memory.engine.update", MemoryUpdateRequest, MemoryUpdateReply, _ERRORS_6),
+        _request("memory.engine.forget", MemoryForgetRequest, MemoryForgetReply, _ERRORS_4),
+        _request("memory.engine.history", MemoryHistoryRequest, MemoryHistoryReply, _ERRORS_4),
         _request("privacy.erase_user", EraseUserRequest, ErasureReply, _ERRORS_0),
         _request("privacy.erase_tenant", EraseTenantRequest, ErasureReply, _ERRORS_0),
         _request("privacy.export_user", ExportUserRequest, ExportUserReply, _ERRORS_0),
-        _request("ops.usage", UsageRequest, UsageReply, _ERRORS_6),
+        _request("ops.usage", UsageRequest, UsageReply, _ERRORS_7),
     )
 }

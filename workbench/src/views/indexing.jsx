@@ -1,0 +1,44 @@
+// Tokens and vector status of listed items (memory.index_status, answered beside the vector index): one call
+// per page, shown beside each item. What fails to load leaves the listing as it is, with the error under it.
+import { Badge, ErrorNote, useLoad } from "../ui.jsx";
+import { useSession } from "../session.js";
+
+const PAGE = 200; // the call's limit per request
+
+/** `queries`: [{source, id, text}]; returns {statuses: Map("<source>:<id>" -> status), error}. */
+export function useIndexStatus(queries) {
+  const { call, user } = useSession();
+  const key = queries.map((q) => `${q.source}:${q.id}:${q.text.length}`).join("|");
+  const loaded = useLoad(async () => {
+    if (!user || !queries.length) return [];
+    const pages = [];
+    for (let i = 0; i < queries.length; i += PAGE) pages.push(queries.slice(i, i + PAGE));
+    const replies = await Promise.all(pages.map((items) => call("memory/index_status", { user_id: user, items })));
+    return replies.flatMap((r) => r.items);
+  }, [user, key]);
+  const statuses = new Map((loaded.data || []).map((s) => [`${s.source}:${s.id}`, s]));
+  return { statuses, error: loaded.error };
+}
+
+/** "42 tokens" and "indexed (2 vectors)" or "not indexed", for one item. */
+export function IndexBadges({ status }) {
+  if (!status) return null;
+  return (
+    <div class="meta index-status">
+      {status.tokens != null ? `${status.tokens} tokens · ` : ""}
+      {status.status === "indexed" ? (
+        <Badge tone="good" title="its points in the vector index">
+          indexed ({status.vectors} {status.vectors === 1 ? "vector" : "vectors"})
+        </Badge>
+      ) : (
+        <Badge tone="warn" title="no vector yet: new items are indexed within seconds; one that stays missing was not embedded">
+          not indexed
+        </Badge>
+      )}
+    </div>
+  );
+}
+
+export function IndexError({ error }) {
+  return error ? <ErrorNote error={error} /> : null;
+}
