@@ -101,6 +101,36 @@ def outside(views: Sequence[FactView], user_id: str, conversations: Collection[s
     return [v for v in views if v.user_id != user_id or v.conversation_id not in conversations]
 
 
+def visible_scopes(user_id: str, character_id: str, campaign_id: str | None) -> list[str]:
+    """The scopes of a character's facts that ``user_id``'s context sees: that user's private scope, the
+    character-wide scope and (with ``campaign_id``) the campaign's."""
+    scopes = [player_scope(user_id), character_scope(character_id)]
+    if campaign_id is not None:
+        scopes.append(campaign_scope(campaign_id))
+    return scopes
+
+
+def current_facts(
+    found: Sequence[FactView], user_id: str, exclude_conversations: Collection[str], limit: int
+) -> list[FactView]:
+    """The current facts among ``found``, newest first, at most ``limit``: none learned in
+    ``exclude_conversations`` of ``user_id`` (so they do not supersede either), none superseded."""
+    views = with_supersession(outside(found, user_id, exclude_conversations))
+    return [v for v in views if v.status == ACTIVE][: max(0, limit)]
+
+
+async def mark_superseded(
+    views: Sequence[FactView], owned_by_character: Callable[[str], Awaitable[Sequence[FactView]]]
+) -> list[FactView]:
+    """``views`` (one page of a user's facts) with those superseded among all that user's facts of the same
+    character marked so: a page alone cannot tell, its newer fact may be on another page.
+    ``owned_by_character``: the user's ``owned`` facts of one character."""
+    superseded: set[str] = set()
+    for cid in {v.character_id for v in views if v.status == ACTIVE}:
+        superseded |= {f.fact_id for f in await owned_by_character(cid) if f.status == "superseded"}
+    return [FactView(**{**v.__dict__, "status": "superseded"}) if v.fact_id in superseded else v for v in views]
+
+
 class KnowledgeReadModel:
     def __init__(self, db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> None:
         self._col = db[COLLECTION]
@@ -182,13 +212,10 @@ class KnowledgeReadModel:
         """The character's CURRENT facts visible in ``user_id``'s context, newest first: its facts in that
         user's private scope, its character-wide facts, and (with ``campaign_id``) the campaign's; none learned
         in ``exclude_conversations`` of that user (they do not supersede either)."""
-        scopes = [player_scope(user_id), character_scope(character_id)]
-        if campaign_id is not None:
-            scopes.append(campaign_scope(campaign_id))
+        scopes = visible_scopes(user_id, character_id, campaign_id)
         query = {"tenant_id": tenant_id, "character_id": character_id, "status": ACTIVE, "scope": {"$in": scopes}}
         found = await readable(self._col.find(query), self._view)
-        views = with_supersession(outside(found, user_id, exclude_conversations))
-        return [v for v in views if v.status == ACTIVE][: max(0, limit)]
+        return current_facts(found, user_id, exclude_conversations, limit)
 
     async def owned(
         self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
@@ -224,11 +251,7 @@ class KnowledgeReadModel:
         cursor = self._col.find(query).sort([("learned_at", DESCENDING), ("_id", DESCENDING)])
         docs = [d async for d in cursor.skip(max(0, offset)).limit(max(0, limit))]
         views = await readable(docs, self._view)
-        superseded: set[str] = set()
-        for cid in {v.character_id for v in views if v.status == ACTIVE}:
-            superseded |= {f.fact_id for f in await self.owned(tenant_id, cid, user_id) if f.status == "superseded"}
-        marked = [FactView(**{**v.__dict__, "status": "superseded"}) if v.fact_id in superseded else v for v in views]
-        return marked, total
+        return await mark_superseded(views, lambda cid: self.owned(tenant_id, cid, user_id)), total
 
     async def by_id(self, tenant_id: str, fact_id: str) -> FactView | None:
         """The fact with that id in the tenant, whatever its status (callers check the owner)."""

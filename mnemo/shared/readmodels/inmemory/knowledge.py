@@ -15,11 +15,17 @@ from mnemo.shared.events.recorded import (
     FACTS_CONSOLIDATED,
     FactLearned,
     FactScopeChanged,
-    campaign_scope,
-    character_scope,
-    player_scope,
 )
-from mnemo.shared.readmodels.knowledge import ACTIVE, FactView, outside, source_key, with_supersession
+from mnemo.shared.readmodels.knowledge import (
+    ACTIVE,
+    FactView,
+    current_facts,
+    mark_superseded,
+    outside,
+    source_key,
+    visible_scopes,
+    with_supersession,
+)
 
 
 class InMemoryKnowledge:
@@ -110,16 +116,13 @@ class InMemoryKnowledge:
         limit: int = 50,
         exclude_conversations: Collection[str] = (),
     ) -> list[FactView]:
-        scopes = {player_scope(user_id), character_scope(character_id)}
-        if campaign_id is not None:
-            scopes.add(campaign_scope(campaign_id))
+        scopes = visible_scopes(user_id, character_id, campaign_id)
         found = [
             f
             for f in self._of(tenant_id)
             if f.character_id == character_id and f.status == ACTIVE and f.scope in scopes
         ]
-        views = with_supersession(outside(found, user_id, exclude_conversations))
-        return [v for v in views if v.status == ACTIVE][: max(0, limit)]
+        return current_facts(found, user_id, exclude_conversations, limit)
 
     async def owned(
         self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
@@ -152,10 +155,7 @@ class InMemoryKnowledge:
         ]
         found.sort(key=lambda f: (f.learned_at, f.fact_id), reverse=True)
         views = found[max(0, offset) : max(0, offset) + max(0, limit)]
-        superseded: set[str] = set()
-        for cid in {v.character_id for v in views if v.status == ACTIVE}:
-            superseded |= {f.fact_id for f in await self.owned(tenant_id, cid, user_id) if f.status == "superseded"}
-        return [replace(v, status="superseded") if v.fact_id in superseded else v for v in views], len(found)
+        return await mark_superseded(views, lambda cid: self.owned(tenant_id, cid, user_id)), len(found)
 
     async def in_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> list[FactView]:
         mine = [f for f in self._of(tenant_id) if f.user_id == user_id and f.conversation_id == conversation_id]
