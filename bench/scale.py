@@ -27,15 +27,21 @@ duplicate): bench/scale_ingest.py. Duplicates, reordering and conflicts exit 1; 
 Embedding: ``embedding-1`` / ``embedding-2`` start a cluster with one ingest replica and 1 or 2 embedding
 replicas (stream vector mode, as ``mnemo cluster`` runs it), publish the same N messages and time them from the
 first publish until the embedding durable has acknowledged every log event. The reference is the bundled model
-itself in this process on the same N texts (``raw``, texts/s), measured just before. Reported: texts/s and its
-ratio to the raw model, embedding CPU-us per text, points in ``MNEMO_POINTS`` (one per text: a second replica
-must not write a point twice under another id) and the durable's redeliveries.
+itself in this process on the same N texts (``raw``, texts/s), measured before and after each embedding run (the
+mean of the two is that run's reference: the shared VM's speed drifts within minutes). Timing starts once every
+embedding replica has a pull request waiting (its start-up is not timed). Reported: texts/s and its ratio to the
+raw model, from the first publish (ingest's work shares the cores) and for the backlog the durable still holds
+once ingest is done (the model then shares them only with the servers: bench-embedding's situation), the
+embedding replicas' and the servers' CPU-us per text, points in ``MNEMO_POINTS`` (one per text: a second replica
+must not write a point twice under another id) and the durable's redeliveries. ``--no-ingest`` runs the
+embedding part alone, ``--embedding-replicas 1`` only its first run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -48,6 +54,7 @@ from typing import Any
 
 import nats
 from nats.js import JetStreamContext
+from nats.js.errors import NotFoundError
 from pymongo import AsyncMongoClient
 
 from bench.cluster_proc import cluster
@@ -100,6 +107,18 @@ async def log_settled(js: JetStreamContext, mongodb_url: str, timeout_s: float) 
         await client.close()
 
 
+async def wait_for_pullers(js: JetStreamContext, durable: str, replicas: int, timeout_s: float) -> bool:
+    """Once ``replicas`` pull requests wait on ``durable`` of the log (each replica started and pulling): the
+    replicas' start-up (imports, the model's load: seconds on a loaded VM) is then not timed as embedding."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(NotFoundError):
+            if (await js.consumer_info(subjects.LOG_STREAM, durable)).num_waiting >= replicas:
+                return True
+        await asyncio.sleep(0.2)
+    return False
+
+
 async def publish_and_ingest(publisher: PublisherProcess, js: JetStreamContext, n: int) -> tuple[float, Published]:
     """Publish the ``n`` messages and wait until the ingest durable has acknowledged them all: (start, the
     publisher's report)."""
@@ -109,32 +128,50 @@ async def publish_and_ingest(publisher: PublisherProcess, js: JetStreamContext, 
     return start, published
 
 
-async def run_embedding(bodies: list[bytes], replicas: int, raw_rate: float, tmp: Path) -> dict[str, Any]:
+def ratios_to_raw(e: dict[str, Any], raw: float) -> dict[str, Any]:
+    return {
+        "raw_model_texts_per_s": round(raw, 1),
+        "ratio_to_raw_model": round(e["texts_per_s"] / raw, 3),
+        "backlog_ratio_to_raw_model": round(e["backlog_texts_per_s"] / raw, 3),
+    }
+
+
+async def run_embedding(bodies: list[bytes], replicas: int, tmp: Path) -> dict[str, Any]:
     label = f"embedding-{replicas}"
     async with cluster(tmp, replica_flags(1, replicas), label) as (nats_url, mongodb_url, pids):
         procs = pids["processes"]
         workers = {f"embedding-{p['replica']}": p["pid"] for p in procs if p["name"] == "embedding"}
-        cpu = CpuMeter(workers)
+        servers = {p["name"]: p["pid"] for p in procs if p["kind"] == "server"}
+        cpu = CpuMeter({**workers, **servers})
         nc = await nats.connect(nats_url)
         try:
             js = nc.jetstream(timeout=30)
             await wait_for_partitions(js, Settings().streams.ingest_partitions, 1)
+            if not await wait_for_pullers(js, subjects.durable("embedding"), replicas, 120):
+                print(f"  {label}: the embedding replicas were not all pulling after 120 s; timing anyway", flush=True)
             async with publisher_process(nats_url, keyed_subjects(bodies), bodies) as publisher:
                 cpu.start()
                 start, _ = await publish_and_ingest(publisher, js, len(bodies))
                 relayed = await log_settled(js, mongodb_url, 120)
+                # From here ingest is done: what the durable still holds is embedded alone, as bench-embedding
+                # times it (events already in the log), so the model shares the cores with no ingest work.
+                backlog_start = time.perf_counter()
+                held = await js.consumer_info(subjects.LOG_STREAM, subjects.durable("embedding"))
+                backlog = held.num_pending + held.num_ack_pending
                 await wait_for_acks(js, subjects.LOG_STREAM, subjects.durable("embedding"), relayed, 1200)
                 elapsed = time.perf_counter() - start
+                backlog_s = time.perf_counter() - backlog_start
                 cpu.stop()
             info = await js.consumer_info(subjects.LOG_STREAM, subjects.durable("embedding"))
             points = (await js.stream_info(subjects.POINTS_STREAM)).state.messages
         finally:
             await nc.drain()
-    rate = len(bodies) / elapsed
     return {
-        "texts_per_s": round(rate, 1),
-        "ratio_to_raw_model": round(rate / raw_rate, 3),
+        "texts_per_s": round(len(bodies) / elapsed, 1),
+        "backlog_events": backlog,
+        "backlog_texts_per_s": round(backlog / backlog_s if backlog else 0.0, 1),
         "embedding_cpu_us_per_text": round(sum(cpu.used[k] for k in workers) / len(bodies) * 1e6),
+        "server_cpu_us_per_text": round(sum(cpu.used[k] for k in servers) / len(bodies) * 1e6),
         "points": points,
         "redelivered": info.num_redelivered,
         "label": label,
@@ -174,7 +211,7 @@ async def run_one(bodies: list[bytes]) -> Run:
 
 async def main(
     n: int, conversations: int, keep: Path | None = None, ingest_replicas: tuple[int, ...] = (1, 2, 4),
-    embedding_runs: bool = True, one: bool = True, idle_s: float = 5.0,
+    embedding_replicas: tuple[int, ...] = (1, 2), one: bool = True, idle_s: float = 5.0,
 ) -> dict[str, Any]:  # fmt: skip
     bodies = payloads(n, conversations)
     runs: dict[str, dict[str, Any]] = {}
@@ -202,30 +239,40 @@ async def main(
                 f" redelivered {r['redelivered']}",
                 flush=True,
             )
-    over = overheads(runs)
-    ref = reference(runs)
-    base = runs[ref]["msgs_per_s"]
+    over = overheads(runs) if runs else {}
+    ref = reference(runs) if runs else "none"
+    base = runs[ref]["msgs_per_s"] if runs else 0.0
     for name, r in runs.items():
         if name != ref:
             print(f"{name}: {r['msgs_per_s'] / base:.2f} of {ref}'s rate, {over[f'{name}_vs_{ref}']:+d} CPU-us/msg")
     if "cluster-2_vs_cluster-1" in over:
         print(f"the second replica adds {over['cluster-2_vs_cluster-1']:+d} CPU-us per message")
     texts = texts_of(bodies)
-    raw = raw_model_rate(texts) if embedding_runs else 0.0  # the embedding runs' reference only
-    if embedding_runs:
-        print(f"raw model: {raw:,.0f} texts/s on the same {len(texts):,} texts", flush=True)
     embedding: dict[str, dict[str, Any]] = {}
+    raws: list[float] = []
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-scale-") as scratch:
-        for replicas in (1, 2) if embedding_runs else ():
+        # The raw model brackets every embedding run (measured before and after it, the mean its reference), as
+        # bench-embedding does: the shared VM's speed moves within minutes, and one figure taken first would
+        # credit or charge the later runs with the load's drift.
+        if embedding_replicas:
+            raws.append(raw_model_rate(texts))
+        for replicas in embedding_replicas:
+            print(f"raw model: {raws[-1]:,.0f} texts/s on the same {len(texts):,} texts", flush=True)
             print(f"embedding-{replicas}: publishing {n:,} messages...", flush=True)
-            e = await run_embedding(bodies, replicas, raw, Path(keep or scratch))
+            e = await run_embedding(bodies, replicas, Path(keep or scratch))
+            raws.append(raw_model_rate(texts))
+            raw_ref = (raws[-2] + raws[-1]) / 2
+            e |= ratios_to_raw(e, raw_ref)
             embedding[e.pop("label")] = e
             print(
                 f"embedding-{replicas}: {e['texts_per_s']:,.0f} texts/s ({e['ratio_to_raw_model']:.2f} of the raw"
-                f" model), {e['embedding_cpu_us_per_text']} CPU-us per text; {e['points']:,} points for {n:,}"
-                f" texts, redelivered {e['redelivered']}",
+                f" model's {raw_ref:,.0f} before/after), {e['embedding_cpu_us_per_text']} CPU-us per text, servers"
+                f" {e['server_cpu_us_per_text']}; after ingest, its backlog of {e['backlog_events']:,} events alone:"
+                f" {e['backlog_texts_per_s']:,.0f} texts/s ({e['backlog_ratio_to_raw_model']:.2f});"
+                f" {e['points']:,} points for {n:,} texts, redelivered {e['redelivered']}",
                 flush=True,
             )
+    raw = sum(raws) / len(raws) if raws else 0.0
     if "embedding-2" in embedding:
         embedding["embedding-2"]["overhead_cpu_us_per_text"] = (
             embedding["embedding-2"]["embedding_cpu_us_per_text"]
@@ -247,7 +294,11 @@ async def main(
         "raw_model_texts_per_s": round(raw, 1),
         "embedding": embedding,
         "reference": ref,
-        f"ratio_to_{ref}": {name: round(r["msgs_per_s"] / base, 3) for name, r in runs.items() if name != ref},
+        **(
+            {f"ratio_to_{ref}": {k: round(r["msgs_per_s"] / base, 3) for k, r in runs.items() if k != ref}}
+            if runs
+            else {}
+        ),
         "overhead_cpu_us_per_msg": over,
         "duplicates": sum(r["duplicates"] for r in runs.values()),
         "messages": n,
@@ -268,11 +319,15 @@ if __name__ == "__main__":
     parser.add_argument("--keep", type=Path, help="keep the clusters' data and logs under this directory")
     parser.add_argument("--ingest-replicas", default="1,2,4", help="the cluster runs' ingest replica counts")
     parser.add_argument("--no-embedding", action="store_true", help="skip the embedding runs")
+    parser.add_argument("--embedding-replicas", default="1,2", help="the embedding runs' replica counts")
     parser.add_argument("--idle-s", type=float, default=5.0, help="seconds of the replicas' idle CPU measured first")
     parser.add_argument("--no-one", action="store_true", help="skip the one-process run (cluster-1 is the reference)")
+    parser.add_argument(
+        "--no-ingest", action="store_true", help="skip the ingest runs (one and cluster): embedding only"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)  # a replica's warnings (a tick failed, a lease lost) are shown
-    replicas = tuple(int(r) for r in args.ingest_replicas.split(","))
+    replicas = () if args.no_ingest else tuple(int(r) for r in args.ingest_replicas.split(","))
     print_result(
         asyncio.run(
             main(
@@ -280,8 +335,10 @@ if __name__ == "__main__":
                 args.conversations,
                 args.keep,
                 replicas,
-                embedding_runs=not args.no_embedding,
-                one=not args.no_one,
+                embedding_replicas=()
+                if args.no_embedding
+                else tuple(int(r) for r in args.embedding_replicas.split(",")),
+                one=not (args.no_one or args.no_ingest),
                 idle_s=args.idle_s,
             )
         )
