@@ -263,6 +263,8 @@ def main(data: Path, limit: int | None, history: int, pool: int, only: Sequence[
         ("  without neighbours", {"NEIGHBOUR_WEIGHT": 0.0}),
         ("  without the named participant", {"PARTICIPANT_BOOST": 0.0}),
         ("  misspelt names not recognised", {"MIN_RATIO": 1.01}),
+        ("  questions at full weight", {"QUESTION_WEIGHT": 1.0}),
+        ("  questions weigh 0.8", {"QUESTION_WEIGHT": 0.8}),
         ("  without the referred time", {"TIME_BOOST": 0.0}),
         ("  without near-duplicate removal", {"DUPLICATE_JACCARD": 1.01}),
         ("  with MMR (lambda 0.8)", {"MMR_LAMBDA": 0.8}),

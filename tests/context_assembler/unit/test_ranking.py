@@ -149,3 +149,15 @@ def test_relevance_is_bounded_and_sorted(rows: list[tuple[int, int | None, str, 
 def test_jaccard_of_empty_sets_is_one() -> None:
     assert jaccard(frozenset(), frozenset()) == 1.0
     assert jaccard(frozenset({"a"}), frozenset({"b"})) == 0.0
+
+
+def test_a_question_gives_way_to_a_statement_just_below_it() -> None:
+    cands = [
+        Candidate("ask", 1, text="What about you, Kate, any hobbies?"),
+        Candidate("tell", 2, text="I love skiing and cooking classes."),
+        Candidate("far", 9, text="Skiing again next week."),
+    ]
+    ranked = [k for k, _ in rank_candidates("What are Kate's hobbies?", cands, 3, now=NOW)]
+    assert ranked == ["tell", "ask", "far"]  # a weaker question still beats a much weaker statement
+    zh = [Candidate("ask", 1, text="你喜欢什么？"), Candidate("tell", 2, text="我喜欢滑雪。")]
+    assert [k for k, _ in rank_candidates("爱好", zh, 2, now=NOW)] == ["tell", "ask"]

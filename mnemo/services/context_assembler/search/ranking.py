@@ -28,6 +28,7 @@ __all__ = [
     "MMR_LAMBDA",
     "NEIGHBOUR_WEIGHT",
     "PARTICIPANT_BOOST",
+    "QUESTION_WEIGHT",
     "RANK_K",
     "TIME_BOOST",
     "Candidate",
@@ -56,6 +57,9 @@ DUPLICATE_JACCARD = 0.9
 #: diversity buys little here; it stays available, neutral by default.
 MMR_LAMBDA = 1.0
 MIN_RELEVANCE = 0.02
+#: A candidate that only asks (ends with a question mark) weighs this much of its score: it rarely holds the
+#: answer, the turn after it does (and the neighbour lever lifts that one by the question's own score).
+QUESTION_WEIGHT = 0.9
 
 
 @dataclass(frozen=True)
@@ -192,7 +196,10 @@ def rank_candidates(
        tokens on nothing new.
     6. Diversity (:func:`mmr`): maximal marginal relevance over the word sets, ``MMR_LAMBDA`` of relevance
        against ``1 - MMR_LAMBDA`` of similarity to what is already taken.
-    7. Minimum relevance: candidates under ``MIN_RELEVANCE`` are never shown.
+    7. Questions (``QUESTION_WEIGHT``): a candidate that ends with a question mark weighs 0.9 of its score
+       (applied with the neighbours, before the boosts): "What about you, Kate?" shares the question's words
+       but the turn after it holds the answer, and that turn is lifted by the question's full score.
+    8. Minimum relevance: candidates under ``MIN_RELEVANCE`` are never shown.
 
     ``rerank`` (a re-ranking model's score in [0, 1] per key, when one is configured) replaces the fused
     rank as the base score of the keys it covers. ``now`` (epoch seconds) anchors relative times in the
@@ -213,6 +220,8 @@ def rank_candidates(
     relevance: dict[str, float] = {}
     for k, c in unique.items():
         score = base[k] + NEIGHBOUR_WEIGHT * max(0.0, near[k] - base[k])
+        if c.text.rstrip().endswith(("?", "？")):
+            score *= QUESTION_WEIGHT
         if named is not None and c.author == named:
             score *= 1 + PARTICIPANT_BOOST
         if window is not None and c.created_at is not None and window.contains(c.created_at):
