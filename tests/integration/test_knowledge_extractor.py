@@ -8,6 +8,7 @@ and comes back after it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,7 +28,7 @@ from mnemo.shared.events.recorded import conversation_stream, created_event_id, 
 from mnemo.shared.llm.openai import OpenAIChatModel
 from mnemo.shared.llm.port import ChatModel
 from mnemo.shared.readmodels.catalog import ensure_indexes
-from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
+from mnemo.shared.readmodels.knowledge import FactView, KnowledgeReadModel
 from mnemo.shared.readmodels.witnessed import WitnessedReadModel
 from tests.envelopes import message_deleted, message_edited
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler
@@ -59,19 +60,22 @@ def message(i: int, content: str, bots: list[str], *, tenant: str = "t1", user: 
 
 class Env:
     def __init__(self, store: MongoEventStore, relay: Relay, db: Any, cipher: FieldCipher) -> None:
-        self.store, self.relay, self.db = store, relay, db
+        self.store, self.relay, self.db, self.cipher = store, relay, db, cipher
         self.knowledge = KnowledgeReadModel(db, cipher)
 
-    def extractor(self, chat_model: ChatModel | None = None, **settings: Any) -> MemoryExtractor:
+    def extractor(
+        self, chat_model: ChatModel | None = None, knowledge: KnowledgeReadModel | None = None, **settings: Any
+    ) -> MemoryExtractor:
+        knowledge = knowledge or self.knowledge
         learning = Learning(
             self.store,
             self.relay,
-            self.knowledge,
+            knowledge,
             embedder=BundledEmbedder(),
             chat_model=chat_model,
             settings=KnowledgeSettings(**settings),
         )
-        revisions = Revisions(self.store, self.knowledge, learning)
+        revisions = Revisions(self.store, knowledge, learning)
         return MemoryExtractor(self.store, self.relay, WitnessedReadModel(self.db), learning, revisions)
 
     async def knowledge_log(self, character: str, tenant: str = "t1") -> list[EventEnvelope]:
@@ -271,3 +275,32 @@ async def test_deleting_a_source_of_a_consolidated_fact_keeps_what_came_from_oth
     assert {"Ana's dog is Rex.", "Ana's hat is red."} <= set(texts)
     consolidations = [e for e in await env.knowledge_log("bard") if e.type == "knowledge.facts_consolidated"]
     assert len(consolidations) == 2
+
+
+class ReadTogether(KnowledgeReadModel):
+    """The real read model, but a learner's first dedup read waits for the other learner's: both check "is this
+    fact known?" before either appends (two replicas, or a redelivery racing a slower attempt, under chaos)."""
+
+    def __init__(self, db: Any, cipher: FieldCipher, barrier: asyncio.Barrier) -> None:
+        super().__init__(db, cipher)
+        self._barrier, self._waited = barrier, False
+
+    async def owned(self, *args: Any, **kwargs: Any) -> list[FactView]:
+        found = await super().owned(*args, **kwargs)
+        if not self._waited:
+            self._waited = True
+            await self._barrier.wait()
+        return found
+
+
+@pytest.mark.parametrize("second", ["I live in Paris.", "I live in Paris!"], ids=["same message", "equivalent"])
+async def test_two_replicas_checking_at_once_learn_a_fact_once(env, second):
+    """Replica A handles m0; replica B handles m0 again (a redelivery) or m1 saying the same thing."""
+    log = await record(env, [message(0, "I live in Paris.", ["bard"]), message(1, second, ["bard"])])
+    barrier = asyncio.Barrier(2)
+    replicas = [env.extractor(knowledge=ReadTogether(env.db, env.cipher, barrier)) for _ in range(2)]
+    batches = [log[:1], log[:1] if second == "I live in Paris." else log[1:]]
+    await asyncio.gather(*(r.on_batch(items(b)) for r, b in zip(replicas, batches, strict=True)))
+    learned = [e.payload["text"] for e in await env.knowledge_log("bard")]
+    assert learned == ["Ana lives in Paris."], "the fact was learned once"
+    assert await env.texts("bard") == ["Ana lives in Paris."]

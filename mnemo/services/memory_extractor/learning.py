@@ -5,7 +5,9 @@ Contract (called by ``handlers.MemoryExtractor`` for each fetched batch):
 - ``learn``: the recorded messages of a batch → facts per character present (LLM per run of equal presence
   when a model is configured, the ``facts.py`` patterns otherwise or when the model fails) → exact and near
   duplicates dropped (``curation.keep_fresh``) → ``knowledge.fact_learned`` appended to the character's stream
-  ``knowledge/<tenant>/<character>`` (event id = the deterministic fact id: a redelivery appends nothing),
+  ``knowledge/<tenant>/<character>`` at the version read before the dedup check, so a writer that raced us
+  makes the append conflict and the check runs again (two replicas never both learn one fact; the event id
+  is the deterministic fact id: a redelivery appends nothing),
   projected at once (so the next batch deduplicates against them) and published → the cap: oldest facts folded
   into ``knowledge.facts_consolidated``.
 
@@ -27,12 +29,13 @@ from mnemo.services.memory_extractor.curation import (
     merge_extractive,
     plan_consolidation,
 )
-from mnemo.services.memory_extractor.domain import Witnessing
+from mnemo.services.memory_extractor.domain import Witnessing, group_appends
 from mnemo.services.memory_extractor.facts import FactCandidate, normalise, pattern_candidates, runs_of_presence
 from mnemo.services.memory_extractor.settings import KnowledgeSettings
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.embedders.port import Embedder
-from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.append import MAX_CONFLICT_RETRIES, ConflictRetriesExhausted
+from mnemo.shared.eventlog.port import ConcurrencyError, EventStore
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     MessageRecorded,
@@ -98,10 +101,8 @@ class Learning:
         self, tenant_id: str, tenant_sources: list[SourceMessage], on_progress: ProgressCallback | None
     ) -> None:
         candidates = await self._extract(tenant_sources, on_progress)
-        fresh = await self._deduplicate(tenant_id, candidates)
         origin = {s.msg.message_id: s for s in tenant_sources}
-        pending = [self._fact_event(tenant_id, c, origin.get(c.message_ids[-1])) for c in fresh]
-        await self.commit(pending)
+        fresh = await self._append_fresh(tenant_id, candidates, origin)
         for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in fresh):
             await self._enforce_cap(tenant_id, character_id, user_id, on_progress)
 
@@ -124,6 +125,42 @@ class Learning:
             else:
                 out += llm_knowledge.candidates_from_updates(run, completion, revision=rev)
         return out
+
+    async def _append_fresh(
+        self, tenant_id: str, candidates: Sequence[FactCandidate], origin: dict[str, SourceMessage]
+    ) -> list[FactCandidate]:
+        """Deduplicate, then append at the stream versions read BEFORE the dedup read: if another writer (a
+        replica, a slower attempt racing a redelivery) appended to a character's stream meanwhile, that append
+        conflicts, what the other wrote is projected here (it may not have projected it yet) and that stream's
+        candidates are checked again. Without it both writers found the fact unknown and both appended it.
+        Returns the candidates appended."""
+        learned: list[FactCandidate] = []
+        pending = list(candidates)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            if not pending:
+                return learned
+            streams = list(dict.fromkeys(knowledge_stream(tenant_id, c.character_id) for c in pending))
+            versions = await self._store.stream_versions(streams)
+            fresh = await self._deduplicate(tenant_id, pending)
+            events = [self._fact_event(tenant_id, c, origin.get(c.message_ids[-1])) for c in fresh]
+            appends = group_appends(events, versions)
+            conflicted: set[str] = set()
+            committed: list[EventEnvelope] = []
+            for append, result in zip(appends, await self._store.append_batch(appends), strict=True):
+                if isinstance(result, ConcurrencyError):
+                    conflicted.add(append.stream_id)
+                else:
+                    committed.extend(result.committed)
+            if committed:
+                await self._knowledge.apply(committed)
+                await self._publisher.publish_committed(committed)
+            learned += [c for c, e in zip(fresh, events, strict=True) if e.stream_id not in conflicted]
+            for stream_id in conflicted:
+                await self._knowledge.apply(await self._store.read_stream(stream_id, versions.get(stream_id, 0)))
+            pending = [c for c in pending if knowledge_stream(tenant_id, c.character_id) in conflicted]
+        if pending:
+            raise ConflictRetriesExhausted(knowledge_stream(tenant_id, pending[0].character_id), MAX_CONFLICT_RETRIES)
+        return learned
 
     async def _deduplicate(self, tenant_id: str, candidates: Sequence[FactCandidate]) -> list[FactCandidate]:
         """Candidates against what their character knows, branch by branch: a fork learns its copied prefix
