@@ -21,6 +21,7 @@ from mnemo.services.context_assembler.assemble.render import (
     render_remembered,
     render_retrieved,
 )
+from mnemo.services.context_assembler.assemble.section_tokens import SectionTokens
 from mnemo.services.context_assembler.items import (
     BotProfile,
     ChatLine,
@@ -55,7 +56,8 @@ _SECTION = {"legacy": "legacy_memories"}  # draft slot -> its section, where the
 class Budget:
     """Tracks each section's tokens; accepts a change only if the new total stays within budget.
 
-    Adding an item re-renders its section and counts it as a whole, and an item is only accepted if the total
+    Adding an item counts its section with it (only its own line, :class:`SectionTokens`, where the estimator
+    allows it; else the section re-rendered and counted whole), and an item is only accepted if the total
     stays within the budget, so the reply never exceeds ``max_tokens`` unless ``system`` and ``persona``
     alone do (they are counted from the start and always go in full).
     """
@@ -64,6 +66,7 @@ class Budget:
         self.draft = draft
         self.count = draft.inp.counter.count
         self.section_tokens = {s: self.count(draft.render(s)) for s in ALWAYS}
+        self.lines = SectionTokens(draft)
 
     def total(self) -> int:
         return sum(self.section_tokens.values())
@@ -71,11 +74,14 @@ class Budget:
     def offer(self, section: str, kept: list[T], item: T) -> bool:
         """Append ``item`` to ``kept`` if ``section`` re-rendered with it still fits; False (and ``kept``
         unchanged) otherwise."""
+        new = self.lines.with_item(section, kept, item)
         kept.append(item)
-        new = self.count(self.draft.render(section))
+        if new is None:
+            new = self.count(self.draft.render(section))
         if self.total() - self.section_tokens.get(section, 0) + new > self.draft.inp.max_tokens:
             kept.pop()
             return False
+        self.lines.keep()
         self.section_tokens[section] = new
         return True
 

@@ -1,0 +1,140 @@
+"""A list section's estimated tokens, kept up to date item by item instead of re-counting the whole section.
+
+Why by hand: :func:`mnemo.shared.tokens.estimate_tokens` of a section is ``max(chars / 4, words * 4 / 3, wide)``
+rounded up, and each of the three is a sum over the section's lines: a section is its header and its lines
+joined by ``"\n"`` (:func:`render.block`), the newline splits words and is neither a word nor a wide character,
+and the wide pattern matches single characters. So the three sums, kept per section, give the very count that
+re-rendering and counting the whole section gives, at the cost of counting the one new line: packing ``n``
+items into a section was quadratic in ``n`` (issue 26: as much CPU as the gathering on a large context).
+
+Only :class:`EstimatedTokens` is counted this way (a tokenizer's count is not a sum over lines), and only for an
+item that renders as one line of its section whatever else is kept: anything else (another counter, a lore
+entry placed in the system text or the history, an item not in the request's own lists or in them twice)
+returns None and the budget re-renders and counts the section as before.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from mnemo.services.context_assembler.assemble.draft import Draft
+from mnemo.services.context_assembler.assemble.render import (
+    LEGACY_HEADER,
+    LORE_HEADER,
+    MEMORIES_HEADER,
+    RETRIEVED_HEADER,
+    knowledge_header,
+    lore_section,
+    render_fact,
+    render_memory,
+    render_remembered,
+    render_retrieved,
+)
+from mnemo.services.context_assembler.items import (
+    ChatLine,
+    KnowledgeItem,
+    LoreItem,
+    MemoryItem,
+    RememberedItem,
+    remembered_section,
+)
+from mnemo.shared.tokens import _WIDE, EstimatedTokens
+
+
+@dataclass
+class _Sums:
+    chars: int
+    words: int
+    wide: int
+    lines: int = 0
+
+    @classmethod
+    def of(cls, text: str) -> _Sums:
+        return cls(len(text), len(text.split()), 0 if text.isascii() else len(_WIDE.findall(text)))
+
+    def tokens(self) -> int:
+        """:func:`estimate_tokens` of the header and the lines joined by newlines ("" when no line: 0)."""
+        if not self.lines:
+            return 0
+        by_chars = (self.chars + self.lines) / 4  # one "\n" before each line
+        return max(1, math.ceil(max(by_chars, self.words * 4 / 3, self.wide)))
+
+
+class SectionTokens:
+    """Per list section, the sums of its header and kept lines; :meth:`with_item` is the section's count with
+    one more item, or None when that item cannot be counted on its own (then count the rendered section, and
+    that section is counted whole from then on)."""
+
+    def __init__(self, draft: Draft) -> None:
+        self.draft = draft
+        inp = draft.inp
+        self.enabled = type(inp.counter) is EstimatedTokens
+        self._sums: dict[str, _Sums] = {}
+        self._given: dict[str, set[int]] = {}  # the ids in each of the request's lists (empty when one repeats)
+        for name, items in (
+            ("lore", inp.lore),
+            ("knowledge", inp.knowledge),
+            ("memories", inp.memories),
+            ("retrieved", inp.retrieved),
+            ("remembered", inp.remembered),
+        ):
+            ids = {id(i) for i in items}
+            self._given[name] = ids if len(ids) == len(items) else set()
+        self._kept: dict[str, set[int]] = {}
+        self._off: set[str] = set()  # sections once counted whole: their sums would be stale
+        self._pending: tuple[str, int, _Sums] | None = None
+
+    def _line(self, section: str, kept: list[Any], item: Any) -> tuple[str, str] | None:
+        """``item``'s line in ``section`` and the header, if it is one line there whatever else is kept."""
+        d, given = self.draft, self._given
+        if isinstance(item, RememberedItem):
+            ok = kept is d.remembered and remembered_section(item) == section and id(item) in given["remembered"]
+            return (render_remembered(item, section), self._header(section)) if ok else None
+        if isinstance(item, LoreItem):
+            ok = kept is d.lore and section == "lore" == lore_section(item) and id(item) in given["lore"]
+            return (item.content, LORE_HEADER) if ok else None
+        if isinstance(item, KnowledgeItem):
+            ok = kept is d.knowledge and section == "knowledge" and id(item) in given["knowledge"]
+            return (render_fact(item), self._header(section)) if ok else None
+        if isinstance(item, MemoryItem) and id(item) in given["memories"]:
+            slot, name = (d.legacy, "legacy_memories") if item.kind == "legacy_memory" else (d.memories, "memories")
+            return (render_memory(item), self._header(section)) if kept is slot and section == name else None
+        if isinstance(item, ChatLine) and kept is d.retrieved and section == "retrieved":
+            return (render_retrieved(item), RETRIEVED_HEADER) if id(item) in given["retrieved"] else None
+        return None
+
+    def _header(self, section: str) -> str:
+        if section == "knowledge":
+            return knowledge_header(self.draft.inp.bot_id, self.draft.inp.bot)
+        headers = {"lore": LORE_HEADER, "memories": MEMORIES_HEADER, "legacy_memories": LEGACY_HEADER}
+        return headers.get(section, RETRIEVED_HEADER)
+
+    def with_item(self, section: str, kept: list[Any], item: Any) -> int | None:
+        """The section's tokens with ``item`` added (recorded by :meth:`keep` if the budget keeps it)."""
+        self._pending = None
+        if not self.enabled or section in self._off:
+            return None
+        found = self._line(section, kept, item)
+        # Counted from an empty section: one that holds items kept some other way is counted whole.
+        if found is not None and section not in self._sums and not self.draft.render(section):
+            self._sums[section] = _Sums.of(found[1])  # the header alone, no line yet: 0 tokens
+        if found is None or section not in self._sums:
+            self._off.add(section)
+            return None
+        sums = self._sums[section]
+        if id(item) in self._kept.setdefault(section, set()):  # kept already: rendered once, no change
+            return sums.tokens()
+        line = _Sums.of(found[0])
+        new = _Sums(sums.chars + line.chars, sums.words + line.words, sums.wide + line.wide, sums.lines + 1)
+        self._pending = (section, id(item), new)
+        return new.tokens()
+
+    def keep(self) -> None:
+        """Record the item :meth:`with_item` last counted as kept."""
+        if self._pending is not None:
+            section, ident, new = self._pending
+            self._sums[section] = new
+            self._kept[section].add(ident)
+            self._pending = None
