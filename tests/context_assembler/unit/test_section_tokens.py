@@ -3,6 +3,8 @@ each whole section packed: the same estimator behind another type takes the old 
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,7 +53,7 @@ _score = st.floats(0, 1)
 def test_incremental_counts_pack_what_whole_section_counts_packed(
     lore, facts, memories, remembered, retrieved, hist, max_tokens, min_history, directive
 ):
-    inputs = {
+    inputs: dict[str, Any] = {
         "lore": [LoreItem("b", i, t, "x", 100 - i, c, position=p) for i, (t, c, p) in enumerate(lore)],
         "knowledge": [KnowledgeItem(f"f{i}", t, score=s) for i, (t, s) in enumerate(facts)],
         "memories": [
@@ -62,7 +64,7 @@ def test_incremental_counts_pack_what_whole_section_counts_packed(
         "retrieved": [ChatLine(f"r{i}", i, "user", "Tobin", t, s) for i, (t, s) in enumerate(retrieved)],
         "history": [ChatLine(f"h{i}", 100 + i, "assistant", "Mirelle", t) for i, t in enumerate(hist)],
     }
-    asked = {"max_tokens": max_tokens, "min_history": min_history, "directive": directive}
+    asked: dict[str, Any] = {"max_tokens": max_tokens, "min_history": min_history, "directive": directive}
     counters = (EstimatedTokens(), WholeSectionTokens())
     replies = [assemble(AssemblyInput("bot-1", BOT, PERSONA, counter=c, **asked, **inputs)) for c in counters]
     assert replies[0] == replies[1]
