@@ -157,3 +157,12 @@ async def test_random_tenants_players_characters_and_campaigns_never_see_what_is
         refused = await world.search(user, "letter", tenant_id=tenant, namespaces=[f"player:{other}"])
         assert refused["error"]["code"] == "forbidden"
     assert seen > 100, "the searches found something (the property is not vacuous)"
+
+
+async def test_no_namespace_named_finds_nothing_as_a_player_or_as_a_character(world: World) -> None:
+    """An empty ``namespaces`` list asks for nothing: an empty answer, also with a ``bot_id`` (it was an internal
+    error: the character's fact filter was built with no scope; found by the gateway's schemathesis run)."""
+    await world.remember("u1", LETTER)
+    for query in ("", "letter"):
+        assert await world.found("u1", query, namespaces=[]) == []
+        assert await world.found("u1", query, namespaces=[], bot_id="bard") == []

@@ -81,8 +81,8 @@ def legacy_filter(viewer: Viewer, namespaces: Sequence[str], req: MemorySearchRe
 
 def fact_filter(viewer: Viewer, namespaces: Sequence[str]) -> VectorFilter | None:
     """Types, tags and times of facts are checked on read (fact points carry none of them)."""
-    if viewer.bot_id is not None:
-        return vp.character_facts(viewer.tenant_id, viewer.bot_id, list(namespaces))
+    if viewer.bot_id is not None:  # no namespace named: no scope of the character's facts is asked for
+        return vp.character_facts(viewer.tenant_id, viewer.bot_id, list(namespaces)) if namespaces else None
     own = player(viewer.user_id)
     if own not in namespaces:
         return None
