@@ -1,9 +1,12 @@
 // Tokens and vector status of listed items (memory.index_status, answered beside the vector index): one call
 // per page, shown beside each item. What fails to load leaves the listing as it is, with the error under it.
+import { useEffect, useState } from "preact/hooks";
 import { Badge, ErrorNote, useLoad } from "../ui.jsx";
 import { useSession } from "../session.js";
 
 const PAGE = 200; // the call's limit per request
+const RETRIES = 5; // asks again for items not yet indexed, RETRY_MS apart
+const RETRY_MS = 2000;
 
 /** `queries`: [{source, id, text}]; returns {statuses: Map("<source>:<id>" -> status), error}. */
 export function useIndexStatus(queries) {
@@ -16,6 +19,19 @@ export function useIndexStatus(queries) {
     const replies = await Promise.all(pages.map((items) => call("memory/index_status", { user_id: user, items })));
     return replies.flatMap((r) => r.items);
   }, [user, key]);
+  // A new or edited item is indexed within seconds of its write: one seen missing is asked again a few times,
+  // so the badge follows the index instead of keeping the answer of the moment the listing was drawn.
+  const [retries, setRetries] = useState(0);
+  useEffect(() => setRetries(0), [user, key]);
+  const missing = (loaded.data || []).some((s) => s.status !== "indexed");
+  useEffect(() => {
+    if (!missing || loaded.loading || retries >= RETRIES) return undefined;
+    const timer = setTimeout(() => {
+      setRetries((n) => n + 1);
+      loaded.reload();
+    }, RETRY_MS);
+    return () => clearTimeout(timer);
+  }, [missing, loaded.loading, retries]);
   const statuses = new Map((loaded.data || []).map((s) => [`${s.source}:${s.id}`, s]));
   return { statuses, error: loaded.error };
 }
