@@ -22,57 +22,53 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from enum import Enum
 from typing import Any
 
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
 from nats.js.client import NO_RESPONDERS_STATUS
-from nats.js.errors import APIError
+from nats.js.errors import APIError, NoStreamResponseError
 
 log = logging.getLogger(__name__)
 
 
-class Answer(Enum):
-    PUB_ACK = "pub_ack"  # the library reads it (and "no responders", which it maps to NoStreamResponseError)
-    NOT_JETSTREAM = "not_jetstream"  # another subscriber's reply: wait for the stream's
-
-
-def read_reply(msg: Msg) -> Answer | APIError:
-    """What a reply on a publish's inbox is: a PubAck for the library, JetStream's refusal, or not JetStream's."""
+def read_reply(msg: Msg) -> api.PubAck | Exception | None:
+    """What a reply on a publish's inbox says: JetStream's PubAck or refusal, or None when the stream did not
+    send it. The body is decoded once, here (the library's handler would decode it again)."""
     status = (msg.headers or {}).get(api.Header.STATUS)
     if status == NO_RESPONDERS_STATUS:
-        return Answer.PUB_ACK
+        return NoStreamResponseError()  # as nats-py reports it: no stream listens on the subject
     if status:
         description = (msg.headers or {}).get(api.Header.DESCRIPTION) or f"status {status}"
         return APIError(code=int(status) if status.isdigit() else None, description=description)
     try:
         body = json.loads(msg.data)
     except ValueError:
-        return Answer.NOT_JETSTREAM
+        return None
     if not isinstance(body, dict):
-        return Answer.NOT_JETSTREAM
+        return None
     if isinstance(error := body.get("error"), dict):
         return APIError(code=error.get("code"), err_code=error.get("err_code"), description=error.get("description"))
-    return Answer.PUB_ACK if "stream" in body and "seq" in body else Answer.NOT_JETSTREAM
+    return api.PubAck.from_response(body) if "stream" in body and "seq" in body else None
 
 
 class SettledJetStream(JetStreamContext):
     """``JetStreamContext`` whose async-publish futures are settled by JetStream's answers only (module doc)."""
 
     async def _handle_async_reply(self, msg: Msg) -> None:
+        # The token is the reply subject's last part: publish_async builds it as <async prefix>.<token>.
+        future: asyncio.Future[Any] | None = self._publish_async_futures.get(msg.subject.rsplit(".", 1)[-1])
+        if future is None or future.done():
+            return
         answer = read_reply(msg)
-        if answer is Answer.PUB_ACK:
-            await super()._handle_async_reply(msg)
-        elif answer is Answer.NOT_JETSTREAM:
+        if answer is None:
             log.debug("ignored a reply to a JetStream publish that the stream did not send: %r", msg.data[:80])
+        elif isinstance(answer, Exception):
+            log.debug("JetStream refused a publish: %r", answer)
+            future.set_exception(answer)
         else:
-            # The token is the reply subject's last part: publish_async builds it as <async prefix>.<token>.
-            future: asyncio.Future[Any] | None = self._publish_async_futures.get(msg.subject.rsplit(".", 1)[-1])
-            if future is not None and not future.done():
-                log.debug("JetStream refused a publish: %s %s", answer.code, answer.description)
-                future.set_exception(answer)
+            future.set_result(answer)
 
 
 def jetstream(nc: NatsClient, **opts: Any) -> JetStreamContext:
