@@ -21,14 +21,20 @@ from typing import Any, Protocol
 _WIDE = re.compile("[\u2e80-\U0010ffff]")
 
 
-def estimate_tokens(text: str) -> int:
-    if not text:
-        return 0
-    by_chars = len(text) / 4
-    by_words = len(text.split()) * 4 / 3
+def estimate_parts(text: str) -> tuple[int, int, int]:
+    """What the estimator counts in ``text``: characters, words, wide characters. Each is a sum over the pieces
+    of a text cut at whitespace, so a section's parts add up from its lines' (``assemble/section_tokens.py``)."""
     # CJK and similar scripts: about one token per character (counted in C: the budget counts often).
-    wide = 0 if text.isascii() else len(_WIDE.findall(text))
-    return max(1, math.ceil(max(by_chars, by_words, wide)))
+    return len(text), len(text.split()), 0 if text.isascii() else len(_WIDE.findall(text))
+
+
+def tokens_of_parts(chars: int, words: int, wide: int) -> int:
+    """The estimate from :func:`estimate_parts`' three counts (0 for no characters)."""
+    return max(1, math.ceil(max(chars / 4, words * 4 / 3, wide))) if chars else 0
+
+
+def estimate_tokens(text: str) -> int:
+    return tokens_of_parts(*estimate_parts(text)) if text else 0
 
 
 class TokenCounter(Protocol):

@@ -15,7 +15,6 @@ returns None and the budget re-renders and counts the section as before.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,11 +39,14 @@ from mnemo.services.context_assembler.items import (
     RememberedItem,
     remembered_section,
 )
-from mnemo.shared.tokens import _WIDE, EstimatedTokens
+from mnemo.shared.tokens import EstimatedTokens, estimate_parts, tokens_of_parts
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Sums:
+    """A section's header and kept lines, counted (:func:`estimate_parts`): the section is them joined by
+    newlines."""
+
     chars: int
     words: int
     wide: int
@@ -52,14 +54,15 @@ class _Sums:
 
     @classmethod
     def of(cls, text: str) -> _Sums:
-        return cls(len(text), len(text.split()), 0 if text.isascii() else len(_WIDE.findall(text)))
+        return cls(*estimate_parts(text))
 
     def tokens(self) -> int:
         """:func:`estimate_tokens` of the header and the lines joined by newlines ("" when no line: 0)."""
-        if not self.lines:
-            return 0
-        by_chars = (self.chars + self.lines) / 4  # one "\n" before each line
-        return max(1, math.ceil(max(by_chars, self.words * 4 / 3, self.wide)))
+        return tokens_of_parts(self.chars + self.lines, self.words, self.wide) if self.lines else 0  # + the "\n"s
+
+    def with_line(self, line: str) -> _Sums:
+        chars, words, wide = estimate_parts(line)
+        return _Sums(self.chars + chars, self.words + words, self.wide + wide, self.lines + 1)
 
 
 class SectionTokens:
@@ -126,8 +129,7 @@ class SectionTokens:
         sums = self._sums[section]
         if id(item) in self._kept.setdefault(section, set()):  # kept already: rendered once, no change
             return sums.tokens()
-        line = _Sums.of(found[0])
-        new = _Sums(sums.chars + line.chars, sums.words + line.words, sums.wide + line.wide, sums.lines + 1)
+        new = sums.with_line(found[0])
         self._pending = (section, id(item), new)
         return new.tokens()
 
