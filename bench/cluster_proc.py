@@ -77,9 +77,47 @@ async def cluster(
                 raise
             print(f"  attempt {attempt} failed, starting again: {str(exc).splitlines()[-1][-200:]}", flush=True)
             continue
+        pids = json.loads((data_dir / "data" / "run" / "pids.json").read_text())
         try:
             print(f"  {label}: mnemo cluster ready in {time.monotonic() - started:.1f}s ({replicas})", flush=True)
-            yield nats_url, mongodb_url, json.loads((data_dir / "data" / "run" / "pids.json").read_text())
+            yield nats_url, mongodb_url, pids
+        except Exception:
+            # A run that fails on a machine we cannot log into (CI) must say why: what the cluster reported
+            # (a process that exited) and what its services logged last.
+            print(post_mortem(out, pids), file=sys.stderr, flush=True)
+            raise
         finally:
             await stop_cluster(process)
         return
+
+
+def post_mortem(cluster_out: Path, pids: dict[str, Any], lines: int = 40) -> str:
+    """The cluster's own output and each service process's last ``lines`` log lines."""
+    parts = [f"--- {cluster_out} (last {lines} lines) ---", *_tail(cluster_out, lines)]
+    for proc in pids.get("processes", []):
+        if proc.get("kind") == "service" and proc.get("log"):
+            alive = _alive(proc.get("pid"))
+            parts += [
+                f"--- {proc['name']}-{proc['replica']} (pid {proc['pid']}, {alive}) ---",
+                *_tail(Path(proc["log"]), lines),
+            ]
+    return "\n".join(parts)
+
+
+def _tail(path: Path, lines: int) -> list[str]:
+    try:
+        return path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError as exc:
+        return [f"(unreadable: {exc})"]
+
+
+def _alive(pid: object) -> str:
+    if not isinstance(pid, int):
+        return "pid unknown"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return "exited"
+    except PermissionError:
+        pass
+    return "running"

@@ -15,16 +15,20 @@ from datetime import UTC, datetime, timedelta
 
 import nats
 import pytest
+from faststream.nats import NatsRouter
 from nats.js.errors import KeyNotFoundError
 
 from mnemo.runtime.cli import main as cli_main
 from mnemo.services.ingest.app import create_router
+from mnemo.services.ingest.partitions import PartitionManager
 from mnemo.shared import subjects
 from mnemo.shared.delivery import DLQ_REASON, DLQ_SUBJECT
 from mnemo.shared.delivery.pull import PullLoop
+from mnemo.shared.deps import Deps
 from mnemo.shared.events.recorded import conversation_stream
 from mnemo.shared.lease import LEASE_BUCKET
 from mnemo.shared.partitions import current_count, generations, ingest_drained, partition_of, set_count
+from mnemo.shared.probes import Probes
 from mnemo_client.wire.keyed import subject_token
 from tests.integration.ingest_stack import Stack, dead_letters, message_created, reset_streams, running
 from tests.waiting import wait_until
@@ -167,3 +171,37 @@ async def test_a_stop_in_the_middle_of_a_take_releases_the_lease(
             await kv.get(subjects.INGEST_V1_LEASE)
     finally:
         await nc.drain()
+
+
+async def test_a_stuck_tick_keeps_the_member_key_and_turns_the_replica_unready(
+    nats_url: str, mongo_url: str, db_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The member key is refreshed on its own, not by the tick: a tick that took longer than the lease TTL let
+    the key expire, the other replicas dealt this one's partitions among themselves and handed them back a tick
+    later. A tick that does not end at all is reported by the readiness probe (an operator's restart frees it)."""
+    taking = asyncio.Event()
+
+    async def never_starts(self: PullLoop, *, resume: bool = False) -> int:
+        taking.set()
+        await asyncio.Event().wait()  # the stop's cancellation ends it
+        return 0
+
+    monkeypatch.setattr(PullLoop, "start", never_starts)
+    monkeypatch.setattr(PartitionManager, "_stuck_after_s", 1.0)
+    probes = Probes()
+    probes.phase = "serving"
+
+    def with_probes(deps: Deps) -> NatsRouter:
+        deps.probes = probes  # as the service's host gives them
+        return create_router(deps)
+
+    async with running(nats_url, mongo_url, db_name, with_probes) as s:
+        await wait_until(taking.is_set, "ingest began taking the v1 router")
+        ttl = s.deps.settings.delivery.lease_ttl_s
+        await asyncio.sleep(ttl * 1.3)  # the key's max age passes while the tick is stuck
+        kv = await s.js.key_value(LEASE_BUCKET)
+        members = await kv.keys()
+        assert any(k.startswith(subjects.INGEST_MEMBER_PREFIX) for k in members), members
+        ready, checks = await probes.readiness()
+        assert not ready
+        assert "partition tick has run for" in checks["partitions"]

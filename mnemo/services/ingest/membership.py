@@ -1,7 +1,7 @@
 """Which ingest replicas are alive, and which of the partitions each should consume (pure assignment).
 
-Each replica writes its member key (``ingest_members.<id>``) into the lease bucket every tick; the bucket's
-``max_age`` (the lease TTL) removes the key of a replica that stopped writing it. The members alive are the
+Each replica writes its member key (``ingest_members.<id>``) into the lease bucket every fifth of the lease TTL;
+the bucket's ``max_age`` (the lease TTL) removes the key of a replica that stopped writing it. The members alive are the
 keys the bucket holds, read with one ``STREAM.INFO`` (no consumer). Every replica computes the same assignment
 from the same members; the leases make sure that, while views differ for a tick, no two consume one partition.
 """

@@ -1,7 +1,8 @@
 """Every ingest replica active: the partitions of the chat stream shared among the live replicas.
 
-Each tick (a fifth of the lease TTL) a replica refreshes its member key, reads the live members, the stream's
-partition count and the ingest durables, and works out what it should consume: the v1 router and the partitions,
+A replica refreshes its member key every fifth of the lease TTL, on its own (a slow tick must not let the key
+expire: the others would then deal its partitions among themselves and hand them back a tick later, over and
+over). Each tick (as often) it reads the live members, the stream's partition count and the ingest durables, and works out what it should consume: the v1 router and the partitions,
 dealt round-robin over the members in sorted order (``membership.assign``). What it should no longer consume it
 stops (the batches in flight complete and are acknowledged) and then releases; what it should consume it takes
 once the lease is free. A replica that dies stops refreshing its member key and its leases: both expire after
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -89,6 +91,8 @@ class PartitionManager:
         self._membership: Membership | None = None
         self._kv: KeyValue | None = None
         self._task: asyncio.Task[None] | None = None
+        self._announcer: asyncio.Task[None] | None = None
+        self._tick_began: float | None = None  # monotonic time the running tick began (None: between ticks)
         self._stopping = False
         self._ticked: int | None = None  # the members seen at the last tick (None: no tick yet)
 
@@ -109,16 +113,18 @@ class PartitionManager:
         settings = self._deps.settings
         self._kv = await lease_bucket(self._js(), self._ttl_s, settings.streams.replicas)
         self._membership = Membership(self._js(), self._kv)
+        self._announcer = asyncio.create_task(self._announce(), name="ingest membership")
         self._task = asyncio.create_task(self._run(), name="ingest partitions")
 
     async def stop(self) -> None:
         """Stop consuming (batches in flight complete), release every lease, leave the members."""
         self._stopping = True
-        if self._task is not None:
-            # Bounded: a cancellation swallowed inside a NATS call would otherwise leave the loop ticking and this
-            # stop waiting for ever; the flag ends the loop at its next turn anyway.
-            self._task.cancel()
-            await asyncio.wait({self._task}, timeout=self._ttl_s)
+        for task in (self._task, self._announcer):
+            if task is not None:
+                # Bounded: a cancellation swallowed inside a NATS call would otherwise leave the loop ticking and
+                # this stop waiting for ever; the flag ends the loop at its next turn anyway.
+                task.cancel()
+                await asyncio.wait({task}, timeout=self._ttl_s)
         await asyncio.gather(*(self._let_go(work) for work in list(self._held)))
         if self._membership is not None:
             with contextlib.suppress(Exception):
@@ -127,6 +133,11 @@ class PartitionManager:
     async def readiness(self) -> str:
         """The probes' ``partitions`` check: ready once the first tick has dealt the partitions (holding none is
         fine: the others may hold them all)."""
+        if self._task is not None and self._task.done():
+            raise NotReady("the partition dealing has stopped")
+        began = self._tick_began
+        if began is not None and (stuck := time.monotonic() - began) > self._stuck_after_s:
+            raise NotReady(f"a partition tick has run for {stuck:.0f} s (it should take a few)")
         if self._ticked is None:
             raise NotReady("the partitions are not dealt yet")
         return f"{describe(self.held)} ({self._ticked} members)"
@@ -141,8 +152,24 @@ class PartitionManager:
             CONSUMER_ACK_PENDING.labels(**labels).set(info.num_ack_pending or 0)
             CONSUMER_REDELIVERED.labels(**labels).set(info.num_redelivered or 0)
 
+    @property
+    def _stuck_after_s(self) -> float:
+        """How long a tick may run: every partition let go at once, each waiting up to ``ack_wait`` for its batches
+        in flight, then the takes."""
+        return 2 * self._deps.settings.delivery.ack_wait_s + self._ttl_s
+
+    async def _announce(self) -> None:
+        assert self._membership is not None
+        while not self._stopping:
+            try:
+                await self._membership.announce()
+            except Exception as exc:  # NATS unreachable for now, no bucket leader yet: the next turn tries again
+                log.warning("refreshing ingest's member key failed, retrying: %s", exc)
+            await asyncio.sleep(self._ttl_s / 5)
+
     async def _run(self) -> None:
         while not self._stopping:
+            self._tick_began = time.monotonic()
             try:
                 await self._tick()
             except asyncio.CancelledError:
@@ -154,23 +181,28 @@ class PartitionManager:
                 log.warning("ingest partition tick was cut short; retrying")
             except Exception:  # NATS unreachable for now, no stream leader yet: the next tick tries again
                 log.exception("ingest partition tick failed; retrying")
+            finally:
+                self._tick_began = None
             await asyncio.sleep(self._ttl_s / 5)
 
     async def _tick(self) -> None:
         assert self._membership is not None
-        await self._membership.announce()
         members = await self._membership.alive()
         count, work = await self._work()
         wanted = set(assign(members, work, self._membership.me))
         before = self.held
+        lost = [item for item, held in self._held.items() if held.lease.lost.is_set()]
+        for item in lost:
+            log.error("ingest lost the lease of %s; stopping it", self._held[item].lease.key)
+        # Let go of what is no longer ours all at once: one at a time, each waiting up to 1.5 s for its open pull
+        # request to end, a replica handing eight of sixteen partitions to a newcomer could spend a lease TTL.
+        unwanted = [item for item in self._held if item not in wanted and item not in lost]
+        await asyncio.gather(
+            *(self._let_go(item, release=False) for item in lost), *(self._let_go(item) for item in unwanted)
+        )
         retired: set[Work] = set()
         for item, held in list(self._held.items()):
-            if held.lease.lost.is_set():
-                log.error("ingest lost the lease of %s; stopping it", held.lease.key)
-                await self._let_go(item, release=False)
-            elif item not in wanted:
-                await self._let_go(item)
-            elif (part := held.partition) is not None and part[0] != count and await self._retire_if_drained(part):
+            if (part := held.partition) is not None and part[0] != count and await self._retire_if_drained(part):
                 retired.add(item)
         for item in work:
             if item in wanted and item not in self._held and item not in retired:

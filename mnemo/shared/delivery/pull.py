@@ -117,8 +117,10 @@ class PullLoop:
         if self._task is not None:
             if self._waiting:  # only a wait for messages is cut short: a batch being handled is finished first
                 self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # ``asyncio.wait``, not ``await self._task`` under ``suppress(CancelledError)``: that would also swallow
+            # the cancellation of this stop itself (a caller's ``wait_for`` timing out), and the caller would then
+            # wait for ever for a batch that does not finish.
+            await asyncio.wait({self._task})
         await self._hand_back_late()
         await self._consumer.drain()
         if self._sub is not None:
