@@ -205,7 +205,7 @@ async def test_with_llm_updates_for_absent_characters_are_dropped(env):
     assert await env.texts("rook") == ["Ana has a cat named Bo."], "rook learns nothing from the secret message"
     assert await env.texts("nobody") == []
     [fact] = [f for f in await env.knowledge.facts_for("t1", "bard", user_id="u1") if "stone" in f.text]
-    assert (fact.method, fact.prompt_version, fact.message_ids) == ("llm:lore-model", "extract_knowledge.v1", ("m2",))  # fmt: skip
+    assert (fact.method, fact.prompt_version, fact.message_ids) == ("llm:lore-model", "extract_knowledge.v2", ("m2",))  # fmt: skip
 
 
 async def test_llm_failure_falls_back_to_patterns(env):

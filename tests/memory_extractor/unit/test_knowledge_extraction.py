@@ -12,7 +12,16 @@ from mnemo.services.memory_extractor.facts import (
     runs_of_presence,
     subject_of,
 )
-from mnemo.services.memory_extractor.llm_knowledge import candidates_from_updates, character_names, prompt_messages
+from mnemo.services.memory_extractor.llm_knowledge import (
+    MAX_FACT_CHARS,
+    MAX_FACTS_PER_CHARACTER,
+    PROMPT,
+    PROMPTS,
+    candidates_from_updates,
+    character_names,
+    high_level_facts,
+    prompt_messages,
+)
 from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
 from mnemo.shared.events.recorded import MessageRecorded
 from mnemo.shared.llm.port import Completion
@@ -156,7 +165,57 @@ def test_prompt_lists_present_characters_with_names_and_the_transcript():
     run = [msg("My name is Ana.", author_id="p1"), msg("Welcome.", author_id="b1", author_name="Bard", index=1)]
     assert character_names(run) == {"b1": "Bard", "b2": "b2", "p1": "Ana"}
     [chat], tag = prompt_messages(run)
-    assert tag == "extract_knowledge.v1"
+    assert tag == "extract_knowledge.v2"
     assert "- b1: Bard" in chat.content
     assert "- p1: Ana" in chat.content
     assert "Ana: My name is Ana." in chat.content
+
+
+def test_the_prompt_asks_for_high_level_facts_and_v1_stays_as_released():
+    [chat], tag = prompt_messages([msg("My brother Tomas smuggles for the Red Hand.")])
+    assert tag == "extract_knowledge.v2"
+    assert "at a high level" in chat.content
+    assert "Fold the details of one thing into one fact" in chat.content
+    assert "Not the lines of dialogue" in chat.content
+    v1 = PROMPTS.load(PROMPT, version=1)
+    assert "high level" not in v1.text, "a released prompt never changes: v2 is a new file"
+
+
+def test_high_level_facts_tidy_the_answer_and_drop_what_the_prompt_excludes():
+    run = [msg("I live in Port Vell, near the docks."), msg("Mira is a captain of the guard.", index=1)]
+    answer = [
+        "- Ana lives in Port Vell.",
+        "2.  Ana   has a cat named Bo.",
+        '"I live in Port Vell, near the docks."',  # a quote of the transcript: dialogue, not a fact
+        "\u201cnear the docks\u201d",  # part of a line, quoted
+        "Mira is a captain of the guard.",  # a narrator's line as it stands is a fact
+        '"Mira keeps a ledger of debts."',  # quoted, but not in the transcript: kept without the quotes
+        "ana lives in port vell",  # a repeat, whatever the case and punctuation
+        "Ana " + "remembers " * (MAX_FACT_CHARS // 10),  # a retelling, not a fact
+        "   ",
+    ]
+    assert high_level_facts(answer, run) == [
+        "Ana lives in Port Vell.",
+        "Ana has a cat named Bo.",
+        "Mira is a captain of the guard.",
+        "Mira keeps a ledger of debts.",
+    ]
+    many = [f"Fact number {i}." for i in range(MAX_FACTS_PER_CHARACTER + 5)]
+    assert high_level_facts(many, run) == many[:MAX_FACTS_PER_CHARACTER]
+
+
+def test_a_character_named_twice_in_one_answer_learns_each_fact_once():
+    run = [msg("psst", message_id="m5", index=5, bot_ids=("b1",))]
+    out = candidates_from_updates(
+        run,
+        completion(
+            [
+                {"character_id": "b1", "learned_facts": ["The key is under the stone."]},
+                {"character_id": "b1", "learned_facts": ["the key is under the stone", "Ana fears the dark."]},
+            ]
+        ),
+    )
+    assert [(c.character_id, c.text) for c in out] == [
+        ("b1", "The key is under the stone."),
+        ("b1", "Ana fears the dark."),
+    ]
