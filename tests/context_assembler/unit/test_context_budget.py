@@ -12,19 +12,9 @@ from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, as
 from mnemo.services.context_assembler.assemble.budget import Budget
 from mnemo.services.context_assembler.assemble.draft import Draft
 from mnemo.services.context_assembler.assemble.render import AT_DEPTH
-from mnemo.services.context_assembler.items import (
-    BotProfile,
-    ChatLine,
-    KnowledgeItem,
-    LoreItem,
-    MemoryItem,
-    PersonaProfile,
-)
+from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem, MemoryItem
 from tests.budget_checks import assert_newest_history, assert_within_budget
-
-BOT = BotProfile("bot-1", "Mirelle", "You are a weary airship captain.")
-PERSONA = PersonaProfile("p-1", "Tobin", "A stowaway.")
-SENTENCE = "the storm wall over the northern sea grows darker by the hour"
+from tests.context_assembler.unit.scene import BOT, PERSONA, SENTENCE, bot_line, lore_entry, user_line
 
 
 def full_input(min_history: int = 2) -> AssemblyInput:
@@ -33,16 +23,16 @@ def full_input(min_history: int = 2) -> AssemblyInput:
         bot=BOT,
         persona=PERSONA,
         lore=[
-            LoreItem("book", 1, f"Constant lore: {SENTENCE}. " * 3, "constant", 10, constant=True),
-            LoreItem("book", 2, f"Keyword lore: {SENTENCE}.", "key: storm", 50),
+            lore_entry(1, f"Constant lore: {SENTENCE}. " * 3, detail="constant", order=10, constant=True),
+            lore_entry(2, f"Keyword lore: {SENTENCE}.", detail="key: storm", order=50),
         ],
         knowledge=[KnowledgeItem(f"f{i}", f"Fact {i}: {SENTENCE}.") for i in range(2)],
         memories=[
             *[MemoryItem(f"s{i}", f"Memory {i}: {SENTENCE}.", 0.9 - i / 10, first_index=i) for i in range(2)],
             *[MemoryItem(f"l{i}", f"Legacy {i}: {SENTENCE}.", 0.8 - i / 10, kind="legacy_memory") for i in range(2)],
         ],
-        retrieved=[ChatLine(f"r{i}", i, "user", "Tobin", f"Old {i}: {SENTENCE}.", 0.7) for i in range(2)],
-        history=[ChatLine(f"h{i}", 10 + i, "assistant", "Mirelle", f"Now {i}: {SENTENCE}.") for i in range(6)],
+        retrieved=[user_line(f"r{i}", i, f"Old {i}: {SENTENCE}.", persona=None, score=0.7) for i in range(2)],
+        history=[bot_line(f"h{i}", 10 + i, f"Now {i}: {SENTENCE}.") for i in range(6)],
         min_history=min_history,
     )
 
@@ -182,7 +172,10 @@ _text = st.text(alphabet=st.sampled_from("abc xyz.!漢\n"), min_size=1, max_size
 def test_budget_holds_and_only_constant_lore_and_facts_left_out_are_named(
     lore, facts, memories, hist, max_tokens, min_history
 ):
-    items = [LoreItem("b", i, t, "x", 100, c, position=p, depth=d, role=r) for i, (t, c, p, d, r) in enumerate(lore)]
+    items = [
+        lore_entry(i, t, position=p, depth=d, role=r, constant=c, book="b", detail="x")
+        for i, (t, c, p, d, r) in enumerate(lore)
+    ]
     history = [
         ChatLine(f"h{i}", i, "user" if p else "assistant", "N", t, persona_id=p, persona_name=(p or "")[-1:])
         for i, (t, p) in enumerate(hist)
@@ -242,9 +235,11 @@ def test_history_bisection_keeps_what_the_one_by_one_fill_kept(
 ) -> None:
     """Whatever the lines, at-depth lore, budget, lines already kept and limit: the same run, the same counts
     and the same answer as adding one message at a time."""
-    history = [ChatLine(f"h{i}", i, "user", "Tobin", ("word " * n).strip()) for i, n in enumerate(lengths)]
-    lore = [LoreItem("book", i, f"Depth lore {i}: {SENTENCE}.", "k", 10, position=AT_DEPTH, depth=d)
-            for i, d in enumerate(depths)]  # fmt: skip
+    history = [user_line(f"h{i}", i, ("word " * n).strip(), persona=None) for i, n in enumerate(lengths)]
+    lore = [
+        lore_entry(i, f"Depth lore {i}: {SENTENCE}.", position=AT_DEPTH, depth=d, order=10, detail="k")
+        for i, d in enumerate(depths)
+    ]
     results = []
     for fill in (lambda b: b.fill_history(limit), lambda b: fill_one_by_one(b, limit)):
         inp = AssemblyInput("bot-1", BOT, PERSONA, history=history, lore=lore, max_tokens=max_tokens)

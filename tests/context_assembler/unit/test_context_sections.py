@@ -4,29 +4,19 @@ switch note, lore by position) and the chat-completions form of the reply."""
 from __future__ import annotations
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble
-from mnemo.services.context_assembler.items import (
-    BotProfile,
-    ChatLine,
-    KnowledgeItem,
-    LoreItem,
-    MemoryItem,
-    PersonaProfile,
-)
+from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, MemoryItem, PersonaProfile
+from tests.context_assembler.unit.scene import bot_line, lore_entry, user_line
 
 BOT = BotProfile("bot-1", "Mirelle", "Speak tersely.", gender="female", age="52", knowledge_sharing="guarded")
 TOBIN = PersonaProfile("p-tobin", "Tobin", "A stowaway.", ("curious",), instructions="Call me Captain Tobin.")
 
 
 def user(i: int, text: str, persona: str | None = "p-tobin", name: str = "Tobin") -> ChatLine:
-    return ChatLine(f"m{i}", i, "user", name, text, persona_id=persona, persona_name=name if persona else "")
+    return user_line(f"m{i}", i, text, persona, name)
 
 
 def bot(i: int, text: str, author: str = "bot-1", name: str = "Mirelle") -> ChatLine:
-    return ChatLine(f"m{i}", i, "assistant", name, text, author_id=author)
-
-
-def lore(uid: int, text: str, position: int, depth: int = 4, role: int = 0, constant: bool = False) -> LoreItem:
-    return LoreItem("book", uid, text, "key: x", 100, constant, position=position, depth=depth, role=role)
+    return bot_line(f"m{i}", i, text, author, name)
 
 
 def section(reply, name: str) -> str:
@@ -125,14 +115,14 @@ def test_messages_one_system_message_then_the_history_as_chat_turns():
 def test_lore_goes_where_its_position_says():
     hist = [user(i, f"line {i}") if i % 2 == 0 else bot(i, f"line {i}") for i in range(4)]
     entries = [
-        lore(1, "BEFORE the character.", 0),
-        lore(2, "AFTER the character.", 1),
-        lore(3, "AN BOTTOM note.", 3),
-        lore(4, "AN TOP note.", 2),
-        lore(5, "EM TOP example.", 5),
-        lore(6, "DEPTH two as user.", 4, depth=2, role=1),
-        lore(7, "DEPTH zero as system.", 4, depth=0, role=0),
-        lore(8, "DEPTH deeper than history as assistant.", 4, depth=40, role=2),
+        lore_entry(1, "BEFORE the character.", position=0),
+        lore_entry(2, "AFTER the character.", position=1),
+        lore_entry(3, "AN BOTTOM note.", position=3),
+        lore_entry(4, "AN TOP note.", position=2),
+        lore_entry(5, "EM TOP example.", position=5),
+        lore_entry(6, "DEPTH two as user.", position=4, depth=2, role=1),
+        lore_entry(7, "DEPTH zero as system.", position=4, depth=0, role=0),
+        lore_entry(8, "DEPTH deeper than history as assistant.", position=4, depth=40, role=2),
     ]
     reply = assemble(AssemblyInput(bot_id="bot-1", bot=BOT, persona=None, history=hist, lore=entries))
     system = section(reply, "system").split("\n")

@@ -9,19 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble, reachable_history
-from mnemo.services.context_assembler.items import (
-    BotProfile,
-    ChatLine,
-    KnowledgeItem,
-    LoreItem,
-    MemoryItem,
-    PersonaProfile,
-    RememberedItem,
-)
+from mnemo.services.context_assembler.items import KnowledgeItem, MemoryItem, RememberedItem
 from mnemo.shared.tokens import EstimatedTokens, estimate_tokens
-
-BOT = BotProfile("bot-1", "Mirelle", "You are a weary airship captain.")
-PERSONA = PersonaProfile("p-1", "Tobin", "A stowaway.")
+from tests.context_assembler.unit.scene import BOT, PERSONA, bot_line, lore_entry, user_line
 
 
 class WholeSectionTokens:
@@ -54,15 +44,18 @@ def test_incremental_counts_pack_what_whole_section_counts_packed(
     lore, facts, memories, remembered, retrieved, hist, max_tokens, min_history, directive
 ):
     inputs: dict[str, Any] = {
-        "lore": [LoreItem("b", i, t, "x", 100 - i, c, position=p) for i, (t, c, p) in enumerate(lore)],
+        "lore": [
+            lore_entry(i, t, position=p, constant=c, order=100 - i, book="b", detail="x")
+            for i, (t, c, p) in enumerate(lore)
+        ],
         "knowledge": [KnowledgeItem(f"f{i}", t, score=s) for i, (t, s) in enumerate(facts)],
         "memories": [
             MemoryItem(f"s{i}", t, s, first_index=i, kind="legacy_memory" if leg else "summary")
             for i, (t, s, leg) in enumerate(memories)
         ],
         "remembered": [RememberedItem(f"m{i}", k, t, s, "why") for i, (t, s, k) in enumerate(remembered)],
-        "retrieved": [ChatLine(f"r{i}", i, "user", "Tobin", t, s) for i, (t, s) in enumerate(retrieved)],
-        "history": [ChatLine(f"h{i}", 100 + i, "assistant", "Mirelle", t) for i, t in enumerate(hist)],
+        "retrieved": [user_line(f"r{i}", i, t, persona=None, score=s) for i, (t, s) in enumerate(retrieved)],
+        "history": [bot_line(f"h{i}", 100 + i, t) for i, t in enumerate(hist)],
     }
     asked: dict[str, Any] = {"max_tokens": max_tokens, "min_history": min_history, "directive": directive}
     counters = (EstimatedTokens(), WholeSectionTokens())
