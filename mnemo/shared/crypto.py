@@ -205,6 +205,10 @@ class FieldCipher:
                 if cached is None or now - cached[0] > self._ttl:
                     cached = (now, await self._load_or_create(tenant_id, scope))
                     self._scopes[scope] = cached
+        if reading == () and key_ids == ():
+            # The write path (twice per ingested message: its event, its read-model row) reads nothing: no sets
+            # to build (py-spy put them at 0.7-2.2 % of ingest's CPU in make bench-ingest, 2026-11-27).
+            return cached[1]
         wanted = {k for doc in reading for v in doc.values() if (k := token_key_id(v)) is not None} | set(key_ids)
         stale = {k for k in wanted if now - self._loaded_at.get(k, -1e18) > self._ttl and k not in self._erased}
         if stale:
