@@ -326,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
     gw.add_argument(
         "--engine", action="store_true", help="new-key: with the memory API's engine right (docs/memory-api.md)"
     )
+    gw.add_argument(
+        "--operator", action="store_true", help="new-key: with the operator views' right (docs/workbench.md)"
+    )
     gw.set_defaults(func=gateway_command)
 
     ref = sub.add_parser("settings-doc", help="write the settings reference (every MNEMO_* variable)")

@@ -237,7 +237,7 @@ def gateway_command(args: argparse.Namespace) -> int:
             return 2
         from mnemo.services.gateway.auth import new_key
 
-        key, line = new_key(args.tenant, engine=args.engine)
+        key, line = new_key(args.tenant, engine=args.engine, operator=args.operator)
         print(f"key (give it to the platform; it is not stored): {key}\nline for MNEMO_GATEWAY__API_KEYS_FILE:\n{line}")
         return 0
     from mnemo.services.gateway.serve import main

@@ -3,7 +3,7 @@ port that is free.
 
 ``mnemo run`` is the embedded stack a developer starts on their machine, so it brings up everything a person
 needs to look at it: the gateway (``MNEMO_GATEWAY__HOST``/``PORT``) with the workbench at ``/workbench/``, and
-one API key acting for the demo tenant, made once and kept in ``<data dir>/workbench/api-key`` (readable by
+one API key acting for the demo tenant (with the operator right: the person running the stack operates it), made once and kept in ``<data dir>/workbench/api-key`` (readable by
 its owner only) so a bookmark keeps working across restarts. The key is added beside the configured keys
 (``MNEMO_GATEWAY__API_KEYS[_FILE]``), never instead of them. When the configured port is taken (another stack,
 another program), the gateway takes a free one and says so rather than failing the whole stack.
@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mnemo.services.gateway.auth import new_key
+from mnemo.services.gateway.auth import OPERATOR, new_key
 from mnemo.services.gateway.serve import gateway_settings, hosted_gateway
 from mnemo.services.gateway.settings import GatewaySettings
 from mnemo.services.gateway.workbench import PATH, is_built
@@ -65,7 +65,7 @@ def port_taken(host: str, port: int) -> bool:
 
 def with_local_key(gateway: GatewaySettings, key: str) -> GatewaySettings:
     """The settings with the local key added (a free port instead of a taken one)."""
-    update: dict[str, object] = {"api_keys": {**gateway.api_keys, key: DEMO_TENANT}}
+    update: dict[str, object] = {"api_keys": {**gateway.api_keys, key: f"{DEMO_TENANT} {OPERATOR}"}}
     if port_taken(gateway.host, gateway.port):
         log.warning("port %d is taken: the HTTP gateway listens on a free port instead", gateway.port)
         update["port"] = 0

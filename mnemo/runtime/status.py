@@ -183,14 +183,20 @@ async def _dead_letters(nc: NatsClient, report: Report) -> None:
         report.dead_letters[service] = report.dead_letters.get(service, 0) + int(count)
 
 
+async def read_jetstream(nc: NatsClient, report: Report) -> None:
+    """The durables (with their lag), dead letters per service and stream sizes NATS ``nc`` shows: ``gather``'s
+    reading, which the gateway's operator views (``mnemo/services/gateway/operator.py``) show too."""
+    await _durables(nc, report)
+    await _dead_letters(nc, report)
+
+
 async def gather(settings: Settings, processes: list[ProcessStatus]) -> Report:
     """Every process's readiness (probes asked at once) and the deployment's JetStream state."""
     report = Report(nats=settings.nats_url, processes=processes)
     probing = asyncio.gather(*(asyncio.to_thread(_read_probe, p) for p in processes))
     try:
         async with connected(settings) as nc:
-            await _durables(nc, report)
-            await _dead_letters(nc, report)
+            await read_jetstream(nc, report)
     except (ContractError, OSError, TimeoutError) as exc:
         report.problems.append(f"NATS at {settings.nats_url}: {exc}")
     await probing

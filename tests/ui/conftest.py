@@ -48,6 +48,7 @@ class Demo:
     key: str  # the demo tenant's key, as printed
     other_key: str  # a key of another tenant
     gateway: str  # the gateway's base URL
+    nats_url: str  # the stack's NATS (the operator views' test dead-letters events there)
     log: Path
 
 
@@ -72,14 +73,15 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     data = tmp_path_factory.mktemp("workbench-demo")
     log = data / "make-run.log"
     other_key = "other-" + secrets.token_urlsafe(16)
+    nats_url = f"nats://127.0.0.1:{free_port()}"
     args = (
-        f"--nats-url nats://127.0.0.1:{free_port()} "
+        f"--nats-url {nats_url} "
         f"--mongodb-url mongodb://127.0.0.1:{free_port()}/?directConnection=true --data-dir {data / 'stack'}"
     )
     env = {
         **os.environ,
         "MNEMO_GATEWAY__PORT": "0",
-        "MNEMO_GATEWAY__API_KEYS": f'{{"{other_key}": "{OTHER_TENANT}"}}',
+        "MNEMO_GATEWAY__API_KEYS": f'{{"{other_key}": "{OTHER_TENANT} operator"}}',  # an operator: still none of demo's
         "PYTHONUNBUFFERED": "1",
     }
     with open(log, "wb") as out:
@@ -102,7 +104,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
         gateway = _printed(log, r"^mnemo gateway listening on (\S+)$")
         if not (url and key and gateway):
             raise RuntimeError(f"make run did not print the workbench's lines:\n{log.read_text(errors='replace')}")
-        yield Demo(url=url, key=key, other_key=other_key, gateway=gateway, log=log)
+        yield Demo(url=url, key=key, other_key=other_key, gateway=gateway, nats_url=nats_url, log=log)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGINT)

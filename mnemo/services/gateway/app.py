@@ -30,6 +30,7 @@ from mnemo.services.gateway.bridge import GatewayError, NatsBridge, msg_id
 from mnemo.services.gateway.export import export_chunks
 from mnemo.services.gateway.limits import ApiKeyRateLimiter
 from mnemo.services.gateway.operations import OPERATIONS, GatewayRoute
+from mnemo.services.gateway.operator import add_operator_views
 from mnemo.services.gateway.settings import GatewaySettings
 from mnemo.services.gateway.workbench import add_workbench
 from mnemo.shared import subjects
@@ -97,6 +98,7 @@ def create_app(
         return JSONResponse({"status": "ok" if up else "unavailable"}, status_code=200 if up else 503)
 
     add_workbench(app, settings.workbench_dir)
+    add_operator_views(app)
     for op in OPERATIONS:
         if op.kind == "event":
             app.post(

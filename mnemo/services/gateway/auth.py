@@ -1,9 +1,10 @@
-"""API keys: each key acts for exactly one tenant, and may hold the memory API's engine right.
+"""API keys: each key acts for exactly one tenant, and may hold the engine right and the operator right.
 
-A key file line is ``sha256:<hex> <tenant>``, or ``sha256:<hex> <tenant> engine`` for a key that may write
-campaign and character memories (the ``mnemo.rpc.memory.engine.*`` calls: a game engine's or game master's
-tool, docs/memory-api.md); a clear key of the settings maps to ``"<tenant>"`` or ``"<tenant> engine"``. Without
-the word a key writes only the ``player:<user_id>`` namespace of the user it names. Keys are kept and compared as SHA-256 digests, so a key file never holds a usable key; a clear-text key from
+A key file line is ``sha256:<hex> <tenant> [engine] [operator]``: ``engine`` for a key that may write campaign
+and character memories (the ``mnemo.rpc.memory.engine.*`` calls: a game engine's or game master's tool,
+docs/memory-api.md), ``operator`` for one that may read the operator views (its tenant's dead letters and their
+redrive, consumer lag, its tenant's usage: ``gateway/operator.py``); a clear key of the settings maps to
+``"<tenant> [engine] [operator]"``. Without ``engine`` a key writes only the ``player:<user_id>`` namespace. Keys are kept and compared as SHA-256 digests, so a key file never holds a usable key; a clear-text key from
 the settings (development) is hashed at start like the others. A presented key is hashed and looked up: a
 digest lookup leaks nothing usable about other keys through timing, since an attacker cannot choose digests.
 """
@@ -18,18 +19,22 @@ from typing import NamedTuple
 
 PREFIX = "sha256:"
 ENGINE = "engine"
+OPERATOR = "operator"
+RIGHTS = (ENGINE, OPERATOR)
 
 
 class KeyGrant(NamedTuple):
     tenant: str
     engine: bool = False
+    operator: bool = False
 
 
 def _grant(words: list[str], where: str) -> KeyGrant:
-    """``<tenant> [engine]``."""
-    if len(words) == 1 or (len(words) == 2 and words[1] == ENGINE):
-        return KeyGrant(words[0], len(words) == 2)
-    raise KeyFileError(f"{where}: expected `<tenant>` or `<tenant> {ENGINE}` after the key")
+    """``<tenant> [engine] [operator]`` (each right once, in any order)."""
+    rights = words[1:]
+    if words and all(r in RIGHTS for r in rights) and len(set(rights)) == len(rights):
+        return KeyGrant(words[0], ENGINE in rights, OPERATOR in rights)
+    raise KeyFileError(f"{where}: expected `<tenant> [{ENGINE}] [{OPERATOR}]` after the key")
 
 
 class KeyFileError(ValueError):
@@ -40,10 +45,11 @@ def digest(key: str) -> str:
     return PREFIX + hashlib.sha256(key.encode()).hexdigest()
 
 
-def new_key(tenant: str, *, engine: bool = False) -> tuple[str, str]:
-    """A fresh random key and its line for a key file (with the engine right when asked)."""
+def new_key(tenant: str, *, engine: bool = False, operator: bool = False) -> tuple[str, str]:
+    """A fresh random key and its line for a key file (with the rights asked for)."""
     key = "mnemo_" + secrets.token_urlsafe(32)
-    return key, f"{digest(key)} {tenant}" + (f" {ENGINE}" if engine else "")
+    rights = [r for r, wanted in ((ENGINE, engine), (OPERATOR, operator)) if wanted]
+    return key, " ".join([digest(key), tenant, *rights])
 
 
 def parse_key_file(text: str, source: str = "key file") -> dict[str, KeyGrant]:
@@ -55,8 +61,8 @@ def parse_key_file(text: str, source: str = "key file") -> dict[str, KeyGrant]:
             continue
         parts = line.split()
         hexpart = parts[0].removeprefix(PREFIX)
-        if len(parts) not in (2, 3) or not parts[0].startswith(PREFIX) or len(hexpart) != 64:
-            raise KeyFileError(f"{source}:{number}: expected `sha256:<64 hex digits> <tenant> [{ENGINE}]`")
+        if len(parts) not in (2, 3, 4) or not parts[0].startswith(PREFIX) or len(hexpart) != 64:
+            raise KeyFileError(f"{source}:{number}: expected `sha256:<64 hex digits> <tenant> [{ENGINE}] [{OPERATOR}]`")
         try:
             bytes.fromhex(hexpart)
         except ValueError:
@@ -66,7 +72,7 @@ def parse_key_file(text: str, source: str = "key file") -> dict[str, KeyGrant]:
 
 
 class KeyRing:
-    """Digest -> grant (tenant, engine right), from the clear keys of the settings and the hashed keys of a file."""
+    """Digest -> grant (tenant, engine and operator rights), from the clear keys of the settings and the hashed keys of a file."""
 
     def __init__(self, digests: Mapping[str, KeyGrant]) -> None:
         self._grants = dict(digests)

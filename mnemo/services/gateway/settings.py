@@ -19,12 +19,14 @@ class GatewaySettings(BaseModel):
     api_keys: dict[str, str] = Field(
         default_factory=dict,
         description='API keys in clear, key -> tenant it acts for, e.g. MNEMO_GATEWAY__API_KEYS=\'{"k1": "t1"}\' '
-        '(`"t1 engine"`: with the memory API\'s engine right; development; in production prefer api_keys_file)',
+        '(`"t1 engine"`: with the memory API\'s engine right, `"t1 operator"`: the operator views\'; development; in '
+        "production prefer api_keys_file)",
     )
     api_keys_file: Path | None = Field(
         None,
-        description="a file of hashed keys, one `sha256:<hex of the key's SHA-256> <tenant> [engine]` a line (`#` "
-        "comments; `engine`: the memory API's engine right); `mnemo gateway new-key TENANT [--engine]` prints one",
+        description="a file of hashed keys, one `sha256:<hex of the key's SHA-256> <tenant> [engine] [operator]` a "
+        "line (`#` comments; `engine`: the memory API's engine right; `operator`: the operator views, docs/workbench.md); "
+        "`mnemo gateway new-key TENANT [--engine] [--operator]` prints one",
     )
     request_timeout_s: float = Field(
         30.0, gt=0, description="how long a request waits for the service's reply (then 504)"

@@ -38,6 +38,21 @@ def test_a_key_holds_the_engine_right_only_when_granted(tmp_path):
         parse_key_file(f"{digest('k')} t1 admin\n", "keys")
 
 
+def test_a_key_holds_the_operator_right_only_when_granted(tmp_path):
+    key, line = new_key("t2", operator=True)
+    both, both_line = new_key("t2", engine=True, operator=True)
+    path = tmp_path / "keys"
+    path.write_text(f"{line}\n{both_line}\n")
+    ring = KeyRing.load({"dev": "t1", "ops": "t1 operator", "all": "t1 operator engine"}, path)
+    grants = [ring.grant_of(k) for k in ("dev", "ops", "all", key, both)]
+    assert [tuple(g) for g in grants if g] == [
+        ("t1", False, False), ("t1", False, True), ("t1", True, True), ("t2", False, True), ("t2", True, True)
+    ]  # fmt: skip
+    for bad in ("t1 operator operator", "t1 engine admin", "t1 operator engine x"):
+        with pytest.raises(KeyFileError, match="operator"):
+            parse_key_file(f"{digest('k')} {bad}\n", "keys")
+
+
 @pytest.mark.parametrize(
     "line", ["sha256:abc t1", f"{digest('k')} ", f"md5:{'0' * 64} t1", f"sha256:{'z' * 64} t1", "t1 sha256:00"]
 )

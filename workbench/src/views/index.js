@@ -4,6 +4,7 @@ import { ContextDebug } from "./context.jsx";
 import { Knowledge } from "./knowledge.jsx";
 import { Lore } from "./lore.jsx";
 import { Memories } from "./memories.jsx";
+import { Operations } from "./operations.jsx";
 
 export const VIEWS = [
   { id: "conversations", title: "Conversations", component: Conversations },
@@ -11,4 +12,5 @@ export const VIEWS = [
   { id: "knowledge", title: "Knowledge", component: Knowledge },
   { id: "memories", title: "Memories", component: Memories },
   { id: "lore", title: "Lore", component: Lore },
+  { id: "operations", title: "Operations", component: Operations },
 ];
