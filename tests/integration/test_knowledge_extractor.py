@@ -304,3 +304,44 @@ async def test_two_replicas_checking_at_once_learn_a_fact_once(env, second):
     learned = [e.payload["text"] for e in await env.knowledge_log("bard")]
     assert learned == ["Ana lives in Paris."], "the fact was learned once"
     assert await env.texts("bard") == ["Ana lives in Paris."]
+
+
+class PausedAfterReading(KnowledgeReadModel):
+    """The real read model, but the first read that finds ``count`` facts waits for ``go`` before returning:
+    the replica has read the facts it will fold, then another replica learns and folds meanwhile."""
+
+    def __init__(self, db: Any, cipher: FieldCipher, count: int) -> None:
+        super().__init__(db, cipher)
+        self.count, self.reached, self.go = count, asyncio.Event(), asyncio.Event()
+
+    async def owned(self, *args: Any, **kwargs: Any) -> list[FactView]:
+        found = await super().owned(*args, **kwargs)
+        if len(found) == self.count and not self.reached.is_set():
+            self.reached.set()
+            await self.go.wait()
+        return found
+
+
+async def test_two_replicas_folding_at_once_fold_each_fact_once(env):
+    """Replica A learns four facts (one past the cap) and reads them to fold the oldest two; before it
+    appends, replica B learns a fifth and folds the oldest three. A's plan is stale: it must not fold the
+    first two again."""
+    lines = [f"My {k} is {v}." for k, v in [("horse", "Storm"), ("sword", "Dawn"), ("ship", "Gull"), ("dog", "Rex"), ("boat", "Pike")]]  # fmt: skip
+    log = await record(env, [message(i, line, ["bard"]) for i, line in enumerate(lines)])
+    paused = PausedAfterReading(env.db, env.cipher, count=4)
+    replica_a = env.extractor(knowledge=paused, cap=3, consolidate_at_least=2)
+    replica_b = env.extractor(cap=3, consolidate_at_least=2)
+    folding = asyncio.create_task(replica_a.on_batch(items(log[:4])))
+    await asyncio.wait_for(paused.reached.wait(), 30)
+    assert await replica_b.on_batch(items(log[4:])) == []
+    paused.go.set()
+    assert await folding == []
+
+    consolidations = [e for e in await env.knowledge_log("bard") if e.type == "knowledge.facts_consolidated"]
+    folded = [fact_id for e in consolidations for fact_id in e.payload["consolidates"]]
+    assert consolidations, "past the cap, facts were folded"
+    assert len(folded) == len(set(folded)), "no fact folded into two consolidations"
+    current = await env.knowledge.facts_for("t1", "bard", user_id="u1")
+    assert len(current) <= 3
+    for line in ("Storm", "Dawn", "Gull", "Rex", "Pike"):
+        assert [f for f in current if line in f.text], f"{line}: every fact is still known, once"

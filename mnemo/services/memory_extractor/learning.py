@@ -9,7 +9,8 @@ Contract (called by ``handlers.MemoryExtractor`` for each fetched batch):
   makes the append conflict and the check runs again (two replicas never both learn one fact; the event id
   is the deterministic fact id: a redelivery appends nothing),
   projected at once (so the next batch deduplicates against them) and published → the cap: oldest facts folded
-  into ``knowledge.facts_consolidated``.
+  into ``knowledge.facts_consolidated``, appended the same way at the version read before the facts (two
+  replicas never fold one fact twice).
 
 Edits and deletes of messages are ``revisions.py``'s.
 """
@@ -36,7 +37,7 @@ from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.eventlog.append import MAX_CONFLICT_RETRIES, ConflictRetriesExhausted
 from mnemo.shared.eventlog.port import ConcurrencyError, EventStore
-from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import (
     MessageRecorded,
     knowledge_stream,
@@ -234,10 +235,39 @@ class Learning:
     async def _enforce_cap(
         self, tenant_id: str, character_id: str, user_id: str, on_progress: ProgressCallback | None
     ) -> None:
+        """Fold the oldest facts past the cap, appended at the stream version read BEFORE the facts were: if
+        another writer (a replica folding its own view of the same facts) appended meanwhile, the append
+        conflicts, what it wrote is projected and the plan is made again from the facts as they now are.
+        Without it two replicas that read the facts a moment apart folded overlapping groups (different
+        groups, so different fact ids) and one fact went into two consolidations."""
+        stream = knowledge_stream(tenant_id, character_id)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            version = await self._store.stream_version(stream)
+            pending = await self._consolidations(tenant_id, character_id, user_id, on_progress)
+            if not pending:
+                return
+            try:
+                result = await self._store.append(stream, version, pending)
+            except ConcurrencyError:
+                await self._knowledge.apply(await self._store.read_stream(stream, version))
+                continue
+            if result.committed:
+                await self._knowledge.apply(result.committed)
+                await self._publisher.publish_committed(result.committed)
+            return
+        # The facts are learned; the cap is a bound on what a character carries, enforced again after its
+        # next learned fact, so losing this race repeatedly fails nothing (a retry of the batch would not
+        # come back here: its facts are known by then).
+        log.warning("knowledge cap of %s not enforced: %d appends lost their race", stream, MAX_CONFLICT_RETRIES)
+
+    async def _consolidations(
+        self, tenant_id: str, character_id: str, user_id: str, on_progress: ProgressCallback | None
+    ) -> list[NewEvent]:
+        """One ``knowledge.facts_consolidated`` per group of the oldest current facts past the cap."""
         owned = await self._knowledge.owned(tenant_id, character_id, user_id)
         current = [f for f in owned if f.status == ACTIVE and f.scope == player_scope(user_id)]
         groups = plan_consolidation(current, self._settings.cap, self._settings.consolidate_at_least)
-        pending: list[Witnessing] = []
+        pending: list[NewEvent] = []
         for group in groups:
             text, method, prompt_version = merge_extractive(group), "extractive", None
             if self._chat_model is not None:
@@ -258,11 +288,5 @@ class Learning:
                 method=method,
                 prompt_version=prompt_version,
             )
-            event = new_event(
-                fact,
-                event_id=fact.fact_id,
-                tenant_id=tenant_id,
-                occurred_at=fact.learned_at,
-            )
-            pending.append(Witnessing(knowledge_stream(tenant_id, character_id), event))
-        await self.commit(pending)
+            pending.append(new_event(fact, event_id=fact.fact_id, tenant_id=tenant_id, occurred_at=fact.learned_at))
+        return pending
