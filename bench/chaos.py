@@ -226,21 +226,25 @@ async def faults(js: JetStreamContext, data_dir: Path, db_down_s: float, rng: ra
     return done
 
 
-async def quiet(js: JetStreamContext, timeout_s: float) -> bool:
-    """Until every durable of the chat and log streams has acknowledged everything."""
+async def quiet(js: JetStreamContext, timeout_s: float) -> dict[str, int]:
+    """Until every durable of the chat and log streams has acknowledged everything; what each durable still
+    had pending and unacknowledged when it gave up (empty once settled), so a run that did not settle says
+    which stage fell behind."""
     deadline = time.monotonic() + timeout_s
+    busy: dict[str, int] = {"unknown": 1}
     while time.monotonic() < deadline:
-        busy = 0
         try:
+            busy = {}
             for stream in (subjects.CHAT_STREAM, subjects.LOG_STREAM):
                 for info in await js.consumers_info(stream):
-                    busy += (info.num_pending or 0) + (info.num_ack_pending or 0)
+                    if lag := (info.num_pending or 0) + (info.num_ack_pending or 0):
+                        busy[f"{stream}/{info.name}"] = lag
         except Exception:
-            busy = 1
-        if busy == 0:
-            return True
+            busy = {"unknown": 1}
+        if not busy:
+            return busy
         await asyncio.sleep(1)
-    return False
+    return busy
 
 
 def _shard_homes(data_dir: Path) -> list[Path]:
@@ -307,7 +311,7 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
                 await publishing
                 asked = await asking
                 print("  faults done; waiting until every durable has acknowledged everything...", flush=True)
-                settled = await quiet(js, 600)
+                unsettled = await quiet(js, 600)
                 async with event_log(mongodb_url, data_dir) as store:
                     stored = await recorded(store, TENANT, USER, convs)
                     facts = await fact_counts(store, TENANT, BOT)
@@ -338,7 +342,8 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
         "publish_retries": published.retries,
         "conversations": conversations,
         "faults": fault_log,
-        "settled": settled,
+        "settled": not unsettled,
+        "unsettled": unsettled,
         "replicas": replicas,
         "seconds": round(time.monotonic() - started),
         **machine(),
