@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import nats
 import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -26,7 +25,7 @@ from mnemo.runtime.servers import free_port
 from mnemo.services.gateway.app import create_app
 from mnemo.services.gateway.settings import GatewaySettings
 from mnemo.shared import subjects
-from mnemo.shared.streams import ensure_streams
+from tests.integration.gateway_client import gateway_client
 
 pytestmark = pytest.mark.integration
 
@@ -35,21 +34,10 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
 @pytest.fixture
-async def nc(nats_url: str) -> AsyncIterator[Client]:
-    client = await nats.connect(nats_url)
-    await ensure_streams(client.jetstream())
-    yield client
-    await client.drain()
-
-
-@pytest.fixture
 async def gateway(nc: Client) -> AsyncIterator[httpx.AsyncClient]:
     settings = GatewaySettings(api_keys={KEY: "t1", OTHER_KEY: "t2", ENGINE_KEY: "t1 engine"}, request_timeout_s=1.0)
-    app = create_app(settings, [], nc=nc)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
-            yield client
+    async with gateway_client(settings, nc) as client:
+        yield client
 
 
 async def respond(nc: Client, subject: str, answer: Callable[[Msg], Any], seen: list[Msg] | None = None) -> Any:

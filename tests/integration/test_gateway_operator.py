@@ -11,16 +11,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import nats
 import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from mnemo.services.gateway.app import create_app
 from mnemo.services.gateway.settings import GatewaySettings
 from mnemo.shared import subjects
 from mnemo.shared.delivery.dead_letters import DLQ_ATTEMPTS, DLQ_REASON, DLQ_SERVICE, DLQ_SUBJECT
-from mnemo.shared.streams import ensure_streams
+from tests.integration.gateway_client import gateway_client
 
 pytestmark = pytest.mark.integration
 
@@ -33,20 +31,9 @@ def auth(tenant: str, *, operator: bool = True) -> dict[str, str]:
 
 
 @pytest.fixture
-async def nc(nats_url: str) -> AsyncIterator[Client]:
-    client = await nats.connect(nats_url)
-    await ensure_streams(client.jetstream())
-    yield client
-    await client.drain()
-
-
-@pytest.fixture
 async def gateway(nc: Client) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(GatewaySettings(api_keys=KEYS, request_timeout_s=2.0), [], nc=nc)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
-            yield client
+    async with gateway_client(GatewaySettings(api_keys=KEYS, request_timeout_s=2.0), nc) as client:
+        yield client
 
 
 async def dead_letter(nc: Client, body: bytes, reason: str = "invalid payload: content") -> int:

@@ -144,12 +144,9 @@ async def test_the_cli_shows_the_partitions_and_sets_their_count(
     assert "at least 1" in err
 
 
-async def test_a_stop_in_the_middle_of_a_take_releases_the_lease(
-    nats_url: str, mongo_url: str, db_name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A replica stopped while it was taking a partition (its durable being made) lets the partition go at once:
-    it used to leave the lease refreshed by a task nobody stopped, so no replica could take the partition (the
-    next stack of this file waited a lease TTL and more for it)."""
+def takes_forever(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Every pull loop's start waits until it is cancelled (a durable that is never made): the event is set once
+    ingest begins taking something."""
     taking = asyncio.Event()
 
     async def never_starts(self: PullLoop, *, resume: bool = False) -> int:
@@ -158,6 +155,16 @@ async def test_a_stop_in_the_middle_of_a_take_releases_the_lease(
         return 0
 
     monkeypatch.setattr(PullLoop, "start", never_starts)
+    return taking
+
+
+async def test_a_stop_in_the_middle_of_a_take_releases_the_lease(
+    nats_url: str, mongo_url: str, db_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica stopped while it was taking a partition (its durable being made) lets the partition go at once:
+    it used to leave the lease refreshed by a task nobody stopped, so no replica could take the partition (the
+    next stack of this file waited a lease TTL and more for it)."""
+    taking = takes_forever(monkeypatch)
     async with running(nats_url, mongo_url, db_name, create_router) as s:
         await wait_until(taking.is_set, "ingest began taking the v1 router")
         kv = await s.js.key_value(LEASE_BUCKET)
@@ -179,14 +186,7 @@ async def test_a_stuck_tick_keeps_the_member_key_and_turns_the_replica_unready(
     """The member key is refreshed on its own, not by the tick: a tick that took longer than the lease TTL let
     the key expire, the other replicas dealt this one's partitions among themselves and handed them back a tick
     later. A tick that does not end at all is reported by the readiness probe (an operator's restart frees it)."""
-    taking = asyncio.Event()
-
-    async def never_starts(self: PullLoop, *, resume: bool = False) -> int:
-        taking.set()
-        await asyncio.Event().wait()  # the stop's cancellation ends it
-        return 0
-
-    monkeypatch.setattr(PullLoop, "start", never_starts)
+    taking = takes_forever(monkeypatch)
     monkeypatch.setattr(PartitionManager, "_stuck_after_s", 1.0)
     probes = Probes()
     probes.phase = "serving"

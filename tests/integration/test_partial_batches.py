@@ -17,13 +17,13 @@ import nats
 import nats.errors
 import pytest
 from faststream.nats import JStream, NatsRouter
-from nats.aio.msg import Msg
 
 import mnemo.shared.broker  # noqa: F401 - importing it installs the fetch shim, as every service does
 from mnemo.shared.broker import _top_up, make_broker
-from mnemo.shared.delivery import BatchConsumer, DeadLetters, Item, Rejection, subscribe_batches
+from mnemo.shared.delivery import Item, Rejection, subscribe_batches
 from mnemo.shared.settings import DeliverySettings, Settings
 from mnemo.shared.streams import ensure_streams
+from tests.integration.batches import bytes_consumer
 
 pytestmark = pytest.mark.integration
 
@@ -57,20 +57,10 @@ async def test_partial_batch_is_handled_on_first_delivery(nats_url: str) -> None
         deliveries.extend(i.msg.metadata.num_delivered for i in items)
         return []
 
-    def decode(msg: Msg) -> bytes:
-        return msg.data
-
-    settings = Settings(nats_url=nats_url)
     delivery = DeliverySettings(batch_size=64, ack_wait_s=30.0, max_deliver=3)
-    broker = make_broker(settings, f"partial-{tag}")
+    broker = make_broker(Settings(nats_url=nats_url), f"partial-{tag}")
     router = NatsRouter()
-    consumer: BatchConsumer[bytes] = BatchConsumer(
-        decode=decode,
-        handle=handle,
-        dead_letters=DeadLetters(broker, f"partial-{tag}"),
-        max_deliver=delivery.max_deliver,
-        ack_wait_s=delivery.ack_wait_s,
-    )
+    consumer = bytes_consumer(nats_url, f"partial-{tag}", handle, delivery)
     subscribe_batches(
         router,
         subject=f"partial.{tag}.>",

@@ -11,12 +11,11 @@ import uuid
 
 import nats
 import pytest
-from nats.aio.msg import Msg
 
-from mnemo.shared.broker import make_broker
-from mnemo.shared.delivery import BatchConsumer, DeadLetters, Item, Rejection
+from mnemo.shared.delivery import Item, Rejection
 from mnemo.shared.delivery.pull import PullLoop, durable_config
-from mnemo.shared.settings import DeliverySettings, Settings
+from mnemo.shared.settings import DeliverySettings
+from tests.integration.batches import bytes_consumer
 
 pytestmark = pytest.mark.integration
 
@@ -30,18 +29,8 @@ async def test_a_stop_cut_short_by_its_caller_returns_while_a_batch_is_stuck(nat
         await release.wait()  # a batch that does not finish (a database that does not answer)
         return []
 
-    def decode(msg: Msg) -> bytes:
-        return msg.data
-
     delivery = DeliverySettings(batch_size=8, ack_wait_s=30.0, max_deliver=3)
-    broker = make_broker(Settings(nats_url=nats_url), f"stop-{tag}")
-    consumer: BatchConsumer[bytes] = BatchConsumer(
-        decode=decode,
-        handle=handle,
-        dead_letters=DeadLetters(broker, f"stop-{tag}"),
-        max_deliver=delivery.max_deliver,
-        ack_wait_s=delivery.ack_wait_s,
-    )
+    consumer = bytes_consumer(nats_url, f"stop-{tag}", handle, delivery)
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     await js.add_stream(name=f"STOP_{tag}", subjects=[f"stop.{tag}.>"])
