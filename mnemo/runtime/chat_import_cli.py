@@ -1,10 +1,11 @@
 """``mnemo import-chats FILE... --tenant T --user U``: bring a platform's existing chat histories into mnemo.
 
-Each file is one conversation (SillyTavern chat JSONL: ``chat_formats.py``), published as chat events through
-the public contract (``chat_import.py``) with a progress bar. A line that is not a message is reported with its
-number and reason, and the rest of the file is still imported; a summary per file ends the run. Exit status: 0
-when every line was imported or skipped on purpose, 1 when some line was refused or a file could not be read
-or published, 2 for bad arguments. Running it again records nothing twice (docs/import.md).
+Each file is one conversation (SillyTavern chat JSONL), read and turned into chat events by the memory service's
+``chat_import`` package (the same code answers ``mnemo.rpc.chat.import.v1``) and published here through the
+public contract with a progress bar. A line that is not a message is reported with its number and reason, and
+the rest of the file is still imported; a summary per file ends the run. Exit status: 0 when every line was
+imported or skipped on purpose, 1 when some line was refused or a file could not be read or published, 2 for
+bad arguments. Running it again records nothing twice (docs/import.md).
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ import asyncio
 import functools
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from mnemo.runtime.chat_formats import ChatFormatError, ParsedChat, parse_sillytavern
-from mnemo.runtime.chat_import import ImportPlan, ImportTarget, PublishReport, plan_import, publish_events
 from mnemo.runtime.contract_client import ContractError, connected
+from mnemo.services.memory.chat_import.formats import ChatFormatError, ParsedChat, parse_sillytavern, zone_of
+from mnemo.services.memory.chat_import.plan import ImportPlan, ImportTarget, PublishReport, plan_import, publish_events
 from mnemo.shared.settings import Settings
 from mnemo_client import MnemoClient
 from mnemo_client.errors import MnemoError
@@ -49,9 +50,9 @@ def _target(args: argparse.Namespace) -> ImportTarget:
 
 def _zone(name: str) -> ZoneInfo:
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"--timezone {name!r} is no IANA time zone (e.g. UTC, Europe/Paris)") from None
+        return zone_of(name)
+    except ValueError as exc:
+        raise ValueError(f"--timezone: {exc}") from None
 
 
 def _read(path: Path, zone: ZoneInfo, include_hidden: bool) -> ParsedChat:

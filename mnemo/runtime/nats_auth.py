@@ -46,6 +46,7 @@ class Role:
     uploads: bool = False  # reads and deletes uploaded documents (MNEMO_UPLOADS)
     purges: tuple[str, ...] = ()  # streams it reads with ephemeral consumers and deletes messages from (erasure)
     hears: tuple[str, ...] = ()  # relayed log subjects it subscribes to on core NATS (no durable, no ack)
+    publishes_chat: bool = False  # the memory service's chat import publishes chat events (keyed v2 subjects)
 
 
 _LORE_RPCS = (
@@ -103,7 +104,9 @@ ROLES: dict[str, Role] = {
             subjects.CONVERSATION_TIMELINE,
             *(s for s in subjects.MEMORY_PLAYER_CALLS if s != subjects.MEMORY_SEARCH),
             *subjects.MEMORY_ENGINE_CALLS,
-        )
+            subjects.CHAT_IMPORT,
+        ),
+        publishes_chat=True,
     ),
     "privacy": Role(
         answers=(subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER),
@@ -242,6 +245,8 @@ def service_grant(name: str, role: Role) -> Grant:
         publish += [*_uploads_api(), subjects.LORE_DOCUMENT_STATUS]
     for stream in role.purges:
         publish += _purge_api(stream)
+    if role.publishes_chat:
+        publish.append(subjects.CHAT_KEYED)
     return Grant(tuple(dict.fromkeys(publish)), (*subscribe, *role.answers, *role.hears), responds=bool(role.answers))
 
 
@@ -266,6 +271,7 @@ def grants() -> dict[str, Grant]:
         f"{JS_API}.STREAM.PURGE.{subjects.POINTS_STREAM}",
         *(api for stream in ROLES["privacy"].purges for api in _purge_api(stream)),  # erasure's stream scans
         *_uploads_api(),  # erasure deletes uploaded files
+        subjects.CHAT_KEYED,  # the memory service's chat import
     ]
     table[HOST] = Grant(tuple(dict.fromkeys(host_publish)), tuple(subscribe))
     table[ADMIN] = Grant((">",), (">",))

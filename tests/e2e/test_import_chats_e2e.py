@@ -1,8 +1,8 @@
-"""`mnemo import-chats` against a running stack: a SillyTavern chat file (built here in the format SillyTavern
-writes) becomes the conversation's messages, in file order, with the file's own times, authors and bots; a bad
-line is reported with its number while the rest is imported; importing the file again records nothing new, and
-importing it grown by a new message records that message alone. Read back through the public contract
-(`mnemo.rpc.conversation.timeline.v1`)."""
+"""`mnemo import-chats` and `mnemo.rpc.chat.import.v1` against a running stack: a SillyTavern chat file (built
+here in the format SillyTavern writes) becomes the conversation's messages, in file order, with the file's own
+times, authors and bots; a bad line is reported with its number while the rest is imported; importing the file
+again records nothing new, and importing it grown by a new message records that message alone; a text that is
+no chat file is refused whole. Read back through the public contract (`mnemo.rpc.conversation.timeline.v1`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import nats
 import pytest
 
 from mnemo.runtime.cli import main
+from mnemo_client import MnemoClient
+from mnemo_client.errors import MnemoError
 from tests.e2e.stackproc import StackProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -66,10 +68,10 @@ def import_chats(capsys: pytest.CaptureFixture[str], stack: StackProcess, path: 
     return code, out, err
 
 
-async def _timeline(stack: StackProcess) -> list[dict[str, Any]]:
+async def _timeline(stack: StackProcess, conversation: str) -> list[dict[str, Any]]:
     nc = await nats.connect(stack.nats_url, **stack.client_options())
     try:
-        body = {"tenant_id": TENANT, "user_id": USER, "conversation_id": "imported-1"}
+        body = {"tenant_id": TENANT, "user_id": USER, "conversation_id": conversation}
         msg = await nc.request("mnemo.rpc.conversation.timeline.v1", json.dumps(body).encode(), timeout=30)
     finally:
         await nc.drain()
@@ -78,13 +80,15 @@ async def _timeline(stack: StackProcess) -> list[dict[str, Any]]:
     return messages
 
 
-def timeline_of(stack: StackProcess, count: int, timeout: float = 120) -> list[dict[str, Any]]:
+def timeline_of(
+    stack: StackProcess, count: int, timeout: float = 120, conversation: str = "imported-1"
+) -> list[dict[str, Any]]:
     """The timeline once it holds ``count`` messages (events are recorded asynchronously)."""
     deadline = time.monotonic() + timeout
-    messages = asyncio.run(_timeline(stack))
+    messages = asyncio.run(_timeline(stack, conversation))
     while len(messages) < count and time.monotonic() < deadline:
         time.sleep(0.5)
-        messages = asyncio.run(_timeline(stack))
+        messages = asyncio.run(_timeline(stack, conversation))
     return messages
 
 
@@ -128,3 +132,44 @@ def test_a_file_that_is_no_chat_is_refused_and_nothing_published(capsys, stack: 
     assert code == 1
     assert "not a SillyTavern chat file" in err
     assert "published" not in out
+
+
+async def _rpc_import(stack: StackProcess, **fields: Any) -> Any:
+    async with await MnemoClient.connect(stack.nats_url, request_timeout=60, **stack.client_options()) as mnemo:
+        return await mnemo.chat_import(tenant_id=TENANT, user_id=USER, **fields)
+
+
+def test_the_chat_import_rpc_imports_a_file_once_and_refuses_what_is_no_chat(stack: StackProcess, tmp_path: Path):
+    path = tmp_path / "chat.jsonl"
+    times = chat_file(path, SCENE)
+    fields = {"bot_id": BOT, "persona_id": PERSONA, "conversation_id": "rpc-1"}
+
+    dry = asyncio.run(_rpc_import(stack, content=path.read_text(), dry_run=True, **fields))
+    assert (dry.dry_run, dry.messages, dry.already_stored) == (True, 4, 0)
+
+    reply = asyncio.run(_rpc_import(stack, content=path.read_text(), **fields))
+    assert (reply.conversation_id, reply.format, reply.messages, reply.events) == ("rpc-1", "sillytavern", 4, 4)
+    assert (reply.first_message_at, reply.last_message_at) == (times[0], times[-1])
+    assert [(p.line, p.reason.split(":")[0]) for p in reply.problems] == [(4, "not JSON")]
+    assert reply.problems_total == 1
+    messages = timeline_of(stack, len(SCENE), conversation="rpc-1")
+    assert [m["content"] for m in messages] == [text for _, text in SCENE]
+    assert [m["message_id"] for m in messages] == ["rpc-1:L2", "rpc-1:L3", "rpc-1:L5", "rpc-1:L6"]
+    assert [m["author_id"] for m in messages] == [PERSONA, BOT, PERSONA, BOT]
+
+    again = asyncio.run(_rpc_import(stack, content=path.read_text(), **fields))
+    assert again.messages == 4  # the same events with the same ids: ingest (or JetStream's window) drops them
+    grown = [*SCENE, (False, "The lighthouse, then.")]
+    chat_file(path, grown)
+    assert asyncio.run(_rpc_import(stack, content=path.read_text(), **fields)).messages == 5
+    messages = timeline_of(stack, len(grown), conversation="rpc-1")
+    assert [m["content"] for m in messages] == [text for _, text in grown], "each message recorded once"
+
+    for bad, why in [
+        ({"content": "these are my notes"}, "not a SillyTavern chat file"),
+        ({"content": path.read_text(), "timezone": "Mars/Olympus"}, "no IANA time zone"),
+    ]:
+        with pytest.raises(MnemoError) as refused:
+            asyncio.run(_rpc_import(stack, **bad))
+        assert refused.value.code == "bad_request"
+        assert why in str(refused.value)

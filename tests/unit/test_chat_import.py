@@ -1,5 +1,5 @@
-"""Reading SillyTavern chat files (``mnemo.runtime.chat_formats``) and the events they become
-(``mnemo.runtime.chat_import``), on files built here in the format SillyTavern writes (``src/endpoints/chats.js``:
+"""Reading SillyTavern chat files (``mnemo.services.memory.chat_import.formats``) and the events they become
+(``mnemo.services.memory.chat_import.plan``), on files built here in the format SillyTavern writes (``src/endpoints/chats.js``:
 a header line, then one JSON message per line)."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from mnemo.runtime.chat_formats import ChatFormatError, parse_sillytavern, parse_time
-from mnemo.runtime.chat_import import ImportTarget, bot_id_for, conversation_id_of, plan_import
 from mnemo.runtime.cli import main
 from mnemo.runtime.servers import free_port
+from mnemo.services.memory.chat_import.formats import ChatFormatError, parse_sillytavern, parse_time
+from mnemo.services.memory.chat_import.plan import ImportTarget, bot_id_for, conversation_id_of, plan_import
 from mnemo_client.wire.contract import BotUpserted, MessageCreated, PersonaUpserted
 
 HEADER = {"user_name": "Mira", "character_name": "Maren", "create_date": "2024-5-12 @14h 33m 22s 123ms",

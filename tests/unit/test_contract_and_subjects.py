@@ -29,7 +29,7 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     memory |= {subjects.MEMORY_PROMOTE, subjects.MEMORY_UNPROMOTE}
     memory |= {*subjects.MEMORY_PLAYER_CALLS, *subjects.MEMORY_ENGINE_CALLS}
     privacy = {subjects.PRIVACY_ERASE_USER, subjects.PRIVACY_ERASE_TENANT, subjects.PRIVACY_EXPORT_USER}
-    reads = {subjects.CONVERSATION_LIST, subjects.CONVERSATION_TIMELINE}
+    reads = {subjects.CONVERSATION_LIST, subjects.CONVERSATION_TIMELINE, subjects.CHAT_IMPORT}
     reads |= {subjects.KNOWLEDGE_FACT_LIST, subjects.KNOWLEDGE_FACT_ADD, subjects.KNOWLEDGE_FACT_EDIT}
     reads |= {subjects.KNOWLEDGE_FACT_RETRACT, subjects.KNOWLEDGE_FACT_HISTORY}
     ops = {subjects.OPS_USAGE}  # the operators' (admin-only) usage report

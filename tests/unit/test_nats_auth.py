@@ -71,10 +71,12 @@ def test_services_get_their_own_subjects_only() -> None:
             continue
         assert ">" not in grant.publish, name
         assert "$JS.API.>" not in grant.publish, name
-        # Services publish no chat event or request, except ingest's v1 router: the keyed copies of v1 events.
+        # Services publish no chat event or request, except ingest's v1 router (the keyed copies of v1 events)
+        # and the memory service's chat import (mnemo.rpc.chat.import.v1 publishes the file's messages).
         callers = (PLATFORM, PLAYER)
         chat = [s for s in grant.publish if s.startswith(("mnemo.chat", "mnemo.rpc"))]
-        assert chat == ([subjects.CHAT_KEYED] if name == "ingest" else []) or name in callers, name
+        keyed = name in ("ingest", "memory", HOST)
+        assert chat == ([subjects.CHAT_KEYED] if keyed else []) or name in callers, name
         assert subjects.LOG_ALL not in grant.subscribe, name
         assert subjects.DLQ_ALL not in grant.subscribe, name
         others_dlq = [

@@ -325,6 +325,12 @@ export class MnemoClient {
     return this.request("conversation.timeline", request);
   }
 
+  /** One exported chat file published as chat events, once (`chat.import`); the reply waits for every
+   *  event's acknowledgement: give a large file a longer `requestTimeout`. */
+  chatImport(request) {
+    return this.request("chat.import", request);
+  }
+
   /** Per-tenant usage, for operators (`ops.usage`: the `admin` NATS user on a secured deployment). */
   usage(request = {}) {
     return this.request("ops.usage", request);

@@ -93,6 +93,101 @@ export interface BotUpserted {
   knowledge_sharing?: ("open" | "guarded" | "secretive") | null;
   updated_at: string;
 }
+export interface ChatImportProblem {
+  /**
+   * the line of the file, from 1
+   */
+  line: number;
+  reason: string;
+}
+/**
+ * What was imported: the conversation, the events JetStream acknowledged, and what was left out and why.
+ */
+export interface ChatImportReply {
+  conversation_id: string;
+  format: string;
+  /**
+   * message events published (with `dry_run`: that would be)
+   */
+  messages: number;
+  /**
+   * every event published: messages and, with `with_profiles`, profiles
+   */
+  events: number;
+  /**
+   * events JetStream knew already (the same import within 2 minutes)
+   */
+  already_stored?: number;
+  first_message_at?: string | null;
+  last_message_at?: string | null;
+  /**
+   * left out on purpose: `hidden`, `empty`, `swipe alternatives`
+   */
+  skipped?: {
+    [k: string]: number | undefined;
+  };
+  /**
+   * lines not imported, with why (the first 200)
+   */
+  problems?: ChatImportProblem[];
+  problems_total?: number;
+  dry_run?: boolean;
+}
+/**
+ * `mnemo.rpc.chat.import.v1` request: one chat file of ``user_id``, imported as one conversation.
+ */
+export interface ChatImportRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user the conversation belongs to
+   */
+  user_id: string;
+  /**
+   * the chat file's text
+   */
+  content: string;
+  /**
+   * the file's format (SillyTavern chat JSONL)
+   */
+  format?: "sillytavern";
+  /**
+   * the conversation id (default: derived from the file)
+   */
+  conversation_id?: string | null;
+  /**
+   * the bot of every character not named in `bots`
+   */
+  bot_id?: string | null;
+  /**
+   * a character's name in the file -> its bot id
+   */
+  bots?: {
+    [k: string]: string | undefined;
+  };
+  /**
+   * the user's persona: the author of the user's messages
+   */
+  persona_id?: string | null;
+  /**
+   * the IANA zone of times written without one
+   */
+  timezone?: string;
+  /**
+   * also import messages hidden from the model (`is_system`)
+   */
+  include_hidden?: boolean;
+  /**
+   * also publish each bot (and the persona) named as in the file
+   */
+  with_profiles?: boolean;
+  /**
+   * read and check the file, publish nothing
+   */
+  dry_run?: boolean;
+}
 /**
  * One message of the chat-completions form of the context.
  */
@@ -2102,6 +2197,16 @@ export interface Operations {
     errors: [];
     msgId: ["tenant_id", "user_id", "conversation_id"];
     keyedSubject: "mnemo.chat.conversation.forked.v2.{tenant_id}.{conversation_id}";
+  };
+  /** Import one exported chat file (SillyTavern JSONL) as chat events with its own times; again records nothing twice. */
+  "chat.import": {
+    subject: "mnemo.rpc.chat.import.v1";
+    kind: "request";
+    payload: ChatImportRequest;
+    reply: ChatImportReply;
+    errors: ["bad_request", "unavailable", "rate_limited", "internal"];
+    msgId: [];
+    keyedSubject: null;
   };
   /** The prompt context for the next bot reply, as the speaking bot may know it. */
   "context.assemble": {

@@ -98,6 +98,8 @@ export declare class MnemoClient {
   exportUser(request: Payload<"privacy.export_user">): Promise<Reply<"privacy.export_user">>;
   conversationList(request: Payload<"conversation.list">): Promise<Reply<"conversation.list">>;
   conversationTimeline(request: Payload<"conversation.timeline">): Promise<Reply<"conversation.timeline">>;
+  /** One exported chat file published as chat events, once; the reply waits for every acknowledgement. */
+  chatImport(request: Payload<"chat.import">): Promise<Reply<"chat.import">>;
   /** Per-tenant usage, for operators only (the `admin` NATS user on a secured deployment). */
   usage(request?: Payload<"ops.usage">): Promise<Reply<"ops.usage">>;
   knowledgeFactList(request: Payload<"knowledge.fact.list">): Promise<Reply<"knowledge.fact.list">>;

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from mnemo_client.errors import Unavailable, error_for
 from mnemo_client.outbox import Outbox, Pending
+from mnemo_client.wire.chat_import_contract import ChatImportReply
 from mnemo_client.wire.contract import (
     BotUpserted,
     ContextAssembleReply,
@@ -285,6 +286,11 @@ class MnemoClient:
     ) -> ConversationTimelineReply:
         """A conversation's messages with presence, summaries, facts, swipes and forks (``conversation.timeline``)."""
         return await self._call("conversation.timeline", ConversationTimelineReply, request, fields)
+
+    async def chat_import(self, request: BaseModel | None = None, /, **fields: Any) -> ChatImportReply:
+        """One exported chat file published as chat events, once (``chat.import``). The reply waits for every
+        event's acknowledgement: give a large file a longer ``request_timeout``."""
+        return await self._call("chat.import", ChatImportReply, request, fields)
 
     async def knowledge_fact_list(self, request: BaseModel | None = None, /, **fields: Any) -> FactListReply:
         """What a character knows from this user's conversations (``knowledge.fact.list``)."""

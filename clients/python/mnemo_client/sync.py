@@ -17,6 +17,7 @@ from nats.js.api import PubAck
 from pydantic import BaseModel
 
 from mnemo_client.client import DEFAULT_URL, ChatEvent, MnemoClient
+from mnemo_client.wire.chat_import_contract import ChatImportReply
 from mnemo_client.wire.contract import ContextAssembleReply
 from mnemo_client.wire.lore_contract import (
     LoreAttachReply,
@@ -159,3 +160,6 @@ class SyncMnemoClient:
 
     def memory_history(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryHistoryReply:
         return self._run(self._client.memory_history(request, **fields))
+
+    def chat_import(self, request: BaseModel | None = None, /, **fields: Any) -> ChatImportReply:
+        return self._run(self._client.chat_import(request, **fields))

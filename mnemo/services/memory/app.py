@@ -1,13 +1,15 @@
 """Memory service wiring: request-reply subscribers (``mnemo.shared.rpc.serve``).
 
 Subjects ``mnemo.rpc.memory.{convert_to_lore,delete,list}.v1`` (summaries and legacy lore), the conversation
-reads ``mnemo.rpc.conversation.{list,timeline}.v1``, and the memory API's
+reads ``mnemo.rpc.conversation.{list,timeline}.v1``, the chat import ``mnemo.rpc.chat.import.v1`` (it publishes
+the file's chat events on the service's NATS connection), and the memory API's
 ``mnemo.rpc.memory.{remember,update,forget,history}.v1`` with their ``mnemo.rpc.memory.engine.*`` twins (the
 engine's right, ``mnemo/shared/namespaces.py``), each in the queue group ``mnemo_memory`` (replicas share
 requests; each is answered once). Every request gets a reply: the reply model, or ``ErrorReply`` with
 ``bad_request`` (invalid JSON, unknown fields or a schema violation, saying what is wrong), ``not_found`` (no
 such memory for that tenant and user), ``forbidden`` (a namespace the call may not write), ``conflict`` (an
-update's ``expected_version`` is stale) or ``internal``. The service needs MongoDB and the log only: vectors
+update's ``expected_version`` is stale), ``unavailable`` (JetStream did not acknowledge an imported event) or
+``internal``. The service needs MongoDB and the log only (and the chat stream for imports): vectors
 follow from the events it appends (the embedding service consumes them); ``memory.search`` is the
 context-assembler's, beside the vector index.
 """
@@ -19,6 +21,7 @@ import functools
 from faststream.nats import NatsRouter
 
 from mnemo.services.memory import remembering
+from mnemo.services.memory.chat_import.rpc import ChatImportRefused, ChatImports, ChatImportUnavailable
 from mnemo.services.memory.conversations import Conversations
 from mnemo.services.memory.knowledge_items import FactItems
 from mnemo.services.memory.memories import Memories, MemoryNotFound
@@ -30,6 +33,7 @@ from mnemo.shared.limits import RateLimiter
 from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, LEGACY_LORE, MEMORIES, SUMMARIES
 from mnemo.shared.readmodels.ports import KnowledgePort, LegacyLorePort, MemoriesPort, SummariesPort
 from mnemo.shared.rpc import serve
+from mnemo_client.wire.chat_import_contract import ChatImportRequest
 from mnemo_client.wire.conversation_contract import ConversationListRequest, ConversationTimelineRequest
 from mnemo_client.wire.memory_api_contract import (
     MemoryForgetRequest,
@@ -74,6 +78,12 @@ def create_router(
     conversations = Conversations(deps.store, deps.read_model(CONVERSATIONS), summaries, knowledge)
     on(subjects.CONVERSATION_LIST, request=ConversationListRequest, call=conversations.list_conversations)
     on(subjects.CONVERSATION_TIMELINE, request=ConversationTimelineRequest, call=conversations.timeline)
+    # Imports wait on JetStream's acknowledgements, not on this process: several at once, so that one tenant's
+    # long history does not hold another's import back (each import still publishes in file order).
+    imports = ChatImports(deps.nc)
+    import_errors = {ChatImportRefused: "bad_request", ChatImportUnavailable: "unavailable"}
+    serve(router, subjects.CHAT_IMPORT, service=SERVICE, request=ChatImportRequest, call=imports.handle,
+          errors=import_errors, limiter=limiter, max_workers=4)  # fmt: skip
 
     api = MemoryApi(deps.store, memories or deps.read_model(MEMORIES), deps.publisher)
     errors = {

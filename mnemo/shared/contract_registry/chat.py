@@ -1,9 +1,10 @@
-"""Chat events the platform publishes, and the context request."""
+"""Chat events the platform publishes, the import of existing chat histories, and the context request."""
 
 from __future__ import annotations
 
 from mnemo.shared import subjects
 from mnemo.shared.contract_registry.operation import Operation, event, rpc
+from mnemo_client.wire import chat_import_contract as ci
 from mnemo_client.wire import contract as c
 
 _T = {"tenant_id": "t1"}
@@ -116,6 +117,37 @@ OPERATIONS: tuple[Operation, ...] = (
         "a new conversation continuing `c1` from `m2`",
         msg_id=("tenant_id", "user_id", "conversation_id"),
         key="conversation_id",
+    ),
+    # --- an existing history brought in (docs/import.md) -------------------------------------------------------
+    rpc(
+        "chat.import",
+        subjects.CHAT_IMPORT,
+        ci.ChatImportRequest,
+        ci.ChatImportReply,
+        "memory",
+        "Import one exported chat file (SillyTavern JSONL) as chat events with its own times; again records nothing twice.",
+        {
+            **_TU,
+            "content": '{"user_name": "Mira", "character_name": "Maren", "create_date": "2024-5-12 @14h 33m 22s 123ms"}\n'
+            '{"name": "Mira", "is_user": true, "send_date": "2024-5-12 @14h 33m 40s 5ms", "mes": "I brought the compass."}',
+            "bot_id": "maren",
+            "persona_id": "persona-1",
+        },
+        {
+            "conversation_id": "st-3c1e...",
+            "format": "sillytavern",
+            "messages": 1,
+            "events": 1,
+            "already_stored": 0,
+            "first_message_at": "2024-05-12T14:33:40.005000Z",
+            "last_message_at": "2024-05-12T14:33:40.005000Z",
+            "skipped": {},
+            "problems": [],
+            "problems_total": 0,
+            "dry_run": False,
+        },
+        errors=("bad_request", "unavailable", "rate_limited", "internal"),
+        note="a line that is not a message is listed in `problems` and the rest imported; no chat file: `bad_request`",
     ),
     # --- context -----------------------------------------------------------------------------------------------
     rpc(

@@ -51,7 +51,7 @@ test("every request method reaches its own operation", async () => {
     updateMemory: "memory.update", forgetMemory: "memory.forget", memoryHistory: "memory.history",
     engineRemember: "memory.engine.remember", engineUpdateMemory: "memory.engine.update",
     engineForgetMemory: "memory.engine.forget", engineMemoryHistory: "memory.engine.history",
-    loreTestActivation: "lore.test_activation", memoryIndexStatus: "memory.index_status",
+    loreTestActivation: "lore.test_activation", memoryIndexStatus: "memory.index_status", chatImport: "chat.import",
   };
   for (const [method, name] of Object.entries(methods)) {
     assert.deepEqual(await mnemo[method]({ tenant_id: "t1" }), { ok: OPERATIONS[name].subject }, method);

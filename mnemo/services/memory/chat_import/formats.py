@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 Role = Literal["user", "assistant", "narrator"]
 _MONTHS = {
@@ -45,7 +46,7 @@ class ChatHeader:
 
 
 @dataclass(frozen=True)
-class ChatLine:
+class ExportedMessage:
     """One message of the history, as the file has it."""
 
     line: int  # 1-based line number in the file
@@ -65,9 +66,17 @@ class LineProblem:
 @dataclass
 class ParsedChat:
     header: ChatHeader
-    messages: list[ChatLine] = field(default_factory=list)
+    messages: list[ExportedMessage] = field(default_factory=list)
     problems: list[LineProblem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)  # why lines were left out on purpose: hidden, empty
+
+
+def zone_of(name: str) -> ZoneInfo:
+    """The IANA zone ``name``; ``ValueError`` saying so when it is none."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"{name!r} is no IANA time zone (e.g. UTC, Europe/Paris)") from None
 
 
 def parse_time(value: Any, zone: tzinfo = UTC) -> datetime:
@@ -132,7 +141,7 @@ def _role(data: dict[str, Any]) -> Role:
     return "user" if data.get("is_user") is True else "assistant"
 
 
-def _message(number: int, data: Any, zone: tzinfo) -> ChatLine:
+def _message(number: int, data: Any, zone: tzinfo) -> ExportedMessage:
     if not isinstance(data, dict):
         raise ValueError(f"a message is a JSON object, not {type(data).__name__}")
     name, text = data.get("name"), data.get("mes")
@@ -150,7 +159,7 @@ def _message(number: int, data: Any, zone: tzinfo) -> ChatLine:
         raise ValueError(f"send_date: {exc}") from None
     swipes = data.get("swipes")
     alternatives = max(len(swipes) - 1, 0) if isinstance(swipes, list) else 0
-    return ChatLine(number, name, _role(data), text, sent_at, alternatives)
+    return ExportedMessage(number, name, _role(data), text, sent_at, alternatives)
 
 
 def parse_sillytavern(lines: Iterable[str], zone: tzinfo = UTC, *, include_hidden: bool = False) -> ParsedChat:

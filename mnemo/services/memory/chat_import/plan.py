@@ -1,6 +1,6 @@
 """``mnemo import-chats``: an existing chat history published as mnemo chat events, through the public contract.
 
-A parsed history (``chat_formats.py``) becomes ``message.created`` events with the file's own times, published by
+A parsed history (``formats.py``) becomes ``message.created`` events with the file's own times, published by
 the Python client (``MnemoClient``: the keyed v2 subjects, the contract's ``Nats-Msg-Id``, each event retried until
 JetStream acknowledges it), in file order, so ingest records them in that order.
 
@@ -20,7 +20,7 @@ from datetime import datetime
 
 from pydantic import ValidationError
 
-from mnemo.runtime.chat_formats import ChatLine, LineProblem, ParsedChat
+from mnemo.services.memory.chat_import.formats import ExportedMessage, LineProblem, ParsedChat
 from mnemo_client import MnemoClient
 from mnemo_client.wire.contract import BotUpserted, MessageCreated, PersonaUpserted
 
@@ -91,7 +91,7 @@ def plan_import(chat: ParsedChat, target: ImportTarget) -> ImportPlan:
 
 
 def _created(
-    message: ChatLine, target: ImportTarget, conversation: str, scene: list[str], speakers: Mapping[str, str]
+    message: ExportedMessage, target: ImportTarget, conversation: str, scene: list[str], speakers: Mapping[str, str]
 ) -> MessageCreated:
     author = target.persona_id if message.role == "user" else speakers.get(message.name)
     return MessageCreated(
