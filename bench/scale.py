@@ -32,9 +32,10 @@ mean of the two is that run's reference: the shared VM's speed drifts within min
 embedding replica has a pull request waiting (its start-up is not timed). Reported: texts/s and its ratio to the
 raw model, from the first publish (ingest's work shares the cores) and for the backlog the durable still holds
 once ingest is done (the model then shares them only with the servers: bench-embedding's situation), the
-embedding replicas' and the servers' CPU-us per text, points in ``MNEMO_POINTS`` (one per text: a second replica
-must not write a point twice under another id) and the durable's redeliveries. ``--no-ingest`` runs the
-embedding part alone, ``--embedding-replicas 1`` only its first run.
+embedding replicas' and the servers' CPU-us per text (the backlog's per process: ``backlog_cpu_us_per_text``),
+points in ``MNEMO_POINTS`` (one per text: a second replica must not write a point twice under another id) and
+the durable's redeliveries. ``--no-ingest`` runs the embedding part alone, ``--embedding-replicas 1`` only its
+first run.
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ async def run_embedding(bodies: list[bytes], replicas: int, tmp: Path) -> dict[s
         procs = pids["processes"]
         workers = {f"embedding-{p['replica']}": p["pid"] for p in procs if p["name"] == "embedding"}
         servers = {p["name"]: p["pid"] for p in procs if p["kind"] == "server"}
-        cpu = CpuMeter({**workers, **servers})
+        procs_measured = {**workers, **servers}
+        cpu = CpuMeter(procs_measured)
         nc = await nats.connect(nats_url)
         try:
             js = nc.jetstream(timeout=30)
@@ -156,12 +158,15 @@ async def run_embedding(bodies: list[bytes], replicas: int, tmp: Path) -> dict[s
                 # From here ingest is done: what the durable still holds is embedded alone, as bench-embedding
                 # times it (events already in the log), so the model shares the cores with no ingest work.
                 backlog_start = time.perf_counter()
+                backlog_cpu = CpuMeter(procs_measured)  # where the backlog's time goes, per process
+                backlog_cpu.start()
                 held = await js.consumer_info(subjects.LOG_STREAM, subjects.durable("embedding"))
                 backlog = held.num_pending + held.num_ack_pending
                 await wait_for_acks(js, subjects.LOG_STREAM, subjects.durable("embedding"), relayed, 1200)
                 elapsed = time.perf_counter() - start
                 backlog_s = time.perf_counter() - backlog_start
                 cpu.stop()
+                backlog_cpu.stop()
             info = await js.consumer_info(subjects.LOG_STREAM, subjects.durable("embedding"))
             points = (await js.stream_info(subjects.POINTS_STREAM)).state.messages
         finally:
@@ -172,6 +177,11 @@ async def run_embedding(bodies: list[bytes], replicas: int, tmp: Path) -> dict[s
         "backlog_texts_per_s": round(backlog / backlog_s if backlog else 0.0, 1),
         "embedding_cpu_us_per_text": round(sum(cpu.used[k] for k in workers) / len(bodies) * 1e6),
         "server_cpu_us_per_text": round(sum(cpu.used[k] for k in servers) / len(bodies) * 1e6),
+        "backlog_cpu_us_per_text": {
+            name: round(used / backlog * 1e6) for name, used in backlog_cpu.used.items() if name in procs_measured
+        }
+        if backlog
+        else {},
         "points": points,
         "redelivered": info.num_redelivered,
         "label": label,
@@ -272,6 +282,7 @@ async def main(
                 f" {e['points']:,} points for {n:,} texts, redelivered {e['redelivered']}",
                 flush=True,
             )
+            print(f"  its backlog's CPU-us per text, per process: {e['backlog_cpu_us_per_text']}", flush=True)
     raw = sum(raws) / len(raws) if raws else 0.0
     if "embedding-2" in embedding:
         embedding["embedding-2"]["overhead_cpu_us_per_text"] = (

@@ -143,7 +143,9 @@ def split_filter(flt: VectorFilter) -> list[VectorFilter]:
 
 
 def encode_upsert(p: VectorPoint) -> bytes:
-    body: dict[str, Any] = {"op": UPSERT, "id": p.id, "vector": _pack("f", [float(x) for x in p.vector])}
+    # array.array converts each number itself: a copy through float() first was a third of the encoding's
+    # time (py-spy on the points stream's writer).
+    body: dict[str, Any] = {"op": UPSERT, "id": p.id, "vector": _pack("f", p.vector)}
     body["payload"] = dict(p.payload)
     if p.sparse:
         body["sparse"] = {"indices": _pack("I", p.sparse.indices), "values": _pack("f", p.sparse.values)}
