@@ -233,8 +233,17 @@ def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]
                 "limit": draw(st.integers(1, 200)), "offset": draw(st.integers(0, 100))}, ()  # fmt: skip
     if subject == subjects.MEMORY_PROMOTE:
         return {**mine, "fact_id": w.fact, "campaign_id": CAMPAIGN}, ()
+    if subject == subjects.CHAT_IMPORT:
+        return {**mine, "content": sillytavern_chat(draw(texts)), "bot_id": BOT, "dry_run": draw(st.booleans())}, ()
     assert subject == subjects.MEMORY_UNPROMOTE, subject
     return {**mine, "fact_id": w.fact}, ()
+
+
+def sillytavern_chat(text: str) -> str:
+    """A SillyTavern chat file of one message saying ``text``."""
+    header = {"user_name": "Mira", "character_name": "Maren", "create_date": "2024-5-12 @14h 33m 22s 123ms"}
+    line = {"name": "Maren", "is_user": False, "send_date": "2024-5-12 @14h 33m 40s 5ms", "mes": text or "..."}
+    return "\n".join(json.dumps(x) for x in (header, line))
 
 
 MEMORY_API = {*subjects.MEMORY_PLAYER_CALLS, *subjects.MEMORY_ENGINE_CALLS}

@@ -112,6 +112,7 @@ BY_ID = set(REQUESTS) - {
     subjects.CONVERSATION_LIST,
     subjects.KNOWLEDGE_FACT_LIST,
     subjects.KNOWLEDGE_FACT_ADD,
+    subjects.CHAT_IMPORT,  # a chat file brings its own conversation: another tenant imports it as theirs
 }
 # No acting user: the tenant reads.
 OWNER_CHECKED = BY_ID - {subjects.LORE_EXPORT, subjects.LORE_DOCUMENT_GET, subjects.LORE_TEST_ACTIVATION}

@@ -128,7 +128,7 @@ def _view(letter: dlq.DeadLetter) -> DeadLetterView:
 
 def add_operator_views(app: FastAPI) -> None:
     tags: list[str | Enum] = ["operators"]
-    errors = web.error_responses(401, 403, 422, 429, 503)
+    errors = web.error_responses(400, 401, 403, 422, 429, 503)  # 400: a body that is not JSON
 
     @app.post("/v1/operator/dead_letters/list", response_model=DeadLettersReply, responses=errors, tags=tags)
     async def list_dead_letters(request: Request, body: TenantOnly, grant: Operator) -> DeadLettersReply:
