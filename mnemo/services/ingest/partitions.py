@@ -2,11 +2,12 @@
 
 A replica refreshes its member key every fifth of the lease TTL, on its own (a slow tick must not let the key
 expire: the others would then deal its partitions among themselves and hand them back a tick later, over and
-over). Each tick (as often) it reads the live members, the stream's partition count and the ingest durables, and works out what it should consume: the v1 router and the partitions,
-dealt round-robin over the members in sorted order (``membership.assign``). What it should no longer consume it
-stops (the batches in flight complete and are acknowledged) and then releases; what it should consume it takes
-once the lease is free. A replica that dies stops refreshing its member key and its leases: both expire after
-the lease TTL, and the partitions go to the others at their next tick. A lease lost (not refreshed for a whole
+over). Each tick (as often) it reads the live members, the stream's partition count and the ingest durables,
+and works out what it should consume: the v1 router and the partitions, dealt round-robin over the members in
+sorted order (``membership.assign``). What it should no longer consume it stops (the batches in flight complete
+and are acknowledged) and then releases; what it should consume it takes once the lease is free. A replica that
+dies stops refreshing its member key and its leases: both expire after the lease TTL, and the partitions go to
+the others at their next tick. A lease lost (not refreshed for a whole
 TTL) stops that partition at once, without releasing it.
 
 Generations: while durables of an older partition count remain, only those are consumed; the holder of an old

@@ -117,9 +117,9 @@ class PullLoop:
         if self._task is not None:
             if self._waiting:  # only a wait for messages is cut short: a batch being handled is finished first
                 self._task.cancel()
-            # ``asyncio.wait``, not ``await self._task`` under ``suppress(CancelledError)``: that would also swallow
-            # the cancellation of this stop itself (a caller's ``wait_for`` timing out), and the caller would then
-            # wait for ever for a batch that does not finish.
+            # ``asyncio.wait``, not ``await self._task`` under ``suppress(CancelledError)``: that also swallowed the
+            # cancellation of this stop itself (a caller's ``wait_for`` timing out), cancelled the batch midway and
+            # reported a clean stop; now the caller sees its timeout and the batch completes on its own.
             await asyncio.wait({self._task})
         await self._hand_back_late()
         await self._consumer.drain()
