@@ -355,6 +355,22 @@ async def test_unpublished_lists_committed_events_until_marked_published(h: Harn
     assert await h.store.unpublished(min_age_s=0, limit=10) == []
 
 
+async def test_a_recovery_round_leaves_its_own_fast_path_alone_until_it_fails(h: Harness) -> None:
+    """With ``grace_s`` (the relay's recovery loop), this store's own appends whose publish is still on its way
+    are not listed, but hold the watermark; a failed publish hands them to recovery at once."""
+    events = [message(i) for i in range(3)]
+    await h.store.append(stream(), 0, events)
+    ids = [e.event_id for e in events]
+
+    assert await h.store.unpublished(min_age_s=0, limit=10, grace_s=60) == []
+    assert await _unpublished_ids(h.store) == ids  # not skipped past: the watermark waited for them
+    await h.store.publish_failed(ids[1:2])
+    assert [e.event_id for e in await h.store.unpublished(min_age_s=0, limit=10, grace_s=60)] == ids[1:2]
+    await h.store.mark_published(ids[:1])
+    await asyncio.sleep(0.05)
+    assert [e.event_id for e in await h.store.unpublished(min_age_s=0, limit=10, grace_s=0.01)] == ids[1:]
+
+
 async def test_unpublished_lists_oldest_first_up_to_the_limit(h: Harness) -> None:
     oldest, middle, newest = [await h.insert_recorded_ago(s) for s in (30, 20, 2)]
 

@@ -106,8 +106,10 @@ async def test_events_committed_but_never_published_are_published_by_recovery(
 ) -> None:
     conv = uuid.uuid4().hex
     result = await store.append(conversation_stream("t1", "u1", conv), 0, [message(i, conv) for i in range(3)])
-    # The appender "crashed" here: publish_committed was never called.
-    relay = Relay(store, NatsJetStreamPublisher(js), store.codec, min_age_s=0.0, interval_s=0.05)
+    # The appender "crashed" here: publish_committed was never called, and another process recovers (the
+    # appender's own relay would leave them to its fast path for ``grace_s``; a dead one's recovery never beat).
+    survivor = MongoEventStore(store.events.database, store.codec)
+    relay = Relay(survivor, NatsJetStreamPublisher(js), store.codec, min_age_s=0.0, interval_s=0.05)
 
     task = asyncio.create_task(relay.run())
     deadline = time.monotonic() + 10
@@ -122,6 +124,20 @@ async def test_events_committed_but_never_published_are_published_by_recovery(
     msgs = await relayed(js, {e.event_id for e in result.committed})
     decoded = [await store.codec.from_wire(m.data) for m in msgs]
     assert sorted(decoded, key=lambda e: e.version) == result.committed
+
+
+async def test_another_writers_events_wait_while_its_recovery_loop_beats(store: MongoEventStore) -> None:
+    """Two processes on one log: the survivor's recovery leaves the writer's unconfirmed events to the writer
+    while the writer's own recovery loop beats, and takes them once it stops (the writer died)."""
+    conv = uuid.uuid4().hex
+    result = await store.append(conversation_stream("t1", "u1", conv), 0, [message(i, conv) for i in range(2)])
+    survivor = MongoEventStore(store.events.database, store.codec)
+    await asyncio.sleep(0.3)
+
+    assert await store.unpublished(0.25, 10, grace_s=60) == []  # the writer's round: it beats, its own in flight
+    assert await survivor.unpublished(0.25, 10, grace_s=60) == []  # the writer is alive: left to it
+    await asyncio.sleep(0.6)  # the writer's loop is silent for twice min_age_s: it died
+    assert await survivor.unpublished(0.25, 10, grace_s=60) == result.committed
 
 
 async def test_publishing_twice_stores_one_jetstream_message_per_event(

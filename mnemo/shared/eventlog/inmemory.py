@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 from mnemo.shared.eventlog.codec import EventCodec, StoredDoc, envelope_of, utc_ms
+from mnemo.shared.eventlog.outbox import InFlight
 from mnemo.shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, ConcurrencyError
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, utcnow
 
@@ -25,6 +26,7 @@ class InMemoryEventStore:
         self.published: set[str] = set()  # confirmed by mark_published (unknown ids included, harmlessly)
         self.watermark: datetime | None = None  # the outbox watermark (see shared.eventlog.port)
         self.margin = timedelta(seconds=margin_s)
+        self.in_flight = InFlight()  # appended here, publish neither confirmed nor reported failed
 
     # --- test hooks (the MongoDB suite does the same with raw collection writes) -----------------------
     def insert_raw(self, doc: StoredDoc) -> None:
@@ -60,6 +62,7 @@ class InMemoryEventStore:
             if next_version in slots:
                 raise ConcurrencyError(sid, append.expected_version, max(slots))
             self.docs[env.event_id] = {**doc, "version": next_version}
+            self.in_flight.add([env.event_id])
             slots[next_version] = env.event_id
             result.committed.append(self.codec.readable(env.model_copy(update={"version": next_version})))
             result.stored.append(self.docs[env.event_id])
@@ -115,19 +118,33 @@ class InMemoryEventStore:
                 yield env
 
     # --- outbox ---------------------------------------------------------------------------------------
-    async def unpublished(self, min_age_s: float, limit: int) -> list[EventEnvelope]:
-        cutoff = utc_ms(utcnow() - timedelta(seconds=min_age_s))
+    async def unpublished(self, min_age_s: float, limit: int, *, grace_s: float = 0.0) -> list[EventEnvelope]:
+        """One writer only: with ``grace_s``, its own appends still in flight are left out (holding the
+        watermark) for up to ``grace_s`` after they were recorded."""
+        now = utcnow()
+        cutoff = utc_ms(now - timedelta(seconds=min_age_s))
+        recent = utc_ms(now - timedelta(seconds=grace_s))
+        if grace_s > 0:
+            self.in_flight.prune(grace_s)
         start = datetime(1970, 1, 1, tzinfo=UTC) if self.watermark is None else self.watermark - self.margin
         waiting: list[tuple[datetime, str, int, str]] = []  # oldest first, each stream in version order
+        held: list[datetime] = []
         for eid, d in self.docs.items():
             recorded = utc_ms(d["recorded_at"])
             if start <= recorded <= cutoff and eid not in self.published:
-                waiting.append((recorded, d["stream_id"], int(d["version"]), eid))
+                if grace_s > 0 and recorded > recent and eid in self.in_flight:
+                    held.append(recorded)
+                else:
+                    waiting.append((recorded, d["stream_id"], int(d["version"]), eid))
         waiting.sort()
-        settled_until = waiting[0][0] if waiting else cutoff
+        settled_until = min([*held, *(w[0] for w in waiting[:1])], default=cutoff)
         if self.watermark is None or settled_until > self.watermark:
             self.watermark = settled_until
         return await self._decode([w[-1] for w in waiting[:limit]])
 
     async def mark_published(self, event_ids: Sequence[str]) -> None:
         self.published.update(event_ids)
+        self.in_flight.done(event_ids)
+
+    async def publish_failed(self, event_ids: Sequence[str]) -> None:
+        self.in_flight.done(event_ids)

@@ -12,21 +12,17 @@ The contract is ``mnemo.shared.eventlog.port``'s. Why this shape:
 - Events of one append are stored strictly in order, so a crash or conflict leaves a prefix that a retry of
   the same events completes, in as few round trips as possible (``append_batch``): SecantusDB charges most
   for those under load.
-- The outbox is insert-only (on SecantusDB an update or delete costs ~0.35 ms *per document*, an insert of
-  256 documents ~8 ms; MongoDB has the same asymmetry, milder): ``relay_intents`` written before the events
-  (``_intend``), ``relay_receipts`` (``mark_published``) and one ``relay_state`` watermark, read by
-  ``unpublished``. Event documents are never touched after insert.
+- The outbox is insert-only (``mnemo.shared.eventlog.outbox``: an intent written before the events, a receipt
+  after their publish, one watermark); event documents are never touched after insert.
 - Assumptions (:data:`mnemo.shared.eventlog.port.OUTBOX_MARGIN_S`): an append's events are visible within
   ``min_age_s + margin`` of its intent's ``at``, and clocks of appenders and relays differ by less than
-  that. Intents and receipts expire after :data:`OUTBOX_TTL` (a TTL index), so the watermark must not lag
-  that long (it lags only while a publish keeps failing).
+  that.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, IndexModel, WriteConcern
@@ -35,15 +31,12 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from mnemo.shared.eventlog.codec import EventCodec, StoredDoc, envelope_of, utc_ms
+from mnemo.shared.eventlog.outbox import MongoOutbox
 from mnemo.shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, ConcurrencyError
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, utcnow
 from mnemo.shared.metrics import APPEND_CONFLICTS, APPENDED_EVENTS, APPENDS
 
 _DUPLICATE_KEY = 11000
-OUTBOX_TTL = timedelta(days=2)  # intents and receipts; the watermark must never lag longer than this
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_WATERMARK = "watermark"
-_IDS_PER_DOC = 10_000  # event ids per intent or receipt document (keeps documents far below 16 MB)
 
 
 class _Pending:
@@ -140,19 +133,15 @@ class MongoEventStore:
         self.codec = codec
         journaled = journaled_concern(db)
         self.events: AsyncCollection[Any] = db.get_collection(collection, write_concern=journaled)
-        self.intents: AsyncCollection[Any] = db.get_collection("relay_intents", write_concern=journaled)
-        self.receipts: AsyncCollection[Any] = db.get_collection("relay_receipts", write_concern=journaled)
-        self.relay_state: AsyncCollection[Any] = db.get_collection("relay_state", write_concern=journaled)
-        self.margin = timedelta(seconds=margin_s)
+        self.outbox = MongoOutbox(db, journaled, timedelta(seconds=margin_s))
+        self.intents, self.receipts = self.outbox.intents, self.outbox.receipts
 
     async def ensure_indexes(self) -> None:
         """Idempotent; call once at startup (the ``_id`` index is the event-id uniqueness)."""
         await self.events.create_indexes(
             [IndexModel([("stream_id", ASCENDING), ("version", ASCENDING)], unique=True, name="stream_version")]
         )
-        ttl = int(OUTBOX_TTL.total_seconds())
-        for outbox in (self.intents, self.receipts):
-            await outbox.create_indexes([IndexModel([("at", ASCENDING)], name="at_ttl", expireAfterSeconds=ttl)])
+        await self.outbox.ensure_indexes()
 
     # --- writes ---------------------------------------------------------------------------------------
     async def _pending(self, append: Append) -> _Pending:
@@ -171,7 +160,7 @@ class MongoEventStore:
         ids = [eid for p in pendings for eid in p.ids]
         if ids:
             at = min(p.envelopes[0].recorded_at for p in pendings if p.ids)
-            await _insert_id_lists(self.intents, ids, utc_ms(at))
+            await self.outbox.intend(ids, utc_ms(at))
 
     async def _learn(self, pendings: Sequence[_Pending]) -> None:
         """One query: which of the pendings' remaining event ids are already in the log, and where.
@@ -347,54 +336,12 @@ class MongoEventStore:
             last = (docs[-1]["stream_id"], int(docs[-1]["version"]))
 
     # --- outbox (see the module docstring and ``unpublished``) ----------------------------------------
-    async def unpublished(self, min_age_s: float, limit: int) -> list[EventEnvelope]:
-        """Intents in ``[watermark - margin, now - min_age_s]`` minus the receipts since ``watermark - margin``;
-        those ids are looked up in the log (usually none: a round that finds nothing costs three small reads
-        and one ``$max``). Committed ones are returned oldest first; ids never committed (a conflict, a crash
-        before the insert) are settled. The watermark (only raised, with ``$max``) then rises to
-        ``now - min_age_s``, or to the intent of the oldest event still missing. Intents rather than a range
-        scan of events on ``recorded_at``: a document read costs ~40 us on SecantusDB, so re-reading seconds
-        of events every round would cost about what the updates it replaces did; an intent covers a batch."""
-        cutoff = utc_ms(utcnow() - timedelta(seconds=min_age_s))
-        state = await self.relay_state.find_one({"_id": _WATERMARK})
-        watermark = utc_ms(state["at"]) if state else None
-        start = _EPOCH if watermark is None else watermark - self.margin
-        intended: dict[str, datetime] = {}  # event id -> its intent's at, oldest first
-        cursor = self.intents.find({"at": {"$gte": start, "$lte": cutoff}}, {"event_ids": 1, "at": 1})
-        async for doc in cursor.sort([("at", ASCENDING)]):
-            at = utc_ms(doc["at"])
-            for eid in doc["event_ids"]:
-                intended.setdefault(eid, at)
-        if intended:
-            async for doc in self.receipts.find({"at": {"$gte": start}}, {"event_ids": 1}):
-                for eid in doc["event_ids"]:
-                    intended.pop(eid, None)
-        missing = list(intended)
-        found: list[StoredDoc] = []
-        step = max(limit, 256)
-        for i in range(0, len(missing), step):  # intent order: stop once the oldest ``limit`` are in hand
-            found += [d async for d in self.events.find({"_id": {"$in": missing[i : i + step]}})]
-            if len(found) >= limit:
-                break
-        found.sort(key=lambda d: (intended[d["_id"]], utc_ms(d["recorded_at"]), d["stream_id"], d["version"]))
-        settled_until = min((intended[d["_id"]] for d in found), default=cutoff)
-        if watermark is None or settled_until > watermark:
-            await self.relay_state.update_one({"_id": _WATERMARK}, {"$max": {"at": settled_until}}, upsert=True)
-        return await self.codec.decode_all(found[:limit])
+    async def unpublished(self, min_age_s: float, limit: int, *, grace_s: float = 0.0) -> list[EventEnvelope]:
+        """See ``MongoOutbox.unpublished``."""
+        return await self.outbox.unpublished(self.events, self.codec, min_age_s, limit, grace_s)
 
     async def mark_published(self, event_ids: Sequence[str]) -> None:
-        """One receipt document (an insert, never an update); unknown ids are harmless."""
-        ids = list(dict.fromkeys(event_ids))
-        if ids:
-            await _insert_id_lists(self.receipts, ids, utc_ms(utcnow()))
+        await self.outbox.mark_published(event_ids)
 
-
-async def _insert_id_lists(collection: AsyncCollection[Any], ids: list[str], at: datetime) -> None:
-    docs = [
-        {"_id": uuid.uuid4().hex, "event_ids": ids[i : i + _IDS_PER_DOC], "at": at}
-        for i in range(0, len(ids), _IDS_PER_DOC)
-    ]
-    if len(docs) == 1:
-        await collection.insert_one(docs[0])
-    else:
-        await collection.insert_many(docs)
+    async def publish_failed(self, event_ids: Sequence[str]) -> None:
+        self.outbox.in_flight.done(event_ids)

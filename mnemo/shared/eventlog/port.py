@@ -100,9 +100,12 @@ class EventStore(Protocol):
         """Every event once, each stream in version order (used by ``mnemo replay``)."""
         ...
 
-    async def unpublished(self, min_age_s: float, limit: int) -> list[EventEnvelope]:
+    async def unpublished(self, min_age_s: float, limit: int, *, grace_s: float = 0.0) -> list[EventEnvelope]:
         """Up to ``limit`` committed events, oldest first, recorded at least ``min_age_s`` seconds ago and
-        not confirmed by ``mark_published``.
+        not confirmed by ``mark_published``. With ``grace_s`` (the relay's recovery loop), events still being
+        published are left out for up to ``grace_s`` after they were recorded: this store's own appends whose
+        publish was neither confirmed nor reported failed, and (MongoDB) those of a writer whose recovery loop
+        is alive (``mnemo.shared.eventlog.outbox``).
 
         Events committed before a crash, by any store instance on the same database, are listed until
         confirmed. Each call moves the persisted watermark (see :data:`OUTBOX_MARGIN_S`), so a round that
@@ -114,4 +117,8 @@ class EventStore(Protocol):
     async def mark_published(self, event_ids: Sequence[str]) -> None:
         """Confirm that these events reached JetStream. Idempotent; unknown ids are ignored. Confirming
         before the event is listed, or twice, is harmless."""
+        ...
+
+    async def publish_failed(self, event_ids: Sequence[str]) -> None:
+        """The fast path could not publish these: the recovery loop may take them without ``grace_s``."""
         ...
