@@ -1,6 +1,7 @@
 """``mnemo import-chats FILE... --tenant T --user U``: bring a platform's existing chat histories into mnemo.
 
-Each file is one conversation (SillyTavern chat JSONL), read and turned into chat events by the memory service's
+Each file is one conversation (a SillyTavern chat JSONL, or an Agnaistic, RisuAI or text-generation-webui chat
+export), read and turned into chat events by the memory service's
 ``chat_import`` package (the same code answers ``mnemo.rpc.chat.import.v1``) and published here through the
 public contract with a progress bar. A line that is not a message is reported with its number and reason, and
 the rest of the file is still imported; a summary per file ends the run. Exit status: 0 when every line was
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -21,7 +23,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from mnemo.runtime.contract_client import ContractError, connected
-from mnemo.services.memory.chat_import.formats import ChatFormatError, ParsedChat, parse_sillytavern, zone_of
+from mnemo.services.memory.chat_import.detect import FORMATS, parse_chat
+from mnemo.services.memory.chat_import.formats import ChatFormatError, ParsedChat, zone_of
 from mnemo.services.memory.chat_import.plan import ImportPlan, ImportTarget, PublishReport, plan_import, publish_events
 from mnemo.shared.settings import Settings
 from mnemo_client import MnemoClient
@@ -55,22 +58,33 @@ def _zone(name: str) -> ZoneInfo:
         raise ValueError(f"--timezone: {exc}") from None
 
 
-def _read(path: Path, zone: ZoneInfo, include_hidden: bool) -> ParsedChat:
-    with path.open(encoding="utf-8-sig", errors="strict") as lines:  # -sig: a byte-order mark some editors add
-        return parse_sillytavern(lines, zone, include_hidden=include_hidden)
+def _started_at(value: str | None) -> datetime | None:
+    try:
+        return None if value is None else datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"--started-at {value!r}: give an ISO 8601 time, e.g. 2024-05-12T14:00:00Z") from None
+
+
+def _read(path: Path, zone: ZoneInfo, args: argparse.Namespace) -> ParsedChat:
+    text = path.read_text(encoding="utf-8-sig", errors="strict")  # -sig: a byte-order mark some editors add
+    return parse_chat(
+        text, args.format, zone, include_hidden=args.include_hidden, started_at=_started_at(args.started_at),
+        character_name=args.character_name,
+    )  # fmt: skip
 
 
 def _summary(console: Console, path: Path, chat: ParsedChat, plan: ImportPlan, report: PublishReport | None) -> None:
     messages = sum(1 for e in plan.events if isinstance(e, MessageCreated))
     verb = "would publish" if report is None else "published"
-    line = f"[bold]{path}[/bold]: conversation {plan.conversation_id}, {verb} {messages} message(s)"
+    line = f"[bold]{path}[/bold] ({chat.format}): conversation {plan.conversation_id}, {verb} {messages} message(s)"
     if report is not None and report.duplicates:
         line += f" ({report.duplicates} event(s) already stored)"
     if report is not None and report.first is not None and report.last is not None:
         line += f", {report.first.isoformat()} to {report.last.isoformat()}"
     skipped = {**chat.skipped, "swipe alternatives": sum(m.alternatives for m in chat.messages)}
     left = ", ".join(f"{n} {why}" for why, n in skipped.items() if n)
-    console.print(line + (f"; not imported: {left}" if left else "") + f"; {len(plan.problems)} line(s) refused")
+    refused = f"{len(plan.problems)} {chat.unit}(s) refused"
+    console.print(line + (f"; not imported: {left}" if left else "") + f"; {refused}")
 
 
 async def _publish(args: argparse.Namespace, plans: list[tuple[Path, ParsedChat, ImportPlan]]) -> int:
@@ -103,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     err = Console(stderr=True, soft_wrap=True)
     try:
         target, zone = _target(args), _zone(args.timezone)
+        _started_at(args.started_at)
     except ValueError as exc:
         err.print(f"[red]error[/red]: {exc}")
         return 2
@@ -110,14 +125,14 @@ def run(args: argparse.Namespace) -> int:
     unreadable = refused = 0
     for path in args.files:
         try:
-            chat = _read(path, zone, args.include_hidden)
+            chat = _read(path, zone, args)
             plan = plan_import(chat, target)
         except (OSError, UnicodeDecodeError, ChatFormatError, ValueError) as exc:
             err.print(f"[red]error[/red] {path}: {exc}")
             unreadable += 1
             continue
         for problem in plan.problems:
-            err.print(f"{path}: line {problem.line}: {problem.reason}")
+            err.print(f"{path}: {chat.unit} {problem.line}: {problem.reason}")
         refused += len(plan.problems)
         plans.append((path, chat, plan))
     if args.dry_run:
@@ -136,11 +151,21 @@ def run(args: argparse.Namespace) -> int:
 def add_import_chats_command(sub: Any) -> None:
     imp = sub.add_parser(
         "import-chats",
-        help="publish existing chat histories (SillyTavern chat .jsonl) as chat events, with their original times",
+        help="publish existing chat histories (SillyTavern, Agnaistic, RisuAI, text-generation-webui) as chat "
+        "events, with their original times",
         description="Each file is one conversation of --user. Importing a file again records nothing twice. "
         "See docs/import.md.",
     )
-    imp.add_argument("files", type=Path, nargs="+", help="SillyTavern chat files (.jsonl)")
+    imp.add_argument("files", type=Path, nargs="+", help="chat files (.jsonl, .json), one conversation each")
+    imp.add_argument(
+        "--format", choices=FORMATS, default="auto",
+        help="the files' format (default auto: told apart by their shapes; see docs/import.md)",
+    )  # fmt: skip
+    imp.add_argument(
+        "--started-at",
+        help="when the chat began (ISO 8601), for a file without times (Agnaistic): its messages a second apart",
+    )
+    imp.add_argument("--character-name", help="the character's name, for formats without it (default Character)")
     imp.add_argument("--tenant", required=True, help="the tenant to import into")
     imp.add_argument("--user", required=True, help="the user the conversations belong to")
     imp.add_argument("--conversation", help="the conversation id (one file; default: derived from its header)")

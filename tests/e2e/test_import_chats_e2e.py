@@ -173,3 +173,61 @@ def test_the_chat_import_rpc_imports_a_file_once_and_refuses_what_is_no_chat(sta
             asyncio.run(_rpc_import(stack, **bad))
         assert refused.value.code == "bad_request"
         assert why in str(refused.value)
+
+
+def risu_chat(path: Path, scene: list[tuple[bool, str]]) -> list[datetime]:
+    """A RisuAI chat export (``exportChat`` in kwaroran/RisuAI ``src/ts/characters.ts``: ``type: risuChat``, the
+    Chat with its messages, ``time`` in Unix milliseconds). The times of the messages, in order."""
+    times = [T0 + timedelta(minutes=3 * i) for i in range(len(scene))]
+    messages = [
+        {"role": "user" if is_user else "char", "data": text, "time": int(at.timestamp() * 1000)}
+        | ({} if is_user else {"saying": "c-7f2a"})
+        for (is_user, text), at in zip(scene, times, strict=True)
+    ]
+    chat = {"message": messages, "note": "", "name": "Chat 1", "localLore": [], "fmIndex": -1, "id": "0b5e-4c1d"}
+    path.write_text(json.dumps({"type": "risuChat", "ver": 2, "data": chat, "folders": []}))
+    return times
+
+
+def test_a_risuai_export_is_found_by_its_shape_and_imported_once(capsys, stack: StackProcess, tmp_path: Path):
+    path = tmp_path / "Maren_2023-06-19_chat.json"
+    times = risu_chat(path, SCENE)
+    argv = ["import-chats", str(path), "--tenant", TENANT, "--user", USER, "--bot", BOT, "--persona", PERSONA,
+            "--character-name", "Maren", "--conversation", "risu-1", "--nats-url", stack.nats_url]  # fmt: skip
+    for _ in range(2):  # the second import publishes the same events again: nothing is recorded twice
+        assert main(argv) == 0
+        out, err = capsys.readouterr()
+        assert "(risuai)" in out, (out, err)
+        assert "published 4 message(s)" in out
+    grown = [*SCENE, (True, "Wake me at the lighthouse.")]
+    grown_times = risu_chat(path, grown)
+    assert main(argv) == 0
+    messages = timeline_of(stack, len(grown), conversation="risu-1")
+    assert [m["content"] for m in messages] == [text for _, text in grown]
+    assert [datetime.fromisoformat(m["created_at"]) for m in messages] == grown_times
+    assert grown_times[: len(times)] == times
+    assert [m["message_id"] for m in messages] == [f"risu-1:M{i}" for i in range(1, 6)]
+    assert [(m["author_id"], m["author_name"]) for m in messages][:2] == [(PERSONA, "You"), (BOT, "Maren")]
+
+
+def test_an_agnai_export_without_times_is_placed_from_started_at(stack: StackProcess):
+    # agnaistic/agnai web/pages/Chat/ChatExport.tsx: no times; userId marks the user's messages.
+    def export(scene: list[tuple[bool, str]]) -> str:
+        messages = [{"handle": "Mira", "userId": "6f1c", "msg": text} if is_user else
+                    {"characterId": "imported", "msg": text} for is_user, text in scene]  # fmt: skip
+        return json.dumps({"name": "Exported", "greeting": "", "sampleChat": "", "scenario": "", "messages": messages})
+
+    fields = {"bot_id": BOT, "persona_id": PERSONA, "character_name": "Maren", "conversation_id": "agnai-1"}
+    with pytest.raises(MnemoError) as refused:
+        asyncio.run(_rpc_import(stack, content=export(SCENE), **fields))
+    assert refused.value.code == "bad_request"
+    assert "started_at" in str(refused.value)
+    fields["started_at"] = T0.isoformat()
+    for scene in (SCENE, SCENE, [*SCENE, (False, "The lighthouse, then.")]):
+        reply = asyncio.run(_rpc_import(stack, content=export(scene), **fields))
+        assert (reply.format, reply.messages) == ("agnai", len(scene))
+    messages = timeline_of(stack, len(SCENE) + 1, conversation="agnai-1")
+    assert [m["content"] for m in messages] == [text for _, text in SCENE] + ["The lighthouse, then."]
+    expected = [T0 + timedelta(seconds=i) for i in range(len(SCENE) + 1)]
+    assert [datetime.fromisoformat(m["created_at"]) for m in messages] == expected
+    assert [m["author_name"] for m in messages][:2] == ["Mira", "Maren"]

@@ -95,7 +95,7 @@ export interface BotUpserted {
 }
 export interface ChatImportProblem {
   /**
-   * the line of the file, from 1
+   * the line of the file from 1 (in a JSON export: the message's position, from 1)
    */
   line: number;
   reason: string;
@@ -105,6 +105,9 @@ export interface ChatImportProblem {
  */
 export interface ChatImportReply {
   conversation_id: string;
+  /**
+   * the format read (`auto` resolved to the one found)
+   */
   format: string;
   /**
    * message events published (with `dry_run`: that would be)
@@ -150,9 +153,17 @@ export interface ChatImportRequest {
    */
   content: string;
   /**
-   * the file's format (SillyTavern chat JSONL)
+   * the file's format: `sillytavern` (chat JSONL), `agnai` (Agnaistic's chat export), `risuai` (RisuAI's `risuChat` export), `oobabooga` (text-generation-webui's chat history JSON), or `auto` (told apart by their shapes)
    */
-  format?: "sillytavern";
+  format?: "auto" | "sillytavern" | "agnai" | "risuai" | "oobabooga";
+  /**
+   * when the chat began, for messages the file gives no time (Agnaistic's exports give none): each is placed one second after the message before it, the first at this time (without a zone: in `timezone`)
+   */
+  started_at?: string | null;
+  /**
+   * the character's name, for formats that do not carry it (Agnaistic, RisuAI, oobabooga); default `Character`
+   */
+  character_name?: string | null;
   /**
    * the conversation id (default: derived from the file)
    */
@@ -2198,7 +2209,7 @@ export interface Operations {
     msgId: ["tenant_id", "user_id", "conversation_id"];
     keyedSubject: "mnemo.chat.conversation.forked.v2.{tenant_id}.{conversation_id}";
   };
-  /** Import one exported chat file (SillyTavern JSONL) as chat events with its own times; again records nothing twice. */
+  /** Import one exported chat file (SillyTavern JSONL; Agnaistic, RisuAI, text-generation-webui JSON) as chat events with its own times; again records nothing twice. */
   "chat.import": {
     subject: "mnemo.rpc.chat.import.v1";
     kind: "request";

@@ -125,7 +125,8 @@ OPERATIONS: tuple[Operation, ...] = (
         ci.ChatImportRequest,
         ci.ChatImportReply,
         "memory",
-        "Import one exported chat file (SillyTavern JSONL) as chat events with its own times; again records nothing twice.",
+        "Import one exported chat file (SillyTavern JSONL; Agnaistic, RisuAI, text-generation-webui JSON) as chat "
+        "events with its own times; again records nothing twice.",
         {
             **_TU,
             "content": '{"user_name": "Mira", "character_name": "Maren", "create_date": "2024-5-12 @14h 33m 22s 123ms"}\n'
@@ -147,7 +148,8 @@ OPERATIONS: tuple[Operation, ...] = (
             "dry_run": False,
         },
         errors=("bad_request", "unavailable", "rate_limited", "internal"),
-        note="a line that is not a message is listed in `problems` and the rest imported; no chat file: `bad_request`",
+        note="`format` defaults to `auto`; a line that is not a message is listed in `problems` and the rest "
+        "imported; no chat file, or a file without times and no `started_at`: `bad_request`",
     ),
     # --- context -----------------------------------------------------------------------------------------------
     rpc(

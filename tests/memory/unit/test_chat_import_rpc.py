@@ -72,6 +72,22 @@ def test_the_reply_lists_the_first_problems_and_counts_them_all() -> None:
 
 def test_the_request_refuses_an_unknown_format_and_an_empty_file() -> None:
     with pytest.raises(ValidationError):
-        request(chat(message("Hi.")), format="agnai")
+        request(chat(message("Hi.")), format="csv")
     with pytest.raises(ValidationError):
         request("")
+
+
+def test_a_json_export_is_found_by_its_shape_and_a_timeless_one_needs_started_at() -> None:
+    # agnaistic/agnai web/pages/Chat/ChatExport.tsx
+    agnai = json.dumps({"name": "Exported", "greeting": "", "sampleChat": "", "scenario": "", "messages": [
+        {"handle": "Mira", "userId": "6f1c", "msg": "Hello."}, {"characterId": "imported", "msg": "Welcome."}]})  # fmt: skip
+    with pytest.raises(ChatImportRefused, match="started_at"):
+        read_request(request(agnai))
+    fields = {"dry_run": True, "started_at": "2024-05-12T14:00:00", "timezone": "Asia/Tokyo", "character_name": "Maren"}
+    reply = asyncio.run(ChatImports(None).handle(request(agnai, **fields)))
+    assert (reply.format, reply.messages, reply.problems) == ("agnai", 2, [])
+    assert reply.first_message_at == datetime(2024, 5, 12, 5, 0, tzinfo=UTC)  # 14:00 in Tokyo
+    assert reply.last_message_at == datetime(2024, 5, 12, 5, 0, 1, tzinfo=UTC)  # a second later
+    assert reply.conversation_id.startswith("agnai-")
+    with pytest.raises(ChatImportRefused, match="not a chat export of format risuai"):
+        read_request(request("[]", format="risuai"))

@@ -1,11 +1,12 @@
 """Public wire contract v1 of ``mnemo.rpc.chat.import.v1``: an existing chat history brought in over NATS or HTTP.
 
-The request carries one exported chat file's text (a SillyTavern chat, JSONL); the service reads it, publishes
+The request carries one exported chat file's text (a SillyTavern chat JSONL, or the chat export of Agnaistic, RisuAI
+or oobabooga's text-generation-webui, told apart by their shapes); the service reads it, publishes
 its messages as ``message.created`` chat events with the file's own times, and replies when JetStream has
 acknowledged every one (or at once with ``dry_run``). Every id is derived from the file, so the same file sent
 again records nothing twice, and the same chat grown by new messages records the new ones alone. A line that is
 not a message is listed in ``problems`` with its number and reason while the rest is imported; a text that is
-no chat file at all is ``bad_request`` and nothing is published. ``mnemo import-chats`` reads the same format
+no chat file at all is ``bad_request`` and nothing is published. ``mnemo import-chats`` reads the same formats
 (docs/import.md).
 """
 
@@ -16,11 +17,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from mnemo_client.wire.contract import Id, _Tenanted, _Wire
+from mnemo_client.wire.contract import Id, Moment, _Tenanted, _Wire
 
 #: The deployment's NATS messages are at most 8 MB (``max_payload``); the JSON of a file's text is a bit larger.
 MAX_CHAT_FILE = 6_000_000
 MAX_PROBLEMS = 200
+#: ``auto`` tells the formats apart by their shape (docs/import.md); the others name one.
+ChatFormat = Literal["auto", "sillytavern", "agnai", "risuai", "oobabooga"]
 
 
 class ChatImportRequest(_Tenanted):
@@ -28,7 +31,23 @@ class ChatImportRequest(_Tenanted):
 
     user_id: Id = Field(..., description="the user the conversation belongs to")
     content: str = Field(..., min_length=1, max_length=MAX_CHAT_FILE, description="the chat file's text")
-    format: Literal["sillytavern"] = Field("sillytavern", description="the file's format (SillyTavern chat JSONL)")
+    format: ChatFormat = Field(
+        "auto",
+        description="the file's format: `sillytavern` (chat JSONL), `agnai` (Agnaistic's chat export), `risuai` "
+        "(RisuAI's `risuChat` export), `oobabooga` (text-generation-webui's chat history JSON), or `auto` (told "
+        "apart by their shapes)",
+    )
+    started_at: Moment | None = Field(
+        None,
+        description="when the chat began, for messages the file gives no time (Agnaistic's exports give none): "
+        "each is placed one second after the message before it, the first at this time (without a zone: in "
+        "`timezone`)",
+    )
+    character_name: str | None = Field(
+        None, min_length=1, max_length=512,
+        description="the character's name, for formats that do not carry it (Agnaistic, RisuAI, oobabooga); "
+        "default `Character`",
+    )  # fmt: skip
     conversation_id: str | None = Field(
         None, min_length=1, max_length=200, description="the conversation id (default: derived from the file)"
     )
@@ -42,7 +61,7 @@ class ChatImportRequest(_Tenanted):
 
 
 class ChatImportProblem(_Wire):
-    line: int = Field(..., description="the line of the file, from 1")
+    line: int = Field(..., description="the line of the file from 1 (in a JSON export: the message's position, from 1)")
     reason: str
 
 
@@ -50,7 +69,7 @@ class ChatImportReply(_Wire):
     """What was imported: the conversation, the events JetStream acknowledged, and what was left out and why."""
 
     conversation_id: str
-    format: str
+    format: str = Field(..., description="the format read (`auto` resolved to the one found)")
     messages: int = Field(..., description="message events published (with `dry_run`: that would be)")
     events: int = Field(..., description="every event published: messages and, with `with_profiles`, profiles")
     already_stored: int = Field(0, description="events JetStream knew already (the same import within 2 minutes)")

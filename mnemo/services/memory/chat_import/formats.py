@@ -69,6 +69,11 @@ class ParsedChat:
     messages: list[ExportedMessage] = field(default_factory=list)
     problems: list[LineProblem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)  # why lines were left out on purpose: hidden, empty
+    format: str = "sillytavern"
+    # What tells this chat apart from others when the file has no SillyTavern header (a JSON export): hashed
+    # into the conversation id, so it must not change when the chat grows.
+    identity: str | None = None
+    unit: Literal["line", "message"] = "line"  # what ExportedMessage.line and LineProblem.line count
 
 
 def zone_of(name: str) -> ZoneInfo:

@@ -5,8 +5,9 @@ the Python client (``MnemoClient``: the keyed v2 subjects, the contract's ``Nats
 JetStream acknowledges it), in file order, so ingest records them in that order.
 
 Idempotent: every id is derived from the file, never from the clock or a counter. The conversation is the chat's
-header (user, character, creation date; ``--conversation`` names it instead) and each message is that
-conversation and its line number, so importing the same file twice, or the same chat grown by new messages,
+header (user, character, creation date; in a JSON export its id or first message; ``--conversation`` names it
+instead) and each message is that conversation and its line number (``:L<n>``; in a JSON export its position,
+``:M<n>``), so importing the same file twice, or the same chat grown by new messages,
 records each message once (ingest skips a message id it knows, however late it comes).
 """
 
@@ -49,8 +50,15 @@ class ImportPlan:
     problems: list[LineProblem]
 
 
+_PREFIX = {"sillytavern": "st", "agnai": "agnai", "risuai": "risu", "oobabooga": "ooba"}
+
+
 def conversation_id_of(chat: ParsedChat) -> str:
-    """``st-`` and a hash of the header: the same chat file (grown or not) gives the same conversation."""
+    """``st-`` and a hash of the header (a JSON export: its prefix and a hash of what tells the chat apart, its
+    id or first message): the same chat file (grown or not) gives the same conversation."""
+    if chat.identity is not None:
+        prefix = _PREFIX.get(chat.format, chat.format)
+        return f"{prefix}-" + hashlib.sha256(chat.identity.encode()).hexdigest()[:24]
     first = chat.messages[0] if chat.messages else None
     anchor = "" if chat.header.create_date or first is None else f"{first.sent_at.isoformat()}\0{first.text}"
     key = "\0".join((chat.header.user_name, chat.header.character_name, chat.header.create_date, anchor))
@@ -82,7 +90,7 @@ def plan_import(chat: ParsedChat, target: ImportTarget) -> ImportPlan:
         events.extend(_profiles(chat, target, speakers))
     for message in chat.messages:
         try:
-            events.append(_created(message, target, conversation, scene, speakers))
+            events.append(_created(message, target, conversation, scene, speakers, chat.unit))
         except ValidationError as exc:
             reasons = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors())
             problems.append(LineProblem(message.line, f"refused by the contract: {reasons}"))
@@ -91,14 +99,15 @@ def plan_import(chat: ParsedChat, target: ImportTarget) -> ImportPlan:
 
 
 def _created(
-    message: ExportedMessage, target: ImportTarget, conversation: str, scene: list[str], speakers: Mapping[str, str]
-) -> MessageCreated:
+    message: ExportedMessage, target: ImportTarget, conversation: str, scene: list[str], speakers: Mapping[str, str],
+    unit: str,
+) -> MessageCreated:  # fmt: skip
     author = target.persona_id if message.role == "user" else speakers.get(message.name)
     return MessageCreated(
         tenant_id=target.tenant_id,
         user_id=target.user_id,
         conversation_id=conversation,
-        message_id=f"{conversation}:L{message.line}",
+        message_id=f"{conversation}:{'L' if unit == 'line' else 'M'}{message.line}",
         role=message.role,
         author_id=author,
         author_name=message.name,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from nats.aio.client import Client as NatsClient
 
-from mnemo.services.memory.chat_import.formats import ChatFormatError, ParsedChat, parse_sillytavern, zone_of
+from mnemo.services.memory.chat_import.detect import parse_chat
+from mnemo.services.memory.chat_import.formats import ChatFormatError, ParsedChat, zone_of
 from mnemo.services.memory.chat_import.plan import ImportPlan, ImportTarget, PublishReport, plan_import, publish_events
 from mnemo_client import MnemoClient
 from mnemo_client.errors import MnemoError
@@ -36,7 +37,10 @@ def read_request(req: ChatImportRequest) -> tuple[ParsedChat, ImportPlan]:
     """The file read and its events planned; ``ChatImportRefused`` for what no import of it could fix."""
     try:
         zone = zone_of(req.timezone)
-        chat = parse_sillytavern(req.content.splitlines(), zone, include_hidden=req.include_hidden)
+        chat = parse_chat(
+            req.content, req.format, zone, include_hidden=req.include_hidden, started_at=req.started_at,
+            character_name=req.character_name,
+        )  # fmt: skip
         target = ImportTarget(
             tenant_id=req.tenant_id, user_id=req.user_id, conversation_id=req.conversation_id, bots=req.bots,
             bot_id=req.bot_id, persona_id=req.persona_id, with_profiles=req.with_profiles,
@@ -53,7 +57,7 @@ def reply_of(
     skipped = {**chat.skipped, "swipe alternatives": sum(m.alternatives for m in chat.messages)}
     return ChatImportReply(
         conversation_id=plan.conversation_id,
-        format=req.format,
+        format=chat.format,
         messages=len(times),
         events=len(plan.events),
         already_stored=report.duplicates if report else 0,
