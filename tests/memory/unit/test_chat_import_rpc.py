@@ -91,3 +91,11 @@ def test_a_json_export_is_found_by_its_shape_and_a_timeless_one_needs_started_at
     assert reply.conversation_id.startswith("agnai-")
     with pytest.raises(ChatImportRefused, match="not a chat export of format risuai"):
         read_request(request("[]", format="risuai"))
+
+
+def test_an_old_client_naming_sillytavern_still_imports_its_file() -> None:
+    # Before `auto`, the v1 request's format was `sillytavern` alone, and clients sent it.
+    reply = asyncio.run(ChatImports(None).handle(request(chat(message("Hi.")), format="sillytavern", dry_run=True)))
+    assert (reply.format, reply.messages) == ("sillytavern", 1)
+    with pytest.raises(ChatImportRefused, match="not a SillyTavern chat"):
+        read_request(request(json.dumps({"messages": []}), format="sillytavern"))
