@@ -243,8 +243,12 @@ def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dic
     return {f"recall@{k}": mean(v) for k, v in found.items()} | kinds
 
 
-def main(data: Path, limit: int | None, history: int, pool: int, only: Sequence[str] = ()) -> None:
-    chats = load_chats(data, limit)
+def embed_chats(chats: Sequence[Chat], history: int, cache: Path | None) -> Vectors:
+    """Every chat's vectors (:data:`Vectors`), read from ``cache`` (an ``.npz`` this wrote before for the same
+    chats and history) when it exists: embedding the whole set takes minutes on a loaded machine."""
+    if cache is not None and cache.exists():
+        with np.load(cache) as saved:
+            return {c.key: (saved[f"{c.key}/d"], saved[f"{c.key}/a"], saved[f"{c.key}/s"]) for c in chats}
     embedder = BundledEmbedder()
     vectors: Vectors = {}
     for c in chats:
@@ -252,6 +256,17 @@ def main(data: Path, limit: int | None, history: int, pool: int, only: Sequence[
         asked = embedder.embed_array([q.text for q in c.questions])
         stripped = embedder.embed_array([search_text(c, q.text, history) for q in c.questions])
         vectors[c.key] = (docs, asked, stripped)
+    if cache is not None:
+        arrays = {f"{k}/{part}": v for k, vs in vectors.items() for part, v in zip("das", vs, strict=True)}
+        np.savez(cache, **arrays)  # type: ignore[arg-type]
+    return vectors
+
+
+def main(
+    data: Path, limit: int | None, history: int, pool: int, only: Sequence[str] = (), cache: Path | None = None
+) -> None:
+    chats = load_chats(data, limit)
+    vectors = embed_chats(chats, history, cache)
     print(f"{len(chats)} chats, {sum(len(c.questions) for c in chats)} questions; pool {pool}, history {history}")
     plain = {"NEIGHBOUR_WEIGHT": 0.0, "PARTICIPANT_BOOST": 0.0, "TIME_BOOST": 0.0, "DUPLICATE_JACCARD": 1.01}
     rows: list[tuple[str, dict[str, Any]]] = [
@@ -264,6 +279,11 @@ def main(data: Path, limit: int | None, history: int, pool: int, only: Sequence[
         ("  without the named participant", {"PARTICIPANT_BOOST": 0.0}),
         ("  misspelt names not recognised", {"MIN_RATIO": 1.01}),
         ("  questions at full weight", {"QUESTION_WEIGHT": 1.0}),
+        ("  without aliases", {"USE_ALIASES": False}),
+        ("  without the split by named person", {"SPLIT_NAMED": False}),
+        ("  without aliases or the split", {"USE_ALIASES": False, "SPLIT_NAMED": False}),
+        ("  fused rank smoothing K 10", {"RANK_K": 10}),
+        ("  fused rank smoothing K 40", {"RANK_K": 40}),
         ("  questions weigh 0.8", {"QUESTION_WEIGHT": 0.8}),
         ("  without the referred time", {"TIME_BOOST": 0.0}),
         ("  without near-duplicate removal", {"DUPLICATE_JACCARD": 1.01}),
@@ -306,6 +326,7 @@ if __name__ == "__main__":
     parser.add_argument("--pool", type=int, default=3 * max(KS))
     parser.add_argument("--fusion", choices=("dbsf", "rrf"), default=FUSION)
     parser.add_argument("--rows", nargs="*", default=(), help="only the rows whose name holds one of these")
+    parser.add_argument("--vectors", type=Path, default=None, help="an .npz cache of the chats' vectors (made once)")
     args = parser.parse_args()
     FUSION = args.fusion
-    main(args.data, args.limit_chats, args.history_limit, args.pool, args.rows)
+    main(args.data, args.limit_chats, args.history_limit, args.pool, args.rows, args.vectors)

@@ -100,6 +100,16 @@ class AssemblerSettings(BaseModel):
         description="retrieved messages are searched again with the words the first hits share added to the "
         "lexical query at this weight (multi-hop expansion, search/expansion.py); 0: one search",
     )
+    rank_by_aliases: bool = Field(
+        True,
+        description='a name the retrieved messages address a participant by ("Hey Kate!" to Emi) names that '
+        "participant when the message asks about them (search/aliases.py)",
+    )
+    rank_per_named_person: bool = Field(
+        True,
+        description="a message about two or more participants ranks the retrieved messages once per person, "
+        "that person's boosted, and interleaves the rankings (search/ranking.py)",
+    )
     retrieval_timeout_s: float = Field(1.5, gt=0, description="embed + vector searches, together")
     read_timeout_s: float = Field(2.0, gt=0, description="each read-model query")
     deadline_s: float = Field(

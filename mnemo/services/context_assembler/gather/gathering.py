@@ -326,8 +326,18 @@ class Gatherer:
             reading = self._reads.messages_by_ids(req.tenant_id, req.user_id, req.conversation_id, ids, req.bot_id)
             return self._read(reading, "retrieved", degraded, [])
 
-        limit = self._settings.retrieved_limit
-        return await retrieved_lines(req.user_message, hits.messages, exclude, read, limit, self._reranker, hits.second)
+        s = self._settings
+        return await retrieved_lines(
+            req.user_message,
+            hits.messages,
+            exclude,
+            read,
+            s.retrieved_limit,
+            self._reranker,
+            hits.second,
+            use_aliases=s.rank_by_aliases,
+            split_named=s.rank_per_named_person,
+        )
 
     async def _legacy(self, req: ContextAssembleRequest, found: Found, degraded: list[str]) -> list[MemoryItem]:
         pool = self._aged(req, found, vp.LEGACY_ID, self._settings.legacy_limit * 2)

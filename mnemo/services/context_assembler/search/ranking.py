@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from mnemo.services.context_assembler.search.aliases import aliases, named_by_alias
 from mnemo.services.context_assembler.search.names import spelled_names
 from mnemo.services.context_assembler.search.timerefs import TimeWindow, referred_window
 from mnemo.shared.sparse import tokens
@@ -30,12 +31,15 @@ __all__ = [
     "PARTICIPANT_BOOST",
     "QUESTION_WEIGHT",
     "RANK_K",
+    "SPLIT_NAMED",
     "TIME_BOOST",
+    "USE_ALIASES",
     "Candidate",
     "TimeWindow",
     "jaccard",
     "mmr",
     "named_participant",
+    "named_participants",
     "near_duplicate",
     "neighbour_scores",
     "rank_base",
@@ -60,6 +64,12 @@ MIN_RELEVANCE = 0.02
 #: A candidate that only asks (ends with a question mark) weighs this much of its score: it rarely holds the
 #: answer, the turn after it does (and the neighbour lever lifts that one by the question's own score).
 QUESTION_WEIGHT = 0.9
+#: Names the conversation calls a participant by ("Kate" for the author "Emi", ``aliases.py``) count as theirs
+#: when the query names who it is about (the default of ``rank_candidates``' ``use_aliases``).
+USE_ALIASES = True
+#: A query about two or more participants ("What do Kate and Elise both like?") is ranked once per person, that
+#: person's messages boosted, and the rankings interleaved (the default of ``rank_candidates``' ``split_named``).
+SPLIT_NAMED = True
 
 
 @dataclass(frozen=True)
@@ -113,20 +123,28 @@ def _first_name(author: str) -> str:
     return words[0] if words else ""
 
 
-def named_participant(query: str, authors: Sequence[str]) -> str | None:
-    """The one author (as written) whose first name the query contains as a word, else None.
+def named_participants(query: str, authors: Sequence[str], known: Mapping[str, str] | None = None) -> list[str]:
+    """The authors (as written) whose first name the query contains as a word, or one of their ``known``
+    aliases (``aliases.py``), one per first name, in sorted order.
 
-    Two named authors ("Kate and Elise") or none give None: the boost is only for a query about one person.
     Names shorter than 3 letters are ignored (too likely to be ordinary words); a misspelt name counts
     (``names.spelled_names``: "Muhammad" for the author "Muhhamed").
     """
     firsts_of = {_first_name(a) for a in authors}
     words = set(spelled_names(query, {n for n in firsts_of if len(n) >= 3}).values())
     named = {a for a in authors if len(name := _first_name(a)) >= 3 and name in words}
-    firsts = {_first_name(a) for a in named}
-    if len(firsts) != 1:
-        return None
-    return sorted(named)[0]
+    named |= {a for a in named_by_alias(query, dict(known or {})) if a in authors}
+    by_first: dict[str, str] = {}
+    for a in sorted(named):
+        by_first.setdefault(_first_name(a), a)
+    return sorted(by_first.values())
+
+
+def named_participant(query: str, authors: Sequence[str], known: Mapping[str, str] | None = None) -> str | None:
+    """The one author (as written) the query names (see :func:`named_participants`), else None: two named
+    authors ("Kate and Elise") or none give None, the boost is only for a query about one person."""
+    named = named_participants(query, authors, known)
+    return named[0] if len(named) == 1 else None
 
 
 def word_set(text: str) -> frozenset[str]:
@@ -175,6 +193,8 @@ def rank_candidates(
     *,
     now: float,
     rerank: Mapping[str, float] | None = None,
+    use_aliases: bool | None = None,
+    split_named: bool | None = None,
 ) -> list[tuple[str, float]]:
     """The ``limit`` best candidates as ``(key, relevance)``, best first, relevance in [0, 1].
 
@@ -200,7 +220,14 @@ def rank_candidates(
        (applied with the neighbours, before the boosts): "What about you, Kate?" shares the question's words
        but the turn after it holds the answer, and that turn is lifted by the question's full score.
     8. Minimum relevance: candidates under ``MIN_RELEVANCE`` are never shown.
+    9. Aliases (``use_aliases``, ``aliases.py``): a name the candidates address an author by ("Hey Kate!" to
+       Emi) names that author in step 3.
+    10. Several people named (``split_named``): the pool is ranked once per named author, that author
+        boosted as in step 3, and the rankings are interleaved (one from each in turn, duplicates skipped), so
+        a question about two people ("What do Kate and Elise both like?") sees the best of each; the
+        relevance is kept non-increasing along that order.
 
+    ``use_aliases`` and ``split_named`` default to ``USE_ALIASES`` and ``SPLIT_NAMED`` (read at call time).
     ``rerank`` (a re-ranking model's score in [0, 1] per key, when one is configured) replaces the fused
     rank as the base score of the keys it covers. ``now`` (epoch seconds) anchors relative times in the
     query. Duplicated keys keep their first (best) occurrence.
@@ -210,12 +237,44 @@ def rank_candidates(
     unique: dict[str, Candidate] = {}
     for c in candidates:
         unique.setdefault(c.key, c)
-    base = {k: rank_base(c.rank) for k, c in unique.items()}
+    # RANK_K read here, not as a default argument: a default is bound once at import, so changing the module
+    # constant (the offline ablation's lever) would not change anything.
+    base = {k: rank_base(c.rank, RANK_K) for k, c in unique.items()}
     if rerank:
         base |= {k: float(v) for k, v in rerank.items() if k in base}
     near = neighbour_scores(base, {k: c.position for k, c in unique.items()}, NEIGHBOUR_WIDTH, NEIGHBOUR_DECAY)
-    named = named_participant(query, sorted({c.author for c in unique.values() if c.author}))
+    authors = sorted({c.author for c in unique.values() if c.author})
+    known = aliases((c.author, c.text) for c in unique.values()) if _or(use_aliases, USE_ALIASES) else {}
+    named = named_participants(query, authors, known)
     window = referred_window(query, now)
+    if len(named) > 1 and _or(split_named, SPLIT_NAMED):
+        relevance = _interleaved([_relevance(unique, base, near, one, window) for one in named])
+    else:
+        relevance = _relevance(unique, base, near, named[0] if len(named) == 1 else None, window)
+    words = {k: word_set(c.text) for k, c in unique.items()}
+    kept: dict[str, float] = {}
+    for k in relevance:
+        if relevance[k] < MIN_RELEVANCE:
+            break
+        if unique[k].text and near_duplicate(words[k], [words[o] for o in kept if unique[o].text], DUPLICATE_JACCARD):
+            continue
+        kept[k] = relevance[k]
+    order = mmr(kept, lambda a, b: jaccard(words[a], words[b]), limit, MMR_LAMBDA)
+    return [(k, kept[k]) for k in order]
+
+
+def _or(given: bool | None, default: bool) -> bool:
+    return default if given is None else given
+
+
+def _relevance(
+    unique: Mapping[str, Candidate],
+    base: Mapping[str, float],
+    near: Mapping[str, float],
+    named: str | None,
+    window: TimeWindow | None,
+) -> dict[str, float]:
+    """Each candidate's relevance in [0, 1] with ``named``'s messages boosted, best first (steps 1-4, 7)."""
     best_possible = (1 + (PARTICIPANT_BOOST if named else 0.0)) * (1 + (TIME_BOOST if window else 0.0))
     relevance: dict[str, float] = {}
     for k, c in unique.items():
@@ -227,13 +286,17 @@ def rank_candidates(
         if window is not None and c.created_at is not None and window.contains(c.created_at):
             score *= 1 + TIME_BOOST
         relevance[k] = min(1.0, score / best_possible)
-    words = {k: word_set(c.text) for k, c in unique.items()}
-    kept: dict[str, float] = {}
-    for k in sorted(relevance, key=lambda key: -relevance[key]):
-        if relevance[k] < MIN_RELEVANCE:
-            break
-        if unique[k].text and near_duplicate(words[k], [words[o] for o in kept if unique[o].text], DUPLICATE_JACCARD):
-            continue
-        kept[k] = relevance[k]
-    order = mmr(kept, lambda a, b: jaccard(words[a], words[b]), limit, MMR_LAMBDA)
-    return [(k, kept[k]) for k in order]
+    return dict(sorted(relevance.items(), key=lambda kv: -kv[1]))
+
+
+def _interleaved(rankings: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """One key from each ranking (best first) in turn, duplicates skipped; relevance never rising."""
+    out: dict[str, float] = {}
+    lists = [list(r.items()) for r in rankings]
+    ceiling = 1.0
+    for i in range(max(map(len, lists), default=0)):
+        for ranked in lists:
+            if i < len(ranked) and ranked[i][0] not in out:
+                ceiling = min(ceiling, ranked[i][1])
+                out[ranked[i][0]] = ceiling
+    return out
