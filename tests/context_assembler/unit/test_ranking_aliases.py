@@ -3,6 +3,9 @@ ranked once per person (ranking.rank_candidates' ``split_named``)."""
 
 from __future__ import annotations
 
+import pytest
+
+import mnemo.services.context_assembler.search.ranking as ranking
 from mnemo.services.context_assembler.search.aliases import aliases, named_by_alias
 from mnemo.services.context_assembler.search.ranking import Candidate, named_participants, rank_candidates
 
@@ -74,3 +77,17 @@ def test_a_question_about_two_people_sees_the_best_of_each() -> None:
     assert "m6" not in [k for k, _ in plain]
     scores = [s for _, s in split]
     assert scores == sorted(scores, reverse=True)  # the relevance follows the order
+
+
+def test_rank_k_is_read_when_ranking(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The offline ablation sets ranking.RANK_K; bound as a default argument it used to change nothing.
+    pool = [Candidate(f"m{i}", i + 1, 100 * i, None, "", f"distinct words number {i}") for i in range(3)]
+
+    def third() -> float:
+        return dict(rank_candidates("tea", pool, 3, now=0.0))["m2"]
+
+    monkeypatch.setattr(ranking, "RANK_K", 20)
+    smooth = third()
+    monkeypatch.setattr(ranking, "RANK_K", 2)
+    assert third() < smooth
+    assert third() == pytest.approx(ranking.rank_base(3, 2), abs=0.05)
