@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from mnemo.runtime.cli import main
 from mnemo.services.memory.chat_import.detect import detect_format, parse_chat
 from mnemo.services.memory.chat_import.exports import fill_times
 from mnemo.services.memory.chat_import.formats import ChatFormatError
@@ -209,3 +211,23 @@ def test_the_same_export_gives_the_same_events_and_grown_it_adds_only_new_ones(d
     assert len(longer) > len(once)
     assert once[0].conversation_id.split("-")[0] in ("agnai", "risu", "ooba")
     assert once[0].message_id.startswith(f"{once[0].conversation_id}:M")
+
+
+def test_the_command_reads_each_format_and_says_what_a_timeless_file_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agnai, ooba = tmp_path / "chat-64f1.json", tmp_path / "20250105-14-03-00.json"
+    agnai.write_text(text(AGNAI))
+    ooba.write_text(text({**OOBA, "internal": [*OOBA["internal"], ["one more", 7]]}))  # type: ignore[list-item]
+    base = ["import-chats", "--tenant", "t1", "--user", "u1", "--dry-run"]
+    assert main([*base, str(agnai)]) == 1
+    assert "has no times: give started_at (--started-at)" in capsys.readouterr().err
+    assert main([*base, str(agnai), "--started-at", "2024-05-12T14:00:00Z", "--character-name", "Maren"]) == 0
+    assert "(agnai): conversation agnai-" in capsys.readouterr().out
+    assert main([*base, str(ooba)]) == 1  # a bad message is reported and the rest read
+    out, err = capsys.readouterr()
+    assert "message 6: internal[2][1]: a int, not text" in err
+    assert "would publish 4 message(s)" in out
+    assert main([*base, str(agnai), "--format", "risuai"]) == 1
+    assert "not a RisuAI chat export" in capsys.readouterr().err
+    assert main([*base, str(agnai), "--started-at", "noon"]) == 2
