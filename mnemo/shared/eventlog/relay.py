@@ -11,7 +11,8 @@ Two paths, one idempotency key:
   process's own, or those of a writer whose recovery loop is alive) are left to it, however slow it is under
   load (``mnemo.shared.eventlog.outbox``).
   A round that finds nothing costs a few small reads and one watermark update (see
-  ``mnemo.shared.eventlog.mongo``), so every replica can run the loop every ``interval_s``.
+  ``mnemo.shared.eventlog.outbox``), so every replica runs the loop, every ``interval_s`` while it finds
+  something and backing off to half ``min_age_s`` while it does not.
 
 Both publish with ``Nats-Msg-Id = event_id`` (and the event's W3C ``traceparent`` header when it has one, so
 the consumers' per-message spans continue the trace of the work that produced the event) to
