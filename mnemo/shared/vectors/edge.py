@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -58,16 +57,10 @@ from qdrant_edge import (
 )
 from qdrant_edge import SparseVector as EdgeSparseVector
 
+from mnemo.shared.vectors.engine import IndexKind, payload_indexes, payload_of, point_id, translate
 from mnemo.shared.vectors.port import (
-    FLOAT_FIELDS,
-    INTEGER_FIELDS,
-    KEYWORD_FIELDS,
     SPARSE_NAME,
-    TENANT_FIELD,
     VECTOR_NAME,
-    Match,
-    PayloadValue,
-    Range,
     ScoredPoint,
     SparseVector,
     VectorFilter,
@@ -121,13 +114,9 @@ class EdgeVectorIndex:
                     raise VectorIndexUnavailable(f"cannot open Qdrant Edge shard at {self._dir}: {exc}") from exc
             shard = self._shard
             present = set(shard.info().payload_schema)
-            wanted: dict[str, Any] = {TENANT_FIELD: KeywordIndexParams(is_tenant=True)}
-            wanted |= dict.fromkeys(KEYWORD_FIELDS, PayloadSchemaType.Keyword)
-            wanted |= {name: FloatIndexParams() for name in FLOAT_FIELDS}
-            wanted |= dict.fromkeys(INTEGER_FIELDS, PayloadSchemaType.Integer)
-            for name, schema in wanted.items():
+            for name, kind in payload_indexes().items():
                 if name not in present:
-                    shard.update(UpdateOperation.create_field_index(name, schema))
+                    shard.update(UpdateOperation.create_field_index(name, _index_schema(kind)))
 
     def _require(self) -> EdgeShard:
         if self._shard is None:
@@ -139,7 +128,7 @@ class EdgeVectorIndex:
             await asyncio.to_thread(self._upsert_sync, points[start : start + self._upsert_batch])
 
     def _upsert_sync(self, points: Sequence[VectorPoint]) -> None:
-        batch = [Point(_point_id(p.id), self._vectors(p), dict(p.payload)) for p in points]
+        batch = [Point(point_id(p.id), self._vectors(p), dict(p.payload)) for p in points]
         with self._lock:
             self._require().update(UpdateOperation.upsert_points(batch))
 
@@ -165,7 +154,7 @@ class EdgeVectorIndex:
             with_vector=False,
         )
         hits = self._require().query(request)
-        return [ScoredPoint(str(h.id), float(h.score), _payload(h.payload)) for h in hits]
+        return [ScoredPoint(str(h.id), float(h.score), payload_of(h.payload)) for h in hits]
 
     async def hybrid_search(
         self,
@@ -199,7 +188,7 @@ class EdgeVectorIndex:
             with_payload=True,
             with_vector=False,
         )
-        return [ScoredPoint(str(h.id), float(h.score), _payload(h.payload)) for h in shard.query(request)]
+        return [ScoredPoint(str(h.id), float(h.score), payload_of(h.payload)) for h in shard.query(request)]
 
     async def delete(self, flt: VectorFilter) -> None:
         """Delete the points matching ``flt``; an empty filter is refused rather than wiping the index."""
@@ -210,7 +199,7 @@ class EdgeVectorIndex:
 
     async def delete_ids(self, ids: Sequence[str]) -> None:
         if ids:
-            op = UpdateOperation.delete_points([_point_id(i) for i in ids])
+            op = UpdateOperation.delete_points([point_id(i) for i in ids])
             await asyncio.to_thread(self._update, op)
 
     def _update(self, op: UpdateOperation) -> None:
@@ -224,8 +213,8 @@ class EdgeVectorIndex:
     async def retrieve(self, ids: Sequence[str]) -> list[ScoredPoint]:
         if not ids:
             return []
-        records = self._require().retrieve([_point_id(i) for i in ids], with_payload=True, with_vector=False)
-        return [ScoredPoint(str(r.id), 0.0, _payload(r.payload)) for r in records]
+        records = self._require().retrieve([point_id(i) for i in ids], with_payload=True, with_vector=False)
+        return [ScoredPoint(str(r.id), 0.0, payload_of(r.payload)) for r in records]
 
     async def flush(self) -> None:
         """Write pending segment changes to disk (the WAL already makes upserts durable)."""
@@ -255,32 +244,34 @@ class EdgeVectorIndex:
                 shard.close()
 
 
-def _point_id(point_id: str) -> str:
-    """Canonical UUID text; rejects non-UUID ids here with a clear message instead of an engine error."""
-    return str(uuid.UUID(point_id))
+def _index_schema(kind: IndexKind) -> Any:
+    if kind == "tenant":
+        return KeywordIndexParams(is_tenant=True)
+    if kind == "float":
+        return FloatIndexParams()
+    return PayloadSchemaType.Keyword if kind == "keyword" else PayloadSchemaType.Integer
 
 
-def _payload(payload: dict[str, Any] | None) -> dict[str, PayloadValue]:
-    return dict(payload) if payload else {}
+class _EdgeConditions:
+    """The filter conditions of the qdrant-edge binding (``engine.FilterBuilder``)."""
+
+    def equals(self, key: str, value: str | int) -> FieldCondition | Filter:
+        return FieldCondition(key, match=MatchValue(value))
+
+    def any_of(self, key: str, values: list[str] | list[int]) -> FieldCondition | Filter:
+        return FieldCondition(key, match=MatchAny(values))
+
+    def within(self, key: str, gte: float | None, lte: float | None) -> FieldCondition | Filter:
+        return FieldCondition(key, range=RangeFloat(gte=gte, lte=lte))
+
+    def one_of(self, conditions: list[FieldCondition | Filter]) -> FieldCondition | Filter:
+        return Filter(should=conditions)  # type: ignore[arg-type]  # the stub's list is invariant
 
 
 def to_edge_filter(flt: VectorFilter) -> Filter | None:
     """Translate the port's filter; ``None`` when it has no conditions (matches every point)."""
-    if not flt.must and not flt.must_not:
+    conditions = translate(flt, _EdgeConditions())
+    if conditions is None:
         return None
-    return Filter(
-        must=[_condition(c) for c in flt.must] or None,
-        must_not=[_condition(c) for c in flt.must_not] or None,
-    )
-
-
-def _condition(cond: Match | Range) -> FieldCondition | Filter:
-    if isinstance(cond, Range):
-        return FieldCondition(cond.key, range=RangeFloat(gte=cond.gte, lte=cond.lte))
-    values = cond.values  # non-empty and bool-free: Match validates itself
-    if len(values) == 1:
-        return FieldCondition(cond.key, match=MatchValue(values[0]))
-    if all(isinstance(v, str) for v in values) or all(isinstance(v, int) for v in values):
-        return FieldCondition(cond.key, match=MatchAny(list(values)))  # type: ignore[arg-type]
-    # Mixed str and int values: MatchAny takes only all-str or all-int lists.
-    return Filter(should=[FieldCondition(cond.key, match=MatchValue(v)) for v in values])
+    must, must_not = conditions
+    return Filter(must=must or None, must_not=must_not or None)  # type: ignore[arg-type]

@@ -19,7 +19,6 @@ lexical matching.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,16 +27,10 @@ import httpx
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from mnemo.shared.vectors.engine import IndexKind, payload_indexes, payload_of, point_id, translate
 from mnemo.shared.vectors.port import (
-    FLOAT_FIELDS,
-    INTEGER_FIELDS,
-    KEYWORD_FIELDS,
     SPARSE_NAME,
-    TENANT_FIELD,
     VECTOR_NAME,
-    Match,
-    PayloadValue,
-    Range,
     ScoredPoint,
     SparseVector,
     VectorFilter,
@@ -91,21 +84,15 @@ class QdrantServerIndex:
                     self._collection,
                     SPARSE_NAME,
                 )
-            schemas: dict[str, Any] = {
-                TENANT_FIELD: models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
-            }
-            schemas |= dict.fromkeys(KEYWORD_FIELDS, models.PayloadSchemaType.KEYWORD)
-            schemas |= dict.fromkeys(FLOAT_FIELDS, models.PayloadSchemaType.FLOAT)
-            schemas |= dict.fromkeys(INTEGER_FIELDS, models.PayloadSchemaType.INTEGER)
-            for name, schema in schemas.items():
+            for name, kind in payload_indexes().items():
                 # Idempotent on a server; a no-op with a warning in local mode.
-                await self._client.create_payload_index(self._collection, name, field_schema=schema)
+                await self._client.create_payload_index(self._collection, name, field_schema=_INDEX_SCHEMA[kind])
 
     async def upsert(self, points: Sequence[VectorPoint]) -> None:
         if not points:
             return
         structs = [
-            models.PointStruct(id=_point_id(p.id), vector=self._vectors(p), payload=dict(p.payload)) for p in points
+            models.PointStruct(id=point_id(p.id), vector=self._vectors(p), payload=dict(p.payload)) for p in points
         ]
         async with _unavailable_on_transport_errors("upsert"):
             await self._client.upsert(self._collection, points=structs, wait=True)
@@ -136,7 +123,7 @@ class QdrantServerIndex:
                 with_payload=True,
                 with_vectors=False,
             )
-        return [ScoredPoint(str(p.id), float(p.score), _payload(p.payload)) for p in response.points]
+        return [ScoredPoint(str(p.id), float(p.score), payload_of(p.payload)) for p in response.points]
 
     async def hybrid_search(
         self,
@@ -172,7 +159,7 @@ class QdrantServerIndex:
                 with_payload=True,
                 with_vectors=False,
             )
-        return [ScoredPoint(str(p.id), float(p.score), _payload(p.payload)) for p in response.points]
+        return [ScoredPoint(str(p.id), float(p.score), payload_of(p.payload)) for p in response.points]
 
     async def delete(self, flt: VectorFilter) -> None:
         """Delete the points matching ``flt``; an empty filter is refused rather than wiping the index."""
@@ -186,7 +173,7 @@ class QdrantServerIndex:
     async def delete_ids(self, ids: Sequence[str]) -> None:
         if not ids:
             return
-        selector = models.PointIdsList(points=[_point_id(i) for i in ids])
+        selector = models.PointIdsList(points=[point_id(i) for i in ids])
         async with _unavailable_on_transport_errors("delete_ids"):
             await self._client.delete(self._collection, points_selector=selector, wait=True)
 
@@ -202,40 +189,42 @@ class QdrantServerIndex:
             return []
         async with _unavailable_on_transport_errors("retrieve"):
             records = await self._client.retrieve(
-                self._collection, ids=[_point_id(i) for i in ids], with_payload=True, with_vectors=False
+                self._collection, ids=[point_id(i) for i in ids], with_payload=True, with_vectors=False
             )
-        return [ScoredPoint(str(r.id), 0.0, _payload(r.payload)) for r in records]
+        return [ScoredPoint(str(r.id), 0.0, payload_of(r.payload)) for r in records]
 
     async def close(self) -> None:
         await self._client.close()
 
 
-def _point_id(point_id: str) -> str:
-    return str(uuid.UUID(point_id))
+_INDEX_SCHEMA: dict[IndexKind, Any] = {
+    "tenant": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
+    "keyword": models.PayloadSchemaType.KEYWORD,
+    "float": models.PayloadSchemaType.FLOAT,
+    "integer": models.PayloadSchemaType.INTEGER,
+}
 
 
-def _payload(payload: dict[str, Any] | None) -> dict[str, PayloadValue]:
-    return dict(payload) if payload else {}
+class _ClientConditions:
+    """The filter conditions of qdrant-client's models (``engine.FilterBuilder``)."""
+
+    def equals(self, key: str, value: str | int) -> models.Condition:
+        return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+    def any_of(self, key: str, values: list[str] | list[int]) -> models.Condition:
+        return models.FieldCondition(key=key, match=models.MatchAny(any=values))
+
+    def within(self, key: str, gte: float | None, lte: float | None) -> models.Condition:
+        return models.FieldCondition(key=key, range=models.Range(gte=gte, lte=lte))
+
+    def one_of(self, conditions: list[models.Condition]) -> models.Condition:
+        return models.Filter(should=conditions)
 
 
 def to_qdrant_filter(flt: VectorFilter) -> models.Filter | None:
     """Translate the port's filter; ``None`` when it has no conditions (matches every point)."""
-    if not flt.must and not flt.must_not:
+    conditions = translate(flt, _ClientConditions())
+    if conditions is None:
         return None
-    must: list[models.Condition] = [_condition(c) for c in flt.must]
-    must_not: list[models.Condition] = [_condition(c) for c in flt.must_not]
+    must, must_not = conditions
     return models.Filter(must=must or None, must_not=must_not or None)
-
-
-def _condition(cond: Match | Range) -> models.FieldCondition | models.Filter:
-    if isinstance(cond, Range):
-        return models.FieldCondition(key=cond.key, range=models.Range(gte=cond.gte, lte=cond.lte))
-    values = cond.values  # non-empty and bool-free: Match validates itself
-    if len(values) == 1:
-        return models.FieldCondition(key=cond.key, match=models.MatchValue(value=values[0]))
-    if all(isinstance(v, str) for v in values) or all(isinstance(v, int) for v in values):
-        return models.FieldCondition(key=cond.key, match=models.MatchAny(any=list(values)))
-    should: list[models.Condition] = [
-        models.FieldCondition(key=cond.key, match=models.MatchValue(value=v)) for v in values
-    ]
-    return models.Filter(should=should)
