@@ -46,7 +46,8 @@ from mnemo.shared import subjects
 from mnemo.shared.settings import StreamsSettings
 from mnemo.shared.streams import ensure_points_stream
 from mnemo.shared.vectors.edge import EdgeVectorIndex
-from mnemo.shared.vectors.port import ScoredPoint, SparseVector, VectorFilter, VectorPoint
+from mnemo.shared.vectors.guarded import ForwardedReads, ForwardedWrites
+from mnemo.shared.vectors.port import VectorIndex, VectorPoint
 from mnemo.shared.vectors.stream import DELETE, RESET, TOMBSTONE, UPSERT, Op, StreamPointWriter, decode
 
 log = logging.getLogger(__name__)
@@ -291,7 +292,7 @@ class PointsFollower:
         os.replace(tmp, self._root / STATE_FILE)
 
 
-class FollowedIndex:
+class FollowedIndex(ForwardedReads, ForwardedWrites):
     """``VectorIndex`` of a stream-mode reader: writes go to the points stream (so every replica's shard gets
     them, this one included), reads come from this replica's shard as the follower has brought it so far.
 
@@ -299,43 +300,19 @@ class FollowedIndex:
     context-assembler does, per request, see ``Gatherer``)."""
 
     def __init__(self, writer: StreamPointWriter, follower: PointsFollower) -> None:
-        self.writer = writer
+        self.points_writer = writer
         self.follower = follower
 
+    async def writer(self) -> VectorIndex:
+        return self.points_writer
+
+    async def reader(self) -> VectorIndex:
+        return self.follower.index
+
     async def ensure_collection(self, dimensions: int) -> None:
-        await self.writer.ensure_collection(dimensions)
+        await self.points_writer.ensure_collection(dimensions)
         await self.follower.start()
-
-    async def upsert(self, points: Sequence[VectorPoint]) -> None:
-        await self.writer.upsert(points)
-
-    async def delete(self, flt: VectorFilter) -> None:
-        await self.writer.delete(flt)
-
-    async def delete_ids(self, ids: Sequence[str]) -> None:
-        await self.writer.delete_ids(ids)
-
-    async def search(
-        self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
-    ) -> list[ScoredPoint]:
-        return await self.follower.index.search(vector, flt, limit, score_threshold)
-
-    async def hybrid_search(
-        self,
-        vector: Sequence[float],
-        sparse: SparseVector,
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
-        return await self.follower.index.hybrid_search(vector, sparse, flt, limit, score_threshold)
-
-    async def count(self, flt: VectorFilter | None = None) -> int:
-        return await self.follower.index.count(flt)
-
-    async def retrieve(self, ids: Sequence[str]) -> list[ScoredPoint]:
-        return await self.follower.index.retrieve(ids)
 
     async def close(self) -> None:
         await self.follower.stop()
-        await self.writer.close()
+        await self.points_writer.close()

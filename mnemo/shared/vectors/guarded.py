@@ -1,8 +1,11 @@
-"""A view of a ``VectorIndex`` that runs a check before passing each call on to the index it wraps.
+"""``VectorIndex`` views that pass each call on to another index, the port's methods stated once.
 
-A fault switch (``context_assembler/faults.py``) and the tests' read-your-writes wait (``tests/vector_stream.py``)
-differ only in what they do before a call; this class states the port's methods once for both, so a method added
-to the port is forwarded in one place.
+A view decides only where a call goes: ``ForwardedReads`` sends the searches, count and retrieve to the index
+its ``reader()`` answers, ``ForwardedWrites`` the ensure, upsert and deletes to its ``writer()``. The fault
+switch (``context_assembler/faults.py``) and the tests' read-your-writes wait (``tests/vector_stream.py``) check
+something first (``GuardedIndex``), a stream-mode reader writes to the points stream and reads its follower's
+shard (``follower.FollowedIndex``), and the points stream writer refuses reads (``stream.StreamPointWriter``);
+a method added to the port is forwarded here, in one place.
 """
 
 from __future__ import annotations
@@ -12,7 +15,54 @@ from collections.abc import Sequence
 from mnemo.shared.vectors.port import ScoredPoint, SparseVector, VectorFilter, VectorIndex, VectorPoint
 
 
-class GuardedIndex:
+class ForwardedReads:
+    """The port's read calls, each passed on to the index ``reader()`` answers (raising refuses the call)."""
+
+    async def reader(self) -> VectorIndex:
+        raise NotImplementedError
+
+    async def search(
+        self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
+    ) -> list[ScoredPoint]:
+        return await (await self.reader()).search(vector, flt, limit, score_threshold)
+
+    async def hybrid_search(
+        self,
+        vector: Sequence[float],
+        sparse: SparseVector,
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[ScoredPoint]:
+        return await (await self.reader()).hybrid_search(vector, sparse, flt, limit, score_threshold)
+
+    async def count(self, flt: VectorFilter | None = None) -> int:
+        return await (await self.reader()).count(flt)
+
+    async def retrieve(self, ids: Sequence[str]) -> list[ScoredPoint]:
+        return await (await self.reader()).retrieve(ids)
+
+
+class ForwardedWrites:
+    """The port's write calls, each passed on to the index ``writer()`` answers (raising refuses the call)."""
+
+    async def writer(self) -> VectorIndex:
+        raise NotImplementedError
+
+    async def ensure_collection(self, dimensions: int) -> None:
+        await (await self.writer()).ensure_collection(dimensions)
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None:
+        await (await self.writer()).upsert(points)
+
+    async def delete(self, flt: VectorFilter) -> None:
+        await (await self.writer()).delete(flt)
+
+    async def delete_ids(self, ids: Sequence[str]) -> None:
+        await (await self.writer()).delete_ids(ids)
+
+
+class GuardedIndex(ForwardedReads, ForwardedWrites):
     """Forwards every ``VectorIndex`` call to ``inner`` after ``before_write`` (ensure, upsert, deletes) or
     ``before_read`` (searches, count, retrieve); both do nothing unless a subclass says otherwise."""
 
@@ -25,46 +75,13 @@ class GuardedIndex:
     async def before_read(self) -> None:
         """Awaited before each call that reads the index; raising refuses the call."""
 
-    async def ensure_collection(self, dimensions: int) -> None:
+    async def writer(self) -> VectorIndex:
         await self.before_write()
-        await self.inner.ensure_collection(dimensions)
+        return self.inner
 
-    async def upsert(self, points: Sequence[VectorPoint]) -> None:
-        await self.before_write()
-        await self.inner.upsert(points)
-
-    async def delete(self, flt: VectorFilter) -> None:
-        await self.before_write()
-        await self.inner.delete(flt)
-
-    async def delete_ids(self, ids: Sequence[str]) -> None:
-        await self.before_write()
-        await self.inner.delete_ids(ids)
-
-    async def search(
-        self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
-    ) -> list[ScoredPoint]:
+    async def reader(self) -> VectorIndex:
         await self.before_read()
-        return await self.inner.search(vector, flt, limit, score_threshold)
-
-    async def hybrid_search(
-        self,
-        vector: Sequence[float],
-        sparse: SparseVector,
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
-        await self.before_read()
-        return await self.inner.hybrid_search(vector, sparse, flt, limit, score_threshold)
-
-    async def count(self, flt: VectorFilter | None = None) -> int:
-        await self.before_read()
-        return await self.inner.count(flt)
-
-    async def retrieve(self, ids: Sequence[str]) -> list[ScoredPoint]:
-        await self.before_read()
-        return await self.inner.retrieve(ids)
+        return self.inner
 
     async def close(self) -> None:
         await self.inner.close()

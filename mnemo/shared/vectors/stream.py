@@ -45,13 +45,14 @@ from mnemo.shared import subjects
 from mnemo.shared.jetstream import jetstream
 from mnemo.shared.settings import StreamsSettings
 from mnemo.shared.streams import ensure_points_stream
+from mnemo.shared.vectors.guarded import ForwardedReads
 from mnemo.shared.vectors.port import (
     Match,
     PayloadValue,
     Range,
-    ScoredPoint,
     SparseVector,
     VectorFilter,
+    VectorIndex,
     VectorIndexUnavailable,
     VectorPoint,
 )
@@ -171,7 +172,7 @@ def decode(data: bytes) -> Op:
 
 
 # --- the writer ---------------------------------------------------------------------------------------------
-class StreamPointWriter:
+class StreamPointWriter(ForwardedReads):
     """The write side of ``VectorIndex`` on the points stream; reads are refused (a follower's shard serves them).
 
     ``nc`` is shared with the process (the writer does not close it).
@@ -242,33 +243,11 @@ class StreamPointWriter:
                 raise VectorIndexUnavailable(f"publishing to {subjects.POINTS_STREAM} failed: {exc!r}") from exc
         return [ack.seq for ack in done]
 
-    async def search(
-        self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
-    ) -> list[ScoredPoint]:
-        raise _no_reads()
-
-    async def hybrid_search(
-        self,
-        vector: Sequence[float],
-        sparse: SparseVector,
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
-        raise _no_reads()
-
-    async def count(self, flt: VectorFilter | None = None) -> int:
-        raise _no_reads()
-
-    async def retrieve(self, ids: Sequence[str]) -> list[ScoredPoint]:
-        raise _no_reads()
+    async def reader(self) -> VectorIndex:
+        raise VectorIndexUnavailable("the points stream writer has no read side: read a follower's shard")
 
     async def close(self) -> None:
         """Nothing of its own to release (the connection is the process's)."""
-
-
-def _no_reads() -> VectorIndexUnavailable:
-    return VectorIndexUnavailable("the points stream writer has no read side: read a follower's shard")
 
 
 def _canonical_id(point_id: str) -> str:
