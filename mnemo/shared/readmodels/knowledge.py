@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pymongo import ASCENDING, DESCENDING, UpdateMany, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
@@ -131,7 +131,94 @@ async def mark_superseded(
     return [FactView(**{**v.__dict__, "status": "superseded"}) if v.fact_id in superseded else v for v in views]
 
 
-class KnowledgeReadModel:
+@dataclass(frozen=True)
+class FactRows:
+    """Which of a tenant's facts a query reads, in the two forms the adapters need: a MongoDB filter
+    (``KnowledgeReadModel``) and a test on a view (the in-memory fake), side by side so they cannot drift."""
+
+    tenant_id: str
+    user_id: str | None = None
+    character_id: str | None = None
+    fact_type: str | None = None
+    scopes: tuple[str, ...] | None = None  # any of these
+    only_active: bool = True
+
+    def filter(self) -> dict[str, Any]:
+        query: dict[str, Any] = {"tenant_id": self.tenant_id}
+        fields = {"user_id": self.user_id, "character_id": self.character_id, "fact_type": self.fact_type}
+        query |= {k: v for k, v in fields.items() if v is not None}
+        if self.scopes is not None:
+            query["scope"] = {"$in": list(self.scopes)}
+        if self.only_active:
+            query["status"] = ACTIVE
+        return query
+
+    def admits(self, f: FactView) -> bool:
+        return (
+            f.tenant_id == self.tenant_id
+            and self.user_id in (None, f.user_id)
+            and self.character_id in (None, f.character_id)
+            and self.fact_type in (None, f.fact_type)
+            and (self.scopes is None or f.scope in self.scopes)
+            and (not self.only_active or f.status == ACTIVE)
+        )
+
+
+class FactQueries(Protocol):
+    """The knowledge queries services make, stated once over what each adapter answers for a
+    :class:`FactRows`: ``rows`` (every fact it admits) and ``rows_page`` (one page of them, newest
+    ``learned_at`` first then id, and how many it admits)."""
+
+    async def rows(self, q: FactRows) -> list[FactView]: ...
+
+    async def rows_page(self, q: FactRows, offset: int, limit: int) -> tuple[list[FactView], int]: ...
+
+    async def facts_for(
+        self,
+        tenant_id: str,
+        character_id: str,
+        *,
+        user_id: str,
+        campaign_id: str | None = None,
+        limit: int = 50,
+        exclude_conversations: Collection[str] = (),
+    ) -> list[FactView]:
+        """The character's CURRENT facts visible in ``user_id``'s context, newest first: its facts in that
+        user's private scope, its character-wide facts, and (with ``campaign_id``) the campaign's; none learned
+        in ``exclude_conversations`` of that user (the other branches of a fork family, docs/branches.md: they
+        neither count nor supersede)."""
+        scopes = tuple(visible_scopes(user_id, character_id, campaign_id))
+        found = await self.rows(FactRows(tenant_id, character_id=character_id, scopes=scopes))
+        return current_facts(found, user_id, exclude_conversations, limit)
+
+    async def owned(
+        self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
+    ) -> list[FactView]:
+        """The character's facts learned in ``user_id``'s conversations that are not retired or consolidated
+        (any scope), newest first, superseded ones marked; none of ``exclude_conversations``."""
+        found = await self.rows(FactRows(tenant_id, user_id=user_id, character_id=character_id))
+        return with_supersession(outside(found, user_id, exclude_conversations))
+
+    async def page(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        character_id: str | None = None,
+        fact_type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        include_inactive: bool = False,
+    ) -> tuple[list[FactView], int]:
+        """One page of the facts owned by ``user_id`` (learned in their conversations), newest first, and the
+        total matching. Retired and consolidated-away facts only with ``include_inactive``; superseded facts
+        are listed with that status."""
+        q = FactRows(tenant_id, user_id, character_id, fact_type, only_active=not include_inactive)
+        views, total = await self.rows_page(q, max(0, offset), max(0, limit))
+        return await mark_superseded(views, lambda cid: self.owned(tenant_id, cid, user_id)), total
+
+
+class KnowledgeReadModel(FactQueries):
     def __init__(self, db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> None:
         self._col = db[COLLECTION]
         self._cipher = cipher
@@ -199,59 +286,13 @@ class KnowledgeReadModel:
         }
 
     # --- queries ----------------------------------------------------------------------------------------
-    async def facts_for(
-        self,
-        tenant_id: str,
-        character_id: str,
-        *,
-        user_id: str,
-        campaign_id: str | None = None,
-        limit: int = 50,
-        exclude_conversations: Collection[str] = (),
-    ) -> list[FactView]:
-        """The character's CURRENT facts visible in ``user_id``'s context, newest first: its facts in that
-        user's private scope, its character-wide facts, and (with ``campaign_id``) the campaign's; none learned
-        in ``exclude_conversations`` of that user (they do not supersede either)."""
-        scopes = visible_scopes(user_id, character_id, campaign_id)
-        query = {"tenant_id": tenant_id, "character_id": character_id, "status": ACTIVE, "scope": {"$in": scopes}}
-        found = await readable(self._col.find(query), self._view)
-        return current_facts(found, user_id, exclude_conversations, limit)
+    async def rows(self, q: FactRows) -> list[FactView]:
+        return await readable(self._col.find(q.filter()), self._view)
 
-    async def owned(
-        self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
-    ) -> list[FactView]:
-        """The character's facts learned in ``user_id``'s conversations that are not retired or consolidated
-        (any scope), newest first, superseded ones marked; none of ``exclude_conversations``."""
-        query = {"tenant_id": tenant_id, "character_id": character_id, "user_id": user_id, "status": ACTIVE}
-        found = await readable(self._col.find(query), self._view)
-        return with_supersession(outside(found, user_id, exclude_conversations))
-
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        character_id: str | None = None,
-        fact_type: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        include_inactive: bool = False,
-    ) -> tuple[list[FactView], int]:
-        """One page of the facts owned by ``user_id`` (learned in their conversations), newest first, and the
-        total matching. Retired and consolidated-away facts only with ``include_inactive``; superseded facts
-        are listed with that status."""
-        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id}
-        if character_id is not None:
-            query["character_id"] = character_id
-        if fact_type is not None:
-            query["fact_type"] = fact_type
-        if not include_inactive:
-            query["status"] = ACTIVE
-        total = await self._col.count_documents(query)
-        cursor = self._col.find(query).sort([("learned_at", DESCENDING), ("_id", DESCENDING)])
-        docs = [d async for d in cursor.skip(max(0, offset)).limit(max(0, limit))]
-        views = await readable(docs, self._view)
-        return await mark_superseded(views, lambda cid: self.owned(tenant_id, cid, user_id)), total
+    async def rows_page(self, q: FactRows, offset: int, limit: int) -> tuple[list[FactView], int]:
+        total = await self._col.count_documents(q.filter())
+        cursor = self._col.find(q.filter()).sort([("learned_at", DESCENDING), ("_id", DESCENDING)])
+        return await readable([d async for d in cursor.skip(offset).limit(limit)], self._view), total
 
     async def by_id(self, tenant_id: str, fact_id: str) -> FactView | None:
         """The fact with that id in the tenant, whatever its status (callers check the owner)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pymongo import ASCENDING, DESCENDING, DeleteOne, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
@@ -64,7 +64,75 @@ class Clause:
     bots: tuple[str | None, ...] | None = None
 
 
-class MemoriesReadModel:
+@dataclass(frozen=True)
+class MemoryQuery:
+    """Which memories a listing reads, in the two forms the adapters need: one MongoDB filter per clause
+    (``MemoriesReadModel``: an ``$or`` of them would be served by no index on SecantusDB) and a test on a view
+    (the in-memory fake), side by side."""
+
+    tenant_id: str
+    clauses: Sequence[Clause]
+    types: Sequence[str] | None = None
+    tags: Sequence[str] = ()
+    all_tags: bool = False  # every tag of ``tags`` (else any)
+    since: datetime | None = None
+    until: datetime | None = None  # excluded
+
+    def filters(self) -> list[Doc]:
+        rest: Doc = {}
+        if self.types is not None:
+            rest["memory_type"] = {"$in": list(self.types)}
+        if self.tags:
+            rest["tags"] = {"$all" if self.all_tags else "$in": list(self.tags)}
+        when = {op: at for op, at in (("$gte", self.since), ("$lt", self.until)) if at is not None}
+        if when:
+            rest["occurred_at"] = when
+        return [
+            {
+                "tenant_id": self.tenant_id,
+                "owner_namespace": c.namespace,
+                **({} if c.bots is None else {"bot_id": {"$in": list(c.bots)}}),
+                **rest,
+            }
+            for c in self.clauses
+        ]
+
+    def admits(self, v: MemoryView) -> bool:
+        tags = set(self.tags)
+        return (
+            v.tenant_id == self.tenant_id
+            and any(c.namespace == v.owner_namespace and (c.bots is None or v.bot_id in c.bots) for c in self.clauses)
+            and (self.types is None or v.memory_type in self.types)
+            and (not tags or (tags <= set(v.tags) if self.all_tags else bool(tags & set(v.tags))))
+            and (self.since is None or v.occurred_at >= as_utc(self.since))
+            and (self.until is None or v.occurred_at < as_utc(self.until))
+        )
+
+
+class MemoryListing(Protocol):
+    """The memory listing's query, stated once over what each adapter answers for a :class:`MemoryQuery`."""
+
+    async def newest_of(self, q: MemoryQuery, limit: int) -> list[MemoryView]:
+        """The newest ``limit`` memories ``q`` admits, newest ``occurred_at`` first then id."""
+        ...
+
+    async def newest(
+        self,
+        tenant_id: str,
+        clauses: Sequence[Clause],
+        *,
+        types: Sequence[str] | None = None,
+        tags: Sequence[str] = (),
+        all_tags: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int,
+    ) -> list[MemoryView]:
+        """The newest ``limit`` memories (by ``occurred_at``) matching one of ``clauses``."""
+        return await self.newest_of(MemoryQuery(tenant_id, clauses, types, tags, all_tags, since, until), limit)
+
+
+class MemoriesReadModel(MemoryListing):
     def __init__(self, db: AsyncDatabase[Doc], cipher: FieldCipher) -> None:
         self._col: AsyncCollection[Doc] = db.get_collection(COLLECTION)
         self._cipher = cipher
@@ -104,36 +172,9 @@ class MemoriesReadModel:
         found = {v.memory_id: v for v in await readable([d for d in rows if d["tenant_id"] == tenant_id], self._view)}
         return [found[i] for i in dict.fromkeys(memory_ids) if i in found]
 
-    async def newest(
-        self,
-        tenant_id: str,
-        clauses: Sequence[Clause],
-        *,
-        types: Sequence[str] | None = None,
-        tags: Sequence[str] = (),
-        all_tags: bool = False,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int,
-    ) -> list[MemoryView]:
-        """The newest ``limit`` memories (by ``occurred_at``) matching one of ``clauses``: one indexed query per
-        namespace (an ``$or`` of them would be served by no index on SecantusDB), merged."""
+    async def newest_of(self, q: MemoryQuery, limit: int) -> list[MemoryView]:
         rows: list[Doc] = []
-        for clause in clauses:
-            query: Doc = {"tenant_id": tenant_id, "owner_namespace": clause.namespace}
-            if clause.bots is not None:
-                query["bot_id"] = {"$in": list(clause.bots)}
-            if types is not None:
-                query["memory_type"] = {"$in": list(types)}
-            if tags:
-                query["tags"] = {"$all" if all_tags else "$in": list(tags)}
-            when: Doc = {}
-            if since is not None:
-                when["$gte"] = since
-            if until is not None:
-                when["$lt"] = until
-            if when:
-                query["occurred_at"] = when
+        for query in q.filters():  # one indexed query per namespace, merged
             rows += (
                 await self._col.find(query)
                 .sort([("occurred_at", DESCENDING), ("_id", ASCENDING)])

@@ -9,24 +9,25 @@ services make; indexes and dropping before a replay are the catalog's (the colle
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.lore.history import BookState
 from mnemo.shared.readmodels.conversation import ConversationState
-from mnemo.shared.readmodels.knowledge import FactView
+from mnemo.shared.readmodels.knowledge import FactQueries, FactView
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreView
 from mnemo.shared.readmodels.lore import BookListing, LorebookRef, LorebookView
-from mnemo.shared.readmodels.memories import Clause, MemoryView
-from mnemo.shared.readmodels.messages import MessageKey, MessageStatus, MessageView
+from mnemo.shared.readmodels.memories import MemoryListing, MemoryView
+from mnemo.shared.readmodels.message_reads import MessageReads
+from mnemo.shared.readmodels.messages import MessageKey, MessageStatus
 from mnemo.shared.readmodels.profiles import BotView, PersonaView
-from mnemo.shared.readmodels.summaries import SummaryListed, SummaryView
+from mnemo.shared.readmodels.summaries import SummaryPages, SummaryView
 
 
-class ConversationReadModel(Protocol):
-    """Conversations, messages, bots and personas (``ReadModels``)."""
+class ConversationReadModel(MessageReads, Protocol):
+    """Conversations, messages, bots and personas (``ReadModels``); ``message_range``, ``recent`` and
+    ``by_ids`` are ``MessageReads``."""
 
     async def apply(
         self, envelopes: Iterable[EventEnvelope], *, known_states: Mapping[str, ConversationState] | None = None
@@ -54,47 +55,13 @@ class ConversationReadModel(Protocol):
         self, keys: Iterable[MessageKey], *, scene: bool = False
     ) -> dict[MessageKey, MessageStatus]: ...
 
-    async def message_range(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        start_index: int,
-        end_index: int | None = None,
-        *,
-        include_deleted: bool = False,
-        visible_to: str | None = None,
-    ) -> list[MessageView]: ...
-
-    async def recent(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        limit: int,
-        *,
-        before_index: int | None = None,
-        visible_to: str | None = None,
-    ) -> list[MessageView]: ...
-
-    async def by_ids(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        message_ids: Iterable[str],
-        *,
-        include_deleted: bool = False,
-        visible_to: str | None = None,
-    ) -> list[MessageView]: ...
-
     async def bot(self, tenant_id: str, bot_id: str) -> BotView | None: ...
 
     async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaView | None: ...
 
 
-class SummariesPort(Protocol):
-    """The ``summaries`` projection (``SummariesReadModel``)."""
+class SummariesPort(SummaryPages, Protocol):
+    """The ``summaries`` projection (``SummariesReadModel``); the memory listing's ``page`` is ``SummaryPages``."""
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
 
@@ -117,55 +84,12 @@ class SummariesPort(Protocol):
         self, tenant_id: str, user_id: str, conversation_id: str, *, audience_member: str | None = None
     ) -> list[SummaryView]: ...
 
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        summary_type: str | None = None,
-        participant: str | None = None,
-        only_ids: Sequence[str] | None = None,
-        except_ids: Sequence[str] | None = None,
-        include_retired: bool = False,
-        limit: int,
-        offset: int = 0,
-    ) -> tuple[list[SummaryListed], int]: ...
 
-
-class KnowledgePort(Protocol):
-    """The ``knowledge`` projection (``KnowledgeReadModel``)."""
+class KnowledgePort(FactQueries, Protocol):
+    """The ``knowledge`` projection (``KnowledgeReadModel``); its queries (``facts_for``, ``owned``, ``page``)
+    are ``FactQueries``."""
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
-
-    async def facts_for(
-        self,
-        tenant_id: str,
-        character_id: str,
-        *,
-        user_id: str,
-        campaign_id: str | None = None,
-        limit: int = 50,
-        exclude_conversations: Collection[str] = (),
-    ) -> list[FactView]:
-        """``exclude_conversations``: conversations of ``user_id`` whose facts neither count nor supersede
-        (the other branches of a fork family, docs/branches.md)."""
-        ...
-
-    async def owned(
-        self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
-    ) -> list[FactView]: ...
-
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        character_id: str | None = None,
-        fact_type: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        include_inactive: bool = False,
-    ) -> tuple[list[FactView], int]: ...
 
     async def by_id(self, tenant_id: str, fact_id: str) -> FactView | None: ...
 
@@ -220,22 +144,9 @@ class LorePort(Protocol):
     ) -> list[LorebookRef]: ...
 
 
-class MemoriesPort(Protocol):
-    """The memories of the memory API (``MemoriesReadModel``)."""
+class MemoriesPort(MemoryListing, Protocol):
+    """The memories of the memory API (``MemoriesReadModel``); the listing's ``newest`` is ``MemoryListing``."""
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
 
     async def by_ids(self, tenant_id: str, memory_ids: Sequence[str]) -> list[MemoryView]: ...
-
-    async def newest(
-        self,
-        tenant_id: str,
-        clauses: Sequence[Clause],
-        *,
-        types: Sequence[str] | None = None,
-        tags: Sequence[str] = (),
-        all_tags: bool = False,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int,
-    ) -> list[MemoryView]: ...

@@ -31,9 +31,9 @@ from pymongo.errors import BulkWriteError
 from mnemo.shared.crypto import FieldCipher, TenantCipher
 from mnemo.shared.events.envelope import EventEnvelope, stream_parts
 from mnemo.shared.events.recorded import BOT_RECORDED, PERSONA_RECORDED, bot_stream, persona_stream
-from mnemo.shared.presence import bot_may_see
 from mnemo.shared.readmodels.conversation import ConversationState, fold
 from mnemo.shared.readmodels.erased import readable_sync
+from mnemo.shared.readmodels.message_reads import MessageRange, MessageReads
 from mnemo.shared.readmodels.messages import (
     MESSAGE_WRITES,
     MessageKey,
@@ -81,7 +81,7 @@ async def _bulk(collection: AsyncCollection[Doc], ops: Sequence[WriteOp], *, ord
             rest = rest[errors[0]["index"] + 1 :]  # the rest of an ordered batch was not attempted: finish it
 
 
-class ReadModels:
+class ReadModels(MessageReads):
     def __init__(self, db: AsyncDatabase[Doc], cipher: FieldCipher) -> None:
         self._cipher = cipher
         self.conversations: AsyncCollection[Doc] = db.get_collection(CONVERSATIONS)
@@ -208,77 +208,12 @@ class ReadModels:
         cipher = await self._cipher.for_tenant(tenant_id, reading=docs)
         return sorted(readable_sync(docs, lambda d: message_view(d, cipher)), key=lambda m: m.index)
 
-    @staticmethod
-    def _of_conversation(tenant_id: str, user_id: str, conversation_id: str) -> Doc:
-        return {"tenant_id": tenant_id, "user_id": user_id, "conversation_id": conversation_id}
-
-    async def message_range(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        start_index: int,
-        end_index: int | None = None,
-        *,
-        include_deleted: bool = False,
-        visible_to: str | None = None,
-    ) -> list[MessageView]:
-        """Messages with ``start_index <= index < end_index`` (open end when None), in index order; with
-        ``visible_to``, only those that bot witnessed (``mnemo.shared.presence.bot_may_see``)."""
-        bounds: Doc = {"$gte": start_index}
-        if end_index is not None:
-            bounds["$lt"] = end_index
-        query = {**self._of_conversation(tenant_id, user_id, conversation_id), "index": bounds}
-        docs = await self.messages.find(query).sort("index", ASCENDING).to_list()
-        return await self._views(tenant_id, (d for d in docs if _wanted(d, include_deleted, visible_to)))
-
-    async def recent(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        limit: int,
-        *,
-        before_index: int | None = None,
-        visible_to: str | None = None,
-    ) -> list[MessageView]:
-        """The last ``limit`` messages that are not deleted (before ``before_index`` if given), oldest first;
-        with ``visible_to``, the last ``limit`` that bot witnessed.
-
-        Reads growing index windows back from the end, so the cost follows ``limit``, not the length of
-        the conversation.
-        """
-        if limit <= 0:
-            return []
-        end = before_index
-        if end is None:
-            state = await self.conversation(tenant_id, user_id, conversation_id)
-            if state is None:
-                return []
-            end = state.message_count
-        window = limit + 8
-        while True:
-            start = max(0, end - window)
-            found = await self.message_range(tenant_id, user_id, conversation_id, start, end, visible_to=visible_to)
-            if len(found) >= limit or start == 0:
-                return found[-limit:]
-            window *= 4
-
-    async def by_ids(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        message_ids: Iterable[str],
-        *,
-        include_deleted: bool = False,
-        visible_to: str | None = None,
-    ) -> list[MessageView]:
-        """The given messages that exist (and are not deleted), in index order; with ``visible_to``, only
-        those that bot witnessed."""
-        ids = [message_doc_id(tenant_id, user_id, conversation_id, m) for m in dict.fromkeys(message_ids)]
-        docs = await self._find_ids(self.messages, ids, None)
-        return await self._views(tenant_id, (d for d in docs if _wanted(d, include_deleted, visible_to)))
+    async def messages_in(self, q: MessageRange) -> list[MessageView]:
+        if q.message_ids is not None:
+            docs = await self._find_ids(self.messages, q.doc_ids(), None)
+        else:
+            docs = await self.messages.find(q.filter()).sort("index", ASCENDING).to_list()
+        return await self._views(q.tenant_id, (d for d in docs if _admitted(q, d)))
 
     # --- profiles -------------------------------------------------------------------------------------
     async def bot(self, tenant_id: str, bot_id: str) -> BotView | None:
@@ -296,8 +231,6 @@ class ReadModels:
         return next(iter(readable_sync([doc], lambda d: persona_view(d, cipher))), None)
 
 
-def _wanted(doc: Doc, include_deleted: bool, visible_to: str | None) -> bool:
-    """Filter on the stored (plain) flags before any text is decrypted."""
-    if doc.get("deleted") and not include_deleted:
-        return False
-    return visible_to is None or bot_may_see(visible_to, doc.get("bot_ids") or ())
+def _admitted(q: MessageRange, doc: Doc) -> bool:
+    """``q``'s rules on the stored (plain) flags, before any text is decrypted."""
+    return q.admits(bool(doc.get("deleted")), doc.get("bot_ids") or ())

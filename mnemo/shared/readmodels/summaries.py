@@ -12,10 +12,10 @@ nothing crosses tenants. ``audience`` lists the characters who may be shown a su
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
@@ -65,7 +65,78 @@ class SummaryView:
         return EVERYONE in self.audience or character_id in self.audience
 
 
-class SummariesReadModel:
+@dataclass(frozen=True)
+class SummaryPage:
+    """Which of a user's summaries the memory listing reads, in the two forms the adapters need: a MongoDB
+    filter (``SummariesReadModel``) and a test on a stored row (the in-memory fake), side by side."""
+
+    tenant_id: str
+    user_id: str
+    summary_type: str | None = None
+    participant: str | None = None  # a bot or persona id among the participants
+    only_ids: Sequence[str] | None = None
+    except_ids: Sequence[str] = ()
+    include_retired: bool = False  # deleted summaries never match
+
+    def filter(self) -> dict[str, Any]:
+        query: dict[str, Any] = {"tenant_id": self.tenant_id, "user_id": self.user_id, **_CREATED}
+        query["status"] = {"$ne": "deleted"} if self.include_retired else {"$in": [None, ACTIVE]}
+        if self.summary_type is not None:
+            query["summary_type"] = self.summary_type
+        if self.participant is not None:
+            query["participants"] = self.participant
+        ids: dict[str, Any] = {}
+        if self.only_ids is not None:
+            ids["$in"] = list(self.only_ids)
+        if self.except_ids:
+            ids["$nin"] = list(self.except_ids)
+        if ids:
+            query["_id"] = ids
+        return query
+
+    def admits(self, summary_id: str, row: Mapping[str, Any]) -> bool:
+        status = row.get("status")
+        return (
+            "text" in row  # not a retirement stub (it has no other field)
+            and (row["tenant_id"], row["user_id"]) == (self.tenant_id, self.user_id)
+            and (status != "deleted" if self.include_retired else status in (None, ACTIVE))
+            and self.summary_type in (None, row["summary_type"])
+            and (self.participant is None or self.participant in row.get("participants", ()))
+            and (self.only_ids is None or summary_id in self.only_ids)
+            and summary_id not in self.except_ids
+        )
+
+
+class SummaryPages(Protocol):
+    """The memory listing's query, stated once over what each adapter answers for a :class:`SummaryPage`."""
+
+    async def listed(self, q: SummaryPage, offset: int, limit: int) -> tuple[list[SummaryListed], int]:
+        """The page (newest ``end_at`` first then id: a total order, pages neither skip nor repeat) and how
+        many ``q`` admits."""
+        ...
+
+    async def page(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        summary_type: str | None = None,
+        participant: str | None = None,
+        only_ids: Sequence[str] | None = None,
+        except_ids: Sequence[str] | None = None,
+        include_retired: bool = False,
+        limit: int,
+        offset: int = 0,
+    ) -> tuple[list[SummaryListed], int]:
+        """One page of a user's summaries, newest ``end_at`` first then id, and how many match. Deleted
+        summaries never match; retired ones (consolidated, stale) only with ``include_retired``.
+        ``participant``: a bot or persona id among the participants; ``only_ids``/``except_ids``: restrict to
+        (or leave out) these summary ids."""
+        q = SummaryPage(tenant_id, user_id, summary_type, participant, only_ids, except_ids or (), include_retired)
+        return await self.listed(q, offset, limit)
+
+
+class SummariesReadModel(SummaryPages):
     def __init__(self, db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> None:
         self._col = db[COLLECTION]
         self._cipher = cipher
@@ -185,43 +256,15 @@ class SummariesReadModel:
         )
 
     # --- listing (mnemo.rpc.memory.list.v1) ---------------------------------------------------------------
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        summary_type: str | None = None,
-        participant: str | None = None,
-        only_ids: Sequence[str] | None = None,
-        except_ids: Sequence[str] | None = None,
-        include_retired: bool = False,
-        limit: int,
-        offset: int = 0,
-    ) -> tuple[list[SummaryListed], int]:
-        """One page of a user's summaries, newest ``end_at`` first then id (a total order: pages neither skip
-        nor repeat), and how many match. Deleted summaries never match; retired ones (consolidated, stale)
-        only with ``include_retired``. ``participant``: a bot or persona id among the participants;
-        ``only_ids``/``except_ids``: restrict to (or leave out) these summary ids."""
-        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, **_CREATED}
-        query["status"] = {"$ne": "deleted"} if include_retired else {"$in": [None, "active"]}
-        if summary_type is not None:
-            query["summary_type"] = summary_type
-        if participant is not None:
-            query["participants"] = participant
-        ids: dict[str, Any] = {}
-        if only_ids is not None:
-            ids["$in"] = list(only_ids)
-        if except_ids:
-            ids["$nin"] = list(except_ids)
-        if ids:
-            query["_id"] = ids
+    async def listed(self, q: SummaryPage, offset: int, limit: int) -> tuple[list[SummaryListed], int]:
+        query = q.filter()
         total = await self._col.count_documents(query)
         if limit <= 0 or offset >= total:
             return [], total
         cursor = self._col.find(query).sort([("end_at", DESCENDING), ("_id", ASCENDING)]).skip(offset).limit(limit)
 
         async def listed(d: dict[str, Any]) -> SummaryListed:
-            return SummaryListed(await self._view(d), str(d.get("status") or "active"), d.get("prompt_version"))
+            return SummaryListed(await self._view(d), str(d.get("status") or ACTIVE), d.get("prompt_version"))
 
         return await readable(cursor, listed), total
 

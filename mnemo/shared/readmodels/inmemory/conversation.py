@@ -19,8 +19,8 @@ from mnemo.shared.events.recorded import (
     conversation_stream,
     persona_stream,
 )
-from mnemo.shared.presence import bot_may_see
 from mnemo.shared.readmodels.conversation import ConversationState, as_utc, fold
+from mnemo.shared.readmodels.message_reads import MessageRange, MessageReads
 from mnemo.shared.readmodels.messages import MessageKey, MessageStatus, MessageView, message_doc_id
 from mnemo.shared.readmodels.profiles import BotView, PersonaView
 
@@ -33,7 +33,7 @@ def naive_utc(value: datetime) -> datetime:
 
 
 # --- conversations, messages, profiles ----------------------------------------------------------------
-class InMemoryReadModels:
+class InMemoryReadModels(MessageReads):
     """``ReadModels`` in memory (port: ``ConversationReadModel``)."""
 
     def __init__(self) -> None:
@@ -198,58 +198,13 @@ class InMemoryReadModels:
             if (m.tenant_id, m.user_id, m.conversation_id) == (tenant_id, user_id, conversation_id)
         ]
 
-    async def message_range(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        start_index: int,
-        end_index: int | None = None,
-        *,
-        include_deleted: bool = False,
-        visible_to: str | None = None,
-    ) -> list[MessageView]:
-        found = [
-            m
-            for m in self._of(tenant_id, user_id, conversation_id)
-            if start_index <= m.index and (end_index is None or m.index < end_index)
-        ]
-        return sorted((m for m in found if _wanted(m, include_deleted, visible_to)), key=lambda m: m.index)
-
-    async def recent(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        limit: int,
-        *,
-        before_index: int | None = None,
-        visible_to: str | None = None,
-    ) -> list[MessageView]:
-        if limit <= 0:
-            return []
-        end = before_index
-        if end is None:
-            state = await self.conversation(tenant_id, user_id, conversation_id)
-            if state is None:
-                return []
-            end = state.message_count
-        found = await self.message_range(tenant_id, user_id, conversation_id, 0, end, visible_to=visible_to)
-        return found[-limit:]
-
-    async def by_ids(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        message_ids: Iterable[str],
-        *,
-        include_deleted: bool = False,
-        visible_to: str | None = None,
-    ) -> list[MessageView]:
-        ids = [message_doc_id(tenant_id, user_id, conversation_id, m) for m in dict.fromkeys(message_ids)]
-        found = [self.messages[i][0] for i in ids if i in self.messages]
-        return sorted((m for m in found if _wanted(m, include_deleted, visible_to)), key=lambda m: m.index)
+    async def messages_in(self, q: MessageRange) -> list[MessageView]:
+        if q.message_ids is not None:
+            found = [self.messages[i][0] for i in q.doc_ids() if i in self.messages]
+        else:
+            found = self._of(q.tenant_id, q.user_id, q.conversation_id)
+        wanted = (m for m in found if q.covers(m.index) and q.admits(m.deleted, m.bot_ids or ()))
+        return sorted(wanted, key=lambda m: m.index)
 
     async def bot(self, tenant_id: str, bot_id: str) -> BotView | None:
         found = self.bots.get(bot_stream(tenant_id, bot_id))
@@ -258,12 +213,6 @@ class InMemoryReadModels:
     async def persona(self, tenant_id: str, user_id: str, persona_id: str) -> PersonaView | None:
         found = self.personas.get(persona_stream(tenant_id, user_id, persona_id))
         return found[0] if found else None
-
-
-def _wanted(m: MessageView, include_deleted: bool, visible_to: str | None) -> bool:
-    if m.deleted and not include_deleted:
-        return False
-    return visible_to is None or bot_may_see(visible_to, m.bot_ids or ())
 
 
 # Event type -> how ``InMemoryReadModels.apply`` writes it to the messages, bots or personas (the same

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC
 
@@ -18,17 +18,15 @@ from mnemo.shared.events.recorded import (
 )
 from mnemo.shared.readmodels.knowledge import (
     ACTIVE,
+    FactQueries,
+    FactRows,
     FactView,
-    current_facts,
-    mark_superseded,
-    outside,
     source_key,
-    visible_scopes,
     with_supersession,
 )
 
 
-class InMemoryKnowledge:
+class InMemoryKnowledge(FactQueries):
     """``KnowledgeReadModel`` in memory (port: ``KnowledgePort``)."""
 
     def __init__(self) -> None:
@@ -106,56 +104,12 @@ class InMemoryKnowledge:
     def _of(self, tenant_id: str) -> list[FactView]:
         return [f for f in self.facts.values() if f.tenant_id == tenant_id]
 
-    async def facts_for(
-        self,
-        tenant_id: str,
-        character_id: str,
-        *,
-        user_id: str,
-        campaign_id: str | None = None,
-        limit: int = 50,
-        exclude_conversations: Collection[str] = (),
-    ) -> list[FactView]:
-        scopes = visible_scopes(user_id, character_id, campaign_id)
-        found = [
-            f
-            for f in self._of(tenant_id)
-            if f.character_id == character_id and f.status == ACTIVE and f.scope in scopes
-        ]
-        return current_facts(found, user_id, exclude_conversations, limit)
+    async def rows(self, q: FactRows) -> list[FactView]:
+        return [f for f in self.facts.values() if q.admits(f)]
 
-    async def owned(
-        self, tenant_id: str, character_id: str, user_id: str, exclude_conversations: Collection[str] = ()
-    ) -> list[FactView]:
-        found = [
-            f
-            for f in self._of(tenant_id)
-            if (f.character_id, f.user_id) == (character_id, user_id) and f.status == ACTIVE
-        ]
-        return with_supersession(outside(found, user_id, exclude_conversations))
-
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        character_id: str | None = None,
-        fact_type: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        include_inactive: bool = False,
-    ) -> tuple[list[FactView], int]:
-        found = [
-            f
-            for f in self._of(tenant_id)
-            if f.user_id == user_id
-            and (character_id is None or f.character_id == character_id)
-            and (fact_type is None or f.fact_type == fact_type)
-            and (include_inactive or f.status == ACTIVE)
-        ]
-        found.sort(key=lambda f: (f.learned_at, f.fact_id), reverse=True)
-        views = found[max(0, offset) : max(0, offset) + max(0, limit)]
-        return await mark_superseded(views, lambda cid: self.owned(tenant_id, cid, user_id)), len(found)
+    async def rows_page(self, q: FactRows, offset: int, limit: int) -> tuple[list[FactView], int]:
+        found = sorted(await self.rows(q), key=lambda f: (f.learned_at, f.fact_id), reverse=True)
+        return found[offset : offset + limit], len(found)
 
     async def in_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> list[FactView]:
         mine = [f for f in self._of(tenant_id) if f.user_id == user_id and f.conversation_id == conversation_id]

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import MEMORY_FORGOTTEN, MEMORY_REMEMBERED, MEMORY_UPDATED
 from mnemo.shared.events.recorded.memories import MemorySnapshot
 from mnemo.shared.readmodels.conversation import as_utc
-from mnemo.shared.readmodels.memories import Clause, MemoryView
+from mnemo.shared.readmodels.memories import MemoryListing, MemoryQuery, MemoryView
 
 
-class InMemoryMemories:
+class InMemoryMemories(MemoryListing):
     """``MemoriesReadModel`` in memory (port: ``MemoriesPort``)."""
 
     def __init__(self) -> None:
@@ -32,32 +31,8 @@ class InMemoryMemories:
     async def by_ids(self, tenant_id: str, memory_ids: Sequence[str]) -> list[MemoryView]:
         return [self.rows[(tenant_id, i)] for i in dict.fromkeys(memory_ids) if (tenant_id, i) in self.rows]
 
-    async def newest(
-        self,
-        tenant_id: str,
-        clauses: Sequence[Clause],
-        *,
-        types: Sequence[str] | None = None,
-        tags: Sequence[str] = (),
-        all_tags: bool = False,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int,
-    ) -> list[MemoryView]:
-        def wanted(v: MemoryView) -> bool:
-            if v.tenant_id != tenant_id:
-                return False
-            if not any(c.namespace == v.owner_namespace and (c.bots is None or v.bot_id in c.bots) for c in clauses):
-                return False
-            if types is not None and v.memory_type not in types:
-                return False
-            if tags and not (set(tags) <= set(v.tags) if all_tags else set(tags) & set(v.tags)):
-                return False
-            if since is not None and v.occurred_at < as_utc(since):
-                return False
-            return until is None or v.occurred_at < as_utc(until)
-
-        found = sorted(filter(wanted, self.rows.values()), key=lambda v: (-v.occurred_at.timestamp(), v.memory_id))
+    async def newest_of(self, q: MemoryQuery, limit: int) -> list[MemoryView]:
+        found = sorted(filter(q.admits, self.rows.values()), key=lambda v: (-v.occurred_at.timestamp(), v.memory_id))
         return found[:limit]
 
 

@@ -8,10 +8,10 @@ from typing import Any
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
 from mnemo.shared.readmodels.inmemory.conversation import naive_utc
-from mnemo.shared.readmodels.summaries import SummaryListed, SummaryView
+from mnemo.shared.readmodels.summaries import SummaryListed, SummaryPage, SummaryPages, SummaryView
 
 
-class InMemorySummaries:
+class InMemorySummaries(SummaryPages):
     """``SummariesReadModel`` in memory (port: ``SummariesPort``)."""
 
     def __init__(self) -> None:
@@ -122,40 +122,16 @@ class InMemorySummaries:
         live.sort(key=lambda p: (int(p[1]["first_index"]), p[0]))
         return [self._view(i, d) for i, d in live]
 
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        summary_type: str | None = None,
-        participant: str | None = None,
-        only_ids: Sequence[str] | None = None,
-        except_ids: Sequence[str] | None = None,
-        include_retired: bool = False,
-        limit: int,
-        offset: int = 0,
-    ) -> tuple[list[SummaryListed], int]:
-        def matches(i: str, d: dict[str, Any]) -> bool:
-            status = d.get("status")
-            return (
-                d["user_id"] == user_id
-                and (status != "deleted" if include_retired else status in (None, "active"))
-                and (summary_type is None or d["summary_type"] == summary_type)
-                and (participant is None or participant in d.get("participants", ()))
-                and (only_ids is None or i in only_ids)
-                and (not except_ids or i not in except_ids)
-            )
-
-        found = [(i, d) for i, d in self._created(tenant_id) if matches(i, d)]
-        total = len(found)
-        if limit <= 0 or offset >= total:
-            return [], total
+    async def listed(self, q: SummaryPage, offset: int, limit: int) -> tuple[list[SummaryListed], int]:
+        found = [(i, d) for i, d in self.docs.items() if q.admits(i, d)]
+        if limit <= 0 or offset >= len(found):
+            return [], len(found)
         found.sort(key=lambda p: p[0])
         found.sort(key=lambda p: p[1]["end_at"], reverse=True)
         return [
             SummaryListed(self._view(i, d), str(d.get("status") or "active"), d.get("prompt_version"))
             for i, d in found[offset : offset + limit]
-        ], total
+        ], len(found)
 
 
 # Event type -> how ``InMemorySummaries.apply`` folds it (the rules of ``summaries.SummariesReadModel``).
