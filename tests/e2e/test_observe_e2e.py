@@ -55,10 +55,10 @@ async def feed(stack: StackProcess) -> None:
         await nc.drain()
 
 
-async def usage_of(stack: StackProcess, tenants: list[str]) -> dict[str, dict[str, Any]]:
+async def usage_of(stack: StackProcess, tenants: list[str], **asked: Any) -> dict[str, dict[str, Any]]:
     nc = await nats.connect(stack.nats_url, **stack.client_options("admin"))
     try:
-        reply = await request(nc, USAGE, {"tenant_ids": tenants})
+        reply = await request(nc, USAGE, {"tenant_ids": tenants, **asked})
     finally:
         await nc.drain()
     return {t["tenant_id"]: t for t in reply["tenants"]}
@@ -86,6 +86,26 @@ async def test_the_usage_report_counts_each_tenants_own_usage(fed: StackProcess)
         assert usage[tenant]["vectors"] >= TENANTS[tenant], "every message is embedded"
         assert usage[tenant]["context_tokens"] > 0
     assert usage["t-usage-none"]["messages"] == usage["t-usage-none"]["vectors"] == 0
+
+
+async def test_the_usage_report_gives_each_tenants_memory_growth_per_type(fed: StackProcess) -> None:
+    def messages(usage: dict[str, Any]) -> dict[str, Any]:
+        return next((g for g in usage["memory_types"] if g["source"] == "message"), {})
+
+    wanted = {t: {"source": "message", "type": "message", "held": n, "added": [{"day": "2026-11-01", "added": n}]}
+              for t, n in TENANTS.items()}  # fmt: skip
+    deadline = asyncio.get_running_loop().time() + 90
+    usage: dict[str, dict[str, Any]] = {}
+    while asyncio.get_running_loop().time() < deadline:  # the messages fed on 2026-11-01, as the read model has them
+        usage = await usage_of(fed, [*TENANTS, "t-usage-none"], until="2026-11-01", growth_days=1)
+        if {t: messages(usage[t]) for t in TENANTS} == wanted:
+            break
+        await asyncio.sleep(1)
+    assert {t: messages(usage[t]) for t in TENANTS} == wanted, usage
+    for tenant, count in TENANTS.items():
+        assert usage[tenant]["vectors_by_kind"]["message"] >= count, "every message is embedded"
+    assert usage["t-usage-none"]["memory_types"] == []
+    assert not any(usage["t-usage-none"]["vectors_by_kind"].values())
 
 
 def test_mnemo_status_usage_and_the_stacks_own_probes(fed: StackProcess) -> None:

@@ -127,18 +127,32 @@ async def test_lag_is_mnemo_status_reading_of_each_durable(gateway: httpx.AsyncC
 
 async def test_usage_is_asked_for_the_keys_tenant_only(gateway: httpx.AsyncClient, nc: Client):
     asked: list[dict[str, Any]] = []
-    tenant = TENANTS[3]
+    tenant, other = TENANTS[3], TENANTS[4]
+    growth = [{"source": "knowledge", "type": "semantic", "held": 3, "added": [{"day": "2026-11-20", "added": 2}]}]
 
     async def answer(msg: Msg) -> None:
         asked.append(json.loads(msg.data))
-        row = {"tenant_id": tenant, "messages": 5, "vectors": 9}
+        row = {"tenant_id": tenant, "messages": 5, "vectors": 9, "memory_types": growth, "vectors_by_kind": {"fact": 3}}
         await msg.respond(json.dumps({"tenants": [row], "total": 1}).encode())
 
     sub = await nc.subscribe(subjects.OPS_USAGE, cb=answer)
     try:
         reply = await gateway.post("/v1/operator/usage", json={"tenant_id": tenant}, headers=auth(tenant))
+        grown = await gateway.post(
+            "/v1/operator/usage", json={"tenant_id": tenant, "growth_days": 30}, headers=auth(tenant)
+        )
+        foreign = await gateway.post(
+            "/v1/operator/usage", json={"tenant_id": other, "growth_days": 30}, headers=auth(tenant)
+        )
+        too_long = await gateway.post(
+            "/v1/operator/usage", json={"tenant_id": tenant, "growth_days": 367}, headers=auth(tenant)
+        )
     finally:
         await sub.unsubscribe()
     assert reply.status_code == 200, reply.text
-    assert [a["tenant_ids"] for a in asked] == [[tenant]]
     assert (reply.json()["tenants"][0]["messages"], reply.json()["tenants"][0]["vectors"]) == (5, 9)
+    assert grown.status_code == 200, grown.text
+    assert grown.json()["tenants"][0]["memory_types"] == growth
+    assert (foreign.status_code, too_long.status_code) == (403, 422), (foreign.text, too_long.text)
+    # another tenant's usage is never asked for: the key's tenant only, with the growth window the body named
+    assert [(a["tenant_ids"], a.get("growth_days", 0)) for a in asked] == [([tenant], 0), ([tenant], 30)]

@@ -1,6 +1,7 @@
 """The operator views in headless Chromium against `make run`'s demo: a chat event ingest refuses becomes a dead
 letter of its tenant with the reason, listed and redriven in the app; another tenant's operator key neither
-sees nor redrives it (through the routes the app calls); consumer lag and the tenant's usage are shown."""
+sees nor redrives it (through the routes the app calls); consumer lag and the tenant's usage with its memory
+growth per type are shown, and another tenant's operator key reads its own growth only."""
 
 from __future__ import annotations
 
@@ -43,6 +44,28 @@ def letters_of(demo: Demo, key: str, tenant: str, marker: str) -> list[dict[str,
     return [d for d in reply["dead_letters"] if marker in d["body"]]
 
 
+def held_messages(demo: Demo, key: str, tenant: str) -> int:
+    """The tenant's messages held now per the usage report's growth rows (0: none), asked as the app asks."""
+    status, reply = post(demo, key, "operator/usage", {"tenant_id": tenant, "growth_days": 30})
+    assert status == 200, reply
+    assert [t["tenant_id"] for t in reply["tenants"]] in ([tenant], [])
+    rows = reply["tenants"][0]["memory_types"] if reply["tenants"] else []
+    return sum(g["held"] for g in rows if g["source"] == "message")
+
+
+def test_growth_per_type_is_each_operators_own_tenants(demo: Demo) -> None:
+    status, reply = post(demo, demo.other_key, "operator/usage", {"tenant_id": "demo", "growth_days": 30})
+    assert (status, reply["error"]["code"]) == (403, "forbidden")
+    status, reply = post(demo, demo.key, "operator/usage", {"tenant_id": OTHER_TENANT, "growth_days": 30})
+    assert (status, reply["error"]["code"]) == (403, "forbidden")
+    status, theirs = post(demo, demo.other_key, "operator/usage", {"tenant_id": OTHER_TENANT, "growth_days": 30})
+    assert status == 200, theirs
+    assert {t["tenant_id"] for t in theirs["tenants"]} <= {OTHER_TENANT}
+    for usage in theirs["tenants"]:  # what another tenant holds is its own: none of the demo's messages
+        assert held_messages(demo, demo.other_key, OTHER_TENANT) <= usage["messages"]
+    assert held_messages(demo, demo.key, "demo") > 0
+
+
 def test_dead_letters_with_their_reasons_redriven_and_lag_and_usage(demo: Demo, page: Any) -> None:
     marker = f"refused-{uuid.uuid4().hex[:8]}"
     refused = {"user_id": "demo-user", "conversation_id": "skyward-1", "message_id": marker, "content": 7}
@@ -72,6 +95,12 @@ def test_dead_letters_with_their_reasons_redriven_and_lag_and_usage(demo: Demo, 
     assert ours[0]["reason"][:40] in row.inner_text()
     page.get_by_role("table", name="Durable consumers").get_by_text(subjects.INGEST_V1_DURABLE, exact=True).wait_for()
     page.get_by_role("row", name="Messages held").wait_for()
+    growth = page.get_by_role("table", name="What the tenant holds now per memory type")
+    messages = growth.get_by_role("row").filter(has=page.get_by_role("rowheader", name="Messages", exact=True))
+    held = held_messages(demo, demo.key, "demo")
+    assert held > 0
+    assert messages.get_by_role("cell").first.inner_text() == str(held)
+    assert messages.get_by_role("img").get_attribute("aria-label").endswith(f"{held} now")
     assert accessibility_problems(page) == []
     screenshot(page, "operations")
 

@@ -155,6 +155,7 @@ HOLD_THE_DATABASE = {
     "mnemo/services/privacy/export.py": "reads a user's rows from every read model",
     "mnemo/services/context_assembler/app.py": "hands it to the usage report; none (in memory): no documents",
     "mnemo/services/context_assembler/usage_report.py": "counts a tenant's rows for the operators' report",
+    "mnemo/services/context_assembler/memory_growth.py": "counts a tenant's rows per memory type and day (the same report)",
 }
 _DATABASE = re.compile(r"AsyncDatabase|AsyncCollection|from pymongo|deps\.db\b|require_db\(")
 

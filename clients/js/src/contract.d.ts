@@ -492,6 +492,13 @@ export interface ConversationTimelineRequest {
    */
   limit?: number;
 }
+export interface DayCount {
+  day: string;
+  /**
+   * items made that UTC day that are still held
+   */
+  added: number;
+}
 export interface DocumentDeleteReply {
   document_id: string;
   /**
@@ -1908,6 +1915,21 @@ export interface MemorySearchRequest {
    */
   recency_half_life_days?: number | null;
 }
+export interface MemoryTypeGrowth {
+  source: "message" | "memory" | "legacy_lore" | "knowledge" | "remembered" | "document_chunk";
+  /**
+   * a summary type, `legacy_memory`, a fact type or a remembered memory's type; `message` and `document_chunk` for those sources
+   */
+  type: string;
+  /**
+   * items of this type held now (not deleted, forgotten, retired or folded)
+   */
+  held: number;
+  /**
+   * of those held, how many were made on each day of the window, oldest first (days with none left out). Made: a message's `created_at`, a summary's last message (`end_at`), legacy lore's `created_at`, a fact's `learned_at`, a remembered memory's `occurred_at`, a document's chunks the day its import completed
+   */
+  added?: DayCount[];
+}
 /**
  * `mnemo.rpc.memory.unpromote.v1` request: undo a promotion, the fact returns to `player:<user>`.
  * Recorded as a `knowledge.fact_unpromoted` audit event.
@@ -2101,6 +2123,16 @@ export interface TenantUsage {
    * completion tokens the LLM provider reported
    */
   llm_completion_tokens?: number;
+  /**
+   * with `growth_days`: each memory type held (none held: left out)
+   */
+  memory_types?: MemoryTypeGrowth[];
+  /**
+   * with `growth_days`: points in the vector index per kind (`message`, `summary`, `legacy_memory`, `fact`, `memory`, `document_chunk`, `lore_entry`)
+   */
+  vectors_by_kind?: {
+    [k: string]: number | undefined;
+  };
 }
 export interface UsageReply {
   tenants: TenantUsage[];
@@ -2110,6 +2142,10 @@ export interface UsageReply {
   total: number;
   since?: string | null;
   until?: string | null;
+  /**
+   * the first day of the growth window (with `growth_days`)
+   */
+  growth_since?: string | null;
 }
 /**
  * `mnemo.rpc.ops.usage.v1`: what each tenant holds and consumed, for billing and capacity planning.
@@ -2132,6 +2168,10 @@ export interface UsageRequest {
    */
   limit?: number;
   offset?: number;
+  /**
+   * also each memory type's growth (`memory_types`, `vectors_by_kind`) over this many UTC days up to `until` (default: today); 0: not asked
+   */
+  growth_days?: number;
 }
 
 /** Every error code an `ErrorReply` can carry (`MnemoError.code`). */
@@ -2629,7 +2669,7 @@ export interface Operations {
     msgId: [];
     keyedSubject: null;
   };
-  /** Per-tenant usage: messages and vectors held now, context requests and tokens and LLM tokens per period. */
+  /** Per-tenant usage: messages and vectors held now, context requests and tokens and LLM tokens per period; with `growth_days`, each memory type held and what was added per day, and the points per vector kind. */
   "ops.usage": {
     subject: "mnemo.rpc.ops.usage.v1";
     kind: "request";

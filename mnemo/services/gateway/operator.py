@@ -29,7 +29,7 @@ from mnemo.services.gateway import web
 from mnemo.services.gateway.auth import KeyGrant
 from mnemo.services.gateway.bridge import GatewayError, NatsBridge
 from mnemo.shared import subjects
-from mnemo_client.wire.ops_contract import UsageReply, UsageRequest
+from mnemo_client.wire.ops_contract import MAX_GROWTH_DAYS, UsageReply, UsageRequest
 
 BODY_PREVIEW = 2000  # characters of a dead letter's body shown: enough to recognise it, never a whole document
 MAX_REDRIVE = 500
@@ -89,6 +89,12 @@ class LagReply(BaseModel):
 
 class TenantOnly(BaseModel):
     tenant_id: str
+
+
+class UsageAsked(TenantOnly):
+    growth_days: int = Field(
+        0, ge=0, le=MAX_GROWTH_DAYS, description="also each memory type's growth over this many UTC days up to today"
+    )
 
 
 async def operator_grant(grant: Annotated[KeyGrant, Depends(web.key_grant)]) -> KeyGrant:
@@ -165,11 +171,12 @@ def add_operator_views(app: FastAPI) -> None:
         )
 
     @app.post("/v1/operator/usage", response_model=UsageReply, responses=errors, tags=tags)
-    async def usage(request: Request, body: TenantOnly, grant: Operator) -> UsageReply:
+    async def usage(request: Request, body: UsageAsked, grant: Operator) -> UsageReply:
         """The key's tenant's usage: messages and vectors held now, context and LLM tokens (`mnemo status
-        --usage` for this tenant; operator right)."""
+        --usage` for this tenant; operator right); with `growth_days`, each memory type held and added per day
+        and the points per vector kind."""
         web.check_tenant(body.tenant_id, grant.tenant)
-        asked = UsageRequest(tenant_ids=[grant.tenant], limit=1)
+        asked = UsageRequest(tenant_ids=[grant.tenant], limit=1, growth_days=body.growth_days)
         bridge: NatsBridge = request.app.state.bridge
         reply = await bridge.request(subjects.OPS_USAGE, asked.model_dump_json().encode(), f"{grant.tenant}:usage")
         return UsageReply.model_validate(reply)

@@ -1,9 +1,13 @@
 // The operator views (a key with the operator right): the tenant's dead letters with their reasons and redrive,
-// every durable consumer's lag (as `mnemo status` reads it) and the tenant's usage (`mnemo status --usage`).
+// every durable consumer's lag (as `mnemo status` reads it) and the tenant's usage (`mnemo status --usage`) with
+// its memory growth per type over the last GROWTH_DAYS days.
 // A key without the right is answered 403 by the gateway: the view says so instead of showing anything.
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
 import { Badge, ErrorNote, Loading, short, useAction, useLoad, when } from "../ui.jsx";
+import { Growth } from "./growth.jsx";
+
+const GROWTH_DAYS = 30;
 
 function NoRight({ error }) {
   if (error && error.status === 403)
@@ -147,7 +151,7 @@ function Lag() {
 
 function Usage() {
   const { call } = useSession();
-  const usage = useLoad(() => call("operator/usage", {}), []);
+  const usage = useLoad(() => call("operator/usage", { growth_days: GROWTH_DAYS }), []);
   const row = usage.data && usage.data.tenants[0];
   const figures = row
     ? [
@@ -181,6 +185,7 @@ function Usage() {
           </tbody>
         </table>
       ) : null}
+      {row ? <Growth row={row} since={usage.data.growth_since} count={GROWTH_DAYS} /> : null}
     </section>
   );
 }

@@ -120,6 +120,8 @@ from mnemo_client.wire.memory_index_contract import (
     MemoryIndexStatusRequest,
 )
 from mnemo_client.wire.ops_contract import (
+    DayCount,
+    MemoryTypeGrowth,
     TenantUsage,
     UsageReply,
     UsageRequest,
@@ -150,6 +152,7 @@ __all__ = [
     "ConversationRef",
     "ConversationTimelineReply",
     "ConversationTimelineRequest",
+    "DayCount",
     "DocumentDeleteReply",
     "DocumentDeleteRequest",
     "DocumentGetRequest",
@@ -221,6 +224,7 @@ __all__ = [
     "MemoryScopeReply",
     "MemorySearchReply",
     "MemorySearchRequest",
+    "MemoryTypeGrowth",
     "MemoryUnpromoteRequest",
     "MemoryUpdateReply",
     "MemoryUpdateRequest",
