@@ -282,7 +282,7 @@ def test_memories_listed_converted_to_lore_and_deleted(page: Any) -> None:
     assert "present: Captain Maren Voss" in summary.inner_text()
     # Its tokens and vector status (memory.index_status): indexed, or not yet while the embedding service works.
     summary.get_by_text(re.compile(r"^\d+ tokens")).wait_for()
-    summary.get_by_text(re.compile(r"^(indexed \(\d+ vectors?\)|not indexed)$")).wait_for()
+    summary.get_by_text(re.compile(r"^(indexed \(\d+ vectors?\)|pending|not indexed)$")).wait_for()
     summary.get_by_role("button", name="Convert to lore").click()
     dialog = page.get_by_role("dialog", name="Convert to legacy lore")
     dialog.get_by_label("Title").fill("The first night aboard")

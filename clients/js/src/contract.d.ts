@@ -965,6 +965,10 @@ export interface IndexStatus {
    * `indexed` (it has vectors) or `missing` (none: an item written a moment ago is indexed within seconds; one that stays missing was not embedded, see the dead letters)
    */
   status: "indexed" | "missing";
+  /**
+   * `missing` while the embedding service still has events to embed (`embedding_backlog` > 0): its point is likely not written yet; false when indexed, or missing with nothing left to embed
+   */
+  pending?: boolean;
 }
 export interface IndexStatusQuery {
   /**
@@ -1585,6 +1589,10 @@ export interface ScoreParts {
  */
 export interface MemoryIndexStatusReply {
   items: IndexStatus[];
+  /**
+   * events of the log the embedding service has not yet embedded (pending and unacknowledged); null when it could not be read (no embedding consumer, or no right to read it)
+   */
+  embedding_backlog?: number | null;
 }
 /**
  * `mnemo.rpc.memory.index_status.v1` request: the items of a page whose index status to read.

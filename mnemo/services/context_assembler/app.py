@@ -19,7 +19,12 @@ from mnemo.services.context_assembler.gather.memo import MemoEmbedder
 from mnemo.services.context_assembler.gather.port import ContextReads
 from mnemo.services.context_assembler.gather.reads import ReadModelReads
 from mnemo.services.context_assembler.handlers import answer
-from mnemo.services.context_assembler.index_status import IndexStatuses, NoVectorIndex
+from mnemo.services.context_assembler.index_status import (
+    IndexStatuses,
+    NoVectorIndex,
+    jetstream_backlog,
+    no_backlog,
+)
 from mnemo.services.context_assembler.lore.documents import DocumentLore, DocumentReads
 from mnemo.services.context_assembler.lore.loader import LoreLoader, LoreReads
 from mnemo.services.context_assembler.lore.timed import TimedStates
@@ -137,7 +142,8 @@ def create_router(
     serve(router, subjects.LORE_TEST_ACTIVATION, service=SERVICE, request=LoreTestActivationRequest,
           call=lore_test, errors={BookNotFound: "not_found"}, max_workers=settings.max_workers,
           limiter=limiter)  # fmt: skip
-    statuses = IndexStatuses(index, counter)
+    nc = deps.nc  # the core's connection (none in component tests: no backlog, a missing item is just missing)
+    statuses = IndexStatuses(index, counter, jetstream_backlog(nc.jetstream) if nc is not None else no_backlog)
     serve(router, subjects.MEMORY_INDEX_STATUS, service=SERVICE, request=MemoryIndexStatusRequest,
           call=statuses.answer, errors={NoVectorIndex: "unavailable"}, max_workers=settings.max_workers,
           limiter=limiter)  # fmt: skip

@@ -33,7 +33,14 @@ async def test_a_remembered_memory_is_indexed_with_its_tokens_and_unknown_ids_ar
     assert found["status"] == "indexed"
     assert found["vectors"] >= 1
     assert found["tokens"] == EstimatedTokens().count(TEXT)
-    assert unknown == {"source": "remembered", "id": "nope", "tokens": None, "vectors": 0, "status": "missing"}
+    assert unknown == {
+        "source": "remembered",
+        "id": "nope",
+        "tokens": None,
+        "vectors": 0,
+        "status": "missing",
+        "pending": False,
+    }
     other = await world.rpc(subjects.MEMORY_INDEX_STATUS, {"tenant_id": "t2", "user_id": "u1", "items": items[:1]})
     assert other["items"][0]["status"] == "missing"  # another tenant never counts this tenant's points
 
@@ -85,3 +92,34 @@ async def test_without_a_vector_index_the_answer_is_unavailable_with_the_reason(
     req = MemoryIndexStatusRequest(tenant_id="t1", user_id="u1", items=[{"source": "memory", "id": "s1"}])
     with pytest.raises(NoVectorIndex, match="no vector index"):
         await statuses.answer(req)
+
+
+async def test_a_missing_item_is_pending_while_the_embedding_service_has_events_left(
+    tmp_path: Path, embedder: Any
+) -> None:
+    read: list[int | None] = []
+
+    def backlog_of(n: int | None) -> Any:
+        async def backlog() -> int | None:
+            read.append(n)
+            return n
+
+        return backlog
+
+    items = [{"source": "memory", "id": "s1"}, {"source": "memory", "id": "gone"}]
+    req = MemoryIndexStatusRequest(tenant_id="t1", user_id="u1", items=items)
+    async with edge_index(tmp_path / "edge", embedder) as index:
+        await index.upsert([_point(embedder, "t1", "u1", vp.SUMMARY, vp.SUMMARY_ID, "s1", 0)])
+        busy = await IndexStatuses(index, EstimatedTokens(), backlog_of(3)).answer(req)
+        idle = await IndexStatuses(index, EstimatedTokens(), backlog_of(0)).answer(req)
+        unknown = await IndexStatuses(index, EstimatedTokens(), backlog_of(None)).answer(req)
+        read.clear()
+        indexed = await IndexStatuses(index, EstimatedTokens(), backlog_of(3)).answer(
+            req.model_copy(update={"items": req.items[:1]})
+        )
+    assert [(s.status, s.pending) for s in busy.items] == [("indexed", False), ("missing", True)]
+    assert busy.embedding_backlog == 3
+    assert [(s.status, s.pending) for s in idle.items] == [("indexed", False), ("missing", False)]
+    assert idle.embedding_backlog == 0
+    assert (unknown.items[1].pending, unknown.embedding_backlog) == (False, None)
+    assert (read, indexed.embedding_backlog, indexed.items[0].pending) == ([], None, False)  # nothing missing: not read

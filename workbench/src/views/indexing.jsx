@@ -17,7 +17,8 @@ export function useIndexStatus(queries) {
     const pages = [];
     for (let i = 0; i < queries.length; i += PAGE) pages.push(queries.slice(i, i + PAGE));
     const replies = await Promise.all(pages.map((items) => call("memory/index_status", { user_id: user, items })));
-    return replies.flatMap((r) => r.items);
+    // Each item keeps its reply's embedding backlog: whether "not indexed" can be told from "not yet".
+    return replies.flatMap((r) => r.items.map((s) => ({ ...s, backlog: r.embedding_backlog })));
   }, [user, key]);
   // A new or edited item is indexed within seconds of its write: one seen missing is asked again a few times,
   // so the badge follows the index instead of keeping the answer of the moment the listing was drawn.
@@ -36,22 +37,39 @@ export function useIndexStatus(queries) {
   return { statuses, error: loaded.error };
 }
 
-/** "42 tokens" and "indexed (2 vectors)" or "not indexed", for one item. */
+/** "42 tokens" and "indexed (2 vectors)", "pending" (the embedding service still has events to embed) or
+ * "not indexed" (missing with nothing left to embed), for one item. */
 export function IndexBadges({ status }) {
   if (!status) return null;
   return (
     <div class="meta index-status">
       {status.tokens != null ? `${status.tokens} tokens · ` : ""}
-      {status.status === "indexed" ? (
-        <Badge tone="good" title="its points in the vector index">
-          indexed ({status.vectors} {status.vectors === 1 ? "vector" : "vectors"})
-        </Badge>
-      ) : (
-        <Badge tone="warn" title="no vector yet: new items are indexed within seconds; one that stays missing was not embedded">
-          not indexed
-        </Badge>
-      )}
+      <VectorBadge status={status} />
     </div>
+  );
+}
+
+function VectorBadge({ status }) {
+  if (status.status === "indexed")
+    return (
+      <Badge tone="good" title="its points in the vector index">
+        indexed ({status.vectors} {status.vectors === 1 ? "vector" : "vectors"})
+      </Badge>
+    );
+  if (status.pending)
+    return (
+      <Badge tone="info" title="no vector yet: the embedding service still has events to embed, this one likely among them">
+        pending
+      </Badge>
+    );
+  const why =
+    status.backlog == null
+      ? "no vector yet: new items are indexed within seconds; one that stays missing was not embedded (see the dead letters)"
+      : "no vector, and the embedding service has nothing left to embed: it was not embedded (see the dead letters)";
+  return (
+    <Badge tone="warn" title={why}>
+      not indexed
+    </Badge>
   );
 }
 

@@ -5,7 +5,8 @@ The listing (``memory.list``) and the memory API's search are answered from Mong
 service has indexed an item is only known beside the vector index, so the workbench asks for a page's status
 with one call. Points are counted in the tenant only; summaries and legacy lore in the user's own too (facts
 and remembered memories may be shared with the user from another's scope, so the id decides). Nothing but
-counts is returned: no payload, no text.
+counts is returned: no payload, no text. A missing item is ``pending`` while the embedding service still has
+events of the log to embed (its point is likely not written yet), else not embedded (look in the dead letters).
 """
 
 from __future__ import annotations
@@ -52,9 +53,19 @@ class IndexStatus(_Wire):
         description="`indexed` (it has vectors) or `missing` (none: an item written a moment ago is indexed "
         "within seconds; one that stays missing was not embedded, see the dead letters)",
     )
+    pending: bool = Field(
+        False,
+        description="`missing` while the embedding service still has events to embed (`embedding_backlog` > 0): "
+        "its point is likely not written yet; false when indexed, or missing with nothing left to embed",
+    )
 
 
 class MemoryIndexStatusReply(_Wire):
     """`mnemo.rpc.memory.index_status.v1` reply: one status per item asked, in the order asked."""
 
     items: list[IndexStatus]
+    embedding_backlog: int | None = Field(
+        None,
+        description="events of the log the embedding service has not yet embedded (pending and unacknowledged); "
+        "null when it could not be read (no embedding consumer, or no right to read it)",
+    )
