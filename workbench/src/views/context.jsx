@@ -3,6 +3,7 @@
 // what the budget cut and what was degraded. With a second bot, "what does this character know?" side by side.
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
+import { DataTable, TextArea, TextInput } from "../forms.jsx";
 import { Badge, ErrorNote, Field, Select, TokenBar, useAction } from "../ui.jsx";
 import { ConversationPicker, nameOf, useConversations } from "./shared.jsx";
 
@@ -21,32 +22,22 @@ const ORIGIN = {
 
 function Sections({ reply, budget }) {
   return (
-    <table class="grid">
-      <caption>Sections, in injection order ({reply.token_count} of {budget} tokens)</caption>
-      <thead>
+    <DataTable caption={<>Sections, in injection order ({reply.token_count} of {budget} tokens)</>} columns={["Section", "Tokens", "Text"]}>
+      {reply.sections.map((s) => (
         <tr>
-          <th scope="col">Section</th>
-          <th scope="col">Tokens</th>
-          <th scope="col">Text</th>
+          <th scope="row">{s.name}</th>
+          <td>
+            <TokenBar used={s.tokens} budget={budget} label={s.name} />
+          </td>
+          <td>
+            <details>
+              <summary>{s.text.slice(0, 80) || "(empty)"}</summary>
+              <pre>{s.text}</pre>
+            </details>
+          </td>
         </tr>
-      </thead>
-      <tbody>
-        {reply.sections.map((s) => (
-          <tr>
-            <th scope="row">{s.name}</th>
-            <td>
-              <TokenBar used={s.tokens} budget={budget} label={s.name} />
-            </td>
-            <td>
-              <details>
-                <summary>{s.text.slice(0, 80) || "(empty)"}</summary>
-                <pre>{s.text}</pre>
-              </details>
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+      ))}
+    </DataTable>
   );
 }
 
@@ -86,32 +77,21 @@ function Sources({ reply }) {
       ) : (
         <p class="note">No lore entry fired.</p>
       )}
-      <table class="grid">
-        <caption>Every item and where it came from</caption>
-        <thead>
+      <DataTable caption="Every item and where it came from" columns={["Kind", "Id", "Score", "Why / origin"]}>
+        {reply.sources.map((s) => (
           <tr>
-            <th scope="col">Kind</th>
-            <th scope="col">Id</th>
-            <th scope="col">Score</th>
-            <th scope="col">Why / origin</th>
+            <td>{s.exact_kind || s.kind}</td>
+            <td>
+              <code>{s.id}</code>
+            </td>
+            <td>{s.score === null || s.score === undefined ? "—" : s.score.toFixed(3)}</td>
+            <td>
+              {s.detail || ORIGIN[s.exact_kind || s.kind] || ""}
+              {s.message_ids.length ? <span class="meta"> · from {s.message_ids.join(", ")}</span> : null}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {reply.sources.map((s) => (
-            <tr>
-              <td>{s.exact_kind || s.kind}</td>
-              <td>
-                <code>{s.id}</code>
-              </td>
-              <td>{s.score === null || s.score === undefined ? "—" : s.score.toFixed(3)}</td>
-              <td>
-                {s.detail || ORIGIN[s.exact_kind || s.kind] || ""}
-                {s.message_ids.length ? <span class="meta"> · from {s.message_ids.join(", ")}</span> : null}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </DataTable>
     </>
   );
 }
@@ -214,14 +194,14 @@ export function ContextDebug() {
           />
         </Field>
         <Field label="Campaign" hint="optional">
-          <input value={campaign} onInput={(e) => setCampaign(e.currentTarget.value)} />
+          <TextInput value={campaign} onChange={setCampaign} />
         </Field>
         <Field label="Token budget">
-          <input type="number" min="64" max="1000000" value={budget} onInput={(e) => setBudget(e.currentTarget.value)} />
+          <TextInput type="number" min="64" max="1000000" value={budget} onChange={setBudget} />
         </Field>
         <div class="wide">
           <Field label="Message being answered" hint="or empty: the conversation as it stands">
-            <textarea rows="2" value={text} onInput={(e) => setText(e.currentTarget.value)} />
+            <TextArea value={text} onChange={setText} />
           </Field>
         </div>
         <div class="actions">

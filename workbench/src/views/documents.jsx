@@ -3,6 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { fileBase64 } from "../api.js";
 import { useSession } from "../session.js";
+import { ActionForm, DataTable, TextInput } from "../forms.jsx";
 import { Badge, ErrorNote, Field, Loading, useAction, useLoad, when } from "../ui.jsx";
 
 // Through the HTTP API a file travels inline as base64 (about 1 MB of it); larger files go through the uploads
@@ -78,20 +79,14 @@ export function Documents({ owner, bots, onChanged }) {
   return (
     <section class="panel" aria-labelledby="documents">
       <h2 id="documents">Documents</h2>
-      <form class="form-grid" aria-label="Upload a document" onSubmit={(e) => (e.preventDefault(), upload())}>
+      <ActionForm class="form-grid" label="Upload a document" onSubmit={upload} state={state} submit="Upload" busy="Uploading…" disabled={!file}>
         <Field label="Document" hint=".txt, .md, .html, .pdf, .docx; its chunks become lore the bot can be reminded of">
           <input type="file" required onChange={(e) => setFile(e.currentTarget.files[0] || null)} />
         </Field>
         <Field label="Attach to bot" hint={bots.length ? `e.g. ${bots.slice(0, 3).join(", ")}` : "a bot id (optional)"}>
-          <input value={bot} onInput={(e) => setBot(e.currentTarget.value)} />
+          <TextInput value={bot} onChange={setBot} />
         </Field>
-        <div class="actions">
-          <button type="submit" disabled={state.busy || !file}>
-            {state.busy ? "Uploading…" : "Upload"}
-          </button>
-          <ErrorNote error={state.error} />
-        </div>
-      </form>
+      </ActionForm>
       {following ? (
         <div class="panel" role="status" aria-label="Import progress">
           {followed.state ? <Progress state={followed.state} /> : <Loading what="Starting the import" />}
@@ -100,30 +95,21 @@ export function Documents({ owner, bots, onChanged }) {
       ) : null}
       <ErrorNote error={documents.error} />
       {documents.data && documents.data.documents.length ? (
-        <table class="grid">
-          <caption>The tenant's documents</caption>
-          <thead>
+        <DataTable caption="The tenant's documents" columns={["Document", "State"]}>
+          {documents.data.documents.map((d) => (
             <tr>
-              <th scope="col">Document</th>
-              <th scope="col">State</th>
+              <td>
+                <strong>{d.name}</strong>
+                <div class="meta">
+                  owner {d.owner_user_id} · version {d.active_version ?? d.version} · {when(d.updated_at)}
+                </div>
+              </td>
+              <td>
+                <Progress state={d} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {documents.data.documents.map((d) => (
-              <tr>
-                <td>
-                  <strong>{d.name}</strong>
-                  <div class="meta">
-                    owner {d.owner_user_id} · version {d.active_version ?? d.version} · {when(d.updated_at)}
-                  </div>
-                </td>
-                <td>
-                  <Progress state={d} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       ) : null}
     </section>
   );

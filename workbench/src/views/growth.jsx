@@ -2,6 +2,7 @@
 // was made on each day of the window, drawn as a small curve of what was held at the end of each day, and the
 // vector points per kind. Plain SVG, no chart library: one polyline per row, with its figures in the table
 // (and in the curve's label) so nothing is only visual.
+import { DataTable, FigureRows } from "../forms.jsx";
 
 const SOURCES = {
   message: "Messages",
@@ -57,63 +58,47 @@ export function Growth({ row, since, count }) {
   if (!since) return null;
   const window = days(since, count);
   const kinds = Object.entries(row.vectors_by_kind || {}).filter(([, n]) => n);
+  const caption = `What the tenant holds now per memory type, and what of it was made each day from ${since} to ${window[window.length - 1]}`;
   return (
     <div>
-      <h3 id="growth">Memory growth per type</h3>
+      <h3>Memory growth per type</h3>
       {!types.length ? <p class="note">This tenant holds no memories yet.</p> : null}
       {types.length ? (
-        <table class="grid">
-          <caption>
-            What the tenant holds now per memory type, and what of it was made each day from {since} to{" "}
-            {window[window.length - 1]}
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Memory type</th>
-              <th scope="col">Held now</th>
-              <th scope="col">Added in {window.length} days</th>
-              <th scope="col">Held each day</th>
-            </tr>
-          </thead>
-          <tbody>
-            {types.map((g) => {
-              const held = heldPerDay(g, window);
-              const added = g.added.reduce((n, d) => n + d.added, 0);
-              const label = typeLabel(g);
-              return (
-                <tr>
-                  <th scope="row">{label}</th>
-                  <td>{g.held}</td>
-                  <td>
-                    {added}
-                    {g.added.length ? (
-                      <div class="meta">
-                        last on {g.added[g.added.length - 1].day} (+{g.added[g.added.length - 1].added})
-                      </div>
-                    ) : null}
-                  </td>
-                  <td>
-                    <Curve values={held} label={`${label}: ${held[0]} held on ${window[0]}, ${g.held} now`} />
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <DataTable caption={caption} columns={["Memory type", "Held now", `Added in ${window.length} days`, "Held each day"]}>
+          {types.map((g) => (
+            <GrowthRow g={g} window={window} />
+          ))}
+        </DataTable>
       ) : null}
       {kinds.length ? (
-        <table class="grid">
-          <caption>Vector points per kind</caption>
-          <tbody>
-            {kinds.map(([kind, n]) => (
-              <tr>
-                <th scope="row">{kind}</th>
-                <td>{n}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable caption="Vector points per kind">
+          <FigureRows figures={kinds} />
+        </DataTable>
       ) : null}
     </div>
+  );
+}
+
+function GrowthRow({ g, window }) {
+  const held = heldPerDay(g, window);
+  const added = g.added.reduce((n, d) => n + d.added, 0);
+  const last = g.added[g.added.length - 1];
+  const label = typeLabel(g);
+  return (
+    <tr>
+      <th scope="row">{label}</th>
+      <td>{g.held}</td>
+      <td>
+        {added}
+        {last ? (
+          <div class="meta">
+            last on {last.day} (+{last.added})
+          </div>
+        ) : null}
+      </td>
+      <td>
+        <Curve values={held} label={`${label}: ${held[0]} held on ${window[0]}, ${g.held} now`} />
+      </td>
+    </tr>
   );
 }

@@ -2,15 +2,11 @@
 // by hand, edit (a new version), retract, promote to a campaign and back, and each fact's audit trail.
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
+import { ActionForm, DataTable, TextArea, TextInput, tagList } from "../forms.jsx";
 import { Badge, Dialog, ErrorNote, Field, Loading, Select, useAction, useLoad, when } from "../ui.jsx";
 import { ConversationPicker, nameOf, useConversations } from "./shared.jsx";
 
 const TYPES = ["semantic", "episodic", "declarative", "procedural"];
-const tagList = (text) =>
-  text
-    .split(",")
-    .map((t) => t.trim())
-    .filter(Boolean);
 
 function AddFact({ character, onAdded }) {
   const { call, user } = useSession();
@@ -34,23 +30,20 @@ function AddFact({ character, onAdded }) {
     return reply;
   });
   return (
-    <form
+    <ActionForm
       class="panel form-grid"
-      aria-label="Add a fact by hand"
-      onSubmit={(e) => {
-        e.preventDefault();
-        add();
-      }}
+      label="Add a fact by hand"
+      onSubmit={add}
+      state={state}
+      submit="Add fact"
+      busy="Adding…"
+      done="Added."
+      disabled={!text.trim()}
     >
       <Field label="New fact" hint="a standalone statement the character knows from now on">
-        <textarea rows="2" required maxLength="2000" value={text} onInput={(e) => setText(e.currentTarget.value)} />
+        <TextArea required maxLength="2000" value={text} onChange={setText} />
       </Field>
-      <Field label="Type">
-        <Select value={type} onChange={setType} options={TYPES} />
-      </Field>
-      <Field label="Tags" hint="comma-separated">
-        <input value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
-      </Field>
+      <TypeAndTags type={type} setType={setType} tags={tags} setTags={setTags} />
       <Field label="Known in" hint="this user's conversations, a campaign, or whoever the character talks to">
         <Select
           value={scope}
@@ -64,21 +57,23 @@ function AddFact({ character, onAdded }) {
       </Field>
       {scope === "campaign" ? (
         <Field label="Campaign id">
-          <input required value={campaign} onInput={(e) => setCampaign(e.currentTarget.value)} />
+          <TextInput required value={campaign} onChange={setCampaign} />
         </Field>
       ) : null}
-      <div class="actions">
-        <button type="submit" disabled={state.busy || !text.trim()}>
-          {state.busy ? "Adding…" : "Add fact"}
-        </button>
-        {state.result ? (
-          <span class="note ok" role="status">
-            Added.
-          </span>
-        ) : null}
-        <ErrorNote error={state.error} />
-      </div>
-    </form>
+    </ActionForm>
+  );
+}
+
+function TypeAndTags({ type, setType, tags, setTags }) {
+  return (
+    <>
+      <Field label="Type">
+        <Select value={type} onChange={setType} options={TYPES} />
+      </Field>
+      <Field label="Tags" hint="comma-separated">
+        <TextInput value={tags} onChange={setTags} />
+      </Field>
+    </>
   );
 }
 
@@ -100,35 +95,16 @@ function EditFact({ fact, onDone }) {
     onDone(true);
   });
   return (
-    <form
-      onSubmit={(e) => {
-        e.preventDefault();
-        save();
-      }}
-    >
+    <ActionForm onSubmit={save} state={state} submit="Save new version" onCancel={() => onDone(false)}>
       <p class="note">Saving makes a new version; the old one stays in the log and in the audit trail.</p>
       <Field label="Fact text">
-        <textarea rows="3" required value={text} onInput={(e) => setText(e.currentTarget.value)} />
+        <TextArea rows="3" required value={text} onChange={setText} />
       </Field>
-      <Field label="Type">
-        <Select value={type} onChange={setType} options={TYPES} />
-      </Field>
-      <Field label="Tags" hint="comma-separated">
-        <input value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
-      </Field>
+      <TypeAndTags type={type} setType={setType} tags={tags} setTags={setTags} />
       <Field label="Confidence" hint="0 to 1">
-        <input type="number" min="0" max="1" step="0.05" value={confidence} onInput={(e) => setConfidence(e.currentTarget.value)} />
+        <TextInput type="number" min="0" max="1" step="0.05" value={confidence} onChange={setConfidence} />
       </Field>
-      <ErrorNote error={state.error} />
-      <div class="actions">
-        <button type="submit" disabled={state.busy}>
-          Save new version
-        </button>
-        <button type="button" class="secondary" onClick={() => onDone(false)}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </ActionForm>
   );
 }
 
@@ -208,7 +184,7 @@ function FactRow({ fact, conversation, onChanged, onEdit, onHistory }) {
                 >
                   <label>
                     <span class="sr-only">Campaign to promote to</span>
-                    <input placeholder="campaign" required value={campaign} onInput={(e) => setCampaign(e.currentTarget.value)} />
+                    <TextInput placeholder="campaign" required value={campaign} onChange={setCampaign} />
                   </label>
                   <button type="submit" class="secondary">
                     Promote
@@ -258,24 +234,14 @@ export function Knowledge() {
       {facts.loading ? <Loading what="Loading facts" /> : null}
       <ErrorNote error={facts.error} />
       {facts.data ? (
-        <table class="grid">
-          <caption>
-            What {nameOf(conversation, character)} knows from user {user}: {facts.data.total} facts
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Fact</th>
-              <th scope="col">Status and scope</th>
-              <th scope="col">Provenance</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {facts.data.facts.map((f) => (
-              <FactRow fact={f} conversation={conversation} onChanged={facts.reload} onEdit={setEditing} onHistory={setHistory} />
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          caption={`What ${nameOf(conversation, character)} knows from user ${user}: ${facts.data.total} facts`}
+          columns={["Fact", "Status and scope", "Provenance", "Actions"]}
+        >
+          {facts.data.facts.map((f) => (
+            <FactRow fact={f} conversation={conversation} onChanged={facts.reload} onEdit={setEditing} onHistory={setHistory} />
+          ))}
+        </DataTable>
       ) : null}
       <Dialog open={!!editing} title="Edit fact" onClose={() => setEditing(null)}>
         {editing ? (

@@ -4,6 +4,7 @@
 import { useState } from "preact/hooks";
 import { fileBase64 } from "../api.js";
 import { useSession } from "../session.js";
+import { ActionForm, DataTable, ItemButton, TextArea, TextInput } from "../forms.jsx";
 import { Badge, ErrorNote, Field, Loading, Select, short, useAction, useLoad } from "../ui.jsx";
 import { Documents } from "./documents.jsx";
 import { Entries, POSITIONS } from "./lore_entries.jsx";
@@ -40,37 +41,45 @@ function ImportBook({ owner, onImported }) {
     return reply;
   });
   return (
-    <form class="panel form-grid" aria-label="Import a lorebook" onSubmit={(e) => (e.preventDefault(), run())}>
+    <ActionForm
+      class="panel form-grid"
+      label="Import a lorebook"
+      onSubmit={run}
+      state={state}
+      submit="Import"
+      busy="Importing…"
+      done={(r) => `Imported ${r.entries} entries (${r.format}).`}
+      disabled={!file}
+      after={state.result && state.result.warnings.length ? <Warnings warnings={state.result.warnings} /> : null}
+    >
       <Field label="Lorebook file" hint="SillyTavern World Info, a character card (JSON or PNG), NovelAI, Agnai, Risu">
         <input type="file" accept=".json,.png,.lorebook,application/json,image/png" required onChange={(e) => setFile(e.currentTarget.files[0] || null)} />
       </Field>
       <Field label="Book name" hint="the file's name when empty">
-        <input value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <TextInput value={name} onChange={setName} />
       </Field>
-      <Field label="Attach to bots" hint="bot ids, comma-separated (optional)">
-        <input value={bots} onInput={(e) => setBots(e.currentTarget.value)} />
-      </Field>
-      <div class="actions">
-        <button type="submit" disabled={state.busy || !file}>
-          {state.busy ? "Importing…" : "Import"}
-        </button>
-        {state.result ? (
-          <span class="note ok" role="status">
-            Imported {state.result.entries} entries ({state.result.format}).
-          </span>
-        ) : null}
-        <ErrorNote error={state.error} />
-      </div>
-      {state.result && state.result.warnings.length ? (
-        <ul class="meta" aria-label="Import warnings">
-          {state.result.warnings.map((w) => (
-            <li>
-              {w.uid === null ? "book" : `entry ${w.uid}`}: {w.message}
-            </li>
-          ))}
-        </ul>
-      ) : null}
-    </form>
+      <BotsField label="Attach to bots" value={bots} onChange={setBots} />
+    </ActionForm>
+  );
+}
+
+function Warnings({ warnings }) {
+  return (
+    <ul class="meta" aria-label="Import warnings">
+      {warnings.map((w) => (
+        <li>
+          {w.uid === null ? "book" : `entry ${w.uid}`}: {w.message}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function BotsField({ label, value, onChange }) {
+  return (
+    <Field label={label} hint="bot ids, comma-separated (optional)">
+      <TextInput value={value} onChange={onChange} />
+    </Field>
   );
 }
 
@@ -85,25 +94,20 @@ function CreateBook({ owner, onCreated }) {
     return reply;
   });
   return (
-    <form class="panel form-grid" aria-label="Create a book" onSubmit={(e) => (e.preventDefault(), create())}>
+    <ActionForm
+      class="panel form-grid"
+      label="Create a book"
+      onSubmit={create}
+      state={state}
+      submit="Create book"
+      done={(r) => (r.created ? "Created." : "That book already exists.")}
+      disabled={!name.trim()}
+    >
       <Field label="New book" hint="an empty book: add its entries with the entry editor">
-        <input maxLength="512" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <TextInput maxLength="512" value={name} onChange={setName} />
       </Field>
-      <Field label="Bots to attach it to" hint="bot ids, comma-separated (optional)">
-        <input value={bots} onInput={(e) => setBots(e.currentTarget.value)} />
-      </Field>
-      <div class="actions">
-        <button type="submit" disabled={state.busy || !name.trim()}>
-          Create book
-        </button>
-        {state.result ? (
-          <span class="note ok" role="status">
-            {state.result.created ? "Created." : "That book already exists."}
-          </span>
-        ) : null}
-        <ErrorNote error={state.error} />
-      </div>
-    </form>
+      <BotsField label="Bots to attach it to" value={bots} onChange={setBots} />
+    </ActionForm>
   );
 }
 
@@ -126,7 +130,7 @@ function TestActivation({ books, bots }) {
       <h2 id="test-activation">Test activation</h2>
       <form class="form-grid" onSubmit={(e) => (e.preventDefault(), run())}>
         <Field label="Chat text" hint="a message as a user would write it; nothing is kept">
-          <textarea rows="3" required value={text} onInput={(e) => setText(e.currentTarget.value)} />
+          <TextArea rows="3" required value={text} onChange={setText} />
         </Field>
         <Field label="Books to try">
           <Select
@@ -200,63 +204,47 @@ export function Lore() {
     <>
       <div class="panel form-grid">
         <Field label="Acting user" hint="the owner of what you import or upload (a book's changes are its owner's)">
-          <input required value={owner} onInput={(e) => setOwner(e.currentTarget.value)} />
+          <TextInput required value={owner} onChange={setOwner} />
         </Field>
       </div>
       <ImportBook owner={owner} onImported={(id) => (setOpen(id), books.reload())} />
       <CreateBook owner={owner} onCreated={(id) => (setOpen(id), books.reload())} />
       {books.loading ? <Loading what="Loading books" /> : null}
       <ErrorNote error={books.error || attaching.error || placing.error || removing.error} />
-      <table class="grid">
-        <caption>The tenant's books: {books.data ? books.data.total : "…"}</caption>
-        <thead>
+      <DataTable caption={<>The tenant's books: {books.data ? books.data.total : "…"}</>} columns={["Book", "Attached to", "Actions"]}>
+        {list.map((b) => (
           <tr>
-            <th scope="col">Book</th>
-            <th scope="col">Attached to</th>
-            <th scope="col">Actions</th>
+            <td>
+              <strong>{b.name}</strong>
+              <div class="meta">
+                {b.entries} entries · {b.format} · owner {b.owner_user_id} · version {b.version}
+              </div>
+            </td>
+            <td class="meta">
+              {b.bot_ids.length ? `bots: ${b.bot_ids.join(", ")}` : "no bot"}
+              {b.conversations.length ? ` · conversations: ${b.conversations.map((c) => c.conversation_id).join(", ")}` : ""}
+            </td>
+            <td>
+              <div class="actions">
+                <ItemButton action="Entries" item={`of ${b.name}`} aria-expanded={open === b.lorebook_id} onClick={() => setOpen(open === b.lorebook_id ? null : b.lorebook_id)} />
+                <ItemButton action="Export" item={b.name} onClick={() => call("lore/export", { lorebook_id: b.lorebook_id }).then((r) => download(b.name, r.data))} />
+                {bots.filter((bot) => !b.bot_ids.includes(bot)).slice(0, 3).map((bot) => (
+                  <button type="button" class="secondary" onClick={() => attach(b, bot)}>
+                    Attach to {bot}
+                  </button>
+                ))}
+                {here && here.user_id === b.owner_user_id ? (
+                  <button type="button" class="secondary" disabled={placing.busy} onClick={() => toConversation(b, attachedHere(b))}>
+                    {attachedHere(b) ? "Detach from" : "Attach to"} {here.conversation_id}
+                    <span class="sr-only"> ({b.name})</span>
+                  </button>
+                ) : null}
+                <ItemButton action="Delete" item={`book ${b.name}`} tone="danger" disabled={removing.busy} onClick={() => removeBook(b)} />
+              </div>
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {list.map((b) => (
-            <tr>
-              <td>
-                <strong>{b.name}</strong>
-                <div class="meta">
-                  {b.entries} entries · {b.format} · owner {b.owner_user_id} · version {b.version}
-                </div>
-              </td>
-              <td class="meta">
-                {b.bot_ids.length ? `bots: ${b.bot_ids.join(", ")}` : "no bot"}
-                {b.conversations.length ? ` · conversations: ${b.conversations.map((c) => c.conversation_id).join(", ")}` : ""}
-              </td>
-              <td>
-                <div class="actions">
-                  <button type="button" class="secondary" aria-expanded={open === b.lorebook_id} onClick={() => setOpen(open === b.lorebook_id ? null : b.lorebook_id)}>
-                    Entries<span class="sr-only"> of {b.name}</span>
-                  </button>
-                  <button type="button" class="secondary" onClick={() => call("lore/export", { lorebook_id: b.lorebook_id }).then((r) => download(b.name, r.data))}>
-                    Export<span class="sr-only"> {b.name}</span>
-                  </button>
-                  {bots.filter((bot) => !b.bot_ids.includes(bot)).slice(0, 3).map((bot) => (
-                    <button type="button" class="secondary" onClick={() => attach(b, bot)}>
-                      Attach to {bot}
-                    </button>
-                  ))}
-                  {here && here.user_id === b.owner_user_id ? (
-                    <button type="button" class="secondary" disabled={placing.busy} onClick={() => toConversation(b, attachedHere(b))}>
-                      {attachedHere(b) ? "Detach from" : "Attach to"} {here.conversation_id}
-                      <span class="sr-only"> ({b.name})</span>
-                    </button>
-                  ) : null}
-                  <button type="button" class="danger" disabled={removing.busy} onClick={() => removeBook(b)}>
-                    Delete<span class="sr-only"> book {b.name}</span>
-                  </button>
-                </div>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </DataTable>
       {list.filter((b) => b.lorebook_id === open).map((b) => (
         <Entries book={b} onChanged={books.reload} />
       ))}

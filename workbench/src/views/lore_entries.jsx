@@ -3,6 +3,7 @@
 // book as a World Info file; a change bumps the book's version, which reloads them.
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
+import { DataTable, ItemButton } from "../forms.jsx";
 import { Badge, Dialog, ErrorNote, Field, Loading, Select, short, useAction, useLoad } from "../ui.jsx";
 
 export const POSITIONS = ["before character", "after character", "author's note top", "author's note bottom", "at depth",
@@ -159,9 +160,7 @@ export function Entries({ book, onChanged }) {
   return (
     <section aria-label={`Entries of ${book.name}`}>
       <div class="actions">
-        <button type="button" onClick={() => (setSaved(null), setEditing({}))}>
-          New entry<span class="sr-only"> in {book.name}</span>
-        </button>
+        <ItemButton action="New entry" item={`in ${book.name}`} tone="" onClick={() => (setSaved(null), setEditing({}))} />
         {saved ? (
           <span class="note ok" role="status">
             {saved}
@@ -169,55 +168,40 @@ export function Entries({ book, onChanged }) {
         ) : null}
         <ErrorNote error={removing.error} />
       </div>
-      <table class="grid">
-        <caption>Entries of {book.name}</caption>
-        <thead>
+      <DataTable caption={<>Entries of {book.name}</>} columns={["Entry", "Keys", "How it fires", "Actions"]}>
+        {entries.map((e) => (
           <tr>
-            <th scope="col">Entry</th>
-            <th scope="col">Keys</th>
-            <th scope="col">How it fires</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map((e) => (
-            <tr>
-              <td>
-                <strong>{e.comment || `entry ${e.uid}`}</strong>
-                <div>{short(e.content, 240)}</div>
-              </td>
-              <td>
-                <span>{(e.key || []).join(", ")}</span>
-                {e.keysecondary && e.keysecondary.length ? (
-                  <div class="meta">
-                    secondary: {e.keysecondary.join(", ")} ({LOGIC[e.selectiveLogic] || "AND ANY"})
-                  </div>
-                ) : null}
-              </td>
-              <td class="meta">
-                {e.disable ? <Badge tone="bad">disabled</Badge> : null}
-                {e.constant ? <Badge tone="info">constant</Badge> : null}
-                {e.activationMode && e.activationMode !== "keyword" ? <Badge tone="info">{e.activationMode}</Badge> : null}
-                {e.vectorized && !e.activationMode ? <Badge tone="info">vector</Badge> : null}
-                {POSITIONS[e.position] || `position ${e.position}`} · order {e.order}
-                {e.sticky ? ` · sticky ${e.sticky}` : ""}
-                {e.cooldown ? ` · cooldown ${e.cooldown}` : ""}
-                {e.probability !== undefined && e.probability < 100 ? ` · ${e.probability}%` : ""}
-              </td>
-              <td>
-                <div class="actions">
-                  <button type="button" class="secondary" onClick={() => (setSaved(null), setEditing({ entry: e }))}>
-                    Edit<span class="sr-only"> {e.comment || `entry ${e.uid}`}</span>
-                  </button>
-                  <button type="button" class="danger" disabled={removing.busy} onClick={() => remove(e)}>
-                    Delete<span class="sr-only"> {e.comment || `entry ${e.uid}`}</span>
-                  </button>
+            <td>
+              <strong>{e.comment || `entry ${e.uid}`}</strong>
+              <div>{short(e.content, 240)}</div>
+            </td>
+            <td>
+              <span>{(e.key || []).join(", ")}</span>
+              {e.keysecondary && e.keysecondary.length ? (
+                <div class="meta">
+                  secondary: {e.keysecondary.join(", ")} ({LOGIC[e.selectiveLogic] || "AND ANY"})
                 </div>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              ) : null}
+            </td>
+            <td class="meta">
+              {e.disable ? <Badge tone="bad">disabled</Badge> : null}
+              {e.constant ? <Badge tone="info">constant</Badge> : null}
+              {e.activationMode && e.activationMode !== "keyword" ? <Badge tone="info">{e.activationMode}</Badge> : null}
+              {e.vectorized && !e.activationMode ? <Badge tone="info">vector</Badge> : null}
+              {POSITIONS[e.position] || `position ${e.position}`} · order {e.order}
+              {e.sticky ? ` · sticky ${e.sticky}` : ""}
+              {e.cooldown ? ` · cooldown ${e.cooldown}` : ""}
+              {e.probability !== undefined && e.probability < 100 ? ` · ${e.probability}%` : ""}
+            </td>
+            <td>
+              <div class="actions">
+                <ItemButton action="Edit" item={e.comment || `entry ${e.uid}`} onClick={() => (setSaved(null), setEditing({ entry: e }))} />
+                <ItemButton action="Delete" item={e.comment || `entry ${e.uid}`} tone="danger" disabled={removing.busy} onClick={() => remove(e)} />
+              </div>
+            </td>
+          </tr>
+        ))}
+      </DataTable>
       <Dialog open={!!editing} title={editing && editing.entry ? "Edit entry" : "New entry"} onClose={() => setEditing(null)}>
         {editing ? (
           <EntryForm

@@ -3,6 +3,7 @@
 // dialog (memory.convert_to_lore); below it, the memories remembered through the memory API (remembered.jsx).
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
+import { ActionForm, DataTable, TextInput } from "../forms.jsx";
 import { Badge, Dialog, ErrorNote, Field, Loading, Select, useAction, useLoad, when } from "../ui.jsx";
 import { Remembered } from "./remembered.jsx";
 import { IndexBadges, IndexError, useIndexStatus } from "./indexing.jsx";
@@ -35,28 +36,25 @@ function Convert({ item, conversation, onDone }) {
     return reply;
   });
   return (
-    <form onSubmit={(e) => (e.preventDefault(), save())}>
+    <ActionForm
+      onSubmit={save}
+      state={state}
+      submit="Convert to legacy lore"
+      disabled={!idList(botIds).length && !idList(personaIds).length}
+      onCancel={() => onDone(false)}
+    >
       <p class="note">The summary becomes a legacy lore entry the chosen characters are reminded of; the summary stays.</p>
       <blockquote>{item.text}</blockquote>
       <Field label="Title" hint="optional">
-        <input value={title} maxLength="512" onInput={(e) => setTitle(e.currentTarget.value)} />
+        <TextInput value={title} maxLength="512" onChange={setTitle} />
       </Field>
       <Field label="Applies to bots" hint="bot ids, comma-separated">
-        <input value={botIds} onInput={(e) => setBotIds(e.currentTarget.value)} />
+        <TextInput value={botIds} onChange={setBotIds} />
       </Field>
       <Field label="Applies to personas" hint="persona ids, comma-separated">
-        <input value={personaIds} onInput={(e) => setPersonaIds(e.currentTarget.value)} />
+        <TextInput value={personaIds} onChange={setPersonaIds} />
       </Field>
-      <ErrorNote error={state.error} />
-      <div class="actions">
-        <button type="submit" disabled={state.busy || (!idList(botIds).length && !idList(personaIds).length)}>
-          Convert to legacy lore
-        </button>
-        <button type="button" class="secondary" onClick={() => onDone(false)}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </ActionForm>
   );
 }
 
@@ -166,24 +164,11 @@ export function Memories() {
       {items.loading && user ? <Loading what="Loading memories" /> : null}
       <ErrorNote error={items.error} />
       {items.data ? (
-        <table class="grid">
-          <caption>
-            Memories of user {user}: {items.data.total}
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Memory</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Who</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.data.items.map((m) => (
-              <Row item={m} indexed={index.statuses.get(`${m.source}:${m.id}`)} conversation={conversation} onConvert={setConverting} onChanged={items.reload} />
-            ))}
-          </tbody>
-        </table>
+        <DataTable caption={`Memories of user ${user}: ${items.data.total}`} columns={["Memory", "Kind", "Who", "Actions"]}>
+          {items.data.items.map((m) => (
+            <Row item={m} indexed={index.statuses.get(`${m.source}:${m.id}`)} conversation={conversation} onConvert={setConverting} onChanged={items.reload} />
+          ))}
+        </DataTable>
       ) : null}
       <IndexError error={index.error} />
       {source !== "knowledge" ? <Remembered bot={bot} /> : null}

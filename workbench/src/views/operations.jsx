@@ -4,6 +4,7 @@
 // A key without the right is answered 403 by the gateway: the view says so instead of showing anything.
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
+import { DataTable, FigureRows } from "../forms.jsx";
 import { Badge, ErrorNote, Loading, short, useAction, useLoad, when } from "../ui.jsx";
 import { Growth } from "./growth.jsx";
 
@@ -39,38 +40,28 @@ function DeadLetters() {
       <NoRight error={letters.error} />
       {letters.data && !rows.length ? <p class="note">No dead letters for this tenant.</p> : null}
       {rows.length ? (
-        <table class="grid">
-          <caption>The tenant's dead letters, oldest first</caption>
-          <thead>
+        <DataTable caption="The tenant's dead letters, oldest first" columns={["Pick", "Dead letter", "Reason"]}>
+          {rows.map((d) => (
             <tr>
-              <th scope="col">Pick</th>
-              <th scope="col">Dead letter</th>
-              <th scope="col">Reason</th>
+              <td>
+                <input
+                  type="checkbox"
+                  aria-label={`Redrive dead letter #${d.seq}`}
+                  checked={picked.has(d.seq)}
+                  onChange={() => toggle(d.seq)}
+                />
+              </td>
+              <td>
+                <strong>#{d.seq}</strong> <Badge tone="info">{d.service}</Badge>
+                <div class="meta">
+                  {d.original_subject} · {d.attempts} attempts · {when(d.time)}
+                </div>
+                <div class="meta">{short(d.body, 200)}</div>
+              </td>
+              <td>{d.reason}</td>
             </tr>
-          </thead>
-          <tbody>
-            {rows.map((d) => (
-              <tr>
-                <td>
-                  <input
-                    type="checkbox"
-                    aria-label={`Redrive dead letter #${d.seq}`}
-                    checked={picked.has(d.seq)}
-                    onChange={() => toggle(d.seq)}
-                  />
-                </td>
-                <td>
-                  <strong>#{d.seq}</strong> <Badge tone="info">{d.service}</Badge>
-                  <div class="meta">
-                    {d.original_subject} · {d.attempts} attempts · {when(d.time)}
-                  </div>
-                  <div class="meta">{short(d.body, 200)}</div>
-                </td>
-                <td>{d.reason}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       ) : null}
       {rows.length ? (
         <div class="actions">
@@ -114,35 +105,25 @@ function Lag() {
       {lag.loading && !lag.data ? <Loading what="Reading JetStream" /> : null}
       <NoRight error={lag.error} />
       {lag.data ? (
-        <table class="grid">
-          <caption>Durable consumers</caption>
-          <thead>
+        <DataTable caption="Durable consumers" columns={["Durable", "Lag", "Pending / unacked / redelivered"]}>
+          {lag.data.durables.map((d) => (
             <tr>
-              <th scope="col">Durable</th>
-              <th scope="col">Lag</th>
-              <th scope="col">Pending / unacked / redelivered</th>
+              <td>
+                <strong>{d.durable}</strong>
+                <div class="meta">
+                  {d.stream}
+                  {d.partition ? ` · partition ${d.partition}` : ""} · {d.filter}
+                </div>
+              </td>
+              <td>
+                <Badge tone={d.lag ? "warn" : "good"}>{d.lag}</Badge>
+              </td>
+              <td>
+                {d.pending} / {d.ack_pending} / {d.redelivered}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {lag.data.durables.map((d) => (
-              <tr>
-                <td>
-                  <strong>{d.durable}</strong>
-                  <div class="meta">
-                    {d.stream}
-                    {d.partition ? ` · partition ${d.partition}` : ""} · {d.filter}
-                  </div>
-                </td>
-                <td>
-                  <Badge tone={d.lag ? "warn" : "good"}>{d.lag}</Badge>
-                </td>
-                <td>
-                  {d.pending} / {d.ack_pending} / {d.redelivered}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       ) : null}
       {lag.data && lag.data.problems.length ? <p class="note error">{lag.data.problems.join("; ")}</p> : null}
     </section>
@@ -170,20 +151,11 @@ function Usage() {
       <NoRight error={usage.error} />
       {usage.data && !row ? <p class="note">No metered usage for this tenant yet.</p> : null}
       {row ? (
-        <table class="grid">
-          <caption>
-            Tenant {row.tenant_id}: held now, and metered {usage.data.since || "from the start"} to{" "}
-            {usage.data.until || "today"}
-          </caption>
-          <tbody>
-            {figures.map(([label, value]) => (
-              <tr>
-                <th scope="row">{label}</th>
-                <td>{value}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          caption={`Tenant ${row.tenant_id}: held now, and metered ${usage.data.since || "from the start"} to ${usage.data.until || "today"}`}
+        >
+          <FigureRows figures={figures} />
+        </DataTable>
       ) : null}
       {row ? <Growth row={row} since={usage.data.growth_since} count={GROWTH_DAYS} /> : null}
     </section>

@@ -5,16 +5,12 @@
 // first; a typed one ranks them as a search does, each with its score and its parts (dense, lexical, recency).
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
+import { ActionForm, DataTable, ItemButton, TextArea, TextInput, tagList } from "../forms.jsx";
 import { Badge, Dialog, ErrorNote, Field, Loading, Select, useAction, useLoad, when } from "../ui.jsx";
 import { IndexBadges, IndexError, useIndexStatus } from "./indexing.jsx";
 
 const TYPES = ["episodic", "semantic", "declarative", "procedural"];
 const LIMIT = 100; // memory.search's largest page
-const tagList = (text) =>
-  text
-    .split(",")
-    .map((t) => t.trim())
-    .filter(Boolean);
 
 function Remember({ onSaved }) {
   const { call, user } = useSession();
@@ -35,35 +31,34 @@ function Remember({ onSaved }) {
     return reply;
   });
   return (
-    <form
+    <ActionForm
       class="panel form-grid"
-      aria-label="Remember a memory"
-      onSubmit={(e) => {
-        e.preventDefault();
-        remember();
-      }}
+      label="Remember a memory"
+      onSubmit={remember}
+      state={state}
+      submit="Remember"
+      busy="Remembering…"
+      done="Remembered."
+      disabled={!content.trim()}
     >
       <Field label="New memory" hint={`kept in player:${user}, found by this user's memory searches`}>
-        <textarea rows="2" required maxLength="20000" value={content} onInput={(e) => setContent(e.currentTarget.value)} />
+        <TextArea required maxLength="20000" value={content} onChange={setContent} />
       </Field>
+      <TypeAndTags type={type} setType={setType} tags={tags} setTags={setTags} hint="comma-separated, e.g. npc:choir_envoy" />
+    </ActionForm>
+  );
+}
+
+function TypeAndTags({ type, setType, tags, setTags, hint = "comma-separated" }) {
+  return (
+    <>
       <Field label="Memory type">
         <Select value={type} onChange={setType} options={TYPES} />
       </Field>
-      <Field label="Memory tags" hint="comma-separated, e.g. npc:choir_envoy">
-        <input value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
+      <Field label="Memory tags" hint={hint}>
+        <TextInput value={tags} onChange={setTags} />
       </Field>
-      <div class="actions">
-        <button type="submit" disabled={state.busy || !content.trim()}>
-          {state.busy ? "Remembering…" : "Remember"}
-        </button>
-        {state.result ? (
-          <span class="note ok" role="status">
-            Remembered.
-          </span>
-        ) : null}
-        <ErrorNote error={state.error} />
-      </div>
-    </form>
+    </>
   );
 }
 
@@ -116,40 +111,29 @@ function EditForm({ memory, latest, versions, onDone }) {
     onDone(true);
   });
   return (
-    <form
-      onSubmit={(e) => {
-        e.preventDefault();
-        save();
-      }}
-    >
-      <p class="note">
-        Saving makes version {latest.version + 1}; version {latest.version} stays in the log. If someone changed it
-        meanwhile, saving is refused (conflict) instead of overwriting their change.
-      </p>
-      <Field label="Memory text">
-        <textarea rows="4" required maxLength="20000" value={content} onInput={(e) => setContent(e.currentTarget.value)} />
-      </Field>
-      <Field label="Title" hint="left as it is, a derived title follows the new text">
-        <input maxLength="200" value={title} onInput={(e) => setTitle(e.currentTarget.value)} />
-      </Field>
-      <Field label="Memory type">
-        <Select value={type} onChange={setType} options={TYPES} />
-      </Field>
-      <Field label="Memory tags" hint="comma-separated">
-        <input value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
-      </Field>
-      <ErrorNote error={state.error} />
-      <div class="actions">
-        <button type="submit" disabled={state.busy || !content.trim()}>
-          Save new version
-        </button>
-        <button type="button" class="secondary" onClick={() => onDone(false)}>
-          Cancel
-        </button>
-      </div>
+    <>
+      <ActionForm
+        onSubmit={save}
+        state={state}
+        submit="Save new version"
+        disabled={!content.trim()}
+        onCancel={() => onDone(false)}
+      >
+        <p class="note">
+          Saving makes version {latest.version + 1}; version {latest.version} stays in the log. If someone changed it
+          meanwhile, saving is refused (conflict) instead of overwriting their change.
+        </p>
+        <Field label="Memory text">
+          <TextArea rows="4" required maxLength="20000" value={content} onChange={setContent} />
+        </Field>
+        <Field label="Title" hint="left as it is, a derived title follows the new text">
+          <TextInput maxLength="200" value={title} onChange={setTitle} />
+        </Field>
+        <TypeAndTags type={type} setType={setType} tags={tags} setTags={setTags} />
+      </ActionForm>
       <h3>Versions</h3>
       <Versions versions={versions} />
-    </form>
+    </>
   );
 }
 
@@ -161,30 +145,16 @@ function Forget({ memory, onDone }) {
     onDone(true);
   });
   return (
-    <form
-      onSubmit={(e) => {
-        e.preventDefault();
-        forget();
-      }}
-    >
+    <ActionForm onSubmit={forget} state={state} submit="Forget it" tone="danger" onCancel={() => onDone(false)}>
       <p class="note">
         The memory and its vectors go at once: no context or search shows it again. The log keeps that it was
         forgotten (who, when, why).
       </p>
       <blockquote>{memory.content}</blockquote>
       <Field label="Reason" hint="optional, kept with the record">
-        <input maxLength="500" value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+        <TextInput maxLength="500" value={reason} onChange={setReason} />
       </Field>
-      <ErrorNote error={state.error} />
-      <div class="actions">
-        <button type="submit" class="danger" disabled={state.busy}>
-          Forget it
-        </button>
-        <button type="button" class="secondary" onClick={() => onDone(false)}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </ActionForm>
   );
 }
 
@@ -229,27 +199,23 @@ export function Remembered({ bot }) {
         }}
       >
         <Field label="Search remembered memories" hint="empty: the newest first; else ranked as the memory API's search ranks">
-          <input type="search" maxLength="2000" value={typed} onInput={(e) => setTyped(e.currentTarget.value)} />
+          <TextInput type="search" maxLength="2000" value={typed} onChange={setTyped} />
         </Field>
         <button type="submit">Search</button>
       </form>
       {found.loading ? <Loading what="Loading remembered memories" /> : null}
       <ErrorNote error={found.error} />
       {found.data ? (
-        <table class="grid">
-          <caption>
-            Remembered memories of user {user}: {found.data.results.length}
-            {query ? ` matching “${query}”` : found.data.results.length === LIMIT ? " (the newest)" : ""}
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Memory</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {found.data.results.map((m) => (
+        <DataTable
+          caption={
+            <>
+              Remembered memories of user {user}: {found.data.results.length}
+              {query ? ` matching “${query}”` : found.data.results.length === LIMIT ? " (the newest)" : ""}
+            </>
+          }
+          columns={["Memory", "Kind", "Actions"]}
+        >
+          {found.data.results.map((m) => (
               <tr>
                 <td>
                   <strong>{m.title}: </strong>
@@ -277,18 +243,13 @@ export function Remembered({ bot }) {
                 </td>
                 <td>
                   <div class="actions">
-                    <button type="button" class="secondary" onClick={() => setEditing(m)} aria-label={`Edit ${m.title}`}>
-                      Edit
-                    </button>
-                    <button type="button" class="danger" onClick={() => setForgetting(m)} aria-label={`Forget ${m.title}`}>
-                      Forget
-                    </button>
+                    <ItemButton action="Edit" item={m.title} onClick={() => setEditing(m)} />
+                    <ItemButton action="Forget" item={m.title} tone="danger" onClick={() => setForgetting(m)} />
                   </div>
                 </td>
               </tr>
             ))}
-          </tbody>
-        </table>
+        </DataTable>
       ) : null}
       <IndexError error={index.error} />
       <Dialog open={!!editing} title="Edit memory" onClose={() => setEditing(null)}>
