@@ -58,7 +58,12 @@ def _usage(args: argparse.Namespace, settings: Settings, console: Console) -> in
     """``--usage``: the per-tenant usage report (``mnemo.rpc.ops.usage.v1``, an operators' request)."""
     try:
         request = UsageRequest(
-            tenant_ids=args.tenant, since=args.since, until=args.until, limit=args.limit, offset=args.offset
+            tenant_ids=args.tenant,
+            since=args.since,
+            until=args.until,
+            limit=args.limit,
+            offset=args.offset,
+            growth_days=args.growth_days,
         )
     except ValidationError as exc:
         Console(stderr=True).print(f"[red]error[/red]: {exc}")
@@ -97,4 +102,7 @@ def add_status_command(sub: Any) -> None:
     st.add_argument("--until", help="--usage: the last UTC day, YYYY-MM-DD (included)")
     st.add_argument("--limit", type=int, default=100, help="--usage: tenants per page")
     st.add_argument("--offset", type=int, default=0, help="--usage: tenants to skip")
+    st.add_argument(
+        "--growth-days", type=int, default=0, help="--usage: also each memory type held and added over N days"
+    )
     st.set_defaults(func=status_command)

@@ -147,6 +147,31 @@ def usage(console: Console, reply: dict[str, Any]) -> None:
                                                     "llm_prompt_tokens", "llm_completion_tokens")),
         )  # fmt: skip
     console.print(table)
+    for t in reply["tenants"]:
+        if t.get("memory_types"):
+            growth(console, t, reply.get("growth_since"))
     shown = len(reply["tenants"])
     if shown < reply["total"]:
         console.print(f"{shown} of {reply['total']} tenants: --offset and --limit page through them")
+
+
+def growth(console: Console, tenant: dict[str, Any], since: str | None) -> None:
+    """``--growth-days``: a tenant's memory types, held now and added since the window's first day."""
+    table = Table(
+        "source",
+        "type",
+        "held now",
+        "added",
+        "last day added",
+        title=f"{tenant['tenant_id']}: memory growth since {since}",
+    )
+    for g in tenant["memory_types"]:
+        last = g["added"][-1] if g["added"] else None
+        added = sum(d["added"] for d in g["added"])
+        table.add_row(
+            g["source"], g["type"], f"{g['held']:,}", f"{added:,}", f"{last['day']} (+{last['added']})" if last else ""
+        )
+    console.print(table)
+    kinds = ", ".join(f"{k} {n:,}" for k, n in tenant.get("vectors_by_kind", {}).items() if n)
+    if kinds:
+        console.print(f"vector points: {kinds}")
