@@ -102,6 +102,10 @@ def test_dead_letters_with_their_reasons_redriven_and_lag_and_usage(demo: Demo, 
     assert messages.get_by_role("cell").first.inner_text() == str(held)
     assert messages.get_by_role("img").get_attribute("aria-label").endswith(f"{held} now")
     assert accessibility_problems(page) == []
+    growth.scroll_into_view_if_needed()
+    screenshot(page, "operations-growth")
+    page.evaluate("window.scrollTo(0, 0)")
+    assert accessibility_problems(page) == []
     screenshot(page, "operations")
 
     page.get_by_label(f"Redrive dead letter #{seq}").check()
