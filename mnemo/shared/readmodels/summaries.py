@@ -65,6 +65,34 @@ class SummaryView:
         return EVERYONE in self.audience or character_id in self.audience
 
 
+def summary_view(summary_id: str, d: Mapping[str, Any], text: str, emotional_context: str | None) -> SummaryView:
+    """A stored summary row as its view, ``text`` and ``emotional_context`` given in plain (the MongoDB adapter
+    decrypts them; the in-memory fake keeps them plain)."""
+    return SummaryView(
+        summary_id=summary_id,
+        tenant_id=d["tenant_id"],
+        user_id=d["user_id"],
+        conversation_id=d["conversation_id"],
+        summary_type=d["summary_type"],
+        text=text,
+        importance=int(d["importance"]),
+        participants=tuple(d.get("participants", ())),
+        start_at=d["start_at"],
+        end_at=d["end_at"],
+        message_ids=tuple(d.get("message_ids", ())),
+        first_index=int(d["first_index"]),
+        last_index=int(d["last_index"]),
+        method=d["method"],
+        audience=tuple(d.get("audience", (EVERYONE,))),
+        consolidates=tuple(d.get("consolidates", ())),
+        status=str(d.get("status", ACTIVE)),
+        replaced_by=d.get("replaced_by"),
+        prompt_version=d.get("prompt_version"),
+        emotional_context=emotional_context,
+        cited_message_ids=tuple(d.get("cited_message_ids") or d.get("message_ids", ())),
+    )
+
+
 @dataclass(frozen=True)
 class SummaryPage:
     """Which of a user's summaries the memory listing reads, in the two forms the adapters need: a MongoDB
@@ -231,31 +259,11 @@ class SummariesReadModel(SummaryPages):
     async def _view(self, d: dict[str, Any]) -> SummaryView:
         tc = await self._cipher.for_tenant(d["tenant_id"], reading=(d,))
         emotional = d.get("emotional_context")
-        return SummaryView(
-            summary_id=d["_id"],
-            tenant_id=d["tenant_id"],
-            user_id=d["user_id"],
-            conversation_id=d["conversation_id"],
-            summary_type=d["summary_type"],
-            text=str(tc.decrypt(d["_id"], "text", d["text"])),
-            importance=int(d["importance"]),
-            participants=tuple(d.get("participants", ())),
-            start_at=d["start_at"],
-            end_at=d["end_at"],
-            message_ids=tuple(d.get("message_ids", ())),
-            first_index=int(d["first_index"]),
-            last_index=int(d["last_index"]),
-            method=d["method"],
-            audience=tuple(d.get("audience", (EVERYONE,))),
-            consolidates=tuple(d.get("consolidates", ())),
-            status=str(d.get("status", ACTIVE)),
-            replaced_by=d.get("replaced_by"),
-            prompt_version=d.get("prompt_version"),
-            emotional_context=None if emotional is None else str(tc.decrypt(d["_id"], "emotional_context", emotional)),
-            cited_message_ids=tuple(d.get("cited_message_ids") or d.get("message_ids", ())),
+        text = str(tc.decrypt(d["_id"], "text", d["text"]))
+        return summary_view(
+            d["_id"], d, text, None if emotional is None else str(tc.decrypt(d["_id"], "emotional_context", emotional))
         )
 
-    # --- listing (mnemo.rpc.memory.list.v1) ---------------------------------------------------------------
     async def listed(self, q: SummaryPage, offset: int, limit: int) -> tuple[list[SummaryListed], int]:
         query = q.filter()
         total = await self._col.count_documents(query)

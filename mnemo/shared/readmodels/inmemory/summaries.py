@@ -8,7 +8,7 @@ from typing import Any
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
 from mnemo.shared.readmodels.inmemory.conversation import naive_utc
-from mnemo.shared.readmodels.summaries import SummaryListed, SummaryPage, SummaryPages, SummaryView
+from mnemo.shared.readmodels.summaries import SummaryListed, SummaryPage, SummaryPages, SummaryView, summary_view
 
 
 class InMemorySummaries(SummaryPages):
@@ -48,29 +48,7 @@ class InMemorySummaries(SummaryPages):
 
     @staticmethod
     def _view(summary_id: str, d: dict[str, Any]) -> SummaryView:
-        return SummaryView(
-            summary_id=summary_id,
-            tenant_id=d["tenant_id"],
-            user_id=d["user_id"],
-            conversation_id=d["conversation_id"],
-            summary_type=d["summary_type"],
-            text=str(d["text"]),
-            importance=int(d["importance"]),
-            participants=tuple(d.get("participants", ())),
-            start_at=d["start_at"],
-            end_at=d["end_at"],
-            message_ids=tuple(d.get("message_ids", ())),
-            first_index=int(d["first_index"]),
-            last_index=int(d["last_index"]),
-            method=d["method"],
-            audience=tuple(d.get("audience", (EVERYONE,))),
-            consolidates=tuple(d.get("consolidates", ())),
-            status=str(d.get("status", "active")),
-            replaced_by=d.get("replaced_by"),
-            prompt_version=d.get("prompt_version"),
-            emotional_context=d.get("emotional_context"),
-            cited_message_ids=tuple(d.get("cited_message_ids") or d.get("message_ids", ())),
-        )
+        return summary_view(summary_id, d, str(d["text"]), d.get("emotional_context"))
 
     def _created(self, tenant_id: str) -> list[tuple[str, dict[str, Any]]]:
         return [(i, d) for i, d in self.docs.items() if d["tenant_id"] == tenant_id and "text" in d]

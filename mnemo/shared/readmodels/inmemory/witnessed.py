@@ -4,16 +4,14 @@ server; same folding rules as ``WitnessedReadModel`` (keyed by event id and offs
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import MESSAGES_WITNESSED, MessagesWitnessed
-
-if TYPE_CHECKING:
-    from mnemo.shared.readmodels.witnessed import WitnessedPort
+from mnemo.shared.readmodels.witnessed import WitnessedPort, WitnessedRows
 
 
-class InMemoryWitnessed:
+class InMemoryWitnessed(WitnessedPort):
     def __init__(self) -> None:
         self.docs: dict[str, dict[str, Any]] = {}
 
@@ -35,35 +33,8 @@ class InMemoryWitnessed:
                     },
                 )
 
-    async def witnesses(self, tenant_id: str, character_id: str, message_ids: Sequence[str]) -> set[str]:
-        wanted = set(message_ids)
-        return {
-            d["message_id"]
-            for d in self.docs.values()
-            if (d["tenant_id"], d["character_id"]) == (tenant_id, character_id) and d["message_id"] in wanted
-        }
-
-    async def known_message_ids(
-        self,
-        tenant_id: str,
-        character_id: str,
-        *,
-        user_id: str | None = None,
-        conversation_id: str | None = None,
-        limit: int | None = None,
-    ) -> list[str]:
-        found = [
-            d
-            for d in self.docs.values()
-            if (d["tenant_id"], d["character_id"]) == (tenant_id, character_id)
-            and (user_id is None or d["user_id"] == user_id)
-            and (conversation_id is None or d["conversation_id"] == conversation_id)
-        ]
-        found.sort(key=lambda d: (d["user_id"], d["conversation_id"], d["index"]))
-        if limit is not None:
-            found = found[:limit]
-        return list(dict.fromkeys(d["message_id"] for d in found))
-
-
-if TYPE_CHECKING:
-    _port: WitnessedPort = InMemoryWitnessed()
+    async def witnessed(self, q: WitnessedRows, limit: int | None) -> list[str]:
+        found = sorted(
+            filter(q.admits, self.docs.values()), key=lambda d: (d["user_id"], d["conversation_id"], d["index"])
+        )
+        return [d["message_id"] for d in found[:limit]]
