@@ -49,22 +49,9 @@ _Decide = Callable[[str], Awaitable[AppendDecision[FactChangeReply | None]]]
 
 
 def fact_info(f: FactView) -> FactInfo:
-    return FactInfo(
-        fact_id=f.fact_id,
-        character_id=f.character_id,
-        character_kind=f.character_kind,
-        text=f.text,
-        fact_type=f.fact_type,
-        tags=list(f.tags),
-        confidence=f.confidence,
-        scope=f.scope,
-        status=f.status,
-        conversation_id=f.conversation_id,
-        message_ids=list(f.message_ids),
-        method=f.method,
-        learned_at=f.learned_at,
-        revises=f.revises,
-    )
+    """The reply's fact: every field of ``FactInfo`` is the view's field of that name (the wire model says
+    what is shown; the view's other fields, e.g. its tenant and owner, are not)."""
+    return FactInfo.model_validate(f, from_attributes=True)
 
 
 def checked_scope(req: FactAddRequest) -> str:

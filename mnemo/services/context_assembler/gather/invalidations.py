@@ -16,52 +16,31 @@ from mnemo.shared.events.envelope import stream_parts
 from mnemo.shared.events.recorded import (
     BOT_RECORDED,
     CONVERSATION_FORKED,
-    DOCUMENT_ACCEPTED,
-    DOCUMENT_CHUNKED,
-    DOCUMENT_COMPLETED,
-    DOCUMENT_DELETED,
-    DOCUMENT_FAILED,
+    DOCUMENT_EVENTS,
     ERASURE_COMPLETED,
-    FACT_LEARNED,
-    FACT_PROMOTED,
-    FACT_RETIRED,
-    FACT_UNPROMOTED,
-    FACTS_CONSOLIDATED,
     LORE_TIMED_STATE_RECORDED,
-    LOREBOOK_ATTACHED,
-    LOREBOOK_CREATED,
-    LOREBOOK_DELETED,
-    LOREBOOK_DETACHED,
-    LOREBOOK_ENTRY_CREATED,
-    LOREBOOK_ENTRY_DELETED,
-    LOREBOOK_ENTRY_UPDATED,
-    LOREBOOK_IMPORTED,
     PERSONA_RECORDED,
     SUMMARY_CREATED,
     SUMMARY_RETIRED,
 )
+from mnemo.shared.lore.history import LORE_EVENTS
+from mnemo.shared.readmodels.knowledge import KNOWLEDGE_EVENTS
 from mnemo.shared.subjects import log_subject
 
 log = logging.getLogger(__name__)
 
 _OWN_STREAM = {BOT_RECORDED.name, PERSONA_RECORDED.name, LORE_TIMED_STATE_RECORDED.name}
-_LORE = {
-    e.name
-    for e in (
-        LOREBOOK_ATTACHED, LOREBOOK_CREATED, LOREBOOK_DELETED, LOREBOOK_DETACHED, LOREBOOK_ENTRY_CREATED,
-        LOREBOOK_ENTRY_DELETED, LOREBOOK_ENTRY_UPDATED, LOREBOOK_IMPORTED,
-    )
-}  # fmt: skip
-_DOCUMENTS = {
-    e.name for e in (DOCUMENT_ACCEPTED, DOCUMENT_CHUNKED, DOCUMENT_COMPLETED, DOCUMENT_DELETED, DOCUMENT_FAILED)
-}
-_FACTS = {e.name for e in (FACT_LEARNED, FACT_PROMOTED, FACT_RETIRED, FACT_UNPROMOTED, FACTS_CONSOLIDATED)}
 _SUMMARIES = {SUMMARY_CREATED.name, SUMMARY_RETIRED.name}
 #: The relayed subjects the assembler listens to.
 SUBJECTS = tuple(
     log_subject(name)
     for name in sorted(
-        _OWN_STREAM | _LORE | _DOCUMENTS | _FACTS | _SUMMARIES | {CONVERSATION_FORKED.name, ERASURE_COMPLETED.name}
+        _OWN_STREAM
+        | LORE_EVENTS
+        | DOCUMENT_EVENTS
+        | KNOWLEDGE_EVENTS
+        | _SUMMARIES
+        | {CONVERSATION_FORKED.name, ERASURE_COMPLETED.name}
     )
 )
 
@@ -100,11 +79,11 @@ def sources_of(event_type: str, tenant_id: str, stream_id: str) -> list[str]:
     """The sources an event of this kind changes (none for a kind no kept read depends on)."""
     if event_type in _OWN_STREAM:
         return [stream_id]
-    if event_type in _LORE:
+    if event_type in LORE_EVENTS:
         return [lore_topic(tenant_id)]
-    if event_type in _DOCUMENTS:
+    if event_type in DOCUMENT_EVENTS:
         return [documents_topic(tenant_id)]
-    if event_type in _FACTS:
+    if event_type in KNOWLEDGE_EVENTS:
         return [facts_topic(tenant_id)]
     if event_type == CONVERSATION_FORKED.name:  # conversation/<tenant>/<user>/<conversation>
         return _user_topic("forks", tenant_id, stream_id)
