@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 from pydantic import SecretStr
 
 from mnemo.runtime.servers import ChildServer, free_port, start_mongo, start_nats
@@ -25,6 +27,12 @@ from mnemo.shared.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+
+# Timed assertions do not belong in tests: on the shared, loaded machines CI runs on, one property test's
+# examples can take seconds (a "too slow" health check failed test_log_subject_round_trips at load 21), so
+# no property test has a per-example deadline or that health check unless it asks for them itself.
+hypothesis_settings.register_profile("mnemo", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("mnemo")
 
 
 @pytest.fixture(scope="module")
