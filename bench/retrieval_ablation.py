@@ -297,6 +297,12 @@ def main(
         ("  neighbours of the first 10 pulled in", {"NEIGHBOUR_PULL": 10}),
         ("  neighbours of the first 20 pulled in", {"NEIGHBOUR_PULL": 20}),
         ("  referred time relative to the last turn", {"NOW_FROM_CHAT": True}),
+        ("  time: without the turns' own dates", {"TURN_DATES": False, "NOW_FROM_CHAT": True}),
+        ("  time: dates parsed (dateparser)", {"PARSE_DATES": True, "NOW_FROM_CHAT": True}),
+        ("  time: asking when lifts turns saying when 0.15", {"WHEN_BOOST": 0.15}),
+        ("  time: asking when lifts turns saying when 0.3", {"WHEN_BOOST": 0.3}),
+        ("  time: asking when lifts turns saying when 0.6", {"WHEN_BOOST": 0.6}),
+        ("  time: all of them (when 0.3)", {"WHEN_BOOST": 0.3, "PARSE_DATES": True, "NOW_FROM_CHAT": True}),
         ("  dense feedback 1.0, first pool re-scored", {"DENSE_PRF": 1.0}),
         ("  dense feedback 0.5, searched again", {"DENSE_PRF": 0.5, "DENSE_PRF_MODE": "search"}),
         ("  dense feedback 1.0, searched again", {"DENSE_PRF": 1.0, "DENSE_PRF_MODE": "search"}),
@@ -315,7 +321,7 @@ def main(
     for name, values in rows:
         with levers(**values):
             result = run(chats, vectors, history, pool)
-        print(f"{name:<46}" + "".join(f"{k} {v:.3f}   " for k, v in result.items()), flush=True)
+        print(f"{name:<52}" + "".join(f"{k} {v:.3f}   " for k, v in result.items()), flush=True)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,18 @@ class AssemblerSettings(BaseModel):
         description="a message about two or more participants ranks the retrieved messages once per person, "
         "that person's boosted, and interleaves the rankings (search/ranking.py)",
     )
+    rank_when_boost: float = Field(
+        0.0,
+        ge=0,
+        description='a message that asks when ("When did Kate start reading it?") lifts the retrieved messages '
+        'that say when ("yesterday", "last week", a date) by this fraction (search/when.py); 0: off',
+    )
+    rank_parse_dates: bool = Field(
+        False,
+        description='time expressions the fixed patterns miss ("last Saturday", "вчера", "昨天") resolved with '
+        "dateparser against the message's date, in the message and in the retrieved messages (search/when.py; "
+        "tens of milliseconds a message that names a time)",
+    )
     retrieval_timeout_s: float = Field(1.5, gt=0, description="embed + vector searches, together")
     read_timeout_s: float = Field(2.0, gt=0, description="each read-model query")
     deadline_s: float = Field(

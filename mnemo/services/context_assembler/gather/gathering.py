@@ -337,6 +337,8 @@ class Gatherer:
             hits.second,
             use_aliases=s.rank_by_aliases,
             split_named=s.rank_per_named_person,
+            when_boost=s.rank_when_boost,
+            parse_dates=s.rank_parse_dates,
         )
 
     async def _legacy(self, req: ContextAssembleRequest, found: Found, degraded: list[str]) -> list[MemoryItem]:

@@ -5,8 +5,8 @@ model gives each id its text, author and place in the conversation (an id it doe
 witnessed by the speaking bot, is left out). With a second search configured (``expansion.py``) the first
 pool's texts seed it and its pool replaces the first; only the ids not read yet are read. Then
 ``ranking.rank_candidates`` orders the pool (fused rank, neighbours, the named participant or participants, their
-aliases, the referred time,
-near-duplicates, MMR, the optional re-ranking model of ``rerank.py``).
+aliases, the referred time and the turns that say when, near-duplicates, MMR, the optional re-ranking model of
+``rerank.py``).
 """
 
 from __future__ import annotations
@@ -44,11 +44,14 @@ async def retrieved_lines(
     *,
     use_aliases: bool | None = None,
     split_named: bool | None = None,
+    when_boost: float | None = None,
+    parse_dates: bool | None = None,
 ) -> list[ChatLine]:
     """The ``limit`` best messages of ``found`` (those in ``exclude``, the history window, left out), each with
     its relevance in [0, 1] as ``score`` (monotone with the order they are packed in; never the fusion
     score). ``query`` is the user's message as asked (the ranking reads who and when it names);
-    ``use_aliases`` and ``split_named`` are the ranking's levers of the same names (None: its defaults)."""
+    ``use_aliases``, ``split_named``, ``when_boost`` and ``parse_dates`` are the ranking's levers of the same
+    names (None: its defaults)."""
     kept, pool = _pool(found.points, exclude)
     if not pool or limit <= 0:
         return []
@@ -67,5 +70,7 @@ async def retrieved_lines(
         rerank=await scores_by_id(reranker, query, [by_id[k] for k in pool if k in by_id]),
         use_aliases=use_aliases,
         split_named=split_named,
+        when_boost=when_boost,
+        parse_dates=parse_dates,
     )
     return [replace(by_id[key], score=score) for key, score in ranked]

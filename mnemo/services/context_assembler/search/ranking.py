@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from mnemo.services.context_assembler.search.aliases import aliases, named_by_alias
 from mnemo.services.context_assembler.search.names import spelled_names
 from mnemo.services.context_assembler.search.timerefs import TimeWindow, referred_window
+from mnemo.services.context_assembler.search.when import TimeLevers, asks_when, parsed_window, states_time
 from mnemo.shared.sparse import tokens
 
 __all__ = [
@@ -28,12 +29,15 @@ __all__ = [
     "MIN_RELEVANCE",
     "MMR_LAMBDA",
     "NEIGHBOUR_WEIGHT",
+    "PARSE_DATES",
     "PARTICIPANT_BOOST",
     "QUESTION_WEIGHT",
     "RANK_K",
     "SPLIT_NAMED",
     "TIME_BOOST",
+    "TURN_DATES",
     "USE_ALIASES",
+    "WHEN_BOOST",
     "Candidate",
     "TimeWindow",
     "jaccard",
@@ -70,6 +74,15 @@ USE_ALIASES = True
 #: A query about two or more participants ("What do Kate and Elise both like?") is ranked once per person, that
 #: person's messages boosted, and the rankings interleaved (the default of ``rank_candidates``' ``split_named``).
 SPLIT_NAMED = True
+#: A turn whose own time expression ("yesterday", "last week"), resolved against the day it was written, falls
+#: in the time the query names counts as in that time (``when.py``), as a turn written then does.
+TURN_DATES = True
+#: A query that asks when ("When did Kate start reading Pachinko?") lifts the turns that say when (``when.py``)
+#: by this fraction (0: off; the default of ``rank_candidates``' ``when_boost``).
+WHEN_BOOST = 0.0
+#: Expressions the fixed patterns do not know resolved with ``dateparser`` (``when.parsed_window``: tens of
+#: milliseconds a call; the default of ``rank_candidates``' ``parse_dates``).
+PARSE_DATES = False
 
 
 @dataclass(frozen=True)
@@ -195,6 +208,8 @@ def rank_candidates(
     rerank: Mapping[str, float] | None = None,
     use_aliases: bool | None = None,
     split_named: bool | None = None,
+    when_boost: float | None = None,
+    parse_dates: bool | None = None,
 ) -> list[tuple[str, float]]:
     """The ``limit`` best candidates as ``(key, relevance)``, best first, relevance in [0, 1].
 
@@ -226,8 +241,13 @@ def rank_candidates(
         boosted as in step 3, and the rankings are interleaved (one from each in turn, duplicates skipped), so
         a question about two people ("What do Kate and Elise both like?") sees the best of each; the
         relevance is kept non-increasing along that order.
+    11. Time in turns (``when.py``): a turn whose own expression ("yesterday"), resolved against the day it was
+        written, falls in the referred time counts as in it (``TURN_DATES``, step 4); a query that asks when
+        lifts the turns that say when by ``when_boost``; with ``parse_dates`` the query's time expressions the
+        fixed patterns miss ("last Saturday", "вчера") are resolved by ``dateparser``, and so are the turns'.
 
-    ``use_aliases`` and ``split_named`` default to ``USE_ALIASES`` and ``SPLIT_NAMED`` (read at call time).
+    ``use_aliases``, ``split_named``, ``when_boost`` and ``parse_dates`` default to ``USE_ALIASES``,
+    ``SPLIT_NAMED``, ``WHEN_BOOST`` and ``PARSE_DATES`` (read at call time).
     ``rerank`` (a re-ranking model's score in [0, 1] per key, when one is configured) replaces the fused
     rank as the base score of the keys it covers. ``now`` (epoch seconds) anchors relative times in the
     query. Duplicated keys keep their first (best) occurrence.
@@ -246,11 +266,14 @@ def rank_candidates(
     authors = sorted({c.author for c in unique.values() if c.author})
     known = aliases((c.author, c.text) for c in unique.values()) if _or(use_aliases, USE_ALIASES) else {}
     named = named_participants(query, authors, known)
-    window = referred_window(query, now)
+    parse = _or(parse_dates, PARSE_DATES)
+    window = referred_window(query, now) or (parsed_window(query, now) if parse and states_time(query) else None)
+    boost = WHEN_BOOST if when_boost is None else when_boost
+    time = TimeLevers(window, TIME_BOOST, TURN_DATES, parse, boost if boost > 0 and asks_when(query) else 0.0)
     if len(named) > 1 and _or(split_named, SPLIT_NAMED):
-        relevance = _interleaved([_relevance(unique, base, near, one, window) for one in named])
+        relevance = _interleaved([_relevance(unique, base, near, one, time) for one in named])
     else:
-        relevance = _relevance(unique, base, near, named[0] if len(named) == 1 else None, window)
+        relevance = _relevance(unique, base, near, named[0] if len(named) == 1 else None, time)
     words = {k: word_set(c.text) for k, c in unique.items()}
     kept: dict[str, float] = {}
     for k in relevance:
@@ -272,10 +295,10 @@ def _relevance(
     base: Mapping[str, float],
     near: Mapping[str, float],
     named: str | None,
-    window: TimeWindow | None,
+    time: TimeLevers,
 ) -> dict[str, float]:
-    """Each candidate's relevance in [0, 1] with ``named``'s messages boosted, best first (steps 1-4, 7)."""
-    best_possible = (1 + (PARTICIPANT_BOOST if named else 0.0)) * (1 + (TIME_BOOST if window else 0.0))
+    """Each candidate's relevance in [0, 1] with ``named``'s messages boosted, best first (steps 1-4, 7, 11)."""
+    best_possible = (1 + (PARTICIPANT_BOOST if named else 0.0)) * time.best()
     relevance: dict[str, float] = {}
     for k, c in unique.items():
         score = base[k] + NEIGHBOUR_WEIGHT * max(0.0, near[k] - base[k])
@@ -283,8 +306,7 @@ def _relevance(
             score *= QUESTION_WEIGHT
         if named is not None and c.author == named:
             score *= 1 + PARTICIPANT_BOOST
-        if window is not None and c.created_at is not None and window.contains(c.created_at):
-            score *= 1 + TIME_BOOST
+        score *= time.factor(c)
         relevance[k] = min(1.0, score / best_possible)
     return dict(sorted(relevance.items(), key=lambda kv: -kv[1]))
 
