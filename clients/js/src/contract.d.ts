@@ -1381,7 +1381,7 @@ export interface LoreTestActivationRequest {
 }
 /**
  * `mnemo.rpc.memory.convert_to_lore.v1` reply. Converting the same memory again returns the same entry
- * (the first conversion's targets and title stand) with ``created`` false.
+ * (the first conversion's targets, title, tags and importance stand) with ``created`` false.
  */
 export interface MemoryConvertToLoreReply {
   /**
@@ -1424,6 +1424,14 @@ export interface MemoryConvertToLoreRequest {
    * @maxItems 1000
    */
   applies_to_personas?: string[];
+  /**
+   * the entry's tags (listed as its `emotional_tags`), trimmed, lower-cased, each kept once; default: split from the summary's emotional context
+   */
+  tags?: string[] | null;
+  /**
+   * the entry's importance; default: the summary's
+   */
+  importance?: number | null;
 }
 /**
  * `mnemo.rpc.memory.delete.v1` reply; deleting again is harmless (``deleted`` is then false).

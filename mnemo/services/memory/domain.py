@@ -53,6 +53,16 @@ def split_tags(emotional_context: str | None) -> list[str]:
     return tags
 
 
+def clean_tags(tags: list[str]) -> list[str]:
+    """Tags a user chose: whitespace collapsed, lower-cased (as split ones are), each kept once in order."""
+    cleaned: list[str] = []
+    for raw in tags:
+        tag = " ".join(raw.lower().split())[:MAX_TAG_CHARS]
+        if tag and tag not in cleaned:
+            cleaned.append(tag)
+    return cleaned
+
+
 @dataclass(frozen=True)
 class MemoryState:
     """What the summary stream says about one memory: its creation and whether (and why) it was retired."""
@@ -98,7 +108,8 @@ _MEMORY_FOLD: dict[str, Callable[[_MemoryFold, EventEnvelope], None]] = {
 def legacy_entry(
     tenant_id: str, req: MemoryConvertToLoreRequest, memory: SummaryCreated, now: datetime
 ) -> LegacyLoreCreated:
-    """The ``legacy_memory`` entry a memory becomes: its text, participants, range, importance and mood kept."""
+    """The ``legacy_memory`` entry a memory becomes: its text, participants, range, importance and mood kept
+    (the reviewer's tags and importance instead, when the request gives them)."""
     return LegacyLoreCreated(
         legacy_id=legacy_id_for(tenant_id, req.user_id, memory.summary_id),
         user_id=req.user_id,
@@ -110,8 +121,8 @@ def legacy_entry(
         participants=list(memory.participants),
         start_at=memory.start_at,
         end_at=memory.end_at,
-        importance=memory.importance,
-        emotional_tags=split_tags(memory.emotional_context),
+        importance=memory.importance if req.importance is None else req.importance,
+        emotional_tags=split_tags(memory.emotional_context) if req.tags is None else clean_tags(req.tags),
         applies_to_bots=sorted(set(req.applies_to_bots)),
         applies_to_personas=sorted(set(req.applies_to_personas)),
         summary_type=memory.summary_type,

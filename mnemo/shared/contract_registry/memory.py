@@ -24,6 +24,8 @@ OPERATIONS: tuple[Operation, ...] = (
             "applies_to_bots": ["maren"],
             "applies_to_personas": ["persona-1"],
             "title": "The compass",
+            "tags": ["compass", "harbour"],
+            "importance": 7,
         },
         {
             "legacy_id": "...",

@@ -139,7 +139,8 @@ async def test_another_users_memory_cannot_be_deleted(memory):
 
 async def test_a_memory_converted_to_lore_is_listed_and_deleted_with_it(memory):
     rpc, m = memory
-    convert = {"tenant_id": T, "user_id": U1, "memory_id": "s1", "applies_to_bots": ["bard"], "title": "Harbour"}
+    convert = {"tenant_id": T, "user_id": U1, "memory_id": "s1", "applies_to_bots": ["bard"], "title": "Harbour",
+               "tags": ["Harbour", "storm"], "importance": 9}  # fmt: skip
 
     converted = await rpc(subjects.MEMORY_CONVERT_TO_LORE, convert)
     legacy = await rpc(subjects.MEMORY_LIST, {"tenant_id": T, "user_id": U1, "type": "legacy_memory"})
@@ -148,12 +149,15 @@ async def test_a_memory_converted_to_lore_is_listed_and_deleted_with_it(memory):
 
     assert (converted["memory_id"], converted["applies_to_bots"], converted["created"]) == ("s1", ["bard"], True)
     assert "error" not in legacy, legacy
-    assert [(i["id"], i["memory_id"], i["title"]) for i in legacy["items"]] == [
-        (converted["legacy_id"], "s1", "Harbour")
+    assert [(i["id"], i["memory_id"], i["title"], i["emotional_tags"], i["importance"]) for i in legacy["items"]] == [
+        (converted["legacy_id"], "s1", "Harbour", ["harbour", "storm"], 9)
     ]
     assert deleted["legacy_ids"] == [converted["legacy_id"]]
     assert after["items"] == []
     assert await m.legacy.deleted(T, [converted["legacy_id"]]) == {converted["legacy_id"]}
+
+
+TOO_IMPORTANT = {"tenant_id": T, "user_id": U1, "memory_id": "s1", "applies_to_bots": ["bard"], "importance": 11}
 
 
 @pytest.mark.parametrize(
@@ -163,6 +167,7 @@ async def test_a_memory_converted_to_lore_is_listed_and_deleted_with_it(memory):
         (subjects.MEMORY_LIST, {"tenant_id": T, "user_id": U1, "limit": 0}, "limit"),
         (subjects.MEMORY_DELETE, {"tenant_id": T, "user_id": U1, "memory_id": "s1", "force": True}, "force"),
         (subjects.MEMORY_DELETE, b"[]", "<body>"),
+        (subjects.MEMORY_CONVERT_TO_LORE, {**TOO_IMPORTANT}, "importance"),
     ],
 )
 async def test_bad_requests_get_a_bad_request_reply(memory, subject, body, says):

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from mnemo.services.memory import domain
 from mnemo.shared.events.recorded import (
@@ -84,6 +85,21 @@ def test_a_legacy_entry_keeps_the_memory_and_applies_to_the_chosen_characters() 
     assert entry.emotional_tags == ["anxious", "triumphant", "giddy"]
     assert (entry.applies_to_bots, entry.applies_to_personas) == (["bot-a", "bot-b"], ["p-1"])
     assert (entry.summary_type, entry.method, entry.prompt_version) == ("long_term", "llm:gpt-x", "summarize.v1")
+
+
+def test_the_reviewer_s_tags_and_importance_replace_the_memory_s() -> None:
+    chosen = request(tags=["  Lighthouse  Keeper", "map", "MAP", "a\tb"], importance=3)
+    entry = domain.legacy_entry("t1", chosen, memory(), T0)
+    assert (entry.emotional_tags, entry.importance) == (["lighthouse keeper", "map", "a b"], 3)
+    cleared = domain.legacy_entry("t1", request(tags=[]), memory(), T0)
+    assert (cleared.emotional_tags, cleared.importance) == ([], 8)
+
+
+@pytest.mark.parametrize("over", [{"importance": 0}, {"importance": 11}, {"tags": [""]}, {"tags": ["x" * 65]},
+                                  {"tags": [f"t{i}" for i in range(33)]}])  # fmt: skip
+def test_out_of_range_tags_and_importance_are_refused(over: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        request(**over)
 
 
 def test_legacy_ids_are_deterministic_and_scoped_to_tenant_and_user() -> None:

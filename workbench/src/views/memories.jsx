@@ -24,6 +24,8 @@ function Convert({ item, conversation, onDone }) {
   const [title, setTitle] = useState(item.title || "");
   const [botIds, setBotIds] = useState((item.participants.filter((p) => bots.includes(p)).length ? item.participants.filter((p) => bots.includes(p)) : bots).join(", "));
   const [personaIds, setPersonaIds] = useState(personas.join(", "));
+  const [tags, setTags] = useState("");
+  const [importance, setImportance] = useState(item.importance ? String(item.importance) : "");
   const [save, state] = useAction(async () => {
     const reply = await call("memory/convert_to_lore", {
       user_id: user,
@@ -31,6 +33,9 @@ function Convert({ item, conversation, onDone }) {
       title: title.trim() || null,
       applies_to_bots: idList(botIds),
       applies_to_personas: idList(personaIds),
+      // No tags typed: the entry's tags are split from the summary's mood, as without the dialog.
+      tags: idList(tags).length ? idList(tags) : null,
+      importance: importance === "" ? null : Number(importance),
     });
     onDone(true);
     return reply;
@@ -53,6 +58,12 @@ function Convert({ item, conversation, onDone }) {
       </Field>
       <Field label="Applies to personas" hint="persona ids, comma-separated">
         <TextInput value={personaIds} onChange={setPersonaIds} />
+      </Field>
+      <Field label="Tags" hint="comma-separated; empty: from the summary's mood">
+        <TextInput value={tags} onChange={setTags} />
+      </Field>
+      <Field label="Importance" hint="1 to 10">
+        <TextInput type="number" min="1" max="10" step="1" value={importance} onChange={setImportance} />
       </Field>
     </ActionForm>
   );
@@ -89,6 +100,8 @@ function Row({ item, indexed, conversation, onConvert, onChanged }) {
         {item.participants.length ? `present: ${who(item.participants)}` : ""}
         {item.applies_to.length ? ` · applies to ${who(item.applies_to)}` : ""}
         {item.scope ? ` · ${item.scope}` : ""}
+        {item.importance ? ` · importance ${item.importance}` : ""}
+        {item.emotional_tags.length || item.tags.length ? ` · tags: ${[...item.emotional_tags, ...item.tags].join(", ")}` : ""}
       </td>
       <td>
         {item.source === "memory" ? (

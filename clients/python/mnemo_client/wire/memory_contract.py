@@ -9,7 +9,7 @@ Never change a published field's meaning; add a new version of the subject inste
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -30,6 +30,7 @@ ItemType = Literal[
     "procedural",
 ]
 MAX_TARGETS = 1000
+MAX_LEGACY_TAGS = 32
 MAX_LIST_LIMIT = 200
 MAX_LIST_OFFSET = 100_000
 
@@ -49,6 +50,13 @@ class MemoryConvertToLoreRequest(_Owned):
         default_factory=list, max_length=MAX_TARGETS, description="the user's personas it applies to"
     )
     title: str | None = Field(None, min_length=1, max_length=512, description="a display title (optional)")
+    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
+        None,
+        max_length=MAX_LEGACY_TAGS,
+        description="the entry's tags (listed as its `emotional_tags`), trimmed, lower-cased, each kept once; "
+        "default: split from the summary's emotional context",
+    )
+    importance: int | None = Field(None, ge=1, le=10, description="the entry's importance; default: the summary's")
 
     @model_validator(mode="after")
     def _some_target(self) -> MemoryConvertToLoreRequest:
@@ -59,7 +67,7 @@ class MemoryConvertToLoreRequest(_Owned):
 
 class MemoryConvertToLoreReply(_Wire):
     """`mnemo.rpc.memory.convert_to_lore.v1` reply. Converting the same memory again returns the same entry
-    (the first conversion's targets and title stand) with ``created`` false."""
+    (the first conversion's targets, title, tags and importance stand) with ``created`` false."""
 
     legacy_id: str = Field(..., description="the legacy lore entry's id (derived from tenant, user and memory)")
     memory_id: str
