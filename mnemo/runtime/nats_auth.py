@@ -47,6 +47,7 @@ class Role:
     purges: tuple[str, ...] = ()  # streams it reads with ephemeral consumers and deletes messages from (erasure)
     hears: tuple[str, ...] = ()  # relayed log subjects it subscribes to on core NATS (no durable, no ack)
     publishes_chat: bool = False  # the memory service's chat import publishes chat events (keyed v2 subjects)
+    reads_backlog_of: tuple[tuple[str, str], ...] = ()  # (stream, durable): reads that consumer's info, nothing else
 
 
 _LORE_RPCS = (
@@ -93,6 +94,8 @@ ROLES: dict[str, Role] = {
         ),
         points="read",
         hears=INVALIDATING,
+        # memory.index_status's `pending`: the embedding durable's backlog (its info only: no pull, no ack).
+        reads_backlog_of=((subjects.LOG_STREAM, subjects.durable("embedding")),),
     ),
     "lore": Role(answers=_LORE_RPCS, uploads=True),
     "memory": Role(
@@ -247,6 +250,7 @@ def service_grant(name: str, role: Role) -> Grant:
         publish += _purge_api(stream)
     if role.publishes_chat:
         publish.append(subjects.CHAT_KEYED)
+    publish += [f"{JS_API}.CONSUMER.INFO.{stream}.{durable}" for stream, durable in role.reads_backlog_of]
     return Grant(tuple(dict.fromkeys(publish)), (*subscribe, *role.answers, *role.hears), responds=bool(role.answers))
 
 

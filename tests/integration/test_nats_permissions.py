@@ -23,6 +23,7 @@ from pydantic import SecretStr
 
 from mnemo.runtime.nats_auth import PLATFORM, env_name, grants
 from mnemo.runtime.servers import free_port, start_nats
+from mnemo.services.context_assembler import index_status
 from mnemo.shared import natsconn, subjects
 from mnemo.shared.natsconn import connect_options
 from mnemo.shared.settings import NatsSettings, Settings
@@ -110,6 +111,29 @@ async def test_a_service_cannot_publish_to_another_services_subjects(secured: Se
         await summarizer.denied(f'Publish to "{next_ingest}"')
         await summarizer.nc.subscribe(subjects.LOG_ALL)  # consumers read through JetStream, not core NATS
         await summarizer.denied(f'Subscription to "{subjects.LOG_ALL}"')
+
+
+async def test_the_context_assembler_reads_the_embedding_backlog_but_cannot_pull_it(
+    secured: SecuredNats, streams: None
+) -> None:
+    """memory.index_status's `pending` on a --secure deployment: the embedding durable's info, nothing more."""
+    async with connected(secured, "embedding") as embedding, connected(secured, "context-assembler") as assembler:
+        durable = index_status.EMBEDDING_DURABLE
+        await embedding.nc.jetstream().pull_subscribe(subjects.LOG_ALL, durable=durable, stream=subjects.LOG_STREAM)
+        before = await embedding.nc.jetstream().consumer_info(subjects.LOG_STREAM, durable)
+        async with connected(secured, "admin") as admin:
+            for _ in range(3):
+                await admin.nc.jetstream().publish(subjects.log_subject("message.recorded"), b"ciphertext")
+
+        backlog = await index_status.jetstream_backlog(lambda: assembler.nc.jetstream())()
+
+        assert backlog == int(before.num_pending or 0) + int(before.num_ack_pending or 0) + 3
+        assembler.allowed()
+        await assembler.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{subjects.LOG_STREAM}.{durable}", b"1")
+        await assembler.denied(f'Publish to "$JS.API.CONSUMER.MSG.NEXT.{subjects.LOG_STREAM}.{durable}"')
+        summarizer_info = f"$JS.API.CONSUMER.INFO.{subjects.LOG_STREAM}.{subjects.durable('summarizer')}"
+        await assembler.nc.publish(summarizer_info, b"")
+        await assembler.denied(f'Publish to "{summarizer_info}"')
 
 
 async def test_no_password_or_no_tls_no_connection(secured: SecuredNats) -> None:

@@ -21,6 +21,7 @@ from mnemo.runtime.nats_auth import (
     write_passwords,
 )
 from mnemo.runtime.secure import write_self_signed
+from mnemo.services.context_assembler import index_status
 from mnemo.shared import subjects
 from mnemo.shared.natsconn import NatsCredentialsError, connect_options, nats_user
 from mnemo.shared.settings import NatsSettings, Settings
@@ -88,6 +89,16 @@ def test_services_get_their_own_subjects_only() -> None:
     assert table["ingest"].responds is False
     assert subjects.POINTS_ALL in table["embedding"].publish
     assert subjects.POINTS_ALL not in table["context-assembler"].publish
+
+
+def test_the_context_assembler_reads_the_embedding_durable_s_info_and_nothing_more_of_it() -> None:
+    publish = grants()["context-assembler"].publish
+    info = f"$JS.API.CONSUMER.INFO.{subjects.LOG_STREAM}.{index_status.EMBEDDING_DURABLE}"
+    assert info in publish, "memory.index_status's `pending` reads the embedding durable's backlog"
+    consumer_api = [s for s in publish if s.startswith(("$JS.API.CONSUMER.", "$JS.ACK."))]
+    # Its own follower's ordered consumers on the points stream, and that one info: no wildcard on the log.
+    assert [s for s in consumer_api if subjects.POINTS_STREAM not in s] == [info]
+    assert not [s for s in publish if s.startswith(f"$JS.API.STREAM.MSG.GET.{subjects.LOG_STREAM}")]
 
 
 def test_no_password_configured_means_no_authentication() -> None:
