@@ -57,6 +57,7 @@ _LORE_RPCS = (
     subjects.LORE_DETACH,
     subjects.LORE_BOOK_CREATE,
     subjects.LORE_BOOK_DELETE,
+    subjects.LORE_BOOK_RENAME,
     subjects.LORE_ENTRY_CREATE,
     subjects.LORE_ENTRY_UPDATE,
     subjects.LORE_ENTRY_DELETE,

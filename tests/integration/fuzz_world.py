@@ -168,6 +168,8 @@ def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]
                 "attach_to_bots": draw(st.lists(ids, max_size=2))}, ()  # fmt: skip
     if subject == subjects.LORE_BOOK_DELETE:
         return _owned(scratch, lorebook_id=book), _scratch_book(scratch, book, entry=False)
+    if subject == subjects.LORE_BOOK_RENAME:
+        return _owned(scratch, lorebook_id=book, name=draw(ids)), _scratch_book(scratch, book, entry=False)
     if subject == subjects.LORE_ENTRY_CREATE:
         entry = {"key": [draw(ids)], "content": draw(texts), "activationMode": draw(st.sampled_from(["keyword", "vector", "hybrid"]))}  # fmt: skip
         return _owned(scratch, lorebook_id=book, entry=entry), _scratch_book(scratch, book, entry=False)

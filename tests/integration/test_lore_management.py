@@ -8,6 +8,7 @@ be written before the context is asked for.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -252,3 +253,36 @@ async def test_a_change_appended_but_never_projected_is_folded_in_by_the_next_re
     assert after is not None
     assert [e.content for e in after.book.entries] == ["one, edited", "two, edited"]
     assert after.version == state.version + 2
+
+
+async def test_a_rename_reaches_only_its_tenant_and_owner_and_is_rebuilt_from_the_log(nats_url, mongo_url, db_name):
+    """Random tenants each hold a book with the same id; renames by its owner, by a stranger and by another
+    tenant's request naming that id: each tenant sees exactly its own owner's rename, before and after a rebuild."""
+    rng = random.Random(29)
+    tenants = [f"tenant-{rng.getrandbits(40):010x}" for _ in range(8)]
+    async with running(nats_url, mongo_url, db_name, routers()) as stack:
+        nc = stack.nc
+        for t in tenants:
+            created = await call(nc, subjects.LORE_BOOK_CREATE,
+                                 {"tenant_id": t, "owner_user_id": OWNER, "name": "Atlas", "lorebook_id": "atlas"})  # fmt: skip
+            assert created["created"], created
+        names = {t: f"Atlas of {t}" for t in tenants if rng.random() < 0.6}
+        for t, name in names.items():
+            assert (await call(nc, subjects.LORE_BOOK_RENAME, mine(t, "atlas", name=name)))["renamed"]
+        for t in tenants:
+            stranger = await call(nc, subjects.LORE_BOOK_RENAME, mine(t, "atlas", name="hijacked") | {"user_id": "u-x"})
+            assert stranger["error"]["code"] == "not_found"
+        missing = await call(nc, subjects.LORE_BOOK_RENAME, mine("tenant-without-books", "atlas", name="hijacked"))
+        assert missing["error"]["code"] == "not_found"
+
+        async def listed() -> dict[str, list[str]]:
+            return {t: [b["name"] for b in (await call(nc, subjects.LORE_LIST, {"tenant_id": t}))["books"]]
+                    for t in tenants}  # fmt: skip
+
+        expected = {t: [names.get(t, "Atlas")] for t in tenants}
+        assert await listed() == expected
+        await drop(stack.db, LORE)
+        lore = LoreReadModel(stack.db, stack.deps.cipher)
+        for t in tenants:
+            await lore.apply(await stack.store.read_stream(lorebook_stream(t, "atlas")))
+        assert await listed() == expected, "the renames are in the log: a rebuilt read model keeps them"

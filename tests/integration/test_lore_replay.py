@@ -56,6 +56,8 @@ def book_events(name: str, delete_book: bool) -> tuple[str, list[NewEvent]]:
     take(manage.update_entry(state, edit, T0)[1])
     assert state is not None
     take(manage.delete_entry(state, 2, T0))
+    assert state is not None
+    take(manage.rename_book(state, f"{name}, renamed", T0))
     if delete_book:
         assert state is not None
         take(manage.delete_book(state, T0))
@@ -82,6 +84,7 @@ async def test_replay_rebuilds_lore_books_and_their_vectors(core_settings: Setti
         assert state is not None
         assert [(e.uid, e.content) for e in state.book.entries] == [(0, "The gate."), (1, "The reef glows blue.")]
         assert [r.lorebook_id for r in await lore.attached(TENANT, "b1")] == [kept]
+        assert (state.name, state.book.name) == ("kept, renamed", "kept, renamed"), "the rename is replayed"
         deleted = await lore.state(TENANT, gone)
         assert deleted is not None
         assert deleted.deleted

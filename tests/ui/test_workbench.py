@@ -232,7 +232,8 @@ def test_lore_entries_created_edited_and_deleted_change_what_a_text_fires(page: 
 
 
 def test_a_book_created_attached_to_a_conversation_and_deleted(page: Any) -> None:
-    """lore.book.create as the conversation's user, lore.attach/detach to that conversation, lore.book.delete."""
+    """lore.book.create as the conversation's user, lore.attach/detach to that conversation, lore.book.rename,
+    lore.book.delete."""
     open_conversation(page)
     open_view(page, "Lore")
     page.get_by_label("New book").fill("Harbour notes")
@@ -246,7 +247,13 @@ def test_a_book_created_attached_to_a_conversation_and_deleted(page: Any) -> Non
     row.get_by_role("button", name=f"Detach from {CONVERSATION}").click()
     row.get_by_text("conversations:").wait_for(state="detached")
     assert accessibility_problems(page) == []
-    row.get_by_role("button", name="Delete book Harbour notes").click()
+    row.get_by_role("button", name="Rename book Harbour notes").click()  # lore.book.rename
+    dialog = page.get_by_role("dialog", name="Rename Harbour notes")
+    dialog.get_by_label("New name").fill("Harbour notes, revised")
+    assert accessibility_problems(page) == []
+    dialog.get_by_role("button", name="Rename").click()
+    row.get_by_role("button", name="Delete book Harbour notes, revised").wait_for()
+    row.get_by_role("button", name="Delete book Harbour notes, revised").click()
     row.wait_for(state="detached")
 
 

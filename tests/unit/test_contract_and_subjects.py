@@ -14,7 +14,7 @@ from mnemo.shared.contract_registry import OPERATIONS
 def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> None:
     doc = asyncapi_document()
     lore = {subjects.LORE_IMPORT, subjects.LORE_EXPORT, subjects.LORE_LIST, subjects.LORE_ATTACH, subjects.LORE_DETACH}
-    lore |= {subjects.LORE_BOOK_CREATE, subjects.LORE_BOOK_DELETE}
+    lore |= {subjects.LORE_BOOK_CREATE, subjects.LORE_BOOK_DELETE, subjects.LORE_BOOK_RENAME}
     lore |= {subjects.LORE_ENTRY_CREATE, subjects.LORE_ENTRY_UPDATE, subjects.LORE_ENTRY_DELETE}
     lore |= {subjects.LORE_DOCUMENT_IMPORT, subjects.LORE_DOCUMENT_GET, subjects.LORE_DOCUMENT_LIST}
     # mnemo.lore.document.status.v1 goes the other way (mnemo publishes it on core NATS): the registry holds what

@@ -150,6 +150,7 @@ STORED_FORM = {
     "lorebook.entry_deleted": (1, set()),
     "lorebook.entry_updated": (1, {"entry"}),
     "lorebook.imported": (1, {"name", "book", "original", "warnings"}),
+    "lorebook.renamed": (1, {"name"}),
     "message.alternative_deleted": (1, set()),
     "message.alternative_recorded": (1, {"content"}),
     "memory.remembered": (1, {"title", "content", "tags", "assets", "metadata"}),
@@ -192,6 +193,7 @@ KEY_OWNERS = {
     "document.accepted": "owner_user_id",  # the uploader: erasing them shreds the document's text
     "document.chunked": "owner_user_id",
     "lorebook.imported": "owner_user_id",
+    "lorebook.renamed": "owner_user_id",
     "conversation.forked": "user_id",
     "memory.remembered": "user_id",  # the memory's owner, whoever changed it (``by_user_id``)
     "memory.updated": "user_id",

@@ -232,6 +232,11 @@ export class MnemoClient {
     return this.request("lore.book.create", request);
   }
 
+  /** Rename a book, as its owner (`lore.book.rename`). */
+  loreBookRename(request) {
+    return this.request("lore.book.rename", request);
+  }
+
   loreBookDelete(request) {
     return this.request("lore.book.delete", request);
   }

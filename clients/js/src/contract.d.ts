@@ -1082,6 +1082,29 @@ export interface LoreBookItem {
    */
   version: number;
 }
+export interface LoreBookRenameReply {
+  lorebook_id: string;
+  name: string;
+  /**
+   * false when the book already had that name: nothing was recorded
+   */
+  renamed: boolean;
+}
+/**
+ * `mnemo.rpc.lore.book.rename.v1` request: the book's new name (its export's name too).
+ */
+export interface LoreBookRenameRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the acting user; must be the book's owner
+   */
+  user_id: string;
+  lorebook_id: string;
+  name: string;
+}
 /**
  * Reply of `entry.delete` and `book.delete`; deleting again answers `deleted: false`.
  */
@@ -2351,6 +2374,16 @@ export interface Operations {
     kind: "request";
     payload: LoreBookDeleteRequest;
     reply: LoreDeleteReply;
+    errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
+    msgId: [];
+    keyedSubject: null;
+  };
+  /** Rename a book (its owner only). */
+  "lore.book.rename": {
+    subject: "mnemo.rpc.lore.book.rename.v1";
+    kind: "request";
+    payload: LoreBookRenameRequest;
+    reply: LoreBookRenameReply;
     errors: ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"];
     msgId: [];
     keyedSubject: null;

@@ -77,6 +77,7 @@ export declare class MnemoClient {
   loreDetach(request: Payload<"lore.detach">): Promise<Reply<"lore.detach">>;
   loreBookCreate(request: Payload<"lore.book.create">): Promise<Reply<"lore.book.create">>;
   loreBookDelete(request: Payload<"lore.book.delete">): Promise<Reply<"lore.book.delete">>;
+  loreBookRename(request: Payload<"lore.book.rename">): Promise<Reply<"lore.book.rename">>;
   loreEntryCreate(request: Payload<"lore.entry.create">): Promise<Reply<"lore.entry.create">>;
   loreEntryUpdate(request: Payload<"lore.entry.update">): Promise<Reply<"lore.entry.update">>;
   loreEntryDelete(request: Payload<"lore.entry.delete">): Promise<Reply<"lore.entry.delete">>;

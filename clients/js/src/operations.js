@@ -20,6 +20,7 @@ const ROWS = [
   ["lore.detach", "mnemo.rpc.lore.detach.v1", "request", "LoreDetachRequest", "LoreDetachReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],
   ["lore.book.create", "mnemo.rpc.lore.book.create.v1", "request", "LoreBookCreateRequest", "LoreBookCreateReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],
   ["lore.book.delete", "mnemo.rpc.lore.book.delete.v1", "request", "LoreBookDeleteRequest", "LoreDeleteReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],
+  ["lore.book.rename", "mnemo.rpc.lore.book.rename.v1", "request", "LoreBookRenameRequest", "LoreBookRenameReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],
   ["lore.entry.create", "mnemo.rpc.lore.entry.create.v1", "request", "LoreEntryCreateRequest", "LoreEntryReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],
   ["lore.entry.update", "mnemo.rpc.lore.entry.update.v1", "request", "LoreEntryUpdateRequest", "LoreEntryReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],
   ["lore.entry.delete", "mnemo.rpc.lore.entry.delete.v1", "request", "LoreEntryDeleteRequest", "LoreDeleteReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],

@@ -44,6 +44,7 @@ from mnemo_client.wire.lore_activation_contract import LoreTestActivationReply
 from mnemo_client.wire.lore_contract import (
     LoreAttachReply,
     LoreBookCreateReply,
+    LoreBookRenameReply,
     LoreDeleteReply,
     LoreDetachReply,
     LoreEntryReply,
@@ -237,6 +238,10 @@ class MnemoClient:
 
     async def lore_book_create(self, request: BaseModel | None = None, /, **fields: Any) -> LoreBookCreateReply:
         return await self._call("lore.book.create", LoreBookCreateReply, request, fields)
+
+    async def lore_book_rename(self, request: BaseModel | None = None, /, **fields: Any) -> LoreBookRenameReply:
+        """Rename a book, as its owner (``lore.book.rename``)."""
+        return await self._call("lore.book.rename", LoreBookRenameReply, request, fields)
 
     async def lore_book_delete(self, request: BaseModel | None = None, /, **fields: Any) -> LoreDeleteReply:
         return await self._call("lore.book.delete", LoreDeleteReply, request, fields)

@@ -22,6 +22,7 @@ from mnemo_client.wire.contract import ContextAssembleReply
 from mnemo_client.wire.lore_contract import (
     LoreAttachReply,
     LoreBookCreateReply,
+    LoreBookRenameReply,
     LoreDeleteReply,
     LoreDetachReply,
     LoreEntryReply,
@@ -118,6 +119,9 @@ class SyncMnemoClient:
 
     def lore_book_create(self, request: BaseModel | None = None, /, **fields: Any) -> LoreBookCreateReply:
         return self._run(self._client.lore_book_create(request, **fields))
+
+    def lore_book_rename(self, request: BaseModel | None = None, /, **fields: Any) -> LoreBookRenameReply:
+        return self._run(self._client.lore_book_rename(request, **fields))
 
     def lore_book_delete(self, request: BaseModel | None = None, /, **fields: Any) -> LoreDeleteReply:
         return self._run(self._client.lore_book_delete(request, **fields))

@@ -42,6 +42,7 @@ from mnemo_client.wire.lore_contract import (
     LoreAttachRequest,
     LoreBookCreateRequest,
     LoreBookDeleteRequest,
+    LoreBookRenameRequest,
     LoreDetachRequest,
     LoreEntryCreateRequest,
     LoreEntryDeleteRequest,
@@ -97,6 +98,7 @@ def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRout
     on(subjects.LORE_DETACH, request=LoreDetachRequest, call=books.detach)
     on(subjects.LORE_BOOK_CREATE, request=LoreBookCreateRequest, call=books.create_book)
     on(subjects.LORE_BOOK_DELETE, request=LoreBookDeleteRequest, call=books.delete_book)
+    on(subjects.LORE_BOOK_RENAME, request=LoreBookRenameRequest, call=books.rename_book)
     on(subjects.LORE_ENTRY_CREATE, request=LoreEntryCreateRequest, call=books.create_entry)
     on(subjects.LORE_ENTRY_UPDATE, request=LoreEntryUpdateRequest, call=books.update_entry)
     on(subjects.LORE_ENTRY_DELETE, request=LoreEntryDeleteRequest, call=books.delete_entry)

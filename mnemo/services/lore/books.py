@@ -32,6 +32,8 @@ from mnemo_client.wire.lore_contract import (
     LoreBookCreateReply,
     LoreBookCreateRequest,
     LoreBookDeleteRequest,
+    LoreBookRenameReply,
+    LoreBookRenameRequest,
     LoreDeleteReply,
     LoreDetachReply,
     LoreDetachRequest,
@@ -192,6 +194,18 @@ class LoreBooks:
 
         await self._change(req.tenant_id, req.lorebook_id, decide)
         return LoreDeleteReply(lorebook_id=req.lorebook_id, deleted=deleted)
+
+    async def rename_book(self, req: LoreBookRenameRequest) -> LoreBookRenameReply:
+        renamed = False
+
+        def decide(state: BookState | None) -> Sequence[NewEvent]:
+            nonlocal renamed
+            events = manage.rename_book(manage.owned(state, req.user_id, req.lorebook_id), req.name, utcnow())
+            renamed = bool(events)
+            return events
+
+        await self._change(req.tenant_id, req.lorebook_id, decide)
+        return LoreBookRenameReply(lorebook_id=req.lorebook_id, name=req.name, renamed=renamed)
 
     async def detach(self, req: LoreDetachRequest) -> LoreDetachReply:
         await self._change(

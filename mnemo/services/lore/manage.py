@@ -25,6 +25,7 @@ from mnemo.shared.events.recorded import (
     LorebookEntryDeleted,
     LorebookEntryUpdated,
     LorebookEntryWritten,
+    LorebookRenamed,
     RecordedPayload,
     lorebook_stream,
     new_event,
@@ -102,6 +103,14 @@ def delete_book(state: BookState, now: datetime) -> list[NewEvent]:
         return []
     gone = LorebookDeleted(lorebook_id=state.lorebook_id, at=now)
     return [_event(state, "deleted", "", gone, now)]
+
+
+def rename_book(state: BookState, name: str, now: datetime) -> list[NewEvent]:
+    """The rename's event; none when the book already has that name (a retry, or nothing to change)."""
+    if state.name == name:
+        return []
+    renamed = LorebookRenamed(lorebook_id=state.lorebook_id, owner_user_id=state.owner_user_id, name=name, at=now)
+    return [_event(state, "renamed", name, renamed, now)]
 
 
 def detach(state: BookState, req: LoreDetachRequest, now: datetime) -> list[NewEvent]:

@@ -123,6 +123,17 @@ OPERATIONS: tuple[Operation, ...] = (
         errors=LORE_ERRORS,
     ),
     rpc(
+        "lore.book.rename",
+        subjects.LORE_BOOK_RENAME,
+        lc.LoreBookRenameRequest,
+        lc.LoreBookRenameReply,
+        "lore",
+        "Rename a book (its owner only).",
+        {**_TU, "lorebook_id": "...", "name": "Harbour lore"},
+        {"lorebook_id": "...", "name": "Harbour lore", "renamed": True},
+        errors=LORE_ERRORS,
+    ),
+    rpc(
         "lore.entry.create",
         subjects.LORE_ENTRY_CREATE,
         lc.LoreEntryCreateRequest,

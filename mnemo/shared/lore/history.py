@@ -13,6 +13,7 @@ folding a prefix gives it as it was then, so ``mnemo replay`` rebuilds the read 
 - ``lorebook.entry_deleted``: the entry and its original raw entry go.
 - ``lorebook.attached`` / ``lorebook.detached``: targets (``bot/<tenant>/<bot>``,
   ``conversation/<tenant>/<user>/<conversation>``) are added / removed.
+- ``lorebook.renamed``: the book's name (and its ``Lorebook``'s, which export writes) becomes the new one.
 - ``lorebook.deleted``: a tombstone: no entries, no original, no name, no targets; the owner stays so that a
   repeated delete by the owner answers ``deleted: false`` instead of ``not_found``.
 
@@ -38,6 +39,7 @@ from mnemo.shared.events.recorded import (
     LOREBOOK_ENTRY_DELETED,
     LOREBOOK_ENTRY_UPDATED,
     LOREBOOK_IMPORTED,
+    LOREBOOK_RENAMED,
     LorebookEntryWritten,
     bot_stream,
     conversation_stream,
@@ -162,6 +164,11 @@ def _on_detached(s: BookState, env: EventEnvelope) -> None:
     s.targets = sorted(set(s.targets) - targets_of(env.tenant_id, d.bot_ids, d.user_id, d.conversation_id))
 
 
+def _on_renamed(s: BookState, env: EventEnvelope) -> None:
+    renamed = LOREBOOK_RENAMED.parse(env.payload)
+    s.name, s.book = renamed.name, s.book.model_copy(update={"name": renamed.name})
+
+
 def _on_deleted(s: BookState, env: EventEnvelope) -> None:
     s.name, s.book, s.original, s.targets, s.deleted = "", Lorebook(), {}, [], True
 
@@ -182,6 +189,7 @@ _APPLY: dict[str, Callable[[BookState, EventEnvelope], None]] = {
     LOREBOOK_ENTRY_DELETED.name: _on_entry_deleted,
     LOREBOOK_ATTACHED.name: _on_attached,
     LOREBOOK_DETACHED.name: _on_detached,
+    LOREBOOK_RENAMED.name: _on_renamed,
     LOREBOOK_DELETED.name: _on_deleted,
 }
 LORE_EVENTS = frozenset(_APPLY)  # the lorebook event types: the ones the fold above changes a book with

@@ -73,6 +73,29 @@ async def test_a_book_is_invisible_to_another_tenant(lore):
     assert reply["error"]["code"] == "not_found"
 
 
+async def test_the_owner_renames_a_book_and_no_one_else_can(lore):
+    rpc, _, d = lore
+    book = (await rpc(subjects.LORE_IMPORT, import_request()))["lorebook_id"]
+    rename = {"tenant_id": T, "user_id": OWNER, "lorebook_id": book, "name": "Port Vell, old town"}
+
+    renamed = await rpc(subjects.LORE_BOOK_RENAME, rename)
+    count = len(published(d).events)
+    again = await rpc(subjects.LORE_BOOK_RENAME, rename)
+    stranger = await rpc(subjects.LORE_BOOK_RENAME, rename | {"user_id": "u-stranger", "name": "Mine"})
+    other_tenant = await rpc(subjects.LORE_BOOK_RENAME, rename | {"tenant_id": "t2", "name": "Mine"})
+    empty = await rpc(subjects.LORE_BOOK_RENAME, rename | {"name": ""})
+    listed = await rpc(subjects.LORE_LIST, {"tenant_id": T})
+    exported = await rpc(subjects.LORE_EXPORT, {"tenant_id": T, "lorebook_id": book})
+
+    assert renamed == {"lorebook_id": book, "name": "Port Vell, old town", "renamed": True}
+    assert (again["renamed"], len(published(d).events)) == (False, count), "a retry records nothing"
+    assert stranger["error"]["code"] == other_tenant["error"]["code"] == "not_found"
+    assert empty["error"]["code"] == "bad_request"
+    assert [b["name"] for b in listed["books"]] == ["Port Vell, old town"]
+    assert exported["name"] == "Port Vell, old town"
+    assert "lorebook.renamed" in [e.type for e in published(d).events]
+
+
 async def test_attach_to_a_conversation_and_detach(lore):
     rpc, model, _ = lore
     book = (await rpc(subjects.LORE_IMPORT, import_request(attach_to_bots=[])))["lorebook_id"]

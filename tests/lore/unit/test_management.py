@@ -142,6 +142,22 @@ def test_deleted_entry_and_book_fold_away_and_repeat_deletes_record_nothing() ->
     assert manage.owned(deleted, OWNER, BOOK, allow_deleted=True) is deleted
 
 
+def test_a_rename_folds_into_the_book_and_its_export_name_and_keeps_the_rest() -> None:
+    state = created_book({"content": "a"})
+    events = manage.rename_book(state, "Harbour lore", T0)
+    renamed = replay(events, state)
+    assert [e.type for e in events] == ["lorebook.renamed"]
+    assert (renamed.name, renamed.book.name, renamed.version) == ("Harbour lore", "Harbour lore", state.version + 1)
+    assert (renamed.book.entries, renamed.targets, renamed.owner_user_id) == (
+        state.book.entries,
+        state.targets,
+        OWNER,
+    )
+    assert manage.rename_book(renamed, "Harbour lore", T0) == [], "the same name again records nothing"
+    with pytest.raises(LoreNotFound):
+        manage.owned(renamed, "u-stranger", BOOK)
+
+
 def test_detach_removes_only_the_named_targets() -> None:
     state = created_book()
     conv = ConversationRef(user_id="u2", conversation_id="c2")

@@ -1,11 +1,11 @@
 // Lore: the tenant's books (import a lorebook or card file, export, attach to a bot), a book's entries with the
 // entry editor (lore_entries.jsx), and a "test activation" box that shows which entries a chat text fires and
-// why (lore.test_activation, a dry run); create, attach to a conversation and delete books.
+// why (lore.test_activation, a dry run); create, rename, attach to a conversation and delete books.
 import { useState } from "preact/hooks";
 import { fileBase64 } from "../api.js";
 import { useSession } from "../session.js";
 import { ActionForm, DataTable, ItemButton, TextArea, TextInput } from "../forms.jsx";
-import { Badge, ErrorNote, Field, Loading, Select, short, useAction, useLoad } from "../ui.jsx";
+import { Badge, Dialog, ErrorNote, Field, Loading, Select, short, useAction, useLoad } from "../ui.jsx";
 import { Documents } from "./documents.jsx";
 import { Entries, POSITIONS } from "./lore_entries.jsx";
 
@@ -176,10 +176,28 @@ function TestActivation({ books, bots }) {
   );
 }
 
+// Renaming acts as the book's owner (lore.book.rename), as its other changes do.
+function RenameBook({ book, onDone }) {
+  const { call } = useSession();
+  const [name, setName] = useState(book.name);
+  const [save, state] = useAction(async () => {
+    await call("lore/book/rename", { user_id: book.owner_user_id, lorebook_id: book.lorebook_id, name: name.trim() });
+    onDone(true);
+  });
+  return (
+    <ActionForm onSubmit={save} state={state} submit="Rename" disabled={!name.trim()} onCancel={() => onDone(false)}>
+      <Field label="New name">
+        <TextInput required maxLength="512" value={name} onChange={setName} />
+      </Field>
+    </ActionForm>
+  );
+}
+
 export function Lore() {
   const { call, user, conversation } = useSession();
   const [owner, setOwner] = useState(user || "workbench");
   const [open, setOpen] = useState(null);
+  const [renaming, setRenaming] = useState(null);
   const books = useLoad(() => call("lore/list", { limit: 1000 }), []);
   const list = books.data ? books.data.books : [];
   const bots = [...new Set([...(conversation ? conversation.bots.map((b) => b.id) : []), ...list.flatMap((b) => b.bot_ids)])];
@@ -239,12 +257,24 @@ export function Lore() {
                     <span class="sr-only"> ({b.name})</span>
                   </button>
                 ) : null}
+                <ItemButton action="Rename" item={`book ${b.name}`} onClick={() => setRenaming(b)} />
                 <ItemButton action="Delete" item={`book ${b.name}`} tone="danger" disabled={removing.busy} onClick={() => removeBook(b)} />
               </div>
             </td>
           </tr>
         ))}
       </DataTable>
+      <Dialog open={!!renaming} title={renaming ? `Rename ${renaming.name}` : "Rename"} onClose={() => setRenaming(null)}>
+        {renaming ? (
+          <RenameBook
+            book={renaming}
+            onDone={(renamed) => {
+              setRenaming(null);
+              if (renamed) books.reload();
+            }}
+          />
+        ) : null}
+      </Dialog>
       {list.filter((b) => b.lorebook_id === open).map((b) => (
         <Entries book={b} onChanged={books.reload} />
       ))}

@@ -38,7 +38,7 @@ test("every request method reaches its own operation", async () => {
   const methods = {
     context: "context.assemble", loreImport: "lore.import", loreExport: "lore.export", loreList: "lore.list",
     loreAttach: "lore.attach", loreDetach: "lore.detach", loreBookCreate: "lore.book.create",
-    loreBookDelete: "lore.book.delete", loreEntryCreate: "lore.entry.create", loreEntryUpdate: "lore.entry.update",
+    loreBookDelete: "lore.book.delete", loreBookRename: "lore.book.rename", loreEntryCreate: "lore.entry.create", loreEntryUpdate: "lore.entry.update",
     loreEntryDelete: "lore.entry.delete", memoriesList: "memory.list", memoryConvertToLore: "memory.convert_to_lore",
     memoryDelete: "memory.delete", knowledgePromote: "memory.promote", knowledgeUnpromote: "memory.unpromote",
     documentImport: "lore.document.import", documentGet: "lore.document.get", documentList: "lore.document.list",

@@ -150,6 +150,20 @@ class LoreBookDeleteRequest(_Tenanted):
     lorebook_id: Id = Field(...)
 
 
+class LoreBookRenameRequest(_Tenanted):
+    """`mnemo.rpc.lore.book.rename.v1` request: the book's new name (its export's name too)."""
+
+    user_id: Id = Field(..., description="the acting user; must be the book's owner")
+    lorebook_id: Id = Field(...)
+    name: str = Field(..., min_length=1, max_length=512)
+
+
+class LoreBookRenameReply(_Wire):
+    lorebook_id: str
+    name: str
+    renamed: bool = Field(..., description="false when the book already had that name: nothing was recorded")
+
+
 class LoreEntryCreateRequest(_Tenanted):
     """`mnemo.rpc.lore.entry.create.v1` request. ``entry`` takes World Info fields (camelCase as SillyTavern
     writes them, or snake_case) plus `activationMode` (`keyword`, `vector` or `hybrid`); unknown fields are

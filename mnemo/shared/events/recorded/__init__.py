@@ -82,6 +82,7 @@ from mnemo.shared.events.recorded.lorebooks import (
     LOREBOOK_ENTRY_DELETED,
     LOREBOOK_ENTRY_UPDATED,
     LOREBOOK_IMPORTED,
+    LOREBOOK_RENAMED,
     LorebookAttached,
     LorebookCreated,
     LorebookDeleted,
@@ -91,6 +92,7 @@ from mnemo.shared.events.recorded.lorebooks import (
     LorebookEntryUpdated,
     LorebookEntryWritten,
     LorebookImported,
+    LorebookRenamed,
     lorebook_stream,
 )
 from mnemo.shared.events.recorded.memories import (
@@ -150,6 +152,7 @@ __all__ = [
     "LOREBOOK_ENTRY_DELETED",
     "LOREBOOK_ENTRY_UPDATED",
     "LOREBOOK_IMPORTED",
+    "LOREBOOK_RENAMED",
     "LORE_TIMED_STATE_RECORDED",
     "MEMORY_EVENTS",
     "MEMORY_FORGOTTEN",
@@ -194,6 +197,7 @@ __all__ = [
     "LorebookEntryUpdated",
     "LorebookEntryWritten",
     "LorebookImported",
+    "LorebookRenamed",
     "MemoryForgotten",
     "MemoryRemembered",
     "MemoryUpdated",

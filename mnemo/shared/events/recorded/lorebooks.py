@@ -109,6 +109,20 @@ class LorebookDeleted(RecordedPayload):
 LOREBOOK_DELETED = REGISTRY.register("lorebook.deleted", LorebookDeleted)
 
 
+class LorebookRenamed(RecordedPayload):
+    """``lorebook.renamed``: the book's owner gave it a new name."""
+
+    lorebook_id: str
+    owner_user_id: str  # whose data key encrypts the name, as for the book's other events
+    name: str
+    at: datetime
+
+
+LOREBOOK_RENAMED = REGISTRY.register(
+    "lorebook.renamed", LorebookRenamed, encrypted=("name",), key_owner="owner_user_id"
+)
+
+
 class LorebookDetached(RecordedPayload):
     """The book no longer applies to these bots and/or to that conversation (ids only)."""
 
