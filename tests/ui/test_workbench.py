@@ -296,12 +296,14 @@ def test_memories_listed_converted_to_lore_and_deleted(page: Any) -> None:
     dialog.get_by_label("Applies to bots").fill("maren")
     dialog.get_by_label("Tags").fill("Harbour, first night")
     dialog.get_by_label("Importance").fill("9")
+    dialog.get_by_label("Text").fill(f"{text} (reviewed)")
     assert accessibility_problems(page) == []
     dialog.get_by_role("button", name="Convert to legacy lore").click()
     converted = listing.get_by_role("row").filter(has_text="The first night aboard")
     converted.first.wait_for()
     assert "legacy lore" in converted.first.inner_text(), "the legacy entry is listed beside its summary"
     assert "importance 9 · tags: harbour, first night" in converted.first.inner_text()
+    assert "(reviewed)" in converted.first.inner_text(), "the entry keeps the text as reviewed"
     assert accessibility_problems(page) == []
     screenshot(page, "memories")
 

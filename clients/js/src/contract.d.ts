@@ -1404,7 +1404,7 @@ export interface LoreTestActivationRequest {
 }
 /**
  * `mnemo.rpc.memory.convert_to_lore.v1` reply. Converting the same memory again returns the same entry
- * (the first conversion's targets, title, tags and importance stand) with ``created`` false.
+ * (the first conversion's targets, title, text, participants, tags and importance stand) with ``created`` false.
  */
 export interface MemoryConvertToLoreReply {
   /**
@@ -1455,6 +1455,14 @@ export interface MemoryConvertToLoreRequest {
    * the entry's importance; default: the summary's
    */
   importance?: number | null;
+  /**
+   * the entry's text as reviewed; default: the summary's
+   */
+  text?: string | null;
+  /**
+   * who was present (bot and persona ids); default: the summary's
+   */
+  participants?: string[] | null;
 }
 /**
  * `mnemo.rpc.memory.delete.v1` reply; deleting again is harmless (``deleted`` is then false).

@@ -109,7 +109,7 @@ def legacy_entry(
     tenant_id: str, req: MemoryConvertToLoreRequest, memory: SummaryCreated, now: datetime
 ) -> LegacyLoreCreated:
     """The ``legacy_memory`` entry a memory becomes: its text, participants, range, importance and mood kept
-    (the reviewer's tags and importance instead, when the request gives them)."""
+    (the reviewer's text, participants, tags and importance instead, when the request gives them)."""
     return LegacyLoreCreated(
         legacy_id=legacy_id_for(tenant_id, req.user_id, memory.summary_id),
         user_id=req.user_id,
@@ -117,8 +117,8 @@ def legacy_entry(
         conversation_id=memory.conversation_id,
         entry_type=LEGACY_MEMORY,
         title=req.title,
-        text=memory.text,
-        participants=list(memory.participants),
+        text=memory.text if req.text is None else req.text,
+        participants=list(memory.participants) if req.participants is None else list(dict.fromkeys(req.participants)),
         start_at=memory.start_at,
         end_at=memory.end_at,
         importance=memory.importance if req.importance is None else req.importance,

@@ -140,7 +140,8 @@ async def test_another_users_memory_cannot_be_deleted(memory):
 async def test_a_memory_converted_to_lore_is_listed_and_deleted_with_it(memory):
     rpc, m = memory
     convert = {"tenant_id": T, "user_id": U1, "memory_id": "s1", "applies_to_bots": ["bard"], "title": "Harbour",
-               "tags": ["Harbour", "storm"], "importance": 9}  # fmt: skip
+               "tags": ["Harbour", "storm"], "importance": 9, "text": "The harbour, as I recall it.",
+               "participants": ["bard"]}  # fmt: skip
 
     converted = await rpc(subjects.MEMORY_CONVERT_TO_LORE, convert)
     legacy = await rpc(subjects.MEMORY_LIST, {"tenant_id": T, "user_id": U1, "type": "legacy_memory"})
@@ -152,6 +153,7 @@ async def test_a_memory_converted_to_lore_is_listed_and_deleted_with_it(memory):
     assert [(i["id"], i["memory_id"], i["title"], i["emotional_tags"], i["importance"]) for i in legacy["items"]] == [
         (converted["legacy_id"], "s1", "Harbour", ["harbour", "storm"], 9)
     ]
+    assert [(i["text"], i["participants"]) for i in legacy["items"]] == [("The harbour, as I recall it.", ["bard"])]
     assert deleted["legacy_ids"] == [converted["legacy_id"]]
     assert after["items"] == []
     assert await m.legacy.deleted(T, [converted["legacy_id"]]) == {converted["legacy_id"]}

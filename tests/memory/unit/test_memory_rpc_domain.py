@@ -93,10 +93,15 @@ def test_the_reviewer_s_tags_and_importance_replace_the_memory_s() -> None:
     assert (entry.emotional_tags, entry.importance) == (["lighthouse keeper", "map", "a b"], 3)
     cleared = domain.legacy_entry("t1", request(tags=[]), memory(), T0)
     assert (cleared.emotional_tags, cleared.importance) == ([], 8)
+    edited = domain.legacy_entry(
+        "t1", request(text="The map, redrawn.", participants=["p-1", "bot-c", "p-1"]), memory(), T0
+    )
+    assert (edited.text, edited.participants) == ("The map, redrawn.", ["p-1", "bot-c"])
 
 
 @pytest.mark.parametrize("over", [{"importance": 0}, {"importance": 11}, {"tags": [""]}, {"tags": ["x" * 65]},
-                                  {"tags": [f"t{i}" for i in range(33)]}])  # fmt: skip
+                                  {"tags": [f"t{i}" for i in range(33)]},
+                                  {"text": ""}, {"text": "x" * 20_001}])  # fmt: skip
 def test_out_of_range_tags_and_importance_are_refused(over: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         request(**over)

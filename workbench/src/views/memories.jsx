@@ -3,7 +3,7 @@
 // dialog (memory.convert_to_lore); below it, the memories remembered through the memory API (remembered.jsx).
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
-import { ActionForm, DataTable, TextInput } from "../forms.jsx";
+import { ActionForm, DataTable, TextArea, TextInput } from "../forms.jsx";
 import { Badge, Dialog, ErrorNote, Field, Loading, Select, useAction, useLoad, when } from "../ui.jsx";
 import { Remembered } from "./remembered.jsx";
 import { IndexBadges, IndexError, useIndexStatus } from "./indexing.jsx";
@@ -22,6 +22,8 @@ function Convert({ item, conversation, onDone }) {
   const bots = conversation ? conversation.bots.map((b) => b.id) : [];
   const personas = conversation ? conversation.personas.map((p) => p.id) : [];
   const [title, setTitle] = useState(item.title || "");
+  const [text, setText] = useState(item.text);
+  const [present, setPresent] = useState(item.participants.join(", "));
   const [botIds, setBotIds] = useState((item.participants.filter((p) => bots.includes(p)).length ? item.participants.filter((p) => bots.includes(p)) : bots).join(", "));
   const [personaIds, setPersonaIds] = useState(personas.join(", "));
   const [tags, setTags] = useState("");
@@ -31,6 +33,9 @@ function Convert({ item, conversation, onDone }) {
       user_id: user,
       memory_id: item.id,
       title: title.trim() || null,
+      // Unchanged text and participants are left to the summary's (the request's defaults).
+      text: text.trim() && text !== item.text ? text.trim() : null,
+      participants: present === item.participants.join(", ") ? null : idList(present),
       applies_to_bots: idList(botIds),
       applies_to_personas: idList(personaIds),
       // No tags typed: the entry's tags are split from the summary's mood, as without the dialog.
@@ -45,11 +50,16 @@ function Convert({ item, conversation, onDone }) {
       onSubmit={save}
       state={state}
       submit="Convert to legacy lore"
-      disabled={!idList(botIds).length && !idList(personaIds).length}
+      disabled={!text.trim() || (!idList(botIds).length && !idList(personaIds).length)}
       onCancel={() => onDone(false)}
     >
       <p class="note">The summary becomes a legacy lore entry the chosen characters are reminded of; the summary stays.</p>
-      <blockquote>{item.text}</blockquote>
+      <Field label="Text" hint="what the characters will be reminded of">
+        <TextArea required rows={4} maxLength="20000" value={text} onChange={setText} />
+      </Field>
+      <Field label="Participants" hint="bot and persona ids present, comma-separated">
+        <TextInput value={present} onChange={setPresent} />
+      </Field>
       <Field label="Title" hint="optional">
         <TextInput value={title} maxLength="512" onChange={setTitle} />
       </Field>

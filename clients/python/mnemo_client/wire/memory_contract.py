@@ -31,6 +31,7 @@ ItemType = Literal[
 ]
 MAX_TARGETS = 1000
 MAX_LEGACY_TAGS = 32
+MAX_LEGACY_TEXT = 20_000
 MAX_LIST_LIMIT = 200
 MAX_LIST_OFFSET = 100_000
 
@@ -57,6 +58,15 @@ class MemoryConvertToLoreRequest(_Owned):
         "default: split from the summary's emotional context",
     )
     importance: int | None = Field(None, ge=1, le=10, description="the entry's importance; default: the summary's")
+    text: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_LEGACY_TEXT,
+        description="the entry's text as reviewed; default: the summary's",
+    )
+    participants: list[Id] | None = Field(
+        None, max_length=MAX_TARGETS, description="who was present (bot and persona ids); default: the summary's"
+    )
 
     @model_validator(mode="after")
     def _some_target(self) -> MemoryConvertToLoreRequest:
@@ -67,7 +77,7 @@ class MemoryConvertToLoreRequest(_Owned):
 
 class MemoryConvertToLoreReply(_Wire):
     """`mnemo.rpc.memory.convert_to_lore.v1` reply. Converting the same memory again returns the same entry
-    (the first conversion's targets, title, tags and importance stand) with ``created`` false."""
+    (the first conversion's targets, title, text, participants, tags and importance stand) with ``created`` false."""
 
     legacy_id: str = Field(..., description="the legacy lore entry's id (derived from tenant, user and memory)")
     memory_id: str
