@@ -34,7 +34,7 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from nats.js.kv import KeyValue
 
-from mnemo.services.ingest.cross_order import CrossPartitionOrder, PartitionHandler
+from mnemo.services.ingest.cross_order import CrossPartitionOrder, PartitionHandler, cross_order_wait_s
 from mnemo.services.ingest.domain import InboundCommand
 from mnemo.services.ingest.group_commit import GroupCommit
 from mnemo.services.ingest.handlers import IngestHandler, decode_command, decode_keyed
@@ -352,7 +352,11 @@ class PartitionManager:
             return decode_keyed(msg.subject, msg.data, limits)
 
         order = CrossPartitionOrder(self._js(), count, partition)
-        handler = PartitionHandler(IngestHandler(self._recording, partition=str(partition)), order, partition)
+        delivery = self._deps.settings.delivery
+        wait_s = cross_order_wait_s(delivery.ack_wait_s, delivery.lease_ttl_s)
+        handler = PartitionHandler(
+            IngestHandler(self._recording, partition=str(partition)), order, partition, wait_s=wait_s
+        )
         durable, held = subjects.partition_durable(count, partition), subjects.partition_subjects(count, partition)
         return self._consuming(decode, Staged(handler.begin), durable, held)
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mnemo.services.ingest.cross_order import cross_order_wait_s
 from mnemo.services.ingest.handlers import decode_keyed
 from mnemo.services.ingest.membership import assign
 from mnemo.services.ingest.v1_router import keyed_subject_of, waves
@@ -112,3 +113,11 @@ def test_the_router_publishes_a_conversation_wave_after_wave() -> None:
         ["3a"],
     ]
     assert keyed_subject_of(subjects.MESSAGE_CREATED, commands[0]) == "mnemo.chat.message.created.v2.t%2E1.a"  # type: ignore[arg-type]
+
+
+def test_a_fork_waits_for_its_parent_partition_through_a_takeover_and_no_longer() -> None:
+    # A takeover: the dead replica's lease runs out, then its batch is redelivered after ack_wait and recorded.
+    for ack_wait_s, lease_ttl_s in [(30.0, 10.0), (5.0, 2.0), (120.0, 30.0)]:
+        bound = cross_order_wait_s(ack_wait_s, lease_ttl_s)
+        assert lease_ttl_s + ack_wait_s < bound <= lease_ttl_s + 2 * ack_wait_s
+    assert cross_order_wait_s(30.0, 10.0) < 120  # two forks waiting on each other must not stall ingest for minutes
