@@ -168,6 +168,22 @@ class LoreBooks:
             return done.value
         return await self._read_model.state(tenant_id, lorebook_id)
 
+    async def _changed(
+        self, tenant_id: str, lorebook_id: str, decide: Callable[[BookState | None], Sequence[NewEvent]]
+    ) -> bool:
+        """:meth:`_change` for a call whose reply says whether anything changed: whether the decision that was
+        appended (the last one, after any conflict) had events."""
+        changed = False
+
+        def recorded(state: BookState | None) -> Sequence[NewEvent]:
+            nonlocal changed
+            events = decide(state)
+            changed = bool(events)
+            return events
+
+        await self._change(tenant_id, lorebook_id, recorded)
+        return changed
+
     async def create_book(self, req: LoreBookCreateRequest) -> LoreBookCreateReply:
         lorebook_id = manage.book_id_for(req)
         limits = self._limits.for_tenant(req.tenant_id)
@@ -184,27 +200,21 @@ class LoreBooks:
         return LoreBookCreateReply(lorebook_id=lorebook_id, created=created)
 
     async def delete_book(self, req: LoreBookDeleteRequest) -> LoreDeleteReply:
-        deleted = False
-
-        def decide(state: BookState | None) -> Sequence[NewEvent]:
-            nonlocal deleted
-            events = manage.delete_book(manage.owned(state, req.user_id, req.lorebook_id, allow_deleted=True), utcnow())
-            deleted = bool(events)
-            return events
-
-        await self._change(req.tenant_id, req.lorebook_id, decide)
+        deleted = await self._changed(
+            req.tenant_id,
+            req.lorebook_id,
+            lambda state: manage.delete_book(
+                manage.owned(state, req.user_id, req.lorebook_id, allow_deleted=True), utcnow()
+            ),
+        )
         return LoreDeleteReply(lorebook_id=req.lorebook_id, deleted=deleted)
 
     async def rename_book(self, req: LoreBookRenameRequest) -> LoreBookRenameReply:
-        renamed = False
-
-        def decide(state: BookState | None) -> Sequence[NewEvent]:
-            nonlocal renamed
-            events = manage.rename_book(manage.owned(state, req.user_id, req.lorebook_id), req.name, utcnow())
-            renamed = bool(events)
-            return events
-
-        await self._change(req.tenant_id, req.lorebook_id, decide)
+        renamed = await self._changed(
+            req.tenant_id,
+            req.lorebook_id,
+            lambda state: manage.rename_book(manage.owned(state, req.user_id, req.lorebook_id), req.name, utcnow()),
+        )
         return LoreBookRenameReply(lorebook_id=req.lorebook_id, name=req.name, renamed=renamed)
 
     async def detach(self, req: LoreDetachRequest) -> LoreDetachReply:
@@ -248,13 +258,9 @@ class LoreBooks:
         )
 
     async def delete_entry(self, req: LoreEntryDeleteRequest) -> LoreDeleteReply:
-        deleted = False
-
-        def decide(state: BookState | None) -> Sequence[NewEvent]:
-            nonlocal deleted
-            events = manage.delete_entry(manage.owned(state, req.user_id, req.lorebook_id), req.uid, utcnow())
-            deleted = bool(events)
-            return events
-
-        await self._change(req.tenant_id, req.lorebook_id, decide)
+        deleted = await self._changed(
+            req.tenant_id,
+            req.lorebook_id,
+            lambda state: manage.delete_entry(manage.owned(state, req.user_id, req.lorebook_id), req.uid, utcnow()),
+        )
         return LoreDeleteReply(lorebook_id=req.lorebook_id, uid=req.uid, deleted=deleted)
