@@ -108,6 +108,15 @@ async def memories_list(args: argparse.Namespace, console: Console) -> dict[str,
     return reply
 
 
+async def memory_edit(args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    request = mc.MemoryEditRequest(tenant_id=args.tenant, user_id=args.user, memory_id=args.memory_id, text=args.text)
+    reply = await _call(args, subjects.MEMORY_EDIT, request)
+    if not args.json:
+        done = "edited" if reply["changed"] else "unchanged"
+        console.print(f"{done}: {reply['previous_id']} -> {reply['memory_id']} (the new version's id)")
+    return reply
+
+
 async def memory_api(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     return await cli_memory.run(args, console, _call)
 
@@ -204,6 +213,11 @@ def add_commands(sub: Any) -> None:
     ml.add_argument("--offset", type=int, default=0)
     _common(ml)
     ml.set_defaults(func=_run(memories_list))
+    me = mem.add_parser("edit-summary", help="edit a memory's (a summary's) text: a new version, a new id")
+    me.add_argument("memory_id", help="the summary's id (its current version)")
+    me.add_argument("--text", required=True, help="the new text")
+    _common(me)
+    me.set_defaults(func=_run(memory_edit))
     cli_memory.add_commands(mem, _common, _run(memory_api))
 
     ctx = sub.add_parser("context", help="ask for a context: sections, sources, activated lore and why, degraded")

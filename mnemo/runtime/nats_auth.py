@@ -103,6 +103,7 @@ ROLES: dict[str, Role] = {
         answers=(
             subjects.MEMORY_CONVERT_TO_LORE,
             subjects.MEMORY_DELETE,
+            subjects.MEMORY_EDIT,
             subjects.MEMORY_LIST,
             subjects.CONVERSATION_LIST,
             subjects.CONVERSATION_TIMELINE,

@@ -72,6 +72,7 @@ MEMORY_PROMOTE: Final = "mnemo.rpc.memory.promote.v1"
 MEMORY_UNPROMOTE: Final = "mnemo.rpc.memory.unpromote.v1"
 MEMORY_CONVERT_TO_LORE: Final = "mnemo.rpc.memory.convert_to_lore.v1"
 MEMORY_DELETE: Final = "mnemo.rpc.memory.delete.v1"
+MEMORY_EDIT: Final = "mnemo.rpc.memory.edit.v1"
 MEMORY_LIST: Final = "mnemo.rpc.memory.list.v1"
 #: Tokens and vector status of listed items: the context-assembler's, beside the vector index.
 MEMORY_INDEX_STATUS: Final = "mnemo.rpc.memory.index_status.v1"

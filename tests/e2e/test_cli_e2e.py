@@ -1,6 +1,6 @@
 """The `mnemo` commands against a running embedded stack (one stack for the module), each through the public
 contract: `lore import/list/export`, `context` (sections, sources, activated lore and why, degraded),
-`memories list` with its filters, `dlq list/redrive`; last, `replay` on the stopped stack's data with its
+`memories list` with its filters, `memories edit-summary`, `dlq list/redrive`; last, `replay` on the stopped stack's data with its
 progress bar and totals. Commands run in this process (`mnemo.runtime.cli.main`), the scene is published with plain
 nats-py as a platform would."""
 
@@ -153,6 +153,24 @@ def test_memories_list_with_filters(capsys, stack: StackProcess):
     code, _, err = mnemo(capsys, stack, "memories", "list", *WHO, "--limit", "0")
     assert code == 2
     assert "limit" in err
+
+
+def test_memories_edit_summary_is_a_new_version(capsys, stack: StackProcess):
+    listing = ["memories", "list", *WHO, "--source", "memory"]
+    page = until(lambda: mnemo_json(capsys, stack, *listing), lambda r: r["total"] >= 1)
+    memory = page["items"][0]
+    text = "The guide led Mira east to the Research Labs; she carried the samples herself."
+    edit = ["memories", "edit-summary", memory["id"], "--text", text, *WHO]
+    reply = mnemo_json(capsys, stack, *edit)
+    assert (reply["previous_id"], reply["changed"]) == (memory["id"], True)
+    assert reply["memory_id"] != memory["id"]
+    items = {i["id"]: i for i in mnemo_json(capsys, stack, *listing, "--include-retired")["items"]}
+    assert (items[reply["memory_id"]]["text"], items[reply["memory_id"]]["status"]) == (text, "active")
+    assert (items[memory["id"]]["text"], items[memory["id"]]["status"]) == (memory["text"], "edited")
+    code, out, _ = mnemo(capsys, stack, *edit)  # the same edit again: the same new version, nothing appended
+    assert (code, f"unchanged: {memory['id']} -> {reply['memory_id']}") == (0, out.strip())
+    code, _, err = mnemo(capsys, stack, "memories", "edit-summary", memory["id"], "--text", "other", *WHO)
+    assert (code, "bad_request" in err, reply["memory_id"] in err) == (1, True, True), err
 
 
 def test_dead_letters_are_listed_and_redriven(capsys, stack: StackProcess):

@@ -56,6 +56,7 @@ def _in_range(moment: datetime) -> bool:
 
 MOMENTS = st.datetimes(timezones=ZONES).filter(_in_range).map(datetime.isoformat) | EDGE_TIMES
 Payload = dict[str, Any]
+EDITED_TEXT = "The bard and Ana mended the sail at Port Vell."
 Setup = tuple[tuple[str, Payload], ...]
 
 
@@ -67,6 +68,7 @@ class World:
     fact: str
     memory: str = "s1"  # converted to lore again and again, never deleted
     doomed_memory: str = "s-del"  # deleted (then deleting again answers deleted: false)
+    edited_memory: str = "s-edit"  # edited once to EDITED_TEXT (then the same edit again answers changed: false)
     dlq_seen: int = 0  # the DLQ stream's last sequence already read
 
     async def call(self, subject: str, payload: Payload) -> Payload:
@@ -103,7 +105,7 @@ async def world(nats_url: str, mongo_url: str) -> AsyncIterator[World]:
         knowledge = KnowledgeReadModel(stack.db, stack.deps.cipher)
         await wait_until(lambda: knowledge.facts_for(tenant, BOT, user_id=USER), "the bard learned a fact", 90)
         [fact, *_] = await knowledge.facts_for(tenant, BOT, user_id=USER)
-        await seed(stack, tenant, [summary("s1", 0), summary("s-del", 1)])
+        await seed(stack, tenant, [summary("s1", 0), summary("s-del", 1), summary("s-edit", 2)])
         w = World(stack, tenant, book=f"book-{uuid.uuid4().hex[:8]}", fact=fact.fact_id)
         created = await w.call(subjects.LORE_BOOK_CREATE, {"tenant_id": tenant, "owner_user_id": OWNER, "name": "Kestrel lore", "lorebook_id": w.book, "attach_to_bots": [BOT]})  # fmt: skip
         entry = await w.call(subjects.LORE_ENTRY_CREATE, {"tenant_id": tenant, "user_id": OWNER, "lorebook_id": w.book, "entry": {"key": ["Kestrel"], "content": SECRET_LORE}})  # fmt: skip
@@ -229,6 +231,8 @@ def _valid_rpc(draw: st.DrawFn, w: World, subject: str) -> tuple[Payload, Setup]
                 "applies_to_personas": [PERSONA], "title": draw(st.none() | ids)}, ()  # fmt: skip
     if subject == subjects.MEMORY_DELETE:
         return {**mine, "memory_id": w.doomed_memory}, ()
+    if subject == subjects.MEMORY_EDIT:
+        return {**mine, "memory_id": w.edited_memory, "text": EDITED_TEXT}, ()
     if subject == subjects.MEMORY_LIST:
         return {**mine, "source": draw(st.sampled_from(["memory", "knowledge", "all"])), "type": None,
                 "bot_id": draw(st.none() | st.just(BOT)), "converted_to_lore": draw(st.none() | st.booleans()),

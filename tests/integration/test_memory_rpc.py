@@ -25,6 +25,7 @@ from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import knowledge_stream, legacy_lore_stream, summary_stream
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from mnemo.shared.readmodels.legacy_lore import COLLECTION as LEGACY_COLLECTION
+from mnemo.shared.readmodels.summaries import COLLECTION as SUMMARIES_COLLECTION
 from mnemo.shared.readmodels.summaries import SummariesReadModel
 from mnemo.shared.vectors.port import Match, VectorFilter
 from tests.integration.ingest_stack import Stack, StackFactory, drained
@@ -215,6 +216,36 @@ async def test_delete_cascades_to_legacy_lore_and_vectors(stack: Stack, tenant: 
     await settle(stack)
     assert await index.count(legacy_vectors(tenant)) == 0
     assert await index.count(VectorFilter.where(tenant_id=tenant, kind="summary", summary_id="s2")) == 1
+
+
+async def test_an_edit_is_a_new_version_in_the_log_and_the_index(stack: Stack, tenant: str) -> None:
+    await seed(stack, tenant, [summary("s1", 0)])
+    await settle(stack)
+    index = stack.deps.require_vectors()
+    text = "Ada and Mira patched the hull together before the storm."
+    edit = {"tenant_id": tenant, "user_id": U1, "memory_id": "s1", "text": text}
+
+    foreign = await call(stack.nc, subjects.MEMORY_EDIT, {**edit, "user_id": U2})
+    other_tenant = await call(stack.nc, subjects.MEMORY_EDIT, {**edit, "tenant_id": f"{tenant}-x"})
+    edited = await call(stack.nc, subjects.MEMORY_EDIT, edit)
+    await settle(stack)
+
+    assert (foreign["error"]["code"], other_tenant["error"]["code"]) == ("not_found", "not_found")
+    new_id = edited["memory_id"]
+    assert (edited["previous_id"], edited["changed"]) == ("s1", True)
+    listed = await call(stack.nc, subjects.MEMORY_LIST, listing(tenant))
+    assert [(i["id"], i["text"]) for i in listed["items"]] == [(new_id, text)]
+    events = await stack.store.read_stream(summary_stream(tenant, U1, "c1"))
+    assert [(e.type, e.payload["summary_id"]) for e in events] == [
+        ("summary.created", "s1"), ("summary.created", new_id), ("summary.retired", "s1"),
+    ]  # fmt: skip
+    raw = await stack.db[SUMMARIES_COLLECTION].find_one({"_id": new_id})
+    assert raw is not None
+    assert raw["text"].startswith(TOKEN_PREFIX), "the new text is encrypted at rest too"
+    versions = VectorFilter.where(tenant_id=tenant, user_id=U1, kind="summary", summary_id=new_id)
+    assert await index.count(versions) == 1
+    old = VectorFilter.where(tenant_id=tenant, user_id=U1, kind="summary", summary_id="s1")
+    assert await index.count(old) == 0, "the edited version's vectors go with it"
 
 
 async def test_listing_filters_and_pages_without_overlap(stack: Stack, tenant: str) -> None:

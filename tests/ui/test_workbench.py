@@ -313,6 +313,68 @@ def test_memories_listed_converted_to_lore_and_deleted(page: Any) -> None:
     row.wait_for(state="detached")
 
 
+def context_of(tab: Any, message: str, expected: str) -> str:
+    """Maren's context for ``message`` once it holds ``expected`` (or the last one asked): an edit reaches the
+    vector index, where a context finds memories, through the embedding service (seconds)."""
+    shown = ""
+    for _ in range(20):
+        assemble(tab, message)
+        shown = tab.get_by_role("region", name="Context for Captain Maren Voss").text_content() or ""
+        if expected in shown:
+            break
+        tab.wait_for_timeout(2_000)
+    return shown
+
+
+def test_a_summary_edited_in_place_changes_the_next_context(page: Any, demo: Demo) -> None:
+    """memory.edit through the Memories view: the summary's text is edited where it is listed, the new version
+    replaces it (the old one is listed among the earlier versions) and the next context carries the new text;
+    another tenant's key can neither edit it nor learn that it exists, through the app's API."""
+    edited = "Odo once hid the captain's brass astrolabe inside a barrel of salted herring."
+    question = "Where did Odo hide the astrolabe?"
+    mine = {"tenant_id": "demo", "user_id": "demo-user"}
+    status, listed = post(demo, demo.key, "memory/list", {**mine, "source": "memory", "bot_id": "maren"})
+    assert status == 200, listed
+    summary = next(i for i in listed["items"] if i["status"] == "active" and not i["converted_to_lore"])
+    open_conversation(page)
+    assemble(page, question)
+    before = page.get_by_role("region", name="Context for Captain Maren Voss").text_content() or ""
+    assert edited not in before, "the context before the edit has nothing of it"
+
+    # Another tenant's key: the demo's summary is not found in its own tenant, and naming the demo is refused.
+    foreign = {"user_id": "demo-user", "memory_id": summary["id"], "text": "Overwritten."}
+    status, refused = post(demo, demo.other_key, "memory/edit", {**foreign, "tenant_id": "t-elsewhere"})
+    assert (status, refused["error"]["code"]) == (404, "not_found")
+    status, refused = post(demo, demo.other_key, "memory/edit", {**foreign, "tenant_id": "demo"})
+    assert (status, refused["error"]["code"]) == (403, "forbidden")
+    unchanged = post(demo, demo.key, "memory/list", {**mine, "source": "memory", "limit": 200})[1]["items"]
+    assert [i["text"] for i in unchanged if i["id"] == summary["id"]] == [summary["text"]]
+
+    open_view(page, "Memories")
+    page.get_by_label("Source").select_option(label="summaries and legacy lore")
+    listing = page.get_by_role("table", name=re.compile("^Memories of user demo-user"))
+    row = listing.get_by_role("row").filter(
+        has=page.get_by_role("button", name=f"Edit text of summary {summary['id']}")
+    )
+    row.get_by_role("button", name=re.compile("^Edit text")).click()
+    editor = listing.get_by_role("form", name=f"Edit the text of summary {summary['id']}")
+    editor.get_by_label("Summary text").fill(edited)
+    assert accessibility_problems(page) == []
+    editor.scroll_into_view_if_needed()
+    screenshot(page, "memories-summary-edit")
+    editor.get_by_role("button", name="Save text").click()
+    new_version = listing.get_by_role("row").filter(has_text=edited)
+    new_version.wait_for()
+    assert "manual:demo-user" in new_version.inner_text(), "the new version says it was edited by hand"
+    assert listing.get_by_text(summary["text"]).count() == 0, "the edited version left the listing"
+    page.get_by_role("checkbox", name=re.compile("Show earlier versions")).check()
+    # The earlier version is kept, marked edited.
+    listing.get_by_role("row").filter(has_text=summary["text"][:60]).filter(has_text="edited").first.wait_for()
+    assert accessibility_problems(page) == []
+
+    assert edited in context_of(page, question, edited), "the next context carries the edited text"
+
+
 def search_remembered(tab: Any, query: str, expected: str) -> Any:
     """Searches until ``expected`` is found: an edit reaches the vector index through the embedding service."""
     tab.get_by_label("Search remembered memories").fill(query)

@@ -23,6 +23,7 @@ def test_asyncapi_documents_every_public_subject_with_its_payload_schema() -> No
     memory = {
         subjects.MEMORY_CONVERT_TO_LORE,
         subjects.MEMORY_DELETE,
+        subjects.MEMORY_EDIT,
         subjects.MEMORY_LIST,
         subjects.MEMORY_INDEX_STATUS,
     }

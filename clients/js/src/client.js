@@ -275,6 +275,11 @@ export class MnemoClient {
     return this.request("memory.delete", request);
   }
 
+  /** Edit a memory's (a summary's) text: a new version with a new id (`memory.edit`). */
+  memoryEdit(request) {
+    return this.request("memory.edit", request);
+  }
+
   /** Share one of the user's own facts with a campaign (`memory.promote`). */
   knowledgePromote(request) {
     return this.request("memory.promote", request);

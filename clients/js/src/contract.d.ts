@@ -1495,6 +1495,49 @@ export interface MemoryDeleteRequest {
    */
   memory_id: string;
 }
+/**
+ * `mnemo.rpc.memory.edit.v1` reply.
+ */
+export interface MemoryEditReply {
+  /**
+   * the new version's id (use it for the next edit, delete or conversion)
+   */
+  memory_id: string;
+  /**
+   * the edited version's id (retired as `edited`, kept in the log)
+   */
+  previous_id: string;
+  /**
+   * false when this edit had already been made (a retry)
+   */
+  changed: boolean;
+}
+/**
+ * `mnemo.rpc.memory.edit.v1` request: change a memory's (a summary's) text. The edit is a new version with
+ * a new id: a `summary.created` with the new text (everything else kept: range, participants, audience,
+ * importance; ``method`` `manual:<user>`) and the edited one retired as `edited` with ``replaced_by``, both
+ * kept in the log. Only a live version can be edited: one already edited, consolidated or made stale is
+ * `bad_request` naming what replaced it (so two editors never overwrite each other unknowingly); sending the
+ * same edit again answers the same new id with ``changed`` false.
+ */
+export interface MemoryEditRequest {
+  /**
+   * hard isolation boundary; nothing crosses tenants
+   */
+  tenant_id: string;
+  /**
+   * the user who owns the memory; another user's ids are not found
+   */
+  user_id: string;
+  /**
+   * the memory (summary id) to edit: its current version
+   */
+  memory_id: string;
+  /**
+   * the memory's new text
+   */
+  text: string;
+}
 export interface MemoryForgetReply {
   memory_id: string;
   /**
@@ -1707,7 +1750,7 @@ export interface MemoryItem {
    */
   legacy_id?: string | null;
   /**
-   * `active`; a summary's retirement (`consolidated`, `stale`); a fact's `superseded`
+   * `active`; a summary's retirement (`consolidated`, `stale`, `edited`); a fact's `superseded`
    */
   status?: string;
   /**
@@ -1772,7 +1815,7 @@ export interface MemoryListRequest {
    */
   converted_to_lore?: boolean | null;
   /**
-   * also summaries folded into a consolidation or made stale (never deleted ones)
+   * also summaries folded into a consolidation, made stale or edited (their earlier versions); never deleted ones
    */
   include_retired?: boolean;
   limit?: number;
@@ -2492,6 +2535,16 @@ export interface Operations {
     kind: "request";
     payload: MemoryDeleteRequest;
     reply: MemoryDeleteReply;
+    errors: ["bad_request", "not_found", "rate_limited", "internal"];
+    msgId: [];
+    keyedSubject: null;
+  };
+  /** Edit a memory's (a summary's) text: a new version with a new id, the edited one kept in the log. */
+  "memory.edit": {
+    subject: "mnemo.rpc.memory.edit.v1";
+    kind: "request";
+    payload: MemoryEditRequest;
+    reply: MemoryEditReply;
     errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
     keyedSubject: null;

@@ -88,6 +88,7 @@ export declare class MnemoClient {
   memoryIndexStatus(request: Payload<"memory.index_status">): Promise<Reply<"memory.index_status">>;
   memoryConvertToLore(request: Payload<"memory.convert_to_lore">): Promise<Reply<"memory.convert_to_lore">>;
   memoryDelete(request: Payload<"memory.delete">): Promise<Reply<"memory.delete">>;
+  memoryEdit(request: Payload<"memory.edit">): Promise<Reply<"memory.edit">>;
   knowledgePromote(request: Payload<"memory.promote">): Promise<Reply<"memory.promote">>;
   knowledgeUnpromote(request: Payload<"memory.unpromote">): Promise<Reply<"memory.unpromote">>;
   documentImport(request: Payload<"lore.document.import">): Promise<Reply<"lore.document.import">>;

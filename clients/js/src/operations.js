@@ -31,6 +31,7 @@ const ROWS = [
   ["lore.document.delete", "mnemo.rpc.lore.document.delete.v1", "request", "DocumentDeleteRequest", "DocumentDeleteReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],
   ["memory.convert_to_lore", "mnemo.rpc.memory.convert_to_lore.v1", "request", "MemoryConvertToLoreRequest", "MemoryConvertToLoreReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],
   ["memory.delete", "mnemo.rpc.memory.delete.v1", "request", "MemoryDeleteRequest", "MemoryDeleteReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],
+  ["memory.edit", "mnemo.rpc.memory.edit.v1", "request", "MemoryEditRequest", "MemoryEditReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],
   ["memory.list", "mnemo.rpc.memory.list.v1", "request", "MemoryListRequest", "MemoryListReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],
   ["memory.index_status", "mnemo.rpc.memory.index_status.v1", "request", "MemoryIndexStatusRequest", "MemoryIndexStatusReply", ["bad_request", "rate_limited", "unavailable", "internal"], [], null],
   ["memory.promote", "mnemo.rpc.memory.promote.v1", "request", "MemoryPromoteRequest", "MemoryScopeReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],

@@ -61,6 +61,7 @@ from mnemo_client.wire.memory_api_contract import (
 from mnemo_client.wire.memory_contract import (
     MemoryConvertToLoreReply,
     MemoryDeleteReply,
+    MemoryEditReply,
     MemoryListReply,
     MemoryScopeReply,
 )
@@ -273,6 +274,10 @@ class MnemoClient:
 
     async def memory_delete(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryDeleteReply:
         return await self._call("memory.delete", MemoryDeleteReply, request, fields)
+
+    async def memory_edit(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryEditReply:
+        """Edit a memory's (a summary's) text: a new version with a new id (``memory.edit``)."""
+        return await self._call("memory.edit", MemoryEditReply, request, fields)
 
     async def knowledge_promote(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryScopeReply:
         """Share one of the user's own facts with a campaign (``memory.promote``)."""

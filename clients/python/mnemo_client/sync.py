@@ -39,6 +39,7 @@ from mnemo_client.wire.memory_api_contract import (
 from mnemo_client.wire.memory_contract import (
     MemoryConvertToLoreReply,
     MemoryDeleteReply,
+    MemoryEditReply,
     MemoryListReply,
     MemoryScopeReply,
 )
@@ -143,6 +144,9 @@ class SyncMnemoClient:
 
     def memory_delete(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryDeleteReply:
         return self._run(self._client.memory_delete(request, **fields))
+
+    def memory_edit(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryEditReply:
+        return self._run(self._client.memory_edit(request, **fields))
 
     def knowledge_promote(self, request: BaseModel | None = None, /, **fields: Any) -> MemoryScopeReply:
         return self._run(self._client.knowledge_promote(request, **fields))

@@ -24,7 +24,7 @@ from mnemo.services.memory import remembering
 from mnemo.services.memory.chat_import.rpc import ChatImportRefused, ChatImports, ChatImportUnavailable
 from mnemo.services.memory.conversations import Conversations
 from mnemo.services.memory.knowledge_items import FactItems
-from mnemo.services.memory.memories import Memories, MemoryNotFound
+from mnemo.services.memory.memories import Memories, MemoryNotFound, MemoryNotLive
 from mnemo.services.memory.memory_api import MemoryApi
 from mnemo.shared import subjects
 from mnemo.shared.bootstrap import ServiceDefinition
@@ -41,7 +41,12 @@ from mnemo_client.wire.memory_api_contract import (
     MemoryRememberRequest,
     MemoryUpdateRequest,
 )
-from mnemo_client.wire.memory_contract import MemoryConvertToLoreRequest, MemoryDeleteRequest, MemoryListRequest
+from mnemo_client.wire.memory_contract import (
+    MemoryConvertToLoreRequest,
+    MemoryDeleteRequest,
+    MemoryEditRequest,
+    MemoryListRequest,
+)
 
 SERVICE = "memory"
 #: The memory API's subjects (remember, update, forget, history); the engine's twins may write every namespace.
@@ -71,9 +76,11 @@ def create_router(
         FactItems(knowledge),
     )
     # Another user's or tenant's memory is indistinguishable from an unknown one: not_found.
-    on = functools.partial(serve, router, service=SERVICE, errors={MemoryNotFound: "not_found"}, limiter=limiter)
+    memory_errors: dict[type[Exception], str] = {MemoryNotFound: "not_found", MemoryNotLive: "bad_request"}
+    on = functools.partial(serve, router, service=SERVICE, errors=memory_errors, limiter=limiter)
     on(subjects.MEMORY_CONVERT_TO_LORE, request=MemoryConvertToLoreRequest, call=listing.convert_to_lore)
     on(subjects.MEMORY_DELETE, request=MemoryDeleteRequest, call=listing.delete)
+    on(subjects.MEMORY_EDIT, request=MemoryEditRequest, call=listing.edit)
     on(subjects.MEMORY_LIST, request=MemoryListRequest, call=listing.list_items, max_workers=4)
     conversations = Conversations(deps.store, deps.read_model(CONVERSATIONS), summaries, knowledge)
     on(subjects.CONVERSATION_LIST, request=ConversationListRequest, call=conversations.list_conversations)

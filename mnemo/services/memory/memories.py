@@ -34,6 +34,8 @@ from mnemo_client.wire.memory_contract import (
     MemoryConvertToLoreRequest,
     MemoryDeleteReply,
     MemoryDeleteRequest,
+    MemoryEditReply,
+    MemoryEditRequest,
     MemoryItem,
     MemoryListReply,
     MemoryListRequest,
@@ -42,6 +44,10 @@ from mnemo_client.wire.memory_contract import (
 
 class MemoryNotFound(LookupError):
     """No such memory for this tenant and user (or it was deleted)."""
+
+
+class MemoryNotLive(ValueError):
+    """The memory is an earlier version: edited, consolidated or made stale (the message says what replaced it)."""
 
 
 class KnowledgeItems(Protocol):
@@ -103,7 +109,8 @@ class Memories:
         )
 
     async def delete(self, req: MemoryDeleteRequest) -> MemoryDeleteReply:
-        """Retire the summary first, then delete its legacy entry. A retry after a crash in between finds the
+        """Retire the summary first, then delete its legacy entry (and those made from the versions it was
+        edited from). A retry after a crash in between finds the
         (deleted) memory and completes both: deterministic event ids make the repeats no-ops. A conversion
         racing this delete checks the memory again after its own append and removes what it made, so no
         legacy entry outlives its memory whatever the interleaving."""
@@ -113,8 +120,35 @@ class Memories:
         result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), [retired])
         await self._summaries.apply(result.committed or await self._store.get_events([retired.event_id]))
         await self._publish(result)
-        legacy_ids = await self._delete_legacy(req.tenant_id, req.user_id, req.memory_id)
+        stream = await self._store.read_stream(summary_stream(req.tenant_id, req.user_id, memory.conversation_id))
+        legacy_ids: list[str] = []
+        for version in [req.memory_id, *domain.earlier_versions(stream, req.memory_id)]:
+            legacy_ids += await self._delete_legacy(req.tenant_id, req.user_id, version)
         return MemoryDeleteReply(memory_id=req.memory_id, deleted=not state.deleted, legacy_ids=legacy_ids)
+
+    async def edit(self, req: MemoryEditRequest) -> MemoryEditReply:
+        """Append the new version and the old one's retirement together, then project them, so the next list
+        or context request reads the new text. A retry finds the old version retired as `edited` by this same
+        text (the new id is derived from it) and answers as the first time."""
+        state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
+        memory = state.created
+        if state.deleted:
+            raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
+        edited = domain.edited_version(memory, req.text, req.user_id)
+        events = domain.memory_edited_events(req.tenant_id, memory, edited, utcnow())
+        if state.retired_reason is not None:
+            if state.retired_reason != domain.EDITED or state.replaced_by != edited.summary_id:
+                now = f"; its current version is {state.replaced_by!r}" if state.replaced_by else ""
+                raise MemoryNotLive(f"memory {req.memory_id!r} was {state.retired_reason}{now}")
+            # A retry: project again (the first attempt may have stopped between its append and its projection).
+            await self._summaries.apply(await self._store.get_events([e.event_id for e in events]))
+            return MemoryEditReply(memory_id=edited.summary_id, previous_id=memory.summary_id, changed=False)
+        if req.text == memory.text:
+            return MemoryEditReply(memory_id=memory.summary_id, previous_id=memory.summary_id, changed=False)
+        result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), events)
+        await self._summaries.apply(await self._store.get_events([e.event_id for e in events]))
+        await self._publish(result)
+        return MemoryEditReply(memory_id=edited.summary_id, previous_id=memory.summary_id, changed=True)
 
     async def _delete_legacy(self, tenant_id: str, user_id: str, memory_id: str) -> list[str]:
         """Delete the memory's legacy entry if it has one; returns its id if it was live until now."""

@@ -1,4 +1,4 @@
-"""Memories (list, convert to lore, delete) and knowledge (promote, unpromote)."""
+"""Memories (list, convert to lore, edit, delete) and knowledge (promote, unpromote)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,17 @@ OPERATIONS: tuple[Operation, ...] = (
         "Delete a memory, its legacy lore and their vectors; deleting again is harmless.",
         {**_TU, "memory_id": "<summary id>"},
         {"memory_id": "...", "deleted": True, "legacy_ids": ["..."]},
+        errors=MEMORY_ERRORS,
+    ),
+    rpc(
+        "memory.edit",
+        subjects.MEMORY_EDIT,
+        mc.MemoryEditRequest,
+        mc.MemoryEditReply,
+        "memory",
+        "Edit a memory's (a summary's) text: a new version with a new id, the edited one kept in the log.",
+        {**_TU, "memory_id": "<summary id>", "text": "Maren gave the brass compass back at the harbour."},
+        {"memory_id": "...", "previous_id": "<summary id>", "changed": True},
         errors=MEMORY_ERRORS,
     ),
     rpc(

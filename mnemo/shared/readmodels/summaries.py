@@ -3,7 +3,7 @@
 A projection of the log: rebuilt by replaying ``summary.created`` and ``summary.retired`` events. Applying is
 an upsert keyed by ``summary_id`` (itself deterministic), so a redelivered or replayed event changes nothing
 that matters: ``summary.created`` sets the content and sets ``status`` to ``active`` only when the document
-is new, and ``summary.retired`` sets ``status`` (``consolidated`` | ``stale`` | ``deleted``) and
+is new, and ``summary.retired`` sets ``status`` (``consolidated`` | ``stale`` | ``edited`` | ``deleted``) and
 ``replaced_by`` even before the creation arrives (a stub the creation then fills), so a late redelivered
 creation never revives a retired summary. The text and emotional context are encrypted with the tenant's
 data key, bound to the summary id and field name. Every query takes the tenant first and filters on it:
@@ -48,7 +48,7 @@ class SummaryView:
     method: str
     audience: tuple[str, ...] = (EVERYONE,)
     consolidates: tuple[str, ...] = ()
-    status: str = ACTIVE  # "active" | "consolidated" | "stale" | "deleted"
+    status: str = ACTIVE  # "active" | "consolidated" | "stale" | "edited" | "deleted"
     replaced_by: str | None = None
     prompt_version: str | None = None
     emotional_context: str | None = None

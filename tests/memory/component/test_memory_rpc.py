@@ -1,5 +1,5 @@
-"""The memory service on ``TestNatsBroker`` with the in-memory log and read models: list, delete and convert
-a user's memories (summaries), with facts in the listing.
+"""The memory service on ``TestNatsBroker`` with the in-memory log and read models: list, edit, delete and
+convert a user's memories (summaries), with facts in the listing.
 
 Summaries are seeded as the summarizer makes them: ``summary.created`` appended to the log, then projected.
 """
@@ -159,6 +159,80 @@ async def test_a_memory_converted_to_lore_is_listed_and_deleted_with_it(memory):
     assert await m.legacy.deleted(T, [converted["legacy_id"]]) == {converted["legacy_id"]}
 
 
+async def test_editing_a_memory_makes_a_new_version_and_keeps_the_old_in_the_log(memory):
+    rpc, m = memory
+    text = "Ana and the bard argued at the harbour; she kept the compass."
+    request = {"tenant_id": T, "user_id": U1, "memory_id": "s2", "text": text}
+
+    edited = await rpc(subjects.MEMORY_EDIT, request)
+    again = await rpc(subjects.MEMORY_EDIT, request)
+    listed = await rpc(subjects.MEMORY_LIST, {"tenant_id": T, "user_id": U1, "source": "memory"})
+    everything = await rpc(subjects.MEMORY_LIST, {"tenant_id": T, "user_id": U1, "include_retired": True})
+
+    new_id = edited["memory_id"]
+    assert (edited["previous_id"], edited["changed"], new_id != "s2") == ("s2", True, True)
+    assert (again["memory_id"], again["changed"]) == (new_id, False), "a retry appends nothing"
+    assert ids(listed) == ["s3", new_id, "s1"], "the new version takes the old one's place in the listing"
+    item = listed["items"][1]
+    assert (item["text"], item["method"], item["participants"]) == (text, "manual:u1", ["bard", "ana"])
+    old = {i["id"]: i for i in everything["items"]}["s2"]
+    assert (old["status"], old["text"]) == ("edited", "Memory s2: Ana and the bard at the harbour.")
+    created = published(m.deps).of_type("summary.created")
+    retired = published(m.deps).of_type("summary.retired")
+    assert [(e.payload["summary_id"], e.payload["text"], e.payload["citations"]) for e in created] == [
+        (new_id, text, [])
+    ]
+    assert [(e.payload["summary_id"], e.payload["reason"], e.payload["replaced_by"]) for e in retired] == [
+        ("s2", "edited", new_id)
+    ]
+
+
+async def test_only_the_current_version_can_be_edited(memory):
+    rpc, m = memory
+    first = await rpc(subjects.MEMORY_EDIT, {"tenant_id": T, "user_id": U1, "memory_id": "s1", "text": "One."})
+
+    stale = await rpc(subjects.MEMORY_EDIT, {"tenant_id": T, "user_id": U1, "memory_id": "s1", "text": "Two."})
+    second = await rpc(
+        subjects.MEMORY_EDIT, {"tenant_id": T, "user_id": U1, "memory_id": first["memory_id"], "text": "Two."}
+    )
+    same = await rpc(
+        subjects.MEMORY_EDIT, {"tenant_id": T, "user_id": U1, "memory_id": second["memory_id"], "text": "Two."}
+    )
+
+    assert stale["error"]["code"] == "bad_request"
+    assert first["memory_id"] in stale["error"]["message"], "the refusal names the version to edit instead"
+    assert (second["previous_id"], second["changed"]) == (first["memory_id"], True)
+    assert (same["memory_id"], same["changed"]) == (second["memory_id"], False), "the same text changes nothing"
+    listed = await rpc(subjects.MEMORY_LIST, {"tenant_id": T, "user_id": U1, "source": "memory"})
+    assert [i["text"] for i in listed["items"] if i["id"] == second["memory_id"]] == ["Two."]
+    assert len(published(m.deps).of_type("summary.created")) == 2
+
+
+async def test_another_users_or_tenants_memory_cannot_be_edited(memory):
+    rpc, m = memory
+
+    reply = await rpc(subjects.MEMORY_EDIT, {"tenant_id": T, "user_id": U2, "memory_id": "s1", "text": "Mine."})
+    other_tenant = await rpc(
+        subjects.MEMORY_EDIT, {"tenant_id": "t2", "user_id": U1, "memory_id": "s1", "text": "Mine."}
+    )
+
+    assert (reply["error"]["code"], other_tenant["error"]["code"]) == ("not_found", "not_found")
+    assert published(m.deps).events == []
+    assert await m.summaries.inactive(T, ["s1"]) == set()
+
+
+async def test_deleting_an_edited_memory_deletes_the_lore_made_from_its_earlier_version(memory):
+    rpc, m = memory
+    convert = {"tenant_id": T, "user_id": U1, "memory_id": "s1", "applies_to_bots": ["bard"]}
+    converted = await rpc(subjects.MEMORY_CONVERT_TO_LORE, convert)
+    edited = await rpc(subjects.MEMORY_EDIT, {"tenant_id": T, "user_id": U1, "memory_id": "s1", "text": "Edited."})
+
+    deleted = await rpc(subjects.MEMORY_DELETE, {"tenant_id": T, "user_id": U1, "memory_id": edited["memory_id"]})
+
+    assert (deleted["deleted"], deleted["legacy_ids"]) == (True, [converted["legacy_id"]])
+    assert await m.legacy.deleted(T, [converted["legacy_id"]]) == {converted["legacy_id"]}
+
+
 TOO_IMPORTANT = {"tenant_id": T, "user_id": U1, "memory_id": "s1", "applies_to_bots": ["bard"], "importance": 11}
 
 
@@ -170,6 +244,8 @@ TOO_IMPORTANT = {"tenant_id": T, "user_id": U1, "memory_id": "s1", "applies_to_b
         (subjects.MEMORY_DELETE, {"tenant_id": T, "user_id": U1, "memory_id": "s1", "force": True}, "force"),
         (subjects.MEMORY_DELETE, b"[]", "<body>"),
         (subjects.MEMORY_CONVERT_TO_LORE, {**TOO_IMPORTANT}, "importance"),
+        (subjects.MEMORY_EDIT, {"tenant_id": T, "user_id": U1, "memory_id": "s1"}, "text"),
+        (subjects.MEMORY_EDIT, {"tenant_id": T, "user_id": U1, "memory_id": "s1", "text": "  \n"}, "blank"),
     ],
 )
 async def test_bad_requests_get_a_bad_request_reply(memory, subject, body, says):

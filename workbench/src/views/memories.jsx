@@ -1,9 +1,10 @@
 // Memories: the unified listing of a user's summaries, the legacy lore made from them and the characters' facts
-// (memory.list) with its filters; delete a summary (memory.delete) or keep it as legacy lore through a review
-// dialog (memory.convert_to_lore); below it, the memories remembered through the memory API (remembered.jsx).
+// (memory.list) with its filters; edit a summary's text in place (memory.edit: a new version, the old one kept in
+// the log), delete it (memory.delete) or keep it as legacy lore through a review dialog (memory.convert_to_lore);
+// below it, the memories remembered through the memory API (remembered.jsx).
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
-import { ActionForm, DataTable, TextArea, TextInput } from "../forms.jsx";
+import { ActionForm, DataTable, ItemButton, TextArea, TextInput } from "../forms.jsx";
 import { Badge, Dialog, ErrorNote, Field, Loading, Select, useAction, useLoad, when } from "../ui.jsx";
 import { Remembered } from "./remembered.jsx";
 import { IndexBadges, IndexError, useIndexStatus } from "./indexing.jsx";
@@ -79,18 +80,57 @@ function Convert({ item, conversation, onDone }) {
   );
 }
 
+// The summary's text edited where it is listed: saving sends the new text against this version (memory.edit); an
+// edit made meanwhile elsewhere is refused (the version is no longer current) and said so, nothing is overwritten.
+function EditText({ item, onDone }) {
+  const { call, user } = useSession();
+  const [text, setText] = useState(item.text);
+  const [save, state] = useAction(async () => {
+    const reply = await call("memory/edit", { user_id: user, memory_id: item.id, text: text.trim() });
+    onDone(true);
+    return reply;
+  });
+  return (
+    <ActionForm
+      label={`Edit the text of summary ${item.id}`}
+      onSubmit={save}
+      state={state}
+      submit="Save text"
+      disabled={!text.trim() || text.trim() === item.text}
+      onCancel={() => onDone(false)}
+      after={<p class="note">Saved as a new version: the old text stays in the log, shown with “Show earlier versions”.</p>}
+    >
+      <Field label="Summary text">
+        <TextArea required rows={4} maxLength="20000" value={text} onChange={setText} />
+      </Field>
+    </ActionForm>
+  );
+}
+
 function Row({ item, indexed, conversation, onConvert, onChanged }) {
   const { call, user } = useSession();
+  const [editing, setEditing] = useState(false);
   const [remove, state] = useAction(async () => {
     await call("memory/delete", { user_id: user, memory_id: item.id });
     onChanged();
   });
   const who = (ids) => ids.map((id) => nameOf(conversation, id)).join(", ");
+  const editable = item.source === "memory" && item.status === "active";
   return (
     <tr>
       <td>
         {item.title ? <strong>{item.title}: </strong> : null}
-        {item.text}
+        {editing ? (
+          <EditText
+            item={item}
+            onDone={(saved) => {
+              setEditing(false);
+              if (saved) onChanged();
+            }}
+          />
+        ) : (
+          item.text
+        )}
         <div class="meta">
           {item.message_ids.length ? `from ${item.message_ids.join(", ")}` : ""}
           {item.conversation_id ? ` · in ${item.conversation_id}` : ""}
@@ -116,6 +156,7 @@ function Row({ item, indexed, conversation, onConvert, onChanged }) {
       <td>
         {item.source === "memory" ? (
           <div class="actions">
+            {editable && !editing ? <ItemButton action="Edit text" item={`of summary ${item.id}`} onClick={() => setEditing(true)} /> : null}
             {!item.converted_to_lore ? (
               <button type="button" class="secondary" onClick={() => onConvert(item)}>
                 Convert to lore
@@ -178,8 +219,8 @@ export function Memories() {
         </Field>
         <div class="field checkbox">
           <label>
-            <input type="checkbox" checked={retired} onChange={(e) => setRetired(e.currentTarget.checked)} /> Show consolidated and
-            stale summaries
+            <input type="checkbox" checked={retired} onChange={(e) => setRetired(e.currentTarget.checked)} /> Show earlier versions
+            (consolidated, stale and edited summaries)
           </label>
         </div>
       </div>

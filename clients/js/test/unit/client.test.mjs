@@ -40,7 +40,7 @@ test("every request method reaches its own operation", async () => {
     loreAttach: "lore.attach", loreDetach: "lore.detach", loreBookCreate: "lore.book.create",
     loreBookDelete: "lore.book.delete", loreBookRename: "lore.book.rename", loreEntryCreate: "lore.entry.create", loreEntryUpdate: "lore.entry.update",
     loreEntryDelete: "lore.entry.delete", memoriesList: "memory.list", memoryConvertToLore: "memory.convert_to_lore",
-    memoryDelete: "memory.delete", knowledgePromote: "memory.promote", knowledgeUnpromote: "memory.unpromote",
+    memoryDelete: "memory.delete", memoryEdit: "memory.edit", knowledgePromote: "memory.promote", knowledgeUnpromote: "memory.unpromote",
     documentImport: "lore.document.import", documentGet: "lore.document.get", documentList: "lore.document.list",
     documentDelete: "lore.document.delete", eraseUser: "privacy.erase_user", eraseTenant: "privacy.erase_tenant",
     exportUser: "privacy.export_user", conversationList: "conversation.list",

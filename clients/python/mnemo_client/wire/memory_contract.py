@@ -1,4 +1,4 @@
-"""Public wire contract v1 of the memory request-reply surface: legacy lore, deletion and listing.
+"""Public wire contract v1 of the memory request-reply surface: legacy lore, editing, deletion and listing.
 
 Every request is answered with its reply model or with ``ErrorReply`` (codes: ``bad_request`` for invalid
 JSON or a request that breaks its schema, with what is wrong; ``not_found`` for a memory that does not exist
@@ -32,6 +32,7 @@ ItemType = Literal[
 MAX_TARGETS = 1000
 MAX_LEGACY_TAGS = 32
 MAX_LEGACY_TEXT = 20_000
+MAX_SUMMARY_TEXT = 20_000
 MAX_LIST_LIMIT = 200
 MAX_LIST_OFFSET = 100_000
 
@@ -100,6 +101,32 @@ class MemoryDeleteReply(_Wire):
     legacy_ids: list[str] = Field(default_factory=list, description="legacy lore entries deleted with it")
 
 
+class MemoryEditRequest(_Owned):
+    """`mnemo.rpc.memory.edit.v1` request: change a memory's (a summary's) text. The edit is a new version with
+    a new id: a `summary.created` with the new text (everything else kept: range, participants, audience,
+    importance; ``method`` `manual:<user>`) and the edited one retired as `edited` with ``replaced_by``, both
+    kept in the log. Only a live version can be edited: one already edited, consolidated or made stale is
+    `bad_request` naming what replaced it (so two editors never overwrite each other unknowingly); sending the
+    same edit again answers the same new id with ``changed`` false."""
+
+    memory_id: Id = Field(..., description="the memory (summary id) to edit: its current version")
+    text: str = Field(..., min_length=1, max_length=MAX_SUMMARY_TEXT, description="the memory's new text")
+
+    @model_validator(mode="after")
+    def _some_text(self) -> MemoryEditRequest:
+        if not self.text.strip():
+            raise ValueError("text is blank")
+        return self
+
+
+class MemoryEditReply(_Wire):
+    """`mnemo.rpc.memory.edit.v1` reply."""
+
+    memory_id: str = Field(..., description="the new version's id (use it for the next edit, delete or conversion)")
+    previous_id: str = Field(..., description="the edited version's id (retired as `edited`, kept in the log)")
+    changed: bool = Field(..., description="false when this edit had already been made (a retry)")
+
+
 class MemoryListRequest(_Owned):
     """`mnemo.rpc.memory.list.v1` request: one page of the user's memories, legacy lore and knowledge.
 
@@ -115,7 +142,9 @@ class MemoryListRequest(_Owned):
     bot_id: Id | None = Field(None, description="only items about this bot (participant, target or character)")
     converted_to_lore: bool | None = Field(None, description="only summaries converted (or not) to legacy lore")
     include_retired: bool = Field(
-        False, description="also summaries folded into a consolidation or made stale (never deleted ones)"
+        False,
+        description="also summaries folded into a consolidation, made stale or edited (their earlier versions); "
+        "never deleted ones",
     )
     limit: int = Field(50, ge=1, le=MAX_LIST_LIMIT)
     offset: int = Field(0, ge=0, le=MAX_LIST_OFFSET)
@@ -142,7 +171,8 @@ class MemoryItem(_Wire):
     converted_to_lore: bool = False
     legacy_id: str | None = Field(None, description="the legacy lore entry made from this memory, if any")
     status: str = Field(
-        "active", description="`active`; a summary's retirement (`consolidated`, `stale`); a fact's `superseded`"
+        "active",
+        description="`active`; a summary's retirement (`consolidated`, `stale`, `edited`); a fact's `superseded`",
     )
     method: str | None = Field(None, description="how it was made: `extractive`, `llm:<model>`, ...")
     prompt_version: str | None = None

@@ -44,7 +44,7 @@ class SummaryCreated(RecordedPayload):
     message_ids: list[str]
     first_index: int
     last_index: int
-    method: str = Field(..., description="`extractive` (no LLM) or `llm:<model>`")
+    method: str = Field(..., description="`extractive` (no LLM), `llm:<model>`, or `manual:<user>` (edited by hand)")
     prompt_version: str | None = Field(None, description="e.g. `summarize.v1` when an LLM wrote it")
     emotional_context: str | None = Field(None, description="the mood and how it shifted (LLM summaries)")
     audience: list[str] = Field(
@@ -81,13 +81,14 @@ SUMMARY_CREATED = REGISTRY.register(
 
 class SummaryRetired(RecordedPayload):
     """A summary stops being a live memory: folded into a consolidation, made stale by an edit or delete of a
-    message it covers (``replaced_by`` is its recomputation, if any), or deleted by its owner. Its vectors are
+    message it covers (``replaced_by`` is its recomputation, if any), edited by its owner (``replaced_by`` is
+    the new version, a ``summary.created`` of the memory service) or deleted by its owner. Its vectors are
     deleted; the ``summary.created`` event stays in the log."""
 
     summary_id: str
     user_id: str
     conversation_id: str
-    reason: Literal["consolidated", "stale", "deleted"]
+    reason: Literal["consolidated", "stale", "edited", "deleted"]
     replaced_by: str | None = None
     retired_at: datetime
 
