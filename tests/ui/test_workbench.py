@@ -131,6 +131,45 @@ def test_a_fact_added_by_hand_reaches_that_bots_context_only(page: Any) -> None:
     page.get_by_role("button", name="Close").click()
 
 
+def test_a_fact_edited_promoted_unpromoted_and_retracted_with_its_audit_trail(page: Any) -> None:
+    """knowledge.fact.edit/retract and memory.promote/unpromote through the Knowledge view: each change is listed
+    at once and is a line of the fact's audit trail, read from the log."""
+    fact, edited = "Odo mends the sails with whale-gut thread.", "Odo mends the sails with waxed linen thread."
+    open_conversation(page)
+    open_view(page, "Knowledge")
+    page.get_by_label("Character").select_option(label="Odo")
+    page.get_by_label("New fact").fill(fact)
+    page.get_by_role("button", name="Add fact").click()
+    facts = page.get_by_role("table", name=re.compile("^What Odo knows"))
+    facts.get_by_role("row").filter(has_text=fact).get_by_role("button", name="Edit").click()
+    dialog = page.get_by_role("dialog", name="Edit fact")
+    dialog.get_by_label("Fact text").fill(edited)
+    dialog.get_by_role("button", name="Save new version").click()
+    row = facts.get_by_role("row").filter(has_text=edited)
+    row.wait_for()
+    assert facts.get_by_role("row").filter(has_text=fact).count() == 0, "the earlier version left the listing"
+
+    row.get_by_label("Campaign to promote to").fill("kestrel-crew")
+    row.get_by_role("button", name="Promote").click()
+    row.get_by_text("campaign:kestrel-crew").wait_for()
+    assert accessibility_problems(page) == []
+    row.get_by_role("button", name="Unpromote").click()
+    row.get_by_text("player:demo-user").wait_for()
+
+    row.get_by_role("button", name="History").click()
+    trail = page.get_by_role("list", name="Audit trail")
+    for line in ("added by hand", "edited version of", "promoted from player:demo-user to campaign:kestrel-crew",
+                 "unpromoted from campaign:kestrel-crew to player:demo-user"):  # fmt: skip
+        trail.get_by_text(line).first.wait_for()
+    assert accessibility_problems(page) == []
+    page.get_by_role("button", name="Close").click()
+
+    row.get_by_role("button", name="Retract").click()
+    row.wait_for(state="detached")
+    page.get_by_role("checkbox", name=re.compile("Show superseded")).check()
+    facts.get_by_role("row").filter(has_text=edited).filter(has_text="retired").wait_for()
+
+
 def test_import_a_lorebook_file_and_test_an_activation(page: Any, tmp_path: Path) -> None:
     book = {
         "entries": {
@@ -278,41 +317,6 @@ def test_upload_a_document_and_follow_its_progress(page: Any, tmp_path: Path) ->
     screenshot(page, "documents")
 
 
-def test_memories_listed_converted_to_lore_and_deleted(page: Any) -> None:
-    open_conversation(page)
-    open_view(page, "Memories")
-    page.get_by_label("Source").select_option(label="summaries and legacy lore")
-    listing = page.get_by_role("table", name=re.compile("^Memories of user demo-user"))
-    summary = listing.get_by_role("row").filter(has=page.get_by_role("button", name="Convert to lore")).first
-    summary.wait_for()
-    text = summary.get_by_role("cell").first.inner_text().splitlines()[0]
-    assert "present: Captain Maren Voss" in summary.inner_text()
-    # Its tokens and vector status (memory.index_status): indexed, or not yet while the embedding service works.
-    summary.get_by_text(re.compile(r"^\d+ tokens")).wait_for()
-    summary.get_by_text(re.compile(r"^(indexed \(\d+ vectors?\)|pending|not indexed)$")).wait_for()
-    summary.get_by_role("button", name="Convert to lore").click()
-    dialog = page.get_by_role("dialog", name="Convert to legacy lore")
-    dialog.get_by_label("Title").fill("The first night aboard")
-    dialog.get_by_label("Applies to bots").fill("maren")
-    dialog.get_by_label("Tags").fill("Harbour, first night")
-    dialog.get_by_label("Importance").fill("9")
-    dialog.get_by_label("Text").fill(f"{text} (reviewed)")
-    assert accessibility_problems(page) == []
-    dialog.get_by_role("button", name="Convert to legacy lore").click()
-    converted = listing.get_by_role("row").filter(has_text="The first night aboard")
-    converted.first.wait_for()
-    assert "legacy lore" in converted.first.inner_text(), "the legacy entry is listed beside its summary"
-    assert "importance 9 · tags: harbour, first night" in converted.first.inner_text()
-    assert "(reviewed)" in converted.first.inner_text(), "the entry keeps the text as reviewed"
-    assert accessibility_problems(page) == []
-    screenshot(page, "memories")
-
-    page.get_by_label("Converted to lore").select_option(label="converted")
-    row = listing.get_by_role("row").filter(has_text=text[:40]).filter(has=page.get_by_role("button", name="Delete"))
-    row.get_by_role("button", name="Delete").click()
-    row.wait_for(state="detached")
-
-
 def context_of(tab: Any, message: str, expected: str) -> str:
     """Maren's context for ``message`` once it holds ``expected`` (or the last one asked): an edit reaches the
     vector index, where a context finds memories, through the embedding service (seconds)."""
@@ -335,6 +339,7 @@ def test_a_summary_edited_in_place_changes_the_next_context(page: Any, demo: Dem
     mine = {"tenant_id": "demo", "user_id": "demo-user"}
     status, listed = post(demo, demo.key, "memory/list", {**mine, "source": "memory", "bot_id": "maren"})
     assert status == 200, listed
+    # The demo's summary of its first messages (the Memories test after this one converts and deletes it).
     summary = next(i for i in listed["items"] if i["status"] == "active" and not i["converted_to_lore"])
     open_conversation(page)
     assemble(page, question)
@@ -373,6 +378,41 @@ def test_a_summary_edited_in_place_changes_the_next_context(page: Any, demo: Dem
     assert accessibility_problems(page) == []
 
     assert edited in context_of(page, question, edited), "the next context carries the edited text"
+
+
+def test_memories_listed_converted_to_lore_and_deleted(page: Any) -> None:
+    open_conversation(page)
+    open_view(page, "Memories")
+    page.get_by_label("Source").select_option(label="summaries and legacy lore")
+    listing = page.get_by_role("table", name=re.compile("^Memories of user demo-user"))
+    summary = listing.get_by_role("row").filter(has=page.get_by_role("button", name="Convert to lore")).first
+    summary.wait_for()
+    text = summary.get_by_role("cell").first.inner_text().splitlines()[0]
+    assert "present: Captain Maren Voss" in summary.inner_text()
+    # Its tokens and vector status (memory.index_status): indexed, or not yet while the embedding service works.
+    summary.get_by_text(re.compile(r"^\d+ tokens")).wait_for()
+    summary.get_by_text(re.compile(r"^(indexed \(\d+ vectors?\)|pending|not indexed)$")).wait_for()
+    summary.get_by_role("button", name="Convert to lore").click()
+    dialog = page.get_by_role("dialog", name="Convert to legacy lore")
+    dialog.get_by_label("Title").fill("The first night aboard")
+    dialog.get_by_label("Applies to bots").fill("maren")
+    dialog.get_by_label("Tags").fill("Harbour, first night")
+    dialog.get_by_label("Importance").fill("9")
+    dialog.get_by_label("Text").fill(f"{text} (reviewed)")
+    assert accessibility_problems(page) == []
+    dialog.get_by_role("button", name="Convert to legacy lore").click()
+    converted = listing.get_by_role("row").filter(has_text="The first night aboard")
+    converted.first.wait_for()
+    assert "legacy lore" in converted.first.inner_text(), "the legacy entry is listed beside its summary"
+    assert "importance 9 · tags: harbour, first night" in converted.first.inner_text()
+    assert "(reviewed)" in converted.first.inner_text(), "the entry keeps the text as reviewed"
+    assert accessibility_problems(page) == []
+    screenshot(page, "memories")
+
+    page.get_by_label("Converted to lore").select_option(label="converted")
+    row = listing.get_by_role("row").filter(has_text=text[:40]).filter(has=page.get_by_role("button", name="Delete"))
+    row.get_by_role("button", name="Delete").click()
+    row.wait_for(state="detached")
 
 
 def search_remembered(tab: Any, query: str, expected: str) -> Any:
