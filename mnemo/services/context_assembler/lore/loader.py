@@ -221,7 +221,10 @@ class LoreLoader:
         if self._timed is not None and "lore_timed" not in degraded:
             try:
                 after = unversioned(activation.timed)
-                await asyncio.wait_for(self._timed.save(req, loaded, after, count), self.timed_timeout_s)
+                # Most scans change no timed effect: nothing to record, and no task and wait that would hand
+                # the loop to the other parts' work while this request waits on it (issue 26).
+                if after != loaded.state:
+                    await asyncio.wait_for(self._timed.save(req, loaded, after, count), self.timed_timeout_s)
             except Exception as exc:  # the context is built; only the effects' next turn is at stake
                 log.warning("timed lore state not recorded: %s: %s", type(exc).__name__, exc)
                 degraded.append("lore_timed")

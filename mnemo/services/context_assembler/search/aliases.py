@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 __all__ = ["MIN_VOTES", "aliases", "named_by_alias"]
 
@@ -47,8 +48,19 @@ def _first(author: str) -> str:
     return words[0] if words else ""
 
 
-def _addressed(text: str) -> set[str]:
-    return {m.group(1).lower() for pattern in _ADDRESSED for m in pattern.finditer(text)}
+#: Lines whose names are remembered (the ranking reads the same candidates again on a conversation's next
+#: request); a pure function of the text.
+LINES = 8192
+
+
+@lru_cache(maxsize=LINES)
+def _names_in(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The names ``text`` introduces its author by, those it addresses someone by (not introduced), and its
+    other words (lowercased, not introduced)."""
+    introduced = frozenset(m.group(1).lower() for m in _SELF.finditer(text))
+    addressed = frozenset(m.group(1).lower() for pattern in _ADDRESSED for m in pattern.finditer(text))
+    words = frozenset(w.lower() for w in _WORD.findall(text))
+    return introduced, addressed - introduced, words - introduced
 
 
 def aliases(lines: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -63,12 +75,12 @@ def aliases(lines: Iterable[tuple[str, str]]) -> dict[str, str]:
     votes: dict[str, Counter[str]] = {}
     written: dict[str, set[str]] = {a: set() for a in authors}
     for author, text in lines:
-        introduced = {m.group(1).lower() for m in _SELF.finditer(text)}
+        introduced, addressed, words = _names_in(text)
         for name in introduced:
             votes.setdefault(name, Counter())[author] += 2
-        for name in _addressed(text) - introduced:
+        for name in addressed:
             votes.setdefault(name, Counter())[other[author]] += 1
-        written[author] |= {w.lower() for w in _WORD.findall(text)} - introduced
+        written[author] |= words
     found: dict[str, str] = {}
     for name, by in votes.items():
         if name in own or len(by) != 1:

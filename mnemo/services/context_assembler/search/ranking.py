@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from mnemo.services.context_assembler.search.aliases import aliases, named_by_alias
 from mnemo.services.context_assembler.search.names import spelled_names
@@ -160,6 +161,13 @@ def named_participant(query: str, authors: Sequence[str], known: Mapping[str, st
     return named[0] if len(named) == 1 else None
 
 
+#: Texts whose word sets are remembered: a conversation's next request ranks mostly the same candidates again,
+#: and stemming them was the ranking's largest cost (issue 26). Keyed by the text alone, the set a pure function
+#: of it; least recently used dropped first.
+WORD_SETS = 8192
+
+
+@lru_cache(maxsize=WORD_SETS)
 def word_set(text: str) -> frozenset[str]:
     """Stemmed content words (``mnemo/shared/sparse.py`` tokens): what near-duplicate and diversity compare."""
     return frozenset(tokens(text))
