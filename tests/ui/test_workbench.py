@@ -202,6 +202,14 @@ def test_import_a_lorebook_file_and_test_an_activation(page: Any, tmp_path: Path
     page.get_by_role("heading", name="Test activation").scroll_into_view_if_needed()
     screenshot(page, "lore")
 
+    # Exported as a SillyTavern World Info file: the same entries, keys and contents come back.
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Export Kestrel engine room").first.click()
+    exported = json.loads(Path(download.value.path()).read_text())
+    assert sorted((e["key"], e["content"]) for e in exported["entries"].values()) == sorted(
+        (e["key"], e["content"]) for e in book["entries"].values()
+    )
+
 
 def test_lore_entries_created_edited_and_deleted_change_what_a_text_fires(page: Any, tmp_path: Path) -> None:
     """The entry editor (lore.entry.create/update/delete as the book's owner) and test activation showing it."""
@@ -511,3 +519,57 @@ def test_the_workbench_on_a_phone(browser: Any, demo: Demo) -> None:
             assert accessibility_problems(tab) == []
     finally:
         context.close()
+
+
+def test_a_timeline_with_a_persona_switch_a_swipe_a_fact_and_a_fork(page: Any, demo: Demo) -> None:
+    """A conversation sent through the app's API (the gateway's chat event routes): its timeline shows the
+    persona switch where it happened, the swipe's alternatives with the current one marked, the fact a bot
+    learned at the message it came from, and the fork family, which opens the fork."""
+    conv, t0 = "skyward-swipes", "2026-11-02T18:0{}:00Z"
+    lines = [("ilya", "We reach the lighthouse at dusk."),
+             ("maren", "Listen closely. The secret is that the map lies under the brass floorboard."),
+             ("ilya", "Then we should pry it open."), ("mask", "I put on the mask and speak as the stranger now."),
+             ("maren", "The stranger is welcome aboard, whoever they are.")]  # fmt: skip
+
+    def message(i: int, author: str, text: str, **extra: Any) -> dict[str, Any]:
+        user_turn = author in ("ilya", "mask")
+        return {"tenant_id": "demo", "user_id": "demo-user", "conversation_id": conv, "message_id": f"{conv}-m{i}",
+                "role": "user" if user_turn else "assistant", "author_id": author, "author_name": author,
+                "content": text, "created_at": t0.format(i), "bot_ids": ["maren", "odo"],
+                "persona_id": "mask" if i >= 3 else "ilya", **extra}  # fmt: skip
+
+    for i, (author, text) in enumerate(lines):
+        assert post(demo, demo.key, "chat/message/created", message(i, author, text))[0] in (200, 202)
+    swipe = message(4, "maren", "The stranger may come aboard if they pay.", message_id=f"{conv}-s4")
+    assert post(demo, demo.key, "chat/message/created", {**swipe, "swipe_of": f"{conv}-m4"})[0] in (200, 202)
+    fork = {"tenant_id": "demo", "user_id": "demo-user", "conversation_id": f"{conv}-fork",
+            "parent_conversation_id": conv, "from_message_id": f"{conv}-m2", "forked_at": t0.format(9)}  # fmt: skip
+    assert post(demo, demo.key, "chat/conversation/forked", fork)[0] in (200, 202)
+    ask = {"tenant_id": "demo", "user_id": "demo-user", "conversation_id": conv}
+    for _ in range(60):  # ingest, the memory-extractor and the fork's record, each in its own time
+        reply = post(demo, demo.key, "conversation/timeline", ask)[1]
+        messages = reply.get("messages", [])
+        if len(messages) == 5 and messages[1]["facts"] and len(messages[4]["alternatives"]) == 2 and reply["forks"]:
+            break
+        page.wait_for_timeout(2_000)
+
+    open_view(page, "Knowledge")  # the conversation list is read when the view opens
+    open_view(page, "Conversations")
+    page.get_by_role("list", name="Conversations").get_by_role("button", name=re.compile(f"^{conv} user")).click()
+    page.get_by_role("heading", level=2, name=conv).wait_for()
+    timeline = page.get_by_role("list", name="Messages")
+    switched = timeline.locator("li.msg").nth(3)
+    assert "persona:" in switched.inner_text(), "the persona switch is marked where it happened"
+    assert "persona:" not in timeline.locator("li.msg").nth(2).inner_text()
+    page.get_by_role("list", name="Facts learned from message 1").get_by_text(
+        re.compile("floorboard", re.I)
+    ).first.wait_for()
+    swiped = timeline.locator("li.msg").nth(4)
+    swiped.get_by_text("2 alternatives (swipes)").click()
+    assert "current" in swiped.get_by_role("listitem").filter(has_text=f"{conv}-s4").inner_text()
+    family = page.get_by_role("list", name="Fork family")
+    assert f"forks {conv} after message 2" in family.inner_text()
+    assert accessibility_problems(page) == []
+    family.get_by_role("button", name=f"{conv}-fork").click()
+    page.get_by_role("heading", level=2, name=f"{conv}-fork").wait_for()
+    assert f"forked from {conv}" in page.get_by_role("main").inner_text()
