@@ -3,7 +3,8 @@
 A plain subscriber stands in for the stream and answers each publish the ways a JetStream server can: a PubAck,
 a status without a body (408 while a leader moves), an error object. nats-py's own handler raises inside its
 reader task on the last two and leaves the future pending; ours fails the future with the server's reason.
-Another subscriber's reply (FastStream's empty answer) arriving before the PubAck is not taken for it.
+Another subscriber's reply (FastStream's empty answer) arriving before the PubAck is not taken for it. A run of
+publishes with free slots goes to the socket in one write; with every slot taken, the caller's stall bound holds.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import nats
 import pytest
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
-from nats.js.errors import APIError, NoStreamResponseError
+from nats.js.errors import APIError, NoStreamResponseError, TooManyStalledMsgsError
 
 from mnemo.shared.jetstream import jetstream
 
@@ -93,3 +94,45 @@ async def test_no_stream_is_still_no_stream_response(nc: NatsClient) -> None:
     ack = await jetstream(nc).publish_async(f"nowhere.{uuid.uuid4().hex}", b"event")
     with pytest.raises(NoStreamResponseError):
         await asyncio.wait_for(ack, 5)
+
+
+async def test_a_run_of_publishes_with_free_slots_goes_out_in_one_write(nc: NatsClient) -> None:
+    subject = f"acks.{uuid.uuid4().hex}"
+    await impostor(nc, subject, json.dumps({"stream": "S", "seq": 9}).encode(), None)
+    transport = nc._transport
+    assert transport is not None
+    writes = 0
+    write = transport.writelines
+
+    def counted(payload: list[bytes]) -> None:
+        nonlocal writes
+        writes += 1
+        write(payload)
+
+    transport.writelines = counted  # type: ignore[method-assign]
+    js = jetstream(nc)
+    await js.publish_async(subject, b"first")  # sets up the reply inbox (a subscription: a write of its own)
+    writes = 0
+    acks = [await js.publish_async(subject, f"event {i}".encode(), wait_stall=5.0) for i in range(200)]
+    await asyncio.wait_for(asyncio.gather(*acks), 10)
+    assert writes <= 2, f"{writes} socket writes for 200 publishes: each publish went out alone"
+
+
+async def test_with_every_slot_taken_the_stall_bound_still_holds(nc: NatsClient) -> None:
+    subject = f"acks.{uuid.uuid4().hex}"
+
+    async def silent(msg: Msg) -> None:  # hears the publish, never answers it
+        return None
+
+    await nc.subscribe(subject, cb=silent)
+    await nc.flush()
+    js = jetstream(nc, publish_async_max_pending=1)
+    pending = await js.publish_async(subject, b"never acknowledged", wait_stall=5.0)
+    with pytest.raises(TooManyStalledMsgsError):
+        await js.publish_async(subject, b"no slot", wait_stall=0.2)
+    pending.cancel()  # frees the slot, as a publisher's own timeout does
+    await asyncio.sleep(0)
+    impostor_subject = f"acks.{uuid.uuid4().hex}"
+    await impostor(nc, impostor_subject, json.dumps({"stream": "S", "seq": 10}).encode(), None)
+    ack = await asyncio.wait_for(await js.publish_async(impostor_subject, b"a slot again", wait_stall=0.2), 5)
+    assert ack.seq == 10
