@@ -57,30 +57,18 @@ class Prepared:
     vectors: list[list[float]]
 
 
+@dataclass(eq=False)
 class EmbeddingHandler:
-    def __init__(
-        self,
-        index: VectorIndex,
-        embedder: Embedder,
-        read_models: ConversationReadModel,
-        chunker: Chunker,
-        summaries: SummariesPort | None = None,
-        legacy: LegacyLorePort | None = None,
-        lore: LorePort | None = None,
-        knowledge: KnowledgePort | None = None,
-        documents: DocumentsReadModel | None = None,
-        memories: MemoriesPort | None = None,
-    ) -> None:
-        self._index = index
-        self._embedder = embedder
-        self._read_models = read_models
-        self._chunker = chunker
-        self._summaries = summaries  # to skip a late redelivered creation of a retired summary
-        self._legacy = legacy  # the same for a deleted legacy lore entry
-        self._lore = lore  # lore entries are indexed from their book's current state (None: not indexed)
-        self._knowledge = knowledge  # facts' current status, scope and text (None: facts are not indexed)
-        self._documents = documents  # documents' versions and active chunk hashes (None: not indexed)
-        self._memories = memories  # remembered memories' current versions (None: not indexed)
+    index: VectorIndex
+    embedder: Embedder
+    read_models: ConversationReadModel
+    chunker: Chunker
+    summaries: SummariesPort | None = None  # to skip a late redelivered creation of a retired summary
+    legacy: LegacyLorePort | None = None  # the same for a deleted legacy lore entry
+    lore: LorePort | None = None  # lore entries are indexed from their book's current state (None: not indexed)
+    knowledge: KnowledgePort | None = None  # facts' current status, scope and text (None: facts are not indexed)
+    documents: DocumentsReadModel | None = None  # documents' versions and active chunk hashes (None: not indexed)
+    memories: MemoriesPort | None = None  # remembered memories' current versions (None: not indexed)
 
     async def on_log_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         """Both stages of :meth:`begin` back to back."""
@@ -115,10 +103,10 @@ class EmbeddingHandler:
         if not events:
             return Prepared(Plan(), [])
         keys = list(latest_message_events(events))
-        statuses = await self._read_models.message_status(keys, scene=True) if keys else {}
+        statuses = await self.read_models.message_status(keys, scene=True) if keys else {}
         reads = BatchReads(
-            self._embedder.model_id,
-            self._chunker,
+            self.embedder.model_id,
+            self.chunker,
             statuses,
             await self._inactive_summaries(events),
             await self._deleted_legacy(events),
@@ -128,16 +116,16 @@ class EmbeddingHandler:
             await self._memory_states(events),
         )
         plan = plan_sorted(batch, reads)
-        vectors = await self._embedder.embed([p.text for p in plan.points]) if plan.points else []
+        vectors = await self.embedder.embed([p.text for p in plan.points]) if plan.points else []
         return Prepared(plan, vectors)
 
     async def write(self, prepared: Prepared) -> None:
         """The deletions, then the upserts, of a prepared batch."""
         plan = prepared.plan
         for flt in plan.deletions:
-            await self._index.delete(flt)
+            await self.index.delete(flt)
         if plan.points:
-            await self._index.upsert(
+            await self.index.upsert(
                 [
                     # The lexical vector comes from the same chunk text, so hybrid search can match its words.
                     VectorPoint(p.id, v, p.payload | {vp.ANALYZER: ANALYZER_VERSION}, document_vector(p.text))
@@ -148,37 +136,37 @@ class EmbeddingHandler:
 
     async def _inactive_summaries(self, events: list[EventEnvelope]) -> set[str]:
         """The batch's created summaries that the summaries read model already shows retired."""
-        if self._summaries is None:
+        if self.summaries is None:
             return set()
         by_tenant = created_summary_ids(events)
         out: set[str] = set()
         for tenant_id, ids in by_tenant.items():
-            out |= await self._summaries.inactive(tenant_id, ids)
+            out |= await self.summaries.inactive(tenant_id, ids)
         return out
 
     async def _deleted_legacy(self, events: list[EventEnvelope]) -> set[str]:
         """The batch's created legacy lore entries that the legacy lore read model already shows deleted."""
-        if self._legacy is None:
+        if self.legacy is None:
             return set()
         by_tenant = created_legacy_ids(events)
         out: set[str] = set()
         for tenant_id, ids in by_tenant.items():
-            out |= await self._legacy.deleted(tenant_id, ids)
+            out |= await self.legacy.deleted(tenant_id, ids)
         return out
 
     async def _lore_books(self, events: list[EventEnvelope]) -> dict[tuple[str, str], BookState | None] | None:
         """The current state of every book the batch's lorebook events touch (see ``lore_entries.plan_lore``)."""
-        if self._lore is None:
+        if self.lore is None:
             return None
-        return {key: await self._lore.state(*key) for key in sorted(lore_touched(events))}
+        return {key: await self.lore.state(*key) for key in sorted(lore_touched(events))}
 
     async def _document_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], DocState] | None:
         """The documents read model's view of every document the batch's ``document.*`` events name."""
-        if self._documents is None:
+        if self.documents is None:
             return None
         out: dict[tuple[str, str], DocState] = {}
         for tenant_id, document_id in sorted(documents_touched(events)):
-            rec = await self._documents.get(tenant_id, document_id)
+            rec = await self.documents.get(tenant_id, document_id)
             if rec is not None:
                 s = rec.state
                 out[(tenant_id, document_id)] = DocState(
@@ -188,26 +176,26 @@ class EmbeddingHandler:
 
     async def _memory_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], MemoryView] | None:
         """The memories read model's current version of every memory the batch names (absent: forgotten)."""
-        if self._memories is None:
+        if self.memories is None:
             return None
         by_tenant: dict[str, list[str]] = {}
         for tenant_id, memory_id in sorted(memories_touched(events)):
             by_tenant.setdefault(tenant_id, []).append(memory_id)
         out: dict[tuple[str, str], MemoryView] = {}
         for tenant_id, ids in by_tenant.items():
-            out.update({(tenant_id, v.memory_id): v for v in await self._memories.by_ids(tenant_id, ids)})
+            out.update({(tenant_id, v.memory_id): v for v in await self.memories.by_ids(tenant_id, ids)})
         return out
 
     async def _fact_states(self, events: list[EventEnvelope]) -> dict[tuple[str, str], FactState] | None:
         """The knowledge read model's view of every fact the batch's knowledge events name (see
         ``facts.plan_facts``); facts it does not hold yet are absent."""
-        if self._knowledge is None:
+        if self.knowledge is None:
             return None
         out: dict[tuple[str, str], FactState] = {}
         for tenant_id, ids in sorted(fact_ids_touched(events).items()):
             wanted = sorted(ids)
-            versions = await self._knowledge.scope_versions(tenant_id, wanted)
-            for v in await self._knowledge.by_ids(tenant_id, wanted):
+            versions = await self.knowledge.scope_versions(tenant_id, wanted)
+            for v in await self.knowledge.by_ids(tenant_id, wanted):
                 out[(tenant_id, v.fact_id)] = FactState(
                     v.fact_id,
                     v.user_id,

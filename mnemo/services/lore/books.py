@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -52,25 +53,19 @@ _EntryRequest = TypeVar("_EntryRequest", LoreEntryCreateRequest, LoreEntryUpdate
 __all__ = ["BadRequest", "LoreBooks", "LoreNotFound"]
 
 
+@dataclass(eq=False)
 class LoreBooks:
-    def __init__(
-        self,
-        store: EventStore,
-        read_model: LorePort,
-        publisher: CommittedPublisher,
-        limits: LimitsSettings | None = None,
-    ) -> None:
-        self._store = store
-        self._read_model = read_model
-        self._publisher = publisher
-        self._limits = limits or LimitsSettings()
+    store: EventStore
+    read_model: LorePort
+    publisher: CommittedPublisher
+    limits: LimitsSettings = field(default_factory=LimitsSettings)
 
     async def import_book(self, req: LoreImportRequest) -> LoreImportReply:
         """Raises ``LoreImportError`` (from ``formats.importer``) when the file cannot be read as a lorebook."""
         result, lorebook_id = domain.read_file(req)
-        limits = self._limits.for_tenant(req.tenant_id)
+        limits = self.limits.for_tenant(req.tenant_id)
         check_book(result.book.entries, limits)
-        await check_attach(self._read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
+        await check_attach(self.read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
         state = await self._book_state(req.tenant_id, lorebook_id)
         # A book deleted (or erased) and imported again is a new generation: its event ids must not be the
         # first import's.
@@ -87,18 +82,18 @@ class LoreBooks:
         )
 
     async def export_book(self, req: LoreExportRequest) -> LoreExportReply:
-        view = await self._read_model.book(req.tenant_id, req.lorebook_id)
+        view = await self.read_model.book(req.tenant_id, req.lorebook_id)
         if view is None:
             raise LoreNotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
         data: dict[str, Any] = export_world_info(view.book, view.original)
         return LoreExportReply(lorebook_id=view.lorebook_id, name=view.name, data=data)
 
     async def attach(self, req: LoreAttachRequest) -> LoreAttachReply:
-        view = await self._read_model.book(req.tenant_id, req.lorebook_id)
+        view = await self.read_model.book(req.tenant_id, req.lorebook_id)
         if view is None or (req.user_id is not None and view.owner_user_id != req.user_id):
             raise LoreNotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
-        limits = self._limits.for_tenant(req.tenant_id)
-        await check_attach(self._read_model, req.tenant_id, req.lorebook_id, req.bot_ids, limits)
+        limits = self.limits.for_tenant(req.tenant_id)
+        await check_attach(self.read_model, req.tenant_id, req.lorebook_id, req.bot_ids, limits)
         await self._record(req.tenant_id, req.lorebook_id, [domain.attach_event(req, utcnow())])
         return LoreAttachReply(
             lorebook_id=req.lorebook_id, bot_ids=sorted(set(req.bot_ids)), conversation=req.conversation
@@ -112,7 +107,7 @@ class LoreBooks:
         async def project(result: AppendResult) -> None:
             await self._project(stream, result.committed)
 
-        await append_at_head(self._store, stream, events, publisher=self._publisher, project=project)
+        await append_at_head(self.store, stream, events, publisher=self.publisher, project=project)
 
     async def _book_state(self, tenant_id: str, lorebook_id: str) -> BookState | None:
         """The book's state to decide on: the read model's; else, when the log has the book's stream, the state
@@ -120,16 +115,16 @@ class LoreBooks:
         nothing of it can be read any more (its owner or tenant was erased: their events are skipped), a
         deleted book at the stream's version, so that a new create or import starts a new life with event ids
         of its own instead of repeating the erased ones (which the log would take as a retry and ignore)."""
-        state = await self._read_model.state(tenant_id, lorebook_id)
+        state = await self.read_model.state(tenant_id, lorebook_id)
         if state is not None:
             return state
         stream = lorebook_stream(tenant_id, lorebook_id)
-        version = await self._store.stream_version(stream)
+        version = await self.store.stream_version(stream)
         if version == 0:
             return None
         with contextlib.suppress(VersionGap):  # raised when only the unreadable earlier life is there
-            await self._read_model.apply(await self._store.read_stream(stream))
-        state = await self._read_model.state(tenant_id, lorebook_id)
+            await self.read_model.apply(await self.store.read_stream(stream))
+        state = await self.read_model.state(tenant_id, lorebook_id)
         return state or BookState(tenant_id, lorebook_id, deleted=True, version=version)
 
     async def _project(self, stream: str, committed: Sequence[EventEnvelope]) -> None:
@@ -137,11 +132,11 @@ class LoreBooks:
         retry after a crash between append and projection: nothing new, or the read model is behind)."""
         if committed:
             try:
-                await self._read_model.apply(committed)
+                await self.read_model.apply(committed)
                 return
             except VersionGap:
                 pass
-        await self._read_model.apply(await self._store.read_stream(stream))
+        await self.read_model.apply(await self.store.read_stream(stream))
 
     # --- management: every change is decided on the book's folded state and appended at its version ------
     async def _change(
@@ -156,17 +151,17 @@ class LoreBooks:
             return AppendDecision(state.version if state else 0, decide(state), state)
 
         async def reproject() -> None:
-            await self._read_model.apply(await self._store.read_stream(stream))
+            await self.read_model.apply(await self.store.read_stream(stream))
 
         async def project(result: AppendResult) -> None:
             await self._project(stream, result.committed)
 
         done = await append_with_retry(
-            self._store, stream, on_state, publisher=self._publisher, project=project, on_conflict=reproject
+            self.store, stream, on_state, publisher=self.publisher, project=project, on_conflict=reproject
         )
         if done.result is None:
             return done.value
-        return await self._read_model.state(tenant_id, lorebook_id)
+        return await self.read_model.state(tenant_id, lorebook_id)
 
     async def _changed(
         self, tenant_id: str, lorebook_id: str, decide: Callable[[BookState | None], Sequence[NewEvent]]
@@ -186,8 +181,8 @@ class LoreBooks:
 
     async def create_book(self, req: LoreBookCreateRequest) -> LoreBookCreateReply:
         lorebook_id = manage.book_id_for(req)
-        limits = self._limits.for_tenant(req.tenant_id)
-        await check_attach(self._read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
+        limits = self.limits.for_tenant(req.tenant_id)
+        await check_attach(self.read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
         created = False
 
         def decide(state: BookState | None) -> Sequence[NewEvent]:
@@ -241,7 +236,7 @@ class LoreBooks:
         """Create or update one entry of an owned book (``change`` is ``manage.create_entry`` or
         ``manage.update_entry``); the reply carries the entry as it now is."""
         made: list[Any] = []
-        limits = self._limits.for_tenant(req.tenant_id)
+        limits = self.limits.for_tenant(req.tenant_id)
 
         def decide(state: BookState | None) -> Sequence[NewEvent]:
             book = manage.owned(state, req.user_id, req.lorebook_id)

@@ -16,6 +16,7 @@ effort: the relay republishes anything not confirmed, and the embedding service 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from mnemo.services.memory import domain
@@ -58,26 +59,19 @@ class KnowledgeItems(Protocol):
         ...
 
 
+@dataclass(eq=False)
 class Memories:
-    def __init__(
-        self,
-        store: EventStore,
-        summaries: SummariesPort,
-        legacy: LegacyLorePort,
-        publisher: CommittedPublisher,
-        knowledge: KnowledgeItems | None = None,
-    ) -> None:
-        self._store = store
-        self._summaries = summaries
-        self._legacy = legacy
-        self._publisher = publisher
-        self._knowledge = knowledge
+    store: EventStore
+    summaries: SummariesPort
+    legacy: LegacyLorePort
+    publisher: CommittedPublisher
+    knowledge: KnowledgeItems | None = None
 
     async def _memory(self, tenant_id: str, user_id: str, memory_id: str) -> domain.MemoryState:
-        views = await self._summaries.by_ids(tenant_id, [memory_id], user_id=user_id)
+        views = await self.summaries.by_ids(tenant_id, [memory_id], user_id=user_id)
         if not views:
             raise MemoryNotFound(f"no memory {memory_id!r} for this user")
-        events = await self._store.read_stream(summary_stream(tenant_id, user_id, views[0].conversation_id))
+        events = await self.store.read_stream(summary_stream(tenant_id, user_id, views[0].conversation_id))
         state = domain.memory_state(events, memory_id)
         if state is None or state.created.user_id != user_id:
             raise MemoryNotFound(f"no memory {memory_id!r} for this user")
@@ -90,13 +84,13 @@ class Memories:
         entry = domain.legacy_entry(req.tenant_id, req, state.created, utcnow())
         stream = legacy_lore_stream(req.tenant_id, req.user_id, entry.legacy_id)
         result = await self._record(stream, [domain.legacy_created_event(req.tenant_id, entry)])
-        await self._legacy.apply(await self._store.read_stream(stream))
+        await self.legacy.apply(await self.store.read_stream(stream))
         await self._publish(result)
         if (await self._memory(req.tenant_id, req.user_id, req.memory_id)).deleted:
             # A delete ran meanwhile and may have looked for legacy lore before this append: remove it here.
             await self._delete_legacy(req.tenant_id, req.user_id, req.memory_id)
             raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
-        views = await self._legacy.by_ids(req.tenant_id, [entry.legacy_id], user_id=req.user_id)
+        views = await self.legacy.by_ids(req.tenant_id, [entry.legacy_id], user_id=req.user_id)
         if not views:
             raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
         view = views[0]
@@ -118,9 +112,9 @@ class Memories:
         memory = state.created
         retired = domain.memory_deleted_event(req.tenant_id, memory, utcnow())
         result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), [retired])
-        await self._summaries.apply(result.committed or await self._store.get_events([retired.event_id]))
+        await self.summaries.apply(result.committed or await self.store.get_events([retired.event_id]))
         await self._publish(result)
-        stream = await self._store.read_stream(summary_stream(req.tenant_id, req.user_id, memory.conversation_id))
+        stream = await self.store.read_stream(summary_stream(req.tenant_id, req.user_id, memory.conversation_id))
         legacy_ids: list[str] = []
         for version in [req.memory_id, *domain.earlier_versions(stream, req.memory_id)]:
             legacy_ids += await self._delete_legacy(req.tenant_id, req.user_id, version)
@@ -141,12 +135,12 @@ class Memories:
                 now = f"; its current version is {state.replaced_by!r}" if state.replaced_by else ""
                 raise MemoryNotLive(f"memory {req.memory_id!r} was {state.retired_reason}{now}")
             # A retry: project again (the first attempt may have stopped between its append and its projection).
-            await self._summaries.apply(await self._store.get_events([e.event_id for e in events]))
+            await self.summaries.apply(await self.store.get_events([e.event_id for e in events]))
             return MemoryEditReply(memory_id=edited.summary_id, previous_id=memory.summary_id, changed=False)
         if req.text == memory.text:
             return MemoryEditReply(memory_id=memory.summary_id, previous_id=memory.summary_id, changed=False)
         result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), events)
-        await self._summaries.apply(await self._store.get_events([e.event_id for e in events]))
+        await self.summaries.apply(await self.store.get_events([e.event_id for e in events]))
         await self._publish(result)
         return MemoryEditReply(memory_id=edited.summary_id, previous_id=memory.summary_id, changed=True)
 
@@ -154,11 +148,11 @@ class Memories:
         """Delete the memory's legacy entry if it has one; returns its id if it was live until now."""
         legacy_id = domain.legacy_id_for(tenant_id, user_id, memory_id)
         stream = legacy_lore_stream(tenant_id, user_id, legacy_id)
-        if await self._store.stream_version(stream) == 0:
+        if await self.store.stream_version(stream) == 0:
             return []
-        live = await self._legacy.by_ids(tenant_id, [legacy_id], user_id=user_id)
+        live = await self.legacy.by_ids(tenant_id, [legacy_id], user_id=user_id)
         result = await self._record(stream, [domain.legacy_deleted_event(tenant_id, user_id, memory_id, utcnow())])
-        await self._legacy.apply(await self._store.read_stream(stream))
+        await self.legacy.apply(await self.store.read_stream(stream))
         await self._publish(result)
         return [v.legacy_id for v in live]
 
@@ -172,12 +166,12 @@ class Memories:
             prefixes.append(items)
             total += n
         if sources.legacy:
-            views, n = await self._legacy.page(req.tenant_id, req.user_id, bot_id=req.bot_id, limit=count)
+            views, n = await self.legacy.page(req.tenant_id, req.user_id, bot_id=req.bot_id, limit=count)
             prefixes.append([legacy_item(v) for v in views])
             total += n
-        if sources.knowledge and self._knowledge is not None:
+        if sources.knowledge and self.knowledge is not None:
             fact_type = req.type if req.type not in (None, LEGACY_MEMORY) else None
-            items, n = await self._knowledge.first(
+            items, n = await self.knowledge.first(
                 req.tenant_id, req.user_id, character_id=req.bot_id, fact_type=fact_type, count=count
             )
             prefixes.append(items)
@@ -189,8 +183,8 @@ class Memories:
     async def _summary_items(self, req: MemoryListRequest, count: int) -> tuple[list[MemoryItem], int]:
         converted: list[str] | None = None
         if req.converted_to_lore is not None:
-            converted = await self._legacy.converted_memory_ids(req.tenant_id, req.user_id)
-        listed, total = await self._summaries.page(
+            converted = await self.legacy.converted_memory_ids(req.tenant_id, req.user_id)
+        listed, total = await self.summaries.page(
             req.tenant_id,
             req.user_id,
             summary_type=req.type,
@@ -201,17 +195,17 @@ class Memories:
             limit=count,
         )
         ids = [s.view.summary_id for s in listed]
-        legacy = await self._legacy.for_memories(req.tenant_id, ids, user_id=req.user_id)
+        legacy = await self.legacy.for_memories(req.tenant_id, ids, user_id=req.user_id)
         return [summary_item(s, legacy.get(s.view.summary_id)) for s in listed], total
 
     async def _record(self, stream: str, events: Sequence[NewEvent]) -> AppendResult:
         # Another writer (the summarizer) may append meanwhile: re-read the version and retry. Projection and
         # publication are the caller's (each projects differently before it publishes).
-        return await append_at_head(self._store, stream, events)
+        return await append_at_head(self.store, stream, events)
 
     async def _publish(self, result: AppendResult) -> None:
         if result.committed:
-            await self._publisher.publish_committed(result.committed)
+            await self.publisher.publish_committed(result.committed)
 
 
 def summary_item(listed: SummaryListed, legacy: LegacyLoreView | None) -> MemoryItem:

@@ -106,30 +106,23 @@ def progress_of(items: list[Item[EventEnvelope]]) -> ProgressCallback:
     return beat
 
 
+@dataclass(eq=False)
 class MemoryExtractor:
-    def __init__(
-        self,
-        store: EventStore,
-        publisher: CommittedPublisher,
-        witnessed: WitnessedPort,
-        learning: Learning | None = None,
-        revisions: Revisions | None = None,
-    ) -> None:
-        self._store = store
-        self._publisher = publisher
-        self._witnessed = witnessed
-        self._learning = learning
-        self._revisions = revisions
+    store: EventStore
+    publisher: CommittedPublisher
+    witnessed: WitnessedPort
+    learning: Learning | None = None
+    revisions: Revisions | None = None
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         batch = _Sorted()
         rejections = await HANDLERS.dispatch(batch, items)
-        await self._witnessed.apply(batch.witnessed)
+        await self.witnessed.apply(batch.witnessed)
         if batch.witnessings:
-            committed = await append_witnessings(self._store, batch.witnessings)
+            committed = await append_witnessings(self.store, batch.witnessings)
             if committed:
-                await self._publisher.publish_committed(committed)
-        if self._learning is not None:
+                await self.publisher.publish_committed(committed)
+        if self.learning is not None:
             await self._learn(items, batch.facts, batch.sources, batch.changes)
         return rejections
 
@@ -140,14 +133,14 @@ class MemoryExtractor:
         sources: list[SourceMessage],
         changes: list[Change],
     ) -> None:
-        assert self._learning is not None
-        await self._learning.project(facts)
+        assert self.learning is not None
+        await self.learning.project(facts)
         on_progress = progress_of(items)
-        await self._learning.learn(sources, on_progress)
-        if self._revisions is None:
+        await self.learning.learn(sources, on_progress)
+        if self.revisions is None:
             return
         for env, change, traceparent in changes:  # after the batch's new facts: an edit may retire them
-            await self._revisions.on_changed(
+            await self.revisions.on_changed(
                 env,
                 user_id=change.user_id,
                 conversation_id=change.conversation_id,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 
 from mnemo.services.memory_extractor import llm_knowledge
 from mnemo.services.memory_extractor.appending import append_witnessings
@@ -64,30 +64,23 @@ class SourceMessage:
     revision: str = ""
 
 
+@dataclass(eq=False)
 class Learning:
-    def __init__(
-        self,
-        store: EventStore,
-        publisher: CommittedPublisher,
-        knowledge: KnowledgePort,
-        *,
-        embedder: Embedder | None = None,
-        chat_model: ChatModel | None = None,
-        settings: KnowledgeSettings | None = None,
-        family: Family | None = None,
-    ) -> None:
-        self._store = store
-        self._family = family
-        self._publisher = publisher
-        self._knowledge = knowledge
-        self._embedder = embedder
-        self._chat_model = chat_model
-        self._settings = settings or KnowledgeSettings()
+    store: EventStore
+    publisher: CommittedPublisher
+    knowledge: KnowledgePort
+    _: KW_ONLY
+    embedder: Embedder | None = None
+    chat_model: ChatModel | None = None
+    settings: KnowledgeSettings = field(default_factory=KnowledgeSettings)
+    family: Family | None = None
+
+    def __post_init__(self) -> None:
         self._vectors: dict[str, list[float]] = {}  # fact id -> vector; facts never change, so never stale
 
     async def project(self, events: Sequence[EventEnvelope]) -> None:
         """Fold relayed knowledge events into the read model (idempotent; others ignored)."""
-        await self._knowledge.apply(events)
+        await self.knowledge.apply(events)
 
     # --- learning ---------------------------------------------------------------------------------------
     async def learn(self, sources: Sequence[SourceMessage], on_progress: ProgressCallback | None = None) -> None:
@@ -111,7 +104,7 @@ class Learning:
         self, sources: Sequence[SourceMessage], on_progress: ProgressCallback | None
     ) -> list[FactCandidate]:
         revision = {s.msg.message_id: s.revision for s in sources}
-        if self._chat_model is None:
+        if self.chat_model is None:
             return [c for s in sources for c in pattern_candidates(s.msg, revision=s.revision)]
         out: list[FactCandidate] = []
         for run in runs_of_presence([s.msg for s in sources]):
@@ -119,7 +112,7 @@ class Learning:
             if not llm_knowledge.transcript(run):
                 continue
             try:
-                completion = await llm_knowledge.extract(self._chat_model, run, on_progress)
+                completion = await llm_knowledge.extract(self.chat_model, run, on_progress)
             except LLMError as exc:
                 log.warning("LLM knowledge extraction failed, falling back to patterns: %s", exc)
                 out += [c for m in run for c in pattern_candidates(m, revision=revision[m.message_id])]
@@ -141,23 +134,23 @@ class Learning:
             if not pending:
                 return learned
             streams = list(dict.fromkeys(knowledge_stream(tenant_id, c.character_id) for c in pending))
-            versions = await self._store.stream_versions(streams)
+            versions = await self.store.stream_versions(streams)
             fresh = await self._deduplicate(tenant_id, pending)
             events = [self._fact_event(tenant_id, c, origin.get(c.message_ids[-1])) for c in fresh]
             appends = group_appends(events, versions)
             conflicted: set[str] = set()
             committed: list[EventEnvelope] = []
-            for append, result in zip(appends, await self._store.append_batch(appends), strict=True):
+            for append, result in zip(appends, await self.store.append_batch(appends), strict=True):
                 if isinstance(result, ConcurrencyError):
                     conflicted.add(append.stream_id)
                 else:
                     committed.extend(result.committed)
             if committed:
-                await self._knowledge.apply(committed)
-                await self._publisher.publish_committed(committed)
+                await self.knowledge.apply(committed)
+                await self.publisher.publish_committed(committed)
             learned += [c for c, e in zip(fresh, events, strict=True) if e.stream_id not in conflicted]
             for stream_id in conflicted:
-                await self._knowledge.apply(await self._store.read_stream(stream_id, versions.get(stream_id, 0)))
+                await self.knowledge.apply(await self.store.read_stream(stream_id, versions.get(stream_id, 0)))
             pending = [c for c in pending if knowledge_stream(tenant_id, c.character_id) in conflicted]
         if pending:
             raise ConflictRetriesExhausted(knowledge_stream(tenant_id, pending[0].character_id), MAX_CONFLICT_RETRIES)
@@ -175,9 +168,9 @@ class Learning:
         return [kept for others, group in groups.items() for kept in await self._fresh(tenant_id, group, others)]
 
     async def _other_branches(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:
-        if self._family is None:
+        if self.family is None:
             return frozenset()
-        return await self._family(tenant_id, user_id, conversation_id) - {conversation_id}
+        return await self.family(tenant_id, user_id, conversation_id) - {conversation_id}
 
     async def _fresh(
         self, tenant_id: str, candidates: Sequence[FactCandidate], others: frozenset[str]
@@ -185,23 +178,23 @@ class Learning:
         known: dict[tuple[str, str], Known] = {}
         for character_id, user_id in dict.fromkeys((c.character_id, c.user_id) for c in candidates):
             # Against CURRENT facts only: "I live in Paris" after a move to Rome is news again.
-            owned = await self._knowledge.owned(tenant_id, character_id, user_id, exclude_conversations=others)
+            owned = await self.knowledge.owned(tenant_id, character_id, user_id, exclude_conversations=others)
             facts = [f for f in owned if f.status == ACTIVE]
             known[(character_id, user_id)] = Known({normalise(f.text) for f in facts}, await self._vectors_of(facts))
-        if self._embedder is None:
+        if self.embedder is None:
             vectors: list[list[float]] = [[] for _ in candidates]
             threshold = 2.0  # no embedder: exact duplicates only
         else:
-            vectors = await self._embedder.embed([c.text for c in candidates])
-            threshold = self._settings.near_duplicate
+            vectors = await self.embedder.embed([c.text for c in candidates])
+            threshold = self.settings.near_duplicate
         return keep_fresh(candidates, vectors, known, threshold)
 
     async def _vectors_of(self, facts: Sequence[FactView]) -> list[Sequence[float]]:
-        if self._embedder is None or not facts:
+        if self.embedder is None or not facts:
             return []
         missing = [f for f in facts if f.fact_id not in self._vectors]
         if missing:
-            for f, v in zip(missing, await self._embedder.embed([f.text for f in missing]), strict=True):
+            for f, v in zip(missing, await self.embedder.embed([f.text for f in missing]), strict=True):
                 self._vectors[f.fact_id] = v
         if len(self._vectors) > 100_000:
             self._vectors.clear()  # a bounded cache; recomputing is cheap
@@ -225,10 +218,10 @@ class Learning:
         """Append, project at once (the next step reads the read model), publish."""
         if not pending:
             return []
-        committed = await append_witnessings(self._store, pending)
+        committed = await append_witnessings(self.store, pending)
         if committed:
-            await self._knowledge.apply(committed)
-            await self._publisher.publish_committed(committed)
+            await self.knowledge.apply(committed)
+            await self.publisher.publish_committed(committed)
         return committed
 
     # --- the cap ----------------------------------------------------------------------------------------
@@ -242,18 +235,18 @@ class Learning:
         groups, so different fact ids) and one fact went into two consolidations."""
         stream = knowledge_stream(tenant_id, character_id)
         for _ in range(MAX_CONFLICT_RETRIES):
-            version = await self._store.stream_version(stream)
+            version = await self.store.stream_version(stream)
             pending = await self._consolidations(tenant_id, character_id, user_id, on_progress)
             if not pending:
                 return
             try:
-                result = await self._store.append(stream, version, pending)
+                result = await self.store.append(stream, version, pending)
             except ConcurrencyError:
-                await self._knowledge.apply(await self._store.read_stream(stream, version))
+                await self.knowledge.apply(await self.store.read_stream(stream, version))
                 continue
             if result.committed:
-                await self._knowledge.apply(result.committed)
-                await self._publisher.publish_committed(result.committed)
+                await self.knowledge.apply(result.committed)
+                await self.publisher.publish_committed(result.committed)
             return
         # The facts are learned; the cap is a bound on what a character carries, enforced again after its
         # next learned fact, so losing this race repeatedly fails nothing (a retry of the batch would not
@@ -264,15 +257,15 @@ class Learning:
         self, tenant_id: str, character_id: str, user_id: str, on_progress: ProgressCallback | None
     ) -> list[NewEvent]:
         """One ``knowledge.facts_consolidated`` per group of the oldest current facts past the cap."""
-        owned = await self._knowledge.owned(tenant_id, character_id, user_id)
+        owned = await self.knowledge.owned(tenant_id, character_id, user_id)
         current = [f for f in owned if f.status == ACTIVE and f.scope == player_scope(user_id)]
-        groups = plan_consolidation(current, self._settings.cap, self._settings.consolidate_at_least)
+        groups = plan_consolidation(current, self.settings.cap, self.settings.consolidate_at_least)
         pending: list[NewEvent] = []
         for group in groups:
             text, method, prompt_version = merge_extractive(group), "extractive", None
-            if self._chat_model is not None:
+            if self.chat_model is not None:
                 try:
-                    done = await llm_knowledge.consolidate(self._chat_model, [f.text for f in group], on_progress)
+                    done = await llm_knowledge.consolidate(self.chat_model, [f.text for f in group], on_progress)
                 except LLMError as exc:
                     log.warning("LLM consolidation failed, merging extractively: %s", exc)
                 else:

@@ -72,22 +72,16 @@ MAX_TRIGGER_STATES = 50_000  # conversations whose trigger state is memoized (le
 MAX_FOLDS_PER_EVENT = 64  # consolidations per handled event (each removes batch-1 live summaries)
 
 
+@dataclass(eq=False)
 class Summarizer:
-    def __init__(
-        self,
-        store: EventStore,
-        publisher: CommittedPublisher,
-        embedder: Embedder,
-        summaries: SummariesPort,
-        settings: SummarizerSettings,
-        chat_model: ChatModel | None = None,
-    ) -> None:
-        self._store = store
-        self._publisher = publisher
-        self._embedder = embedder
-        self._summaries = summaries
-        self._settings = settings
-        self._chat_model = chat_model
+    store: EventStore
+    publisher: CommittedPublisher
+    embedder: Embedder
+    summaries: SummariesPort
+    settings: SummarizerSettings
+    chat_model: ChatModel | None = None
+
+    def __post_init__(self) -> None:
         self._per_tenant: dict[str, SummarizerSettings] = {}
         # Memo of each conversation's trigger state (a pure function of the log's recorded token counts), so
         # the next message in order decides its range without reading the log; a miss reads the segment.
@@ -101,13 +95,13 @@ class Summarizer:
 
     def settings_for(self, tenant_id: str) -> SummarizerSettings:
         if tenant_id not in self._per_tenant:
-            self._per_tenant[tenant_id] = self._settings.for_tenant(tenant_id)
+            self._per_tenant[tenant_id] = self.settings.for_tenant(tenant_id)
         return self._per_tenant[tenant_id]
 
     async def on_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         batch = _SummarizerBatch(self)
         rejections = await HANDLERS.dispatch(batch, items)
-        await self._summaries.apply(batch.projected)  # the batch's summary events, in one write
+        await self.summaries.apply(batch.projected)  # the batch's summary events, in one write
         return rejections
 
     # --- ranges -----------------------------------------------------------------------------------------
@@ -136,7 +130,7 @@ class Summarizer:
             summary_id(env.tenant_id, msg.user_id, msg.conversation_id, rng, "short_term", part.character_id): part
             for part in presence_parts(ranges.fold_range(events, rng)[0])
         }
-        written = {e.event_id for e in await self._store.get_events(list(parts))}  # a redelivery wrote them
+        written = {e.event_id for e in await self.store.get_events(list(parts))}  # a redelivery wrote them
         missing = {sid: part for sid, part in parts.items() if sid not in written}
         if missing:
             payloads = await self._range_summaries(msg, rng, missing, settings)
@@ -178,9 +172,9 @@ class Summarizer:
         transcript over ``llm_max_input_tokens``). A ``cap`` above ``settings.max_tokens`` (token-triggered
         range, longer recomputation) asks the LLM for that length."""
         text = llm_summary.transcript(messages)
-        if self._chat_model is not None and text and estimate_tokens(text) <= settings.llm_max_input_tokens:
+        if self.chat_model is not None and text and estimate_tokens(text) <= settings.llm_max_input_tokens:
             target = cap if cap > settings.max_tokens else None
-            completion = await llm_summary.or_none(llm_summary.summarize(self._chat_model, messages, target), "summary")
+            completion = await llm_summary.or_none(llm_summary.summarize(self.chat_model, messages, target), "summary")
             if completion is not None:
                 return llm_summary.summary_from_completion(
                     summary_id=sid,
@@ -211,7 +205,7 @@ class Summarizer:
         """Vectors of ``texts``, embedding each distinct text once across a range's presence parts."""
         missing = list(dict.fromkeys(t for t in texts if t not in cache))
         if missing:
-            cache.update(zip(missing, await self._embedder.embed(missing), strict=True))
+            cache.update(zip(missing, await self.embedder.embed(missing), strict=True))
         return [cache[t] for t in texts]
 
     # --- consolidation --------------------------------------------------------------------------------
@@ -222,7 +216,7 @@ class Summarizer:
         settings = self.settings_for(env.tenant_id)
         stream = summary_stream(env.tenant_id, user_id, conversation_id)
         for _ in range(MAX_FOLDS_PER_EVENT):
-            live = fold_live(await self._store.read_stream(stream))
+            live = fold_live(await self.store.read_stream(stream))
             batch = consolidation.due_batch(live.summaries(), settings)
             if batch is None:
                 return
@@ -240,9 +234,9 @@ class Summarizer:
     ) -> SummaryCreated:
         """The LLM's merge (``consolidate.v1``) when configured and answering; else an extractive one."""
         ordered = sorted(children, key=lambda c: (c.first_index, c.last_index, c.summary_id))
-        if self._chat_model is not None:
+        if self.chat_model is not None:
             merged = await llm_summary.or_none(
-                llm_summary.consolidate(self._chat_model, [c.text for c in ordered]), "consolidation"
+                llm_summary.consolidate(self.chat_model, [c.text for c in ordered]), "consolidation"
             )
             if merged is not None:
                 return consolidation.consolidated_payload(
@@ -278,9 +272,9 @@ class Summarizer:
         at = change.edited_at if isinstance(change, MessageEdited) else change.deleted_at
 
         async def decide() -> AppendDecision[None]:
-            live = fold_live(await self._store.read_stream(stream))
+            live = fold_live(await self.store.read_stream(stream))
             causes = {x.causation_id for x in live.by_id.values() if x.causation_id}
-            versions = {e.event_id: e.version for e in await self._store.get_events(list(causes))}
+            versions = {e.event_id: e.version for e in await self.store.get_events(list(causes))}
             new: list[NewEvent] = []
             for old in consolidation.stale_by(live, change.message_id, env.version, versions):
                 rid = consolidation.recompute_id(
@@ -293,7 +287,7 @@ class Summarizer:
                 new.append(self._event(env, eid, retired, traceparent))
             return AppendDecision(live.version, new, None)  # nothing stale: nothing to append
 
-        await append_with_retry(self._store, stream, decide, publisher=self._publisher)
+        await append_with_retry(self.store, stream, decide, publisher=self.publisher)
 
     async def _recompute(
         self, env: EventEnvelope, old: SummaryCreated, rid: str, settings: SummarizerSettings
@@ -322,11 +316,11 @@ class Summarizer:
         factor = 2
         for _ in range(MAX_WINDOW_GROWTH):
             after = ranges.window_start(env.version, rng, factor)
-            events = await self._store.read_stream(stream, after_version=after, limit=env.version - after)
+            events = await self.store.read_stream(stream, after_version=after, limit=env.version - after)
             if after == 0 or ranges.fold_range(events, rng)[1]:
                 return events
             factor *= 2
-        return await self._store.read_stream(stream, after_version=0, limit=env.version)
+        return await self.store.read_stream(stream, after_version=0, limit=env.version)
 
     @staticmethod
     def _event(
@@ -349,11 +343,11 @@ class Summarizer:
     async def _append_at(self, stream: str, live: LiveSet, events: list[NewEvent]) -> None:
         """Append at the version ``live`` was folded from; a lost race appends nothing (the caller's next fold
         re-reads the stream and decides again)."""
-        await try_append(self._store, stream, live.version, events, publisher=self._publisher)
+        await try_append(self.store, stream, live.version, events, publisher=self.publisher)
 
     async def _append(self, stream: str, events: list[NewEvent]) -> None:
         # Another replica may write to this stream meanwhile: re-read its version and retry.
-        await append_at_head(self._store, stream, events, publisher=self._publisher)
+        await append_at_head(self.store, stream, events, publisher=self.publisher)
 
 
 @dataclass

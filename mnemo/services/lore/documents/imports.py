@@ -80,29 +80,21 @@ class _Job:
     size: int  # 0 when unknown (a resumed import): the file's size is checked once it is on disk
 
 
+@dataclass(eq=False)
 class DocumentImports:
-    def __init__(
-        self,
-        store: EventStore,
-        documents: DocumentsReadModel,
-        books: Books,
-        publisher: CommittedPublisher,
-        uploads: Callable[[], Awaitable[ObjectStore]],
-        cipher: FieldCipher,
-        status: Callable[[DocumentState], Awaitable[None]],
-        settings: DocumentSettings,
-        max_object_bytes: int,
-    ) -> None:
-        self._store = store
-        self._docs = documents
-        self._books = books
-        self._publisher = publisher
-        self._uploads = uploads
-        self._stored = StoredUploads(uploads, cipher)
-        self._status = status
-        self.settings = settings
-        self.max_object_bytes = max_object_bytes
-        self._slots = asyncio.Semaphore(settings.concurrent_imports)
+    store: EventStore
+    documents: DocumentsReadModel
+    books: Books
+    publisher: CommittedPublisher
+    uploads: Callable[[], Awaitable[ObjectStore]]
+    cipher: FieldCipher
+    status: Callable[[DocumentState], Awaitable[None]]
+    settings: DocumentSettings
+    max_object_bytes: int
+
+    def __post_init__(self) -> None:
+        self._stored = StoredUploads(self.uploads, self.cipher)
+        self._slots = asyncio.Semaphore(self.settings.concurrent_imports)
         self._running: dict[tuple[str, str], asyncio.Task[None]] = {}
 
     async def import_document(self, req: DocumentImportRequest) -> DocumentImportReply:
@@ -126,7 +118,7 @@ class DocumentImports:
             except NotFoundError as exc:
                 raise LoreNotFound(f"no object {req.object!r} in MNEMO_UPLOADS") from exc
         if req.document_id is not None:
-            rec = await self._docs.get(req.tenant_id, req.document_id)
+            rec = await self.documents.get(req.tenant_id, req.document_id)
             if rec is None or rec.state.owner_user_id != req.owner_user_id or rec.state.status == "deleted":
                 raise LoreNotFound(f"no document {req.document_id!r} of this user in this tenant")
             if self._under_way(rec.state):
@@ -134,7 +126,7 @@ class DocumentImports:
             document_id, version, book_id = req.document_id, rec.state.version + 1, rec.state.book_id
         else:
             document_id = ev.document_id_for(req.tenant_id, req.owner_user_id, req.name, digest)
-            rec = await self._docs.get(req.tenant_id, document_id)
+            rec = await self.documents.get(req.tenant_id, document_id)
             if rec is not None and (rec.state.status == "completed" or self._under_way(rec.state)):
                 # A retry: the same import, nothing new. A failed, deleted or abandoned one starts again.
                 return DocumentImportReply(
@@ -147,7 +139,7 @@ class DocumentImports:
         obj = req.object or ev.inline_object_name(req.tenant_id, document_id, version)
         if raw is not None:
             await self._stored.put_inline(obj, raw, req.tenant_id, req.owner_user_id)
-        await self._books.create_book(
+        await self.books.create_book(
             LoreBookCreateRequest(
                 tenant_id=req.tenant_id,
                 owner_user_id=req.owner_user_id,
@@ -157,7 +149,7 @@ class DocumentImports:
             )
         )
         if req.document_id is not None and req.attach_to_bots:
-            await self._books.attach(
+            await self.books.attach(
                 LoreAttachRequest(tenant_id=req.tenant_id, lorebook_id=book_id, bot_ids=req.attach_to_bots)
             )
         now = utcnow()
@@ -174,7 +166,7 @@ class DocumentImports:
         returns how many. Called once the service serves (``Deps.on_started``). Their events have deterministic
         ids, so the parts recorded before the restart are not recorded twice."""
         resumed = 0
-        for rec in await self._docs.processing():
+        for rec in await self.documents.processing():
             s = rec.state
             if (s.tenant_id, s.document_id) in self._running:
                 continue
@@ -250,46 +242,46 @@ class DocumentImports:
         events are skipped). Then one past the stream's version, above every version that life used, so the
         new import's event ids are its own instead of the erased ones (the log would take those as a retry)."""
         stream = document_stream(tenant_id, document_id)
-        version = await self._store.stream_version(stream)
+        version = await self.store.stream_version(stream)
         if version == 0:
             return 1
-        readable = await self._store.read_stream(stream)
+        readable = await self.store.read_stream(stream)
         return 1 if any(e.type == DOCUMENT_ACCEPTED.name for e in readable) else version + 1
 
     async def _record(self, tenant_id: str, document_id: str, events: Sequence[NewEvent]) -> None:
         """Append at the stream's head, project, publish what committed, then the document's new state."""
 
         async def project(result: AppendResult) -> None:
-            await self._docs.apply(result.committed)
+            await self.documents.apply(result.committed)
 
         await append_at_head(
-            self._store, document_stream(tenant_id, document_id), events, publisher=self._publisher, project=project
+            self.store, document_stream(tenant_id, document_id), events, publisher=self.publisher, project=project
         )
-        rec = await self._docs.get(tenant_id, document_id)
+        rec = await self.documents.get(tenant_id, document_id)
         if rec is not None:
             try:
-                await self._status(rec.state)
+                await self.status(rec.state)
             except Exception as exc:  # best effort: `document.get` answers the same state
                 log.warning("document status not published: %s", exc)
 
     async def _delete_object(self, obj: str) -> None:
         with contextlib.suppress(NotFoundError):
-            await (await self._uploads()).delete(obj)
+            await (await self.uploads()).delete(obj)
 
     async def get(self, req: DocumentGetRequest) -> DocumentState:
-        rec = await self._docs.get(req.tenant_id, req.document_id)
+        rec = await self.documents.get(req.tenant_id, req.document_id)
         if rec is None:
             raise LoreNotFound(f"no document {req.document_id!r} in this tenant")
         return rec.state
 
     async def list(self, req: DocumentListRequest) -> DocumentListReply:
         books = [req.book_id] if req.book_id is not None else None
-        recs = await self._docs.list(req.tenant_id, owner_user_id=req.owner_user_id, lorebook_ids=books)
+        recs = await self.documents.list(req.tenant_id, owner_user_id=req.owner_user_id, lorebook_ids=books)
         return DocumentListReply(documents=[r.state for r in recs])
 
     async def delete(self, req: DocumentDeleteRequest) -> DocumentDeleteReply:
         """The document's chunks (read model and points), its stored bytes and its book go."""
-        rec = await self._docs.get(req.tenant_id, req.document_id)
+        rec = await self.documents.get(req.tenant_id, req.document_id)
         if rec is None or rec.state.owner_user_id != req.user_id:
             raise LoreNotFound(f"no document {req.document_id!r} of this user in this tenant")
         if rec.state.status == "deleted":
@@ -303,7 +295,7 @@ class DocumentImports:
         await self._record(req.tenant_id, req.document_id, [gone])
         await self._delete_object(rec.object_name)
         with contextlib.suppress(LoreNotFound):
-            await self._books.delete_book(
+            await self.books.delete_book(
                 LoreBookDeleteRequest(tenant_id=req.tenant_id, user_id=req.user_id, lorebook_id=rec.state.book_id)
             )
         return DocumentDeleteReply(document_id=req.document_id, deleted=True)
