@@ -56,6 +56,7 @@ from mnemo.shared.bootstrap import Core
 from mnemo.shared.events.envelope import EventEnvelope, deterministic_id
 from mnemo.shared.events.recorded import MEMORY_REMEMBERED
 from mnemo.shared.events.recorded.memories import MemoryRemembered, memory_stream
+from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.memories import MemoriesReadModel, MemoryView
 from mnemo.shared.sparse import document_vector, query_vector
 from mnemo.shared.vectors import points
@@ -114,19 +115,7 @@ def view_of(tenant: str, i: int, text: str, rng: random.Random) -> MemoryView:
 
 def envelope(view: MemoryView) -> EventEnvelope:
     stream = memory_stream(view.tenant_id, view.memory_id)
-    payload = MemoryRemembered(
-        memory_id=view.memory_id,
-        user_id=view.user_id,
-        by_user_id=view.by_user_id,
-        owner_namespace=view.owner_namespace,
-        memory_type=view.memory_type,
-        title=view.title,
-        content=view.content,
-        tags=list(view.tags),
-        bot_id=view.bot_id,
-        occurred_at=view.occurred_at,
-        remembered_at=view.occurred_at,
-    )
+    payload = mapped(MemoryRemembered, view, remembered_at=view.occurred_at)
     return EventEnvelope(
         event_id=deterministic_id("bench-memory-search", stream),
         type=MEMORY_REMEMBERED.name,

@@ -19,6 +19,7 @@ from mnemo.runtime import views
 from mnemo.runtime.contract_client import ContractError, connected, contract_call
 from mnemo.runtime.status import ProcessStatus, gather, processes_from_flags, processes_from_pids
 from mnemo.shared import subjects
+from mnemo.shared.mapping import mapped
 from mnemo.shared.settings import Settings
 from mnemo_client.wire.ops_contract import UsageRequest
 
@@ -57,14 +58,7 @@ def status_command(args: argparse.Namespace) -> int:
 def _usage(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     """``--usage``: the per-tenant usage report (``mnemo.rpc.ops.usage.v1``, an operators' request)."""
     try:
-        request = UsageRequest(
-            tenant_ids=args.tenant,
-            since=args.since,
-            until=args.until,
-            limit=args.limit,
-            offset=args.offset,
-            growth_days=args.growth_days,
-        )
+        request = mapped(UsageRequest, args, tenant_ids=args.tenant)  # the flags are named like its fields
     except ValidationError as exc:
         Console(stderr=True).print(f"[red]error[/red]: {exc}")
         return 2

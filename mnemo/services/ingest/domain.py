@@ -40,6 +40,7 @@ from mnemo.shared.events.recorded import (
 )
 from mnemo.shared.events.recorded import MessageDeleted as MessageDeletedPayload
 from mnemo.shared.events.recorded import MessageEdited as MessageEditedPayload
+from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.conversation import ConversationState, as_utc
 from mnemo.shared.tokens import estimate_tokens
 from mnemo_client.wire.contract import (
@@ -314,15 +315,7 @@ def decide_profile(cmd: BotUpserted | PersonaUpserted) -> Decision:
             payload=bot.model_dump(mode="json"),
         )
         return Decision((event,))
-    persona = PersonaRecorded(
-        user_id=cmd.user_id,
-        persona_id=cmd.persona_id,
-        name=cmd.name,
-        description=cmd.description,
-        traits=list(cmd.traits),
-        updated_at=cmd.updated_at,
-        instructions=cmd.instructions,
-    )
+    persona = mapped(PersonaRecorded, cmd)
     event_id = deterministic_id(cmd.tenant_id, cmd.user_id, "persona", cmd.persona_id, "upserted", _content_key(cmd))
     event = NewEvent(
         event_id=event_id,

@@ -10,6 +10,7 @@ fact of an earlier time is already in the first page, so the cut is exactly the 
 from __future__ import annotations
 
 from mnemo.services.memory.listing import order_key
+from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.knowledge import FactView
 from mnemo.shared.readmodels.ports import KnowledgePort
 from mnemo_client.wire.memory_contract import MemoryItem
@@ -46,19 +47,4 @@ class FactItems:
 
 
 def fact_item(view: FactView) -> MemoryItem:
-    return MemoryItem(
-        source="knowledge",
-        id=view.fact_id,
-        type=view.fact_type,
-        text=view.text,
-        character_id=view.character_id,
-        conversation_id=view.conversation_id,
-        tags=list(view.tags),
-        confidence=view.confidence,
-        scope=view.scope,
-        end_at=view.learned_at,
-        status=view.status,
-        method=view.method,
-        prompt_version=view.prompt_version,
-        message_ids=list(view.message_ids),
-    )
+    return mapped(MemoryItem, view, source="knowledge", id=view.fact_id, type=view.fact_type, end_at=view.learned_at)

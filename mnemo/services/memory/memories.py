@@ -26,6 +26,7 @@ from mnemo.shared.eventlog.append import append_at_head
 from mnemo.shared.eventlog.port import AppendResult, EventStore
 from mnemo.shared.events.envelope import NewEvent, utcnow
 from mnemo.shared.events.recorded import legacy_lore_stream, summary_stream
+from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreView
 from mnemo.shared.readmodels.ports import LegacyLorePort, SummariesPort
 from mnemo.shared.readmodels.summaries import SummaryListed
@@ -210,43 +211,19 @@ class Memories:
 
 def summary_item(listed: SummaryListed, legacy: LegacyLoreView | None) -> MemoryItem:
     view = listed.view
-    return MemoryItem(
+    return mapped(
+        MemoryItem,
+        view,
         source="memory",
         id=view.summary_id,
         type=view.summary_type,
-        text=view.text,
-        participants=list(view.participants),
-        conversation_id=view.conversation_id,
-        importance=view.importance,
-        start_at=view.start_at,
-        end_at=view.end_at,
         converted_to_lore=legacy is not None,
         legacy_id=legacy.legacy_id if legacy else None,
         status=listed.status,
-        method=view.method,
         prompt_version=listed.prompt_version,
-        message_ids=list(view.cited_message_ids),
+        message_ids=view.cited_message_ids,
     )
 
 
 def legacy_item(view: LegacyLoreView) -> MemoryItem:
-    return MemoryItem(
-        source="legacy_lore",
-        id=view.legacy_id,
-        type=LEGACY_MEMORY,
-        text=view.text,
-        title=view.title,
-        participants=list(view.participants),
-        applies_to=list(view.applies_to),
-        conversation_id=view.conversation_id,
-        memory_id=view.memory_id,
-        importance=view.importance,
-        emotional_tags=list(view.emotional_tags),
-        start_at=view.start_at,
-        end_at=view.end_at,
-        converted_to_lore=True,
-        legacy_id=view.legacy_id,
-        method=view.method,
-        prompt_version=view.prompt_version,
-        message_ids=list(view.message_ids),
-    )
+    return mapped(MemoryItem, view, source="legacy_lore", id=view.legacy_id, type=LEGACY_MEMORY, converted_to_lore=True)

@@ -35,6 +35,7 @@ from typing import Literal
 
 from mnemo.shared.events.envelope import deterministic_id
 from mnemo.shared.events.recorded import FACT_LEARNED, FactLearned, FactType, MessageRecorded, player_scope
+from mnemo.shared.mapping import mapped
 
 PATTERN_METHOD = "pattern"
 CharacterKind = Literal["bot", "persona"]
@@ -76,23 +77,7 @@ class FactCandidate:
         )
 
     def payload(self, tenant_id: str) -> FactLearned:
-        return FactLearned(
-            fact_id=self.fact_id(tenant_id),
-            character_id=self.character_id,
-            character_kind=self.character_kind,
-            user_id=self.user_id,
-            conversation_id=self.conversation_id,
-            text=self.text,
-            subject=self.subject,
-            fact_type=self.fact_type,
-            tags=list(self.tags),
-            confidence=self.confidence,
-            learned_at=self.learned_at,
-            scope=player_scope(self.user_id),
-            message_ids=list(self.message_ids),
-            method=self.method,
-            prompt_version=self.prompt_version,
-        )
+        return mapped(FactLearned, self, fact_id=self.fact_id(tenant_id), scope=player_scope(self.user_id))
 
 
 def normalise(text: str) -> str:

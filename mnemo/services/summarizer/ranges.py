@@ -19,6 +19,7 @@ from mnemo.shared.events.recorded import (
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
 )
+from mnemo.shared.mapping import mapped
 
 
 def window_start(trigger_version: int, rng: SummaryRange, factor: int) -> int:
@@ -39,16 +40,7 @@ class _RangeFold:
         rec = MESSAGE_RECORDED.parse(env.payload)
         self.reached = self.reached or rec.index <= self.rng.first_index
         if self.rng.first_index <= rec.index <= self.rng.last_index:
-            self.by_id[rec.message_id] = RangeMessage(
-                message_id=rec.message_id,
-                index=rec.index,
-                role=rec.role,
-                author_name=rec.author_name,
-                content=rec.content,
-                created_at=rec.created_at,
-                bot_ids=tuple(rec.bot_ids),
-                persona_id=rec.persona_id,
-            )
+            self.by_id[rec.message_id] = mapped(RangeMessage, rec, bot_ids=tuple(rec.bot_ids))
 
     def on_edited(self, env: EventEnvelope) -> None:
         edit = MESSAGE_EDITED.parse(env.payload)
