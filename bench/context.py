@@ -86,6 +86,7 @@ from mnemo.shared.events.recorded import bot_stream
 from mnemo.shared.readmodels import ReadModels
 from mnemo.shared.sparse import query_vector
 from mnemo.shared.vectors import points
+from mnemo.shared.vectors.port import VectorQuery
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,7 +185,7 @@ async def raw_references(core: Core, scene: Scene, messages: list[str]) -> dict[
         out["dense"].append((time.perf_counter() - start) * 1000)
         sparse = query_vector(text)
         start = time.perf_counter()
-        await index.hybrid_search(vector, sparse, flt, 18, 0.3)
+        await index.hybrid_search(VectorQuery(vector, sparse, flt, 18, 0.3))
         out["hybrid"].append((time.perf_counter() - start) * 1000)
     return out
 

@@ -60,7 +60,7 @@ from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.memories import MemoriesReadModel, MemoryView
 from mnemo.shared.sparse import document_vector, query_vector
 from mnemo.shared.vectors import points
-from mnemo.shared.vectors.port import VectorPoint
+from mnemo.shared.vectors.port import VectorPoint, VectorQuery
 
 GOAL_RATIO = 3.0
 TENANT = "bench-memory"
@@ -196,7 +196,7 @@ async def bare_hybrid(core: Core, texts: list[str], namespaces: list[str]) -> tu
         start = time.perf_counter()
         [vector] = await core.embedder.embed([text])
         mid = time.perf_counter()
-        await core.vectors.hybrid_search(vector, query_vector(text), flt, pool, settings.min_score)
+        await core.vectors.hybrid_search(VectorQuery(vector, query_vector(text), flt, pool, settings.min_score))
         end = time.perf_counter()
         whole.append((end - start) * 1000)
         query_only.append((end - mid) * 1000)

@@ -21,7 +21,16 @@ from qdrant_client import AsyncQdrantClient
 
 from mnemo.shared.sparse import document_vector, query_vector
 from mnemo.shared.vectors.edge import EdgeVectorIndex
-from mnemo.shared.vectors.port import Match, Range, ScoredPoint, SparseVector, VectorFilter, VectorIndex, VectorPoint
+from mnemo.shared.vectors.port import (
+    Match,
+    Range,
+    ScoredPoint,
+    SparseVector,
+    VectorFilter,
+    VectorIndex,
+    VectorPoint,
+    VectorQuery,
+)
 from mnemo.shared.vectors.qdrant_server import QdrantServerIndex
 from tests.vector_stream import StreamedIndex
 
@@ -333,7 +342,7 @@ async def test_hybrid_finds_a_lexical_match_that_dense_ranks_out(index: VectorIn
     flt = VectorFilter.where(tenant_id="t")
     dense = await index.search(unit(1, 0), flt, limit=3)
     assert word.id not in {h.id for h in dense}
-    hits = await index.hybrid_search(unit(1, 0), query_vector("how old is Pumpernickel?"), flt, limit=3)
+    hits = await index.hybrid_search(VectorQuery(unit(1, 0), query_vector("how old is Pumpernickel?"), flt, limit=3))
     assert word.id in {h.id for h in hits}
     assert hits[0].id in {word.id, near[0].id}  # first of one list each: tied at the top
     scores = [h.score for h in hits]
@@ -344,7 +353,9 @@ async def test_hybrid_finds_a_lexical_match_that_dense_ranks_out(index: VectorIn
 async def test_hybrid_without_words_is_the_dense_order(index: VectorIndex) -> None:
     a, b = point(unit(1, 0), tenant_id="t"), point(unit(1, 1), tenant_id="t")
     await index.upsert([b, a])
-    hits = await index.hybrid_search(unit(1, 0), query_vector("?!"), VectorFilter.where(tenant_id="t"), limit=5)
+    hits = await index.hybrid_search(
+        VectorQuery(unit(1, 0), query_vector("?!"), VectorFilter.where(tenant_id="t"), limit=5)
+    )
     assert [h.id for h in hits] == [a.id, b.id]
 
 
@@ -354,7 +365,9 @@ async def test_hybrid_score_threshold_applies_to_the_dense_side_only(index: Vect
     strong = VectorPoint(pid(), unit(1, 0), {"tenant_id": "t"}, lexical("hello"))
     await index.upsert([weak_word, weak_plain, strong])
     hits = await index.hybrid_search(
-        unit(1, 0), query_vector("Pumpernickel"), VectorFilter.where(tenant_id="t"), limit=5, score_threshold=0.5
+        VectorQuery(
+            unit(1, 0), query_vector("Pumpernickel"), VectorFilter.where(tenant_id="t"), limit=5, score_threshold=0.5
+        )
     )
     assert {h.id for h in hits} == {strong.id, weak_word.id}
 
@@ -367,7 +380,7 @@ async def test_hybrid_never_ranks_another_tenants_lexical_match(index: VectorInd
     ]
     await index.upsert([mine, *theirs])
     flt = VectorFilter.where(tenant_id="A", kind="message")
-    hits = await index.hybrid_search(unit(1, 0), query_vector("Pumpernickel secret"), flt, limit=5)
+    hits = await index.hybrid_search(VectorQuery(unit(1, 0), query_vector("Pumpernickel secret"), flt, limit=5))
     assert [h.id for h in hits] == [mine.id]
 
 
@@ -383,7 +396,9 @@ async def test_edge_shard_without_the_lexical_vector_falls_back_to_dense(tmp_pat
     try:
         p = VectorPoint(pid(), unit(1), {"tenant_id": "t"}, lexical("Pumpernickel"))
         await idx.upsert([p])  # the sparse part is dropped, not an error
-        hits = await idx.hybrid_search(unit(1), query_vector("Pumpernickel"), VectorFilter.where(tenant_id="t"), 5)
+        hits = await idx.hybrid_search(
+            VectorQuery(unit(1), query_vector("Pumpernickel"), VectorFilter.where(tenant_id="t"), 5)
+        )
         assert [h.id for h in hits] == [p.id]
         assert hits[0].score == pytest.approx(1.0, abs=1e-4)  # the dense search answered
     finally:
@@ -423,7 +438,7 @@ def test_hybrid_search_returns_only_the_matching_points(
             runner.run(idx.upsert(points))
             flt = VectorFilter.where(tenant_id=f"{run}-t{tenant}")
             expected = {p.id for p in points if p.payload["tenant_id"] == f"{run}-t{tenant}"}
-            hits = runner.run(idx.hybrid_search(query, query_vector(" ".join(words)), flt, limit=100))
+            hits = runner.run(idx.hybrid_search(VectorQuery(query, query_vector(" ".join(words)), flt, limit=100)))
             assert {h.id for h in hits} == expected  # the dense side sees every matching point; nothing leaks
             assert_best_first(hits)
 

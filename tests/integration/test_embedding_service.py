@@ -29,7 +29,7 @@ from mnemo.shared.readmodels import ReadModels
 from mnemo.shared.sparse import query_vector
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.points import point_id
-from mnemo.shared.vectors.port import Match, VectorFilter
+from mnemo.shared.vectors.port import Match, VectorFilter, VectorQuery
 from tests.envelopes import recorded
 from tests.integration.ingest_stack import Stack, StackFactory, dead_letters, drained, message_created
 from tests.waiting import wait_until
@@ -112,7 +112,9 @@ async def test_messages_are_chunked_embedded_edited_and_deleted(stack: Stack, em
     assert await index.search(query, VectorFilter.where(tenant_id="t2"), 5) == []
     # Each chunk also carries its lexical vector: a word match comes back through the hybrid search.
     far = [0.0] * 383 + [1.0]
-    lexical_hits = await index.hybrid_search(far, query_vector("dragon"), VectorFilter.where(tenant_id="t1"), 100)
+    lexical_hits = await index.hybrid_search(
+        VectorQuery(far, query_vector("dragon"), VectorFilter.where(tenant_id="t1"), 100)
+    )
     assert lexical_hits[0].payload["message_id"] == "m1"
 
     ids = {"tenant_id": "t1", "user_id": "u1", "conversation_id": "c1"}

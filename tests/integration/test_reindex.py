@@ -15,7 +15,7 @@ from mnemo.shared.events.recorded import conversation_stream
 from mnemo.shared.settings import EmbedderSettings, Settings
 from mnemo.shared.sparse import query_vector
 from mnemo.shared.vectors import points
-from mnemo.shared.vectors.port import VectorFilter
+from mnemo.shared.vectors.port import VectorFilter, VectorQuery
 from tests.envelopes import message_to_append
 
 pytestmark = pytest.mark.integration
@@ -54,7 +54,7 @@ async def test_reindex_re_embeds_with_the_new_model_and_then_has_nothing_to_do(c
         # The new 512-d vectors answer a query (dense and the new analyzer's lexical side).
         assert core.embedder is not None
         (vector,) = await core.embedder.embed(["玄天宗"])
-        hits = await core.vectors.hybrid_search(vector, query_vector("玄天宗"), tenant, 3)
+        hits = await core.vectors.hybrid_search(VectorQuery(vector, query_vector("玄天宗"), tenant, 3))
         assert hits[0].payload["message_id"] == "m0"
     finally:
         await core.close()

@@ -59,8 +59,8 @@ from mnemo.shared.vectors.port import (
     PayloadValue,
     Range,
     ScoredPoint,
-    SparseVector,
     VectorFilter,
+    VectorQuery,
 )
 from mnemo_client.wire.contract import ContextAssembleRequest
 from mnemo_client.wire.document_contract import DocumentState
@@ -234,15 +234,8 @@ class RecordingIndex:
         self.filters.append(flt)
         return []
 
-    async def hybrid_search(
-        self,
-        vector: Sequence[float],
-        sparse: SparseVector,
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
-        self.filters.append(flt)
+    async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
+        self.filters.append(query.flt)
         return []
 
 

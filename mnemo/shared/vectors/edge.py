@@ -62,10 +62,10 @@ from mnemo.shared.vectors.port import (
     SPARSE_NAME,
     VECTOR_NAME,
     ScoredPoint,
-    SparseVector,
     VectorFilter,
     VectorIndexUnavailable,
     VectorPoint,
+    VectorQuery,
 )
 
 log = logging.getLogger(__name__)
@@ -156,30 +156,26 @@ class EdgeVectorIndex:
         hits = self._require().query(request)
         return [ScoredPoint(str(h.id), float(h.score), payload_of(h.payload)) for h in hits]
 
-    async def hybrid_search(
-        self,
-        vector: Sequence[float],
-        sparse: SparseVector,
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
+    async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
         """DBSF of the dense and the lexical prefetch, both filtered (see the port)."""
         shard = self._require()
         if not self._has_sparse:
-            return await self.search(vector, flt, limit, score_threshold)
-        edge_filter = to_edge_filter(flt)
+            return await self.search(query.vector, query.flt, query.limit, query.score_threshold)
+        edge_filter = to_edge_filter(query.flt)
+        limit, sparse = query.limit, query.sparse
         prefetches = [
             Prefetch(
                 limit=limit,
-                query=Query.Nearest([float(x) for x in vector], using=VECTOR_NAME),
+                query=Query.Nearest([float(x) for x in query.vector], using=VECTOR_NAME),
                 filter=edge_filter,
-                score_threshold=score_threshold,
+                score_threshold=query.score_threshold,
             )
         ]
         if sparse:
-            query = EdgeSparseVector(list(sparse.indices), [float(x) for x in sparse.values])
-            prefetches.append(Prefetch(limit=limit, query=Query.Nearest(query, using=SPARSE_NAME), filter=edge_filter))
+            lexical = EdgeSparseVector(list(sparse.indices), [float(x) for x in sparse.values])
+            prefetches.append(
+                Prefetch(limit=limit, query=Query.Nearest(lexical, using=SPARSE_NAME), filter=edge_filter)
+            )
         request = QueryRequest(
             limit=limit,
             prefetches=prefetches,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mnemo.shared.vectors.port import ScoredPoint, SparseVector, VectorFilter, VectorIndex, VectorPoint
+from mnemo.shared.vectors.port import ScoredPoint, VectorFilter, VectorIndex, VectorPoint, VectorQuery
 
 
 class ForwardedReads:
@@ -26,15 +26,8 @@ class ForwardedReads:
     ) -> list[ScoredPoint]:
         return await (await self.reader()).search(vector, flt, limit, score_threshold)
 
-    async def hybrid_search(
-        self,
-        vector: Sequence[float],
-        sparse: SparseVector,
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
-        return await (await self.reader()).hybrid_search(vector, sparse, flt, limit, score_threshold)
+    async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
+        return await (await self.reader()).hybrid_search(query)
 
     async def count(self, flt: VectorFilter | None = None) -> int:
         return await (await self.reader()).count(flt)

@@ -118,6 +118,18 @@ class VectorFilter:
 
 
 @dataclass(frozen=True)
+class VectorQuery:
+    """One hybrid search (``VectorIndex.hybrid_search``): the dense and the lexical query, the filter both
+    prefetches carry, how many candidates each fetches, and the lowest cosine the dense side lets in."""
+
+    vector: Sequence[float]
+    sparse: SparseVector
+    flt: VectorFilter
+    limit: int
+    score_threshold: float | None = None
+
+
+@dataclass(frozen=True)
 class ScoredPoint:
     id: str
     score: float
@@ -145,26 +157,19 @@ class VectorIndex(Protocol):
         """Cosine similarity, best first, only among points matching ``flt``."""
         ...
 
-    async def hybrid_search(
-        self,
-        vector: Sequence[float],
-        sparse: SparseVector,
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
+    async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
         """Distribution-based score fusion (the engine's DBSF) of a dense (cosine) and a sparse (lexical, IDF)
         prefetch, best first.
 
-        Both prefetches carry ``flt`` inside the query, so fusion only ever ranks matching points. Each
-        prefetch fetches ``limit`` candidates; each list's scores are scaled by its own mean +/- 3 standard
+        Both prefetches carry ``query.flt`` inside the query, so fusion only ever ranks matching points. Each
+        prefetch fetches ``query.limit`` candidates; each list's scores are scaled by its own mean +/- 3 standard
         deviations and a point's scaled scores are summed (a list it is not in adds nothing). Why scores
         rather than ranks (reciprocal rank fusion, used before): when the lexical side only matches a name
         that a dozen turns share, its scores are nearly flat and its ranks arbitrary; RRF let those ranks push
         a turn the dense side ranks first out of the top 10, DBSF lets the flat list weigh little. Measured on
         the REALTALK and multilingual sets (docs/benchmarks.md, Retrieval levers). Scores are fusion scores, NOT cosines:
-        ``score_threshold`` applies to the dense prefetch only (a weak cosine does not enter through the dense
-        side; a lexical match still can). An empty ``sparse`` degrades to a dense-only fusion (same order as
+        ``query.score_threshold`` applies to the dense prefetch only (a weak cosine does not enter through the dense
+        side; a lexical match still can). An empty ``query.sparse`` degrades to a dense-only fusion (same order as
         ``search``).
         """
         ...

@@ -32,10 +32,10 @@ from mnemo.shared.vectors.port import (
     SPARSE_NAME,
     VECTOR_NAME,
     ScoredPoint,
-    SparseVector,
     VectorFilter,
     VectorIndexUnavailable,
     VectorPoint,
+    VectorQuery,
 )
 
 log = logging.getLogger(__name__)
@@ -125,30 +125,24 @@ class QdrantServerIndex:
             )
         return [ScoredPoint(str(p.id), float(p.score), payload_of(p.payload)) for p in response.points]
 
-    async def hybrid_search(
-        self,
-        vector: Sequence[float],
-        sparse: SparseVector,
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
+    async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
         """DBSF of the dense and the lexical prefetch, both filtered (see the port)."""
         if not self._has_sparse:
-            return await self.search(vector, flt, limit, score_threshold)
-        qdrant_filter = to_qdrant_filter(flt)
+            return await self.search(query.vector, query.flt, query.limit, query.score_threshold)
+        qdrant_filter = to_qdrant_filter(query.flt)
+        limit, sparse = query.limit, query.sparse
         prefetch = [
             models.Prefetch(
-                query=[float(x) for x in vector],
+                query=[float(x) for x in query.vector],
                 using=VECTOR_NAME,
                 filter=qdrant_filter,
                 limit=limit,
-                score_threshold=score_threshold,
+                score_threshold=query.score_threshold,
             )
         ]
         if sparse:
-            query = models.SparseVector(indices=list(sparse.indices), values=[float(x) for x in sparse.values])
-            prefetch.append(models.Prefetch(query=query, using=SPARSE_NAME, filter=qdrant_filter, limit=limit))
+            lexical = models.SparseVector(indices=list(sparse.indices), values=[float(x) for x in sparse.values])
+            prefetch.append(models.Prefetch(query=lexical, using=SPARSE_NAME, filter=qdrant_filter, limit=limit))
         async with _unavailable_on_transport_errors("hybrid_search"):
             response = await self._client.query_points(
                 self._collection,

@@ -90,9 +90,9 @@ class Recording:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.index, name)
 
-    async def hybrid_search(self, vector, sparse, flt, limit, score_threshold=None):
-        self.lexical.append(set(sparse.indices))
-        return await self.index.hybrid_search(vector, sparse, flt, limit, score_threshold)
+    async def hybrid_search(self, query):
+        self.lexical.append(set(query.sparse.indices))
+        return await self.index.hybrid_search(query)
 
 
 async def test_a_second_search_asks_again_with_the_words_the_first_hits_share(tmp_path, embedder):

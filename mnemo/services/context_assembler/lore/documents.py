@@ -32,7 +32,7 @@ from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.readmodels.documents import ChunkView, DocumentRecord
 from mnemo.shared.sparse import query_vector
 from mnemo.shared.vectors import points as vp
-from mnemo.shared.vectors.port import VectorIndex
+from mnemo.shared.vectors.port import VectorIndex, VectorQuery
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,9 @@ class DocumentLore:
             return []
         [vector] = await self._embedder.embed([text])
         flt = vp.document_books(tenant_id, {r.state.book_id for r in docs.values()})
-        hits = await self._index.hybrid_search(vector, query_vector(text), flt, s.max_chunks * 3, s.threshold)
+        hits = await self._index.hybrid_search(
+            VectorQuery(vector, query_vector(text), flt, s.max_chunks * 3, s.threshold)
+        )
         wanted: dict[str, list[tuple[str, float]]] = {}
         for h in hits:
             doc_id, chunk_hash = h.payload.get(vp.DOCUMENT_ID), h.payload.get(vp.CHUNK_HASH)

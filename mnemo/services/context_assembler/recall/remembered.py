@@ -35,7 +35,7 @@ from mnemo.shared.readmodels.memories import MemoryView
 from mnemo.shared.readmodels.ports import MemoriesPort
 from mnemo.shared.titles import short_title
 from mnemo.shared.vectors import points as vp
-from mnemo.shared.vectors.port import Match, VectorIndex
+from mnemo.shared.vectors.port import Match, VectorIndex, VectorQuery
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class RememberedRecall:
                 flt, sparse = context_memories_filter(req), query_sparse(req, query)
                 pool = s.remembered_limit * 2
                 if sparse:
-                    fused = await self._index.hybrid_search(vector, sparse, flt, pool, s.min_score)
+                    fused = await self._index.hybrid_search(VectorQuery(vector, sparse, flt, pool, s.min_score))
                 else:
                     fused = await self._index.search(vector, flt, pool, s.min_score)
                 ids = tuple(dict.fromkeys(v for h in fused if isinstance(v := h.payload.get(vp.MEMORY_ID), str)))

@@ -39,7 +39,7 @@ from mnemo.shared.readmodels.memories import Clause
 from mnemo.shared.readmodels.ports import KnowledgePort, LegacyLorePort, MemoriesPort, SummariesPort
 from mnemo.shared.sparse import query_vector
 from mnemo.shared.vectors import points as vp
-from mnemo.shared.vectors.port import Match, SparseVector, VectorFilter, VectorIndex
+from mnemo.shared.vectors.port import Match, SparseVector, VectorFilter, VectorIndex, VectorQuery
 from mnemo_client.wire.memory_api_contract import (
     MemoryHit,
     MemorySearchReply,
@@ -174,7 +174,7 @@ class MemorySearch:
         ids: dict[str, None] = {}
         for flt in flts:
             if sparse:
-                hits = await self._index.hybrid_search(vector, sparse, flt, pool, self._settings.min_score)
+                hits = await self._index.hybrid_search(VectorQuery(vector, sparse, flt, pool, self._settings.min_score))
             else:
                 hits = await self._index.search(vector, flt, pool, self._settings.min_score)
             ids.update(dict.fromkeys(v for h in hits if isinstance(v := h.payload.get(key), str)))

@@ -33,7 +33,7 @@ from mnemo.services.context_assembler.search.query import query_sparse
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.vectors import points as vp
-from mnemo.shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFilter, VectorIndex
+from mnemo.shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFilter, VectorIndex, VectorQuery
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ class VectorSearch:
         if limit <= 0:
             return []
         if sparse:
-            return await self._index.hybrid_search(vector, sparse, flt, limit, self._settings.min_score)
+            return await self._index.hybrid_search(VectorQuery(vector, sparse, flt, limit, self._settings.min_score))
         return await self._index.search(vector, flt, limit, self._settings.min_score)
 
     async def _find(
@@ -149,7 +149,7 @@ class VectorSearch:
     ) -> tuple[list[ScoredPoint], dict[str, float]]:
         """Fused hits (fusion order) and the best dense cosine of each of their ``key`` values."""
         assert self._index is not None
-        fused = await self._index.hybrid_search(vector, sparse, flt, limit, self._settings.min_score)
+        fused = await self._index.hybrid_search(VectorQuery(vector, sparse, flt, limit, self._settings.min_score))
         keys = tuple(dict.fromkeys(v for h in fused if isinstance(v := h.payload.get(key), str)))
         if not keys:
             return fused, {}
