@@ -8,7 +8,6 @@ another tenant's points, even when those are closer to the query vector.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -64,17 +63,20 @@ async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     await idx.close()
 
 
-@contextlib.contextmanager
-def sync_index(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> Iterator[tuple[asyncio.Runner, VectorIndex]]:
+@pytest.fixture(params=KINDS)
+def synced(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[asyncio.Runner, VectorIndex]]:
     """An index and the event loop it runs on, for Hypothesis' synchronous tests; closed afterwards."""
     with asyncio.Runner() as runner:
-        idx = runner.run(make_index(kind, tmp_path, request))
+        idx = runner.run(make_index(request.param, tmp_path, request))
         try:
             yield runner, idx
         finally:
             runner.run(idx.close())
+
+
+#: The property tests' Hypothesis settings: each example upserts and searches a real index, slower than the
+#: default deadline allows.
+PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def assert_best_first(hits: list[ScoredPoint]) -> None:
@@ -274,34 +276,31 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     return rows, query, scope
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_filtered_search_returns_exactly_the_matching_points(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    with sync_index(kind, tmp_path, request) as (runner, idx):
+def test_filtered_search_returns_exactly_the_matching_points(synced: tuple[asyncio.Runner, VectorIndex]) -> None:
+    runner, idx = synced
 
-        @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-        @given(scenarios())
-        def check(scenario: Scenario) -> None:
-            rows, query, (tenant, user, conv) = scenario
-            run = uuid.uuid4().hex  # fresh names per example: earlier examples' points never match
-            points = [
-                VectorPoint(pid(), v, {"tenant_id": f"{run}-t{t}", "user_id": f"u{u}", "conversation_id": f"c{c}"})
-                for (t, u, c), v in rows
-            ]
-            runner.run(idx.upsert(points))
-            equals = {"tenant_id": f"{run}-t{tenant}"}
-            if user is not None:
-                equals["user_id"] = f"u{user}"
-            if conv is not None:
-                equals["conversation_id"] = f"c{conv}"
-            expected = {p.id for p in points if all(p.payload[k] == v for k, v in equals.items())}
-            hits = runner.run(idx.search(query, VectorFilter.where(**equals), limit=100))
-            assert {h.id for h in hits} == expected  # nothing leaked in, nothing matching left out
-            assert all(all(h.payload[k] == v for k, v in equals.items()) for h in hits)
-            assert_best_first(hits)
+    @settings(PROPERTY, max_examples=60)
+    @given(scenarios())
+    def check(scenario: Scenario) -> None:
+        rows, query, (tenant, user, conv) = scenario
+        run = uuid.uuid4().hex  # fresh names per example: earlier examples' points never match
+        points = [
+            VectorPoint(pid(), v, {"tenant_id": f"{run}-t{t}", "user_id": f"u{u}", "conversation_id": f"c{c}"})
+            for (t, u, c), v in rows
+        ]
+        runner.run(idx.upsert(points))
+        equals = {"tenant_id": f"{run}-t{tenant}"}
+        if user is not None:
+            equals["user_id"] = f"u{user}"
+        if conv is not None:
+            equals["conversation_id"] = f"c{conv}"
+        expected = {p.id for p in points if all(p.payload[k] == v for k, v in equals.items())}
+        hits = runner.run(idx.search(query, VectorFilter.where(**equals), limit=100))
+        assert {h.id for h in hits} == expected  # nothing leaked in, nothing matching left out
+        assert all(all(h.payload[k] == v for k, v in equals.items()) for h in hits)
+        assert_best_first(hits)
 
-        check()
+    check()
 
 
 async def test_factory_picks_the_adapter_from_settings(tmp_path: Path) -> None:
@@ -408,38 +407,35 @@ async def test_edge_shard_without_the_lexical_vector_falls_back_to_dense(tmp_pat
 Words = st.sampled_from(["alpha", "bravo", "charlie", "delta", "echo"])
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_hybrid_search_returns_only_the_matching_points(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    with sync_index(kind, tmp_path, request) as (runner, idx):
+def test_hybrid_search_returns_only_the_matching_points(synced: tuple[asyncio.Runner, VectorIndex]) -> None:
+    runner, idx = synced
 
-        @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-        @given(
-            st.lists(st.tuples(owners, vectors, st.lists(Words, max_size=4)), min_size=1, max_size=30),
-            vectors,
-            st.lists(Words, max_size=3),
-            st.integers(0, 5),
-        )
-        def check(
-            rows: list[tuple[tuple[int, int, int], list[float], list[str]]],
-            query: list[float],
-            words: list[str],
-            tenant: int,
-        ) -> None:
-            for _, v, _ in rows:
-                assume(math.sqrt(sum(x * x for x in v)) > 1e-3)
-            assume(math.sqrt(sum(x * x for x in query)) > 1e-3)
-            run = uuid.uuid4().hex
-            points = [
-                VectorPoint(pid(), v, {"tenant_id": f"{run}-t{t}", "user_id": f"u{u}"}, lexical(" ".join(ws)))
-                for (t, u, _), v, ws in rows
-            ]
-            runner.run(idx.upsert(points))
-            flt = VectorFilter.where(tenant_id=f"{run}-t{tenant}")
-            expected = {p.id for p in points if p.payload["tenant_id"] == f"{run}-t{tenant}"}
-            hits = runner.run(idx.hybrid_search(VectorQuery(query, query_vector(" ".join(words)), flt, limit=100)))
-            assert {h.id for h in hits} == expected  # the dense side sees every matching point; nothing leaks
-            assert_best_first(hits)
+    @settings(PROPERTY, max_examples=40)
+    @given(
+        st.lists(st.tuples(owners, vectors, st.lists(Words, max_size=4)), min_size=1, max_size=30),
+        vectors,
+        st.lists(Words, max_size=3),
+        st.integers(0, 5),
+    )
+    def check(
+        rows: list[tuple[tuple[int, int, int], list[float], list[str]]],
+        query: list[float],
+        words: list[str],
+        tenant: int,
+    ) -> None:
+        for _, v, _ in rows:
+            assume(math.sqrt(sum(x * x for x in v)) > 1e-3)
+        assume(math.sqrt(sum(x * x for x in query)) > 1e-3)
+        run = uuid.uuid4().hex
+        points = [
+            VectorPoint(pid(), v, {"tenant_id": f"{run}-t{t}", "user_id": f"u{u}"}, lexical(" ".join(ws)))
+            for (t, u, _), v, ws in rows
+        ]
+        runner.run(idx.upsert(points))
+        flt = VectorFilter.where(tenant_id=f"{run}-t{tenant}")
+        expected = {p.id for p in points if p.payload["tenant_id"] == f"{run}-t{tenant}"}
+        hits = runner.run(idx.hybrid_search(VectorQuery(query, query_vector(" ".join(words)), flt, limit=100)))
+        assert {h.id for h in hits} == expected  # the dense side sees every matching point; nothing leaks
+        assert_best_first(hits)
 
-        check()
+    check()
