@@ -15,6 +15,7 @@ from mnemo.services.memory.memories import MemoryNotFound
 from mnemo.services.memory.swipes import fold_swipes
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.recorded import conversation_stream
+from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.knowledge import FactView
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, SummariesPort
@@ -57,17 +58,9 @@ class Conversations:
         facts = _by_message(await self._knowledge.in_conversation(t, u, c))
         switches = {s.from_index for s in state.persona_switches}
         messages = [
-            TimelineMessage(
-                message_id=m.message_id,
-                index=m.index,
-                role=m.role,
-                author_id=m.author_id,
-                author_name=m.author_name,
-                content=m.content,
-                created_at=m.created_at,
-                edited_at=m.edited_at,
-                deleted=m.deleted,
-                tokens=m.tokens,
+            mapped(
+                TimelineMessage,
+                m,
                 present=state.bots_at(m.index) or list(m.bot_ids),
                 persona_id=state.persona_at(m.index),
                 persona_switch=m.index in switches,
@@ -78,17 +71,7 @@ class Conversations:
         ]
         last = messages[-1].index if messages else req.from_index - 1
         summaries = [
-            TimelineSummary(
-                summary_id=s.summary_id,
-                summary_type=s.summary_type,
-                text=s.text,
-                first_index=s.first_index,
-                last_index=s.last_index,
-                audience=list(s.audience),
-                participants=list(s.participants),
-                status=s.status,
-                method=s.method,
-            )
+            mapped(TimelineSummary, s)
             for s in await self._summaries.live_summaries(t, u, c)
             if s.last_index >= req.from_index and s.first_index <= last
         ]
