@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol
 
 from nats.js import JetStreamContext
@@ -101,27 +101,19 @@ async def ensure_log_stream(js: JetStreamContext) -> None:
     await ensure_stream(js, subjects.LOG_STREAM, subjects.LOG_STREAM_SUBJECTS)
 
 
+@dataclass(eq=False)
 class Relay:
-    def __init__(
-        self,
-        store: EventStore,
-        publisher: JetStreamPublisher,
-        codec: EventCodec,
-        *,
-        min_age_s: float = 5.0,
-        grace_s: float = 60.0,
-        interval_s: float = 1.0,
-        batch_size: int = 500,
-        max_in_flight: int = 256,
-    ) -> None:
-        self.store = store
-        self.publisher = publisher
-        self.codec = codec
-        self.min_age_s = min_age_s
-        self.grace_s = grace_s
-        self.interval_s = interval_s
-        self.batch_size = batch_size
-        self.max_in_flight = max_in_flight
+    store: EventStore
+    publisher: JetStreamPublisher
+    codec: EventCodec
+    _: KW_ONLY
+    min_age_s: float = 5.0
+    grace_s: float = 60.0
+    interval_s: float = 1.0
+    batch_size: int = 500
+    max_in_flight: int = 256
+
+    def __post_init__(self) -> None:
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()  # set by stop() and by a failed fast-path publish
 

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
@@ -80,21 +81,13 @@ def repeats_entry(chunk: str, entries: Sequence[LoreItem]) -> bool:
     return any((e := _norm(item.content)) and (c in e or (len(e) >= 40 and e in c)) for item in entries)
 
 
+@dataclass(eq=False)
 class DocumentLore:
-    def __init__(
-        self,
-        reads: DocumentReads,
-        index: VectorIndex | None,
-        embedder: Embedder | None,
-        settings: DocumentLoreSettings | None = None,
-        cache: LogCache | None = None,
-    ) -> None:
-        """``cache``: the attached books' documents are kept until a document event of the tenant."""
-        self.cache = cache
-        self._reads = reads
-        self._index = index
-        self._embedder = embedder
-        self.settings = settings or DocumentLoreSettings()
+    reads: DocumentReads
+    index: VectorIndex | None
+    embedder: Embedder | None
+    settings: DocumentLoreSettings = field(default_factory=DocumentLoreSettings)
+    cache: LogCache | None = None  # the attached books' documents, kept until a document event of the tenant
 
     async def items(
         self,
@@ -118,7 +111,7 @@ class DocumentLore:
         so it runs beside the keyword activation."""
         s = self.settings
         text = vector_query(history, req.user_message, s.query_messages)
-        if not books or not text.strip() or s.max_chunks == 0 or self._index is None or self._embedder is None:
+        if not books or not text.strip() or s.max_chunks == 0 or self.index is None or self.embedder is None:
             return []
         try:
             return await asyncio.wait_for(self._found(req.tenant_id, books, text), s.timeout_s)
@@ -128,22 +121,22 @@ class DocumentLore:
             return []
 
     async def _found(self, tenant_id: str, books: Sequence[ActiveBook], text: str) -> list[Found]:
-        assert self._index is not None
-        assert self._embedder is not None
+        assert self.index is not None
+        assert self.embedder is not None
         s = self.settings
         book_ids = sorted({b.book_id.split("@", 1)[0] for b in books})
         listed = await cached(
             self.cache,
             ("documents", tenant_id, tuple(book_ids)),
             (documents_topic(tenant_id), tenant_topic(tenant_id)),
-            lambda: self._reads.list(tenant_id, lorebook_ids=book_ids),
+            lambda: self.reads.list(tenant_id, lorebook_ids=book_ids),
         )
         docs = {r.state.document_id: r for r in listed if r.state.active_version is not None}
         if not docs:
             return []
-        [vector] = await self._embedder.embed([text])
+        [vector] = await self.embedder.embed([text])
         flt = vp.document_books(tenant_id, {r.state.book_id for r in docs.values()})
-        hits = await self._index.hybrid_search(
+        hits = await self.index.hybrid_search(
             VectorQuery(vector, query_vector(text), flt, s.max_chunks * 3, s.threshold)
         )
         wanted: dict[str, list[tuple[str, float]]] = {}
@@ -156,7 +149,7 @@ class DocumentLore:
             rec = docs[doc_id]
             version = rec.state.active_version
             assert version is not None
-            chunks = await self._reads.chunks_by_hash(tenant_id, doc_id, version, [h for h, _ in pairs])
+            chunks = await self.reads.chunks_by_hash(tenant_id, doc_id, version, [h for h, _ in pairs])
             found += [(score, rec, chunks[h]) for h, score in pairs if h in chunks]
         found.sort(key=lambda f: -f[0])
         return found

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 
 from mnemo.services.context_assembler.items import RememberedItem
 from mnemo.services.context_assembler.recall.candidates import from_memory
@@ -43,46 +44,40 @@ log = logging.getLogger(__name__)
 CHUNKS_PER_MEMORY = 8
 
 
+@dataclass(eq=False)
 class RememberedRecall:
     """The remembered memories of one context request (:meth:`find`); never fails a request."""
 
-    def __init__(
-        self,
-        index: VectorIndex | None,
-        embedder: Embedder | None,
-        memories: MemoriesPort | None,
-        settings: AssemblerSettings,
-    ) -> None:
-        self._index = index
-        self._embedder = embedder
-        self._memories = memories
-        self._settings = settings
+    index: VectorIndex | None
+    embedder: Embedder | None
+    memories: MemoriesPort | None
+    settings: AssemblerSettings
 
     async def find(
         self, req: ContextAssembleRequest, query: str, degraded: list[str], half_life_days: float
     ) -> list[RememberedItem]:
         """The best ``remembered_limit`` memories the speaking bot may be shown for ``query``, best first."""
-        s = self._settings
-        if self._memories is None or s.remembered_limit == 0 or not query.strip():
+        s = self.settings
+        if self.memories is None or s.remembered_limit == 0 or not query.strip():
             return []
-        if self._embedder is None or self._index is None:
-            degraded.append("embedder" if self._embedder is None else "vector_index")
+        if self.embedder is None or self.index is None:
+            degraded.append("embedder" if self.embedder is None else "vector_index")
             return []
         stage = "embedder"
         try:
             async with asyncio.timeout(s.retrieval_timeout_s):
-                [vector] = await self._embedder.embed([query])
+                [vector] = await self.embedder.embed([query])
                 stage = "vector_index"
                 flt, sparse = context_memories_filter(req), query_sparse(req, query)
                 pool = s.remembered_limit * 2
                 if sparse:
-                    fused = await self._index.hybrid_search(VectorQuery(vector, sparse, flt, pool, s.min_score))
+                    fused = await self.index.hybrid_search(VectorQuery(vector, sparse, flt, pool, s.min_score))
                 else:
-                    fused = await self._index.search(vector, flt, pool, s.min_score)
+                    fused = await self.index.search(vector, flt, pool, s.min_score)
                 ids = tuple(dict.fromkeys(v for h in fused if isinstance(v := h.payload.get(vp.MEMORY_ID), str)))
                 if not ids:
                     return []
-                dense = await self._index.search(
+                dense = await self.index.search(
                     vector, flt.and_(Match(vp.MEMORY_ID, ids)), len(ids) * CHUNKS_PER_MEMORY
                 )
         except Exception as exc:  # TimeoutError included: the memories are optional, the reply is not
@@ -91,7 +86,7 @@ class RememberedRecall:
             return []
         cosine = best_per_key(dense, vp.MEMORY_ID)
         try:
-            views = await asyncio.wait_for(self._memories.by_ids(req.tenant_id, list(ids)), s.read_timeout_s)
+            views = await asyncio.wait_for(self.memories.by_ids(req.tenant_id, list(ids)), s.read_timeout_s)
         except Exception as exc:
             log.warning("remembered memories unreadable: %s: %s", type(exc).__name__, exc)
             degraded.append("remembered")
