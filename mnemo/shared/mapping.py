@@ -5,8 +5,9 @@ fields, ``given`` adding or overriding fields. It replaces the field-by-field co
 field) that every hop between the wire, the log and the read models wrote out again: where the names agree the
 copy is implied, and only what differs is written, so the differences are what a reader sees.
 
-A pydantic target is validated (``model_validate``), so sequences are coerced to the field's type (a tuple to
-a list, and back); a dataclass target gets the values as they are. A source attribute the target does not
+The target is validated by pydantic (a model by ``model_validate``, a dataclass by a ``TypeAdapter``), so
+values are coerced to the declared field types (a list to a tuple and back, each a copy of the source's) and
+a wrong one raises ``ValidationError`` like the model's own constructor. A source attribute the target does not
 declare is ignored, and a target field the source lacks keeps its default (or must be given).
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 T = TypeVar("T")
 
@@ -37,4 +38,13 @@ def mapped(target: type[T], source: object, /, **given: Any) -> T:
     values.update(given)
     if issubclass(target, BaseModel):
         return target.model_validate(values)
-    return target(**values)
+    return _adapter(target).validate_python(values)
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}  # built once per dataclass: building one compiles a validator
+
+
+def _adapter(target: type[T]) -> TypeAdapter[T]:
+    if (adapter := _ADAPTERS.get(target)) is None:
+        adapter = _ADAPTERS[target] = TypeAdapter(target)
+    return adapter

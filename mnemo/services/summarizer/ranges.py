@@ -40,7 +40,7 @@ class _RangeFold:
         rec = MESSAGE_RECORDED.parse(env.payload)
         self.reached = self.reached or rec.index <= self.rng.first_index
         if self.rng.first_index <= rec.index <= self.rng.last_index:
-            self.by_id[rec.message_id] = mapped(RangeMessage, rec, bot_ids=tuple(rec.bot_ids))
+            self.by_id[rec.message_id] = mapped(RangeMessage, rec)
 
     def on_edited(self, env: EventEnvelope) -> None:
         edit = MESSAGE_EDITED.parse(env.payload)

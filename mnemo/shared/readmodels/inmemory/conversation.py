@@ -19,6 +19,7 @@ from mnemo.shared.events.recorded import (
     conversation_stream,
     persona_stream,
 )
+from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.conversation import ConversationState, as_utc, fold
 from mnemo.shared.readmodels.message_reads import MessageRange, MessageReads
 from mnemo.shared.readmodels.messages import MessageKey, MessageStatus, MessageView, message_doc_id
@@ -71,20 +72,12 @@ class InMemoryReadModels(MessageReads):
         m = MESSAGE_RECORDED.parse(env.payload)
         doc_id = message_doc_id(env.tenant_id, m.user_id, m.conversation_id, m.message_id)
         if doc_id not in self.messages:
-            view = MessageView(
+            created_at = as_utc(m.created_at)
+            view = mapped(
+                MessageView,
+                m,
                 tenant_id=env.tenant_id,
-                user_id=m.user_id,
-                conversation_id=m.conversation_id,
-                message_id=m.message_id,
-                index=m.index,
-                role=m.role,
-                author_id=m.author_id,
-                author_name=m.author_name or "",
-                content=m.content or "",
-                created_at=as_utc(m.created_at),
-                bot_ids=list(m.bot_ids),
-                persona_id=m.persona_id,
-                tokens=m.tokens,
+                created_at=created_at,
                 deleted=False,
                 edited_at=None,
                 deleted_at=None,

@@ -16,6 +16,7 @@ from mnemo.shared.events.recorded import (
     FactLearned,
     FactScopeChanged,
 )
+from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.knowledge import (
     ACTIVE,
     FactQueries,
@@ -76,28 +77,15 @@ class InMemoryKnowledge(FactQueries):
             return
         keys = [source_key(fact.conversation_id, m) for m in fact.message_ids] + extra_keys
         learned = fact.learned_at if fact.learned_at.tzinfo is not None else fact.learned_at.replace(tzinfo=UTC)
-        self.facts[fact.fact_id] = FactView(
-            fact_id=fact.fact_id,
+        self.facts[fact.fact_id] = mapped(
+            FactView,
+            fact,
             tenant_id=env.tenant_id,
-            user_id=fact.user_id,
-            character_id=fact.character_id,
-            character_kind=fact.character_kind,
-            conversation_id=fact.conversation_id,
-            text=fact.text,
-            subject=fact.subject,
-            fact_type=fact.fact_type,
-            tags=tuple(fact.tags),
-            confidence=float(fact.confidence),
             learned_at=learned.astimezone(UTC),
-            scope=fact.scope,
-            message_ids=tuple(fact.message_ids),
-            method=fact.method,
-            prompt_version=fact.prompt_version,
             status=ACTIVE,
             causation_id=env.causation_id,
-            consolidates=tuple(getattr(fact, "consolidates", ())),
+            consolidates=getattr(fact, "consolidates", ()),
             source_keys=tuple(dict.fromkeys(keys)),
-            revises=fact.revises,
         )
         self.scope_version[fact.fact_id] = env.version
 

@@ -15,6 +15,7 @@ from mnemo.shared.events.recorded import (
 )
 from mnemo.shared.lore.history import LORE_EVENTS, BookState, fold_all
 from mnemo.shared.lore.model import Lorebook
+from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreView
 from mnemo.shared.readmodels.lore import BookListing, LorebookRef, LorebookView, LoreSource
@@ -36,26 +37,7 @@ class InMemoryLegacyLore:
         c = LEGACY_LORE_CREATED.parse(env.payload)
         if c.legacy_id in self.entries:
             return
-        view = LegacyLoreView(
-            legacy_id=c.legacy_id,
-            tenant_id=env.tenant_id,
-            user_id=c.user_id,
-            memory_id=c.memory_id,
-            conversation_id=c.conversation_id,
-            title=c.title,
-            text=c.text or "",
-            participants=tuple(c.participants),
-            start_at=as_utc(c.start_at),
-            end_at=as_utc(c.end_at),
-            importance=int(c.importance),
-            emotional_tags=tuple(c.emotional_tags or ()),
-            applies_to_bots=tuple(c.applies_to_bots),
-            applies_to_personas=tuple(c.applies_to_personas),
-            summary_type=c.summary_type,
-            method=c.method,
-            prompt_version=c.prompt_version,
-            message_ids=tuple(c.message_ids),
-        )
+        view = mapped(LegacyLoreView, c, tenant_id=env.tenant_id, start_at=as_utc(c.start_at), end_at=as_utc(c.end_at))
         self.entries[c.legacy_id] = (view, False)
 
     def _on_deleted(self, env: EventEnvelope) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import MEMORY_FORGOTTEN, MEMORY_REMEMBERED, MEMORY_UPDATED
 from mnemo.shared.events.recorded.memories import MemorySnapshot
+from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.readmodels.memories import MemoryListing, MemoryQuery, MemoryView
 
@@ -38,21 +39,7 @@ class InMemoryMemories(MemoryListing):
 
 def _view(env: EventEnvelope) -> MemoryView:
     s = MemorySnapshot.model_validate(env.payload)
-    return MemoryView(
-        memory_id=s.memory_id,
-        tenant_id=env.tenant_id,
-        user_id=s.user_id,
-        by_user_id=s.by_user_id,
-        owner_namespace=s.owner_namespace,
-        memory_type=s.memory_type,
-        title=s.title,
-        content=s.content,
-        tags=tuple(s.tags),
-        assets=tuple(s.assets),
-        metadata=dict(s.metadata),
-        bot_id=s.bot_id,
-        conversation_id=s.conversation_id,
-        occurred_at=as_utc(s.occurred_at),
-        version=env.version,
-        origin=str(env.payload.get("origin", "api")),
+    origin = str(env.payload.get("origin", "api"))
+    return mapped(
+        MemoryView, s, tenant_id=env.tenant_id, occurred_at=as_utc(s.occurred_at), version=env.version, origin=origin
     )
