@@ -25,17 +25,15 @@ from mnemo.services.ingest import branches
 from mnemo.services.ingest.timeline import Timeline
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, Payload, deterministic_id
 from mnemo.shared.events.recorded import (
-    BOT_RECORDED,
     MESSAGE_DELETED,
-    MESSAGE_EDITED,
     MESSAGE_RECORDED,
-    PERSONA_RECORDED,
     BotRecorded,
     MessageRecorded,
     PersonaRecorded,
     bot_stream,
     conversation_stream,
     created_event_id,
+    new_event,
     persona_stream,
 )
 from mnemo.shared.events.recorded import MessageDeleted as MessageDeletedPayload
@@ -233,14 +231,8 @@ class ConversationDecider:
         )
         self.known[cmd.message_id] = KnownMessage(self.next_index, deleted=False)
         self.next_index += 1
-        event = NewEvent(
-            event_id=created_event_id(cmd.tenant_id, cmd.user_id, cmd.conversation_id, cmd.message_id),
-            type=MESSAGE_RECORDED.name,
-            tenant_id=cmd.tenant_id,
-            occurred_at=cmd.created_at,
-            payload=payload.model_dump(mode="json"),
-        )
-        return Decision((event,))
+        event_id = created_event_id(cmd.tenant_id, cmd.user_id, cmd.conversation_id, cmd.message_id)
+        return Decision((new_event(payload, tenant_id=cmd.tenant_id, event_id=event_id, occurred_at=cmd.created_at),))
 
     def _refusal(self, cmd: MessageEdited | MessageDeleted, verb: str) -> Decision | None:
         known = self.known.get(cmd.message_id)
@@ -253,21 +245,8 @@ class ConversationDecider:
     def _edited(self, cmd: MessageEdited) -> Decision:
         if (refusal := self._refusal(cmd, "edit")) is not None:
             return refusal
-        payload = MessageEditedPayload(
-            user_id=cmd.user_id,
-            conversation_id=cmd.conversation_id,
-            message_id=cmd.message_id,
-            content=cmd.content,
-            edited_at=cmd.edited_at,
-            tokens=estimate_tokens(cmd.content),
-        )
-        event = NewEvent(
-            event_id=edited_event_id(cmd),
-            type=MESSAGE_EDITED.name,
-            tenant_id=cmd.tenant_id,
-            occurred_at=cmd.edited_at,
-            payload=payload.model_dump(mode="json"),
-        )
+        payload = mapped(MessageEditedPayload, cmd, tokens=estimate_tokens(cmd.content))
+        event = new_event(payload, tenant_id=cmd.tenant_id, event_id=edited_event_id(cmd), occurred_at=cmd.edited_at)
         return Decision((event,))
 
     def _deleted(self, cmd: MessageDeleted) -> Decision:
@@ -277,54 +256,22 @@ class ConversationDecider:
         if known.deleted:
             return Decision()  # already deleted
         self.known[cmd.message_id] = KnownMessage(known.index, deleted=True)
-        payload = MessageDeletedPayload(
-            user_id=cmd.user_id,
-            conversation_id=cmd.conversation_id,
-            message_id=cmd.message_id,
-            deleted_at=cmd.deleted_at,
-        )
-        event = NewEvent(
-            event_id=deleted_event_id(cmd),
-            type=MESSAGE_DELETED.name,
-            tenant_id=cmd.tenant_id,
-            occurred_at=cmd.deleted_at,
-            payload=payload.model_dump(mode="json"),
-        )
+        payload = mapped(MessageDeletedPayload, cmd)
+        event = new_event(payload, tenant_id=cmd.tenant_id, event_id=deleted_event_id(cmd), occurred_at=cmd.deleted_at)
         return Decision((event,))
 
 
 def decide_profile(cmd: BotUpserted | PersonaUpserted) -> Decision:
     """A bot or persona upsert is recorded as given; the same upsert delivered twice has the same id."""
     if isinstance(cmd, BotUpserted):
-        bot = BotRecorded(
-            bot_id=cmd.bot_id,
-            owner_user_id=cmd.owner_user_id,
-            name=cmd.name,
-            system_prompt=cmd.system_prompt,
-            updated_at=cmd.updated_at,
-            gender=cmd.gender,
-            age=cmd.age,
-            knowledge_sharing=cmd.knowledge_sharing,
-        )
         event_id = deterministic_id(cmd.tenant_id, "bot", cmd.bot_id, "upserted", _content_key(cmd))
-        event = NewEvent(
-            event_id=event_id,
-            type=BOT_RECORDED.name,
-            tenant_id=cmd.tenant_id,
-            occurred_at=cmd.updated_at,
-            payload=bot.model_dump(mode="json"),
+        payload: BotRecorded | PersonaRecorded = mapped(BotRecorded, cmd)
+    else:
+        event_id = deterministic_id(
+            cmd.tenant_id, cmd.user_id, "persona", cmd.persona_id, "upserted", _content_key(cmd)
         )
-        return Decision((event,))
-    persona = mapped(PersonaRecorded, cmd)
-    event_id = deterministic_id(cmd.tenant_id, cmd.user_id, "persona", cmd.persona_id, "upserted", _content_key(cmd))
-    event = NewEvent(
-        event_id=event_id,
-        type=PERSONA_RECORDED.name,
-        tenant_id=cmd.tenant_id,
-        occurred_at=cmd.updated_at,
-        payload=persona.model_dump(mode="json"),
-    )
-    return Decision((event,))
+        payload = mapped(PersonaRecorded, cmd)
+    return Decision((new_event(payload, tenant_id=cmd.tenant_id, event_id=event_id, occurred_at=cmd.updated_at),))
 
 
 def decide_stream(
