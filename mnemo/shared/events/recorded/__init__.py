@@ -4,127 +4,23 @@ Stream ids (``kind/tenant/...``) always start with the tenant, and conversations
 the user, so equal ids under another tenant or user are different streams. Each stream's types live in
 their own module (``conversation``, ``profiles``, ``summaries``, ``knowledge``, ``lorebooks``, ``legacy_lore``,
 ``lore_timed``, ``privacy``, ``documents``, ``memories``), each registered with its payload model in
-:data:`REGISTRY`; this module re-exports them all so callers import from one place.
+:data:`REGISTRY`; this module re-exports them all so callers import from one place: each module whole (its
+public names), ``__all__`` below naming what the facade offers.
 """
 
 from __future__ import annotations
 
-from mnemo.shared.events.recorded.base import REGISTRY, RecordedPayload, new_event
-from mnemo.shared.events.recorded.conversation import (
-    CONVERSATION_FORKED,
-    MESSAGE_ALTERNATIVE_DELETED,
-    MESSAGE_ALTERNATIVE_RECORDED,
-    MESSAGE_DELETED,
-    MESSAGE_EDITED,
-    MESSAGE_RECORDED,
-    ConversationForked,
-    MessageAlternativeDeleted,
-    MessageAlternativeRecorded,
-    MessageDeleted,
-    MessageEdited,
-    MessageRecorded,
-    conversation_stream,
-    created_event_id,
-)
-from mnemo.shared.events.recorded.documents import (
-    DOCUMENT_ACCEPTED,
-    DOCUMENT_CHUNKED,
-    DOCUMENT_COMPLETED,
-    DOCUMENT_DELETED,
-    DOCUMENT_EVENTS,
-    DOCUMENT_FAILED,
-    DocumentAccepted,
-    DocumentChunk,
-    DocumentChunked,
-    DocumentCompleted,
-    DocumentDeleted,
-    DocumentFailed,
-    document_stream,
-)
-from mnemo.shared.events.recorded.knowledge import (
-    FACT_LEARNED,
-    FACT_PROMOTED,
-    FACT_RETIRED,
-    FACT_UNPROMOTED,
-    FACTS_CONSOLIDATED,
-    MESSAGES_WITNESSED,
-    FactLearned,
-    FactPromoted,
-    FactRetired,
-    FactsConsolidated,
-    FactScopeChanged,
-    FactType,
-    FactUnpromoted,
-    MessagesWitnessed,
-    campaign_scope,
-    character_scope,
-    knowledge_stream,
-    player_scope,
-)
-from mnemo.shared.events.recorded.legacy_lore import (
-    LEGACY_LORE_CREATED,
-    LEGACY_LORE_DELETED,
-    LegacyLoreCreated,
-    LegacyLoreDeleted,
-    legacy_lore_stream,
-)
-from mnemo.shared.events.recorded.lore_timed import (
-    LORE_TIMED_STATE_RECORDED,
-    LoreTimedStateRecorded,
-    lore_timed_stream,
-)
-from mnemo.shared.events.recorded.lorebooks import (
-    LOREBOOK_ATTACHED,
-    LOREBOOK_CREATED,
-    LOREBOOK_DELETED,
-    LOREBOOK_DETACHED,
-    LOREBOOK_ENTRY_CREATED,
-    LOREBOOK_ENTRY_DELETED,
-    LOREBOOK_ENTRY_UPDATED,
-    LOREBOOK_IMPORTED,
-    LOREBOOK_RENAMED,
-    LorebookAttached,
-    LorebookCreated,
-    LorebookDeleted,
-    LorebookDetached,
-    LorebookEntryCreated,
-    LorebookEntryDeleted,
-    LorebookEntryUpdated,
-    LorebookEntryWritten,
-    LorebookImported,
-    LorebookRenamed,
-    lorebook_stream,
-)
-from mnemo.shared.events.recorded.memories import (
-    MEMORY_EVENTS,
-    MEMORY_FORGOTTEN,
-    MEMORY_REMEMBERED,
-    MEMORY_UPDATED,
-    MemoryForgotten,
-    MemoryRemembered,
-    MemoryUpdated,
-    memory_stream,
-)
-from mnemo.shared.events.recorded.privacy import ERASURE_COMPLETED, ErasureCompleted, privacy_stream
-from mnemo.shared.events.recorded.profiles import (
-    BOT_RECORDED,
-    PERSONA_RECORDED,
-    BotRecorded,
-    PersonaRecorded,
-    bot_stream,
-    persona_stream,
-)
-from mnemo.shared.events.recorded.summaries import (
-    EVERYONE,
-    SUMMARY_CREATED,
-    SUMMARY_RETIRED,
-    Citation,
-    SummaryCreated,
-    SummaryRetired,
-    SummaryType,
-    cited_ids,
-    summary_stream,
-)
+from mnemo.shared.events.recorded.base import *
+from mnemo.shared.events.recorded.conversation import *
+from mnemo.shared.events.recorded.documents import *
+from mnemo.shared.events.recorded.knowledge import *
+from mnemo.shared.events.recorded.legacy_lore import *
+from mnemo.shared.events.recorded.lore_timed import *
+from mnemo.shared.events.recorded.lorebooks import *
+from mnemo.shared.events.recorded.memories import *
+from mnemo.shared.events.recorded.privacy import *
+from mnemo.shared.events.recorded.profiles import *
+from mnemo.shared.events.recorded.summaries import *
 
 __all__ = [
     "BOT_RECORDED",
