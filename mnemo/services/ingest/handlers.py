@@ -27,27 +27,10 @@ from mnemo.shared.contract_registry import OPERATIONS
 from mnemo.shared.delivery import Completion, InvalidMessage, Item, Rejection
 from mnemo.shared.metrics import INGEST_MESSAGES
 from mnemo.shared.settings import LimitsSettings
-from mnemo_client.wire.contract import (
-    BotUpserted,
-    ConversationForked,
-    MessageCreated,
-    MessageDeleted,
-    MessageEdited,
-    MessageSwipeSelected,
-    PersonaUpserted,
-)
 from mnemo_client.wire.keyed import subject_token
 
-WIRE_MODELS: dict[str, type[BaseModel]] = {
-    subjects.MESSAGE_CREATED: MessageCreated,
-    subjects.MESSAGE_EDITED: MessageEdited,
-    subjects.MESSAGE_DELETED: MessageDeleted,
-    subjects.BOT_UPSERTED: BotUpserted,
-    subjects.PERSONA_UPSERTED: PersonaUpserted,
-    subjects.MESSAGE_SWIPE_SELECTED: MessageSwipeSelected,
-    subjects.CONVERSATION_FORKED: ConversationForked,
-}
-
+#: v1 subject -> its payload model: every event subject of the contract registry is a chat command ingest records.
+WIRE_MODELS: dict[str, type[BaseModel]] = {op.subject: op.payload for op in OPERATIONS if op.kind == "event"}
 
 #: v1 subject -> the payload field keying its events beside the tenant (the registry's ``Operation.key``).
 KEYS: dict[str, str] = {op.subject: op.key for op in OPERATIONS if op.kind == "event"}
