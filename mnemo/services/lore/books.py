@@ -27,29 +27,9 @@ from mnemo.shared.lore.history import BookState, VersionGap
 from mnemo.shared.lore.model import LoreEntry
 from mnemo.shared.readmodels.ports import LorePort
 from mnemo.shared.settings import LimitsSettings
-from mnemo_client.wire.lore_contract import (
-    LoreAttachReply,
-    LoreAttachRequest,
-    LoreBookCreateReply,
-    LoreBookCreateRequest,
-    LoreBookDeleteRequest,
-    LoreBookRenameReply,
-    LoreBookRenameRequest,
-    LoreDeleteReply,
-    LoreDetachReply,
-    LoreDetachRequest,
-    LoreEntryCreateRequest,
-    LoreEntryDeleteRequest,
-    LoreEntryReply,
-    LoreEntryUpdateRequest,
-    LoreExportReply,
-    LoreExportRequest,
-    LoreImportReply,
-    LoreImportRequest,
-    LoreImportWarning,
-)
+from mnemo_client.wire import lore_contract as wire
 
-_EntryRequest = TypeVar("_EntryRequest", LoreEntryCreateRequest, LoreEntryUpdateRequest)
+_EntryRequest = TypeVar("_EntryRequest", wire.LoreEntryCreateRequest, wire.LoreEntryUpdateRequest)
 __all__ = ["BadRequest", "LoreBooks", "LoreNotFound"]
 
 
@@ -60,7 +40,7 @@ class LoreBooks:
     publisher: CommittedPublisher
     limits: LimitsSettings = field(default_factory=LimitsSettings)
 
-    async def import_book(self, req: LoreImportRequest) -> LoreImportReply:
+    async def import_book(self, req: wire.LoreImportRequest) -> wire.LoreImportReply:
         """Raises ``LoreImportError`` (from ``formats.importer``) when the file cannot be read as a lorebook."""
         result, lorebook_id = domain.read_file(req)
         limits = self.limits.for_tenant(req.tenant_id)
@@ -72,30 +52,31 @@ class LoreBooks:
         generation = state.version if state is not None and state.deleted else 0
         events = domain.import_events(req, result, lorebook_id, utcnow(), generation)
         await self._record(req.tenant_id, lorebook_id, events)
-        return LoreImportReply(
+        return wire.LoreImportReply(
             lorebook_id=lorebook_id,
             entries=len(result.book.entries),
             format=result.format,
             warnings=[
-                LoreImportWarning(uid=w.uid, field=w.field, message=f"{w.field}: {w.message}") for w in result.warnings
+                wire.LoreImportWarning(uid=w.uid, field=w.field, message=f"{w.field}: {w.message}")
+                for w in result.warnings
             ],
         )
 
-    async def export_book(self, req: LoreExportRequest) -> LoreExportReply:
+    async def export_book(self, req: wire.LoreExportRequest) -> wire.LoreExportReply:
         view = await self.read_model.book(req.tenant_id, req.lorebook_id)
         if view is None:
             raise LoreNotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
         data: dict[str, Any] = export_world_info(view.book, view.original)
-        return LoreExportReply(lorebook_id=view.lorebook_id, name=view.name, data=data)
+        return wire.LoreExportReply(lorebook_id=view.lorebook_id, name=view.name, data=data)
 
-    async def attach(self, req: LoreAttachRequest) -> LoreAttachReply:
+    async def attach(self, req: wire.LoreAttachRequest) -> wire.LoreAttachReply:
         view = await self.read_model.book(req.tenant_id, req.lorebook_id)
         if view is None or (req.user_id is not None and view.owner_user_id != req.user_id):
             raise LoreNotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
         limits = self.limits.for_tenant(req.tenant_id)
         await check_attach(self.read_model, req.tenant_id, req.lorebook_id, req.bot_ids, limits)
         await self._record(req.tenant_id, req.lorebook_id, [domain.attach_event(req, utcnow())])
-        return LoreAttachReply(
+        return wire.LoreAttachReply(
             lorebook_id=req.lorebook_id, bot_ids=sorted(set(req.bot_ids)), conversation=req.conversation
         )
 
@@ -179,7 +160,7 @@ class LoreBooks:
         await self._change(tenant_id, lorebook_id, recorded)
         return changed
 
-    async def create_book(self, req: LoreBookCreateRequest) -> LoreBookCreateReply:
+    async def create_book(self, req: wire.LoreBookCreateRequest) -> wire.LoreBookCreateReply:
         lorebook_id = manage.book_id_for(req)
         limits = self.limits.for_tenant(req.tenant_id)
         await check_attach(self.read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
@@ -192,9 +173,9 @@ class LoreBooks:
             return events
 
         await self._change(req.tenant_id, lorebook_id, decide)
-        return LoreBookCreateReply(lorebook_id=lorebook_id, created=created)
+        return wire.LoreBookCreateReply(lorebook_id=lorebook_id, created=created)
 
-    async def delete_book(self, req: LoreBookDeleteRequest) -> LoreDeleteReply:
+    async def delete_book(self, req: wire.LoreBookDeleteRequest) -> wire.LoreDeleteReply:
         deleted = await self._changed(
             req.tenant_id,
             req.lorebook_id,
@@ -202,37 +183,37 @@ class LoreBooks:
                 manage.owned(state, req.user_id, req.lorebook_id, allow_deleted=True), utcnow()
             ),
         )
-        return LoreDeleteReply(lorebook_id=req.lorebook_id, deleted=deleted)
+        return wire.LoreDeleteReply(lorebook_id=req.lorebook_id, deleted=deleted)
 
-    async def rename_book(self, req: LoreBookRenameRequest) -> LoreBookRenameReply:
+    async def rename_book(self, req: wire.LoreBookRenameRequest) -> wire.LoreBookRenameReply:
         renamed = await self._changed(
             req.tenant_id,
             req.lorebook_id,
             lambda state: manage.rename_book(manage.owned(state, req.user_id, req.lorebook_id), req.name, utcnow()),
         )
-        return LoreBookRenameReply(lorebook_id=req.lorebook_id, name=req.name, renamed=renamed)
+        return wire.LoreBookRenameReply(lorebook_id=req.lorebook_id, name=req.name, renamed=renamed)
 
-    async def detach(self, req: LoreDetachRequest) -> LoreDetachReply:
+    async def detach(self, req: wire.LoreDetachRequest) -> wire.LoreDetachReply:
         await self._change(
             req.tenant_id,
             req.lorebook_id,
             lambda state: manage.detach(manage.owned(state, req.user_id, req.lorebook_id), req, utcnow()),
         )
-        return LoreDetachReply(
+        return wire.LoreDetachReply(
             lorebook_id=req.lorebook_id, bot_ids=sorted(set(req.bot_ids)), conversation=req.conversation
         )
 
-    async def create_entry(self, req: LoreEntryCreateRequest) -> LoreEntryReply:
+    async def create_entry(self, req: wire.LoreEntryCreateRequest) -> wire.LoreEntryReply:
         return await self._entry_change(req, manage.create_entry)
 
-    async def update_entry(self, req: LoreEntryUpdateRequest) -> LoreEntryReply:
+    async def update_entry(self, req: wire.LoreEntryUpdateRequest) -> wire.LoreEntryReply:
         return await self._entry_change(req, manage.update_entry)
 
     async def _entry_change(
         self,
         req: _EntryRequest,
         change: Callable[[BookState, _EntryRequest, datetime], tuple[LoreEntry, list[NewEvent]]],
-    ) -> LoreEntryReply:
+    ) -> wire.LoreEntryReply:
         """Create or update one entry of an owned book (``change`` is ``manage.create_entry`` or
         ``manage.update_entry``); the reply carries the entry as it now is."""
         made: list[Any] = []
@@ -248,14 +229,14 @@ class LoreBooks:
 
         await self._change(req.tenant_id, req.lorebook_id, decide)
         entry, changed = made
-        return LoreEntryReply(
+        return wire.LoreEntryReply(
             lorebook_id=req.lorebook_id, uid=entry.uid, entry=entry_to_world_info(entry), changed=changed
         )
 
-    async def delete_entry(self, req: LoreEntryDeleteRequest) -> LoreDeleteReply:
+    async def delete_entry(self, req: wire.LoreEntryDeleteRequest) -> wire.LoreDeleteReply:
         deleted = await self._changed(
             req.tenant_id,
             req.lorebook_id,
             lambda state: manage.delete_entry(manage.owned(state, req.user_id, req.lorebook_id), req.uid, utcnow()),
         )
-        return LoreDeleteReply(lorebook_id=req.lorebook_id, uid=req.uid, deleted=deleted)
+        return wire.LoreDeleteReply(lorebook_id=req.lorebook_id, uid=req.uid, deleted=deleted)

@@ -19,18 +19,7 @@ from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.knowledge import FactView
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, SummariesPort
-from mnemo_client.wire.conversation_contract import (
-    ConversationInfo,
-    ConversationListReply,
-    ConversationListRequest,
-    ConversationTimelineReply,
-    ConversationTimelineRequest,
-    Fork,
-    Named,
-    TimelineFact,
-    TimelineMessage,
-    TimelineSummary,
-)
+from mnemo_client.wire import conversation_contract as wire
 
 
 class Conversations:
@@ -42,12 +31,12 @@ class Conversations:
         self._summaries = summaries
         self._knowledge = knowledge
 
-    async def list_conversations(self, req: ConversationListRequest) -> ConversationListReply:
+    async def list_conversations(self, req: wire.ConversationListRequest) -> wire.ConversationListReply:
         states, total = await self._rm.listing(req.tenant_id, req.user_id, limit=req.limit, offset=req.offset)
         listed = [await self._listed(s) for s in states]
-        return ConversationListReply(conversations=listed, total=total, offset=req.offset, limit=req.limit)
+        return wire.ConversationListReply(conversations=listed, total=total, offset=req.offset, limit=req.limit)
 
-    async def timeline(self, req: ConversationTimelineRequest) -> ConversationTimelineReply:
+    async def timeline(self, req: wire.ConversationTimelineRequest) -> wire.ConversationTimelineReply:
         t, u, c = req.tenant_id, req.user_id, req.conversation_id
         state = await self._rm.conversation(t, u, c)
         if state is None:
@@ -59,7 +48,7 @@ class Conversations:
         switches = {s.from_index for s in state.persona_switches}
         messages = [
             mapped(
-                TimelineMessage,
+                wire.TimelineMessage,
                 m,
                 present=state.bots_at(m.index) or list(m.bot_ids),
                 persona_id=state.persona_at(m.index),
@@ -71,11 +60,11 @@ class Conversations:
         ]
         last = messages[-1].index if messages else req.from_index - 1
         summaries = [
-            mapped(TimelineSummary, s)
+            mapped(wire.TimelineSummary, s)
             for s in await self._summaries.live_summaries(t, u, c)
             if s.last_index >= req.from_index and s.first_index <= last
         ]
-        return ConversationTimelineReply(
+        return wire.ConversationTimelineReply(
             conversation=await self._listed(state),
             messages=messages,
             summaries=summaries,
@@ -83,16 +72,16 @@ class Conversations:
             next_index=end if state.message_count > end else None,
         )
 
-    async def _listed(self, state: ConversationState) -> ConversationInfo:
+    async def _listed(self, state: ConversationState) -> wire.ConversationInfo:
         t = state.tenant_id
         bot_ids = list(dict.fromkeys(b.bot_id for b in state.bots))
         persona_ids = list(dict.fromkeys(p.persona_id for p in state.persona_switches if p.persona_id))
-        bots = [Named(id=b, name=bot.name if (bot := await self._rm.bot(t, b)) else None) for b in bot_ids]
+        bots = [wire.Named(id=b, name=bot.name if (bot := await self._rm.bot(t, b)) else None) for b in bot_ids]
         personas = [
-            Named(id=p, name=persona.name if (persona := await self._rm.persona(t, state.user_id, p)) else None)
+            wire.Named(id=p, name=persona.name if (persona := await self._rm.persona(t, state.user_id, p)) else None)
             for p in persona_ids
         ]
-        return ConversationInfo(
+        return wire.ConversationInfo(
             user_id=state.user_id,
             conversation_id=state.conversation_id,
             messages=state.live_message_count,
@@ -103,27 +92,27 @@ class Conversations:
             forked_from=state.forked_from,
         )
 
-    async def _forks(self, state: ConversationState) -> list[Fork]:
+    async def _forks(self, state: ConversationState) -> list[wire.Fork]:
         family = await self._rm.family(state.tenant_id, state.user_id, state.conversation_id)
         if len(family) <= 1:
             return []
         ids = [conversation_stream(state.tenant_id, state.user_id, c) for c in sorted(family)]
         states = await self._rm.conversation_states(ids)
         return [
-            Fork(conversation_id=s.conversation_id, parent_conversation_id=s.forked_from, fork_index=s.fork_index)
+            wire.Fork(conversation_id=s.conversation_id, parent_conversation_id=s.forked_from, fork_index=s.fork_index)
             for s in states.values()
             if s.forked_from is not None and s.fork_index is not None
         ]
 
 
-def _by_message(facts: Iterable[FactView]) -> dict[str, list[TimelineFact]]:
+def _by_message(facts: Iterable[FactView]) -> dict[str, list[wire.TimelineFact]]:
     """Each fact at the last message it was learned from (where the platform's user would see it appear)."""
-    found: dict[str, list[TimelineFact]] = {}
+    found: dict[str, list[wire.TimelineFact]] = {}
     for f in facts:
         if not f.message_ids:
             continue
         found.setdefault(f.message_ids[-1], []).append(
-            TimelineFact(
+            wire.TimelineFact(
                 fact_id=f.fact_id,
                 character_id=f.character_id,
                 text=f.text,

@@ -30,18 +30,7 @@ from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreView
 from mnemo.shared.readmodels.ports import LegacyLorePort, SummariesPort
 from mnemo.shared.readmodels.summaries import SummaryListed
-from mnemo_client.wire.memory_contract import (
-    LEGACY_MEMORY,
-    MemoryConvertToLoreReply,
-    MemoryConvertToLoreRequest,
-    MemoryDeleteReply,
-    MemoryDeleteRequest,
-    MemoryEditReply,
-    MemoryEditRequest,
-    MemoryItem,
-    MemoryListReply,
-    MemoryListRequest,
-)
+from mnemo_client.wire import memory_contract as wire
 
 
 class MemoryNotFound(LookupError):
@@ -55,7 +44,7 @@ class MemoryNotLive(ValueError):
 class KnowledgeItems(Protocol):
     async def first(
         self, tenant_id: str, user_id: str, *, character_id: str | None, fact_type: str | None, count: int
-    ) -> tuple[list[MemoryItem], int]:
+    ) -> tuple[list[wire.MemoryItem], int]:
         """The first ``count`` facts in listing order (newest first, then id) and how many match."""
         ...
 
@@ -78,7 +67,7 @@ class Memories:
             raise MemoryNotFound(f"no memory {memory_id!r} for this user")
         return state
 
-    async def convert_to_lore(self, req: MemoryConvertToLoreRequest) -> MemoryConvertToLoreReply:
+    async def convert_to_lore(self, req: wire.MemoryConvertToLoreRequest) -> wire.MemoryConvertToLoreReply:
         state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
         if state.deleted:
             raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
@@ -95,7 +84,7 @@ class Memories:
         if not views:
             raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
         view = views[0]
-        return MemoryConvertToLoreReply(
+        return wire.MemoryConvertToLoreReply(
             legacy_id=view.legacy_id,
             memory_id=view.memory_id,
             applies_to_bots=list(view.applies_to_bots),
@@ -103,7 +92,7 @@ class Memories:
             created=bool(result.committed),
         )
 
-    async def delete(self, req: MemoryDeleteRequest) -> MemoryDeleteReply:
+    async def delete(self, req: wire.MemoryDeleteRequest) -> wire.MemoryDeleteReply:
         """Retire the summary first, then delete its legacy entry (and those made from the versions it was
         edited from). A retry after a crash in between finds the
         (deleted) memory and completes both: deterministic event ids make the repeats no-ops. A conversion
@@ -119,9 +108,9 @@ class Memories:
         legacy_ids: list[str] = []
         for version in [req.memory_id, *domain.earlier_versions(stream, req.memory_id)]:
             legacy_ids += await self._delete_legacy(req.tenant_id, req.user_id, version)
-        return MemoryDeleteReply(memory_id=req.memory_id, deleted=not state.deleted, legacy_ids=legacy_ids)
+        return wire.MemoryDeleteReply(memory_id=req.memory_id, deleted=not state.deleted, legacy_ids=legacy_ids)
 
-    async def edit(self, req: MemoryEditRequest) -> MemoryEditReply:
+    async def edit(self, req: wire.MemoryEditRequest) -> wire.MemoryEditReply:
         """Append the new version and the old one's retirement together, then project them, so the next list
         or context request reads the new text. A retry finds the old version retired as `edited` by this same
         text (the new id is derived from it) and answers as the first time."""
@@ -137,13 +126,13 @@ class Memories:
                 raise MemoryNotLive(f"memory {req.memory_id!r} was {state.retired_reason}{now}")
             # A retry: project again (the first attempt may have stopped between its append and its projection).
             await self.summaries.apply(await self.store.get_events([e.event_id for e in events]))
-            return MemoryEditReply(memory_id=edited.summary_id, previous_id=memory.summary_id, changed=False)
+            return wire.MemoryEditReply(memory_id=edited.summary_id, previous_id=memory.summary_id, changed=False)
         if req.text == memory.text:
-            return MemoryEditReply(memory_id=memory.summary_id, previous_id=memory.summary_id, changed=False)
+            return wire.MemoryEditReply(memory_id=memory.summary_id, previous_id=memory.summary_id, changed=False)
         result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), events)
         await self.summaries.apply(await self.store.get_events([e.event_id for e in events]))
         await self._publish(result)
-        return MemoryEditReply(memory_id=edited.summary_id, previous_id=memory.summary_id, changed=True)
+        return wire.MemoryEditReply(memory_id=edited.summary_id, previous_id=memory.summary_id, changed=True)
 
     async def _delete_legacy(self, tenant_id: str, user_id: str, memory_id: str) -> list[str]:
         """Delete the memory's legacy entry if it has one; returns its id if it was live until now."""
@@ -157,10 +146,10 @@ class Memories:
         await self._publish(result)
         return [v.legacy_id for v in live]
 
-    async def list_items(self, req: MemoryListRequest) -> MemoryListReply:
+    async def list_items(self, req: wire.MemoryListRequest) -> wire.MemoryListReply:
         sources = sources_for(req)
         count = req.offset + req.limit  # the prefix of each source a page of the union can need
-        prefixes: list[list[MemoryItem]] = []
+        prefixes: list[list[wire.MemoryItem]] = []
         total = 0
         if sources.summaries:
             items, n = await self._summary_items(req, count)
@@ -171,17 +160,17 @@ class Memories:
             prefixes.append([legacy_item(v) for v in views])
             total += n
         if sources.knowledge and self.knowledge is not None:
-            fact_type = req.type if req.type not in (None, LEGACY_MEMORY) else None
+            fact_type = req.type if req.type not in (None, wire.LEGACY_MEMORY) else None
             items, n = await self.knowledge.first(
                 req.tenant_id, req.user_id, character_id=req.bot_id, fact_type=fact_type, count=count
             )
             prefixes.append(items)
             total += n
-        return MemoryListReply(
+        return wire.MemoryListReply(
             items=merge_page(prefixes, req.offset, req.limit), total=total, offset=req.offset, limit=req.limit
         )
 
-    async def _summary_items(self, req: MemoryListRequest, count: int) -> tuple[list[MemoryItem], int]:
+    async def _summary_items(self, req: wire.MemoryListRequest, count: int) -> tuple[list[wire.MemoryItem], int]:
         converted: list[str] | None = None
         if req.converted_to_lore is not None:
             converted = await self.legacy.converted_memory_ids(req.tenant_id, req.user_id)
@@ -209,10 +198,10 @@ class Memories:
             await self.publisher.publish_committed(result.committed)
 
 
-def summary_item(listed: SummaryListed, legacy: LegacyLoreView | None) -> MemoryItem:
+def summary_item(listed: SummaryListed, legacy: LegacyLoreView | None) -> wire.MemoryItem:
     view = listed.view
     return mapped(
-        MemoryItem,
+        wire.MemoryItem,
         view,
         source="memory",
         id=view.summary_id,
@@ -225,5 +214,7 @@ def summary_item(listed: SummaryListed, legacy: LegacyLoreView | None) -> Memory
     )
 
 
-def legacy_item(view: LegacyLoreView) -> MemoryItem:
-    return mapped(MemoryItem, view, source="legacy_lore", id=view.legacy_id, type=LEGACY_MEMORY, converted_to_lore=True)
+def legacy_item(view: LegacyLoreView) -> wire.MemoryItem:
+    return mapped(
+        wire.MemoryItem, view, source="legacy_lore", id=view.legacy_id, type=wire.LEGACY_MEMORY, converted_to_lore=True
+    )

@@ -20,16 +20,7 @@ from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import utcnow
 from mnemo.shared.events.recorded import memory_stream
 from mnemo.shared.readmodels.ports import MemoriesPort
-from mnemo_client.wire.memory_api_contract import (
-    MemoryForgetReply,
-    MemoryForgetRequest,
-    MemoryHistoryReply,
-    MemoryHistoryRequest,
-    MemoryRememberReply,
-    MemoryRememberRequest,
-    MemoryUpdateReply,
-    MemoryUpdateRequest,
-)
+from mnemo_client.wire import memory_api_contract as wire
 
 R = TypeVar("R")
 
@@ -63,7 +54,7 @@ class MemoryApi:
             project=lambda _: self._project(tenant_id, memory_id),
         )
 
-    async def remember(self, req: MemoryRememberRequest, *, engine: bool = False) -> MemoryRememberReply:
+    async def remember(self, req: wire.MemoryRememberRequest, *, engine: bool = False) -> wire.MemoryRememberReply:
         rules.check_write(req.owner_namespace, req.user_id, engine=engine)
         memory_id = rules.memory_id_for(req.tenant_id, req.user_id, req.idempotency_key)
 
@@ -81,7 +72,7 @@ class MemoryApi:
         memory, _ = await self._load(req.tenant_id, memory_id)
         if memory is None:  # the key's memory belonged to an erased owner: its events no longer read
             raise rules.MemoryRequestRefused(f"idempotency_key {req.idempotency_key!r} belongs to an erased memory")
-        return MemoryRememberReply(
+        return wire.MemoryRememberReply(
             memory_id=memory_id,
             created=done.value,
             version=memory.version,
@@ -89,7 +80,7 @@ class MemoryApi:
             forgotten=memory.forgotten,
         )
 
-    async def update(self, req: MemoryUpdateRequest, *, engine: bool = False) -> MemoryUpdateReply:
+    async def update(self, req: wire.MemoryUpdateRequest, *, engine: bool = False) -> wire.MemoryUpdateReply:
         async def decide() -> AppendDecision[int]:
             memory, version = await self._load(req.tenant_id, req.memory_id)
             memory = rules.check_access(memory, req.user_id, engine=engine, write=True)
@@ -99,9 +90,9 @@ class MemoryApi:
             return AppendDecision(version, [event] if event else [], memory.version + (1 if event else 0))
 
         done = await self._save(req.tenant_id, req.memory_id, decide)
-        return MemoryUpdateReply(memory_id=req.memory_id, version=done.value, changed=done.result is not None)
+        return wire.MemoryUpdateReply(memory_id=req.memory_id, version=done.value, changed=done.result is not None)
 
-    async def forget(self, req: MemoryForgetRequest, *, engine: bool = False) -> MemoryForgetReply:
+    async def forget(self, req: wire.MemoryForgetRequest, *, engine: bool = False) -> wire.MemoryForgetReply:
         async def decide() -> AppendDecision[bool]:
             memory, version = await self._load(req.tenant_id, req.memory_id)
             memory = rules.check_access(memory, req.user_id, engine=engine, write=True)
@@ -115,12 +106,12 @@ class MemoryApi:
         # Already forgotten: projected anyway, to heal a crash between an earlier append and its projection.
         if done.result is None:
             await self._project(req.tenant_id, req.memory_id)
-        return MemoryForgetReply(memory_id=req.memory_id, forgotten=done.value)
+        return wire.MemoryForgetReply(memory_id=req.memory_id, forgotten=done.value)
 
-    async def history(self, req: MemoryHistoryRequest, *, engine: bool = False) -> MemoryHistoryReply:
+    async def history(self, req: wire.MemoryHistoryRequest, *, engine: bool = False) -> wire.MemoryHistoryReply:
         memory, _ = await self._load(req.tenant_id, req.memory_id)
         memory = rules.check_access(memory, req.user_id, engine=engine, write=False)
-        return MemoryHistoryReply(
+        return wire.MemoryHistoryReply(
             memory_id=memory.memory_id,
             owner_namespace=memory.namespace,
             user_id=memory.owner,

@@ -43,16 +43,7 @@ from mnemo.shared.eventlog.port import AppendResult, EventStore
 from mnemo.shared.events.envelope import NewEvent, utcnow
 from mnemo.shared.events.recorded import DOCUMENT_ACCEPTED, document_stream
 from mnemo.shared.readmodels.documents import DocumentsReadModel
-from mnemo_client.wire.document_contract import (
-    DocumentDeleteReply,
-    DocumentDeleteRequest,
-    DocumentGetRequest,
-    DocumentImportReply,
-    DocumentImportRequest,
-    DocumentListReply,
-    DocumentListRequest,
-    DocumentState,
-)
+from mnemo_client.wire import document_contract as wire
 from mnemo_client.wire.lore_contract import LoreAttachRequest, LoreBookCreateRequest, LoreBookDeleteRequest
 
 log = logging.getLogger(__name__)
@@ -88,7 +79,7 @@ class DocumentImports:
     publisher: CommittedPublisher
     uploads: Callable[[], Awaitable[ObjectStore]]
     cipher: FieldCipher
-    status: Callable[[DocumentState], Awaitable[None]]
+    status: Callable[[wire.DocumentState], Awaitable[None]]
     settings: DocumentSettings
     max_object_bytes: int
 
@@ -97,7 +88,7 @@ class DocumentImports:
         self._slots = asyncio.Semaphore(self.settings.concurrent_imports)
         self._running: dict[tuple[str, str], asyncio.Task[None]] = {}
 
-    async def import_document(self, req: DocumentImportRequest) -> DocumentImportReply:
+    async def import_document(self, req: wire.DocumentImportRequest) -> wire.DocumentImportReply:
         try:
             kind_of(req.name)
         except DocumentError as exc:
@@ -129,7 +120,7 @@ class DocumentImports:
             rec = await self.documents.get(req.tenant_id, document_id)
             if rec is not None and (rec.state.status == "completed" or self._under_way(rec.state)):
                 # A retry: the same import, nothing new. A failed, deleted or abandoned one starts again.
-                return DocumentImportReply(
+                return wire.DocumentImportReply(
                     book_id=rec.state.book_id, document_id=document_id, version=rec.state.version
                 )
             version = (
@@ -159,7 +150,7 @@ class DocumentImports:
         await self._record(req.tenant_id, document_id, [accepted])
         previous = rec.object_name if rec is not None and rec.object_name != obj else None
         self._start(_Job(req.tenant_id, document_id, req.owner_user_id, version, req.name, obj, size), previous)
-        return DocumentImportReply(book_id=book_id, document_id=document_id, version=version)
+        return wire.DocumentImportReply(book_id=book_id, document_id=document_id, version=version)
 
     async def resume(self) -> int:
         """Imports cut short by a restart (``processing`` with no task here) run again from their stored file;
@@ -182,7 +173,7 @@ class DocumentImports:
         self._running[key] = task
         task.add_done_callback(lambda t: self._running.pop(key, None) if self._running.get(key) is t else None)
 
-    def _under_way(self, state: DocumentState) -> bool:
+    def _under_way(self, state: wire.DocumentState) -> bool:
         """Processing here; a ``processing`` import with no task in this replica was cut short by a restart
         (``resume`` runs it again at start; meanwhile importing the file again starts a new version)."""
         return state.status == "processing" and (state.tenant_id, state.document_id) in self._running
@@ -268,24 +259,24 @@ class DocumentImports:
         with contextlib.suppress(NotFoundError):
             await (await self.uploads()).delete(obj)
 
-    async def get(self, req: DocumentGetRequest) -> DocumentState:
+    async def get(self, req: wire.DocumentGetRequest) -> wire.DocumentState:
         rec = await self.documents.get(req.tenant_id, req.document_id)
         if rec is None:
             raise LoreNotFound(f"no document {req.document_id!r} in this tenant")
         return rec.state
 
-    async def list(self, req: DocumentListRequest) -> DocumentListReply:
+    async def list(self, req: wire.DocumentListRequest) -> wire.DocumentListReply:
         books = [req.book_id] if req.book_id is not None else None
         recs = await self.documents.list(req.tenant_id, owner_user_id=req.owner_user_id, lorebook_ids=books)
-        return DocumentListReply(documents=[r.state for r in recs])
+        return wire.DocumentListReply(documents=[r.state for r in recs])
 
-    async def delete(self, req: DocumentDeleteRequest) -> DocumentDeleteReply:
+    async def delete(self, req: wire.DocumentDeleteRequest) -> wire.DocumentDeleteReply:
         """The document's chunks (read model and points), its stored bytes and its book go."""
         rec = await self.documents.get(req.tenant_id, req.document_id)
         if rec is None or rec.state.owner_user_id != req.user_id:
             raise LoreNotFound(f"no document {req.document_id!r} of this user in this tenant")
         if rec.state.status == "deleted":
-            return DocumentDeleteReply(document_id=req.document_id, deleted=False)
+            return wire.DocumentDeleteReply(document_id=req.document_id, deleted=False)
         task = self._running.get((req.tenant_id, req.document_id))
         if task is not None:  # an import under way records nothing more
             task.cancel()
@@ -298,4 +289,4 @@ class DocumentImports:
             await self.books.delete_book(
                 LoreBookDeleteRequest(tenant_id=req.tenant_id, user_id=req.user_id, lorebook_id=rec.state.book_id)
             )
-        return DocumentDeleteReply(document_id=req.document_id, deleted=True)
+        return wire.DocumentDeleteReply(document_id=req.document_id, deleted=True)
