@@ -7,23 +7,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.embedders.port import Embedder, WrappedEmbedder
 from mnemo.shared.metrics import EMBEDDED_TEXTS, EMBEDDING_SECONDS
 
 
-class MeteredEmbedder:
+class MeteredEmbedder(WrappedEmbedder):
     def __init__(self, inner: Embedder, provider: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._texts = EMBEDDED_TEXTS.labels(provider=provider)
         self._seconds = EMBEDDING_SECONDS.labels(provider=provider)
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         started = time.perf_counter()
@@ -31,6 +23,3 @@ class MeteredEmbedder:
         self._seconds.observe(time.perf_counter() - started)
         self._texts.inc(len(texts))
         return vectors
-
-    async def close(self) -> None:
-        await self.inner.close()

@@ -24,3 +24,25 @@ class Embedder(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class WrappedEmbedder:
+    """An embedder in front of another one (counting, memoizing): the model, its dimensions and closing are the
+    inner one's; a subclass changes how ``embed`` reaches it."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.inner.embed(texts)
+
+    async def close(self) -> None:
+        await self.inner.close()

@@ -15,7 +15,7 @@ import contextvars
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from mnemo.shared.embedders.port import Embedder
+from mnemo.shared.embedders.port import WrappedEmbedder
 
 T = TypeVar("T")
 _memo: contextvars.ContextVar[dict[Hashable, asyncio.Future[Any]] | None] = contextvars.ContextVar(
@@ -52,21 +52,10 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-class MemoEmbedder:
+class MemoEmbedder(WrappedEmbedder):
     """An ``Embedder`` whose vectors are remembered per request (by text): the search and the lore ask for the
     same recent text, which is embedded once. A call with several texts is one batch of the missing ones. The
     parts share vectors when they are given the same instance (``app.py`` does)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
-
-    @property
-    def dimensions(self) -> int:
-        return self._inner.dimensions
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
 
     def start(self, texts: Sequence[str]) -> None:
         """Start embedding those of ``texts`` not asked for yet in this request, as one batch, without waiting:
@@ -79,7 +68,7 @@ class MemoEmbedder:
         mine = id(self)
         missing = [t for t in dict.fromkeys(texts) if ("embed", mine, t) not in memo]
         if missing:
-            batch = asyncio.ensure_future(self._inner.embed(missing))
+            batch = asyncio.ensure_future(self.inner.embed(missing))
             batch.add_done_callback(_retrieve)
             for i, text in enumerate(missing):
                 nth = memo[("embed", mine, text)] = asyncio.ensure_future(_nth(batch, i))
@@ -88,12 +77,9 @@ class MemoEmbedder:
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         memo = _memo.get()
         if memo is None:
-            return await self._inner.embed(texts)
+            return await self.inner.embed(texts)
         self.start(texts)
         return [await asyncio.shield(memo[("embed", id(self), t)]) for t in texts]
-
-    async def close(self) -> None:
-        await self._inner.close()
 
 
 async def _nth(batch: asyncio.Future[list[list[float]]], i: int) -> list[float]:
