@@ -31,17 +31,10 @@ from mnemo.shared.delivery import Completion, Item, Rejection
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.lore.history import BookState
+from mnemo.shared.readmodels import ports
 from mnemo.shared.readmodels.documents import DocumentsReadModel
 from mnemo.shared.readmodels.knowledge import ACTIVE
 from mnemo.shared.readmodels.memories import MemoryView
-from mnemo.shared.readmodels.ports import (
-    ConversationReadModel,
-    KnowledgePort,
-    LegacyLorePort,
-    LorePort,
-    MemoriesPort,
-    SummariesPort,
-)
 from mnemo.shared.sparse import document_vector
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import VectorIndex, VectorPoint
@@ -61,14 +54,14 @@ class Prepared:
 class EmbeddingHandler:
     index: VectorIndex
     embedder: Embedder
-    read_models: ConversationReadModel
+    read_models: ports.ConversationReadModel
     chunker: Chunker
-    summaries: SummariesPort | None = None  # to skip a late redelivered creation of a retired summary
-    legacy: LegacyLorePort | None = None  # the same for a deleted legacy lore entry
-    lore: LorePort | None = None  # lore entries are indexed from their book's current state (None: not indexed)
-    knowledge: KnowledgePort | None = None  # facts' current status, scope and text (None: facts are not indexed)
+    summaries: ports.SummariesPort | None = None  # to skip a late redelivered creation of a retired summary
+    legacy: ports.LegacyLorePort | None = None  # the same for a deleted legacy lore entry
+    lore: ports.LorePort | None = None  # lore entries are indexed from their book's current state (None: not indexed)
+    knowledge: ports.KnowledgePort | None = None  # facts' current status, scope and text (None: facts are not indexed)
     documents: DocumentsReadModel | None = None  # documents' versions and active chunk hashes (None: not indexed)
-    memories: MemoriesPort | None = None  # remembered memories' current versions (None: not indexed)
+    memories: ports.MemoriesPort | None = None  # remembered memories' current versions (None: not indexed)
 
     async def on_log_batch(self, items: list[Item[EventEnvelope]]) -> list[Rejection]:
         """Both stages of :meth:`begin` back to back."""

@@ -53,6 +53,7 @@ from mnemo.shared.readmodels import (
     lore,
     lore_timed,
     memories,
+    ports,
     repository,
     summaries,
     witnessed,
@@ -74,14 +75,6 @@ from mnemo.shared.readmodels.lore import LoreReadModel
 from mnemo.shared.readmodels.lore_timed import LoreTimedReadModel, TimedPort
 from mnemo.shared.readmodels.memories import MemoriesReadModel
 from mnemo.shared.readmodels.messages import MESSAGE_EVENT_TYPES
-from mnemo.shared.readmodels.ports import (
-    ConversationReadModel,
-    KnowledgePort,
-    LegacyLorePort,
-    LorePort,
-    MemoriesPort,
-    SummariesPort,
-)
 from mnemo.shared.readmodels.repository import ReadModels
 from mnemo.shared.readmodels.summaries import SummariesReadModel
 from mnemo.shared.readmodels.witnessed import WitnessedPort, WitnessedReadModel
@@ -133,7 +126,7 @@ class ReadModel(Generic[P]):
         return tuple(c.name for c in self.collections)
 
 
-CONVERSATIONS: ReadModel[ConversationReadModel] = ReadModel(
+CONVERSATIONS: ReadModel[ports.ConversationReadModel] = ReadModel(
     "conversations",
     (
         Collection(
@@ -155,7 +148,7 @@ CONVERSATIONS: ReadModel[ConversationReadModel] = ReadModel(
     ReadModels,
     InMemoryReadModels,
 )
-SUMMARIES: ReadModel[SummariesPort] = ReadModel(
+SUMMARIES: ReadModel[ports.SummariesPort] = ReadModel(
     "summaries",
     (
         Collection(
@@ -167,7 +160,7 @@ SUMMARIES: ReadModel[SummariesPort] = ReadModel(
     SummariesReadModel,
     InMemorySummaries,
 )
-KNOWLEDGE: ReadModel[KnowledgePort] = ReadModel(
+KNOWLEDGE: ReadModel[ports.KnowledgePort] = ReadModel(
     "knowledge",
     (
         Collection(
@@ -183,7 +176,7 @@ KNOWLEDGE: ReadModel[KnowledgePort] = ReadModel(
     KnowledgeReadModel,
     InMemoryKnowledge,
 )
-LEGACY_LORE: ReadModel[LegacyLorePort] = ReadModel(
+LEGACY_LORE: ReadModel[ports.LegacyLorePort] = ReadModel(
     "legacy_lore",
     (
         Collection(
@@ -200,7 +193,7 @@ LEGACY_LORE: ReadModel[LegacyLorePort] = ReadModel(
 )
 # Every query names the tenant first; without these a tenant's listing, a book's attachment sync or an erasure's
 # lookup of a user's books read every tenant's rows (found by the 100,000-case fuzz run).
-LORE: ReadModel[LorePort] = ReadModel(
+LORE: ReadModel[ports.LorePort] = ReadModel(
     "lore",
     (
         Collection(lore.LOREBOOKS, (_index("tenant_owner", "tenant_id", "owner_user_id"),)),
@@ -249,7 +242,7 @@ LORE_TIMED: ReadModel[TimedPort] = ReadModel(
     lambda db, _cipher: LoreTimedReadModel(db),
     InMemoryLoreTimed,
 )  # The memory API's memories (docs/memory-api.md): a search lists a namespace's newest, erasure reads an owner's.
-MEMORIES: ReadModel[MemoriesPort] = ReadModel(
+MEMORIES: ReadModel[ports.MemoriesPort] = ReadModel(
     "memories",
     (
         Collection(

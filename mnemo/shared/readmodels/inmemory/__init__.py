@@ -15,21 +15,14 @@ from mnemo.shared.readmodels.inmemory.memories import InMemoryMemories
 from mnemo.shared.readmodels.inmemory.summaries import InMemorySummaries
 
 if TYPE_CHECKING:  # each fake satisfies its port (checked by mypy)
-    from mnemo.shared.readmodels.ports import (
-        ConversationReadModel,
-        KnowledgePort,
-        LegacyLorePort,
-        LorePort,
-        MemoriesPort,
-        SummariesPort,
-    )
+    from mnemo.shared.readmodels import ports
 
-    _models: ConversationReadModel = InMemoryReadModels()
-    _summaries: SummariesPort = InMemorySummaries()
-    _knowledge: KnowledgePort = InMemoryKnowledge()
-    _legacy: LegacyLorePort = InMemoryLegacyLore()
-    _lore: LorePort = InMemoryLore()
-    _memories: MemoriesPort = InMemoryMemories()
+    _models: ports.ConversationReadModel = InMemoryReadModels()
+    _summaries: ports.SummariesPort = InMemorySummaries()
+    _knowledge: ports.KnowledgePort = InMemoryKnowledge()
+    _legacy: ports.LegacyLorePort = InMemoryLegacyLore()
+    _lore: ports.LorePort = InMemoryLore()
+    _memories: ports.MemoriesPort = InMemoryMemories()
 
 __all__ = [
     "InMemoryKnowledge",
