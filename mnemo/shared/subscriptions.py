@@ -108,15 +108,13 @@ class EventHandlers(Generic[C]):
         synchronous handlers; returns the handled events whose payload does not parse, with the reason."""
         invalid: list[tuple[EventEnvelope, str]] = []
         for env in envelopes:
-            route = self._routes.get(env.type)
-            if route is None:
+            parsed = self._parsed(env, None)
+            if isinstance(parsed, str):
+                invalid.append((env, parsed))
+            if not isinstance(parsed, tuple):
                 continue
-            try:
-                payload = route.view.model_validate(env.payload)
-            except ValidationError as exc:
-                invalid.append((env, f"invalid {env.type} payload: {exc}"))
-                continue
-            outcome = route.handler(context, Delivered(env, payload))
+            route, delivered = parsed
+            outcome = route.handler(context, delivered)
             if inspect.isawaitable(outcome):
                 if inspect.iscoroutine(outcome):
                     outcome.close()
@@ -129,16 +127,25 @@ class EventHandlers(Generic[C]):
         published before the durable's filter was narrowed) is passed over."""
         rejections: list[Rejection] = []
         for item in items:
-            env = item.value
-            route = self._routes.get(env.type)
-            if route is None:
+            parsed = self._parsed(item.value, item.traceparent)
+            if isinstance(parsed, str):
+                rejections.append(Rejection(item.msg, parsed))
+            if not isinstance(parsed, tuple):
                 continue
-            try:
-                payload = route.view.model_validate(env.payload)
-            except ValidationError as exc:
-                rejections.append(Rejection(item.msg, f"invalid {env.type} payload: {exc}"))
-                continue
-            outcome = route.handler(context, Delivered(env, payload, item.traceparent))
+            route, delivered = parsed
+            outcome = route.handler(context, delivered)
             if inspect.isawaitable(outcome):
                 await outcome
         return rejections
+
+    def _parsed(self, env: EventEnvelope, traceparent: str | None) -> tuple[Route, Delivered[Any]] | str | None:
+        """The route and the delivered event of ``env``: None when its type is not handled, the reason when its
+        payload does not parse."""
+        route = self._routes.get(env.type)
+        if route is None:
+            return None
+        try:
+            payload = route.view.model_validate(env.payload)
+        except ValidationError as exc:
+            return f"invalid {env.type} payload: {exc}"
+        return route, Delivered(env, payload, traceparent)
