@@ -32,6 +32,7 @@ from mnemo.shared.natsconn import connect_options
 from mnemo.shared.probes import Probes, probe_server
 from mnemo.shared.readiness import watch_brokers
 from mnemo.shared.settings import Settings
+from mnemo.shared.tasks import stopped
 from mnemo.shared.usage import USAGE
 
 log = logging.getLogger("mnemo.stack")
@@ -108,10 +109,7 @@ async def all_services(settings: Settings, probes: Probes | None = None) -> Asyn
             with contextlib.suppress(Exception):
                 await broker.stop()
         for task in (relay_task, usage_task):  # the usage task flushes once more as it stops
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await stopped(task)
         await core.close()
 
 

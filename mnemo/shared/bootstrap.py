@@ -44,6 +44,7 @@ from mnemo.shared.probes import Probes, probe_server
 from mnemo.shared.readiness import watch_brokers, watch_mongodb, watch_nats, watch_vectors
 from mnemo.shared.readmodels.catalog import DeclaredPorts, MongoReadModelPorts, ReadModel, ensure_indexes
 from mnemo.shared.settings import Settings
+from mnemo.shared.tasks import stopped
 from mnemo.shared.usage import USAGE, ensure_usage_indexes
 from mnemo.shared.vectors.factory import VectorRole, open_vector_index
 from mnemo.shared.vectors.follower import PointsFollower
@@ -208,9 +209,7 @@ async def running(
             await stop()
         await broker.stop()
         for task in (relay_task, usage_task):  # the usage task flushes once more as it stops
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stopped(task)
         await core.close()
 
 

@@ -23,6 +23,8 @@ from typing import Any
 from pymongo import ASCENDING, IndexModel, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
+from mnemo.shared.tasks import in_background
+
 log = logging.getLogger(__name__)
 
 COLLECTION = "usage"
@@ -97,13 +99,8 @@ async def ensure_usage_indexes(db: AsyncDatabase[dict[str, Any]]) -> None:
 @contextlib.asynccontextmanager
 async def flushing(db: AsyncDatabase[dict[str, Any]]) -> Any:
     """The meter flushed in the background while the block runs, and once more at its end."""
-    task = asyncio.create_task(USAGE.run(db))
-    try:
+    async with in_background(USAGE.run(db)):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 _ACTING_FOR: contextvars.ContextVar[str | None] = contextvars.ContextVar("mnemo_usage_tenant", default=None)

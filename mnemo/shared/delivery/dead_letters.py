@@ -12,6 +12,7 @@ from nats.aio.msg import Msg
 
 from mnemo.shared import subjects
 from mnemo.shared.metrics import DEAD_LETTERED
+from mnemo.shared.tasks import in_background
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +89,5 @@ async def heartbeat(msgs: Sequence[Msg], every_s: float):  # type: ignore[no-unt
                 with contextlib.suppress(Exception):
                     await m.in_progress()
 
-    task = asyncio.create_task(beat())
-    try:
+    async with in_background(beat()):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

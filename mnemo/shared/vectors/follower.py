@@ -45,6 +45,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from mnemo.shared import subjects
 from mnemo.shared.settings import StreamsSettings
 from mnemo.shared.streams import ensure_points_stream
+from mnemo.shared.tasks import stopped
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.guarded import ForwardedReads, ForwardedWrites
 from mnemo.shared.vectors.port import VectorIndex, VectorPoint
@@ -124,10 +125,7 @@ class PointsFollower:
     async def stop(self) -> None:
         """Stop following and close the shard."""
         for task in (self._task, self._lookups):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await stopped(task)
         self._task = self._lookups = None
         await self.index.close()
 
