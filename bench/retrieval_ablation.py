@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+import mnemo.services.context_assembler.search.hops as hops
 import mnemo.services.context_assembler.search.names as names
 import mnemo.services.context_assembler.search.ranking as ranking
 import mnemo.shared.analyzer as analyzer
@@ -47,6 +48,9 @@ from mnemo.services.context_assembler.search.query import participant_names, wit
 from mnemo.shared.embedders.bundled import BundledEmbedder
 
 RRF_K = 60
+#: The depths recall is reported at (``--ks``: 50 and 100, with a ``--pool`` that deep, show what re-ranking or
+#: a second hop could still gain from the evidence the search finds but ranks low).
+RECALL_AT: tuple[int, ...] = KS
 #: ``dbsf`` (what the vector query does) or ``rrf`` (what it did before; ``--fusion``).
 FUSION = "dbsf"
 #: Whether the query loses the participants' names (a lever like the others; see ``levers``).
@@ -86,13 +90,17 @@ _OWN = (
 )
 
 
+#: Levers that live in another module than ``ranking``.
+_MODULE_OF: dict[str, Any] = {"MIN_RATIO": names} | dict.fromkeys(("SEEDS", "RESTART", "ITERATIONS", "WALK_ONLY"), hops)
+
+
 @contextlib.contextmanager
 def levers(**values: Any) -> Iterator[None]:
     """Temporarily set module constants (``ranking.NEIGHBOUR_WEIGHT=0``, ``stem=None`` for no stemming)."""
     saved: dict[tuple[Any, str], Any] = {}
     for name, value in values.items():
         module: Any = analyzer if name == "stem" else sys.modules[__name__] if name in _OWN else ranking
-        module = names if name == "MIN_RATIO" else module
+        module = _MODULE_OF.get(name, module)
         saved[(module, name)] = getattr(module, name)
         setattr(module, name, (lambda w: w) if name == "stem" and value is None else value)
     try:
@@ -206,7 +214,7 @@ def dense_feedback(docs: np.ndarray, qv: np.ndarray, lexical: np.ndarray, first:
 
 def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dict[str, float]:
     lexical = sparse_scores(chats)
-    found: dict[int, list[float]] = {k: [] for k in KS}
+    found: dict[int, list[float]] = {k: [] for k in RECALL_AT}
     by_kind: dict[str, list[float]] = {}
     for chat in chats:
         docs, asked, stripped = vectors[chat.key]
@@ -235,8 +243,8 @@ def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dic
                 for r, i in enumerate(order, start=1)
             ]
             now = chat.turns[-1].created_at.timestamp() if NOW_FROM_CHAT else 0.0
-            ranked = [k for k, _ in ranking.rank_candidates(q.text, cands, max(KS), now=now)]
-            for k in KS:
+            ranked = [k for k, _ in ranking.rank_candidates(q.text, cands, max(RECALL_AT), now=now)]
+            for k in RECALL_AT:
                 found[k].append(recall(q.evidence, ranked[:k]))
             by_kind.setdefault(CATEGORY_NAMES.get(q.category, "?"), []).append(recall(q.evidence, ranked[:10]))
     kinds = {f"{kind} R@10": mean(v) for kind, v in sorted(by_kind.items())}
@@ -268,10 +276,17 @@ def main(
     chats = load_chats(data, limit)
     vectors = embed_chats(chats, history, cache)
     print(f"{len(chats)} chats, {sum(len(c.questions) for c in chats)} questions; pool {pool}, history {history}")
-    plain = {"NEIGHBOUR_WEIGHT": 0.0, "PARTICIPANT_BOOST": 0.0, "TIME_BOOST": 0.0, "DUPLICATE_JACCARD": 1.01}
+    plain = {
+        "NEIGHBOUR_WEIGHT": 0.0,
+        "PARTICIPANT_BOOST": 0.0,
+        "TIME_BOOST": 0.0,
+        "DUPLICATE_JACCARD": 1.01,
+        "HOP_WEIGHT": 0.0,
+    }
     rows: list[tuple[str, dict[str, Any]]] = [
         ("fused order only, no stemming", {**plain, "stem": None, "STRIP_NAMES": False}),
         ("fused order only", {**plain, "STRIP_NAMES": False}),
+        ("fused order and the second hop only", {**plain, "STRIP_NAMES": False, "HOP_WEIGHT": 0.4}),
         ("full system", {}),
         ("  without stemming", {"stem": None}),
         ("  names left in the query", {"STRIP_NAMES": False}),
@@ -314,6 +329,16 @@ def main(
             "  dense feedback 1.0, from 10, searched again",
             {"DENSE_PRF": 1.0, "DENSE_PRF_MODE": "search", "DENSE_PRF_FROM": 10},
         ),
+        ("  without the second hop", {"HOP_WEIGHT": 0.0}),
+        ("  second hop 0.2", {"HOP_WEIGHT": 0.2}),
+        ("  second hop 0.6", {"HOP_WEIGHT": 0.6}),
+        ("  second hop 0.8", {"HOP_WEIGHT": 0.8}),
+        ("  second hop, 5 iterations", {"ITERATIONS": 5}),
+        ("  second hop, 20 seeds", {"SEEDS": 20}),
+        ("  second hop, the seeds lifted too", {"WALK_ONLY": False}),
+        ("  second hop, the seeds lifted too, 0.2", {"HOP_WEIGHT": 0.2, "WALK_ONLY": False}),
+        ("  second hop, names and numbers only 0.2", {"HOP_WEIGHT": 0.2, "HOP_ENTITIES": True, "WALK_ONLY": False}),
+        ("  second hop, names and numbers only", {"HOP_ENTITIES": True}),
         ("  second search 0.5 + pull 10", {"SECOND_SEARCH": 0.5, "SECOND_MODE": "requery", "NEIGHBOUR_PULL": 10}),
     ]
     if only:
@@ -330,9 +355,11 @@ if __name__ == "__main__":
     parser.add_argument("--limit-chats", type=int, default=None)
     parser.add_argument("--history-limit", type=int, default=4)
     parser.add_argument("--pool", type=int, default=3 * max(KS))
+    parser.add_argument("--ks", type=int, nargs="*", default=KS, help="the depths of recall (default 5 10 20)")
     parser.add_argument("--fusion", choices=("dbsf", "rrf"), default=FUSION)
     parser.add_argument("--rows", nargs="*", default=(), help="only the rows whose name holds one of these")
     parser.add_argument("--vectors", type=Path, default=None, help="an .npz cache of the chats' vectors (made once)")
     args = parser.parse_args()
     FUSION = args.fusion
+    RECALL_AT = tuple(args.ks)
     main(args.data, args.limit_chats, args.history_limit, args.pool, args.rows, args.vectors)

@@ -122,6 +122,13 @@ class AssemblerSettings(BaseModel):
         "dateparser against the message's date, in the message and in the retrieved messages (search/when.py; "
         "tens of milliseconds a message that names a time)",
     )
+    rank_hop_weight: float = Field(
+        0.4,
+        ge=0,
+        description="multi-hop expansion inside the retrieved pool: each message's score gains this much of what "
+        "a personalized PageRank from the first hits over the words the pool's messages share brings it "
+        "(search/hops.py); 0: off",
+    )
     retrieval_timeout_s: float = Field(1.5, gt=0, description="embed + vector searches, together")
     read_timeout_s: float = Field(2.0, gt=0, description="each read-model query")
     deadline_s: float = Field(

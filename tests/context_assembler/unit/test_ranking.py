@@ -152,12 +152,14 @@ def test_jaccard_of_empty_sets_is_one() -> None:
 
 
 def test_a_question_gives_way_to_a_statement_just_below_it() -> None:
+    # hop_weight 0: the second hop (test_ranking_hops.py) would lift "far" for the "skiing" it shares with
+    # "tell"; this is about the question weight alone.
     cands = [
         Candidate("ask", 1, text="What about you, Kate, any hobbies?"),
         Candidate("tell", 2, text="I love skiing and cooking classes."),
         Candidate("far", 9, text="Skiing again next week."),
     ]
-    ranked = [k for k, _ in rank_candidates("What are Kate's hobbies?", cands, 3, now=NOW)]
+    ranked = [k for k, _ in rank_candidates("What are Kate's hobbies?", cands, 3, now=NOW, hop_weight=0.0)]
     assert ranked == ["tell", "ask", "far"]  # a weaker question still beats a much weaker statement
     zh = [Candidate("ask", 1, text="你喜欢什么？"), Candidate("tell", 2, text="我喜欢滑雪。")]
     assert [k for k, _ in rank_candidates("爱好", zh, 2, now=NOW)] == ["tell", "ask"]

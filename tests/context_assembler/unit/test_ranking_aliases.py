@@ -84,7 +84,8 @@ def test_rank_k_is_read_when_ranking(monkeypatch: pytest.MonkeyPatch) -> None:
     pool = [Candidate(f"m{i}", i + 1, 100 * i, None, "", f"distinct words number {i}") for i in range(3)]
 
     def third() -> float:
-        return dict(rank_candidates("tea", pool, 3, now=0.0))["m2"]
+        # hop_weight 0: the pool's shared words would move the base scores.
+        return dict(rank_candidates("tea", pool, 3, now=0.0, hop_weight=0.0))["m2"]
 
     monkeypatch.setattr(ranking, "RANK_K", 20)
     smooth = third()

@@ -339,6 +339,7 @@ class Gatherer:
             split_named=s.rank_per_named_person,
             when_boost=s.rank_when_boost,
             parse_dates=s.rank_parse_dates,
+            hop_weight=s.rank_hop_weight,
         )
 
     async def _legacy(self, req: ContextAssembleRequest, found: Found, degraded: list[str]) -> list[MemoryItem]:

@@ -46,12 +46,13 @@ async def retrieved_lines(
     split_named: bool | None = None,
     when_boost: float | None = None,
     parse_dates: bool | None = None,
+    hop_weight: float | None = None,
 ) -> list[ChatLine]:
     """The ``limit`` best messages of ``found`` (those in ``exclude``, the history window, left out), each with
     its relevance in [0, 1] as ``score`` (monotone with the order they are packed in; never the fusion
     score). ``query`` is the user's message as asked (the ranking reads who and when it names);
-    ``use_aliases``, ``split_named``, ``when_boost`` and ``parse_dates`` are the ranking's levers of the same
-    names (None: its defaults)."""
+    ``use_aliases``, ``split_named``, ``when_boost``, ``parse_dates`` and ``hop_weight`` are the ranking's levers
+    of the same names (None: its defaults)."""
     kept, pool = _pool(found.points, exclude)
     if not pool or limit <= 0:
         return []
@@ -72,5 +73,6 @@ async def retrieved_lines(
         split_named=split_named,
         when_boost=when_boost,
         parse_dates=parse_dates,
+        hop_weight=hop_weight,
     )
     return [replace(by_id[key], score=score) for key, score in ranked]

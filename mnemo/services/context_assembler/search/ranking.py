@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from mnemo.services.context_assembler.search.aliases import aliases, named_by_alias
+from mnemo.services.context_assembler.search.hops import entity_terms, hop_scores
 from mnemo.services.context_assembler.search.names import spelled_names
 from mnemo.services.context_assembler.search.timerefs import TimeWindow, referred_window
 from mnemo.services.context_assembler.search.when import TimeLevers, asks_when, parsed_window, states_time
@@ -27,6 +28,7 @@ from mnemo.shared.sparse import tokens
 
 __all__ = [
     "DUPLICATE_JACCARD",
+    "HOP_WEIGHT",
     "MIN_RELEVANCE",
     "MMR_LAMBDA",
     "NEIGHBOUR_WEIGHT",
@@ -84,6 +86,12 @@ WHEN_BOOST = 0.0
 #: Expressions the fixed patterns do not know resolved with ``dateparser`` (``when.parsed_window``: tens of
 #: milliseconds a call; the default of ``rank_candidates``' ``parse_dates``).
 PARSE_DATES = False
+#: The second hop inside the pool (``hops.py``): each base score gains this much of what a personalized PageRank
+#: from the first hits over the pool's shared terms brings the candidate, then is scaled back into [0, 1] (0:
+#: off). Offline on the whole REALTALK dev set 0.4 measured best (docs/benchmarks.md, Retrieval levers).
+HOP_WEIGHT = 0.4
+#: Whether the hop's graph links turns by their name-like words only (``hops.entity_terms``) or by all terms.
+HOP_ENTITIES = False
 
 
 @dataclass(frozen=True)
@@ -218,6 +226,7 @@ def rank_candidates(
     split_named: bool | None = None,
     when_boost: float | None = None,
     parse_dates: bool | None = None,
+    hop_weight: float | None = None,
 ) -> list[tuple[str, float]]:
     """The ``limit`` best candidates as ``(key, relevance)``, best first, relevance in [0, 1].
 
@@ -254,8 +263,13 @@ def rank_candidates(
         lifts the turns that say when by ``when_boost``; with ``parse_dates`` the query's time expressions the
         fixed patterns miss ("last Saturday", "вчера") are resolved by ``dateparser``, and so are the turns'.
 
-    ``use_aliases``, ``split_named``, ``when_boost`` and ``parse_dates`` default to ``USE_ALIASES``,
-    ``SPLIT_NAMED``, ``WHEN_BOOST`` and ``PARSE_DATES`` (read at call time).
+    12. Second hop (``hop_weight``, ``hops.py``): a personalized PageRank from the first hits over the terms
+        the pool's candidates share (the question's own left out) lifts the turns the first hits point to
+        but the question's words do not reach: each base score (step 1) gains ``hop_weight`` times it, then is
+        divided by ``1 + hop_weight`` to stay in [0, 1].
+
+    ``use_aliases``, ``split_named``, ``when_boost``, ``parse_dates`` and ``hop_weight`` default to
+    ``USE_ALIASES``, ``SPLIT_NAMED``, ``WHEN_BOOST``, ``PARSE_DATES`` and ``HOP_WEIGHT`` (read at call time).
     ``rerank`` (a re-ranking model's score in [0, 1] per key, when one is configured) replaces the fused
     rank as the base score of the keys it covers. ``now`` (epoch seconds) anchors relative times in the
     query. Duplicated keys keep their first (best) occurrence.
@@ -270,6 +284,12 @@ def rank_candidates(
     base = {k: rank_base(c.rank, RANK_K) for k, c in unique.items()}
     if rerank:
         base |= {k: float(v) for k, v in rerank.items() if k in base}
+    words = {k: word_set(c.text) for k, c in unique.items()}
+    hop_w = HOP_WEIGHT if hop_weight is None else hop_weight
+    if hop_w > 0:
+        graph = {k: entity_terms(c.text) for k, c in unique.items()} if HOP_ENTITIES else words
+        hop = hop_scores(graph, base, frozenset(tokens(query)))
+        base = {k: (b + hop_w * hop[k]) / (1 + hop_w) for k, b in base.items()}
     near = neighbour_scores(base, {k: c.position for k, c in unique.items()}, NEIGHBOUR_WIDTH, NEIGHBOUR_DECAY)
     authors = sorted({c.author for c in unique.values() if c.author})
     known = aliases((c.author, c.text) for c in unique.values()) if _or(use_aliases, USE_ALIASES) else {}
@@ -282,7 +302,6 @@ def rank_candidates(
         relevance = _interleaved([_relevance(unique, base, near, one, time) for one in named])
     else:
         relevance = _relevance(unique, base, near, named[0] if len(named) == 1 else None, time)
-    words = {k: word_set(c.text) for k, c in unique.items()}
     kept: dict[str, float] = {}
     for k in relevance:
         if relevance[k] < MIN_RELEVANCE:
