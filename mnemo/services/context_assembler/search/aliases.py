@@ -23,7 +23,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+
+from mnemo.services.context_assembler.search.text_cache import per_text
 
 __all__ = ["MIN_VOTES", "aliases", "named_by_alias"]
 
@@ -53,7 +54,7 @@ def _first(author: str) -> str:
 LINES = 8192
 
 
-@lru_cache(maxsize=LINES)
+@per_text(LINES)
 def _names_in(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The names ``text`` introduces its author by, those it addresses someone by (not introduced), and its
     other words (lowercased, not introduced)."""

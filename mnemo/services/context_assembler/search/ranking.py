@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from mnemo.services.context_assembler.search.aliases import aliases, named_by_alias
 from mnemo.services.context_assembler.search.hops import entity_terms, hop_scores
 from mnemo.services.context_assembler.search.names import spelled_names
+from mnemo.services.context_assembler.search.text_cache import per_text
 from mnemo.services.context_assembler.search.timerefs import TimeWindow, referred_window
 from mnemo.services.context_assembler.search.when import TimeLevers, asks_when, parsed_window, states_time
 from mnemo.shared.sparse import tokens
@@ -175,7 +175,7 @@ def named_participant(query: str, authors: Sequence[str], known: Mapping[str, st
 WORD_SETS = 8192
 
 
-@lru_cache(maxsize=WORD_SETS)
+@per_text(WORD_SETS)
 def word_set(text: str) -> frozenset[str]:
     """Stemmed content words (``mnemo/shared/sparse.py`` tokens): what near-duplicate and diversity compare."""
     return frozenset(tokens(text))
