@@ -100,7 +100,7 @@ async def memories_list(args: argparse.Namespace, console: Console) -> dict[str,
     converted = {None: None, "yes": True, "no": False}[args.converted]
     request = mc.MemoryListRequest(
         tenant_id=args.tenant, user_id=args.user, source=args.source, type=args.type, bot_id=args.bot,
-        converted_to_lore=converted, include_retired=args.include_retired, limit=args.limit, offset=args.offset,
+        conversation_id=args.conversation, converted_to_lore=converted, include_retired=args.include_retired, limit=args.limit, offset=args.offset,
     )  # fmt: skip
     reply = await _call(args, subjects.MEMORY_LIST, request)
     if not args.json:
@@ -207,6 +207,7 @@ def add_commands(sub: Any) -> None:
     ml.add_argument("--source", default="all", choices=["all", "memory", "knowledge"])
     ml.add_argument("--type", choices=list(get_args(mc.ItemType)), help="only items of this type")
     ml.add_argument("--bot", help="only items about this bot")
+    ml.add_argument("--conversation", help="only items from this conversation")
     ml.add_argument("--converted", choices=["yes", "no"], help="only summaries converted to lore (or not)")
     ml.add_argument("--include-retired", action="store_true", help="also consolidated or stale summaries")
     ml.add_argument("--limit", type=int, default=50)

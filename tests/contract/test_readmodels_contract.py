@@ -195,8 +195,9 @@ def scope_change(fid: str, version: int, to_scope: str, *, promoted: bool = True
 
 
 def legacy(lid: str, memory_id: str, minute: int, *, bots: tuple[str, ...] = ("b1",), **kw: Any) -> EventEnvelope:
+    conv = kw.pop("conv", C)
     payload: dict[str, Any] = kw | {
-        "legacy_id": lid, "user_id": U, "memory_id": memory_id, "conversation_id": C, "title": f"title {lid}",
+        "legacy_id": lid, "user_id": U, "memory_id": memory_id, "conversation_id": conv, "title": f"title {lid}",
         "text": f"legacy {lid}", "participants": ["ana"], "start_at": T0, "end_at": T0 + timedelta(minutes=minute),
         "importance": 6, "emotional_tags": ["warm"], "applies_to_bots": list(bots), "applies_to_personas": ["ana"],
         "summary_type": "short_term", "method": "extractive", "created_at": T0,
@@ -587,6 +588,21 @@ async def test_legacy_lore_live_deleted_and_paged(p: Ports) -> None:
     assert [v.legacy_id for v in (await p.legacy.page(T, U, bot_id="b1", limit=5))[0]] == ["l1"]
     (l1,) = await p.legacy.by_ids(T, ["l1"], user_id=U)
     assert (l1.title, l1.text, l1.emotional_tags, l1.applies_to) == ("title l1", "legacy l1", ("warm",), ("ana", "b1"))
+
+
+async def test_the_listing_pages_narrow_to_one_conversation(p: Ports) -> None:
+    await p.summaries.apply([summary("s1", 0, 4), summary("s2", 5, 9, version=2, conv="c2")])
+    await p.legacy.apply([legacy("l1", "s1", 1), legacy("l2", "s2", 2, conv="c2")])
+    await p.knowledge.apply([fact("f1", 1, minute=1), fact("f2", 2, subject="ana:job", minute=2, conversation_id="c2")])
+
+    assert [s.view.summary_id for s in (await p.summaries.page(T, U, conversation_id="c2", limit=5))[0]] == ["s2"]
+    assert [s.view.summary_id for s in (await p.summaries.page(T, U, conversation_id=C, limit=5))[0]] == ["s1"]
+    assert [v.legacy_id for v in (await p.legacy.page(T, U, conversation_id="c2", limit=5))[0]] == ["l2"]
+    assert [v.legacy_id for v in (await p.legacy.page(T, U, conversation_id=C, limit=5))[0]] == ["l1"]
+    assert [f.fact_id for f in (await p.knowledge.page(T, U, conversation_id="c2"))[0]] == ["f2"]
+    assert [f.fact_id for f in (await p.knowledge.page(T, U, conversation_id=C))[0]] == ["f1"]
+    assert await p.knowledge.page(T, U, conversation_id="c9") == ([], 0)
+    assert (await p.summaries.page(T, U, limit=5))[1] == 2, "no conversation given: every conversation's"
 
 
 async def test_legacy_lore_answers_alike(both: tuple[Ports, Ports]) -> None:

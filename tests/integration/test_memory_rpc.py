@@ -294,6 +294,11 @@ async def test_listing_filters_and_pages_without_overlap(stack: Stack, tenant: s
     assert {i["id"] for i in with_b["items"] if i["source"] == "memory"} == expected_b
     assert len([i for i in with_b["items"] if i["source"] == "legacy_lore"]) == 2
     assert with_b["total"] == len(expected_b) + 2
+    in_c0 = await call(stack.nc, subjects.MEMORY_LIST, listing(tenant, conversation_id="c0", limit=200))
+    # c0 holds the even summaries; of the two converted ones only s10's legacy entry was made from c0.
+    assert {i["id"] for i in in_c0["items"] if i["source"] == "memory"} == {f"s{i:02d}" for i in range(0, 23, 2)}
+    assert [i["memory_id"] for i in in_c0["items"] if i["source"] == "legacy_lore"] == ["s10"]
+    assert in_c0["total"] == 12 + 1
     theirs = await call(stack.nc, subjects.MEMORY_LIST, listing(tenant, U2))
     assert [i["id"] for i in theirs["items"]] == ["theirs"]
     elsewhere = await call(stack.nc, subjects.MEMORY_LIST, listing(f"{tenant}-x"))
@@ -384,5 +389,9 @@ async def test_knowledge_facts_join_the_view_in_order(stack: Stack, tenant: str)
     assert [i["id"] for i in episodic["items"]] == ["f-late"]
     of_bot_b = await call(stack.nc, subjects.MEMORY_LIST, listing(tenant, source="knowledge", bot_id=BOT_B))
     assert {i["id"] for i in of_bot_b["items"]} == {"f0", "f2", "f4", "f-early"}
+    in_c1 = await call(stack.nc, subjects.MEMORY_LIST, listing(tenant, source="knowledge", conversation_id="c1"))
+    assert in_c1["total"] == 7, "every fact of the user was learned in c1"
+    in_c9 = await call(stack.nc, subjects.MEMORY_LIST, listing(tenant, source="knowledge", conversation_id="c9"))
+    assert (in_c9["items"], in_c9["total"]) == ([], 0)
     theirs = await call(stack.nc, subjects.MEMORY_LIST, listing(tenant, U2, source="knowledge"))
     assert [i["id"] for i in theirs["items"]] == ["f-theirs"]

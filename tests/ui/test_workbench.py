@@ -395,6 +395,11 @@ def test_memories_listed_converted_to_lore_and_deleted(page: Any) -> None:
     listing = page.get_by_role("table", name=re.compile("^Memories of user demo-user"))
     summary = listing.get_by_role("row").filter(has=page.get_by_role("button", name="Convert to lore")).first
     summary.wait_for()
+    # Narrowed to the open conversation (memory.list's conversation_id): its summary stays listed, and so does
+    # the legacy lore converted from it below.
+    with page.expect_request(lambda r: "memory/list" in r.url and '"conversation_id":"' in (r.post_data or "")):
+        page.get_by_label("Only this conversation").check()
+    summary.wait_for()
     text = summary.get_by_role("cell").first.inner_text().splitlines()[0]
     assert "present: Captain Maren Voss" in summary.inner_text()
     # Its tokens and vector status (memory.index_status): indexed, or not yet while the embedding service works.

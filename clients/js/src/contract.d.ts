@@ -1778,7 +1778,8 @@ export interface MemoryListReply {
  * ``source``: `memory` (summaries and the legacy lore made from them), `knowledge` (characters' facts) or
  * `all`. ``type``: a summary type, `legacy_memory` or a fact type; only items of that type. ``bot_id``:
  * summaries the bot took part in, legacy lore that applies to it or names it as a participant, the bot's own
- * facts. ``converted_to_lore``: when set, only summaries, converted (true) or not (false). Order: newest
+ * facts. ``conversation_id``: summaries of that conversation, legacy lore made from them, facts learned in it.
+ * ``converted_to_lore``: when set, only summaries, converted (true) or not (false). Order: newest
  * ``end_at`` first, then id, so consecutive pages neither skip nor repeat items while nothing changes.
  */
 export interface MemoryListRequest {
@@ -1810,6 +1811,10 @@ export interface MemoryListRequest {
    * only items about this bot (participant, target or character)
    */
   bot_id?: string | null;
+  /**
+   * only items from this conversation
+   */
+  conversation_id?: string | null;
   /**
    * only summaries converted (or not) to legacy lore
    */

@@ -23,13 +23,26 @@ class FactItems:
         self._knowledge = knowledge
 
     async def first(
-        self, tenant_id: str, user_id: str, *, character_id: str | None, fact_type: str | None, count: int
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        character_id: str | None,
+        fact_type: str | None,
+        count: int,
+        conversation_id: str | None = None,
     ) -> tuple[list[MemoryItem], int]:
         """The first ``count`` facts of the user in listing order, and how many match (current facts only)."""
 
         async def page(offset: int, limit: int) -> tuple[list[FactView], int]:
             return await self._knowledge.page(
-                tenant_id, user_id, character_id=character_id, fact_type=fact_type, limit=limit, offset=offset
+                tenant_id,
+                user_id,
+                character_id=character_id,
+                fact_type=fact_type,
+                conversation_id=conversation_id,
+                limit=limit,
+                offset=offset,
             )
 
         views, total = await page(0, count)

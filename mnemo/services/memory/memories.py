@@ -43,7 +43,14 @@ class MemoryNotLive(ValueError):
 
 class KnowledgeItems(Protocol):
     async def first(
-        self, tenant_id: str, user_id: str, *, character_id: str | None, fact_type: str | None, count: int
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        character_id: str | None,
+        fact_type: str | None,
+        count: int,
+        conversation_id: str | None = None,
     ) -> tuple[list[wire.MemoryItem], int]:
         """The first ``count`` facts in listing order (newest first, then id) and how many match."""
         ...
@@ -156,13 +163,20 @@ class Memories:
             prefixes.append(items)
             total += n
         if sources.legacy:
-            views, n = await self.legacy.page(req.tenant_id, req.user_id, bot_id=req.bot_id, limit=count)
+            views, n = await self.legacy.page(
+                req.tenant_id, req.user_id, bot_id=req.bot_id, conversation_id=req.conversation_id, limit=count
+            )
             prefixes.append([legacy_item(v) for v in views])
             total += n
         if sources.knowledge and self.knowledge is not None:
             fact_type = req.type if req.type not in (None, wire.LEGACY_MEMORY) else None
             items, n = await self.knowledge.first(
-                req.tenant_id, req.user_id, character_id=req.bot_id, fact_type=fact_type, count=count
+                req.tenant_id,
+                req.user_id,
+                character_id=req.bot_id,
+                fact_type=fact_type,
+                conversation_id=req.conversation_id,
+                count=count,
             )
             prefixes.append(items)
             total += n
@@ -182,6 +196,7 @@ class Memories:
             only_ids=converted if req.converted_to_lore else None,
             except_ids=converted if req.converted_to_lore is False else None,
             include_retired=req.include_retired,
+            conversation_id=req.conversation_id,
             limit=count,
         )
         ids = [s.view.summary_id for s in listed]

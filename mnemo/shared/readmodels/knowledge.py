@@ -142,10 +142,16 @@ class FactRows:
     fact_type: str | None = None
     scopes: tuple[str, ...] | None = None  # any of these
     only_active: bool = True
+    conversation_id: str | None = None  # learned in this conversation
 
     def filter(self) -> dict[str, Any]:
         query: dict[str, Any] = {"tenant_id": self.tenant_id}
-        fields = {"user_id": self.user_id, "character_id": self.character_id, "fact_type": self.fact_type}
+        fields = {
+            "user_id": self.user_id,
+            "character_id": self.character_id,
+            "fact_type": self.fact_type,
+            "conversation_id": self.conversation_id,
+        }
         query |= {k: v for k, v in fields.items() if v is not None}
         if self.scopes is not None:
             query["scope"] = {"$in": list(self.scopes)}
@@ -159,6 +165,7 @@ class FactRows:
             and self.user_id in (None, f.user_id)
             and self.character_id in (None, f.character_id)
             and self.fact_type in (None, f.fact_type)
+            and self.conversation_id in (None, f.conversation_id)
             and (self.scopes is None or f.scope in self.scopes)
             and (not self.only_active or f.status == ACTIVE)
         )
@@ -209,11 +216,19 @@ class FactQueries(Protocol):
         limit: int = 50,
         offset: int = 0,
         include_inactive: bool = False,
+        conversation_id: str | None = None,
     ) -> tuple[list[FactView], int]:
         """One page of the facts owned by ``user_id`` (learned in their conversations), newest first, and the
         total matching. Retired and consolidated-away facts only with ``include_inactive``; superseded facts
-        are listed with that status."""
-        q = FactRows(tenant_id, user_id, character_id, fact_type, only_active=not include_inactive)
+        are listed with that status; ``conversation_id``: only facts learned in that conversation."""
+        q = FactRows(
+            tenant_id,
+            user_id,
+            character_id,
+            fact_type,
+            only_active=not include_inactive,
+            conversation_id=conversation_id,
+        )
         views, total = await self.rows_page(q, max(0, offset), max(0, limit))
         return await mark_superseded(views, lambda cid: self.owned(tenant_id, cid, user_id)), total
 

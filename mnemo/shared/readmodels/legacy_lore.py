@@ -133,18 +133,28 @@ class LegacyLoreReadModel:
         cursor = self._col.find(self._live(tenant_id, user_id), {"memory_id": 1})
         return [d["memory_id"] async for d in cursor]
 
-    def _page_query(self, tenant_id: str, user_id: str, bot_id: str | None) -> Doc:
+    def _page_query(self, tenant_id: str, user_id: str, bot_id: str | None, conversation_id: str | None) -> Doc:
         query = self._live(tenant_id, user_id)
         if bot_id is not None:
             query["$or"] = [{"applies_to": bot_id}, {"participants": bot_id}]
+        if conversation_id is not None:
+            query["conversation_id"] = conversation_id
         return query
 
     async def page(
-        self, tenant_id: str, user_id: str, *, bot_id: str | None = None, limit: int, offset: int = 0
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        bot_id: str | None = None,
+        conversation_id: str | None = None,
+        limit: int,
+        offset: int = 0,
     ) -> tuple[list[LegacyLoreView], int]:
         """One page of the user's live entries (newest ``end_at`` first, then id) and how many there are.
-        ``bot_id``: only entries that apply to that bot or name it as a participant."""
-        query = self._page_query(tenant_id, user_id, bot_id)
+        ``bot_id``: only entries that apply to that bot or name it as a participant; ``conversation_id``: only
+        entries made from that conversation's summaries."""
+        query = self._page_query(tenant_id, user_id, bot_id, conversation_id)
         total = await self._col.count_documents(query)
         if limit <= 0 or offset >= total:
             return [], total

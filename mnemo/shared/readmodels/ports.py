@@ -120,7 +120,14 @@ class LegacyLorePort(Protocol):
     async def converted_memory_ids(self, tenant_id: str, user_id: str) -> list[str]: ...
 
     async def page(
-        self, tenant_id: str, user_id: str, *, bot_id: str | None = None, limit: int, offset: int = 0
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        bot_id: str | None = None,
+        conversation_id: str | None = None,
+        limit: int,
+        offset: int = 0,
     ) -> tuple[list[LegacyLoreView], int]: ...
 
 

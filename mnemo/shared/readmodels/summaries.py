@@ -105,6 +105,7 @@ class SummaryPage:
     only_ids: Sequence[str] | None = None
     except_ids: Sequence[str] = ()
     include_retired: bool = False  # deleted summaries never match
+    conversation_id: str | None = None
 
     def filter(self) -> dict[str, Any]:
         query: dict[str, Any] = {"tenant_id": self.tenant_id, "user_id": self.user_id, **_CREATED}
@@ -113,6 +114,8 @@ class SummaryPage:
             query["summary_type"] = self.summary_type
         if self.participant is not None:
             query["participants"] = self.participant
+        if self.conversation_id is not None:
+            query["conversation_id"] = self.conversation_id
         ids: dict[str, Any] = {}
         if self.only_ids is not None:
             ids["$in"] = list(self.only_ids)
@@ -130,6 +133,7 @@ class SummaryPage:
             and (status != "deleted" if self.include_retired else status in (None, ACTIVE))
             and self.summary_type in (None, row["summary_type"])
             and (self.participant is None or self.participant in row.get("participants", ()))
+            and self.conversation_id in (None, row.get("conversation_id"))
             and (self.only_ids is None or summary_id in self.only_ids)
             and summary_id not in self.except_ids
         )
@@ -153,14 +157,17 @@ class SummaryPages(Protocol):
         only_ids: Sequence[str] | None = None,
         except_ids: Sequence[str] | None = None,
         include_retired: bool = False,
+        conversation_id: str | None = None,
         limit: int,
         offset: int = 0,
     ) -> tuple[list[SummaryListed], int]:
         """One page of a user's summaries, newest ``end_at`` first then id, and how many match. Deleted
         summaries never match; retired ones (consolidated, stale) only with ``include_retired``.
         ``participant``: a bot or persona id among the participants; ``only_ids``/``except_ids``: restrict to
-        (or leave out) these summary ids."""
-        q = SummaryPage(tenant_id, user_id, summary_type, participant, only_ids, except_ids or (), include_retired)
+        (or leave out) these summary ids; ``conversation_id``: only that conversation's."""
+        q = SummaryPage(
+            tenant_id, user_id, summary_type, participant, only_ids, except_ids or (), include_retired, conversation_id
+        )
         return await self.listed(q, offset, limit)
 
 

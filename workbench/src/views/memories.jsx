@@ -181,8 +181,10 @@ export function Memories() {
   const [bot, setBot] = useState("");
   const [converted, setConverted] = useState("");
   const [retired, setRetired] = useState(false);
+  const [onlyHere, setOnlyHere] = useState(false);
   const [converting, setConverting] = useState(null);
-  const filters = [user, source, type, bot, converted, retired];
+  const here = onlyHere && conversation ? conversation.conversation_id : null;
+  const filters = [user, source, type, bot, converted, retired, here];
   const items = useLoad(
     () =>
       user
@@ -191,6 +193,7 @@ export function Memories() {
             source,
             type: type || null,
             bot_id: bot || null,
+            conversation_id: here,
             converted_to_lore: converted === "" ? null : converted === "yes",
             include_retired: retired,
             limit: 200,
@@ -217,6 +220,12 @@ export function Memories() {
         <Field label="Converted to lore">
           <Select value={converted} onChange={setConverted} placeholder="either" options={[{ value: "yes", label: "converted" }, { value: "no", label: "not converted" }]} />
         </Field>
+        <div class="field checkbox">
+          <label>
+            <input type="checkbox" checked={onlyHere} onChange={(e) => setOnlyHere(e.currentTarget.checked)} /> Only this conversation
+            (its summaries, the lore made from them, the facts learned in it)
+          </label>
+        </div>
         <div class="field checkbox">
           <label>
             <input type="checkbox" checked={retired} onChange={(e) => setRetired(e.currentTarget.checked)} /> Show earlier versions

@@ -133,13 +133,15 @@ class MemoryListRequest(_Owned):
     ``source``: `memory` (summaries and the legacy lore made from them), `knowledge` (characters' facts) or
     `all`. ``type``: a summary type, `legacy_memory` or a fact type; only items of that type. ``bot_id``:
     summaries the bot took part in, legacy lore that applies to it or names it as a participant, the bot's own
-    facts. ``converted_to_lore``: when set, only summaries, converted (true) or not (false). Order: newest
+    facts. ``conversation_id``: summaries of that conversation, legacy lore made from them, facts learned in it.
+    ``converted_to_lore``: when set, only summaries, converted (true) or not (false). Order: newest
     ``end_at`` first, then id, so consecutive pages neither skip nor repeat items while nothing changes.
     """
 
     source: ListSource = Field("all")
     type: ItemType | None = Field(None, description="only items of this type")
     bot_id: Id | None = Field(None, description="only items about this bot (participant, target or character)")
+    conversation_id: Id | None = Field(None, description="only items from this conversation")
     converted_to_lore: bool | None = Field(None, description="only summaries converted (or not) to legacy lore")
     include_retired: bool = Field(
         False,

@@ -73,12 +73,20 @@ class InMemoryLegacyLore:
         return [v.memory_id for v in self._live(tenant_id, user_id)]
 
     async def page(
-        self, tenant_id: str, user_id: str, *, bot_id: str | None = None, limit: int, offset: int = 0
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        bot_id: str | None = None,
+        conversation_id: str | None = None,
+        limit: int,
+        offset: int = 0,
     ) -> tuple[list[LegacyLoreView], int]:
         found = [
             v
             for v in self._live(tenant_id, user_id)
-            if bot_id is None or bot_id in v.applies_to or bot_id in v.participants
+            if (bot_id is None or bot_id in v.applies_to or bot_id in v.participants)
+            and conversation_id in (None, v.conversation_id)
         ]
         total = len(found)
         if limit <= 0 or offset >= total:
