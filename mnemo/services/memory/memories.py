@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from mnemo.services.memory import domain
+from mnemo.services.memory.knowledge_items import FactItems
 from mnemo.services.memory.listing import merge_page, sources_for
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import append_at_head
@@ -41,28 +41,13 @@ class MemoryNotLive(ValueError):
     """The memory is an earlier version: edited, consolidated or made stale (the message says what replaced it)."""
 
 
-class KnowledgeItems(Protocol):
-    async def first(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        character_id: str | None,
-        fact_type: str | None,
-        count: int,
-        conversation_id: str | None = None,
-    ) -> tuple[list[wire.MemoryItem], int]:
-        """The first ``count`` facts in listing order (newest first, then id) and how many match."""
-        ...
-
-
 @dataclass(eq=False)
 class Memories:
     store: EventStore
     summaries: SummariesPort
     legacy: LegacyLorePort
     publisher: CommittedPublisher
-    knowledge: KnowledgeItems | None = None
+    knowledge: FactItems | None = None
 
     async def _memory(self, tenant_id: str, user_id: str, memory_id: str) -> domain.MemoryState:
         views = await self.summaries.by_ids(tenant_id, [memory_id], user_id=user_id)

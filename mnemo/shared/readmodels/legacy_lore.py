@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
@@ -63,7 +63,61 @@ class LegacyLoreView:
         return tuple(sorted({*self.applies_to_bots, *self.applies_to_personas}))
 
 
-class LegacyLoreReadModel:
+def live(tenant_id: str, user_id: str) -> Doc:
+    """The MongoDB filter of a user's live (not deleted) entries."""
+    return {"tenant_id": tenant_id, "user_id": user_id, "deleted": False}
+
+
+@dataclass(frozen=True)
+class LegacyPage:
+    """Which of a user's live entries the memory listing reads, in the two forms the adapters need: a MongoDB
+    filter (``LegacyLoreReadModel``) and a test on a view (the in-memory fake), side by side so they cannot drift."""
+
+    tenant_id: str
+    user_id: str
+    bot_id: str | None = None  # applies to that bot or names it as a participant
+    conversation_id: str | None = None  # made from that conversation's summaries
+
+    def filter(self) -> Doc:
+        query = live(self.tenant_id, self.user_id)
+        if self.bot_id is not None:
+            query["$or"] = [{"applies_to": self.bot_id}, {"participants": self.bot_id}]
+        if self.conversation_id is not None:
+            query["conversation_id"] = self.conversation_id
+        return query
+
+    def admits(self, v: LegacyLoreView) -> bool:
+        return (
+            (v.tenant_id, v.user_id) == (self.tenant_id, self.user_id)
+            and (self.bot_id is None or self.bot_id in v.applies_to or self.bot_id in v.participants)
+            and self.conversation_id in (None, v.conversation_id)
+        )
+
+
+class LegacyPages(Protocol):
+    """The memory listing's query, stated once over what each adapter answers for a :class:`LegacyPage`."""
+
+    async def listed(self, q: LegacyPage, offset: int, limit: int) -> tuple[list[LegacyLoreView], int]:
+        """The live entries ``q`` admits, newest ``end_at`` first then id (``ORDER``), and how many."""
+        ...
+
+    async def page(
+        self,
+        tenant_id: str,
+        user_id: str,
+        *,
+        bot_id: str | None = None,
+        conversation_id: str | None = None,
+        limit: int,
+        offset: int = 0,
+    ) -> tuple[list[LegacyLoreView], int]:
+        """One page of the user's live entries (newest ``end_at`` first, then id) and how many there are.
+        ``bot_id``: only entries that apply to that bot or name it as a participant; ``conversation_id``: only
+        entries made from that conversation's summaries."""
+        return await self.listed(LegacyPage(tenant_id, user_id, bot_id, conversation_id), offset, limit)
+
+
+class LegacyLoreReadModel(LegacyPages):
     def __init__(self, db: AsyncDatabase[Doc], cipher: FieldCipher) -> None:
         self._col: AsyncCollection[Doc] = db.get_collection(COLLECTION)
         self._cipher = cipher
@@ -98,14 +152,11 @@ class LegacyLoreReadModel:
         }
         return UpdateOne({"_id": c.legacy_id, "tenant_id": env.tenant_id}, {"$setOnInsert": doc}, upsert=True)
 
-    def _live(self, tenant_id: str, user_id: str) -> Doc:
-        return {"tenant_id": tenant_id, "user_id": user_id, "deleted": False}
-
     async def by_ids(self, tenant_id: str, ids: Sequence[str], *, user_id: str) -> list[LegacyLoreView]:
         """The live entries among ``ids`` that belong to this tenant and user, in the order asked."""
         if not ids:
             return []
-        query = self._live(tenant_id, user_id) | {"_id": {"$in": list(ids)}}
+        query = live(tenant_id, user_id) | {"_id": {"$in": list(ids)}}
         found = {v.legacy_id: v for v in await readable(self._col.find(query), self._view)}
         return [found[i] for i in ids if i in found]
 
@@ -130,31 +181,11 @@ class LegacyLoreReadModel:
 
     async def converted_memory_ids(self, tenant_id: str, user_id: str) -> list[str]:
         """Every memory of this user that has a live legacy entry (for the `converted_to_lore` filter)."""
-        cursor = self._col.find(self._live(tenant_id, user_id), {"memory_id": 1})
+        cursor = self._col.find(live(tenant_id, user_id), {"memory_id": 1})
         return [d["memory_id"] async for d in cursor]
 
-    def _page_query(self, tenant_id: str, user_id: str, bot_id: str | None, conversation_id: str | None) -> Doc:
-        query = self._live(tenant_id, user_id)
-        if bot_id is not None:
-            query["$or"] = [{"applies_to": bot_id}, {"participants": bot_id}]
-        if conversation_id is not None:
-            query["conversation_id"] = conversation_id
-        return query
-
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        bot_id: str | None = None,
-        conversation_id: str | None = None,
-        limit: int,
-        offset: int = 0,
-    ) -> tuple[list[LegacyLoreView], int]:
-        """One page of the user's live entries (newest ``end_at`` first, then id) and how many there are.
-        ``bot_id``: only entries that apply to that bot or name it as a participant; ``conversation_id``: only
-        entries made from that conversation's summaries."""
-        query = self._page_query(tenant_id, user_id, bot_id, conversation_id)
+    async def listed(self, q: LegacyPage, offset: int, limit: int) -> tuple[list[LegacyLoreView], int]:
+        query = q.filter()
         total = await self._col.count_documents(query)
         if limit <= 0 or offset >= total:
             return [], total

@@ -16,7 +16,7 @@ from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.lore.history import BookState
 from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.knowledge import FactQueries, FactView
-from mnemo.shared.readmodels.legacy_lore import LegacyLoreView
+from mnemo.shared.readmodels.legacy_lore import LegacyLoreView, LegacyPages
 from mnemo.shared.readmodels.lore import BookListing, LorebookRef, LorebookView
 from mnemo.shared.readmodels.memories import MemoryListing, MemoryView
 from mnemo.shared.readmodels.message_reads import MessageReads
@@ -104,8 +104,9 @@ class KnowledgePort(FactQueries, Protocol):
     async def in_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> list[FactView]: ...
 
 
-class LegacyLorePort(Protocol):
-    """The legacy lore projection (``LegacyLoreReadModel``): memories converted to lore entries."""
+class LegacyLorePort(LegacyPages, Protocol):
+    """The legacy lore projection (``LegacyLoreReadModel``): memories converted to lore entries; the memory
+    listing's ``page`` is ``LegacyPages``."""
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
 
@@ -118,17 +119,6 @@ class LegacyLorePort(Protocol):
     async def deleted(self, tenant_id: str, legacy_ids: Sequence[str]) -> set[str]: ...
 
     async def converted_memory_ids(self, tenant_id: str, user_id: str) -> list[str]: ...
-
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        bot_id: str | None = None,
-        conversation_id: str | None = None,
-        limit: int,
-        offset: int = 0,
-    ) -> tuple[list[LegacyLoreView], int]: ...
 
 
 class LorePort(Protocol):

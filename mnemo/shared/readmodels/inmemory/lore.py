@@ -17,11 +17,11 @@ from mnemo.shared.lore.history import LORE_EVENTS, BookState, fold_all
 from mnemo.shared.lore.model import Lorebook
 from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.conversation import as_utc
-from mnemo.shared.readmodels.legacy_lore import LegacyLoreView
+from mnemo.shared.readmodels.legacy_lore import LegacyLoreView, LegacyPage, LegacyPages
 from mnemo.shared.readmodels.lore import BookListing, LorebookRef, LorebookView, LoreSource
 
 
-class InMemoryLegacyLore:
+class InMemoryLegacyLore(LegacyPages):
     """``LegacyLoreReadModel`` in memory (port: ``LegacyLorePort``)."""
 
     def __init__(self) -> None:
@@ -72,22 +72,8 @@ class InMemoryLegacyLore:
     async def converted_memory_ids(self, tenant_id: str, user_id: str) -> list[str]:
         return [v.memory_id for v in self._live(tenant_id, user_id)]
 
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        bot_id: str | None = None,
-        conversation_id: str | None = None,
-        limit: int,
-        offset: int = 0,
-    ) -> tuple[list[LegacyLoreView], int]:
-        found = [
-            v
-            for v in self._live(tenant_id, user_id)
-            if (bot_id is None or bot_id in v.applies_to or bot_id in v.participants)
-            and conversation_id in (None, v.conversation_id)
-        ]
+    async def listed(self, q: LegacyPage, offset: int, limit: int) -> tuple[list[LegacyLoreView], int]:
+        found = [v for v in self._live(q.tenant_id, q.user_id) if q.admits(v)]
         total = len(found)
         if limit <= 0 or offset >= total:
             return [], total
