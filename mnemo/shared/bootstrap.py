@@ -14,10 +14,14 @@ import contextlib
 import importlib.metadata
 import logging
 import signal
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import nats.errors
+import nats.js.errors
+import pymongo.errors
 from faststream.nats import NatsBroker, NatsRouter
 from nats.aio.client import Client as NatsClient
 from pymongo import AsyncMongoClient
@@ -115,29 +119,33 @@ async def open_core(settings: Settings, *, vectors: bool | VectorRole = False, e
     """``vectors``: what the process does with the vector index (``True``: both read and write, ``False``: no
     index); in stream mode it selects the writer or a follower's shard (``mnemo/shared/vectors/factory.py``)."""
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(settings.mongodb_url, tz_aware=True)
-    db = mongo[settings.mongodb_db]
-    keys = MongoKeyStore(db)
-    await keys.ensure_indexes()
-    cipher = FieldCipher(resolve_kek(settings), keys, cache_seconds=settings.key_cache_seconds)
-    codec = EventCodec(REGISTRY, cipher)
-    store = MongoEventStore(db, codec)
-    await store.ensure_indexes()
-    await ensure_indexes(db)
-    await ensure_usage_indexes(db)
-    nc = await natsconn.connect(settings, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
-    js = jetstream(nc)
-    await ensure_streams(js, settings.streams)
-    relay = Relay(store, NatsJetStreamPublisher(js), codec)
-    index: VectorIndex | None = None
-    follower: PointsFollower | None = None
-    emb: Embedder | None = None
-    if embedder:
-        emb = build_embedder(settings)
-    if vectors:
-        opened = await open_vector_index(settings, nc, "both" if vectors is True else vectors)
-        index, follower = opened.index, opened.follower
-    chat = build_chat_model(settings)
-    return Core(settings, mongo, db, cipher, codec, store, nc, relay, index, emb, chat, follower)
+    async with contextlib.AsyncExitStack() as opened_so_far:  # a start that fails half way closes what it opened
+        opened_so_far.push_async_callback(mongo.close)
+        db = mongo[settings.mongodb_db]
+        keys = MongoKeyStore(db)
+        await keys.ensure_indexes()
+        cipher = FieldCipher(resolve_kek(settings), keys, cache_seconds=settings.key_cache_seconds)
+        codec = EventCodec(REGISTRY, cipher)
+        store = MongoEventStore(db, codec)
+        await store.ensure_indexes()
+        await ensure_indexes(db)
+        await ensure_usage_indexes(db)
+        nc = await natsconn.connect(settings, name=f"mnemo-{settings.service_name}-relay", max_reconnect_attempts=-1)
+        opened_so_far.push_async_callback(nc.close)
+        js = jetstream(nc)
+        await ensure_streams(js, settings.streams)
+        relay = Relay(store, NatsJetStreamPublisher(js), codec)
+        index: VectorIndex | None = None
+        follower: PointsFollower | None = None
+        emb: Embedder | None = None
+        if embedder:
+            emb = build_embedder(settings)
+        if vectors:
+            opened = await open_vector_index(settings, nc, "both" if vectors is True else vectors)
+            index, follower = opened.index, opened.follower
+        chat = build_chat_model(settings)
+        opened_so_far.pop_all()  # opened: the core closes them from now on
+        return Core(settings, mongo, db, cipher, codec, store, nc, relay, index, emb, chat, follower)
 
 
 def deps_for(core: Core, broker: NatsBroker, service: ServiceDefinition) -> Deps:
@@ -196,21 +204,32 @@ async def running(
     broker.include_router(service.create_router(deps))
     relay_task = asyncio.create_task(core.relay.run())
     usage_task = asyncio.create_task(USAGE.run(core.db))  # per-tenant usage counts, flushed to the database
-    await start_broker(broker)
-    for begin in deps.on_started:
-        await begin()
+    try:
+        await start_broker(broker)
+        for begin in deps.on_started:
+            await begin()
+    except BaseException:  # a start that failed half way closes what it opened, so it can be tried again
+        await _stop(deps, broker, relay_task, usage_task, core)
+        raise
     watch_brokers(probes, [broker])
     probes.phase = "serving"
     try:
         yield Running(core, broker)
     finally:
         probes.phase = "stopping"
-        for stop in deps.on_stopping:
+        await _stop(deps, broker, relay_task, usage_task, core)
+
+
+async def _stop(
+    deps: Deps, broker: NatsBroker, relay_task: asyncio.Task[None], usage_task: asyncio.Task[None], core: Core
+) -> None:
+    for stop in deps.on_stopping:
+        with contextlib.suppress(Exception):  # one part that cannot stop cleanly does not keep the rest open
             await stop()
-        await broker.stop()
-        for task in (relay_task, usage_task):  # the usage task flushes once more as it stops
-            await stopped(task)
-        await core.close()
+    await broker.stop()
+    for task in (relay_task, usage_task):  # the usage task flushes once more as it stops
+        await stopped(task)
+    await core.close()
 
 
 async def serve(service: ServiceDefinition) -> None:
@@ -231,10 +250,47 @@ def mnemo_version() -> str:
 
 
 async def _serve_until_stopped(service: ServiceDefinition, settings: Settings, probes: Probes) -> None:
-    async with running(service, settings, probes):
+    async with contextlib.AsyncExitStack() as stack:
+        await start_with_retries(stack, service, settings, probes)
         log.info("%s serving on %s", service.name, settings.nats_url)
         await wait_for_stop_signal()
         log.info("%s stopping: draining in-flight messages", service.name)
+
+
+#: What a start can meet while a cluster is still electing its leaders or a node is loaded, and heals by itself.
+TRANSIENT_START_ERRORS: tuple[type[BaseException], ...] = (
+    TimeoutError,  # nats.errors.TimeoutError too: a JetStream API request that got no answer in time
+    nats.errors.NoRespondersError,
+    nats.js.errors.ServiceUnavailableError,
+    pymongo.errors.ConnectionFailure,
+)
+
+
+async def start_with_retries(
+    stack: contextlib.AsyncExitStack,
+    service: ServiceDefinition,
+    settings: Settings,
+    probes: Probes,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> Running:
+    """Enter ``running(service)`` on ``stack``, trying again (backoff 0.5 s doubling to 10 s) while the start
+    fails on a :data:`TRANSIENT_START_ERRORS` error, for ``settings.start_timeout_seconds`` in all. Why: a
+    replica started beside three others on a busy cluster once met a 5 s JetStream API timeout and exited,
+    leaving its partitions to the rest; a process manager would restart it, ``make cluster`` does not. The
+    probes stay "starting" (not ready) meanwhile."""
+    deadline = clock() + settings.start_timeout_seconds
+    delay = 0.5
+    while True:
+        try:
+            return await stack.enter_async_context(running(service, settings, probes))
+        except TRANSIENT_START_ERRORS as exc:
+            if clock() + delay > deadline:
+                raise
+            log.warning("%s could not start (%r); trying again in %.1f s", service.name, exc, delay)
+            await sleep(delay)
+            delay = min(delay * 2, 10.0)
 
 
 def run_service(service: ServiceDefinition) -> None:

@@ -346,6 +346,12 @@ class Settings(_Tree):
         "the longest another process can still use a key erased elsewhere",
     )
     vector_collection: str = Field("mnemo", description="the Qdrant collection (one for every tenant, filtered)")
+    start_timeout_seconds: float = Field(
+        120.0,
+        gt=0,
+        description="how long a service process keeps retrying its start when NATS, JetStream or MongoDB do not "
+        "answer yet (a cluster still electing leaders, a loaded node) before it exits with the error",
+    )
     embedder: EmbedderSettings = EmbedderSettings()
     llm: LLMSettings = LLMSettings()
     delivery: DeliverySettings = DeliverySettings()
