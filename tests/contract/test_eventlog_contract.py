@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from mnemo.shared.crypto import DecryptionError, FieldCipher, InMemoryKeyStore
+from mnemo.shared.eventlog.append import try_append
 from mnemo.shared.eventlog.codec import EventCodec, StoredDoc
 from mnemo.shared.eventlog.inmemory import InMemoryEventStore
 from mnemo.shared.eventlog.mongo import MongoEventStore
@@ -353,6 +354,20 @@ async def test_unpublished_lists_committed_events_until_marked_published(h: Harn
     assert await h.store.unpublished(min_age_s=0, limit=10) == []
     await h.store.mark_published([events[1].event_id])  # again: harmless
     assert await h.store.unpublished(min_age_s=0, limit=10) == []
+
+
+async def test_a_projection_that_fails_hands_the_committed_events_to_recovery_at_once(h: Harness) -> None:
+    """``try_append`` committed, then its projection raised: no fast-path publish follows, so a recovery
+    round (with ``grace_s``) lists the events at once instead of holding them as still being published."""
+    events = [message(i) for i in range(2)]
+
+    async def failing_projection(_: object) -> None:
+        raise RuntimeError("the read model is down")
+
+    with pytest.raises(RuntimeError):
+        await try_append(h.store, stream(), 0, events, project=failing_projection)
+    listed = await h.store.unpublished(min_age_s=0, limit=10, grace_s=60)
+    assert [e.event_id for e in listed] == [e.event_id for e in events]
 
 
 async def test_a_recovery_round_leaves_its_own_fast_path_alone_until_it_fails(h: Harness) -> None:

@@ -20,11 +20,13 @@ from nats.aio.client import Client as NatsClient
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from pymongo import AsyncMongoClient
+from pymongo.errors import AutoReconnect
 
 from mnemo.shared import subjects
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
 from mnemo.shared.eventlog.codec import EventCodec
 from mnemo.shared.eventlog.mongo import MongoEventStore
+from mnemo.shared.eventlog.port import Append
 from mnemo.shared.eventlog.relay import MSG_ID_HEADER, NatsJetStreamPublisher, Outgoing, Relay, ensure_log_stream
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import REGISTRY, conversation_stream
@@ -138,6 +140,28 @@ async def test_another_writers_events_wait_while_its_recovery_loop_beats(store: 
     assert await survivor.unpublished(0.25, 10, grace_s=60) == []  # the writer is alive: left to it
     await asyncio.sleep(0.6)  # the writer's loop is silent for twice min_age_s: it died
     assert await survivor.unpublished(0.25, 10, grace_s=60) == result.committed
+
+
+async def test_an_append_that_fails_after_its_commit_goes_to_recovery_at_once(
+    store: MongoEventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database went away after the insert (``make chaos`` kills SecantusDB): the appender sees an error,
+    so no fast-path publish follows, and its own recovery round must not hold the committed events for
+    ``grace_s`` as if one did."""
+    conv = uuid.uuid4().hex
+    insert_many = store.events.insert_many
+
+    async def insert_then_lose_the_connection(*args: Any, **kwargs: Any) -> Any:
+        await insert_many(*args, **kwargs)
+        raise AutoReconnect("connection reset by peer")
+
+    monkeypatch.setattr(store.events, "insert_many", insert_then_lose_the_connection)
+    with pytest.raises(AutoReconnect):
+        await store.append_batch([Append(conversation_stream("t1", "u1", conv), 0, [message(0, conv)])])
+    monkeypatch.undo()
+
+    recovered = await store.unpublished(0, 10, grace_s=60)
+    assert [e.payload["message_id"] for e in recovered] == ["m0"]
 
 
 async def test_publishing_twice_stores_one_jetstream_message_per_event(

@@ -345,6 +345,8 @@ class Recorder:
         except BaseException:
             for sid in conversations:  # unknown what reached the read model: ask it next time
                 self._cache.entry(sid).projected = None
+            # No fast path will come for what was committed: the relay's recovery loop takes it at once.
+            await self._store.publish_failed([e.event_id for e in decided.committed])
             raise
         if decided.committed:
             await self._publisher.publish_committed(decided.stored)

@@ -80,7 +80,11 @@ async def try_append(
     except ConcurrencyError:
         return None
     if project is not None:
-        await project(result)
+        try:
+            await project(result)
+        except BaseException:  # no fast path will come for what was committed: the relay's loop takes it now
+            await store.publish_failed([e.event_id for e in result.committed])
+            raise
     if publisher is not None and result.committed:
         await publisher.publish_committed(result.committed)
     return result

@@ -21,6 +21,7 @@ The contract is ``mnemo.shared.eventlog.port``'s. Why this shape:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 from typing import Any
@@ -229,10 +230,23 @@ class MongoEventStore:
             for p in losers:
                 p.failed()
 
+    @contextlib.asynccontextmanager
+    async def _no_fast_path_if_it_fails(self, pendings: Sequence[_Pending]) -> AsyncIterator[None]:
+        """An append that raises (the server went away mid-write: some of its events may be committed) has no
+        fast-path publish coming after it, so its ids leave the in-flight set at once and the recovery loop
+        publishes whatever did commit after ``min_age_s``, not ``grace_s`` later (``make chaos``, 2026-11-27:
+        a message committed as SecantusDB was killed reached its vector index a minute late)."""
+        try:
+            yield
+        except BaseException:
+            self.outbox.in_flight.done([eid for p in pendings for eid in p.ids])
+            raise
+
     async def append(self, stream_id: str, expected_version: int, events: Sequence[NewEvent]) -> AppendResult:
         p = await self._pending(Append(stream_id, expected_version, events))
-        await self._intend([p])
-        await self._finish_ordered(p)
+        async with self._no_fast_path_if_it_fails([p]):
+            await self._intend([p])
+            await self._finish_ordered(p)
         if p.conflict:
             APPEND_CONFLICTS.inc()
             raise ConcurrencyError(stream_id, expected_version, await self.stream_version(stream_id))
@@ -249,13 +263,14 @@ class MongoEventStore:
         later event is stored after its earlier one lost its slot (one unordered insert of everything could
         do that). The last live stream finishes in one ordered insert."""
         pendings = [await self._pending(a) for a in appends]
-        await self._intend(pendings)
-        await self._all_in_order([p for p in pendings if not p.done])
-        while live := [p for p in pendings if not p.done]:
-            if len(live) == 1:
-                await self._finish_ordered(live[0])
-            else:
-                await self._wave(live)
+        async with self._no_fast_path_if_it_fails(pendings):
+            await self._intend(pendings)
+            await self._all_in_order([p for p in pendings if not p.done])
+            while live := [p for p in pendings if not p.done]:
+                if len(live) == 1:
+                    await self._finish_ordered(live[0])
+                else:
+                    await self._wave(live)
         conflicted = [p.stream_id for p in pendings if p.conflict]
         versions = await self.stream_versions(conflicted) if conflicted else {}
         APPEND_CONFLICTS.inc(len(conflicted))  # metrics: one call each per batch, not per event

@@ -162,3 +162,18 @@ async def test_times_at_the_ends_of_the_calendar_are_recorded(ingest):
         decode_command(
             subjects.MESSAGE_CREATED, json.dumps({**first, "created_at": "0001-01-01T00:00:00+05:45"}).encode()
         )
+
+
+async def test_a_failed_projection_hands_the_recorded_message_to_the_relay_at_once(ingest, monkeypatch):
+    """Committed, then the read model failed: no fast-path publish follows, so the relay's recovery round
+    lists the event at once instead of holding it for ``grace_s`` as if its publish were on its way."""
+
+    async def read_model_down(*_args, **_kwargs):
+        raise ConnectionError("the read model is down")
+
+    monkeypatch.setattr(ingest.models, "apply", read_model_down)
+    with pytest.raises(ConnectionError):
+        await ingest.send(created(0))
+
+    (event,) = await ingest.store.read_stream(STREAM)
+    assert await ingest.store.unpublished(min_age_s=0, limit=10, grace_s=60) == [event]
