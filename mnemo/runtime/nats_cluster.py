@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import time
 import urllib.request
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from urllib.parse import urlparse
 import nats
 
 from mnemo.runtime.nats_auth import ADMIN
-from mnemo.runtime.servers import NatsNode, ServerStartError, free_port
+from mnemo.runtime.servers import NatsNode, ServerStartError, free_port, port_free
 from mnemo.shared.natsconn import connect_options
 from mnemo.shared.settings import NatsSettings, Settings, StreamsSettings, read_section
 from mnemo.shared.streams import ensure_streams
@@ -31,15 +30,6 @@ _NATS_ENV = "MNEMO_NATS__"
 NODES = 3
 #: Copies of each stream: one per node.
 STREAM_REPLICAS = 3
-
-
-def port_free(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def require_free(host: str, port: int, what: str) -> None:

@@ -9,6 +9,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -26,10 +27,43 @@ class ServerStartError(RuntimeError):
     pass
 
 
+#: Where :func:`free_port` looks first: below the kernel's ephemeral range (Linux's default starts at 32768).
+_FIXED_PORTS_FROM = 10_000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
+    """A port free now, for a server started a moment later. Taken below the ephemeral range: a port that
+    ``bind(0)`` hands out is one the kernel also gives any process's outgoing connection as its local port,
+    and on a busy machine one did before the server it was meant for could bind it (``make chaos``,
+    2026-11-27: a replica's probe server found its port taken and the process exited)."""
+    first_ephemeral = _first_ephemeral_port()
+    pick = random.SystemRandom()  # not the ``random`` module's state, which benchmarks and tests seed
+    for _ in range(64):
+        if first_ephemeral <= _FIXED_PORTS_FROM:
+            break
+        port = pick.randrange(_FIXED_PORTS_FROM, first_ephemeral)
+        if port_free(host, port):
+            return port
+    with socket.socket() as s:  # no room below the ephemeral range: any port the kernel picks
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def _first_ephemeral_port() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def host_port(url: str, default_port: int) -> tuple[str, int]:
