@@ -23,6 +23,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerInfo, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
+from pymongo.errors import ServerSelectionTimeoutError
 
 from mnemo.shared import subjects
 from mnemo.shared.broker import ensure_streams, make_broker, start_broker
@@ -99,12 +100,13 @@ class Env:
         *,
         backoff: Callable[[int], float] = retry_delay,
         in_flight: int = 2,
+        decode: Callable[[Msg], int] = decode_n,
     ) -> NatsBroker:
         """A service replica: its own broker and router consuming the test stream with the shared durable."""
         broker = make_broker(Settings(nats_url=self.url), self.service)
         router = NatsRouter()
         consumer: BatchConsumer[int] = BatchConsumer(
-            decode=decode_n,
+            decode=decode,
             handle=handle,
             dead_letters=DeadLetters(broker, self.service),
             max_deliver=delivery.max_deliver,
@@ -308,6 +310,35 @@ async def test_transient_failure_is_retried_with_backoff_then_succeeds(env: Env)
     # Each failure was nak'ed with the growing delay of its attempt (0.5 s, then 1 s).
     assert delays == [(1, retry_delay(1)), (2, retry_delay(2))]
     assert retry_delay(1) < retry_delay(2)
+    assert await env.dead_letters() == []
+
+
+async def test_a_decode_that_cannot_reach_the_key_store_is_retried_not_dead_lettered(env: Env) -> None:
+    """A decrypting decoder reads the data key from MongoDB: while it is down the decode fails with a
+    connection error that says nothing about the payload, so the message is retried with backoff (make chaos
+    once dead-lettered one as an invalid payload)."""
+    rec = Recorder()
+    outage = 2
+
+    def decode_when_the_store_is_back(msg: Msg) -> int:
+        if msg.metadata.num_delivered <= outage:
+            raise ServerSelectionTimeoutError("127.0.0.1:27017: [Errno 111] Connection refused")
+        return decode_n(msg)
+
+    async def handle(items: list[Item[int]]) -> list[Rejection]:
+        rec.saw(items)
+        rec.done.update(i.value for i in items)
+        return []
+
+    await env.publish(body(5))
+    await env.start(
+        handle, DeliverySettings(max_deliver=4, ack_wait_s=5.0, batch_size=16), backoff=lambda _: 0.1,
+        decode=decode_when_the_store_is_back,
+    )  # fmt: skip
+
+    await wait_until(lambda: rec.done[5] == 1, "the message handled once the key store answers")
+    await wait_until(env.drained, "the message acked")
+    assert rec.deliveries[5] == [outage + 1]
     assert await env.dead_letters() == []
 
 

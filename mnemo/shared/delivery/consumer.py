@@ -12,6 +12,7 @@ from typing import Generic
 from nats.aio.msg import Msg
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from pymongo.errors import ConnectionFailure
 
 from mnemo.shared import subjects
 from mnemo.shared.crypto import KeyErased
@@ -31,6 +32,11 @@ from mnemo.shared.delivery.types import (
 )
 
 log = logging.getLogger(__name__)
+
+#: What a decode can meet that says nothing about the payload: a decrypting decoder reads the tenant's data
+#: key from the key store (MongoDB), which may be down for a while (``make chaos``, 2026-11-27: an event was
+#: dead-lettered as an invalid payload on ``ServerSelectionTimeoutError`` while SecantusDB was stopped).
+UNAVAILABLE: tuple[type[Exception], ...] = (ConnectionFailure, ConnectionError, TimeoutError)
 
 
 class BatchConsumer(Generic[T]):
@@ -116,7 +122,10 @@ class BatchConsumer(Generic[T]):
                 span.set_attribute("mnemo.not_handled", True)
                 await msg.ack()
                 continue
-            except Exception as exc:  # any decode failure is permanent for this payload
+            except UNAVAILABLE as exc:  # the key store did not answer (a decrypting decode): the payload may be fine
+                await self._retry_later(msg, span, exc)
+                continue
+            except Exception as exc:  # any other decode failure is permanent for this payload
                 await self._reject(msg, f"invalid payload: {type(exc).__name__}: {exc}", span)
                 continue
             # Log events carry an event id. Asked only of a recording span: a pydantic model without the
@@ -320,13 +329,17 @@ class BatchConsumer(Generic[T]):
 
     async def _retry_or_dead_letter(self, items: Sequence[Item[T]], exc: Exception) -> None:
         for item in items:
-            attempt = item.msg.metadata.num_delivered
-            if attempt >= self._max_deliver:
-                await self._reject(item.msg, f"failed {attempt} times, last: {type(exc).__name__}: {exc}", item.span)
-            else:
-                self._meter.failed()
-                item.span.record_exception(exc)
-                item.span.set_status(Status(StatusCode.ERROR, f"attempt {attempt} failed; retried later"))
-                if self._gate is not None:  # later batches wait for it again
-                    self._gate.abandon([item.msg.metadata.sequence.stream])
-                await item.msg.nak(delay=self._backoff(attempt))
+            await self._retry_later(item.msg, item.span, exc)
+
+    async def _retry_later(self, msg: Msg, span: Span, exc: Exception) -> None:
+        """Nak ``msg`` with backoff, or dead-letter it once it failed ``max_deliver`` times."""
+        attempt = msg.metadata.num_delivered
+        if attempt >= self._max_deliver:
+            await self._reject(msg, f"failed {attempt} times, last: {type(exc).__name__}: {exc}", span)
+            return
+        self._meter.failed()
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, f"attempt {attempt} failed; retried later"))
+        if self._gate is not None:  # later batches wait for it again
+            self._gate.abandon([msg.metadata.sequence.stream])
+        await msg.nak(delay=self._backoff(attempt))
