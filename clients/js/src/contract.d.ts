@@ -293,6 +293,10 @@ export interface ContextAssembleRequest {
    * the `directive` section, the rule that the speaking bot stays consistent with what it knows and meets what it does not know with ignorance, curiosity or confusion; unset: the deployment's default (on)
    */
   knowledge_directive?: boolean | null;
+  /**
+   * the context as it would have been at this message of the conversation (the workbench's replay): the history ends with it, and only the summaries, facts and memories made from what precedes it (up to and including it) are shown; unset: now. A message the conversation does not hold: `not_found`
+   */
+  as_of_message_id?: string | null;
 }
 /**
  * `mnemo.chat.conversation.forked.v1`: a new conversation continues another from one of its messages.
@@ -2360,7 +2364,7 @@ export interface Operations {
     kind: "request";
     payload: ContextAssembleRequest;
     reply: ContextAssembleReply;
-    errors: ["bad_request", "rate_limited", "internal"];
+    errors: ["bad_request", "not_found", "rate_limited", "internal"];
     msgId: [];
     keyedSubject: null;
   };

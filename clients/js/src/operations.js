@@ -12,7 +12,7 @@ const ROWS = [
   ["chat.message.swipe_selected", "mnemo.chat.message.swipe_selected.v1", "event", "MessageSwipeSelected", null, [], ["tenant_id", "conversation_id", "message_id", "selected_at"], "mnemo.chat.message.swipe_selected.v2.{tenant_id}.{conversation_id}"],
   ["chat.conversation.forked", "mnemo.chat.conversation.forked.v1", "event", "ConversationForked", null, [], ["tenant_id", "user_id", "conversation_id"], "mnemo.chat.conversation.forked.v2.{tenant_id}.{conversation_id}"],
   ["chat.import", "mnemo.rpc.chat.import.v1", "request", "ChatImportRequest", "ChatImportReply", ["bad_request", "unavailable", "rate_limited", "internal"], [], null],
-  ["context.assemble", "mnemo.rpc.context.assemble.v1", "request", "ContextAssembleRequest", "ContextAssembleReply", ["bad_request", "rate_limited", "internal"], [], null],
+  ["context.assemble", "mnemo.rpc.context.assemble.v1", "request", "ContextAssembleRequest", "ContextAssembleReply", ["bad_request", "not_found", "rate_limited", "internal"], [], null],
   ["lore.import", "mnemo.rpc.lore.import.v1", "request", "LoreImportRequest", "LoreImportReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],
   ["lore.export", "mnemo.rpc.lore.export.v1", "request", "LoreExportRequest", "LoreExportReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],
   ["lore.list", "mnemo.rpc.lore.list.v1", "request", "LoreListRequest", "LoreListReply", ["bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal"], [], null],

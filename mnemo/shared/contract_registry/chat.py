@@ -166,7 +166,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "user_message": "Do you remember my compass?",
             "max_tokens": 8000,
         },
-        errors=("bad_request", "rate_limited", "internal"),
-        note="the reply is shown below the table",
+        errors=("bad_request", "not_found", "rate_limited", "internal"),
+        note="the reply is shown below the table; `as_of_message_id` not in the conversation: `not_found`",
     ),
 )

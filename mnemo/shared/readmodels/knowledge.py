@@ -189,13 +189,17 @@ class FactQueries(Protocol):
         campaign_id: str | None = None,
         limit: int = 50,
         exclude_conversations: Collection[str] = (),
+        learned_by: datetime | None = None,
     ) -> list[FactView]:
         """The character's CURRENT facts visible in ``user_id``'s context, newest first: its facts in that
         user's private scope, its character-wide facts, and (with ``campaign_id``) the campaign's; none learned
         in ``exclude_conversations`` of that user (the other branches of a fork family, docs/branches.md: they
-        neither count nor supersede)."""
+        neither count nor supersede). ``learned_by``: only those learned at or before it (a context as of an
+        earlier message): left out BEFORE supersession, so a later fact does not hide the one it replaced."""
         scopes = tuple(visible_scopes(user_id, character_id, campaign_id))
         found = await self.rows(FactRows(tenant_id, character_id=character_id, scopes=scopes))
+        if learned_by is not None:
+            found = [f for f in found if _utc(f.learned_at) <= learned_by]
         return current_facts(found, user_id, exclude_conversations, limit)
 
     async def owned(

@@ -183,6 +183,12 @@ class ContextAssembleRequest(_Tenanted):
         description="the `directive` section, the rule that the speaking bot stays consistent with what it knows and "
         "meets what it does not know with ignorance, curiosity or confusion; unset: the deployment's default (on)",
     )
+    as_of_message_id: Id | None = Field(
+        None,
+        description="the context as it would have been at this message of the conversation (the workbench's "
+        "replay): the history ends with it, and only the summaries, facts and memories made from what precedes it "
+        "(up to and including it) are shown; unset: now. A message the conversation does not hold: `not_found`",
+    )
 
 
 #: v1's source kinds, frozen: released clients validate ``kind`` against exactly this list, so an item of a newer

@@ -151,13 +151,13 @@ ERROR_CODES: dict[str, str] = {
     "too_many_books": "the bot already has MNEMO_LIMITS__MAX_BOOKS_PER_BOT books attached",
 }
 _ERRORS_0 = ("bad_request", "unavailable", "rate_limited", "internal")
-_ERRORS_1 = ("bad_request", "rate_limited", "internal")
+_ERRORS_1 = ("bad_request", "not_found", "rate_limited", "internal")
 _ERRORS_2 = ("bad_request", "not_found", "book_too_large", "too_many_books", "rate_limited", "internal")
-_ERRORS_3 = ("bad_request", "not_found", "rate_limited", "internal")
-_ERRORS_4 = ("bad_request", "rate_limited", "unavailable", "internal")
-_ERRORS_5 = ("bad_request", "forbidden", "not_found", "rate_limited", "internal")
-_ERRORS_6 = ("bad_request", "forbidden", "rate_limited", "internal")
-_ERRORS_7 = ("bad_request", "forbidden", "not_found", "conflict", "rate_limited", "internal")
+_ERRORS_3 = ("bad_request", "rate_limited", "unavailable", "internal")
+_ERRORS_4 = ("bad_request", "forbidden", "not_found", "rate_limited", "internal")
+_ERRORS_5 = ("bad_request", "forbidden", "rate_limited", "internal")
+_ERRORS_6 = ("bad_request", "forbidden", "not_found", "conflict", "rate_limited", "internal")
+_ERRORS_7 = ("bad_request", "rate_limited", "internal")
 _ERRORS_8 = ("bad_request", "internal")
 OPERATIONS: dict[str, Operation] = {
     op.name: op
@@ -222,32 +222,32 @@ OPERATIONS: dict[str, Operation] = {
         _request("lore.document.get", DocumentGetRequest, DocumentState, _ERRORS_2),
         _request("lore.document.list", DocumentListRequest, DocumentListReply, _ERRORS_2),
         _request("lore.document.delete", DocumentDeleteRequest, DocumentDeleteReply, _ERRORS_2),
-        _request("memory.convert_to_lore", MemoryConvertToLoreRequest, MemoryConvertToLoreReply, _ERRORS_3),
-        _request("memory.delete", MemoryDeleteRequest, MemoryDeleteReply, _ERRORS_3),
-        _request("memory.edit", MemoryEditRequest, MemoryEditReply, _ERRORS_3),
-        _request("memory.list", MemoryListRequest, MemoryListReply, _ERRORS_3),
-        _request("memory.index_status", MemoryIndexStatusRequest, MemoryIndexStatusReply, _ERRORS_4),
-        _request("memory.promote", MemoryPromoteRequest, MemoryScopeReply, _ERRORS_3),
-        _request("memory.unpromote", MemoryUnpromoteRequest, MemoryScopeReply, _ERRORS_3),
-        _request("conversation.list", ConversationListRequest, ConversationListReply, _ERRORS_3),
-        _request("conversation.timeline", ConversationTimelineRequest, ConversationTimelineReply, _ERRORS_3),
-        _request("knowledge.fact.list", FactListRequest, FactListReply, _ERRORS_3),
-        _request("knowledge.fact.add", FactAddRequest, FactChangeReply, _ERRORS_3),
-        _request("knowledge.fact.edit", FactEditRequest, FactChangeReply, _ERRORS_3),
-        _request("knowledge.fact.retract", FactRetractRequest, FactChangeReply, _ERRORS_3),
-        _request("knowledge.fact.history", FactHistoryRequest, FactHistoryReply, _ERRORS_3),
-        _request("memory.remember", MemoryRememberRequest, MemoryRememberReply, _ERRORS_5),
-        _request("memory.search", MemorySearchRequest, MemorySearchReply, _ERRORS_6),
-        _request("memory.update", MemoryUpdateRequest, MemoryUpdateReply, _ERRORS_7),
-        _request("memory.forget", MemoryForgetRequest, MemoryForgetReply, _ERRORS_5),
-        _request("memory.history", MemoryHistoryRequest, MemoryHistoryReply, _ERRORS_5),
-        _request("memory.engine.remember", MemoryRememberRequest, MemoryRememberReply, _ERRORS_5),
-        _request("memory.engine.update", MemoryUpdateRequest, MemoryUpdateReply, _ERRORS_7),
-        _request("memory.engine.forget", MemoryForgetRequest, MemoryForgetReply, _ERRORS_5),
-        _request("memory.engine.history", MemoryHistoryRequest, MemoryHistoryReply, _ERRORS_5),
-        _request("privacy.erase_user", EraseUserRequest, ErasureReply, _ERRORS_1),
-        _request("privacy.erase_tenant", EraseTenantRequest, ErasureReply, _ERRORS_1),
-        _request("privacy.export_user", ExportUserRequest, ExportUserReply, _ERRORS_1),
+        _request("memory.convert_to_lore", MemoryConvertToLoreRequest, MemoryConvertToLoreReply, _ERRORS_1),
+        _request("memory.delete", MemoryDeleteRequest, MemoryDeleteReply, _ERRORS_1),
+        _request("memory.edit", MemoryEditRequest, MemoryEditReply, _ERRORS_1),
+        _request("memory.list", MemoryListRequest, MemoryListReply, _ERRORS_1),
+        _request("memory.index_status", MemoryIndexStatusRequest, MemoryIndexStatusReply, _ERRORS_3),
+        _request("memory.promote", MemoryPromoteRequest, MemoryScopeReply, _ERRORS_1),
+        _request("memory.unpromote", MemoryUnpromoteRequest, MemoryScopeReply, _ERRORS_1),
+        _request("conversation.list", ConversationListRequest, ConversationListReply, _ERRORS_1),
+        _request("conversation.timeline", ConversationTimelineRequest, ConversationTimelineReply, _ERRORS_1),
+        _request("knowledge.fact.list", FactListRequest, FactListReply, _ERRORS_1),
+        _request("knowledge.fact.add", FactAddRequest, FactChangeReply, _ERRORS_1),
+        _request("knowledge.fact.edit", FactEditRequest, FactChangeReply, _ERRORS_1),
+        _request("knowledge.fact.retract", FactRetractRequest, FactChangeReply, _ERRORS_1),
+        _request("knowledge.fact.history", FactHistoryRequest, FactHistoryReply, _ERRORS_1),
+        _request("memory.remember", MemoryRememberRequest, MemoryRememberReply, _ERRORS_4),
+        _request("memory.search", MemorySearchRequest, MemorySearchReply, _ERRORS_5),
+        _request("memory.update", MemoryUpdateRequest, MemoryUpdateReply, _ERRORS_6),
+        _request("memory.forget", MemoryForgetRequest, MemoryForgetReply, _ERRORS_4),
+        _request("memory.history", MemoryHistoryRequest, MemoryHistoryReply, _ERRORS_4),
+        _request("memory.engine.remember", MemoryRememberRequest, MemoryRememberReply, _ERRORS_4),
+        _request("memory.engine.update", MemoryUpdateRequest, MemoryUpdateReply, _ERRORS_6),
+        _request("memory.engine.forget", MemoryForgetRequest, MemoryForgetReply, _ERRORS_4),
+        _request("memory.engine.history", MemoryHistoryRequest, MemoryHistoryReply, _ERRORS_4),
+        _request("privacy.erase_user", EraseUserRequest, ErasureReply, _ERRORS_7),
+        _request("privacy.erase_tenant", EraseTenantRequest, ErasureReply, _ERRORS_7),
+        _request("privacy.export_user", ExportUserRequest, ExportUserReply, _ERRORS_7),
         _request("ops.usage", UsageRequest, UsageReply, _ERRORS_8),
     )
 }

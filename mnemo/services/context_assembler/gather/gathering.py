@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, reachable_history
+from mnemo.services.context_assembler.gather.as_of import AsOf, UnknownMessage
 from mnemo.services.context_assembler.gather.guess import QueryGuess
 from mnemo.services.context_assembler.gather.memo import MemoEmbedder, request_scope
 from mnemo.services.context_assembler.gather.personas import active_persona, label_personas
@@ -149,11 +150,30 @@ class Gatherer:
 
         ``lore:<uid>`` and ``knowledge:<fact_id>`` (or ``knowledge:+<n>``) are added by the budget
         (``budget.py``): a constant lore entry, or a fact of the bot related to the request, that did not fit.
+
+        With ``as_of_message_id``, the context as of that message (``as_of.py``); a message the conversation
+        does not hold raises :class:`UnknownMessage` (the handler's ``not_found``).
         """
         with request_scope():
-            return await self._gather(req)
+            as_of = await self._as_of(req)
+            if as_of is not None and req.persona_id is None and as_of.persona_id is not None:
+                req = req.model_copy(update={"persona_id": as_of.persona_id})  # who was playing then
+            return await self._gather(req, as_of)
 
-    async def _gather(self, req: ContextAssembleRequest) -> AssemblyInput:
+    async def _as_of(self, req: ContextAssembleRequest) -> AsOf | None:
+        """The picked message, read under ``read_timeout_s``: unlike a part, it cannot be left out (a context
+        of now would be a wrong answer), so a failed read fails the request."""
+        if req.as_of_message_id is None:
+            return None
+        found = await asyncio.wait_for(
+            self._reads.message_at(req.tenant_id, req.user_id, req.conversation_id, req.as_of_message_id),
+            self._settings.read_timeout_s,
+        )
+        if found is None:
+            raise UnknownMessage(f"conversation {req.conversation_id} holds no message {req.as_of_message_id}")
+        return found
+
+    async def _gather(self, req: ContextAssembleRequest, as_of: AsOf | None = None) -> AssemblyInput:
         """:meth:`gather` inside the request's memo (``memo.py``). What depends on nothing starts at once (the
         fork family, the facts, the timed lore state, the read-your-writes wait); the profiles, the history
         and the attached books are read together; then the search starts on the history while the lore is
@@ -165,10 +185,10 @@ class Gatherer:
         # The other branches of this conversation's fork family: their summaries and facts stay out.
         branches = asyncio.ensure_future(self._other_branches(req, degraded))
         # The bot's facts depend on nothing else: read them while the rest is gathered and searched.
-        knowing = asyncio.ensure_future(self._knowledge(req, branches, degraded))
+        knowing = asyncio.ensure_future(self._knowledge(req, branches, degraded, as_of))
         # Read-your-writes: the replica's shard catches up while the read models are read.
         fresh = asyncio.ensure_future(self._caught_up()) if self._catch_up is not None else None
-        timed = asyncio.ensure_future(self._lore.timed_before(req, degraded)) if self._lore else None
+        timed = asyncio.ensure_future(self._lore.timed_before(req, degraded, as_of)) if self._lore else None
         if isinstance(self._embedder, MemoEmbedder) and (guess := self._guess.guess(req)):
             self._embedder.start([guess])
         shown: asyncio.Future[list[str]] = loop.create_future()
@@ -182,7 +202,12 @@ class Gatherer:
                 active_persona(self._reads, self._read, req, degraded),
                 self._read(
                     self._reads.recent_messages(
-                        req.tenant_id, req.user_id, req.conversation_id, s.history_limit, req.bot_id
+                        req.tenant_id,
+                        req.user_id,
+                        req.conversation_id,
+                        s.history_limit,
+                        req.bot_id,
+                        until_index=as_of.index if as_of is not None else None,
                     ),
                     "history",
                     degraded,
@@ -199,14 +224,24 @@ class Gatherer:
             others = await branches
             if fresh is not None and not await fresh:
                 degraded.append("vector_index_lag")
-            searching = asyncio.ensure_future(self._search.run(req, query, shown, degraded, others))
-            remembering = asyncio.ensure_future(self._remembered.find(req, query, degraded, self._half_life(req)))
+            searching = asyncio.ensure_future(self._search.run(req, query, shown, degraded, others, as_of))
+            remembering = asyncio.ensure_future(
+                self._remembered.find(req, query, degraded, self._half_life(req), as_of)
+            )
             lore: list[LoreItem] = []
             if books and self._lore is not None:
                 documents = asyncio.ensure_future(self._lore.documents_found(req, books, history, degraded))
                 similar = await self._lore.similar(req, books, history, degraded)  # vector/hybrid entries
                 lore = await self._lore.activate(
-                    req, books, history, bot=bot, persona=persona, similar=similar, degraded=degraded, before=timed
+                    req,
+                    books,
+                    history,
+                    bot=bot,
+                    persona=persona,
+                    similar=similar,
+                    degraded=degraded,
+                    before=timed,
+                    record=as_of is None,  # a replay changes no timed state
                 )
                 lore += self._lore.document_items(await documents, lore)
             reachable = reachable_history(req.bot_id, bot, persona, history, req.max_tokens, lore, self._counter)
@@ -214,9 +249,9 @@ class Gatherer:
             hits = await searching
             persona_id = req.persona_id or (persona.persona_id if persona else None)
             memories, legacy, retrieved, facts, remembered = await asyncio.gather(
-                self._memories(req, persona_id, hits.memories, degraded, others),
-                self._legacy(req, hits.legacy, degraded),
-                self._retrieved(req, hits, set(shown.result()), degraded),
+                self._memories(req, persona_id, hits.memories, degraded, others, as_of),
+                self._legacy(req, hits.legacy, degraded, as_of),
+                self._retrieved(req, hits, set(shown.result()), degraded, as_of),
                 knowing,
                 remembering,
             )
@@ -279,11 +314,14 @@ class Gatherer:
         given = req.recency_half_life_days
         return self._settings.recency.half_life_days if given is None else given
 
-    def _aged(self, req: ContextAssembleRequest, found: Found, key: str, limit: int) -> dict[str, float]:
+    def _aged(
+        self, req: ContextAssembleRequest, found: Found, key: str, limit: int, as_of: AsOf | None = None
+    ) -> dict[str, float]:
         """The ``limit`` first ``key`` values found, scored by cosine times recency (``scoring.with_recency``:
-        re-ordered by it, unless recency is off)."""
+        re-ordered by it, unless recency is off), ages measured from ``as_of``'s time when given."""
         scores, created_at = ranked_keys(found.points, key, limit, found.cosine), created_at_by_key(found.points, key)
-        return with_recency(scores, created_at, time.time(), self._half_life(req), self._settings.recency.floor)
+        now = as_of.epoch if as_of is not None else time.time()
+        return with_recency(scores, created_at, now, self._half_life(req), self._settings.recency.floor)
 
     async def _memories(
         self,
@@ -292,6 +330,7 @@ class Gatherer:
         found: Found,
         degraded: list[str],
         others: frozenset[str] = frozenset(),
+        as_of: AsOf | None = None,
     ) -> list[MemoryItem]:
         """The found summaries, read back (their audience checked again on read), best first: dense cosine times
         recency (``_aged``).
@@ -299,7 +338,7 @@ class Gatherer:
         Memories come from every conversation of the user with this bot (past conversations are what
         characters remember); a past conversation's memory is dropped when another persona is active now."""
         # Twice the slots are searched: memories of a past conversation with another persona are dropped here.
-        scores = self._aged(req, found, vp.SUMMARY_ID, self._settings.memories_limit * 2)
+        scores = self._aged(req, found, vp.SUMMARY_ID, self._settings.memories_limit * 2, as_of)
         if not scores:
             return []
         texts = await self._read(
@@ -309,7 +348,11 @@ class Gatherer:
             [],
         )
         by_id = {
-            t.summary_id: t for t in texts if persona_took_part(t, req, persona_id) and t.conversation_id not in others
+            t.summary_id: t
+            for t in texts
+            if persona_took_part(t, req, persona_id)
+            and t.conversation_id not in others
+            and (as_of is None or as_of.holds_summary(t))
         }
         taken = [sid for sid in scores if sid in by_id][: self._settings.memories_limit]
         return [
@@ -318,13 +361,15 @@ class Gatherer:
         ]
 
     async def _retrieved(
-        self, req: ContextAssembleRequest, hits: Hits, exclude: set[str], degraded: list[str]
+        self, req: ContextAssembleRequest, hits: Hits, exclude: set[str], degraded: list[str], as_of: AsOf | None
     ) -> list[ChatLine]:
-        """The retrieved messages, re-ranked (``retrieved.py``), read as the speaking bot may know them."""
+        """The retrieved messages, re-ranked (``retrieved.py``), read as the speaking bot may know them (with
+        ``as_of``, none after it)."""
 
-        def read(ids: list[str]) -> Awaitable[list[ChatLine]]:
+        async def read(ids: list[str]) -> list[ChatLine]:
             reading = self._reads.messages_by_ids(req.tenant_id, req.user_id, req.conversation_id, ids, req.bot_id)
-            return self._read(reading, "retrieved", degraded, [])
+            lines = await self._read(reading, "retrieved", degraded, [])
+            return lines if as_of is None else [line for line in lines if as_of.holds_line(line)]
 
         s = self._settings
         return await retrieved_lines(
@@ -342,8 +387,10 @@ class Gatherer:
             hop_weight=s.rank_hop_weight,
         )
 
-    async def _legacy(self, req: ContextAssembleRequest, found: Found, degraded: list[str]) -> list[MemoryItem]:
-        pool = self._aged(req, found, vp.LEGACY_ID, self._settings.legacy_limit * 2)
+    async def _legacy(
+        self, req: ContextAssembleRequest, found: Found, degraded: list[str], as_of: AsOf | None = None
+    ) -> list[MemoryItem]:
+        pool = self._aged(req, found, vp.LEGACY_ID, self._settings.legacy_limit * 2, as_of)
         scores = dict(list(pool.items())[: self._settings.legacy_limit])
         if not scores:
             return []
@@ -353,11 +400,15 @@ class Gatherer:
         return [
             MemoryItem(t.legacy_id, t.text, scores[t.legacy_id], t.message_ids, kind="legacy_memory")
             for t in texts
-            if t.legacy_id in scores
+            if t.legacy_id in scores and (as_of is None or as_of.holds_legacy(t))
         ]
 
     async def _knowledge(
-        self, req: ContextAssembleRequest, branches: Awaitable[frozenset[str]], degraded: list[str]
+        self,
+        req: ContextAssembleRequest,
+        branches: Awaitable[frozenset[str]],
+        degraded: list[str],
+        as_of: AsOf | None = None,
     ) -> list[KnowledgeItem]:
         """ALL the bot's current facts visible here (newest first, up to ``KNOWLEDGE_POOL``): the search
         (``facts_filter``) may rank any of them among the ``knowledge_limit`` shown (``relevant_first``); none
@@ -373,6 +424,7 @@ class Gatherer:
                 max(KNOWLEDGE_POOL, self._settings.knowledge_limit),
                 req.campaign_id,
                 exclude_conversations=others,
+                learned_by=as_of.at if as_of is not None else None,
             ),
             "knowledge",
             degraded,

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
 
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
+
+if TYPE_CHECKING:
+    from mnemo.services.context_assembler.gather.as_of import AsOf
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,8 @@ class SummaryText:
     message_ids: tuple[str, ...]
     first_index: int
     participants: tuple[str, ...] = ()
+    last_index: int = 0
+    end_at: datetime | None = None  # the time of the last message it covers (a context as of a message: as_of.py)
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,7 @@ class LegacyText:
     legacy_id: str
     text: str
     message_ids: tuple[str, ...] = ()
+    end_at: datetime | None = None  # the time of the last message it covers
 
 
 class ContextReads(Protocol):
@@ -44,10 +51,22 @@ class ContextReads(Protocol):
     async def active_persona_id(self, tenant_id: str, user_id: str, conversation_id: str) -> str | None: ...
 
     async def recent_messages(
-        self, tenant_id: str, user_id: str, conversation_id: str, limit: int, bot_id: str
+        self,
+        tenant_id: str,
+        user_id: str,
+        conversation_id: str,
+        limit: int,
+        bot_id: str,
+        *,
+        until_index: int | None = None,
     ) -> list[ChatLine]:
         """The last ``limit`` live messages ``bot_id`` witnessed, oldest first (the read model filters on the
-        stored ``bot_ids`` before decrypting)."""
+        stored ``bot_ids`` before decrypting); with ``until_index``, the last ones at or before that index."""
+        ...
+
+    async def message_at(self, tenant_id: str, user_id: str, conversation_id: str, message_id: str) -> AsOf | None:
+        """The live message ``message_id`` of that conversation as the cut of a context as of it (``as_of.py``),
+        whoever witnessed it; None when the conversation holds no such message."""
         ...
 
     async def messages_by_ids(
@@ -76,9 +95,11 @@ class ContextReads(Protocol):
         campaign_id: str | None = None,
         *,
         exclude_conversations: Collection[str] = (),
+        learned_by: datetime | None = None,
     ) -> list[KnowledgeItem]:
         """The bot's current facts visible in this user's conversations (and the campaign's), newest first, at
-        most ``limit``; none learned in ``exclude_conversations`` (they do not supersede either)."""
+        most ``limit``; none learned in ``exclude_conversations`` (they do not supersede either); with
+        ``learned_by``, only those learned by then (and current among those)."""
         ...
 
     async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:

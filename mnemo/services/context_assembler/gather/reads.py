@@ -8,7 +8,9 @@ data belongs to one).
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Sequence
+from datetime import datetime
 
+from mnemo.services.context_assembler.gather.as_of import AsOf
 from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
 from mnemo.services.context_assembler.gather.conversations import ConversationMessages
 from mnemo.services.context_assembler.gather.invalidations import facts_topic, forks_topic, summaries_topic
@@ -95,10 +97,22 @@ class ReadModelReads:
         )
 
     async def recent_messages(
-        self, tenant_id: str, user_id: str, conversation_id: str, limit: int, bot_id: str
+        self,
+        tenant_id: str,
+        user_id: str,
+        conversation_id: str,
+        limit: int,
+        bot_id: str,
+        *,
+        until_index: int | None = None,
     ) -> list[ChatLine]:
         if limit <= 0:
             return []
+        if until_index is not None:  # a context as of an earlier message: read as it was, past the kept window
+            views = await self._models.recent(
+                tenant_id, user_id, conversation_id, limit, before_index=until_index + 1, visible_to=bot_id
+            )
+            return [_line(m) for m in views]
         state = await self._conversation(tenant_id, user_id, conversation_id)
 
         async def read_range(start: int, end: int | None) -> list[ChatLine]:
@@ -113,6 +127,15 @@ class ReadModelReads:
 
         key = (tenant_id, user_id, conversation_id, bot_id)
         return await self._messages.recent(key, state, limit, read_range, read_recent)
+
+    async def message_at(self, tenant_id: str, user_id: str, conversation_id: str, message_id: str) -> AsOf | None:
+        # No ``visible_to``: a context as of a message the speaking bot did not witness is still that moment.
+        found = await self._models.by_ids(tenant_id, user_id, conversation_id, [message_id])
+        m = next((v for v in found if v.message_id == message_id and v.conversation_id == conversation_id), None)
+        if m is None:
+            return None
+        persona_id = (m.persona_id or m.author_id) if m.role == "user" else None
+        return AsOf(conversation_id, message_id, m.index, m.created_at, persona_id)
 
     async def messages_by_ids(
         self, tenant_id: str, user_id: str, conversation_id: str, message_ids: Sequence[str], bot_id: str
@@ -141,14 +164,23 @@ class ReadModelReads:
         found = await (read(list(ids)) if self._cache is None else self._cache.read_each(list(ids), sources, read))
         views = [v for v in found.values() if v is not None]
         return [
-            SummaryText(v.summary_id, v.conversation_id, v.text, v.cited_message_ids, v.first_index, v.participants)
+            SummaryText(
+                v.summary_id,
+                v.conversation_id,
+                v.text,
+                v.cited_message_ids,
+                v.first_index,
+                v.participants,
+                v.last_index,
+                v.end_at,
+            )
             for v in views
             if v.status == "active" and bot_may_see(bot_id, v.audience)
         ]
 
     async def legacy_memories(self, tenant_id: str, user_id: str, legacy_ids: Sequence[str]) -> list[LegacyText]:
         views = await self._legacy.by_ids(tenant_id, legacy_ids, user_id=user_id)
-        return [LegacyText(v.legacy_id, v.text, v.message_ids) for v in views]
+        return [LegacyText(v.legacy_id, v.text, v.message_ids, v.end_at) for v in views]
 
     async def knowledge(
         self,
@@ -159,6 +191,7 @@ class ReadModelReads:
         campaign_id: str | None = None,
         *,
         exclude_conversations: Collection[str] = (),
+        learned_by: datetime | None = None,
     ) -> list[KnowledgeItem]:
         async def read() -> list[KnowledgeItem]:
             facts = await self._knowledge.facts_for(
@@ -168,9 +201,19 @@ class ReadModelReads:
                 campaign_id=campaign_id,
                 limit=limit,
                 exclude_conversations=exclude_conversations,
+                learned_by=learned_by,
             )
             return [KnowledgeItem(f.fact_id, f.text, tuple(f.message_ids)) for f in facts]
 
-        key = ("facts", tenant_id, user_id, bot_id, limit, campaign_id, tuple(sorted(exclude_conversations)))
+        key = (
+            "facts",
+            tenant_id,
+            user_id,
+            bot_id,
+            limit,
+            campaign_id,
+            tuple(sorted(exclude_conversations)),
+            learned_by,
+        )
         found = await cached(self._cache, key, (facts_topic(tenant_id), tenant_topic(tenant_id)), read)
         return list(found)  # the caller may reorder its list; the kept one stays as read

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
+from mnemo.services.context_assembler.gather.as_of import AsOf
 from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
 from mnemo.services.context_assembler.gather.invalidations import lore_topic
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
@@ -145,13 +146,19 @@ class LoreLoader:
                 out.append(ActiveBook(f"{ref.lorebook_id}@{versions[ref.lorebook_id]}", book, ref.source))
         return out
 
-    async def timed_before(self, req: ContextAssembleRequest, degraded: list[str]) -> TimedView:
+    async def timed_before(
+        self, req: ContextAssembleRequest, degraded: list[str], as_of: AsOf | None = None
+    ) -> TimedView:
         """The conversation's timed effects before this request's scan (read under ``timed_timeout_s``); on a
         failure the empty state, and ``lore_timed`` in ``degraded`` (the lore still comes, as on a fresh chat).
-        The gatherer starts it with the request's first reads: it depends on nothing else."""
+        The gatherer starts it with the request's first reads: it depends on nothing else. With ``as_of``, the
+        effects as the log recorded them before that turn (``TimedStates.before_turn``)."""
         if self._timed is None:
             return EMPTY_TIMED
         try:
+            if as_of is not None:
+                count = as_of.index + 1 + (1 if req.user_message.strip() else 0)
+                return await asyncio.wait_for(self._timed.before_turn(req, count), self.timed_timeout_s)
             return await asyncio.wait_for(self._timed.load(req), self.timed_timeout_s)
         except Exception as exc:
             log.warning("timed lore state unavailable: %s: %s", type(exc).__name__, exc)
@@ -179,8 +186,10 @@ class LoreLoader:
         similar: Mapping[str, float],
         degraded: list[str],
         before: Awaitable[TimedView] | None = None,
+        record: bool = True,
     ) -> list[LoreItem]:
-        """Activate the books on the chat with the conversation's timed effects, and record the new ones.
+        """Activate the books on the chat with the conversation's timed effects, and record the new ones
+        (unless ``record`` is False: a context as of an earlier message changes nothing).
 
         The chat's length is the newest history message's index + 1 (+ 1 for ``user_message``). The timed
         state is read (``before``, or :meth:`timed_before` now) and written under ``timed_timeout_s``; if
@@ -218,7 +227,7 @@ class LoreLoader:
             log.warning("lore scan refused for tenant %s: %s", req.tenant_id, exc)
             degraded.append("lore_scan_budget")
             return []
-        if self._timed is not None and "lore_timed" not in degraded:
+        if record and self._timed is not None and "lore_timed" not in degraded:
             try:
                 after = unversioned(activation.timed)
                 # Most scans change no timed effect: nothing to record, and no task and wait that would hand

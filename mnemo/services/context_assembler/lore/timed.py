@@ -79,6 +79,22 @@ class TimedStates:
             return TimedView(state, stored.version, stored.message_count)
         return await self._inherited(t, u, c) or EMPTY
 
+    async def before_turn(self, req: ContextAssembleRequest, message_count: int) -> TimedView:
+        """The state a scan at a chat of ``message_count`` messages started from (a context as of an earlier
+        message): the last one recorded at a shorter chat, read from the conversation's own stream (a fork's
+        from its parent's at the fork point when it had recorded none by then). Never saved over: version 0."""
+        t, u, c = req.tenant_id, req.user_id, req.conversation_id
+        recorded = [
+            LORE_TIMED_STATE_RECORDED.parse(e.payload)
+            for e in await self._store.read_stream(lore_timed_stream(t, u, c))
+        ]
+        before = [p for p in recorded if p.message_count < message_count]
+        if before:
+            last = before[-1]
+            state = TimedState.model_validate({"sticky": last.sticky, "cooldown": last.cooldown})
+            return TimedView(state, 0, last.message_count)
+        return await self._inherited(t, u, c) or EMPTY
+
     async def _inherited(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView | None:
         """The parent's state at the fork point, for a fork (None: not a fork, or nothing recorded by then)."""
         count: int | None = None

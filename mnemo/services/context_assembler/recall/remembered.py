@@ -24,6 +24,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from mnemo.services.context_assembler.gather.as_of import AsOf, until
 from mnemo.services.context_assembler.items import RememberedItem
 from mnemo.services.context_assembler.recall.candidates import from_memory
 from mnemo.services.context_assembler.recall.filters import context_memories_filter, context_viewer
@@ -54,9 +55,15 @@ class RememberedRecall:
     settings: AssemblerSettings
 
     async def find(
-        self, req: ContextAssembleRequest, query: str, degraded: list[str], half_life_days: float
+        self,
+        req: ContextAssembleRequest,
+        query: str,
+        degraded: list[str],
+        half_life_days: float,
+        as_of: AsOf | None = None,
     ) -> list[RememberedItem]:
-        """The best ``remembered_limit`` memories the speaking bot may be shown for ``query``, best first."""
+        """The best ``remembered_limit`` memories the speaking bot may be shown for ``query``, best first; with
+        ``as_of``, only those that occurred by its time (``gather/as_of.py``), recency measured from it."""
         s = self.settings
         if self.memories is None or s.remembered_limit == 0 or not query.strip():
             return []
@@ -68,7 +75,7 @@ class RememberedRecall:
             async with asyncio.timeout(s.retrieval_timeout_s):
                 [vector] = await self.embedder.embed([query])
                 stage = "vector_index"
-                flt, sparse = context_memories_filter(req), query_sparse(req, query)
+                flt, sparse = until(context_memories_filter(req), as_of), query_sparse(req, query)
                 pool = s.remembered_limit * 2
                 if sparse:
                     fused = await self.index.hybrid_search(VectorQuery(vector, sparse, flt, pool, s.min_score))
@@ -93,12 +100,13 @@ class RememberedRecall:
             return []
         viewer = context_viewer(req)
         visible = set(viewer.namespaces())
-        now = time.time()
+        now = as_of.epoch if as_of is not None else time.time()
         items = [
             _item(v, max(0.0, cosine.get(v.memory_id, 0.0)) * recency_factor(
                 now - v.occurred_at.timestamp(), half_life_days, s.recency.floor))
             for v in views
             if v.tenant_id == req.tenant_id and v.owner_namespace in visible and viewer.sees(v.owner_namespace, v.audience)
+            and (as_of is None or as_of.holds_time(v.occurred_at))
         ]  # fmt: skip
         items.sort(key=lambda i: (-i.score, i.memory_id))
         return without_near_duplicates(items, lambda i: i.text, s.remembered_limit)

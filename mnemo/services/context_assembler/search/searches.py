@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Awaitable, Collection, Sequence
 
+from mnemo.services.context_assembler.gather.as_of import AsOf, until
 from mnemo.services.context_assembler.search.expansion import SecondSearch
 from mnemo.services.context_assembler.search.filters import (
     dated_filter,
@@ -59,8 +60,11 @@ class VectorSearch:
         history_ids: Sequence[str] | Awaitable[Sequence[str]],
         degraded: list[str],
         other_branches: Collection[str] = (),
+        as_of: AsOf | None = None,
     ) -> Hits:
-        """Everything ``text`` finds for ``req``; messages in ``history_ids`` (the history window) excluded.
+        """Everything ``text`` finds for ``req``; messages in ``history_ids`` (the history window) excluded;
+        with ``as_of``, messages, summaries and legacy memories of later times too (``gather/as_of.py``; facts
+        are cut on read, their points carry no time).
 
         ``history_ids`` may come later (an awaitable: the window shown depends on the lore the budget takes):
         the embedding and the searches of summaries, legacy memories and facts do not wait for it, only the
@@ -85,18 +89,25 @@ class VectorSearch:
                 sparse = query_sparse(req, text)
                 early = asyncio.gather(
                     self._find(
-                        vector, sparse, memories_filter(req, other_branches), s.memories_limit * 2, vp.SUMMARY_ID
+                        vector,
+                        sparse,
+                        until(memories_filter(req, other_branches), as_of),
+                        s.memories_limit * 2,
+                        vp.SUMMARY_ID,
                     ),
-                    self._find(vector, sparse, legacy_filter(req), s.legacy_limit * 2, vp.LEGACY_ID),
+                    self._find(vector, sparse, until(legacy_filter(req), as_of), s.legacy_limit * 2, vp.LEGACY_ID),
                     self._find(vector, sparse, facts_filter(req), s.knowledge_limit, vp.FACT_ID),
                 )
             shown = history_ids if isinstance(history_ids, Sequence) else await history_ids
             async with asyncio.timeout(s.retrieval_timeout_s):
-                in_window = dated_filter(messages_filter(req, shown), req.user_message, time.time())
+                in_conversation = until(messages_filter(req, shown), as_of)
+                # "Yesterday" as of the picked message means the day before it.
+                now = as_of.epoch if as_of is not None else time.time()
+                in_window = dated_filter(in_conversation, req.user_message, now)
                 messages, dated = await asyncio.gather(
                     # A pool of three times the slots, re-ranked in Gatherer._retrieved (and several chunks of
                     # one message may match).
-                    self._pool(vector, sparse, messages_filter(req, shown), s.retrieved_limit * 3),
+                    self._pool(vector, sparse, in_conversation, s.retrieved_limit * 3),
                     # The time the message refers to ("on 29 Dec 2023") searched on its own, so messages of
                     # that day compete even when the whole conversation has better matches.
                     self._pool(vector, sparse, in_window, s.retrieved_limit) if in_window else _no_points(),
@@ -113,7 +124,7 @@ class VectorSearch:
                 early.exception()  # retrieved: a failure after the request gave up is not logged again
         second = None
         if s.second_search_weight > 0 and sparse:
-            flt, pool = messages_filter(req, shown), s.retrieved_limit * 3
+            flt, pool = until(messages_filter(req, shown), as_of), s.retrieved_limit * 3
 
             async def again(expanded: SparseVector) -> list[ScoredPoint]:
                 return [*await self._pool(vector, expanded, flt, pool), *dated]
