@@ -60,6 +60,41 @@ def test_the_context_shows_the_lore_entry_and_why_it_fired(page: Any) -> None:
     screenshot(page, "context")
 
 
+def test_the_context_as_of_an_earlier_message_leaves_out_what_came_after(page: Any) -> None:
+    """The Context view's "As of message": the context as it was at the conversation's first message holds
+    that message only, and not a fact added since; now, both are there."""
+    fact = "Odo keeps the storm log in a waterproof brass tin."
+    open_conversation(page)
+    open_view(page, "Knowledge")
+    page.get_by_label("Character").select_option(label="Odo")
+    page.get_by_label("New fact").fill(fact)
+    page.get_by_role("button", name="Add fact").click()
+    page.get_by_role("table").get_by_text(fact).wait_for()
+
+    assemble(page, "What do you keep in the brass tin?", bot="Odo")
+    odo = page.get_by_role("region", name="Context for Odo")
+    now = odo.text_content() or ""
+    assert fact in now, "added by hand: known now"
+    assert "I'll be careful, Captain." in now, "the history runs to the last message"
+
+    picker = page.get_by_label("As of message")
+    first = f"{CONVERSATION}-m000"
+    assert "Welcome aboard the Kestrel" in picker.locator(f'option[value="{first}"]').inner_text()
+    picker.select_option(value=first)
+    with page.expect_response(lambda r: "context/assemble" in r.url) as answered:
+        page.get_by_role("button", name="Assemble context").click()
+    assert answered.value.ok
+    assert json.loads(answered.value.request.post_data or "{}")["as_of_message_id"] == first
+    odo.get_by_text("As of message #0").wait_for()
+    then = odo.text_content() or ""
+    assert "Welcome aboard the Kestrel" in then, "the picked message ends the history"
+    assert "I'll be careful, Captain." not in then, "later messages are left out"
+    assert fact not in then, "a fact added after that message is not known yet"
+    assert accessibility_problems(page) == []
+    page.get_by_role("heading", name="Context for Odo").scroll_into_view_if_needed()
+    screenshot(page, "context-as-of")
+
+
 def post(demo: Demo, key: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(
         f"{demo.gateway}/v1/{path}",

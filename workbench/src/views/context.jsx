@@ -1,10 +1,12 @@
 // Context: the debug panel. For a bot, persona and message, the context as the model would see it, section by
 // section with tokens against the budget, every item with its score and origin, each lore entry with why it fired,
 // what the budget cut and what was degraded. With a second bot, "what does this character know?" side by side.
+// "As of message": the context as it would have been at an earlier message (`as_of_message_id`): the history ends
+// with it, and the summaries, facts and memories made after it are left out (docs/workbench.md).
 import { useState } from "preact/hooks";
 import { useSession } from "../session.js";
 import { DataTable, TextArea, TextInput } from "../forms.jsx";
-import { Badge, ErrorNote, Field, Select, TokenBar, useAction } from "../ui.jsx";
+import { Badge, ErrorNote, Field, Select, TokenBar, short, useAction, useLoad, when } from "../ui.jsx";
 import { ConversationPicker, nameOf, useConversations } from "./shared.jsx";
 
 const ORIGIN = {
@@ -129,19 +131,56 @@ function Degraded({ reply }) {
   );
 }
 
-function ContextColumn({ title, result, budget }) {
+function ContextColumn({ title, result, budget, asOf }) {
   if (result.error) return <ErrorNote error={result.error} />;
   if (!result.result) return null;
   const reply = result.result;
   return (
     <section class="ctx" aria-label={title}>
       <h2>{title}</h2>
+      <p class="meta">
+        {asOf ? `As of message #${asOf.index} (${when(asOf.created_at)}): nothing after it` : "As the conversation stands now"}
+      </p>
       <TokenBar used={reply.token_count} budget={budget} label="whole context" />
       <Knows reply={reply} />
       <Sources reply={reply} />
       <Sections reply={reply} budget={budget} />
       <Degraded reply={reply} />
     </section>
+  );
+}
+
+/** The conversation's messages (its first 500), for the "As of message" picker. */
+function useMessages(conversation) {
+  const { call } = useSession();
+  return useLoad(
+    () =>
+      conversation
+        ? call("conversation/timeline", {
+            user_id: conversation.user_id,
+            conversation_id: conversation.conversation_id,
+            limit: 500,
+          })
+        : Promise.resolve(null),
+    [conversation && conversation.user_id, conversation && conversation.conversation_id],
+  );
+}
+
+function AsOfPicker({ messages, value, onChange }) {
+  if (messages.error) return <ErrorNote error={messages.error} />;
+  const list = messages.data ? messages.data.messages.filter((m) => !m.deleted) : [];
+  return (
+    <Field label="As of message" hint="the context as it was at that message: what came after it is left out">
+      <Select
+        value={value}
+        onChange={onChange}
+        placeholder="Now: the whole conversation"
+        options={list.map((m) => ({
+          value: m.message_id,
+          label: `#${m.index} ${when(m.created_at)} ${m.author_name}: ${short(m.content, 60)}`,
+        }))}
+      />
+    </Field>
   );
 }
 
@@ -156,6 +195,11 @@ export function ContextDebug() {
   const [text, setText] = useState("");
   const [budget, setBudget] = useState(2000);
   const [campaign, setCampaign] = useState("");
+  const messages = useMessages(conversation);
+  const [picked, setPicked] = useState("");
+  // A message of another conversation is never sent: the picker's value counts only while it is listed.
+  const listed = messages.data ? messages.data.messages : [];
+  const asOf = listed.some((m) => m.message_id === picked) ? picked : "";
   const assemble = (botId) =>
     call("context/assemble", {
       user_id: conversation.user_id,
@@ -165,12 +209,15 @@ export function ContextDebug() {
       campaign_id: campaign || null,
       user_message: text,
       max_tokens: Number(budget),
+      ...(asOf ? { as_of_message_id: asOf } : {}),
     });
   const [runFirst, first] = useAction(assemble);
   const [runSecond, second] = useAction(assemble);
   const chosen = bot || (bots[0] && bots[0].id) || "";
+  const [shownAsOf, setShownAsOf] = useState(null); // what the shown replies were asked as of
   const submit = (e) => {
     e.preventDefault();
+    setShownAsOf(listed.find((m) => m.message_id === asOf) || null);
     runFirst(chosen);
     if (other) runSecond(other);
   };
@@ -200,6 +247,9 @@ export function ContextDebug() {
           <TextInput type="number" min="64" max="1000000" value={budget} onChange={setBudget} />
         </Field>
         <div class="wide">
+          <AsOfPicker messages={messages} value={asOf} onChange={setPicked} />
+        </div>
+        <div class="wide">
           <Field label="Message being answered" hint="or empty: the conversation as it stands">
             <TextArea value={text} onChange={setText} />
           </Field>
@@ -211,9 +261,9 @@ export function ContextDebug() {
         </div>
       </form>
       <div class={other ? "columns two" : "columns"}>
-        <ContextColumn title={`Context for ${nameOf(conversation, chosen)}`} result={first} budget={Number(budget)} />
+        <ContextColumn title={`Context for ${nameOf(conversation, chosen)}`} result={first} budget={Number(budget)} asOf={shownAsOf} />
         {other ? (
-          <ContextColumn title={`Context for ${nameOf(conversation, other)}`} result={second} budget={Number(budget)} />
+          <ContextColumn title={`Context for ${nameOf(conversation, other)}`} result={second} budget={Number(budget)} asOf={shownAsOf} />
         ) : null}
       </div>
     </>
