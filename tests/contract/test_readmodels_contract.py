@@ -486,6 +486,16 @@ async def test_newer_fact_on_a_subject_supersedes_the_older(p: Ports) -> None:
     assert await p.knowledge.facts_for("t2", "b1", user_id=U) == []
 
 
+async def test_facts_as_of_a_time_are_those_learned_by_then_current_among_them(p: Ports) -> None:
+    await p.knowledge.apply([fact("f1", 1, minute=1), fact("f2", 2, minute=2), fact("f3", 3, minute=3, subject="x")])
+
+    then = await p.knowledge.facts_for(T, "b1", user_id=U, learned_by=T0 + timedelta(minutes=1))
+    assert [f.fact_id for f in then] == ["f1"], "f2 superseded it later: not at minute 1"
+    at_2 = await p.knowledge.facts_for(T, "b1", user_id=U, learned_by=T0 + timedelta(minutes=2))
+    assert [f.fact_id for f in at_2] == ["f2"], "learned exactly then counts"
+    assert [f.fact_id for f in await p.knowledge.facts_for(T, "b1", user_id=U)] == ["f3", "f2"]
+
+
 async def test_facts_of_excluded_conversations_neither_count_nor_supersede(p: Ports) -> None:
     await p.knowledge.apply([fact("f1", 1, minute=1), fact("f2", 2, minute=2, conversation_id="fork")])
     await p.knowledge.apply([fact("f3", 3, minute=3, conversation_id="fork", user="u2", scope=player_scope("u2"))])
