@@ -26,13 +26,15 @@ current state, not their history); those are shown as they are now, or not at al
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from mnemo.services.context_assembler.gather.port import LegacyText, SummaryText
+from mnemo.services.context_assembler.gather.port import ContextReads, LegacyText, SummaryText
 from mnemo.services.context_assembler.items import ChatLine
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import Range, VectorFilter
+from mnemo_client.wire.contract import ContextAssembleRequest
 
 
 class UnknownMessage(LookupError):
@@ -81,3 +83,17 @@ class AsOf:
 
 def until(flt: VectorFilter, as_of: AsOf | None) -> VectorFilter:
     return flt if as_of is None else as_of.until(flt)
+
+
+async def picked(reads: ContextReads, req: ContextAssembleRequest, timeout_s: float) -> AsOf | None:
+    """The request's picked message (None: a context of now), read under ``timeout_s``. Unlike a part it cannot
+    be left out (a context of now would be a wrong answer): a failed read fails the request, an id the
+    conversation does not hold raises :class:`UnknownMessage`."""
+    if req.as_of_message_id is None:
+        return None
+    found = await asyncio.wait_for(
+        reads.message_at(req.tenant_id, req.user_id, req.conversation_id, req.as_of_message_id), timeout_s
+    )
+    if found is None:
+        raise UnknownMessage(f"conversation {req.conversation_id} holds no message {req.as_of_message_id}")
+    return found

@@ -10,7 +10,8 @@ first, so a slow MongoDB delays the reply by at most that; the search (embed + v
 Per-character knowledge (``mnemo/shared/presence.py``): everything is read as the speaking bot (``bot_id``) may
 know it: the reads (``reads.py``) and the vector filters (``search/filters.py``) both apply it, so a character
 that was away when a secret was told finds the secret in no section. The other parts: ``port.py`` (the reads),
-``search/`` (query, searches, hits, ranking), ``guess.py`` (the query embedded before the history is read).
+``search/`` (query, searches, hits, ranking), ``guess.py`` (the query embedded before the history is read),
+``summarised.py`` (the summaries and legacy memories found, read back), ``as_of.py`` (a context as of a message).
 """
 
 from __future__ import annotations
@@ -18,22 +19,21 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, reachable_history
-from mnemo.services.context_assembler.gather.as_of import AsOf, UnknownMessage
+from mnemo.services.context_assembler.gather.as_of import AsOf, picked
 from mnemo.services.context_assembler.gather.guess import QueryGuess
 from mnemo.services.context_assembler.gather.memo import MemoEmbedder, request_scope
 from mnemo.services.context_assembler.gather.personas import active_persona, label_personas
 from mnemo.services.context_assembler.gather.port import ContextReads
 from mnemo.services.context_assembler.gather.retrieved import retrieved_lines
+from mnemo.services.context_assembler.gather.summarised import FoundMemories, half_life
 from mnemo.services.context_assembler.items import (
     ChatLine,
     KnowledgeItem,
     LoreItem,
-    MemoryItem,
     RememberedItem,
 )
 from mnemo.services.context_assembler.lore.documents import Found as DocumentFound
@@ -41,12 +41,8 @@ from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.loader import LoreLoader
 from mnemo.services.context_assembler.lore.vectors import vector_query
 from mnemo.services.context_assembler.recall.remembered import RememberedRecall
-from mnemo.services.context_assembler.recall.scoring import with_recency
 from mnemo.services.context_assembler.search.hits import (
-    Found,
     Hits,
-    created_at_by_key,
-    persona_took_part,
     ranked_keys,
     relevant_first,
 )
@@ -110,6 +106,7 @@ class Gatherer:
         self._search = VectorSearch(index, self._embedder, settings)
         self._remembered = RememberedRecall(index, self._embedder, memories, settings)
         self._settings = settings
+        self._found = FoundMemories(reads, self._read, settings)  # summaries and legacy memories read back
         self._guess = QueryGuess()  # the query embedding starts before the history is read (guess.py)
 
     async def _read(self, aw: Awaitable[T], part: str, degraded: list[str], default: T) -> T:
@@ -155,23 +152,10 @@ class Gatherer:
         does not hold raises :class:`UnknownMessage` (the handler's ``not_found``).
         """
         with request_scope():
-            as_of = await self._as_of(req)
+            as_of = await picked(self._reads, req, self._settings.read_timeout_s)
             if as_of is not None and req.persona_id is None and as_of.persona_id is not None:
                 req = req.model_copy(update={"persona_id": as_of.persona_id})  # who was playing then
             return await self._gather(req, as_of)
-
-    async def _as_of(self, req: ContextAssembleRequest) -> AsOf | None:
-        """The picked message, read under ``read_timeout_s``: unlike a part, it cannot be left out (a context
-        of now would be a wrong answer), so a failed read fails the request."""
-        if req.as_of_message_id is None:
-            return None
-        found = await asyncio.wait_for(
-            self._reads.message_at(req.tenant_id, req.user_id, req.conversation_id, req.as_of_message_id),
-            self._settings.read_timeout_s,
-        )
-        if found is None:
-            raise UnknownMessage(f"conversation {req.conversation_id} holds no message {req.as_of_message_id}")
-        return found
 
     async def _gather(self, req: ContextAssembleRequest, as_of: AsOf | None = None) -> AssemblyInput:
         """:meth:`gather` inside the request's memo (``memo.py``). What depends on nothing starts at once (the
@@ -226,7 +210,7 @@ class Gatherer:
                 degraded.append("vector_index_lag")
             searching = asyncio.ensure_future(self._search.run(req, query, shown, degraded, others, as_of))
             remembering = asyncio.ensure_future(
-                self._remembered.find(req, query, degraded, self._half_life(req), as_of)
+                self._remembered.find(req, query, degraded, half_life(self._settings, req), as_of)
             )
             lore: list[LoreItem] = []
             if books and self._lore is not None:
@@ -249,8 +233,8 @@ class Gatherer:
             hits = await searching
             persona_id = req.persona_id or (persona.persona_id if persona else None)
             memories, legacy, retrieved, facts, remembered = await asyncio.gather(
-                self._memories(req, persona_id, hits.memories, degraded, others, as_of),
-                self._legacy(req, hits.legacy, degraded, as_of),
+                self._found.summaries(req, persona_id, hits.memories, degraded, others, as_of),
+                self._found.legacy(req, hits.legacy, degraded, as_of),
                 self._retrieved(req, hits, set(shown.result()), degraded, as_of),
                 knowing,
                 remembering,
@@ -310,56 +294,6 @@ class Gatherer:
         )
         return family - {req.conversation_id}
 
-    def _half_life(self, req: ContextAssembleRequest) -> float:
-        given = req.recency_half_life_days
-        return self._settings.recency.half_life_days if given is None else given
-
-    def _aged(
-        self, req: ContextAssembleRequest, found: Found, key: str, limit: int, as_of: AsOf | None = None
-    ) -> dict[str, float]:
-        """The ``limit`` first ``key`` values found, scored by cosine times recency (``scoring.with_recency``:
-        re-ordered by it, unless recency is off), ages measured from ``as_of``'s time when given."""
-        scores, created_at = ranked_keys(found.points, key, limit, found.cosine), created_at_by_key(found.points, key)
-        now = as_of.epoch if as_of is not None else time.time()
-        return with_recency(scores, created_at, now, self._half_life(req), self._settings.recency.floor)
-
-    async def _memories(
-        self,
-        req: ContextAssembleRequest,
-        persona_id: str | None,
-        found: Found,
-        degraded: list[str],
-        others: frozenset[str] = frozenset(),
-        as_of: AsOf | None = None,
-    ) -> list[MemoryItem]:
-        """The found summaries, read back (their audience checked again on read), best first: dense cosine times
-        recency (``_aged``).
-
-        Memories come from every conversation of the user with this bot (past conversations are what
-        characters remember); a past conversation's memory is dropped when another persona is active now."""
-        # Twice the slots are searched: memories of a past conversation with another persona are dropped here.
-        scores = self._aged(req, found, vp.SUMMARY_ID, self._settings.memories_limit * 2, as_of)
-        if not scores:
-            return []
-        texts = await self._read(
-            self._reads.summaries_by_ids(req.tenant_id, req.user_id, list(scores), req.bot_id),
-            "memories",
-            degraded,
-            [],
-        )
-        by_id = {
-            t.summary_id: t
-            for t in texts
-            if persona_took_part(t, req, persona_id)
-            and t.conversation_id not in others
-            and (as_of is None or as_of.holds_summary(t))
-        }
-        taken = [sid for sid in scores if sid in by_id][: self._settings.memories_limit]
-        return [
-            MemoryItem(sid, by_id[sid].text, scores[sid], by_id[sid].message_ids, by_id[sid].first_index)
-            for sid in taken
-        ]
-
     async def _retrieved(
         self, req: ContextAssembleRequest, hits: Hits, exclude: set[str], degraded: list[str], as_of: AsOf | None
     ) -> list[ChatLine]:
@@ -386,22 +320,6 @@ class Gatherer:
             parse_dates=s.rank_parse_dates,
             hop_weight=s.rank_hop_weight,
         )
-
-    async def _legacy(
-        self, req: ContextAssembleRequest, found: Found, degraded: list[str], as_of: AsOf | None = None
-    ) -> list[MemoryItem]:
-        pool = self._aged(req, found, vp.LEGACY_ID, self._settings.legacy_limit * 2, as_of)
-        scores = dict(list(pool.items())[: self._settings.legacy_limit])
-        if not scores:
-            return []
-        texts = await self._read(
-            self._reads.legacy_memories(req.tenant_id, req.user_id, list(scores)), "legacy_memories", degraded, []
-        )
-        return [
-            MemoryItem(t.legacy_id, t.text, scores[t.legacy_id], t.message_ids, kind="legacy_memory")
-            for t in texts
-            if t.legacy_id in scores and (as_of is None or as_of.holds_legacy(t))
-        ]
 
     async def _knowledge(
         self,
