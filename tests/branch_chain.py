@@ -20,15 +20,14 @@ from mnemo.services.memory_extractor.handlers import MemoryExtractor
 from mnemo.services.memory_extractor.learning import Learning
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.shared import subjects
-from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
 from mnemo.shared.readmodels.inmemory.witnessed import InMemoryWitnessed
-from tests.components import Reads, Rpc, TestNatsBroker, broker_with, deps, items, published
+from tests.components import Reads, Rpc, deps, items, published, served
 
 
 class Chain:
     def __init__(self) -> None:
-        self.deps = deps()
         self.reads = Reads()
+        self.deps = deps(read_models=self.reads.ports)
         self.ingest = IngestHandler(Recorder(self.deps.store, self.reads.models, self.deps.publisher))
         learning = Learning(self.deps.store, self.deps.publisher, self.reads.knowledge, family=self.reads.models.family)
         revisions = Revisions(self.deps.store, self.reads.knowledge, learning)
@@ -65,10 +64,6 @@ class Chain:
 async def branch_chain() -> AsyncIterator[Chain]:
     chain = Chain()
     settings = AssemblerSettings(history_limit=200, knowledge_limit=100, read_timeout_s=30, deadline_s=60)
-    router = create_assembler(
-        chain.deps, settings, chain.reads.assembler_reads(), lore=chain.reads.lore, timed=InMemoryLoreTimed()
-    )
-    broker = broker_with(router)
-    async with TestNatsBroker(broker):
-        chain.rpc = Rpc(broker)
+    async with served(create_assembler(chain.deps, settings, chain.reads.assembler_reads())) as rpc:
+        chain.rpc = rpc
         yield chain

@@ -34,16 +34,8 @@ from mnemo.shared.eventlog.codec import EventCodec, StoredDoc
 from mnemo.shared.eventlog.inmemory import InMemoryEventStore
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import REGISTRY
-from mnemo.shared.readmodels.catalog import FakeReadModelPorts
-from mnemo.shared.readmodels.inmemory import (
-    InMemoryKnowledge,
-    InMemoryLegacyLore,
-    InMemoryLore,
-    InMemoryMemories,
-    InMemoryReadModels,
-    InMemorySummaries,
-)
-from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
+from mnemo.shared.readmodels import catalog
+from mnemo.shared.readmodels.catalog import FakeReadModelPorts, ReadModelPorts
 from mnemo.shared.settings import Settings
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.port import VectorIndex
@@ -140,16 +132,28 @@ def broker_with(*routers: NatsRouter) -> NatsBroker:
     return broker
 
 
-class Reads:
-    """The read models the embedding service and the context-assembler read, one in-memory fake of each."""
+@asynccontextmanager
+async def served(*routers: NatsRouter) -> AsyncIterator[Rpc]:
+    """``routers`` behind one ``TestNatsBroker``, and a caller of their RPCs."""
+    broker = broker_with(*routers)
+    async with TestNatsBroker(broker):
+        yield Rpc(broker)
 
-    def __init__(self) -> None:
-        self.models = InMemoryReadModels()
-        self.summaries = InMemorySummaries()
-        self.knowledge = InMemoryKnowledge()
-        self.legacy = InMemoryLegacyLore()
-        self.lore = InMemoryLore()
-        self.memories = InMemoryMemories()
+
+class Reads:
+    """The read models the embedding service and the context-assembler read: the in-memory fakes of ``ports``
+    (a new set when not given), so a service built on ``deps(read_models=reads.ports)`` reads and writes the
+    same ones."""
+
+    def __init__(self, ports: ReadModelPorts | None = None) -> None:
+        self.ports = ports or FakeReadModelPorts()
+        self.models = self.ports.of(catalog.CONVERSATIONS)
+        self.summaries = self.ports.of(catalog.SUMMARIES)
+        self.knowledge = self.ports.of(catalog.KNOWLEDGE)
+        self.legacy = self.ports.of(catalog.LEGACY_LORE)
+        self.lore = self.ports.of(catalog.LORE)
+        self.memories = self.ports.of(catalog.MEMORIES)
+        self.timed = self.ports.of(catalog.LORE_TIMED)
 
     def embedding_handler(self, index: VectorIndex, embedder: Any, *, facts: bool = True) -> EmbeddingHandler:
         """The embedding service's handler over these read models (``facts=False``: facts are not indexed)."""
@@ -168,11 +172,11 @@ class Reads:
 
     def assembler_reads(self) -> ReadModelReads:
         """What the context-assembler reads, over these read models."""
-        return ReadModelReads(self.models, self.summaries, self.knowledge, self.legacy)
+        return ReadModelReads.over(self.ports)
 
     def recall_reads(self) -> RecallReads:
         """What the memory search reads, over these read models."""
-        return RecallReads(self.memories, self.summaries, self.knowledge, self.legacy)
+        return RecallReads.over(self.ports)
 
 
 @asynccontextmanager
@@ -194,16 +198,15 @@ async def retrieval_chain(
     ``d.vectors``, with a short history window so that older messages come back only by meaning) over one set
     of in-memory read models, the assembler behind ``TestNatsBroker``. Generous deadlines: the machine may be
     loaded, and what is tested is what is found, not how fast. ``settings``: other assembler settings."""
-    reads = Reads()
+    reads = Reads(d.require_read_models())
     ingest = IngestHandler(Recorder(d.store, reads.models, d.publisher))
     embedding = reads.embedding_handler(writes_to, embedder, facts=False)
     settings = AssemblerSettings(
         history_limit=history_limit, min_history=2, retrieval_timeout_s=30, read_timeout_s=30, deadline_s=60, **settings
     )
-    router = create_assembler(d, settings, reads.assembler_reads(), lore=reads.lore, timed=InMemoryLoreTimed())
-    broker = broker_with(router)
-    async with TestNatsBroker(broker):
-        yield ingest, embedding, broker
+    router = create_assembler(d, settings, reads.assembler_reads())
+    async with served(router) as rpc:
+        yield ingest, embedding, rpc.broker
 
 
 __all__ = [
@@ -219,4 +222,5 @@ __all__ = [
     "items",
     "published",
     "retrieval_chain",
+    "served",
 ]

@@ -31,8 +31,6 @@ from mnemo.shared.events.recorded import (
     MessageRecorded,
     SummaryRetired,
 )
-from mnemo.shared.readmodels.inmemory import InMemoryKnowledge
-from mnemo.shared.readmodels.inmemory.witnessed import InMemoryWitnessed
 from mnemo.shared.subscriptions import Delivered, EventHandlers
 from tests.components import Msg, deps
 from tests.fakes.embedders import ConstantEmbedder
@@ -153,9 +151,7 @@ def durable_filters(router: NatsRouter) -> dict[str, list[str]]:
 
 def test_the_routers_durables_filter_exactly_their_tables() -> None:
     d = deps(embedder=ConstantEmbedder())
-    extractor = memory_extractor_router(
-        d, KnowledgeSettings(), knowledge=InMemoryKnowledge(), witnessed=InMemoryWitnessed(), conversations=None
-    )
+    extractor = memory_extractor_router(d, KnowledgeSettings())
     assert durable_filters(extractor) == {"mnemo_memory_extractor_main": MEMORY_EXTRACTOR.filter_subjects()}
     for service, table in TABLES.items():
         router = log_consumer_router(d, service=service, handlers=table, handle=no_batch, title=service)

@@ -25,8 +25,8 @@ from mnemo.services.context_assembler.index_status import (
     jetstream_backlog,
     no_backlog,
 )
-from mnemo.services.context_assembler.lore.documents import DocumentLore, DocumentReads
-from mnemo.services.context_assembler.lore.loader import LoreLoader, LoreReads
+from mnemo.services.context_assembler.lore.documents import DocumentLore
+from mnemo.services.context_assembler.lore.loader import LoreLoader
 from mnemo.services.context_assembler.lore.timed import TimedStates
 from mnemo.services.context_assembler.lore.trial import BookNotFound, try_activation
 from mnemo.services.context_assembler.metering import ContextMeter
@@ -47,7 +47,6 @@ from mnemo.shared.readmodels.catalog import (
     MEMORIES,
     SUMMARIES,
 )
-from mnemo.shared.readmodels.lore_timed import TimedPort
 from mnemo.shared.rpc import RpcMeter, raw_body, serve
 from mnemo.shared.settings import read_section
 from mnemo.shared.tokens import token_counter
@@ -64,14 +63,9 @@ def create_router(
     deps: Deps,
     settings: AssemblerSettings | None = None,
     reads: ContextReads | None = None,
-    *,
-    lore: LoreReads | None = None,
-    timed: TimedPort | None = None,
-    documents: DocumentReads | None = None,
-    recall: RecallReads | None = None,
 ) -> NatsRouter:
-    """``reads``, ``lore``, ``timed``, ``recall``: read models to use instead of the MongoDB ones (component
-    tests; without read models and ``recall``, the memory search is not served)."""
+    """``reads``: what the context is gathered from, instead of the read models of ``deps`` (which component
+    tests give as in-memory fakes); without read models, the memory search is not served."""
     router = NatsRouter()
     settings = settings or read_section(SECTION, AssemblerSettings)
     index = deps.vectors
@@ -82,25 +76,19 @@ def create_router(
     # Reads kept until the log relays a change (gather/cache.py); every replica hears the changes itself.
     cache = LogCache(ttl_s=settings.cache_ttl_s) if settings.cache_ttl_s > 0 else None
     lore_loader = LoreLoader(
-        lore or deps.read_model(LORE),
+        deps.read_model(LORE),
         index=index,
         embedder=embedder,
         vector_settings=settings.lore_vector,
         scan_settings=settings.lore_scan,
         cache=cache,
-        timed=TimedStates(deps.store, timed or deps.read_model(LORE_TIMED), deps.publisher, cache),
-        # In memory (component tests) documents are read only from a given read model: it has no fake.
-        documents=DocumentLore(documents or deps.read_model(DOCUMENTS), index, embedder, settings.documents, cache)
-        if documents is not None or deps.db is not None
+        timed=TimedStates(deps.store, deps.read_model(LORE_TIMED), deps.publisher, cache),
+        # In memory (component tests) no documents are read: their read model has no fake.
+        documents=DocumentLore(deps.read_model(DOCUMENTS), index, embedder, settings.documents, cache)
+        if deps.db is not None
         else None,
     )
-    if recall is None and deps.read_models is not None:
-        recall = RecallReads(
-            deps.read_model(MEMORIES),
-            deps.read_model(SUMMARIES),
-            deps.read_model(KNOWLEDGE),
-            deps.read_model(LEGACY_LORE),
-        )
+    recall = RecallReads.over(deps.read_models) if deps.read_models is not None else None
     # The configured LLM's tokenizer when named (read at start: a bad path fails here, not per request).
     counter = token_counter(settings.tokenizer_file)
     gatherer = Gatherer(

@@ -23,13 +23,12 @@ from mnemo.services.ingest.partitions import SERVICE, PartitionManager
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps
 from mnemo.shared.readmodels.catalog import CONVERSATIONS
-from mnemo.shared.readmodels.ports import ConversationReadModel
 
 
-def create_router(deps: Deps, *, read_models: ConversationReadModel | None = None) -> NatsRouter:
-    """``read_models``: the projection to use instead of the MongoDB one (component tests). The partitions are
-    consumed once the broker serves (``Deps.on_started``) and let go before it stops (``Deps.on_stopping``)."""
-    manager = PartitionManager(deps, read_models or deps.read_model(CONVERSATIONS))
+def create_router(deps: Deps) -> NatsRouter:
+    """The partitions are consumed once the broker serves (``Deps.on_started``) and let go before it stops
+    (``Deps.on_stopping``)."""
+    manager = PartitionManager(deps, deps.read_model(CONVERSATIONS))
     deps.on_started.append(manager.start)
     deps.on_stopping.append(manager.stop)
     if deps.probes is not None:  # its durables are no broker subscribers: it reports them itself

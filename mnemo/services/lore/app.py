@@ -28,7 +28,6 @@ from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
 from mnemo.shared.readmodels.catalog import DOCUMENTS, LORE
-from mnemo.shared.readmodels.ports import LorePort
 from mnemo.shared.rpc import serve
 from mnemo.shared.settings import read_section
 from mnemo_client.wire.document_contract import (
@@ -84,10 +83,9 @@ def document_imports(deps: Deps, books: LoreBooks, settings: LoreSettings | None
     )
 
 
-def create_router(deps: Deps, *, read_model: LorePort | None = None) -> NatsRouter:
-    """``read_model``: the lorebooks projection to use instead of the MongoDB one (component tests)."""
+def create_router(deps: Deps) -> NatsRouter:
     router = NatsRouter()
-    model = read_model or deps.read_model(LORE)
+    model = deps.read_model(LORE)
     books = LoreBooks(deps.store, model, deps.publisher, deps.settings.limits)
     documents = document_imports(deps, books)
     deps.on_started.append(documents.resume)

@@ -31,7 +31,6 @@ from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
 from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, LEGACY_LORE, MEMORIES, SUMMARIES
-from mnemo.shared.readmodels.ports import KnowledgePort, LegacyLorePort, MemoriesPort, SummariesPort
 from mnemo.shared.rpc import serve
 from mnemo_client.wire.chat_import_contract import ChatImportRequest
 from mnemo_client.wire.conversation_contract import ConversationListRequest, ConversationTimelineRequest
@@ -54,27 +53,11 @@ PLAYER_SUBJECTS = (subjects.MEMORY_REMEMBER, subjects.MEMORY_UPDATE, subjects.ME
 ENGINE_SUBJECTS = subjects.MEMORY_ENGINE_CALLS
 
 
-def create_router(
-    deps: Deps,
-    *,
-    summaries: SummariesPort | None = None,
-    legacy: LegacyLorePort | None = None,
-    knowledge: KnowledgePort | None = None,
-    memories: MemoriesPort | None = None,
-) -> NatsRouter:
-    """``summaries``, ``legacy``, ``knowledge``, ``memories``: read models to use instead of the MongoDB ones
-    (component tests)."""
+def create_router(deps: Deps) -> NatsRouter:
     router = NatsRouter()
     limiter = RateLimiter(deps.settings.limits)
-    summaries = summaries or deps.read_model(SUMMARIES)
-    knowledge = knowledge or deps.read_model(KNOWLEDGE)
-    listing = Memories(
-        deps.store,
-        summaries,
-        legacy or deps.read_model(LEGACY_LORE),
-        deps.publisher,
-        FactItems(knowledge),
-    )
+    summaries, knowledge = deps.read_model(SUMMARIES), deps.read_model(KNOWLEDGE)
+    listing = Memories(deps.store, summaries, deps.read_model(LEGACY_LORE), deps.publisher, FactItems(knowledge))
     # Another user's or tenant's memory is indistinguishable from an unknown one: not_found.
     memory_errors: dict[type[Exception], str] = {MemoryNotFound: "not_found", MemoryNotLive: "bad_request"}
     on = functools.partial(serve, router, service=SERVICE, errors=memory_errors, limiter=limiter)
@@ -92,7 +75,7 @@ def create_router(
     serve(router, subjects.CHAT_IMPORT, service=SERVICE, request=ChatImportRequest, call=imports.handle,
           errors=import_errors, limiter=limiter, max_workers=4)  # fmt: skip
 
-    api = MemoryApi(deps.store, memories or deps.read_model(MEMORIES), deps.publisher)
+    api = MemoryApi(deps.store, deps.read_model(MEMORIES), deps.publisher)
     errors = {
         remembering.RememberedNotFound: "not_found",
         remembering.NamespaceForbidden: "forbidden",

@@ -22,8 +22,6 @@ from mnemo.shared.consumers import log_consumer_router
 from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
 from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, WITNESSED
-from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort
-from mnemo.shared.readmodels.witnessed import WitnessedPort
 from mnemo.shared.rpc import serve
 from mnemo.shared.settings import read_section
 from mnemo_client.wire.knowledge_contract import (
@@ -38,18 +36,8 @@ from mnemo_client.wire.memory_contract import MemoryPromoteRequest, MemoryUnprom
 SERVICE = "memory-extractor"
 
 
-def create_router(
-    deps: Deps,
-    settings: KnowledgeSettings | None = None,
-    *,
-    knowledge: KnowledgePort | None = None,
-    witnessed: WitnessedPort | None = None,
-    conversations: ConversationReadModel | None = None,
-) -> NatsRouter:
-    """``knowledge``, ``witnessed``, ``conversations``: read models to use instead of the MongoDB ones
-    (component tests)."""
-    knowledge = knowledge or deps.read_model(KNOWLEDGE)
-    conversations = conversations or deps.read_model(CONVERSATIONS)
+def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> NatsRouter:
+    knowledge = deps.read_model(KNOWLEDGE)
     learning = Learning(
         deps.store,
         deps.publisher,
@@ -57,12 +45,10 @@ def create_router(
         embedder=deps.embedder,
         chat_model=deps.chat_model,
         settings=settings or read_section(SECTION, KnowledgeSettings),
-        family=conversations.family,
+        family=deps.read_model(CONVERSATIONS).family,
     )
     revisions = Revisions(deps.store, knowledge, learning)
-    extractor = MemoryExtractor(
-        deps.store, deps.publisher, witnessed or deps.read_model(WITNESSED), learning, revisions
-    )
+    extractor = MemoryExtractor(deps.store, deps.publisher, deps.read_model(WITNESSED), learning, revisions)
     router = log_consumer_router(
         deps,
         service=SERVICE,

@@ -15,8 +15,7 @@ from mnemo.services.context_assembler.app import create_router as create_assembl
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.services.memory.app import create_router as create_memory
 from mnemo.shared import subjects
-from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
-from tests.components import Reads, Rpc, TestNatsBroker, broker_with, deps, edge_index, published
+from tests.components import Reads, Rpc, deps, edge_index, published, served
 from tests.released.context_v1 import parses_as_released
 
 T = "t1"
@@ -55,26 +54,16 @@ class World:
 
 @pytest.fixture
 async def world(tmp_path: Path, embedder: Any) -> AsyncIterator[World]:
-    d = deps()
     reads = Reads()
+    d = deps(read_models=reads.ports)
     async with edge_index(tmp_path / "edge", embedder) as index:
         d.vectors, d.embedder = index, embedder
         embedding = reads.embedding_handler(index, embedder)
-        memory = create_memory(d, summaries=reads.summaries, legacy=reads.legacy, knowledge=reads.knowledge,
-                               memories=reads.memories)  # fmt: skip
+        memory = create_memory(d)
         settings = AssemblerSettings(retrieval_timeout_s=60, read_timeout_s=30, deadline_s=60, min_score=-1.0)
-        assembler = create_assembler(
-            d,
-            settings,
-            reads.assembler_reads(),
-            lore=reads.lore,
-            timed=InMemoryLoreTimed(),
-            recall=reads.recall_reads(),
-        )
-        broker = broker_with(memory, assembler)
 
         async def index_events() -> None:
             await embedding.project(published(d).take())
 
-        async with TestNatsBroker(broker):
-            yield World(Rpc(broker), index_events)
+        async with served(memory, create_assembler(d, settings, reads.assembler_reads())) as rpc:
+            yield World(rpc, index_events)

@@ -14,8 +14,7 @@ from mnemo.services.context_assembler.app import create_router
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared import subjects
 from mnemo.shared.events.recorded import bot_stream, knowledge_stream, lorebook_stream, persona_stream, player_scope
-from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
-from tests.components import Reads, Rpc, TestNatsBroker, assert_bad_request, broker_with, deps
+from tests.components import Reads, assert_bad_request, deps, served
 from tests.envelopes import message_recorded, recorded
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -31,10 +30,6 @@ LINES = [  # (role, bots present, text)
 
 class Seeded(Reads):
     """The assembler's read models, all in memory, seeded with events as the log would project them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.timed = InMemoryLoreTimed()
 
     async def seed(self) -> None:
         profiles = [
@@ -80,17 +75,9 @@ class Seeded(Reads):
 async def assembler():
     reads = Seeded()
     await reads.seed()
-    d = deps()
-    router = create_router(
-        d,
-        AssemblerSettings(),
-        reads.assembler_reads(),
-        lore=reads.lore,
-        timed=reads.timed,
-    )
-    broker = broker_with(router)
-    async with TestNatsBroker(broker):
-        yield Rpc(broker), reads, d
+    d = deps(read_models=reads.ports)
+    async with served(create_router(d, AssemblerSettings(), reads.assembler_reads())) as rpc:
+        yield rpc, reads, d
 
 
 def request(**over):

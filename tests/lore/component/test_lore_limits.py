@@ -13,9 +13,9 @@ import pytest
 
 from mnemo.services.lore.app import create_router
 from mnemo.shared import subjects
-from mnemo.shared.readmodels.inmemory import InMemoryLore
+from mnemo.shared.readmodels.catalog import LORE
 from mnemo.shared.settings import LimitsSettings, Settings
-from tests.components import Rpc, TestNatsBroker, assert_bad_request, broker_with, deps, published
+from tests.components import assert_bad_request, deps, published, served
 
 T, OWNER = "t1", "creator-1"
 
@@ -36,10 +36,9 @@ async def limited():
     )
     d = deps()
     d = dataclasses.replace(d, settings=Settings(limits=limits))
-    model = InMemoryLore()
-    broker = broker_with(create_router(d, read_model=model))
-    async with TestNatsBroker(broker):
-        yield Rpc(broker), model, d
+    model = d.read_model(LORE)
+    async with served(create_router(d)) as rpc:
+        yield rpc, model, d
 
 
 def import_request(data: dict[str, Any], **over: Any) -> dict[str, Any]:

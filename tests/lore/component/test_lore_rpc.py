@@ -8,8 +8,8 @@ from mnemo.services.lore.app import create_router
 from mnemo.services.lore.formats.importer import import_lorebook
 from mnemo.shared import subjects
 from mnemo.shared.events.recorded import bot_stream, conversation_stream
-from mnemo.shared.readmodels.inmemory import InMemoryLore
-from tests.components import Rpc, TestNatsBroker, assert_bad_request, broker_with, deps, published
+from mnemo.shared.readmodels.catalog import LORE
+from tests.components import assert_bad_request, deps, published, served
 
 T, OWNER = "t1", "creator-1"
 WORLD_INFO = {
@@ -25,10 +25,9 @@ WORLD_INFO = {
 @pytest.fixture
 async def lore():
     d = deps()
-    model = InMemoryLore()
-    broker = broker_with(create_router(d, read_model=model))
-    async with TestNatsBroker(broker):
-        yield Rpc(broker), model, d
+    model = d.read_model(LORE)
+    async with served(create_router(d)) as rpc:
+        yield rpc, model, d
 
 
 def import_request(**over):

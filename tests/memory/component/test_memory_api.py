@@ -8,13 +8,8 @@ import pytest
 from mnemo.services.memory.app import create_router
 from mnemo.shared import subjects
 from mnemo.shared.events.recorded import memory_stream
-from mnemo.shared.readmodels.inmemory import (
-    InMemoryKnowledge,
-    InMemoryLegacyLore,
-    InMemoryMemories,
-    InMemorySummaries,
-)
-from tests.components import Rpc, TestNatsBroker, broker_with, deps, published
+from mnemo.shared.readmodels.catalog import MEMORIES
+from tests.components import deps, published, served
 
 T, U1, U2 = "t1", "u1", "u2"
 ASSET = {"uri": "https://cdn.example/hymn.ogg", "media_type": "audio/ogg", "title": "The hymn"}
@@ -23,13 +18,9 @@ ASSET = {"uri": "https://cdn.example/hymn.ogg", "media_type": "audio/ogg", "titl
 @pytest.fixture
 async def api():
     d = deps()
-    memories = InMemoryMemories()
-    router = create_router(
-        d, summaries=InMemorySummaries(), legacy=InMemoryLegacyLore(), knowledge=InMemoryKnowledge(), memories=memories
-    )
-    broker = broker_with(router)
-    async with TestNatsBroker(broker):
-        yield Rpc(broker), d, memories
+    memories = d.read_model(MEMORIES)
+    async with served(create_router(d)) as rpc:
+        yield rpc, d, memories
 
 
 def remember(user: str = U1, **fields):

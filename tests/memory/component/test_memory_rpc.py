@@ -14,13 +14,8 @@ from mnemo.services.memory.app import create_router
 from mnemo.shared import subjects
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import knowledge_stream, player_scope, summary_stream
-from mnemo.shared.readmodels.inmemory import (
-    InMemoryKnowledge,
-    InMemoryLegacyLore,
-    InMemoryMemories,
-    InMemorySummaries,
-)
-from tests.components import Rpc, TestNatsBroker, broker_with, deps, published
+from mnemo.shared.readmodels.catalog import KNOWLEDGE, LEGACY_LORE, SUMMARIES
+from tests.components import deps, published, served
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
 T, U1, U2, C = "t1", "u1", "u2", "c1"
@@ -55,9 +50,9 @@ class Memory:
     def __init__(self) -> None:
         self.deps = deps()
         self.store = self.deps.store
-        self.summaries = InMemorySummaries()
-        self.legacy = InMemoryLegacyLore()
-        self.knowledge = InMemoryKnowledge()
+        self.summaries = self.deps.read_model(SUMMARIES)
+        self.legacy = self.deps.read_model(LEGACY_LORE)
+        self.knowledge = self.deps.read_model(KNOWLEDGE)
 
     async def seed(self) -> None:
         for user, sids in ((U1, ["s1", "s2", "s3"]), (U2, ["x1"])):
@@ -72,12 +67,8 @@ class Memory:
 async def memory():
     m = Memory()
     await m.seed()
-    router = create_router(
-        m.deps, summaries=m.summaries, legacy=m.legacy, knowledge=m.knowledge, memories=InMemoryMemories()
-    )
-    broker = broker_with(router)
-    async with TestNatsBroker(broker):
-        yield Rpc(broker), m
+    async with served(create_router(m.deps)) as rpc:
+        yield rpc, m
 
 
 def ids(reply):

@@ -20,9 +20,8 @@ from mnemo.shared import subjects
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import campaign_scope, conversation_stream, created_event_id, knowledge_stream
-from mnemo.shared.readmodels.inmemory import InMemoryKnowledge
-from mnemo.shared.readmodels.inmemory.witnessed import InMemoryWitnessed
-from tests.components import Rpc, TestNatsBroker, broker_with, deps, items, published
+from mnemo.shared.readmodels.catalog import KNOWLEDGE, WITNESSED
+from tests.components import deps, items, published, served
 from tests.envelopes import message_edited
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -56,8 +55,8 @@ class Extractor:
     def __init__(self, embedder: BundledEmbedder) -> None:
         self.deps = deps(embedder=embedder)
         self.store = self.deps.store
-        self.knowledge = InMemoryKnowledge()
-        self.witnessed = InMemoryWitnessed()
+        self.knowledge = self.deps.read_model(KNOWLEDGE)
+        self.witnessed = self.deps.read_model(WITNESSED)
         learning = Learning(
             self.store, self.deps.publisher, self.knowledge, embedder=embedder, settings=KnowledgeSettings()
         )
@@ -140,9 +139,8 @@ async def promotions(embedder):
     x = Extractor(embedder)
     await x.deliver(await x.record([message(0, "I live in Paris.", ["bard"])]))
     (fact,) = await x.knowledge.facts_for(T, "bard", user_id=U)
-    broker = broker_with(create_router(x.deps, KnowledgeSettings(), knowledge=x.knowledge, witnessed=x.witnessed))
-    async with TestNatsBroker(broker):
-        yield Rpc(broker), x, fact
+    async with served(create_router(x.deps, KnowledgeSettings())) as rpc:
+        yield rpc, x, fact
 
 
 async def test_a_promoted_fact_is_known_in_the_campaign_and_unpromoting_brings_it_back(promotions):

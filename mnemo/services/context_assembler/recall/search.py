@@ -33,6 +33,7 @@ from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.namespaces import Viewer, read_refusal
 from mnemo.shared.presence import bot_may_see
+from mnemo.shared.readmodels.catalog import KNOWLEDGE, LEGACY_LORE, MEMORIES, SUMMARIES, ReadModelPorts
 from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.readmodels.knowledge import ACTIVE
 from mnemo.shared.readmodels.memories import Clause
@@ -64,6 +65,10 @@ class RecallReads:
     summaries: SummariesPort
     knowledge: KnowledgePort
     legacy: LegacyLorePort
+
+    @classmethod
+    def over(cls, ports: ReadModelPorts) -> RecallReads:
+        return cls(ports.of(MEMORIES), ports.of(SUMMARIES), ports.of(KNOWLEDGE), ports.of(LEGACY_LORE))
 
 
 Reader = Callable[[Sequence[str]], Awaitable[list[Recalled]]]
