@@ -166,11 +166,6 @@ def test_a_service_reaches_the_database_only_through_ports():
     assert holders == set(HOLD_THE_DATABASE), "use the read model's port: deps.read_model(<catalog entry>)"
 
 
-# Ingest's branches (swipes, forks) still build their events by type name: they fold each into the timeline as a
-# dict first (issue 27 moves them).
-BUILD_EVENTS_BY_NAME = {"mnemo/services/ingest/branches.py"}
-
-
 def test_events_are_built_from_their_payload_class():
     """``new_event(payload, ...)`` (mnemo/shared/events/recorded/base.py) takes the type from the payload's class,
     so a type name and a payload can never disagree; nothing else builds a ``NewEvent`` by hand."""
@@ -179,7 +174,7 @@ def test_events_are_built_from_their_payload_class():
         for p in (ROOT / "mnemo").rglob("*.py")
         if "NewEvent(" in p.read_text() and p.parent.name != "recorded" and p.name != "envelope.py"
     }
-    assert by_hand == BUILD_EVENTS_BY_NAME
+    assert by_hand == set()
 
 
 SERVICES = sorted(p for p in (ROOT / "mnemo" / "services").iterdir() if (p / "__init__.py").exists())

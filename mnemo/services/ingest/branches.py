@@ -17,22 +17,19 @@ record nothing twice; what the timeline shows as already done is skipped without
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 
 from mnemo.services.ingest.timeline import Timeline
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
+from mnemo.shared.events.recorded import ConversationForked as ForkedPayload
 from mnemo.shared.events.recorded import (
-    CONVERSATION_FORKED,
-    MESSAGE_ALTERNATIVE_DELETED,
-    MESSAGE_ALTERNATIVE_RECORDED,
-    MESSAGE_DELETED,
-    MESSAGE_EDITED,
-    MESSAGE_RECORDED,
     MessageAlternativeDeleted,
     MessageAlternativeRecorded,
     MessageRecorded,
+    RecordedPayload,
     created_event_id,
+    new_event,
 )
-from mnemo.shared.events.recorded import ConversationForked as ForkedPayload
 from mnemo.shared.events.recorded import MessageDeleted as DeletedPayload
 from mnemo.shared.events.recorded import MessageEdited as EditedPayload
 from mnemo.shared.readmodels.conversation import ConversationState, as_utc
@@ -49,16 +46,12 @@ def _refused(reason: str) -> Outcome:
     return (), reason
 
 
-def _event(tl: Timeline, event_id: str, event_type: str, tenant_id: str, payload: dict[str, object]) -> NewEvent:
-    tl.apply(event_type, payload)
-    occurred = payload.get("created_at") or payload.get("edited_at") or payload.get("deleted_at")
-    return NewEvent(
-        event_id=event_id,
-        type=event_type,
-        tenant_id=tenant_id,
-        occurred_at=occurred or payload["forked_at"],
-        payload=payload,
-    )
+def _event(tl: Timeline, tenant_id: str, event_id: str, payload: RecordedPayload, at: datetime) -> NewEvent:
+    """The event ``payload`` is (``new_event``: its class names its type), folded into ``tl`` at once, so that
+    the next command of the batch is decided on it before it commits."""
+    event = new_event(payload, tenant_id=tenant_id, event_id=event_id, occurred_at=at)
+    tl.apply(event.type, event.payload)
+    return event
 
 
 def _select(tl: Timeline, cmd: MessageCreated | SwipeSelected, slot_id: str, alternative: str, key: str) -> NewEvent:
@@ -72,9 +65,9 @@ def _select(tl: Timeline, cmd: MessageCreated | SwipeSelected, slot_id: str, alt
         edited_at=at,
         tokens=estimate_tokens(text),
         alternative_id=alternative,
-    ).model_dump(mode="json")
+    )
     eid = deterministic_id(cmd.tenant_id, cmd.user_id, cmd.conversation_id, slot_id, "swipe", alternative, key)
-    return _event(tl, eid, MESSAGE_EDITED.name, cmd.tenant_id, payload)
+    return _event(tl, cmd.tenant_id, eid, payload, at)
 
 
 def swipe_created(tl: Timeline, cmd: MessageCreated) -> Outcome:
@@ -97,9 +90,9 @@ def swipe_created(tl: Timeline, cmd: MessageCreated) -> Outcome:
         content=cmd.content,
         created_at=cmd.created_at,
         tokens=estimate_tokens(cmd.content),
-    ).model_dump(mode="json")
+    )
     eid = created_event_id(cmd.tenant_id, cmd.user_id, cmd.conversation_id, cmd.message_id)
-    recorded = _event(tl, eid, MESSAGE_ALTERNATIVE_RECORDED.name, cmd.tenant_id, payload)
+    recorded = _event(tl, cmd.tenant_id, eid, payload, cmd.created_at)
     return (recorded, _select(tl, cmd, slot_id, cmd.message_id, "created")), None
 
 
@@ -136,10 +129,10 @@ def alternative_edited(tl: Timeline, cmd: MessageEdited) -> Outcome | None:
         edited_at=cmd.edited_at,
         tokens=estimate_tokens(cmd.content),
         alternative_id=cmd.message_id,
-    ).model_dump(mode="json")
+    )
     key = cmd.edit_id or hashlib.sha256(f"{cmd.content}\x1f{as_utc(cmd.edited_at).isoformat()}".encode()).hexdigest()
     eid = deterministic_id(cmd.tenant_id, cmd.user_id, cmd.conversation_id, cmd.message_id, "edited", key)
-    return (_event(tl, eid, MESSAGE_EDITED.name, cmd.tenant_id, payload),), None
+    return (_event(tl, cmd.tenant_id, eid, payload, cmd.edited_at),), None
 
 
 def alternative_deleted(tl: Timeline, cmd: MessageDeleted) -> Outcome | None:
@@ -154,16 +147,16 @@ def alternative_deleted(tl: Timeline, cmd: MessageDeleted) -> Outcome | None:
     if slot.current == cmd.message_id:  # the shown alternative: the message leaves the history
         gone = DeletedPayload(
             user_id=cmd.user_id, conversation_id=cmd.conversation_id, message_id=slot_id, deleted_at=cmd.deleted_at
-        ).model_dump(mode="json")
-        return (_event(tl, eid, MESSAGE_DELETED.name, cmd.tenant_id, gone),), None
+        )
+        return (_event(tl, cmd.tenant_id, eid, gone, cmd.deleted_at),), None
     payload = MessageAlternativeDeleted(
         user_id=cmd.user_id,
         conversation_id=cmd.conversation_id,
         message_id=cmd.message_id,
         swipe_of=slot_id,
         deleted_at=cmd.deleted_at,
-    ).model_dump(mode="json")
-    return (_event(tl, eid, MESSAGE_ALTERNATIVE_DELETED.name, cmd.tenant_id, payload),), None
+    )
+    return (_event(tl, cmd.tenant_id, eid, payload, cmd.deleted_at),), None
 
 
 def forked(own: Timeline, state: ConversationState, parent: Timeline | None, cmd: ConversationForked) -> Outcome:
@@ -190,14 +183,14 @@ def forked(own: Timeline, state: ConversationState, parent: Timeline | None, cmd
         from_index=slot.index,
         root_conversation_id=parent.root or cmd.parent_conversation_id,
         forked_at=cmd.forked_at,
-    ).model_dump(mode="json")
+    )
     fork_id = deterministic_id(cmd.tenant_id, cmd.user_id, cmd.conversation_id, "forked")
-    events = [_event(own, fork_id, CONVERSATION_FORKED.name, cmd.tenant_id, head)]
+    events = [_event(own, cmd.tenant_id, fork_id, head, cmd.forked_at)]
     for message_id, line in parent.history(slot.index):
         text = line.texts[line.current]
         copy = MessageRecorded.model_validate(
             {**line.recorded, "conversation_id": cmd.conversation_id, "content": text, "tokens": estimate_tokens(text)}
-        ).model_dump(mode="json")
+        )
         eid = created_event_id(cmd.tenant_id, cmd.user_id, cmd.conversation_id, message_id)
-        events.append(_event(own, eid, MESSAGE_RECORDED.name, cmd.tenant_id, copy))
+        events.append(_event(own, cmd.tenant_id, eid, copy, copy.created_at))
     return tuple(events), None
