@@ -19,6 +19,7 @@ from mnemo.services.privacy.export import Exporter
 from mnemo.shared.bootstrap import resolve_kek
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.eventlog.keystore import MongoKeyStore
+from mnemo.shared.readmodels.rows import MongoTenantRows
 from mnemo.shared.settings import Settings
 from mnemo_client.wire.privacy_contract import ExportUserRequest
 
@@ -36,7 +37,7 @@ async def export_user(settings: Settings, tenant_id: str, user_id: str, out: Pat
             db = mongo[settings.mongodb_db]
             cipher = FieldCipher(resolve_kek(settings), MongoKeyStore(db))
             request = ExportUserRequest(tenant_id=tenant_id, user_id=user_id)
-            export = await Exporter(db, cipher).export_user(request, _progress)
+            export = await Exporter(MongoTenantRows(db), cipher).export_user(request, _progress)
         finally:
             await mongo.close()
     finally:

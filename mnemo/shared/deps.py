@@ -24,6 +24,7 @@ from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.llm.port import ChatModel
 from mnemo.shared.probes import Probes
 from mnemo.shared.readmodels.catalog import MongoReadModelPorts, ReadModel, ReadModelPorts
+from mnemo.shared.readmodels.rows import MongoTenantRows, TenantRows
 from mnemo.shared.settings import Settings
 from mnemo.shared.vectors.port import VectorIndex
 
@@ -48,8 +49,7 @@ class CommittedPublisher(Protocol):
 class Deps:
     settings: Settings
     broker: NatsBroker
-    #: For the adapters that go through every collection (privacy's sweep and export, the usage report) and
-    #: the read models' MongoDB adapters; None: in memory (``read_models`` are fakes).
+    #: For the usage report and the read models' MongoDB adapters; None: in memory (``read_models`` are fakes).
     db: AsyncDatabase[dict[str, Any]] | None
     store: EventStore
     codec: EventDecoder
@@ -74,10 +74,15 @@ class Deps:
     #: The read models' ports (None: the MongoDB adapters over ``db``); ``mnemo.shared.bootstrap.deps_for``
     #: hands a service only those it declares.
     read_models: ReadModelPorts | None = None
+    #: Every collection's rows of a tenant, for privacy's erasure and export (None: the MongoDB adapter over
+    #: ``db``).
+    tenant_rows: TenantRows | None = None
 
     def __post_init__(self) -> None:
         if self.read_models is None and self.db is not None:
             self.read_models = MongoReadModelPorts(self.db, self.cipher)
+        if self.tenant_rows is None and self.db is not None:
+            self.tenant_rows = MongoTenantRows(self.db)
 
     def require_read_models(self) -> ReadModelPorts:
         if self.read_models is None:
@@ -88,11 +93,10 @@ class Deps:
         """The port of ``model`` (an entry of ``mnemo.shared.readmodels.catalog``)."""
         return self.require_read_models().of(model)
 
-    def require_db(self) -> AsyncDatabase[dict[str, Any]]:
-        """The database, for an adapter that goes through every collection (privacy's sweep and export)."""
-        if self.db is None:
-            raise RuntimeError("this service was built without a database")
-        return self.db
+    def require_tenant_rows(self) -> TenantRows:
+        if self.tenant_rows is None:
+            raise RuntimeError("this service was built without a database or tenant rows")
+        return self.tenant_rows
 
     def require_vectors(self) -> VectorIndex:
         if self.vectors is None:

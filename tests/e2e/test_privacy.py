@@ -147,7 +147,7 @@ def scan_mongo(stack: StackProcess) -> tuple[Found, dict[str, list[dict[str, Any
 
 def read_models_undeclared_or_without_tenant_index(stack: StackProcess) -> list[str]:
     """Erasure sweeps the collections of the projection catalog and reads a tenant's rows of each
-    (mnemo/services/privacy/rows.py): a collection of the running stack that the catalog does not declare would
+    (mnemo/shared/readmodels/rows.py): a collection of the running stack that the catalog does not declare would
     escape erasure and replay, and one without an index that starts with ``tenant_id`` would be read whole by
     each erasure."""
     declared = {c.name for c in catalog.erasable()}

@@ -62,7 +62,7 @@ async def test_opening_a_core_creates_the_read_model_indexes(core_settings: Sett
             "rm_conversations": "by_family_root",
             "summaries": "by_conversation",
             "witnessed": "by_character_message",
-            # erasure reads a tenant's rows of every read model (mnemo/services/privacy/rows.py)
+            # erasure reads a tenant's rows of every read model (mnemo/shared/readmodels/rows.py)
             "rm_bots": "by_tenant",
             "rm_personas": "by_tenant",
             "lore_timed": "by_tenant",

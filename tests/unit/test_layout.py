@@ -147,12 +147,9 @@ def test_one_name_per_concept():
 
 # The modules of mnemo/services that hold the database (or a collection) itself: each is an adapter that goes
 # through every collection. Everything else reads and writes its read models through their ports
-# (``deps.read_model``, declared in its ``ServiceDefinition``: docs/architecture.md).
+# (``deps.read_model``, declared in its ``ServiceDefinition``: docs/architecture.md), and privacy a tenant's rows
+# of every collection through ``deps.tenant_rows`` (``mnemo/shared/readmodels/rows.py``).
 HOLD_THE_DATABASE = {
-    "mnemo/services/privacy/app.py": "hands it to the sweep and the export",
-    "mnemo/services/privacy/erasure.py": "deletes a user's or tenant's rows from every collection of the catalog",
-    "mnemo/services/privacy/rows.py": "which rows of a collection are the user's, and their deletion",
-    "mnemo/services/privacy/export.py": "reads a user's rows from every read model",
     "mnemo/services/context_assembler/app.py": "hands it to the usage report; none (in memory): no documents",
     "mnemo/services/context_assembler/usage_report.py": "counts a tenant's rows for the operators' report",
     "mnemo/services/context_assembler/memory_growth.py": "counts a tenant's rows per memory type and day (the same report)",

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mnemo.services.privacy.rows import NOT_READ_MODELS
 from mnemo.shared.events.recorded import REGISTRY, conversation_stream
 from mnemo.shared.readmodels import catalog
 from mnemo.shared.readmodels.catalog import CATALOG, FakeReadModelPorts
@@ -16,6 +15,7 @@ from mnemo.shared.readmodels.inmemory import conversation as fake_conversation
 from mnemo.shared.readmodels.inmemory import knowledge as fake_knowledge
 from mnemo.shared.readmodels.inmemory import lore as fake_lore
 from mnemo.shared.readmodels.inmemory import summaries as fake_summaries
+from mnemo.shared.readmodels.rows import NOT_READ_MODELS
 from tests.envelopes import recorded
 
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -27,7 +27,7 @@ SERVICE = "privacy"
 
 def eraser_for(deps: Deps) -> Eraser:
     return Eraser(
-        deps.require_db(),
+        deps.require_tenant_rows(),
         deps.cipher,
         deps.store,
         deps.publisher,
@@ -41,7 +41,7 @@ def eraser_for(deps: Deps) -> Eraser:
 def create_router(deps: Deps) -> NatsRouter:
     router = NatsRouter()
     eraser = eraser_for(deps)
-    exporter = Exporter(deps.require_db(), deps.cipher)
+    exporter = Exporter(deps.require_tenant_rows(), deps.cipher)
     limiter = RateLimiter(deps.settings.limits)  # per tenant, like every RPC (an erasure scans whole streams)
     on = functools.partial(serve, router, service=SERVICE, errors={}, limiter=limiter)
     on(subjects.PRIVACY_ERASE_USER, request=EraseUserRequest, call=eraser.erase_user)

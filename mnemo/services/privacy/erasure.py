@@ -17,12 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from nats.js import JetStreamContext
-from pymongo.asynchronous.database import AsyncDatabase
 
-from mnemo.services.privacy import rows
 from mnemo.services.privacy.stream_purge import stream_passes
 from mnemo.services.privacy.uploads import delete_uploads
 from mnemo.shared import subjects
@@ -35,6 +32,7 @@ from mnemo.shared.events.recorded import ErasureCompleted, new_event, privacy_st
 from mnemo.shared.readmodels import catalog
 from mnemo.shared.readmodels.documents import DOCUMENTS
 from mnemo.shared.readmodels.lore import LOREBOOKS
+from mnemo.shared.readmodels.rows import TenantRows
 from mnemo.shared.vectors import points
 from mnemo.shared.vectors.port import VectorFilter, VectorIndex
 from mnemo_client.wire.privacy_contract import EraseTenantRequest, EraseUserRequest, ErasureReply
@@ -59,7 +57,7 @@ class _Target:
 class Eraser:
     def __init__(
         self,
-        db: AsyncDatabase[dict[str, Any]],
+        rows: TenantRows,
         cipher: FieldCipher,
         store: EventStore,
         publisher: CommittedPublisher,
@@ -68,7 +66,7 @@ class Eraser:
         js: JetStreamContext | None,
         resweep_after_s: float,
     ) -> None:
-        self._db, self._cipher, self._store, self._publisher = db, cipher, store, publisher
+        self._rows, self._cipher, self._store, self._publisher = rows, cipher, store, publisher
         self._vectors, self._js = vectors, js
         self._resweep_after_s = resweep_after_s
         self._resweeps: dict[_Target, asyncio.Task[None]] = {}
@@ -132,14 +130,14 @@ class Eraser:
         return ErasureReply(erasure_id=erasure_id, keys_destroyed=len(key_ids), deleted=deleted), books
 
     async def _owned_books(self, target: _Target) -> list[str]:
-        query = _owned_by(target)
-        return sorted({str(d["lorebook_id"]) async for d in self._db[LOREBOOKS].find(query, {"lorebook_id": 1})})
+        books = self._rows.owned(LOREBOOKS, target.tenant_id, target.user_id, by="owner_user_id")
+        return sorted({str(d["lorebook_id"]) async for d in books})
 
     async def _owned_documents(self, target: _Target) -> tuple[list[str], list[str]]:
         """The ids of their documents and the names of the stored files."""
-        fields = {"document_id": 1, "object_name": 1}
-        rows = [d async for d in self._db[DOCUMENTS].find(_owned_by(target), fields)]
-        return sorted({str(d["document_id"]) for d in rows}), sorted({str(d["object_name"]) for d in rows})
+        owned = self._rows.owned(DOCUMENTS, target.tenant_id, target.user_id, by="owner_user_id")
+        documents = [d async for d in owned]
+        return sorted({str(d["document_id"]) for d in documents}), sorted({str(d["object_name"]) for d in documents})
 
     async def _sweep(self, target: _Target, books: list[str]) -> dict[str, int]:
         """Rows and vectors (the streams are :attr:`_stream_passes`')."""
@@ -147,7 +145,7 @@ class Eraser:
         for collection in catalog.erasable():
             if target.user_id is not None and collection.kept_on_user_erasure:
                 continue
-            if count := await rows.delete_rows(self._db[collection.name], target.tenant_id, target.user_id, books):
+            if count := await self._rows.delete_owned(collection.name, target.tenant_id, target.user_id, books):
                 deleted[collection.name] = count
         if self._vectors is not None:
             filters = _vector_filters(target, books)
@@ -168,14 +166,6 @@ class Eraser:
             return
         if any(late.values()):
             log.info("resweep of %s deleted what in-flight work wrote after the erasure: %s", target, late)
-
-
-def _owned_by(target: _Target) -> dict[str, Any]:
-    """What the target owns in a read model keyed by owner (books, documents): the tenant's, or the user's."""
-    query: dict[str, Any] = {"tenant_id": target.tenant_id}
-    if target.user_id is not None:
-        query["owner_user_id"] = target.user_id
-    return query
 
 
 def _vector_filters(target: _Target, books: list[str]) -> list[VectorFilter]:

@@ -9,11 +9,10 @@ model. Internal fields (versions, status keys) are dropped; ``id`` replaces ``_i
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from pydantic_core import to_jsonable_python
-from pymongo.asynchronous.database import AsyncDatabase
 
 from mnemo.shared.crypto import FieldCipher, KeyErased, token_key_id
 from mnemo.shared.readmodels.documents import DOCUMENTS
@@ -22,6 +21,7 @@ from mnemo.shared.readmodels.legacy_lore import COLLECTION as LEGACY
 from mnemo.shared.readmodels.lore import LOREBOOKS
 from mnemo.shared.readmodels.memories import COLLECTION as MEMORIES
 from mnemo.shared.readmodels.repository import MESSAGES, PERSONAS
+from mnemo.shared.readmodels.rows import OwnerField, Row, TenantRows
 from mnemo.shared.readmodels.summaries import COLLECTION as SUMMARIES
 from mnemo_client.wire.privacy_contract import ExportUserReply, ExportUserRequest
 
@@ -30,14 +30,17 @@ _INTERNAL = frozenset({"_id", "tenant_id", "version", "scope_version", "source_k
 
 
 class Exporter:
-    def __init__(self, db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> None:
-        self._db, self._cipher = db, cipher
+    def __init__(self, rows: TenantRows, cipher: FieldCipher) -> None:
+        self._rows, self._cipher = rows, cipher
 
     async def export_user(self, req: ExportUserRequest, progress: Progress | None = None) -> ExportUserReply:
         t, u = req.tenant_id, req.user_id
-        owned = {"tenant_id": t, "user_id": u}
-        messages = await self._read(MESSAGES, owned, "messages", progress)
-        summaries = await self._read(SUMMARIES, owned, "summaries", progress)
+
+        async def read(collection: str, label: str, by: OwnerField = "user_id") -> list[dict[str, Any]]:
+            return await self._read(self._rows.owned(collection, t, u, by=by), label, progress)
+
+        messages = await read(MESSAGES, "messages")
+        summaries = await read(SUMMARIES, "summaries")
         conversations: dict[str, dict[str, Any]] = {}
         for kind, docs in (("messages", messages), ("summaries", summaries)):
             for doc in docs:
@@ -50,25 +53,23 @@ class Exporter:
             conv["messages"].sort(key=lambda m: m.get("index", 0))
             conv["summaries"].sort(key=lambda s: s.get("first_index", 0))
         facts: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for fact in await self._read(FACTS, owned, "facts", progress):
+        for fact in await read(FACTS, "facts"):
             facts[str(fact.get("character_id"))].append(fact)
         return ExportUserReply(
             tenant_id=t,
             user_id=u,
             conversations=[conversations[k] for k in sorted(conversations)],
             facts=dict(facts),
-            legacy_memories=await self._read(LEGACY, owned, "legacy_memories", progress),
-            lorebooks=await self._read(LOREBOOKS, {"tenant_id": t, "owner_user_id": u}, "lorebooks", progress),
-            personas=await self._read(PERSONAS, owned, "personas", progress),
-            documents=await self._read(DOCUMENTS, {"tenant_id": t, "owner_user_id": u}, "documents", progress),
-            memories=await self._read(MEMORIES, owned, "memories", progress),
+            legacy_memories=await read(LEGACY, "legacy_memories"),
+            lorebooks=await read(LOREBOOKS, "lorebooks", "owner_user_id"),
+            personas=await read(PERSONAS, "personas"),
+            documents=await read(DOCUMENTS, "documents", "owner_user_id"),
+            memories=await read(MEMORIES, "memories"),
         )
 
-    async def _read(
-        self, collection: str, query: dict[str, Any], label: str, progress: Progress | None
-    ) -> list[dict[str, Any]]:
+    async def _read(self, rows: AsyncIterator[Row], label: str, progress: Progress | None) -> list[dict[str, Any]]:
         out = []
-        async for doc in self._db[collection].find(query).sort("_id", 1):
+        async for doc in rows:
             try:
                 out.append(await self._open(doc))
             except (

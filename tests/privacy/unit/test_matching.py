@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mnemo.services.privacy.rows import owned_by
 from mnemo.services.privacy.stream_purge import owner_of
 from mnemo.shared.readmodels import catalog
+from mnemo.shared.readmodels.rows import owned_by
 from mnemo.shared.usage import COLLECTION
 
 
