@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mnemo.services.context_assembler.assemble.assembly import KnowledgeItem
+from mnemo.services.context_assembler.items import KnowledgeItem
 from mnemo.services.context_assembler.search.filters import facts_filter
 from mnemo.services.context_assembler.search.hits import relevant_first
 from mnemo.services.embedding.domain import HANDLERS, plan_batch

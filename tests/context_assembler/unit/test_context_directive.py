@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, BotProfile, KnowledgeItem, assemble
+from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble
+from mnemo.services.context_assembler.items import BotProfile, KnowledgeItem
 
 ODO = BotProfile("odo", "Odo", "A constable.")
 

@@ -29,29 +29,9 @@ from mnemo.services.context_assembler.assemble.budget import pack, reachable_his
 from mnemo.services.context_assembler.assemble.draft import AssemblyInput, Draft, in_order
 from mnemo.services.context_assembler.assemble.messages import chat_messages
 from mnemo.services.context_assembler.assemble.render import SECTION_ORDER
-from mnemo.services.context_assembler.items import (
-    BotProfile,
-    ChatLine,
-    KnowledgeItem,
-    LoreItem,
-    MemoryItem,
-    PersonaProfile,
-    RememberedItem,
-)
 from mnemo_client.wire.contract import Asset, ContextAssembleReply, Section, Source, SourceKind
 
-__all__ = [
-    "AssemblyInput",
-    "BotProfile",
-    "ChatLine",
-    "KnowledgeItem",
-    "LoreItem",
-    "MemoryItem",
-    "PersonaProfile",
-    "RememberedItem",
-    "assemble",
-    "reachable_history",
-]
+__all__ = ["AssemblyInput", "assemble", "reachable_history"]
 
 
 def assemble(inp: AssemblyInput) -> ContextAssembleReply:
