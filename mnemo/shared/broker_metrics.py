@@ -13,7 +13,11 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from faststream.nats.prometheus.provider import BatchNatsMetricsSettingsProvider, NatsMetricsSettingsProvider
+from faststream.nats.prometheus.provider import (
+    BaseNatsMetricsSettingsProvider,
+    BatchNatsMetricsSettingsProvider,
+    NatsMetricsSettingsProvider,
+)
 from faststream.prometheus import ConsumeAttrs
 from faststream.prometheus.middleware import PrometheusMiddleware
 from nats.aio.msg import Msg
@@ -34,11 +38,14 @@ def bounded_subject(subject: str) -> str:
     return ".".join([*subject.split(".")[:2], ">"])
 
 
-class _Single(NatsMetricsSettingsProvider):
+class _Bounded(BaseNatsMetricsSettingsProvider[Any]):
+    """FastStream's provider (the one it comes before) with each subject it reports bounded."""
+
     __slots__ = ()
 
     def get_consume_attrs_from_message(self, msg: Any) -> ConsumeAttrs:
-        attrs = super().get_consume_attrs_from_message(msg)
+        # The provider after this class in the MRO (single or batch) implements it; mypy sees the abstract base.
+        attrs = super().get_consume_attrs_from_message(msg)  # type: ignore[safe-super]
         attrs["destination_name"] = bounded_subject(attrs["destination_name"])
         return attrs
 
@@ -46,16 +53,12 @@ class _Single(NatsMetricsSettingsProvider):
         return bounded_subject(super().get_publish_destination_name_from_cmd(cmd))
 
 
-class _Batch(BatchNatsMetricsSettingsProvider):
+class _Single(_Bounded, NatsMetricsSettingsProvider):
     __slots__ = ()
 
-    def get_consume_attrs_from_message(self, msg: Any) -> ConsumeAttrs:
-        attrs = super().get_consume_attrs_from_message(msg)
-        attrs["destination_name"] = bounded_subject(attrs["destination_name"])
-        return attrs
 
-    def get_publish_destination_name_from_cmd(self, cmd: Any) -> str:
-        return bounded_subject(super().get_publish_destination_name_from_cmd(cmd))
+class _Batch(_Bounded, BatchNatsMetricsSettingsProvider):
+    __slots__ = ()
 
 
 _SINGLE, _BATCH = _Single(), _Batch()
