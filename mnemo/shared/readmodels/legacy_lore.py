@@ -28,7 +28,7 @@ from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import LEGACY_LORE_CREATED, LEGACY_LORE_DELETED
 from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.readmodels.erased import readable
-from mnemo.shared.readmodels.repository import _bulk
+from mnemo.shared.readmodels.repository import _bulk, write_ops
 
 COLLECTION = "rm_legacy_lore"
 ENCRYPTED = ("title", "text", "emotional_tags")
@@ -124,12 +124,7 @@ class LegacyLoreReadModel(LegacyPages):
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         """Project ``legacy_lore.*`` events (others are ignored), in order, in one bulk write."""
-        ops: list[UpdateOne] = []
-        for env in events:
-            on_event = _APPLY.get(env.type)
-            if on_event is not None:
-                ops.append(await on_event(self, env))
-        await _bulk(self._col, ops, ordered=True)
+        await _bulk(self._col, await write_ops(self, events, _APPLY), ordered=True)
 
     async def _deleted(self, env: EventEnvelope) -> UpdateOne:
         d = LEGACY_LORE_DELETED.parse(env.payload)

@@ -24,6 +24,7 @@ from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
 from mnemo.shared.readmodels.erased import readable
+from mnemo.shared.readmodels.repository import write_ops
 
 COLLECTION = "summaries"
 ACTIVE = "active"
@@ -178,12 +179,7 @@ class SummariesReadModel(SummaryPages):
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         """Project ``summary.created`` / ``summary.retired`` events (others are ignored) in one bulk write."""
-        ops: list[UpdateOne] = []
-        for env in events:
-            on_event = _APPLY.get(env.type)
-            if on_event is not None:
-                ops.append(await on_event(self, env))
-        if ops:
+        if ops := await write_ops(self, events, _APPLY):
             await self._col.bulk_write(ops, ordered=True)
 
     async def _retired(self, env: EventEnvelope) -> UpdateOne:
