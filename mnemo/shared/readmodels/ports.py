@@ -61,21 +61,13 @@ class ConversationReadModel(MessageReads, Protocol):
 
 
 class SummariesPort(SummaryPages, Protocol):
-    """The ``summaries`` projection (``SummariesReadModel``); the memory listing's ``page`` is ``SummaryPages``."""
+    """The ``summaries`` projection (``SummariesReadModel``); the memory listing's ``page`` and ``by_ids`` are
+    ``SummaryPages``'."""
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
 
     async def recent_summaries(
         self, tenant_id: str, user_id: str, conversation_id: str, limit: int = 10
-    ) -> list[SummaryView]: ...
-
-    async def by_ids(
-        self,
-        tenant_id: str,
-        summary_ids: Sequence[str],
-        *,
-        user_id: str | None = None,
-        conversation_id: str | None = None,
     ) -> list[SummaryView]: ...
 
     async def inactive(self, tenant_id: str, summary_ids: Sequence[str]) -> set[str]: ...

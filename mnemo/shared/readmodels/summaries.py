@@ -140,8 +140,23 @@ class SummaryPage:
         )
 
 
+@dataclass(frozen=True)
+class SummaryScope:
+    """Whose summaries a read by id returns: the tenant's, and the user's and conversation's when named (a test
+    on a stored row, which both adapters apply to the rows of the ids asked for)."""
+
+    tenant_id: str
+    user_id: str | None = None
+    conversation_id: str | None = None
+
+    def admits(self, row: Mapping[str, Any]) -> bool:
+        wanted = (("tenant_id", self.tenant_id), ("user_id", self.user_id), ("conversation_id", self.conversation_id))
+        return "text" in row and all(v is None or row.get(k) == v for k, v in wanted)
+
+
 class SummaryPages(Protocol):
-    """The memory listing's query, stated once over what each adapter answers for a :class:`SummaryPage`."""
+    """The memory listing's query and the reads by id, stated once over what each adapter answers for a
+    :class:`SummaryPage` and a :class:`SummaryScope`."""
 
     async def listed(self, q: SummaryPage, offset: int, limit: int) -> tuple[list[SummaryListed], int]:
         """The page (newest ``end_at`` first then id: a total order, pages neither skip nor repeat) and how
@@ -170,6 +185,26 @@ class SummaryPages(Protocol):
             tenant_id, user_id, summary_type, participant, only_ids, except_ids or (), include_retired, conversation_id
         )
         return await self.listed(q, offset, limit)
+
+    async def of_ids(self, summary_ids: Sequence[str], scope: SummaryScope) -> list[SummaryView]:
+        """Those of ``summary_ids`` (distinct) that ``scope`` admits, in any order."""
+        ...
+
+    async def by_ids(
+        self,
+        tenant_id: str,
+        summary_ids: Sequence[str],
+        *,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[SummaryView]:
+        """The summaries among ``summary_ids`` that belong to the tenant (and user/conversation if given), in the
+        order asked."""
+        if not summary_ids:
+            return []
+        scope = SummaryScope(tenant_id, user_id, conversation_id)
+        found = {v.summary_id: v for v in await self.of_ids(list(dict.fromkeys(summary_ids)), scope)}
+        return [found[i] for i in summary_ids if i in found]
 
 
 class SummariesReadModel(SummaryPages):
@@ -212,28 +247,12 @@ class SummariesReadModel(SummaryPages):
         cursor = self._col.find(query).sort("last_index", DESCENDING).limit(limit)
         return await readable(cursor, self._view)
 
-    async def by_ids(
-        self,
-        tenant_id: str,
-        summary_ids: Sequence[str],
-        *,
-        user_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> list[SummaryView]:
-        """The summaries among ``summary_ids`` that belong to the tenant (and user/conversation if given)."""
-        if not summary_ids:
-            return []
+    async def of_ids(self, summary_ids: Sequence[str], scope: SummaryScope) -> list[SummaryView]:
         # Looked up by ``_id`` alone, the scope checked on the documents: SecantusDB answers ``_id $in`` from
         # its primary index but scans for the same query with more fields (3 ms against 26 ms for 600 ids).
         # Nothing is decrypted before the checks.
-        wanted = {"tenant_id": tenant_id, "user_id": user_id, "conversation_id": conversation_id}
-        docs = [
-            d
-            async for d in self._col.find({"_id": {"$in": list(dict.fromkeys(summary_ids))}})
-            if "text" in d and all(v is None or d.get(k) == v for k, v in wanted.items())
-        ]
-        found = {v.summary_id: v for v in await readable(docs, self._view)}
-        return [found[i] for i in summary_ids if i in found]
+        docs = [d async for d in self._col.find({"_id": {"$in": list(summary_ids)}}) if scope.admits(d)]
+        return await readable(docs, self._view)
 
     async def inactive(self, tenant_id: str, summary_ids: Sequence[str]) -> set[str]:
         """Those of ``summary_ids`` the tenant's projection shows retired (consolidated, stale or deleted)."""

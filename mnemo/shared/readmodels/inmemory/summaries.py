@@ -8,7 +8,14 @@ from typing import Any
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
 from mnemo.shared.readmodels.inmemory.conversation import naive_utc
-from mnemo.shared.readmodels.summaries import SummaryListed, SummaryPage, SummaryPages, SummaryView, summary_view
+from mnemo.shared.readmodels.summaries import (
+    SummaryListed,
+    SummaryPage,
+    SummaryPages,
+    SummaryScope,
+    SummaryView,
+    summary_view,
+)
 
 
 class InMemorySummaries(SummaryPages):
@@ -64,21 +71,8 @@ class InMemorySummaries(SummaryPages):
         mine.sort(key=lambda p: -int(p[1]["last_index"]))
         return [self._view(i, d) for i, d in mine[:limit]]
 
-    async def by_ids(
-        self,
-        tenant_id: str,
-        summary_ids: Sequence[str],
-        *,
-        user_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> list[SummaryView]:
-        wanted = {"user_id": user_id, "conversation_id": conversation_id}
-        found = {
-            i: self._view(i, d)
-            for i, d in self._created(tenant_id)
-            if i in summary_ids and all(v is None or d.get(k) == v for k, v in wanted.items())
-        }
-        return [found[i] for i in summary_ids if i in found]
+    async def of_ids(self, summary_ids: Sequence[str], scope: SummaryScope) -> list[SummaryView]:
+        return [self._view(i, d) for i in summary_ids if (d := self.docs.get(i)) is not None and scope.admits(d)]
 
     async def inactive(self, tenant_id: str, summary_ids: Sequence[str]) -> set[str]:
         return {
