@@ -23,7 +23,8 @@ has the exact live tokens per message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -226,3 +227,26 @@ def fold(state: ConversationState, envelopes: Iterable[EventEnvelope]) -> Conver
     for envelope in sorted(envelopes, key=lambda e: e.version):
         state = evolve(state, envelope)
     return state
+
+
+def by_stream(envelopes: Iterable[EventEnvelope]) -> dict[str, list[EventEnvelope]]:
+    """``envelopes`` (any order across streams) grouped by stream, each stream's in version order."""
+    grouped: dict[str, list[EventEnvelope]] = defaultdict(list)
+    for env in envelopes:
+        grouped[env.stream_id].append(env)
+    for events in grouped.values():
+        events.sort(key=lambda e: e.version)
+    return dict(grouped)
+
+
+async def folded_states(
+    streams: Mapping[str, Sequence[EventEnvelope]],
+    known: Mapping[str, ConversationState] | None,
+    load: Callable[[list[str]], Awaitable[Mapping[str, ConversationState]]],
+) -> tuple[dict[str, ConversationState], dict[str, ConversationState]]:
+    """The state of each conversation among ``streams`` before and after its events there, the read model's
+    side of a projection: ``known`` states are taken as they are (ingest loaded them), the others ``load``ed."""
+    conversations = [s for s in streams if stream_parts(s)[0] == "conversation"]
+    before = dict(known or {})
+    before.update(await load([s for s in conversations if s not in before]))
+    return before, {s: fold(before[s], streams[s]) for s in conversations}

@@ -19,7 +19,6 @@ Why this shape:
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -29,9 +28,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from mnemo.shared.crypto import FieldCipher, TenantCipher
-from mnemo.shared.events.envelope import EventEnvelope, stream_parts
+from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import BOT_RECORDED, PERSONA_RECORDED, bot_stream, persona_stream
-from mnemo.shared.readmodels.conversation import ConversationState, fold
+from mnemo.shared.readmodels.conversation import ConversationState, by_stream, folded_states
 from mnemo.shared.readmodels.erased import readable_sync
 from mnemo.shared.readmodels.message_reads import MessageRange, MessageReads
 from mnemo.shared.readmodels.messages import (
@@ -110,25 +109,15 @@ class ReadModels(MessageReads):
         ``known_states`` are conversation states the caller already loaded (ingest does), saving a lookup.
         Returns the resulting state of every conversation touched.
         """
-        by_stream: dict[str, list[EventEnvelope]] = defaultdict(list)
-        for env in envelopes:
-            by_stream[env.stream_id].append(env)
+        streams = by_stream(envelopes)
         ops: dict[str, list[WriteOp]] = {"messages": [], "bots": [], "personas": []}
-        conversation_streams: list[str] = []
-        for sid, events in by_stream.items():
-            events.sort(key=lambda e: e.version)
-            if stream_parts(sid)[0] == "conversation":
-                conversation_streams.append(sid)
-            for env in events:
-                owner = env.payload.get("user_id")  # messages and personas: the user's key; bots: the tenant's
-                cipher = await self._cipher.for_tenant(env.tenant_id, owner if isinstance(owner, str) else None)
-                target = _WRITES.get(env.type)
-                if target is not None and (op := target[1](env, cipher)) is not None:
-                    ops[target[0]].append(op)
-        before = dict(known_states or {})
-        missing = [s for s in conversation_streams if s not in before]
-        before.update(await self.conversation_states(missing))
-        after = {s: fold(before[s], by_stream[s]) for s in conversation_streams}
+        for env in (env for events in streams.values() for env in events):
+            owner = env.payload.get("user_id")  # messages and personas: the user's key; bots: the tenant's
+            cipher = await self._cipher.for_tenant(env.tenant_id, owner if isinstance(owner, str) else None)
+            target = _WRITES.get(env.type)
+            if target is not None and (op := target[1](env, cipher)) is not None:
+                ops[target[0]].append(op)
+        before, after = await folded_states(streams, known_states, self.conversation_states)
         state_ops: list[WriteOp] = [
             ReplaceOne({"_id": s, "version": {"$lt": st.version}}, st.to_doc(), upsert=True)
             for s, st in after.items()

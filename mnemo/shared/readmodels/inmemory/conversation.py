@@ -3,12 +3,11 @@ bots and personas, folded with the MongoDB adapter's rules (see ``mnemo/shared/r
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from mnemo.shared.events.envelope import EventEnvelope, stream_parts
+from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     BOT_RECORDED,
     MESSAGE_DELETED,
@@ -20,7 +19,7 @@ from mnemo.shared.events.recorded import (
     persona_stream,
 )
 from mnemo.shared.mapping import mapped
-from mnemo.shared.readmodels.conversation import ConversationState, as_utc, fold
+from mnemo.shared.readmodels.conversation import ConversationState, as_utc, by_stream, folded_states
 from mnemo.shared.readmodels.message_reads import MessageRange, MessageReads
 from mnemo.shared.readmodels.messages import MessageKey, MessageStatus, MessageView, message_doc_id
 from mnemo.shared.readmodels.profiles import BotView, PersonaView
@@ -46,22 +45,12 @@ class InMemoryReadModels(MessageReads):
     async def apply(
         self, envelopes: Iterable[EventEnvelope], *, known_states: Mapping[str, ConversationState] | None = None
     ) -> dict[str, ConversationState]:
-        by_stream: dict[str, list[EventEnvelope]] = defaultdict(list)
-        for env in envelopes:
-            by_stream[env.stream_id].append(env)
-        conversation_streams: list[str] = []
-        for sid, events in by_stream.items():
-            events.sort(key=lambda e: e.version)
-            if stream_parts(sid)[0] == "conversation":
-                conversation_streams.append(sid)
-            for env in events:
-                on_event = _APPLY.get(env.type)
-                if on_event is not None:
-                    on_event(self, env)
-        before = dict(known_states or {})
-        missing = [s for s in conversation_streams if s not in before]
-        before.update(await self.conversation_states(missing))
-        after = {s: fold(before[s], by_stream[s]) for s in conversation_streams}
+        streams = by_stream(envelopes)
+        for env in (env for events in streams.values() for env in events):
+            on_event = _APPLY.get(env.type)
+            if on_event is not None:
+                on_event(self, env)
+        before, after = await folded_states(streams, known_states, self.conversation_states)
         for s, st in after.items():
             stored = self.states.get(s)
             if st.version > before[s].version and (stored is None or stored.version < st.version):
