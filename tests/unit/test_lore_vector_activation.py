@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from mnemo.services.context_assembler.items import ChatLine
-from mnemo.services.context_assembler.lore.activate import activate_lore
+from mnemo.services.context_assembler.lore.activate import activate_lore_state
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, compile_lore
 from mnemo.services.context_assembler.lore.loader import LoreLoader
 from mnemo.services.context_assembler.lore.vectors import best_entries, vector_query
@@ -142,11 +142,11 @@ def test_similar_entries_are_activated_with_their_similarity_and_keywords_still_
         {"uid": 3, "content": "Dragons.", "key": ["dragon"]},
     )
     history = [ChatLine("m0", 0, "user", "Mira", "A dragon and a storm!")]
-    keyword_only = activate_lore(lore, history, "", max_tokens=8000, seed="s")
+    keyword_only = activate_lore_state(lore, history, "", max_tokens=8000, seed="s").items
     assert {i.uid: i.detail for i in keyword_only} == {2: "key: storm", 3: "key: dragon"}, (
         "a vector-mode entry never fires on its keys; a hybrid one does"
     )
-    similar = activate_lore(lore, history, "", max_tokens=8000, seed="s", similar={"b@4.1": 0.712})
+    similar = activate_lore_state(lore, history, "", max_tokens=8000, seed="s", similar={"b@4.1": 0.712}).items
     assert {i.uid: i.detail for i in similar} == {1: "similarity: 0.71", 2: "key: storm", 3: "key: dragon"}
 
 
@@ -157,7 +157,7 @@ def test_vector_hits_go_through_the_same_budget_and_rules_as_keyword_hits() -> N
         {"uid": 3, "content": "Off.", "activationMode": "vector", "disable": True},
     )
     forced = {"b@4.1": 0.9, "b@4.2": 0.5, "b@4.3": 0.99}
-    items = activate_lore(lore, [], "hello", max_tokens=400, seed="s", similar=forced)
+    items = activate_lore_state(lore, [], "hello", max_tokens=400, seed="s", similar=forced).items
     assert [i.uid for i in items] == [2], "the budget (25% of 400) cuts the long entry; disabled never fires"
 
 

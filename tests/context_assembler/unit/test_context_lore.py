@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble, reachable_history
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, LoreItem, MemoryItem, PersonaProfile
-from mnemo.services.context_assembler.lore.activate import activate_lore
+from mnemo.services.context_assembler.lore.activate import activate_lore_state
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.loader import LoreLoader
 from mnemo.shared.lore.model import Lorebook, LoreEntry
@@ -123,7 +123,7 @@ async def test_activation_scans_history_and_user_message_and_says_why():
     loader = LoreLoader(FakeLoreReads({}))
     compiled = await loader.compiled("t1", [ActiveBook("bk@1", BOOK, "character")], {"char": "Ada"})
     history = [ChatLine("m0", 0, "user", "Mira", "Where are the Research Labs and the Marine Lab?")]
-    items = activate_lore(compiled, history, "And the Hangar?", max_tokens=4000, seed="c1:1")
+    items = activate_lore_state(compiled, history, "And the Hangar?", max_tokens=4000, seed="c1:1").items
     by_uid = {i.uid: i for i in items}
     assert set(by_uid) == {1, 3}, "uid 2 not mentioned; uid 4 (position 10) is activated but placed nowhere"
     assert by_uid[1].book_id == "bk"
@@ -131,7 +131,7 @@ async def test_activation_scans_history_and_user_message_and_says_why():
     assert by_uid[1].content == "Labs: Ada knows them."
     assert by_uid[3].detail == "constant"
     assert by_uid[3].constant
-    newest_only = activate_lore(compiled, [], "Tell me about the Reactor", max_tokens=4000, seed="c1:0")
+    newest_only = activate_lore_state(compiled, [], "Tell me about the Reactor", max_tokens=4000, seed="c1:0").items
     assert {i.uid for i in newest_only} == {2, 3}, "the user message is scanned as the newest message"
 
 

@@ -15,30 +15,6 @@ from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, Co
 from mnemo.services.context_assembler.lore.engine.timed import TimedState
 
 
-def activate_lore(
-    lore: CompiledLore,
-    history: Sequence[ChatLine],
-    user_message: str,
-    *,
-    max_tokens: int,
-    seed: str,
-    user_name: str = "User",
-    character: str | None = None,
-    similar: Mapping[str, float] | None = None,
-) -> list[LoreItem]:
-    """The placed activated entries, in insertion order (pure), with no timed-effect state."""
-    return activate_lore_state(
-        lore,
-        history,
-        user_message,
-        max_tokens=max_tokens,
-        seed=seed,
-        user_name=user_name,
-        character=character,
-        similar=similar,
-    ).items
-
-
 def unversioned(state: TimedState) -> TimedState:
     """Timed records keyed ``<book>.<uid>``: the engine's idents carry the book version the loader compiled
     (``<book>@<version>.<uid>``), and an edit of the book must not orphan its running effects."""
