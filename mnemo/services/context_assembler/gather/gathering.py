@@ -27,7 +27,7 @@ from mnemo.services.context_assembler.gather.as_of import AsOf, picked
 from mnemo.services.context_assembler.gather.guess import QueryGuess
 from mnemo.services.context_assembler.gather.memo import MemoEmbedder, request_scope
 from mnemo.services.context_assembler.gather.personas import active_persona, label_personas
-from mnemo.services.context_assembler.gather.port import ContextReads
+from mnemo.services.context_assembler.gather.port import ContextReads, FactsAsked
 from mnemo.services.context_assembler.gather.retrieved import retrieved_lines
 from mnemo.services.context_assembler.gather.summarised import FoundMemories, half_life
 from mnemo.services.context_assembler.items import (
@@ -336,13 +336,15 @@ class Gatherer:
         others = await branches
         return await self._read(
             self._reads.knowledge(
-                req.tenant_id,
-                req.user_id,
-                req.bot_id,
-                max(KNOWLEDGE_POOL, self._settings.knowledge_limit),
-                req.campaign_id,
-                exclude_conversations=others,
-                learned_by=as_of.at if as_of is not None else None,
+                FactsAsked(
+                    req.tenant_id,
+                    req.user_id,
+                    req.bot_id,
+                    max(KNOWLEDGE_POOL, self._settings.knowledge_limit),
+                    req.campaign_id,
+                    exclude_conversations=others,
+                    learned_by=as_of.at if as_of is not None else None,
+                )
             ),
             "knowledge",
             degraded,

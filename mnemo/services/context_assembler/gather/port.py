@@ -7,7 +7,7 @@ own facts, so a character that was away when a secret was told finds the secret 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -16,6 +16,21 @@ from mnemo.services.context_assembler.items import BotProfile, ChatLine, Knowled
 
 if TYPE_CHECKING:
     from mnemo.services.context_assembler.gather.as_of import AsOf
+
+
+@dataclass(frozen=True)
+class FactsAsked:
+    """The facts a context reads: the bot's current ones visible in this user's conversations (and the
+    campaign's), at most ``limit``; none learned in ``exclude_conversations`` (they do not supersede either).
+    Hashable: the reads' cache keeps the answer under it."""
+
+    tenant_id: str
+    user_id: str
+    bot_id: str
+    limit: int
+    campaign_id: str | None = None
+    exclude_conversations: frozenset[str] = frozenset()
+    learned_by: datetime | None = None  # only the facts learned by then, current among those (as of a message)
 
 
 @dataclass(frozen=True)
@@ -86,20 +101,8 @@ class ContextReads(Protocol):
         """Those of the user's live legacy memories (lore entries made from memories)."""
         ...
 
-    async def knowledge(
-        self,
-        tenant_id: str,
-        user_id: str,
-        bot_id: str,
-        limit: int,
-        campaign_id: str | None = None,
-        *,
-        exclude_conversations: Collection[str] = (),
-        learned_by: datetime | None = None,
-    ) -> list[KnowledgeItem]:
-        """The bot's current facts visible in this user's conversations (and the campaign's), newest first, at
-        most ``limit``; none learned in ``exclude_conversations`` (they do not supersede either); with
-        ``learned_by``, only those learned by then (and current among those)."""
+    async def knowledge(self, asked: FactsAsked) -> list[KnowledgeItem]:
+        """The facts ``asked`` names, newest first."""
         ...
 
     async def family(self, tenant_id: str, user_id: str, conversation_id: str) -> frozenset[str]:

@@ -7,15 +7,14 @@ data belongs to one).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Sequence
-from datetime import datetime
+from collections.abc import Hashable, Sequence
 
 from mnemo.services.context_assembler.gather.as_of import AsOf
 from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
 from mnemo.services.context_assembler.gather.conversations import ConversationMessages
 from mnemo.services.context_assembler.gather.invalidations import facts_topic, forks_topic, summaries_topic
 from mnemo.services.context_assembler.gather.memo import once
-from mnemo.services.context_assembler.gather.port import LegacyText, SummaryText
+from mnemo.services.context_assembler.gather.port import FactsAsked, LegacyText, SummaryText
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
 from mnemo.shared.events.recorded import bot_stream, persona_stream
 from mnemo.shared.presence import bot_may_see
@@ -182,38 +181,19 @@ class ReadModelReads:
         views = await self._legacy.by_ids(tenant_id, legacy_ids, user_id=user_id)
         return [LegacyText(v.legacy_id, v.text, v.message_ids, v.end_at) for v in views]
 
-    async def knowledge(
-        self,
-        tenant_id: str,
-        user_id: str,
-        bot_id: str,
-        limit: int,
-        campaign_id: str | None = None,
-        *,
-        exclude_conversations: Collection[str] = (),
-        learned_by: datetime | None = None,
-    ) -> list[KnowledgeItem]:
+    async def knowledge(self, asked: FactsAsked) -> list[KnowledgeItem]:
         async def read() -> list[KnowledgeItem]:
             facts = await self._knowledge.facts_for(
-                tenant_id,
-                bot_id,
-                user_id=user_id,
-                campaign_id=campaign_id,
-                limit=limit,
-                exclude_conversations=exclude_conversations,
-                learned_by=learned_by,
+                asked.tenant_id,
+                asked.bot_id,
+                user_id=asked.user_id,
+                campaign_id=asked.campaign_id,
+                limit=asked.limit,
+                exclude_conversations=asked.exclude_conversations,
+                learned_by=asked.learned_by,
             )
             return [KnowledgeItem(f.fact_id, f.text, tuple(f.message_ids)) for f in facts]
 
-        key = (
-            "facts",
-            tenant_id,
-            user_id,
-            bot_id,
-            limit,
-            campaign_id,
-            tuple(sorted(exclude_conversations)),
-            learned_by,
-        )
-        found = await cached(self._cache, key, (facts_topic(tenant_id), tenant_topic(tenant_id)), read)
+        sources = (facts_topic(asked.tenant_id), tenant_topic(asked.tenant_id))
+        found = await cached(self._cache, ("facts", asked), sources, read)
         return list(found)  # the caller may reorder its list; the kept one stays as read
