@@ -36,9 +36,8 @@ async def limited():
     )
     d = deps()
     d = dataclasses.replace(d, settings=Settings(limits=limits))
-    model = d.read_model(LORE)
     async with served(create_router(d)) as rpc:
-        yield rpc, model, d
+        yield rpc, d.read_model(LORE), d
 
 
 def import_request(data: dict[str, Any], **over: Any) -> dict[str, Any]:

@@ -25,9 +25,8 @@ WORLD_INFO = {
 @pytest.fixture
 async def lore():
     d = deps()
-    model = d.read_model(LORE)
     async with served(create_router(d)) as rpc:
-        yield rpc, model, d
+        yield rpc, d.read_model(LORE), d
 
 
 def import_request(**over):

@@ -18,9 +18,8 @@ ASSET = {"uri": "https://cdn.example/hymn.ogg", "media_type": "audio/ogg", "titl
 @pytest.fixture
 async def api():
     d = deps()
-    memories = d.read_model(MEMORIES)
     async with served(create_router(d)) as rpc:
-        yield rpc, d, memories
+        yield rpc, d, d.read_model(MEMORIES)
 
 
 def remember(user: str = U1, **fields):
