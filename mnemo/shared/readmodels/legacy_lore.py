@@ -27,8 +27,9 @@ from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import LEGACY_LORE_CREATED, LEGACY_LORE_DELETED
 from mnemo.shared.readmodels.conversation import as_utc
+from mnemo.shared.readmodels.dispatch import write_ops
 from mnemo.shared.readmodels.erased import readable
-from mnemo.shared.readmodels.repository import _bulk, write_ops
+from mnemo.shared.readmodels.repository import _bulk
 
 COLLECTION = "rm_legacy_lore"
 ENCRYPTED = ("title", "text", "emotional_tags")

@@ -19,8 +19,8 @@ Why this shape:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, DeleteOne, InsertOne, ReplaceOne, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
@@ -52,21 +52,12 @@ _LOOKUP_CHUNK = 32
 
 Doc = dict[str, Any]
 WriteOp = InsertOne[Doc] | UpdateOne | ReplaceOne[Doc] | DeleteOne
-M = TypeVar("M")
-Op = TypeVar("Op")
 # Event type -> the collection (``ops`` key in ``apply``) its write goes to and the function making the write.
 _WRITES: dict[str, tuple[str, Callable[[EventEnvelope, TenantCipher], WriteOp | None]]] = {
     **{name: ("messages", write) for name, write in MESSAGE_WRITES.items()},
     BOT_RECORDED.name: ("bots", bot_write),
     PERSONA_RECORDED.name: ("personas", persona_write),
 }
-
-
-async def write_ops(
-    model: M, events: Iterable[EventEnvelope], writes: Mapping[str, Callable[[M, EventEnvelope], Awaitable[Op]]]
-) -> list[Op]:
-    """The write of each of ``events`` whose type ``writes`` names, in order (a read model ignores the others)."""
-    return [await writes[env.type](model, env) for env in events if env.type in writes]
 
 
 async def _bulk(collection: AsyncCollection[Doc], ops: Sequence[WriteOp], *, ordered: bool) -> None:

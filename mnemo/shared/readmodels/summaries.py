@@ -23,8 +23,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
+from mnemo.shared.readmodels.dispatch import write_ops
 from mnemo.shared.readmodels.erased import readable
-from mnemo.shared.readmodels.repository import write_ops
 
 COLLECTION = "summaries"
 ACTIVE = "active"

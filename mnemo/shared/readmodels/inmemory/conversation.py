@@ -20,6 +20,7 @@ from mnemo.shared.events.recorded import (
 )
 from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.conversation import ConversationState, as_utc, by_stream, folded_states
+from mnemo.shared.readmodels.dispatch import apply_each
 from mnemo.shared.readmodels.message_reads import MessageRange, MessageReads
 from mnemo.shared.readmodels.messages import MessageKey, MessageStatus, MessageView, message_doc_id
 from mnemo.shared.readmodels.profiles import BotView, PersonaView
@@ -46,10 +47,7 @@ class InMemoryReadModels(MessageReads):
         self, envelopes: Iterable[EventEnvelope], *, known_states: Mapping[str, ConversationState] | None = None
     ) -> dict[str, ConversationState]:
         streams = by_stream(envelopes)
-        for env in (env for events in streams.values() for env in events):
-            on_event = _APPLY.get(env.type)
-            if on_event is not None:
-                on_event(self, env)
+        apply_each(self, (env for events in streams.values() for env in events), _APPLY)
         before, after = await folded_states(streams, known_states, self.conversation_states)
         for s, st in after.items():
             stored = self.states.get(s)

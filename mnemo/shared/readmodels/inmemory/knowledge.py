@@ -17,6 +17,7 @@ from mnemo.shared.events.recorded import (
     FactScopeChanged,
 )
 from mnemo.shared.mapping import mapped
+from mnemo.shared.readmodels.dispatch import apply_each
 from mnemo.shared.readmodels.knowledge import (
     ACTIVE,
     FactQueries,
@@ -35,10 +36,7 @@ class InMemoryKnowledge(FactQueries):
         self.scope_version: dict[str, int] = {}
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
-        for env in events:
-            on_event = _APPLY.get(env.type)
-            if on_event is not None:
-                on_event(self, env)
+        apply_each(self, events, _APPLY)
 
     def _on_learned(self, env: EventEnvelope) -> None:
         self._insert(env, FACT_LEARNED.parse(env.payload), [])

@@ -17,6 +17,7 @@ from mnemo.shared.lore.history import LORE_EVENTS, BookState, fold_all
 from mnemo.shared.lore.model import Lorebook
 from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.conversation import as_utc
+from mnemo.shared.readmodels.dispatch import apply_each
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreView, LegacyPage, LegacyPages
 from mnemo.shared.readmodels.lore import BookListing, LorebookRef, LorebookView, LoreSource
 
@@ -28,10 +29,7 @@ class InMemoryLegacyLore(LegacyPages):
         self.entries: dict[str, tuple[LegacyLoreView, bool]] = {}  # legacy id -> (view, deleted)
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
-        for env in events:
-            on_event = _LEGACY_APPLY.get(env.type)
-            if on_event is not None:
-                on_event(self, env)
+        apply_each(self, events, _LEGACY_APPLY)
 
     def _on_created(self, env: EventEnvelope) -> None:
         c = LEGACY_LORE_CREATED.parse(env.payload)

@@ -7,6 +7,7 @@ from typing import Any
 
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import EVERYONE, SUMMARY_CREATED, SUMMARY_RETIRED
+from mnemo.shared.readmodels.dispatch import apply_each
 from mnemo.shared.readmodels.inmemory.conversation import naive_utc
 from mnemo.shared.readmodels.summaries import (
     SummaryListed,
@@ -25,10 +26,7 @@ class InMemorySummaries(SummaryPages):
         self.docs: dict[str, dict[str, Any]] = {}  # summary id -> fields (no "text" while a retirement stub)
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
-        for env in events:
-            on_event = _APPLY.get(env.type)
-            if on_event is not None:
-                on_event(self, env)
+        apply_each(self, events, _APPLY)
 
     def _on_created(self, env: EventEnvelope) -> None:
         s = SUMMARY_CREATED.parse(env.payload)
