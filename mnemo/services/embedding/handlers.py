@@ -15,6 +15,7 @@ carries a sparse lexical vector of its chunk (``mnemo/shared/sparse.py``) for hy
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mnemo.services.embedding.documents import DocState, documents_touched
@@ -131,21 +132,13 @@ class EmbeddingHandler:
         """The batch's created summaries that the summaries read model already shows retired."""
         if self.summaries is None:
             return set()
-        by_tenant = created_summary_ids(events)
-        out: set[str] = set()
-        for tenant_id, ids in by_tenant.items():
-            out |= await self.summaries.inactive(tenant_id, ids)
-        return out
+        return await _per_tenant(created_summary_ids(events), self.summaries.inactive)
 
     async def _deleted_legacy(self, events: list[EventEnvelope]) -> set[str]:
         """The batch's created legacy lore entries that the legacy lore read model already shows deleted."""
         if self.legacy is None:
             return set()
-        by_tenant = created_legacy_ids(events)
-        out: set[str] = set()
-        for tenant_id, ids in by_tenant.items():
-            out |= await self.legacy.deleted(tenant_id, ids)
-        return out
+        return await _per_tenant(created_legacy_ids(events), self.legacy.deleted)
 
     async def _lore_books(self, events: list[EventEnvelope]) -> dict[tuple[str, str], BookState | None] | None:
         """The current state of every book the batch's lorebook events touch (see ``lore_entries.plan_lore``)."""
@@ -199,3 +192,13 @@ class EmbeddingHandler:
                     v.status == ACTIVE,
                 )
         return out
+
+
+async def _per_tenant(
+    ids_by_tenant: Mapping[str, Sequence[str]], among: Callable[[str, Sequence[str]], Awaitable[set[str]]]
+) -> set[str]:
+    """What ``among`` (a read model's per-tenant lookup) finds among each tenant's ids, together."""
+    found: set[str] = set()
+    for tenant_id, ids in ids_by_tenant.items():
+        found |= await among(tenant_id, ids)
+    return found
