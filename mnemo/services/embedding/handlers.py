@@ -15,22 +15,22 @@ carries a sparse lexical vector of its chunk (``mnemo/shared/sparse.py``) for hy
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mnemo.services.embedding.documents import DocState, documents_touched
 from mnemo.services.embedding.domain import HANDLERS, BatchReads, BySource, plan_sorted
 from mnemo.services.embedding.facts import FactState, fact_ids_touched
-from mnemo.services.embedding.legacy_memories import created_legacy_ids
 from mnemo.services.embedding.lore_entries import lore_touched
 from mnemo.services.embedding.memories import memories_touched
 from mnemo.services.embedding.messages import latest_message_events
-from mnemo.services.embedding.plan import Chunker, Plan
-from mnemo.services.embedding.summaries import created_summary_ids
+from mnemo.services.embedding.plan import Chunker, Plan, of_type
 from mnemo.shared.analyzer import ANALYZER_VERSION
 from mnemo.shared.delivery import Completion, Item, Rejection
 from mnemo.shared.embedders.port import Embedder
-from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.envelope import EventEnvelope, EventType
+from mnemo.shared.events.recorded import LEGACY_LORE_CREATED, SUMMARY_CREATED
 from mnemo.shared.lore.history import BookState
 from mnemo.shared.readmodels import ports
 from mnemo.shared.readmodels.documents import DocumentsReadModel
@@ -132,13 +132,13 @@ class EmbeddingHandler:
         """The batch's created summaries that the summaries read model already shows retired."""
         if self.summaries is None:
             return set()
-        return await _per_tenant(created_summary_ids(events), self.summaries.inactive)
+        return await _found_among_created(events, SUMMARY_CREATED, "summary_id", self.summaries.inactive)
 
     async def _deleted_legacy(self, events: list[EventEnvelope]) -> set[str]:
         """The batch's created legacy lore entries that the legacy lore read model already shows deleted."""
         if self.legacy is None:
             return set()
-        return await _per_tenant(created_legacy_ids(events), self.legacy.deleted)
+        return await _found_among_created(events, LEGACY_LORE_CREATED, "legacy_id", self.legacy.deleted)
 
     async def _lore_books(self, events: list[EventEnvelope]) -> dict[tuple[str, str], BookState | None] | None:
         """The current state of every book the batch's lorebook events touch (see ``lore_entries.plan_lore``)."""
@@ -194,11 +194,18 @@ class EmbeddingHandler:
         return out
 
 
-async def _per_tenant(
-    ids_by_tenant: Mapping[str, Sequence[str]], among: Callable[[str, Sequence[str]], Awaitable[set[str]]]
+async def _found_among_created(
+    events: Sequence[EventEnvelope],
+    created: EventType[Any],
+    id_field: str,
+    among: Callable[[str, Sequence[str]], Awaitable[set[str]]],
 ) -> set[str]:
-    """What ``among`` (a read model's per-tenant lookup) finds among each tenant's ids, together."""
+    """What ``among`` (a read model's per-tenant lookup) finds among the ids (``id_field``) of the batch's
+    ``created`` events: the creations whose retirement or deletion the read model already shows."""
+    by_tenant: dict[str, list[str]] = {}
+    for env in of_type(events, created):
+        by_tenant.setdefault(env.tenant_id, []).append(str(env.payload[id_field]))
     found: set[str] = set()
-    for tenant_id, ids in ids_by_tenant.items():
+    for tenant_id, ids in by_tenant.items():
         found |= await among(tenant_id, ids)
     return found

@@ -8,9 +8,9 @@ messages, and an entry the legacy lore read model already shows deleted is not i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from mnemo.services.embedding.plan import Chunker, PendingPoint, Plan, epoch, of_type
+from mnemo.services.embedding.plan import Chunker, PendingPoint, Plan, epoch
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import LEGACY_LORE_CREATED, LEGACY_LORE_DELETED, LegacyLoreCreated
 from mnemo.shared.readmodels.conversation import as_utc
@@ -30,14 +30,6 @@ def legacy_header(entry: LegacyLoreCreated) -> str:
     if entry.emotional_tags:
         line += f", mood: {', '.join(entry.emotional_tags)}"
     return f"{entry.title}. {line}" if entry.title else line
-
-
-def created_legacy_ids(envelopes: Iterable[EventEnvelope]) -> dict[str, list[str]]:
-    """Per tenant: the legacy entries a batch creates (whose deletion the read model may already show)."""
-    by_tenant: dict[str, list[str]] = {}
-    for env in of_type(envelopes, LEGACY_LORE_CREATED):
-        by_tenant.setdefault(env.tenant_id, []).append(str(env.payload["legacy_id"]))
-    return by_tenant
 
 
 def legacy_points(env: EventEnvelope, model: str, chunker: Chunker) -> list[PendingPoint]:

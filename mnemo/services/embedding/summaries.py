@@ -8,7 +8,7 @@ shows retired (a late redelivery), so a retired summary never comes back into se
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from mnemo.services.embedding.chunking import chunk_text
 from mnemo.services.embedding.plan import PendingPoint, Plan, epoch, of_type
@@ -25,14 +25,6 @@ SUMMARY_CHUNK_OVERLAP = 25
 
 def summary_chunks(text: str) -> list[str]:
     return [c.text for c in chunk_text(text, SUMMARY_CHUNK_TOKENS, SUMMARY_CHUNK_OVERLAP)]
-
-
-def created_summary_ids(envelopes: Iterable[EventEnvelope]) -> dict[str, list[str]]:
-    """Per tenant: the summaries a batch creates (whose retirement the read model may already show)."""
-    by_tenant: dict[str, list[str]] = {}
-    for env in of_type(envelopes, SUMMARY_CREATED):
-        by_tenant.setdefault(env.tenant_id, []).append(str(env.payload["summary_id"]))
-    return by_tenant
 
 
 def summary_points(env: EventEnvelope, model: str) -> list[PendingPoint]:
