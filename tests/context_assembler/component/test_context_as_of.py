@@ -12,7 +12,7 @@ from mnemo.services.context_assembler.app import create_router
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared import subjects
 from mnemo.shared.events.recorded import knowledge_stream, lorebook_stream, player_scope
-from tests.components import Rpc, TestNatsBroker, broker_with, deps
+from tests.components import deps, served
 from tests.context_assembler.component.test_context_rpc import LINES, T0, Seeded, request, section
 from tests.envelopes import recorded
 
@@ -36,10 +36,9 @@ async def assembler():
     sticky = {"uid": 1, "key": ["greenhouse"], "content": "The greenhouse doors stick.", "sticky": 3}
     await reads.lore.apply([recorded(T, lorebook_stream(T, "lb1"), 4, "lorebook.entry_created",
                                      {"lorebook_id": "lb1", "uid": 1, "entry": sticky, "at": T0}, T0)])  # fmt: skip
-    router = create_router(deps(), AssemblerSettings(), reads.assembler_reads(), lore=reads.lore, timed=reads.timed)
-    broker = broker_with(router)
-    async with TestNatsBroker(broker):
-        yield Rpc(broker), reads
+    router = create_router(deps(read_models=reads.ports), AssemblerSettings(), reads.assembler_reads())
+    async with served(router) as rpc:
+        yield rpc, reads
 
 
 @pytest.fixture
