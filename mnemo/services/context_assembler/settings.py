@@ -39,8 +39,9 @@ class LoreScanSettings(BaseModel):
     inline_s: float = Field(
         0.005,
         ge=0,
-        description="a scan of a short chat first runs on the event loop within this budget, and only past it on "
-        "a worker (then that book's scans go to the workers for a minute); 0: always on a worker",
+        description="a scan of a short chat first runs on the event loop within this much of the loop thread's CPU "
+        "time, and only past it on a worker (then that book's scans go to the workers for a minute); 0: always on "
+        "a worker",
     )
 
 

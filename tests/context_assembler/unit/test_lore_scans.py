@@ -13,7 +13,7 @@ from mnemo.services.context_assembler.items import ChatLine
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.engine.scan_types import ScanBudgetExceeded
 from mnemo.services.context_assembler.lore.loader import LoreLoader
-from mnemo.services.context_assembler.lore.scans import ScanPool, ScanRefused
+from mnemo.services.context_assembler.lore.scans import Clock, ScanPool, ScanRefused
 from mnemo.services.context_assembler.settings import LoreScanSettings
 from mnemo_client.wire.contract import ContextAssembleRequest
 from tests.context_assembler.unit.activation_helpers import activated, book, scan
@@ -122,21 +122,25 @@ class _NoReads:
 
 async def test_a_short_scan_runs_inline_and_one_past_inline_s_goes_to_a_worker_for_that_book() -> None:
     """The common scan (the new text of a conversation) costs less than a thread hand-off: it runs on the loop
-    within ``inline_s``; one that overruns is stopped, run again on a worker, and its book skips the inline try
-    from then on, so no book holds the loop more than ``inline_s`` per minute."""
+    within ``inline_s`` of the loop thread's CPU time; one that overruns is stopped, run again on a worker (on
+    wall time), and its book skips the inline try from then on, so no book holds the loop more than
+    ``inline_s`` per minute."""
     pool = ScanPool(LoreScanSettings(inline_s=0.005, budget_s=1.0))
     loop_thread = threading.get_ident()
     threads: list[tuple[str, int]] = []
+    clocks: list[tuple[str, object]] = []
 
-    def quick(deadline: float) -> str:
+    def quick(deadline: float, clock: Clock) -> str:
         threads.append(("quick", threading.get_ident()))
+        clocks.append(("quick", clock))
         return "quick"
 
-    def slow(deadline: float) -> str:
+    def slow(deadline: float, clock: Clock) -> str:
         threads.append(("slow", threading.get_ident()))
-        if deadline - time.monotonic() > 0.05:  # a worker's budget: it ends in time there
+        clocks.append(("slow", clock))
+        if deadline - clock() > 0.05:  # a worker's budget: it ends in time there
             return "slow"
-        while time.monotonic() < deadline:  # inline: it runs past inline_s and stops at a check
+        while clock() < deadline:  # inline: it works past inline_s and stops at a check
             pass
         raise ScanBudgetExceeded("past inline_s")
 
@@ -149,3 +153,27 @@ async def test_a_short_scan_runs_inline_and_one_past_inline_s_goes_to_a_worker_f
         pool.shutdown()
     where = [(name, thread == loop_thread) for name, thread in threads]
     assert where == [("quick", True), ("slow", True), ("slow", False), ("quick", False), ("quick", False)]
+    assert [clock for _, clock in clocks] == [time.thread_time, time.thread_time] + [time.monotonic] * 3
+
+
+async def test_the_inline_budget_counts_the_scans_cpu_time_not_the_time_the_process_was_not_running() -> None:
+    """A scan that is paused (the OS ran another process, another thread held the GIL) has not worked: on a
+    shared machine such pauses last tens of milliseconds, and counting them would send every book to the
+    workers for a minute at the first one. A paused scan within its CPU budget stays inline."""
+    pool = ScanPool(LoreScanSettings(inline_s=0.005, budget_s=1.0))
+    loop_thread = threading.get_ident()
+    ran_on: list[int] = []
+
+    def paused(deadline: float, clock: Clock) -> str:
+        ran_on.append(threading.get_ident())
+        time.sleep(0.05)  # ten times inline_s of wall time, next to no CPU time
+        if clock() > deadline:
+            raise ScanBudgetExceeded("past inline_s")
+        return "paused"
+
+    try:
+        assert await pool.first_inline("t1", "book", 100, paused) == "paused"
+        assert await pool.first_inline("t1", "book", 100, paused) == "paused"
+    finally:
+        pool.shutdown()
+    assert ran_on == [loop_thread, loop_thread]

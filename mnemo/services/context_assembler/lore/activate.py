@@ -6,6 +6,7 @@ request and vector hits to it (:func:`activate_lore_state`) and its timed record
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -78,6 +79,7 @@ def activate_lore_state(
     message_count: int | None = None,
     scan_data: Mapping[str, str] | None = None,
     deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> LoreActivation:
     """The placed activated entries, in insertion order, and the timed state after the scan (pure).
 
@@ -94,7 +96,7 @@ def activate_lore_state(
     ``timed`` and ``message_count``: the conversation's stored timed effects and its length (the history is
     only a window of it). ``scan_data``: the extra texts entries may opt into (``persona_description``,
     ``character_description``; see ``mnemo.services.context_assembler.lore.engine.compiled.EXTRA_FLAGS``).
-    ``deadline``: ``time.monotonic()`` past which the scan raises ``ScanBudgetExceeded``.
+    ``deadline``: ``clock()`` past which the scan raises ``ScanBudgetExceeded`` (``ScanRequest.clock``).
     """
     similar = similar or {}
     messages = [ChatMessage(h.author_name or h.role, h.content) for h in history]
@@ -110,6 +112,7 @@ def activate_lore_state(
         message_count=message_count,
         scan_data=dict(scan_data or {}),
         deadline=deadline,
+        clock=clock,
     )
     result = activate(lore, scan)
     return LoreActivation([_item(e, similar) for e in result.entries if e.placed], result.timed)

@@ -221,7 +221,7 @@ class LoreLoader:
             )
             chars = len(req.user_message) + sum(len(h.content) for h in history) + sum(map(len, texts.values()))
             activation = await self._scans.first_inline(
-                req.tenant_id, key, chars, lambda deadline: scan(deadline=deadline)
+                req.tenant_id, key, chars, lambda deadline, clock: scan(deadline=deadline, clock=clock)
             )
         except (ScanRefused, ScanBudgetExceeded, TimeoutError) as exc:  # the reply comes on time, without keyword lore
             log.warning("lore scan refused for tenant %s: %s", req.tenant_id, exc)

@@ -9,10 +9,18 @@ keyword lore (``lore_scan_budget`` in ``degraded``). The caps are per replica, i
 
 The common scan is short: the new text of a conversation against a compiled book, well under a millisecond.
 Handing it to a thread costs more than that (two wake-ups, the GIL passed back and forth), so
-:meth:`ScanPool.first_inline` runs it on the loop first with a deadline of ``inline_s`` (5 ms) when the chat
+:meth:`ScanPool.first_inline` runs it on the loop first with a budget of ``inline_s`` (5 ms) when the chat
 is short; past it the scan stops with no result, goes to a worker as above, and that book's scans skip the
-inline attempt for :data:`SLOW_FOR_S`. So the loop is held at most ``inline_s`` (plus one check's step) per
-book and minute, by any tenant. Compiling a book (``compile``) always runs on a worker.
+inline attempt for :data:`SLOW_FOR_S`. So the loop is held at most ``inline_s`` of the scan's work (plus one
+check's step) per book and minute, by any tenant. Compiling a book (``compile``) always runs on a worker.
+
+The inline budget counts the loop thread's CPU time (``time.thread_time``), not wall time: what a book costs
+the loop is the work its scan does. On a shared machine the OS takes the CPU away from the process for tens
+of milliseconds at a time (a 0.5 ms scan measured at 5-40 ms of wall time under a load of 25, 2026-11-27),
+and a wall-clock budget sent every book to the workers for a minute at the first such pause: each request
+then paid a thread hand-off and waited on the worker while the loop ran the other parts' work (issue 26:
+``lore.activate`` at 14-34 % of a request). A worker's budget stays in wall time: it bounds when the reply
+can come.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from mnemo.services.context_assembler.lore.engine.scan_types import ScanBudgetEx
 from mnemo.services.context_assembler.settings import LoreScanSettings
 
 T = TypeVar("T")
+#: What a scan's deadline is read on: ``time.monotonic`` on a worker, ``time.thread_time`` inline.
+Clock = Callable[[], float]
 #: How long a book whose scan overran ``inline_s`` is scanned on the workers only.
 SLOW_FOR_S = 60.0
 #: Chat text (the history window, the user message and the extra texts) above which a scan never runs inline.
@@ -46,21 +56,21 @@ class ScanPool:
         self._tenants: dict[str, tuple[asyncio.Semaphore, int]] = {}  # tenant -> (its slots, users)
         self._slow: dict[object, float] = {}  # book key -> monotonic time until which it skips the inline try
 
-    async def first_inline(self, tenant_id: str, book: object, chars: int, scan: Callable[[float], T]) -> T:
-        """``scan(deadline)`` on the loop within ``inline_s`` when the chat has at most
-        :data:`INLINE_MAX_CHARS` characters and ``book`` (any hashable naming the compiled lore) has not
-        overrun lately; otherwise, or when it overruns, on a worker (:meth:`run`). ``scan`` must leave no
-        trace when it raises ``ScanBudgetExceeded`` (the engine's do not)."""
+    async def first_inline(self, tenant_id: str, book: object, chars: int, scan: Callable[[float, Clock], T]) -> T:
+        """``scan(deadline, clock)`` on the loop within ``inline_s`` of this thread's CPU time when the chat has
+        at most :data:`INLINE_MAX_CHARS` characters and ``book`` (any hashable naming the compiled lore) has
+        not overrun lately; otherwise, or when it overruns, on a worker (:meth:`run`, wall time). ``scan`` must
+        leave no trace when it raises ``ScanBudgetExceeded`` (the engine's do not)."""
         inline = self.settings.inline_s
         now = time.monotonic()
         if inline > 0 and chars <= INLINE_MAX_CHARS and self._slow.get(book, 0.0) <= now:
             try:
-                return scan(now + inline)
+                return scan(time.thread_time() + inline, time.thread_time)
             except ScanBudgetExceeded:
                 if len(self._slow) >= _SLOW_MEMORY:
                     self._slow = {k: until for k, until in self._slow.items() if until > now}
                 self._slow[book] = now + SLOW_FOR_S
-        return await self.run(tenant_id, scan)
+        return await self.run(tenant_id, lambda deadline: scan(deadline, time.monotonic))
 
     async def compile(self, tenant_id: str, build: Callable[[], T]) -> T:
         """``build()`` on a worker, holding one of the tenant's slots, with no budget: compiling costs what the

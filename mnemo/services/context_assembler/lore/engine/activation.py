@@ -15,8 +15,6 @@ Deliberate differences from SillyTavern, each a bug the spec names or a recommen
 
 from __future__ import annotations
 
-import time
-
 from mnemo.services.context_assembler.lore.engine.compiled import CompiledEntry, CompiledLore, Key
 from mnemo.services.context_assembler.lore.engine.groups import filter_groups
 from mnemo.services.context_assembler.lore.engine.matcher import keys_in, normalise
@@ -148,7 +146,7 @@ class _Scan:
         return False
 
     def over_budget(self) -> None:
-        if self.req.deadline is not None and time.monotonic() > self.req.deadline:
+        if self.req.deadline is not None and self.req.clock() > self.req.deadline:
             raise ScanBudgetExceeded(f"lore scan ran past its budget after {len(self.activated)} activations")
 
     def check(self, ce: CompiledEntry, state: ScanState, n_pass: int) -> Why | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -49,9 +50,12 @@ class ScanRequest:
     message_count: int | None = None
     dry_run: bool = False
     count_tokens: Callable[[str], int] = estimate_tokens
-    # `time.monotonic()` after which the scan stops with `ScanBudgetExceeded` (checked before each regex test
-    # and each pass): a scan of long text with many keys cannot hold a worker past its budget.
+    # `clock()` after which the scan stops with `ScanBudgetExceeded` (checked before each regex test and each
+    # pass): a scan of long text with many keys cannot hold a worker past its budget. The clock is wall time
+    # (`time.monotonic`) on a worker; the event loop's inline try counts its own thread's CPU time
+    # (`time.thread_time`, ``scans.py``).
     deadline: float | None = None
+    clock: Callable[[], float] = time.monotonic
 
 
 class ScanBudgetExceeded(Exception):
