@@ -114,7 +114,8 @@ class DocumentLore:
         if not books or not text.strip() or s.max_chunks == 0 or self.index is None or self.embedder is None:
             return []
         try:
-            return await asyncio.wait_for(self._found(req.tenant_id, books, text), s.timeout_s)
+            async with asyncio.timeout(s.timeout_s):  # in this task: no task of its own per request
+                return await self._found(req.tenant_id, books, text)
         except Exception as exc:  # the rest of the context still comes
             log.warning("document lore unavailable: %s: %s", type(exc).__name__, exc)
             degraded.append("lore_documents")

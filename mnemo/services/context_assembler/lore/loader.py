@@ -156,10 +156,11 @@ class LoreLoader:
         if self._timed is None:
             return EMPTY_TIMED
         try:
-            if as_of is not None:
-                count = as_of.index + 1 + (1 if req.user_message.strip() else 0)
-                return await asyncio.wait_for(self._timed.before_turn(req, count), self.timed_timeout_s)
-            return await asyncio.wait_for(self._timed.load(req), self.timed_timeout_s)
+            async with asyncio.timeout(self.timed_timeout_s):  # in this task: no task of its own per request
+                if as_of is not None:
+                    count = as_of.index + 1 + (1 if req.user_message.strip() else 0)
+                    return await self._timed.before_turn(req, count)
+                return await self._timed.load(req)
         except Exception as exc:
             log.warning("timed lore state unavailable: %s: %s", type(exc).__name__, exc)
             degraded.append("lore_timed")

@@ -93,7 +93,8 @@ class RememberedRecall:
             return []
         cosine = best_per_key(dense, vp.MEMORY_ID)
         try:
-            views = await asyncio.wait_for(self.memories.by_ids(req.tenant_id, list(ids)), s.read_timeout_s)
+            async with asyncio.timeout(s.read_timeout_s):  # in this task: no task of its own per request
+                views = await self.memories.by_ids(req.tenant_id, list(ids))
         except Exception as exc:
             log.warning("remembered memories unreadable: %s: %s", type(exc).__name__, exc)
             degraded.append("remembered")
