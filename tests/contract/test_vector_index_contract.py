@@ -383,6 +383,34 @@ async def test_hybrid_never_ranks_another_tenants_lexical_match(index: VectorInd
     assert [h.id for h in hits] == [mine.id]
 
 
+async def test_hybrid_searches_in_one_batch_answer_as_each_alone_in_order(index: VectorIndex) -> None:
+    """A context request's three searches (one vector, a filter each) go as one batch: each list is what that
+    query alone finds, in the order asked, and no query's filter leaks into another's list."""
+    kinds = ("summary", "fact", "legacy")
+    points = [
+        VectorPoint(pid(), unit(1, 0.2 * i), {"tenant_id": t, "kind": k}, lexical(f"{k} number {i} Pumpernickel"))
+        for t in ("A", "B")
+        for k in kinds
+        for i in range(4)
+    ]
+    await index.upsert(points)
+    sparse = query_vector("Pumpernickel number")
+    wanted = [("A", k) for k in kinds] + [("B", "fact")]
+    queries = [VectorQuery(unit(1, 0), sparse, VectorFilter.where(tenant_id=t, kind=k), limit=3) for t, k in wanted]
+    queries[-1] = VectorQuery(unit(0, 1), query_vector("?!"), queries[-1].flt, limit=2)  # no words: dense only
+    batch = await index.hybrid_search_many(queries)
+    alone = [await index.hybrid_search(q) for q in queries]
+    assert [[h.id for h in hits] for hits in batch] == [[h.id for h in hits] for hits in alone]
+    assert [[round(h.score, 4) for h in hits] for hits in batch] == [
+        [round(h.score, 4) for h in hits] for hits in alone
+    ]
+    by_id = {p.id: p.payload for p in points}
+    for (tenant, kind), hits in zip(wanted, batch, strict=True):
+        assert hits
+        assert all((by_id[h.id]["tenant_id"], by_id[h.id]["kind"]) == (tenant, kind) for h in hits)
+    assert await index.hybrid_search_many([]) == []
+
+
 async def test_edge_shard_without_the_lexical_vector_falls_back_to_dense(tmp_path: Path) -> None:
     from qdrant_edge import Distance, EdgeConfig, EdgeShard, EdgeVectorParams
 

@@ -114,6 +114,9 @@ class BrokenIndex:
     async def hybrid_search(self, *args: Any, **kwargs: Any) -> Any:
         raise VectorIndexUnavailable("qdrant unreachable")
 
+    async def hybrid_search_many(self, *args: Any, **kwargs: Any) -> Any:
+        raise VectorIndexUnavailable("qdrant unreachable")
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 

@@ -51,6 +51,7 @@ from qdrant_edge import (
     Point,
     Prefetch,
     Query,
+    QueryBatchRequest,
     QueryRequest,
     RangeFloat,
     UpdateOperation,
@@ -145,22 +146,29 @@ class EdgeVectorIndex:
         limit: int,
         score_threshold: float | None = None,
     ) -> list[ScoredPoint]:
-        request = QueryRequest(
-            limit=limit,
-            query=Query.Nearest([float(x) for x in vector], using=VECTOR_NAME),
-            filter=to_edge_filter(flt),
-            score_threshold=score_threshold,
-            with_payload=True,
-            with_vector=False,
-        )
-        hits = self._require().query(request)
+        hits = self._require().query(_dense_request(vector, flt, limit, score_threshold))
         return [ScoredPoint(str(h.id), float(h.score), payload_of(h.payload)) for h in hits]
 
     async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
         """DBSF of the dense and the lexical prefetch, both filtered (see the port)."""
-        shard = self._require()
+        hits = self._require().query(self._hybrid_request(query))
+        return [ScoredPoint(str(h.id), float(h.score), payload_of(h.payload)) for h in hits]
+
+    async def hybrid_search_many(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
+        """The queries as one ``query_batch``: measured 2026-11-27 on 10,000 points, three hybrid queries
+        differing in their filter took 1.05 ms as a batch against 2.18 ms one by one (load 15)."""
+        if not queries:
+            return []
+        batch = QueryBatchRequest(queries=[self._hybrid_request(q) for q in queries])
+        return [
+            [ScoredPoint(str(h.id), float(h.score), payload_of(h.payload)) for h in hits]
+            for hits in self._require().query_batch(batch)
+        ]
+
+    def _hybrid_request(self, query: VectorQuery) -> QueryRequest:
+        """The query's DBSF request, or its dense one on a shard without the lexical vector."""
         if not self._has_sparse:
-            return await self.search(query.vector, query.flt, query.limit, query.score_threshold)
+            return _dense_request(query.vector, query.flt, query.limit, query.score_threshold)
         edge_filter = to_edge_filter(query.flt)
         limit, sparse = query.limit, query.sparse
         prefetches = [
@@ -176,7 +184,7 @@ class EdgeVectorIndex:
             prefetches.append(
                 Prefetch(limit=limit, query=Query.Nearest(lexical, using=SPARSE_NAME), filter=edge_filter)
             )
-        request = QueryRequest(
+        return QueryRequest(
             limit=limit,
             prefetches=prefetches,
             query=Fusion.Dbsf(),  # type: ignore[arg-type]  # the stub's union names Fusion, not Fusion.Dbsf
@@ -184,7 +192,6 @@ class EdgeVectorIndex:
             with_payload=True,
             with_vector=False,
         )
-        return [ScoredPoint(str(h.id), float(h.score), payload_of(h.payload)) for h in shard.query(request)]
 
     async def delete(self, flt: VectorFilter) -> None:
         """Delete the points matching ``flt``; an empty filter is refused rather than wiping the index."""
@@ -262,6 +269,19 @@ class _EdgeConditions:
 
     def one_of(self, conditions: list[FieldCondition | Filter]) -> FieldCondition | Filter:
         return Filter(should=conditions)  # type: ignore[arg-type]  # the stub's list is invariant
+
+
+def _dense_request(
+    vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None
+) -> QueryRequest:
+    return QueryRequest(
+        limit=limit,
+        query=Query.Nearest([float(x) for x in vector], using=VECTOR_NAME),
+        filter=to_edge_filter(flt),
+        score_threshold=score_threshold,
+        with_payload=True,
+        with_vector=False,
+    )
 
 
 def to_edge_filter(flt: VectorFilter) -> Filter | None:

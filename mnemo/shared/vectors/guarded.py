@@ -29,6 +29,9 @@ class ForwardedReads:
     async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
         return await (await self.reader()).hybrid_search(query)
 
+    async def hybrid_search_many(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
+        return await (await self.reader()).hybrid_search_many(queries)
+
     async def count(self, flt: VectorFilter | None = None) -> int:
         return await (await self.reader()).count(flt)
 

@@ -174,6 +174,12 @@ class VectorIndex(Protocol):
         """
         ...
 
+    async def hybrid_search_many(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
+        """:meth:`hybrid_search` of each query, in order, in one call: the engine plans them as one batch (Qdrant
+        Edge's ``query_batch``: one pass over the segments; a server's ``query_batch_points``: one round trip).
+        A context request makes three such searches with the same vectors and different filters at once."""
+        ...
+
     async def delete(self, flt: VectorFilter) -> None:
         """Delete the points matching ``flt``; an empty filter raises ValueError rather than wiping the index."""
         ...

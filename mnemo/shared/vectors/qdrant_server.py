@@ -127,33 +127,49 @@ class QdrantServerIndex:
 
     async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
         """DBSF of the dense and the lexical prefetch, both filtered (see the port)."""
-        if not self._has_sparse:
-            return await self.search(query.vector, query.flt, query.limit, query.score_threshold)
+        return (await self.hybrid_search_many([query]))[0]
+
+    async def hybrid_search_many(self, queries: Sequence[VectorQuery]) -> list[list[ScoredPoint]]:
+        """The queries in one ``query_batch_points`` call: one round trip to the server."""
+        if not queries:
+            return []
+        async with _unavailable_on_transport_errors("hybrid_search"):
+            responses = await self._client.query_batch_points(
+                self._collection, requests=[self._hybrid_request(q) for q in queries]
+            )
+        return [[ScoredPoint(str(p.id), float(p.score), payload_of(p.payload)) for p in r.points] for r in responses]
+
+    def _hybrid_request(self, query: VectorQuery) -> models.QueryRequest:
+        """The query's DBSF request, or its dense one on a collection without the lexical vector."""
         qdrant_filter = to_qdrant_filter(query.flt)
         limit, sparse = query.limit, query.sparse
-        prefetch = [
-            models.Prefetch(
-                query=[float(x) for x in query.vector],
+        dense = [float(x) for x in query.vector]
+        if not self._has_sparse:
+            return models.QueryRequest(
+                query=dense,
                 using=VECTOR_NAME,
                 filter=qdrant_filter,
                 limit=limit,
                 score_threshold=query.score_threshold,
+                with_payload=True,
+                with_vector=False,
+            )
+        prefetch = [
+            models.Prefetch(
+                query=dense, using=VECTOR_NAME, filter=qdrant_filter, limit=limit, score_threshold=query.score_threshold
             )
         ]
         if sparse:
             lexical = models.SparseVector(indices=list(sparse.indices), values=[float(x) for x in sparse.values])
             prefetch.append(models.Prefetch(query=lexical, using=SPARSE_NAME, filter=qdrant_filter, limit=limit))
-        async with _unavailable_on_transport_errors("hybrid_search"):
-            response = await self._client.query_points(
-                self._collection,
-                prefetch=prefetch,
-                query=models.FusionQuery(fusion=models.Fusion.DBSF),
-                query_filter=qdrant_filter,
-                limit=limit,
-                with_payload=True,
-                with_vectors=False,
-            )
-        return [ScoredPoint(str(p.id), float(p.score), payload_of(p.payload)) for p in response.points]
+        return models.QueryRequest(
+            prefetch=prefetch,
+            query=models.FusionQuery(fusion=models.Fusion.DBSF),
+            filter=qdrant_filter,
+            limit=limit,
+            with_payload=True,
+            with_vector=False,
+        )
 
     async def delete(self, flt: VectorFilter) -> None:
         """Delete the points matching ``flt``; an empty filter is refused rather than wiping the index."""

@@ -94,6 +94,10 @@ class Recording:
         self.lexical.append(set(query.sparse.indices))
         return await self.index.hybrid_search(query)
 
+    async def hybrid_search_many(self, queries):
+        self.lexical.extend(set(q.sparse.indices) for q in queries)
+        return await self.index.hybrid_search_many(queries)
+
 
 async def test_a_second_search_asks_again_with_the_words_the_first_hits_share(tmp_path, embedder):
     lines = [

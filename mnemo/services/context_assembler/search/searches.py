@@ -10,7 +10,9 @@ WHICH summaries and messages are taken (the fused order, best chunk per message)
 memory's ``score`` is its best dense cosine, read by a second, dense search restricted to the taken ids
 (sub-millisecond in-process). Messages are searched as a pool of three times their slots, re-ranked after
 they are read back (``ranking.py``). ``min_score`` bounds the dense side only (a lexical match enters with
-any cosine). Without words (e.g. only emoji) the search is dense only.
+any cosine). Without words (e.g. only emoji) the search is dense only. The hybrid searches made together go
+to the index as one batch (``hybrid_search_many``): the summaries', legacy memories' and facts' searches,
+then the messages' pool and its dated part.
 """
 
 from __future__ import annotations
@@ -38,10 +40,6 @@ from mnemo.shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFi
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 log = logging.getLogger(__name__)
-
-
-async def _no_points() -> list[ScoredPoint]:
-    return []
 
 
 class VectorSearch:
@@ -81,22 +79,22 @@ class VectorSearch:
                 degraded.append("embedder" if self._embedder is None else "vector_index")
             return Hits()
         stage = "embedder"
-        early: asyncio.Future[tuple[Found, Found, Found]] | None = None
+        early: asyncio.Future[list[Found]] | None = None
         try:
             async with asyncio.timeout(s.retrieval_timeout_s):
                 [vector] = await self._embedder.embed([text])
                 stage = "vector_index"
                 sparse = query_sparse(req, text)
-                early = asyncio.gather(
-                    self._find(
+                early = asyncio.ensure_future(
+                    self._find_all(
                         vector,
                         sparse,
-                        until(memories_filter(req, other_branches), as_of),
-                        s.memories_limit * 2,
-                        vp.SUMMARY_ID,
-                    ),
-                    self._find(vector, sparse, until(legacy_filter(req), as_of), s.legacy_limit * 2, vp.LEGACY_ID),
-                    self._find(vector, sparse, facts_filter(req), s.knowledge_limit, vp.FACT_ID),
+                        [
+                            (until(memories_filter(req, other_branches), as_of), s.memories_limit * 2, vp.SUMMARY_ID),
+                            (until(legacy_filter(req), as_of), s.legacy_limit * 2, vp.LEGACY_ID),
+                            (facts_filter(req), s.knowledge_limit, vp.FACT_ID),
+                        ],
+                    )
                 )
             shown = history_ids if isinstance(history_ids, Sequence) else await history_ids
             async with asyncio.timeout(s.retrieval_timeout_s):
@@ -104,14 +102,16 @@ class VectorSearch:
                 # "Yesterday" as of the picked message means the day before it.
                 now = as_of.epoch if as_of is not None else time.time()
                 in_window = dated_filter(in_conversation, req.user_message, now)
-                messages, dated = await asyncio.gather(
+                pools = [
                     # A pool of three times the slots, re-ranked in Gatherer._retrieved (and several chunks of
                     # one message may match).
-                    self._pool(vector, sparse, in_conversation, s.retrieved_limit * 3),
+                    (in_conversation, s.retrieved_limit * 3),
                     # The time the message refers to ("on 29 Dec 2023") searched on its own, so messages of
                     # that day compete even when the whole conversation has better matches.
-                    self._pool(vector, sparse, in_window, s.retrieved_limit) if in_window else _no_points(),
-                )
+                    *([(in_window, s.retrieved_limit)] if in_window else []),
+                ]
+                found = await self._pools(vector, sparse, pools)
+                messages, dated = found[0], found[1] if in_window else []
                 memories, legacy, facts = await early
         except Exception as exc:  # TimeoutError included: retrieval is optional, the reply is not
             log.warning("retrieval skipped (%s): %s: %s", stage, type(exc).__name__, exc)
@@ -133,6 +133,17 @@ class VectorSearch:
         # Both lists carry fusion scores of the same scale; best_per_key interleaves them by score.
         return Hits(memories, Found([*messages, *dated], None), legacy, facts, searched=True, second=second)
 
+    async def _pools(
+        self, vector: Sequence[float], sparse: SparseVector, pools: Sequence[tuple[VectorFilter, int]]
+    ) -> list[list[ScoredPoint]]:
+        """:meth:`_pool` of each (filter, limit), the hybrid ones in one batch (``hybrid_search_many``)."""
+        assert self._index is not None
+        if not sparse:
+            return [await self._pool(vector, sparse, flt, limit) for flt, limit in pools]
+        asked = [VectorQuery(vector, sparse, flt, limit, self._settings.min_score) for flt, limit in pools if limit > 0]
+        found = iter(await self._index.hybrid_search_many(asked) if asked else [])
+        return [next(found) if limit > 0 else [] for _, limit in pools]
+
     async def _pool(
         self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int
     ) -> list[ScoredPoint]:
@@ -144,27 +155,34 @@ class VectorSearch:
             return await self._index.hybrid_search(VectorQuery(vector, sparse, flt, limit, self._settings.min_score))
         return await self._index.search(vector, flt, limit, self._settings.min_score)
 
-    async def _find(
-        self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int, key: str
-    ) -> Found:
-        """Hybrid when the query has words, dense only otherwise; nothing when ``limit`` is 0."""
+    async def _find_all(
+        self, vector: Sequence[float], sparse: SparseVector, searches: Sequence[tuple[VectorFilter, int, str]]
+    ) -> list[Found]:
+        """Each (filter, limit, key) search: hybrid when the query has words (the fused searches in one batch,
+        then :meth:`_cosines`), dense only otherwise; nothing when its ``limit`` is 0."""
         assert self._index is not None
-        if limit <= 0:
-            return Found([], None)
-        if sparse:
-            return Found(*await self._hybrid(vector, sparse, flt, limit, key))
-        return Found(await self._index.search(vector, flt, limit, self._settings.min_score), None)
+        if not sparse:
+            return [
+                Found(await self._index.search(vector, flt, limit, self._settings.min_score) if limit > 0 else [], None)
+                for flt, limit, _ in searches
+            ]
+        fused = await self._pools(vector, sparse, [(flt, limit) for flt, limit, _ in searches])
+        # The dense re-queries one after the other: in process (Qdrant Edge) a query never yields the loop, so
+        # tasks to run them "together" would only add their own cost.
+        return [
+            Found(hits, await self._cosines(vector, flt, hits, key)) if limit > 0 else Found([], None)
+            for hits, (flt, limit, key) in zip(fused, searches, strict=True)
+        ]
 
-    async def _hybrid(
-        self, vector: Sequence[float], sparse: SparseVector, flt: VectorFilter, limit: int, key: str
-    ) -> tuple[list[ScoredPoint], dict[str, float]]:
-        """Fused hits (fusion order) and the best dense cosine of each of their ``key`` values."""
+    async def _cosines(
+        self, vector: Sequence[float], flt: VectorFilter, fused: list[ScoredPoint], key: str
+    ) -> dict[str, float]:
+        """The best dense cosine of each ``key`` value of the fused hits, by a dense search among their chunks."""
         assert self._index is not None
-        fused = await self._index.hybrid_search(VectorQuery(vector, sparse, flt, limit, self._settings.min_score))
         keys = tuple(dict.fromkeys(v for h in fused if isinstance(v := h.payload.get(key), str)))
         if not keys:
-            return fused, {}
+            return {}
         # Every chunk of the taken ids competes here; 8 chunks per id is far above what the chunker makes of
         # a chat message, and an id whose chunks all fall past it just shows a 0 score.
         dense = await self._index.search(vector, flt.and_(Match(key, keys)), len(keys) * 8)
-        return fused, best_per_key(dense, key)
+        return best_per_key(dense, key)
