@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, reachable_history
 from mnemo.services.context_assembler.gather.as_of import AsOf, picked
+from mnemo.services.context_assembler.gather.bounded import within
 from mnemo.services.context_assembler.gather.guess import QueryGuess
 from mnemo.services.context_assembler.gather.memo import MemoEmbedder, request_scope
 from mnemo.services.context_assembler.gather.personas import active_persona, label_personas
@@ -78,15 +78,6 @@ async def _nothing() -> list[ActiveBook]:
     return []
 
 
-def _drop(aw: Awaitable[object]) -> None:
-    """Discard a read that will not be awaited: a coroutine is closed (never run, no "never awaited" warning),
-    a future cancelled."""
-    if inspect.iscoroutine(aw):
-        aw.close()
-    elif isinstance(aw, asyncio.Future):
-        aw.cancel()
-
-
 class Gatherer:
     """Gathers what one request's context is assembled from (:meth:`gather`); never fails a request."""
 
@@ -120,22 +111,15 @@ class Gatherer:
         self._guess = QueryGuess()  # the query embedding starts before the history is read (guess.py)
 
     async def _read(self, aw: Awaitable[T], part: str, degraded: list[str], default: T) -> T:
-        """``aw`` within ``read_timeout_s`` and what is left of the request's deadline; on a failure or past
-        either, ``default`` and ``part`` in ``degraded``.
-
-        A timeout block, not ``asyncio.wait_for``: on Python 3.11 ``wait_for`` wraps the read in a task of its
-        own, one more task created, scheduled and awaited per read (a dozen per request), and a read answered
-        from a cache would still wait a loop turn. Here the read runs in the caller's task."""
+        """``aw`` within ``read_timeout_s`` and what is left of the request's deadline, in this task
+        (``bounded.py``); on a failure or past either, ``default`` and ``part`` in ``degraded``. Past the
+        deadline nothing more is read: the read is not even started."""
         timeout = self._settings.read_timeout_s
         deadline = _deadline.get()
         if deadline is not None:
             timeout = min(timeout, deadline - asyncio.get_running_loop().time())
         try:
-            if timeout <= 0:  # past the deadline nothing more is read: the read is not even started
-                _drop(aw)
-                raise TimeoutError("past the request's deadline")
-            async with asyncio.timeout(timeout):
-                return await aw
+            return await within(aw, timeout)
         except Exception as exc:  # a read model failure degrades that part, never the reply
             log.warning("context part %s unavailable: %s: %s", part, type(exc).__name__, exc)
             degraded.append(part)
