@@ -54,7 +54,7 @@ async def hosted_gateway(
     try:
         yield url
     finally:
-        server.should_exit = True
+        server.stop()
         await task
 
 
