@@ -3,7 +3,8 @@
 A replica holding many partitions would otherwise pay the recorder's per-batch round trips (the status lookup,
 the outbox intent, the log insert, the read-model writes, the receipt) once per partition. Batches that arrive
 while a round is being decided wait and join the next round, so under load one round carries the batches of all
-partitions (up to ``max_commands``), and an idle replica adds no wait at all.
+partitions (up to ``max_commands``). Before each round the loop turns a few times, no timer, so the partitions
+the previous round's results woke join it (``_gathered``): an idle replica adds no wait.
 
 Order: a partition hands over its batches one at a time, in stream order (its consumer's first stage), so its
 commands keep their order inside a round and from round to round; partitions never share a conversation, so how
@@ -20,6 +21,9 @@ from dataclasses import dataclass, field
 
 from mnemo.services.ingest.domain import InboundCommand
 from mnemo.services.ingest.recorder import Finish, Recorder
+
+#: Loop turns a round waits at most for the batches its partitions are about to begin (``_gathered``).
+GATHER_TURNS = 4
 
 
 @dataclass
@@ -62,13 +66,25 @@ class GroupCommit:
         return await waiting.done
 
     async def _run_rounds(self) -> None:
-        while self._queue:
+        while await self._gathered():
             round_: list[_Waiting] = []
             size = 0
             while self._queue and (not round_ or size + len(self._queue[0].commands) <= self._max):
                 size += len(self._queue[0].commands)
                 round_.append(self._queue.pop(0))
             await self._run(round_)
+
+    async def _gathered(self) -> bool:
+        """Whether a round is due, once the partitions about to join it have: a round's results wake its callers,
+        and each that has messages waiting begins its next batch within a loop turn or two. Taken at once, the
+        next round held only what had queued meanwhile (one partition out of step) and the others made a round of
+        their own after it: with 4 replicas, rounds of 3 batches then 1, over and over (31 rounds for 4,000
+        messages where 19 did once it waited; each round costs the same round trips whatever its size: make
+        bench-scale's ingest, 2026-11-27). A few turns of the loop, no timer: nothing waits for a partition that
+        has nothing to begin."""
+        for _ in range(GATHER_TURNS):
+            await asyncio.sleep(0)
+        return bool(self._queue)
 
     async def _run(self, round_: list[_Waiting]) -> None:
         commands = [c for w in round_ for c in w.commands]
