@@ -10,6 +10,7 @@ import platform
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from nats.js import JetStreamContext
 from bench.publisher import Published, PublisherProcess
 from mnemo.runtime.catalog import spec
 from mnemo.runtime.servers import free_port, start_mongo, start_nats
+from mnemo.services.ingest.membership import assign
 from mnemo.shared import subjects
 from mnemo.shared.bootstrap import Core, running
 from mnemo.shared.lease import LEASE_BUCKET
@@ -162,17 +164,46 @@ async def wait_for_ingest(js: JetStreamContext, timeout_s: float, poll_s: float 
         await asyncio.sleep(poll_s)
 
 
-async def wait_for_partitions(js: JetStreamContext, count: int, replicas: int, timeout_s: float = 300) -> None:
-    """Until the ``count`` partitions and the v1 router are each leased by one of ``replicas`` ingest processes and
-    every replica holds some (the dealing has settled: nothing is handed over while a benchmark measures)."""
+async def wait_for_partitions(
+    js: JetStreamContext, count: int, replicas: int, timeout_s: float = 300, steady_s: float = 3.0
+) -> None:
+    """Until the ``count`` partitions and the v1 router are each leased and dealt as ``replicas`` ingest processes
+    deal them once all are members (``dealt``: each holds its even share), and that has held for ``steady_s``
+    (more than a partition tick, every fifth of the lease TTL): nothing is handed over while a benchmark measures.
+
+    "Every replica holds some" was not enough: a replica that joined late (its start tried again while JetStream
+    timed out) holds its first partitions while the others have not yet let go of the rest of its share, and
+    another tick or two moved partitions during the measurement. A lease left by a replica that died is held by
+    a pid no live replica has, so its share does not match until the lease expires."""
     deadline = time.perf_counter() + timeout_s
+    want = dealt(count + 1, replicas)
+    since: float | None = None
     while True:
         holders = await lease_holders(js, count)
-        if len(holders) == count + 1 and len(set(holders.values())) == replicas:
-            return
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"{len(holders)} of {count + 1} leases held, by {len(set(holders.values()))} replicas")
+        now = time.perf_counter()
+        if len(holders) == count + 1 and shares(holders) == want:
+            since = now if since is None else since
+            if now - since >= steady_s:
+                return
+        else:
+            since = None
+        if now > deadline:
+            raise TimeoutError(
+                f"{len(holders)} of {count + 1} leases held, shares {shares(holders)} (want {want} per replica)"
+            )
         await asyncio.sleep(0.5)
+
+
+def dealt(items: int, replicas: int) -> list[int]:
+    """How many of ``items`` each of ``replicas`` members holds once ingest has dealt them (``assign``), sorted;
+    members left with none are not listed."""
+    members = [f"m{i}" for i in range(replicas)]
+    return sorted(n for m in members if (n := len(assign(members, range(items), m))))
+
+
+def shares(holders: dict[str, int]) -> list[int]:
+    """How many leases each holding process holds, sorted."""
+    return sorted(Counter(holders.values()).values())
 
 
 async def lease_holders(js: JetStreamContext, count: int) -> dict[str, int]:
