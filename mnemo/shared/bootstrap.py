@@ -266,6 +266,20 @@ TRANSIENT_START_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def transient(exc: BaseException) -> bool:
+    """A :data:`TRANSIENT_START_ERRORS` error, or one raised from it: an adapter that wraps the timeout in its
+    own error (the stream vector index's ``VectorIndexUnavailable: cannot declare MNEMO_POINTS: nats: timeout``
+    stopped an embedding replica's start in a loaded CI-like run, 2026-11-27) is as transient as the timeout."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, TRANSIENT_START_ERRORS):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False
+
+
 async def start_with_retries(
     stack: contextlib.AsyncExitStack,
     service: ServiceDefinition,
@@ -285,8 +299,8 @@ async def start_with_retries(
     while True:
         try:
             return await stack.enter_async_context(running(service, settings, probes))
-        except TRANSIENT_START_ERRORS as exc:
-            if clock() + delay > deadline:
+        except Exception as exc:
+            if not transient(exc) or clock() + delay > deadline:
                 raise
             log.warning("%s could not start (%r); trying again in %.1f s", service.name, exc, delay)
             await sleep(delay)

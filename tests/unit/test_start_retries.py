@@ -17,6 +17,7 @@ import pytest
 from mnemo.shared import bootstrap
 from mnemo.shared.probes import Probes
 from mnemo.shared.settings import Settings
+from mnemo.shared.vectors.port import VectorIndexUnavailable
 
 
 class FlakyStart:
@@ -61,6 +62,19 @@ async def start(
 
 async def test_a_jetstream_timeout_at_start_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
     flaky = FlakyStart(failures=2, error=nats.errors.TimeoutError())
+    assert await start(monkeypatch, flaky) == "running"
+    assert (flaky.tries, flaky.entered) == (3, 1)
+
+
+async def test_a_timeout_an_adapter_wrapped_in_its_own_error_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        raise nats.errors.TimeoutError()
+    except nats.errors.TimeoutError as timeout:
+        try:
+            raise VectorIndexUnavailable("cannot declare MNEMO_POINTS: nats: timeout") from timeout
+        except VectorIndexUnavailable as wrapped:
+            error = wrapped
+    flaky = FlakyStart(failures=2, error=error)
     assert await start(monkeypatch, flaky) == "running"
     assert (flaky.tries, flaky.entered) == (3, 1)
 
