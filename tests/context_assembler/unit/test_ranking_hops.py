@@ -83,3 +83,22 @@ def test_the_ranking_lever_lifts_the_second_hop_turn(monkeypatch: pytest.MonkeyP
     # The module default (ranking.HOP_WEIGHT, what the offline ablation sets) is read at call time.
     monkeypatch.setattr(ranking, "HOP_WEIGHT", 1.0)
     assert [k for k, _ in rank_candidates(query, cands, 6, now=0.0)] == with_hop
+
+
+@pytest.mark.parametrize("weight", [0.4, 1.0])
+def test_the_hop_never_lowers_the_only_turn_holding_the_questions_rare_word(weight: float) -> None:
+    # tests/integration/test_context_assembler.py::test_a_word_match_is_retrieved_below_min_score in the pure
+    # ranking: the fusion ranked first the one turn holding "oilcloth"; the rest share only common words with
+    # each other, so the walk from the first hits lifts them all. Dividing every score by 1 + weight sank the
+    # lone match (no shared word, no hop) below six of them; a lift towards 1 keeps it first.
+    texts = [("m2", "I wrapped the silver key in oilcloth and put it in my boot.")] + [
+        (f"m{i}", f"We talk about rope and knots, part {i}.") for i in range(4, 16)
+    ]
+    cands = [Candidate(k, r, position=int(k[1:]), text=t) for r, (k, t) in enumerate(texts, start=1)]
+    ranked = rank_candidates("What about the oilcloth?", cands, 6, now=0.0, hop_weight=weight)
+    assert ranked[0][0] == "m2"
+
+
+@given(st.floats(0, 1), st.floats(0, 1), st.floats(0, 4))
+def test_a_hopped_score_stays_in_unit_range_and_never_falls(base: float, hop: float, weight: float) -> None:
+    assert base <= ranking.hopped(base, hop, weight) <= 1.0

@@ -28,6 +28,7 @@ from mnemo.shared.sparse import tokens
 
 __all__ = [
     "DUPLICATE_JACCARD",
+    "HOP_NEVER_LOWERS",
     "HOP_WEIGHT",
     "MIN_RELEVANCE",
     "MMR_LAMBDA",
@@ -43,6 +44,7 @@ __all__ = [
     "WHEN_BOOST",
     "Candidate",
     "TimeWindow",
+    "hopped",
     "jaccard",
     "mmr",
     "named_participant",
@@ -86,12 +88,14 @@ WHEN_BOOST = 0.0
 #: Expressions the fixed patterns do not know resolved with ``dateparser`` (``when.parsed_window``: tens of
 #: milliseconds a call; the default of ``rank_candidates``' ``parse_dates``).
 PARSE_DATES = False
-#: The second hop inside the pool (``hops.py``): each base score gains this much of what a personalized PageRank
-#: from the first hits over the pool's shared terms brings the candidate, then is scaled back into [0, 1] (0:
-#: off). Offline on the whole REALTALK dev set 0.4 measured best (docs/benchmarks.md, Retrieval levers).
+#: The second hop inside the pool (``hops.py``): the weight of what a personalized PageRank from the first hits
+#: over the pool's shared terms brings a candidate, against its base score (``hopped``; 0: off). Offline on the
+#: whole REALTALK dev set 0.4 measured best (docs/benchmarks.md, Retrieval levers).
 HOP_WEIGHT = 0.4
 #: Whether the hop's graph links turns by their name-like words only (``hops.entity_terms``) or by all terms.
 HOP_ENTITIES = False
+#: Whether the second hop only ever raises a score (``hopped``): then it lifts no turn above the fused list's first.
+HOP_NEVER_LOWERS = True
 
 
 @dataclass(frozen=True)
@@ -265,8 +269,10 @@ def rank_candidates(
 
     12. Second hop (``hop_weight``, ``hops.py``): a personalized PageRank from the first hits over the terms
         the pool's candidates share (the question's own left out) lifts the turns the first hits point to
-        but the question's words do not reach: each base score (step 1) gains ``hop_weight`` times it, then is
-        divided by ``1 + hop_weight`` to stay in [0, 1].
+        but the question's words do not reach: each base score (step 1) becomes the share
+        ``(base + hop_weight * hop) / (1 + hop_weight)`` when that is higher (:func:`hopped`): the hop raises
+        turns, never lowers one it does not reach, so it lifts no turn above the first of the fused list (a
+        turn holding the question's rare word was outranked by turns sharing common words before, issue 30).
 
     ``use_aliases``, ``split_named``, ``when_boost``, ``parse_dates`` and ``hop_weight`` default to
     ``USE_ALIASES``, ``SPLIT_NAMED``, ``WHEN_BOOST``, ``PARSE_DATES`` and ``HOP_WEIGHT`` (read at call time).
@@ -289,7 +295,7 @@ def rank_candidates(
     if hop_w > 0:
         graph = {k: entity_terms(c.text) for k, c in unique.items()} if HOP_ENTITIES else words
         hop = hop_scores(graph, base, frozenset(tokens(query)))
-        base = {k: (b + hop_w * hop[k]) / (1 + hop_w) for k, b in base.items()}
+        base = {k: hopped(b, hop[k], hop_w) for k, b in base.items()}
     near = neighbour_scores(base, {k: c.position for k, c in unique.items()}, NEIGHBOUR_WIDTH, NEIGHBOUR_DECAY)
     authors = sorted({c.author for c in unique.values() if c.author})
     known = aliases((c.author, c.text) for c in unique.values()) if _or(use_aliases, USE_ALIASES) else {}
@@ -311,6 +317,15 @@ def rank_candidates(
         kept[k] = relevance[k]
     order = mmr(kept, lambda a, b: jaccard(words[a], words[b]), limit, MMR_LAMBDA)
     return [(k, kept[k]) for k in order]
+
+
+def hopped(base: float, hop: float, weight: float) -> float:
+    """A base score after the second hop: ``(base + weight * hop) / (1 + weight)`` when that is higher, else
+    ``base`` (``HOP_NEVER_LOWERS``; without it the share alone). The share alone lowered every turn the walk
+    does not reach, and a turn holding the question's one rare word is such a turn (it shares that word with
+    no other): a cluster of turns sharing common words with each other then outranked it."""
+    share = (base + weight * hop) / (1 + weight)
+    return max(base, share) if HOP_NEVER_LOWERS else share
 
 
 def _or(given: bool | None, default: bool) -> bool:
