@@ -251,18 +251,24 @@ def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dic
     return {f"recall@{k}": mean(v) for k, v in found.items()} | kinds
 
 
-def embed_chats(chats: Sequence[Chat], history: int, cache: Path | None) -> Vectors:
+def embed_chats(
+    chats: Sequence[Chat],
+    history: int,
+    cache: Path | None,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+) -> Vectors:
     """Every chat's vectors (:data:`Vectors`), read from ``cache`` (an ``.npz`` this wrote before for the same
-    chats and history) when it exists: embedding the whole set takes minutes on a loaded machine."""
+    chats and history) when it exists: embedding the whole set takes minutes on a loaded machine. ``embed``
+    (unit vectors, one row a text) defaults to the bundled model's."""
     if cache is not None and cache.exists():
         with np.load(cache) as saved:
             return {c.key: (saved[f"{c.key}/d"], saved[f"{c.key}/a"], saved[f"{c.key}/s"]) for c in chats}
-    embedder = BundledEmbedder()
+    embed = embed or BundledEmbedder().embed_array
     vectors: Vectors = {}
     for c in chats:
-        docs = embedder.embed_array([t.text for t in c.turns])
-        asked = embedder.embed_array([q.text for q in c.questions])
-        stripped = embedder.embed_array([search_text(c, q.text, history) for q in c.questions])
+        docs = embed([t.text for t in c.turns])
+        asked = embed([q.text for q in c.questions])
+        stripped = embed([search_text(c, q.text, history) for q in c.questions])
         vectors[c.key] = (docs, asked, stripped)
     if cache is not None:
         arrays = {f"{k}/{part}": v for k, vs in vectors.items() for part, v in zip("das", vs, strict=True)}
@@ -299,6 +305,7 @@ def main(
         ("  without aliases or the split", {"USE_ALIASES": False, "SPLIT_NAMED": False}),
         ("  fused rank smoothing K 10", {"RANK_K": 10}),
         ("  fused rank smoothing K 40", {"RANK_K": 40}),
+        ("  fused rank smoothing K 60", {"RANK_K": 60}),
         ("  questions weigh 0.8", {"QUESTION_WEIGHT": 0.8}),
         ("  without the referred time", {"TIME_BOOST": 0.0}),
         ("  without near-duplicate removal", {"DUPLICATE_JACCARD": 1.01}),
@@ -333,6 +340,8 @@ def main(
         ("  second hop 0.2", {"HOP_WEIGHT": 0.2}),
         ("  second hop 0.6", {"HOP_WEIGHT": 0.6}),
         ("  second hop 0.8", {"HOP_WEIGHT": 0.8}),
+        ("  second hop 1.0", {"HOP_WEIGHT": 1.0}),
+        ("  second hop lowering the turns it does not reach (before 2026-11-27)", {"HOP_NEVER_LOWERS": False}),
         ("  second hop, 5 iterations", {"ITERATIONS": 5}),
         ("  second hop, 20 seeds", {"SEEDS": 20}),
         ("  second hop, the seeds lifted too", {"WALK_ONLY": False}),
