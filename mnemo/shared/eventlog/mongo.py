@@ -239,7 +239,7 @@ class MongoEventStore:
         try:
             yield
         except BaseException:
-            self.outbox.in_flight.done([eid for p in pendings for eid in p.ids])
+            await self.publish_failed([eid for p in pendings for eid in p.ids])
             raise
 
     async def append(self, stream_id: str, expected_version: int, events: Sequence[NewEvent]) -> AppendResult:
