@@ -16,6 +16,7 @@ from typing import Any
 
 from mnemo.services.lore.formats.convert import ImportResult, MalformedFileError
 from mnemo.services.lore.formats.importer import import_lorebook
+from mnemo.services.lore.manage import binding
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import (
     LorebookAttached,
@@ -85,12 +86,5 @@ def import_events(
 
 
 def attach_event(req: LoreAttachRequest, now: datetime) -> NewEvent:
-    conv = req.conversation
-    attached = LorebookAttached(
-        lorebook_id=req.lorebook_id,
-        bot_ids=sorted(set(req.bot_ids)),
-        user_id=conv.user_id if conv else None,
-        conversation_id=conv.conversation_id if conv else None,
-        attached_at=now,
-    )
+    attached = LorebookAttached(**binding(req.lorebook_id, req), attached_at=now)
     return new_event(attached, tenant_id=req.tenant_id, occurred_at=now)

@@ -34,6 +34,7 @@ from mnemo.shared.lore.history import BookState
 from mnemo.shared.lore.keys import regex_key_refusal
 from mnemo.shared.lore.model import LoreEntry
 from mnemo_client.wire.lore_contract import (
+    LoreAttachRequest,
     LoreBookCreateRequest,
     LoreDetachRequest,
     LoreEntryCreateRequest,
@@ -113,15 +114,20 @@ def rename_book(state: BookState, name: str, now: datetime) -> list[NewEvent]:
     return [_event(state, "renamed", name, renamed, now)]
 
 
-def detach(state: BookState, req: LoreDetachRequest, now: datetime) -> list[NewEvent]:
+def binding(lorebook_id: str, req: LoreAttachRequest | LoreDetachRequest) -> dict[str, Any]:
+    """The ``LorebookBinding`` fields of an attach or a detach: the bots once each and sorted (so that a retry
+    names them, and the event id, alike), and the one conversation if the request names one."""
     conv = req.conversation
-    detached = LorebookDetached(
-        lorebook_id=state.lorebook_id,
-        bot_ids=sorted(set(req.bot_ids)),
-        user_id=conv.user_id if conv else None,
-        conversation_id=conv.conversation_id if conv else None,
-        detached_at=now,
-    )
+    return {
+        "lorebook_id": lorebook_id,
+        "bot_ids": sorted(set(req.bot_ids)),
+        "user_id": conv.user_id if conv else None,
+        "conversation_id": conv.conversation_id if conv else None,
+    }
+
+
+def detach(state: BookState, req: LoreDetachRequest, now: datetime) -> list[NewEvent]:
+    detached = LorebookDetached(**binding(state.lorebook_id, req), detached_at=now)
     key = ",".join([*detached.bot_ids, f"{detached.user_id}/{detached.conversation_id}"])
     return [_event(state, "detached", key, detached, now)]
 

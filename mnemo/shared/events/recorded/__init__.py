@@ -85,6 +85,7 @@ __all__ = [
     "LegacyLoreDeleted",
     "LoreTimedStateRecorded",
     "LorebookAttached",
+    "LorebookBinding",
     "LorebookCreated",
     "LorebookDeleted",
     "LorebookDetached",

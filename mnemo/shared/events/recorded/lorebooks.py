@@ -34,13 +34,19 @@ LOREBOOK_IMPORTED = REGISTRY.register(
 )
 
 
-class LorebookAttached(RecordedPayload):
-    """The book applies to these bots' conversations and/or one user's conversation (ids only, no user text)."""
+class LorebookBinding(RecordedPayload):
+    """Which bots' conversations and/or which one user's conversation a book is (un)bound to: what attaching and
+    detaching share (ids only, no user text)."""
 
     lorebook_id: str
     bot_ids: list[str]
     user_id: str | None = None
     conversation_id: str | None = None
+
+
+class LorebookAttached(LorebookBinding):
+    """The book applies to these bots' conversations and/or one user's conversation."""
+
     attached_at: datetime
 
 
@@ -123,13 +129,9 @@ LOREBOOK_RENAMED = REGISTRY.register(
 )
 
 
-class LorebookDetached(RecordedPayload):
-    """The book no longer applies to these bots and/or to that conversation (ids only)."""
+class LorebookDetached(LorebookBinding):
+    """The book no longer applies to these bots and/or to that conversation."""
 
-    lorebook_id: str
-    bot_ids: list[str]
-    user_id: str | None = None
-    conversation_id: str | None = None
     detached_at: datetime
 
 
