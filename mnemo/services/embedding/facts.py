@@ -13,15 +13,13 @@ from dataclasses import dataclass, field
 from mnemo.services.embedding.plan import Chunker, PendingPoint, Plan
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
-    FACT_LEARNED,
-    FACT_PROMOTED,
-    FACT_RETIRED,
-    FACT_UNPROMOTED,
+    FACT_EVENTS,
     FACTS_CONSOLIDATED,
     FactLearned,
     FactRetired,
     FactsConsolidated,
     FactScopeChanged,
+    fact_folds,
 )
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import PayloadValue
@@ -96,14 +94,9 @@ def _scope_changed(facts: _Facts, env: EventEnvelope) -> None:
     facts.newer((env.tenant_id, change.fact_id), env.version, change.to_scope)
 
 
-_FOLDS: dict[str, Callable[[_Facts, EventEnvelope], None]] = {
-    FACT_LEARNED.name: _learned,
-    FACTS_CONSOLIDATED.name: _consolidated,
-    FACT_RETIRED.name: _retired,
-    FACT_PROMOTED.name: _scope_changed,
-    FACT_UNPROMOTED.name: _scope_changed,
-}
-FACT_EVENTS = frozenset(_FOLDS)
+_FOLDS: dict[str, Callable[[_Facts, EventEnvelope], None]] = fact_folds(
+    learned=_learned, consolidated=_consolidated, retired=_retired, scope_changed=_scope_changed
+)
 
 
 def fact_ids_touched(envelopes: Iterable[EventEnvelope]) -> dict[str, set[str]]:

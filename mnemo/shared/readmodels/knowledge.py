@@ -25,24 +25,22 @@ from pymongo.asynchronous.database import AsyncDatabase
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
+    FACT_EVENTS,
     FACT_LEARNED,
-    FACT_PROMOTED,
     FACT_RETIRED,
-    FACT_UNPROMOTED,
     FACTS_CONSOLIDATED,
     FactLearned,
     FactScopeChanged,
     campaign_scope,
     character_scope,
+    fact_folds,
     player_scope,
 )
 from mnemo.shared.readmodels.erased import readable, readable_one
 
 COLLECTION = "knowledge"
 ACTIVE = "active"
-KNOWLEDGE_EVENTS = frozenset(
-    {FACT_LEARNED.name, FACTS_CONSOLIDATED.name, FACT_RETIRED.name, FACT_PROMOTED.name, FACT_UNPROMOTED.name}
-)
+KNOWLEDGE_EVENTS = FACT_EVENTS  # what this read model folds: every fact event (``fact_folds``)
 
 
 @dataclass(frozen=True)
@@ -376,10 +374,11 @@ class KnowledgeReadModel(FactQueries):
 
 
 # Event type -> how ``KnowledgeReadModel.apply`` folds it (appending to the pending bulk writes).
-_APPLY: dict[str, Callable[[KnowledgeReadModel, EventEnvelope, list[UpdateOne | UpdateMany]], Awaitable[None]]] = {
-    FACT_LEARNED.name: KnowledgeReadModel._on_learned,
-    FACTS_CONSOLIDATED.name: KnowledgeReadModel._on_consolidated,
-    FACT_RETIRED.name: KnowledgeReadModel._on_retired,
-    FACT_PROMOTED.name: KnowledgeReadModel._on_scope_changed,
-    FACT_UNPROMOTED.name: KnowledgeReadModel._on_scope_changed,
-}
+_APPLY: dict[str, Callable[[KnowledgeReadModel, EventEnvelope, list[UpdateOne | UpdateMany]], Awaitable[None]]] = (
+    fact_folds(
+        learned=KnowledgeReadModel._on_learned,
+        consolidated=KnowledgeReadModel._on_consolidated,
+        retired=KnowledgeReadModel._on_retired,
+        scope_changed=KnowledgeReadModel._on_scope_changed,
+    )
+)

@@ -9,12 +9,11 @@ from datetime import UTC
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     FACT_LEARNED,
-    FACT_PROMOTED,
     FACT_RETIRED,
-    FACT_UNPROMOTED,
     FACTS_CONSOLIDATED,
     FactLearned,
     FactScopeChanged,
+    fact_folds,
 )
 from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.dispatch import apply_each
@@ -54,13 +53,8 @@ class InMemoryKnowledge(FactQueries):
         if (f := self._mine(env.tenant_id, r.fact_id)) is not None:
             self.facts[f.fact_id] = replace(f, status="retired")
 
-    def _on_promoted(self, env: EventEnvelope) -> None:
-        self._scope_changed(env, FACT_PROMOTED.parse(env.payload))
-
-    def _on_unpromoted(self, env: EventEnvelope) -> None:
-        self._scope_changed(env, FACT_UNPROMOTED.parse(env.payload))
-
-    def _scope_changed(self, env: EventEnvelope, c: FactScopeChanged) -> None:
+    def _on_scope_changed(self, env: EventEnvelope) -> None:
+        c = FactScopeChanged.model_validate(env.payload)  # the fields both promotion events share
         f = self._mine(env.tenant_id, c.fact_id)
         if f is not None and self.scope_version[f.fact_id] < env.version:
             self.facts[f.fact_id] = replace(f, scope=c.to_scope)
@@ -116,10 +110,9 @@ class InMemoryKnowledge(FactQueries):
 
 
 # Event type -> how ``InMemoryKnowledge.apply`` folds it (the rules of ``knowledge.KnowledgeReadModel``).
-_APPLY: dict[str, Callable[[InMemoryKnowledge, EventEnvelope], None]] = {
-    FACT_LEARNED.name: InMemoryKnowledge._on_learned,
-    FACTS_CONSOLIDATED.name: InMemoryKnowledge._on_consolidated,
-    FACT_RETIRED.name: InMemoryKnowledge._on_retired,
-    FACT_PROMOTED.name: InMemoryKnowledge._on_promoted,
-    FACT_UNPROMOTED.name: InMemoryKnowledge._on_unpromoted,
-}
+_APPLY: dict[str, Callable[[InMemoryKnowledge, EventEnvelope], None]] = fact_folds(
+    learned=InMemoryKnowledge._on_learned,
+    consolidated=InMemoryKnowledge._on_consolidated,
+    retired=InMemoryKnowledge._on_retired,
+    scope_changed=InMemoryKnowledge._on_scope_changed,
+)
