@@ -181,7 +181,7 @@ async def raw_references(core: Core, scene: Scene, messages: list[str]) -> dict[
         [vector] = await embedder.embed([text])
         out["embed"].append((time.perf_counter() - start) * 1000)
         start = time.perf_counter()
-        await index.search(vector, flt, 18, 0.3)
+        await index.search(VectorQuery.dense(vector, flt, 18, 0.3))
         out["dense"].append((time.perf_counter() - start) * 1000)
         sparse = query_vector(text)
         start = time.perf_counter()

@@ -101,12 +101,14 @@ def point(vec: list[float], **payload: object) -> VectorPoint:
 async def test_search_returns_best_first_with_cosine_scores(index: VectorIndex) -> None:
     a, b, c = point(unit(1, 0), tenant_id="t"), point(unit(1, 1), tenant_id="t"), point(unit(0, 1), tenant_id="t")
     await index.upsert([c, a, b])
-    hits = await index.search(unit(1, 0), VectorFilter.where(tenant_id="t"), limit=10)
+    hits = await index.search(VectorQuery.dense(unit(1, 0), VectorFilter.where(tenant_id="t"), limit=10))
     assert [h.id for h in hits] == [a.id, b.id, c.id]
     assert [round(h.score, 4) for h in hits] == [1.0, round(1 / math.sqrt(2), 4), 0.0]
     assert hits[0].payload == {"tenant_id": "t"}
     # Cosine, not dot: an unnormalised query scores the same.
-    scaled = await index.search([3 * x for x in unit(1, 0)], VectorFilter.where(tenant_id="t"), limit=1)
+    scaled = await index.search(
+        VectorQuery.dense([3 * x for x in unit(1, 0)], VectorFilter.where(tenant_id="t"), limit=1)
+    )
     assert scaled[0].id == a.id
     assert scaled[0].score == pytest.approx(1.0, abs=1e-4)
 
@@ -115,7 +117,7 @@ async def test_tenant_never_sees_a_closer_point_of_another_tenant(index: VectorI
     mine = point(unit(0, 1), tenant_id="A", user_id="u")
     theirs = [point(unit(1, 0), tenant_id="B", user_id="u") for _ in range(20)]
     await index.upsert([mine, *theirs])
-    hits = await index.search(unit(1, 0), VectorFilter.where(tenant_id="A"), limit=5)
+    hits = await index.search(VectorQuery.dense(unit(1, 0), VectorFilter.where(tenant_id="A"), limit=5))
     assert [h.id for h in hits] == [mine.id]
 
 
@@ -124,17 +126,17 @@ async def test_list_field_match_means_contains(index: VectorIndex) -> None:
     only2 = point(unit(1), tenant_id="t", bot_ids=["b2"])
     none = point(unit(1), tenant_id="t", bot_ids=[])
     await index.upsert([both, only2, none])
-    hits = await index.search(unit(1), VectorFilter.where(tenant_id="t", bot_ids="b1"), limit=10)
+    hits = await index.search(VectorQuery.dense(unit(1), VectorFilter.where(tenant_id="t", bot_ids="b1"), limit=10))
     assert {h.id for h in hits} == {both.id}
     any_of = VectorFilter.where(tenant_id="t").and_(Match("bot_ids", ("b1", "b2")))
-    assert {h.id for h in await index.search(unit(1), any_of, limit=10)} == {both.id, only2.id}
+    assert {h.id for h in await index.search(VectorQuery.dense(unit(1), any_of, limit=10))} == {both.id, only2.id}
 
 
 async def test_range_on_created_at_is_inclusive(index: VectorIndex) -> None:
     pts = [point(unit(1, i), tenant_id="t", created_at=1_700_000_000.0 + i) for i in range(5)]
     await index.upsert(pts)
     flt = VectorFilter.where(tenant_id="t").and_(Range("created_at", gte=1_700_000_001.0, lte=1_700_000_003.0))
-    hits = await index.search(unit(1), flt, limit=10)
+    hits = await index.search(VectorQuery.dense(unit(1), flt, limit=10))
     assert {h.id for h in hits} == {p.id for p in pts[1:4]}
     open_end = VectorFilter.where(tenant_id="t").and_(Range("created_at", gte=1_700_000_003.0))
     assert await index.count(open_end) == 2
@@ -145,7 +147,7 @@ async def test_must_not_excludes(index: VectorIndex) -> None:
     drop = point(unit(1), tenant_id="t", kind="summary")
     await index.upsert([keep, drop])
     flt = VectorFilter(must=(Match("tenant_id", ("t",)),), must_not=(Match("kind", ("summary",)),))
-    assert [h.id for h in await index.search(unit(1), flt, limit=10)] == [keep.id]
+    assert [h.id for h in await index.search(VectorQuery.dense(unit(1), flt, limit=10))] == [keep.id]
     assert await index.count(flt) == 1
 
 
@@ -165,7 +167,9 @@ async def test_integer_and_mixed_matches_and_booleans_refused(index: VectorIndex
 async def test_score_threshold_drops_weak_matches(index: VectorIndex) -> None:
     close, far = point(unit(1, 0.1), tenant_id="t"), point(unit(0, 1), tenant_id="t")
     await index.upsert([close, far])
-    hits = await index.search(unit(1, 0), VectorFilter.where(tenant_id="t"), limit=10, score_threshold=0.5)
+    hits = await index.search(
+        VectorQuery.dense(unit(1, 0), VectorFilter.where(tenant_id="t"), limit=10, score_threshold=0.5)
+    )
     assert [h.id for h in hits] == [close.id]
 
 
@@ -217,7 +221,7 @@ async def test_retrieve_returns_payloads_and_skips_missing(index: VectorIndex) -
 async def test_ids_are_canonical_uuid_text(index: VectorIndex) -> None:
     raw = uuid.uuid4()
     await index.upsert([VectorPoint(str(raw).upper(), unit(1), {"tenant_id": "t"})])
-    [hit] = await index.search(unit(1), VectorFilter.where(tenant_id="t"), limit=1)
+    [hit] = await index.search(VectorQuery.dense(unit(1), VectorFilter.where(tenant_id="t"), limit=1))
     assert hit.id == str(raw)
     with pytest.raises(ValueError, match="badly formed"):
         await index.upsert([VectorPoint("not-a-uuid", unit(1), {})])
@@ -233,7 +237,9 @@ async def test_edge_persists_across_close_and_reopen(tmp_path: Path) -> None:
     second = EdgeVectorIndex(tmp_path, "persist")
     await second.ensure_collection(DIM)
     try:
-        assert [h.id for h in await second.search(unit(1), VectorFilter.where(tenant_id="t"), 5)] == [p.id]
+        assert [
+            h.id for h in await second.search(VectorQuery.dense(unit(1), VectorFilter.where(tenant_id="t"), 5))
+        ] == [p.id]
         assert await second.count(VectorFilter().and_(Range("created_at", gte=10.0))) == 1
         assert await second.optimize() in (True, False)
         assert await second.count(VectorFilter.where(tenant_id="t")) == 1
@@ -295,7 +301,7 @@ def test_filtered_search_returns_exactly_the_matching_points(synced: tuple[async
         if conv is not None:
             equals["conversation_id"] = f"c{conv}"
         expected = {p.id for p in points if all(p.payload[k] == v for k, v in equals.items())}
-        hits = runner.run(idx.search(query, VectorFilter.where(**equals), limit=100))
+        hits = runner.run(idx.search(VectorQuery.dense(query, VectorFilter.where(**equals), limit=100)))
         assert {h.id for h in hits} == expected  # nothing leaked in, nothing matching left out
         assert all(all(h.payload[k] == v for k, v in equals.items()) for h in hits)
         assert_best_first(hits)
@@ -339,7 +345,7 @@ async def test_hybrid_finds_a_lexical_match_that_dense_ranks_out(index: VectorIn
     word = VectorPoint(pid(), unit(0, 1), {"tenant_id": "t"}, lexical("my cat Pumpernickel turned seven"))
     await index.upsert([*near, word])
     flt = VectorFilter.where(tenant_id="t")
-    dense = await index.search(unit(1, 0), flt, limit=3)
+    dense = await index.search(VectorQuery.dense(unit(1, 0), flt, limit=3))
     assert word.id not in {h.id for h in dense}
     hits = await index.hybrid_search(VectorQuery(unit(1, 0), query_vector("how old is Pumpernickel?"), flt, limit=3))
     assert word.id in {h.id for h in hits}

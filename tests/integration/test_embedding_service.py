@@ -104,12 +104,14 @@ async def test_messages_are_chunked_embedded_edited_and_deleted(stack: Stack, em
     assert (m1.payload["bot_ids"], m1.payload["persona_id"], m1.payload["role"]) == (["eli"], "knight", "user")
     assert m1.payload["created_at"] == T0.timestamp()
     assert m1.payload["model"] == embedder.model_id
-    assert "dragon" not in json.dumps([p.payload for p in await index.search([1.0] * 384, VectorFilter(), 100)])
+    assert "dragon" not in json.dumps(
+        [p.payload for p in await index.search(VectorQuery.dense([1.0] * 384, VectorFilter(), 100))]
+    )
 
     [query] = await embedder.embed(["Where is the dragon sleeping?"])
-    hits = await index.search(query, VectorFilter.where(tenant_id="t1", kind="message"), 1)
+    hits = await index.search(VectorQuery.dense(query, VectorFilter.where(tenant_id="t1", kind="message"), 1))
     assert hits[0].payload["message_id"] == "m1"
-    assert await index.search(query, VectorFilter.where(tenant_id="t2"), 5) == []
+    assert await index.search(VectorQuery.dense(query, VectorFilter.where(tenant_id="t2"), 5)) == []
     # Each chunk also carries its lexical vector: a word match comes back through the hybrid search.
     far = [0.0] * 383 + [1.0]
     lexical_hits = await index.hybrid_search(

@@ -27,7 +27,7 @@ from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from mnemo.shared.readmodels.legacy_lore import COLLECTION as LEGACY_COLLECTION
 from mnemo.shared.readmodels.summaries import COLLECTION as SUMMARIES_COLLECTION
 from mnemo.shared.readmodels.summaries import SummariesReadModel
-from mnemo.shared.vectors.port import Match, VectorFilter
+from mnemo.shared.vectors.port import Match, VectorFilter, VectorQuery
 from tests.integration.ingest_stack import Stack, StackFactory, drained
 from tests.waiting import request_reply, wait_until
 
@@ -166,7 +166,7 @@ async def test_convert_to_legacy_lore_is_idempotent_owner_checked_and_embedded_w
     assert await index.count(legacy_vectors(tenant)) == 1
     [query] = await embedder.embed(["the airship hull repair"])
     for_bot = legacy_vectors(tenant).and_(Match("applies_to", (BOT_B, "p-other")))
-    [hit] = await index.search(query, for_bot, 5)
+    [hit] = await index.search(VectorQuery.dense(query, for_bot, 5))
     assert (hit.payload["legacy_id"], hit.payload["memory_id"], hit.payload["source_id"]) == (
         first["legacy_id"], "s1", first["legacy_id"],
     )  # fmt: skip
@@ -175,7 +175,10 @@ async def test_convert_to_legacy_lore_is_idempotent_owner_checked_and_embedded_w
     assert hit.payload["start_at"] == T0.timestamp()
     assert hit.payload["end_at"] == (T0 + timedelta(minutes=30)).timestamp()
     assert "airship" not in json.dumps(hit.payload)
-    assert await index.search(query, legacy_vectors(tenant).and_(Match("applies_to", (BOT_A,))), 5) == []
+    assert (
+        await index.search(VectorQuery.dense(query, legacy_vectors(tenant).and_(Match("applies_to", (BOT_A,))), 5))
+        == []
+    )
     assert await index.count(legacy_vectors(tenant, U2)) == 0
 
 

@@ -22,7 +22,7 @@ from nats.aio.client import Client as NatsClient
 from mnemo.shared import subjects
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.follower import PointsFollower
-from mnemo.shared.vectors.port import VectorFilter, VectorPoint
+from mnemo.shared.vectors.port import VectorFilter, VectorPoint, VectorQuery
 from mnemo.shared.vectors.stream import StreamPointWriter
 from tests.vector_stream import fresh_points_stream
 from tests.waiting import wait_until
@@ -75,7 +75,7 @@ async def started(nc: NatsClient, root: Path) -> PointsFollower:
 async def snapshot(follower: PointsFollower) -> dict[str, dict[str, object]]:
     """Every point of the shard (id -> payload), once the follower has applied every acked write."""
     assert await follower.caught_up(WAIT_S)
-    hits = await follower.index.search(unit(0), VectorFilter.where(tenant_id=T), limit=1000)
+    hits = await follower.index.search(VectorQuery.dense(unit(0), VectorFilter.where(tenant_id=T), limit=1000))
     return {h.id: h.payload for h in hits}
 
 
@@ -118,7 +118,7 @@ async def test_followers_converge_resume_and_rebuild_from_the_stream(nc: NatsCli
         b = await started(nc, tmp_path / "b")
         assert b.applied == 0
         assert await snapshot(b) == await snapshot(a)
-        [best] = await b.index.search(m4[1].vector, VectorFilter.where(tenant_id=T), limit=1)
+        [best] = await b.index.search(VectorQuery.dense(m4[1].vector, VectorFilter.where(tenant_id=T), limit=1))
         assert best.id == m4[1].id
         assert best.score == pytest.approx(1.0, abs=1e-4)
     finally:

@@ -24,7 +24,7 @@ from mnemo.shared.readmodels import ReadModels
 from mnemo.shared.readmodels.summaries import SummariesReadModel
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.points import point_id
-from mnemo.shared.vectors.port import Match, VectorFilter
+from mnemo.shared.vectors.port import Match, VectorFilter, VectorQuery
 from tests.integration.event_log import event_log, items
 
 pytestmark = pytest.mark.integration
@@ -73,7 +73,7 @@ async def world(mongo_db: Any, nats_url: str, tmp_path: Path) -> AsyncIterator[d
 
 
 async def summary_ids(index: EdgeVectorIndex, query: list[float], flt: VectorFilter) -> set[str]:
-    return {str(p.payload["summary_id"]) for p in await index.search(query, flt, 100)}
+    return {str(p.payload["summary_id"]) for p in await index.search(VectorQuery.dense(query, flt, 100))}
 
 
 async def test_summary_points_follow_audience_and_retirement(world):

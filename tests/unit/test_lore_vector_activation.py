@@ -3,7 +3,6 @@ long entries, and how the context-assembler turns search hits into forced activa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -20,7 +19,7 @@ from mnemo.shared.lore.history import BookState
 from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 from mnemo.shared.tokens import estimate_tokens
 from mnemo.shared.vectors.points import LORE_ENTRY
-from mnemo.shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndexUnavailable
+from mnemo.shared.vectors.port import Match, ScoredPoint, VectorFilter, VectorIndexUnavailable, VectorQuery
 from mnemo_client.wire.contract import ContextAssembleRequest
 from tests.envelopes import recorded
 from tests.fakes.embedders import ConstantEmbedder
@@ -168,13 +167,11 @@ class RecordingIndex:
         self.points, self.fail = points, fail
         self.filters: list[VectorFilter] = []
 
-    async def search(
-        self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
-    ) -> list[ScoredPoint]:
+    async def search(self, query: VectorQuery) -> list[ScoredPoint]:
         if self.fail:
             raise VectorIndexUnavailable("down")
-        self.filters.append(flt)
-        return [p for p in self.points if score_threshold is None or p.score >= score_threshold]
+        self.filters.append(query.flt)
+        return [p for p in self.points if query.score_threshold is None or p.score >= query.score_threshold]
 
 
 class NoReads:

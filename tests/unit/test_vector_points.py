@@ -228,10 +228,8 @@ class RecordingIndex:
     def __init__(self) -> None:
         self.filters: list[VectorFilter] = []
 
-    async def search(
-        self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
-    ) -> list[ScoredPoint]:
-        self.filters.append(flt)
+    async def search(self, query: VectorQuery) -> list[ScoredPoint]:
+        self.filters.append(query.flt)
         return []
 
     async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:

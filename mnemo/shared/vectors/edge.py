@@ -139,14 +139,8 @@ class EdgeVectorIndex:
             vectors[SPARSE_NAME] = EdgeSparseVector(list(p.sparse.indices), [float(x) for x in p.sparse.values])
         return vectors
 
-    async def search(
-        self,
-        vector: Sequence[float],
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
-        hits = self._require().query(_dense_request(vector, flt, limit, score_threshold))
+    async def search(self, query: VectorQuery) -> list[ScoredPoint]:
+        hits = self._require().query(_dense_request(query))
         return [ScoredPoint(str(h.id), float(h.score), payload_of(h.payload)) for h in hits]
 
     async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
@@ -168,7 +162,7 @@ class EdgeVectorIndex:
     def _hybrid_request(self, query: VectorQuery) -> QueryRequest:
         """The query's DBSF request, or its dense one on a shard without the lexical vector."""
         if not self._has_sparse:
-            return _dense_request(query.vector, query.flt, query.limit, query.score_threshold)
+            return _dense_request(query)
         edge_filter = to_edge_filter(query.flt)
         limit, sparse = query.limit, query.sparse
         prefetches = [
@@ -271,14 +265,12 @@ class _EdgeConditions:
         return Filter(should=conditions)  # type: ignore[arg-type]  # the stub's list is invariant
 
 
-def _dense_request(
-    vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None
-) -> QueryRequest:
+def _dense_request(query: VectorQuery) -> QueryRequest:
     return QueryRequest(
-        limit=limit,
-        query=Query.Nearest([float(x) for x in vector], using=VECTOR_NAME),
-        filter=to_edge_filter(flt),
-        score_threshold=score_threshold,
+        limit=query.limit,
+        query=Query.Nearest([float(x) for x in query.vector], using=VECTOR_NAME),
+        filter=to_edge_filter(query.flt),
+        score_threshold=query.score_threshold,
         with_payload=True,
         with_vector=False,
     )

@@ -21,10 +21,8 @@ class ForwardedReads:
     async def reader(self) -> VectorIndex:
         raise NotImplementedError
 
-    async def search(
-        self, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
-    ) -> list[ScoredPoint]:
-        return await (await self.reader()).search(vector, flt, limit, score_threshold)
+    async def search(self, query: VectorQuery) -> list[ScoredPoint]:
+        return await (await self.reader()).search(query)
 
     async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
         return await (await self.reader()).hybrid_search(query)

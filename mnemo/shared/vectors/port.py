@@ -119,14 +119,21 @@ class VectorFilter:
 
 @dataclass(frozen=True)
 class VectorQuery:
-    """One hybrid search (``VectorIndex.hybrid_search``): the dense and the lexical query, the filter both
-    prefetches carry, how many candidates each fetches, and the lowest cosine the dense side lets in."""
+    """One search: the dense and the lexical query, the filter (inside the query: both prefetches of a hybrid
+    search carry it), how many points (each prefetch's candidates) and the lowest cosine the dense side lets in.
+    ``VectorIndex.search`` reads the dense part only; ``VectorQuery.dense`` builds a query without words."""
 
     vector: Sequence[float]
     sparse: SparseVector
     flt: VectorFilter
     limit: int
     score_threshold: float | None = None
+
+    @classmethod
+    def dense(
+        cls, vector: Sequence[float], flt: VectorFilter, limit: int, score_threshold: float | None = None
+    ) -> VectorQuery:
+        return cls(vector, SparseVector([], []), flt, limit, score_threshold)
 
 
 @dataclass(frozen=True)
@@ -147,14 +154,9 @@ class VectorIndex(Protocol):
 
     async def upsert(self, points: Sequence[VectorPoint]) -> None: ...
 
-    async def search(
-        self,
-        vector: Sequence[float],
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
-        """Cosine similarity, best first, only among points matching ``flt``."""
+    async def search(self, query: VectorQuery) -> list[ScoredPoint]:
+        """Cosine similarity to ``query.vector``, best first, only among points matching ``query.flt``, at most
+        ``query.limit``, none under ``query.score_threshold``; ``query.sparse`` is not read."""
         ...
 
     async def hybrid_search(self, query: VectorQuery) -> list[ScoredPoint]:
@@ -170,7 +172,7 @@ class VectorIndex(Protocol):
         the REALTALK and multilingual sets (docs/benchmarks.md, Retrieval levers). Scores are fusion scores, NOT cosines:
         ``query.score_threshold`` applies to the dense prefetch only (a weak cosine does not enter through the dense
         side; a lexical match still can). An empty ``query.sparse`` degrades to a dense-only fusion (same order as
-        ``search``).
+        ``search``); :func:`ranked` asks for the dense search instead, cosines and all.
         """
         ...
 
@@ -193,3 +195,9 @@ class VectorIndex(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+async def ranked(index: VectorIndex, query: VectorQuery) -> list[ScoredPoint]:
+    """The candidates of ``query``, best first: fused (DBSF scores) when it has words, else dense (cosines),
+    so that a query without words keeps the dense search's cosines and its threshold."""
+    return await (index.hybrid_search(query) if query.sparse else index.search(query))

@@ -105,21 +105,15 @@ class QdrantServerIndex:
             )
         return vectors
 
-    async def search(
-        self,
-        vector: Sequence[float],
-        flt: VectorFilter,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> list[ScoredPoint]:
+    async def search(self, query: VectorQuery) -> list[ScoredPoint]:
         async with _unavailable_on_transport_errors("search"):
             response = await self._client.query_points(
                 self._collection,
-                query=[float(x) for x in vector],
+                query=[float(x) for x in query.vector],
                 using=VECTOR_NAME,
-                query_filter=to_qdrant_filter(flt),
-                limit=limit,
-                score_threshold=score_threshold,
+                query_filter=to_qdrant_filter(query.flt),
+                limit=query.limit,
+                score_threshold=query.score_threshold,
                 with_payload=True,
                 with_vectors=False,
             )

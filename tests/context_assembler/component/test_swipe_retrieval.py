@@ -10,6 +10,7 @@ from datetime import timedelta
 from mnemo.services.ingest.handlers import decode_command
 from mnemo.shared import subjects
 from mnemo.shared.vectors import points as vp
+from mnemo.shared.vectors.port import VectorQuery
 from tests.components import items, published
 from tests.context_assembler.component.test_retrieval import DRAGON, FILLER, T0, C, T, U, chain, record, request
 
@@ -32,7 +33,7 @@ async def retrieved(chain) -> str:
 async def closeness(chain, embedder, text: str) -> float:
     """How close the message's vectors are to ``text`` (1.0: they are its embedding)."""
     [vector] = await embedder.embed([text])
-    hits = await chain[3].vectors.search(vector, vp.messages_by_id(T, U, C, ["m0"]), 1, None)
+    hits = await chain[3].vectors.search(VectorQuery.dense(vector, vp.messages_by_id(T, U, C, ["m0"]), 1, None))
     return hits[0].score
 
 

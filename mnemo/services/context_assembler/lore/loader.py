@@ -41,7 +41,7 @@ from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.lore.model import Lorebook, WorldInfoSettings
 from mnemo.shared.readmodels.lore import LorebookRef, LorebookView
 from mnemo.shared.vectors import points as vp
-from mnemo.shared.vectors.port import VectorIndex
+from mnemo.shared.vectors.port import VectorIndex, VectorQuery
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 log = logging.getLogger(__name__)
@@ -338,5 +338,5 @@ class LoreLoader:
         compiled_ids = {b.book_id.split("@", 1)[0]: b.book_id for b in books}
         [vector] = await embedder.embed([text])
         flt = vp.lore_books(tenant_id, compiled_ids)
-        points = await index.search(vector, flt, limit=vs.max_entries * 4, score_threshold=vs.threshold)
+        points = await index.search(VectorQuery.dense(vector, flt, vs.max_entries * 4, vs.threshold))
         return best_entries(points, compiled_ids, vs.max_entries, vs.threshold)

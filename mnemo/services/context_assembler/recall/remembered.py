@@ -37,7 +37,7 @@ from mnemo.shared.readmodels.memories import MemoryView
 from mnemo.shared.readmodels.ports import MemoriesPort
 from mnemo.shared.titles import short_title
 from mnemo.shared.vectors import points as vp
-from mnemo.shared.vectors.port import Match, VectorIndex, VectorQuery
+from mnemo.shared.vectors.port import Match, VectorIndex, VectorQuery, ranked
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 log = logging.getLogger(__name__)
@@ -76,17 +76,12 @@ class RememberedRecall:
                 [vector] = await self.embedder.embed([query])
                 stage = "vector_index"
                 flt, sparse = until(context_memories_filter(req), as_of), query_sparse(req, query)
-                pool = s.remembered_limit * 2
-                if sparse:
-                    fused = await self.index.hybrid_search(VectorQuery(vector, sparse, flt, pool, s.min_score))
-                else:
-                    fused = await self.index.search(vector, flt, pool, s.min_score)
+                fused = await ranked(self.index, VectorQuery(vector, sparse, flt, s.remembered_limit * 2, s.min_score))
                 ids = tuple(dict.fromkeys(v for h in fused if isinstance(v := h.payload.get(vp.MEMORY_ID), str)))
                 if not ids:
                     return []
-                dense = await self.index.search(
-                    vector, flt.and_(Match(vp.MEMORY_ID, ids)), len(ids) * CHUNKS_PER_MEMORY
-                )
+                among = flt.and_(Match(vp.MEMORY_ID, ids))
+                dense = await self.index.search(VectorQuery.dense(vector, among, len(ids) * CHUNKS_PER_MEMORY))
         except Exception as exc:  # TimeoutError included: the memories are optional, the reply is not
             log.warning("remembered memories skipped (%s): %s: %s", stage, type(exc).__name__, exc)
             degraded.append(stage)

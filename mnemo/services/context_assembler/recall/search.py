@@ -40,7 +40,7 @@ from mnemo.shared.readmodels.memories import Clause
 from mnemo.shared.readmodels.ports import KnowledgePort, LegacyLorePort, MemoriesPort, SummariesPort
 from mnemo.shared.sparse import query_vector
 from mnemo.shared.vectors import points as vp
-from mnemo.shared.vectors.port import Match, SparseVector, VectorFilter, VectorIndex, VectorQuery
+from mnemo.shared.vectors.port import Match, SparseVector, VectorFilter, VectorIndex, VectorQuery, ranked
 from mnemo_client.wire.memory_api_contract import (
     MemoryHit,
     MemorySearchReply,
@@ -178,16 +178,13 @@ class MemorySearch:
         assert self._index is not None
         ids: dict[str, None] = {}
         for flt in flts:
-            if sparse:
-                hits = await self._index.hybrid_search(VectorQuery(vector, sparse, flt, pool, self._settings.min_score))
-            else:
-                hits = await self._index.search(vector, flt, pool, self._settings.min_score)
+            hits = await ranked(self._index, VectorQuery(vector, sparse, flt, pool, self._settings.min_score))
             ids.update(dict.fromkeys(v for h in hits if isinstance(v := h.payload.get(key), str)))
         if not ids:
             return {}
         cosines: dict[str, float] = {}
         for flt in flts:  # a long item has several chunks: 8 per id is far above what the chunker makes of one
-            dense = await self._index.search(vector, flt.and_(Match(key, tuple(ids))), len(ids) * 8)
+            dense = await self._index.search(VectorQuery.dense(vector, flt.and_(Match(key, tuple(ids))), len(ids) * 8))
             for k, v in best_per_key(dense, key).items():
                 cosines[k] = max(v, cosines.get(k, 0.0))
         return {k: cosines.get(k, 0.0) for k in ids}

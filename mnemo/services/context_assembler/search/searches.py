@@ -36,7 +36,7 @@ from mnemo.services.context_assembler.search.query import query_sparse
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.vectors import points as vp
-from mnemo.shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFilter, VectorIndex, VectorQuery
+from mnemo.shared.vectors.port import Match, ScoredPoint, SparseVector, VectorFilter, VectorIndex, VectorQuery, ranked
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 log = logging.getLogger(__name__)
@@ -151,9 +151,7 @@ class VectorSearch:
         assert self._index is not None
         if limit <= 0:
             return []
-        if sparse:
-            return await self._index.hybrid_search(VectorQuery(vector, sparse, flt, limit, self._settings.min_score))
-        return await self._index.search(vector, flt, limit, self._settings.min_score)
+        return await ranked(self._index, VectorQuery(vector, sparse, flt, limit, self._settings.min_score))
 
     async def _find_all(
         self, vector: Sequence[float], sparse: SparseVector, searches: Sequence[tuple[VectorFilter, int, str]]
@@ -162,10 +160,7 @@ class VectorSearch:
         then :meth:`_cosines`), dense only otherwise; nothing when its ``limit`` is 0."""
         assert self._index is not None
         if not sparse:
-            return [
-                Found(await self._index.search(vector, flt, limit, self._settings.min_score) if limit > 0 else [], None)
-                for flt, limit, _ in searches
-            ]
+            return [Found(await self._pool(vector, sparse, flt, limit), None) for flt, limit, _ in searches]
         fused = await self._pools(vector, sparse, [(flt, limit) for flt, limit, _ in searches])
         # The dense re-queries one after the other: in process (Qdrant Edge) a query never yields the loop, so
         # tasks to run them "together" would only add their own cost.
@@ -184,5 +179,5 @@ class VectorSearch:
             return {}
         # Every chunk of the taken ids competes here; 8 chunks per id is far above what the chunker makes of
         # a chat message, and an id whose chunks all fall past it just shows a 0 score.
-        dense = await self._index.search(vector, flt.and_(Match(key, keys)), len(keys) * 8)
+        dense = await self._index.search(VectorQuery.dense(vector, flt.and_(Match(key, keys)), len(keys) * 8))
         return best_per_key(dense, key)
