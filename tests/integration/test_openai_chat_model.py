@@ -11,7 +11,14 @@ import pytest
 from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
 from mnemo.services.summarizer.schemas import SummaryOutput
 from mnemo.shared.llm.openai import OpenAIChatModel
-from mnemo.shared.llm.port import Completion, LLMResponseInvalid, LLMUnavailable, ProgressCallback, PromptMessage
+from mnemo.shared.llm.port import (
+    Completion,
+    JsonAsk,
+    LLMResponseInvalid,
+    LLMUnavailable,
+    ProgressCallback,
+    PromptMessage,
+)
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler, chat_reply
 
 pytestmark = pytest.mark.integration
@@ -35,7 +42,7 @@ async def llm(server: FakeOpenAIServer) -> AsyncIterator[OpenAIChatModel]:
 
 
 async def summarise(llm: OpenAIChatModel, on_progress: ProgressCallback | None = None) -> Completion[SummaryOutput]:
-    return await llm.complete_json(MESSAGES, SummaryOutput, prompt_version="summarize.v1", on_progress=on_progress)
+    return await llm.complete_json(JsonAsk(MESSAGES, SummaryOutput, "summarize.v1"), on_progress=on_progress)
 
 
 async def test_success_sends_strict_schema_and_returns_validated_value(
@@ -70,7 +77,7 @@ async def test_success_sends_strict_schema_and_returns_validated_value(
 async def test_nested_schema_is_strict_everywhere(server: FakeOpenAIServer, llm: OpenAIChatModel) -> None:
     updates = {"updates": [{"character_id": "bot-1", "learned_facts": ["Mira's brother smuggles.", "  "]}]}
     server.script("POST", CHAT_PATH, chat_reply(json.dumps(updates)))
-    completion = await llm.complete_json(MESSAGES, KnowledgeUpdates, prompt_version="extract_knowledge.v1")
+    completion = await llm.complete_json(JsonAsk(MESSAGES, KnowledgeUpdates, "extract_knowledge.v1"))
     assert completion.value.updates[0].learned_facts == ["Mira's brother smuggles."]
     schema = server.calls(CHAT_PATH)[0].json["response_format"]["json_schema"]["schema"]
     inner = schema["$defs"]["CharacterKnowledge"]

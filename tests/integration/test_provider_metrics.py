@@ -13,7 +13,7 @@ from mnemo.shared.embedders.metered import MeteredEmbedder
 from mnemo.shared.embedders.native import OllamaEmbedder, TEIEmbedder
 from mnemo.shared.embedders.openai import EmbedderUnavailable, OpenAIEmbedder
 from mnemo.shared.llm.openai import OpenAIChatModel
-from mnemo.shared.llm.port import LLMUnavailable, PromptMessage
+from mnemo.shared.llm.port import JsonAsk, LLMUnavailable, PromptMessage
 from mnemo.shared.metrics import REGISTRY
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer, RecordedRequest, Reply, chat_handler, fake_vector
 
@@ -89,10 +89,10 @@ async def test_llm_calls_and_tokens_by_type(server: FakeOpenAIServer) -> None:
     server.route("POST", CHAT_PATH, chat_handler(lambda _r: good))
     llm = OpenAIChatModel(server.base_url, None, "metrics-model", timeout_s=2.0, max_retries=0, backoff_s=0.01)
     try:
-        await llm.complete_json([PromptMessage.user("Mira: my brother smuggles.")], SummaryOutput, prompt_version="t")
+        await llm.complete_json(JsonAsk([PromptMessage.user("Mira: my brother smuggles.")], SummaryOutput, "t"))
         server.route("POST", CHAT_PATH, lambda _r: Reply(503))
         with pytest.raises(LLMUnavailable):
-            await llm.complete_json([PromptMessage.user("again")], SummaryOutput, prompt_version="t")
+            await llm.complete_json(JsonAsk([PromptMessage.user("again")], SummaryOutput, "t"))
     finally:
         await llm.close()
     assert value("mnemo_llm_calls_total", model="metrics-model", outcome="ok") == 1

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mnemo.services.memory_extractor.facts import FactCandidate, normalise, present_characters
 from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
 from mnemo.shared.events.recorded import MessageRecorded
-from mnemo.shared.llm.port import ChatModel, Completion, ProgressCallback, PromptMessage
+from mnemo.shared.llm.port import ChatModel, Completion, JsonAsk, ProgressCallback
 from mnemo.shared.llm.prompts import PromptLibrary
 
 PROMPTS = PromptLibrary("mnemo.services.memory_extractor")
@@ -76,15 +76,14 @@ def character_names(messages: Sequence[MessageRecorded]) -> dict[str, str]:
     return names
 
 
-def prompt_messages(messages: Sequence[MessageRecorded]) -> tuple[list[PromptMessage], str]:
-    """The chat messages to send and the prompt tag (``extract_knowledge.v2``) to record."""
-    prompt = PROMPTS.load(PROMPT)
+def extraction_ask(messages: Sequence[MessageRecorded]) -> JsonAsk[KnowledgeUpdates]:
+    """What to ask the model of ``messages``, tagged ``extract_knowledge.v2``."""
     names = character_names(messages)
-    text = prompt.render(
+    return PROMPTS.load(PROMPT).ask(
+        KnowledgeUpdates,
         characters="\n".join(f"- {cid}: {name}" for cid, name in names.items()),
         transcript=transcript(messages),
     )
-    return [PromptMessage.user(text)], prompt.tag
 
 
 def candidates_from_updates(
@@ -128,8 +127,7 @@ async def extract(
     chat_model: ChatModel, run: Sequence[MessageRecorded], on_progress: ProgressCallback | None = None
 ) -> Completion[KnowledgeUpdates]:
     """Raises ``LLMError`` when the model is unavailable or keeps answering off-schema."""
-    chat, tag = prompt_messages(run)
-    return await chat_model.complete_json(chat, KnowledgeUpdates, prompt_version=tag, on_progress=on_progress)
+    return await chat_model.complete_json(extraction_ask(run), on_progress=on_progress)
 
 
 CONSOLIDATE_PROMPT = "consolidate_facts"
@@ -147,8 +145,5 @@ async def consolidate(
     chat_model: ChatModel, texts: Sequence[str], on_progress: ProgressCallback | None = None
 ) -> Completion[ConsolidatedFact]:
     """Fold ``texts`` (oldest first) into one fact. Raises ``LLMError`` (the caller merges extractively)."""
-    prompt = PROMPTS.load(CONSOLIDATE_PROMPT)
-    text = prompt.render(facts="\n".join(f"- {t}" for t in texts))
-    return await chat_model.complete_json(
-        [PromptMessage.user(text)], ConsolidatedFact, prompt_version=prompt.tag, on_progress=on_progress
-    )
+    ask = PROMPTS.load(CONSOLIDATE_PROMPT).ask(ConsolidatedFact, facts="\n".join(f"- {t}" for t in texts))
+    return await chat_model.complete_json(ask, on_progress=on_progress)

@@ -15,7 +15,7 @@ from typing import TypeVar
 from mnemo.services.summarizer.domain import RangeMessage, SummaryRange, participants_of
 from mnemo.services.summarizer.schemas import SummaryOutput
 from mnemo.shared.events.recorded import SummaryCreated
-from mnemo.shared.llm.port import ChatModel, Completion, LLMError, PromptMessage
+from mnemo.shared.llm.port import ChatModel, Completion, JsonAsk, LLMError
 from mnemo.shared.llm.prompts import PromptLibrary
 
 PROMPTS = PromptLibrary("mnemo.services.summarizer")
@@ -41,20 +41,14 @@ def transcript(messages: Sequence[RangeMessage]) -> str:
     return "\n".join(f"{(m.author_name.strip() or m.role)}: {m.content.strip()}" for m in messages if m.content.strip())
 
 
-def prompt_messages(
-    messages: Sequence[RangeMessage], target_tokens: int | None = None
-) -> tuple[list[PromptMessage], str]:
-    """The chat messages to send and the prompt tag (``summarize.v1``) to record; with ``target_tokens``, the
-    long prompt asking for about that many tokens (as words: three quarters of it)."""
+def summary_ask(messages: Sequence[RangeMessage], target_tokens: int | None = None) -> JsonAsk[SummaryOutput]:
+    """What to ask the model of ``messages``, tagged ``summarize.v1``; with ``target_tokens``, the long prompt
+    asking for about that many tokens (as words: three quarters of it)."""
     names = sorted({(m.author_name.strip() or m.role) for m in messages})
     values = {"participants": "\n".join(f"- {n}" for n in names), "transcript": transcript(messages)}
     if target_tokens is None:
-        prompt = PROMPTS.load(PROMPT)
-        text = prompt.render(**values)
-    else:
-        prompt = PROMPTS.load(LONG_PROMPT)
-        text = prompt.render(**values, words=max(20, target_tokens * 3 // 4))
-    return [PromptMessage.user(text)], prompt.tag
+        return PROMPTS.load(PROMPT).ask(SummaryOutput, **values)
+    return PROMPTS.load(LONG_PROMPT).ask(SummaryOutput, **values, words=max(20, target_tokens * 3 // 4))
 
 
 def summary_from_completion(
@@ -92,18 +86,15 @@ async def summarize(
     chat_model: ChatModel, messages: Sequence[RangeMessage], target_tokens: int | None = None
 ) -> Completion[SummaryOutput]:
     """Raises ``LLMError`` when the model is unavailable or keeps answering off-schema."""
-    chat, tag = prompt_messages(messages, target_tokens)
-    return await chat_model.complete_json(chat, SummaryOutput, prompt_version=tag)
+    return await chat_model.complete_json(summary_ask(messages, target_tokens))
 
 
-def consolidation_messages(texts: Sequence[str]) -> tuple[list[PromptMessage], str]:
-    """The chat messages asking to merge ``texts`` (oldest first) and the prompt tag to record."""
-    prompt = PROMPTS.load(CONSOLIDATE_PROMPT)
+def consolidation_ask(texts: Sequence[str]) -> JsonAsk[SummaryOutput]:
+    """What to ask the model to merge ``texts`` (oldest first), tagged ``consolidate.v1``."""
     listed = "\n\n".join(f"[{n}] {t.strip()}" for n, t in enumerate(texts, start=1))
-    return [PromptMessage.user(prompt.render(summaries=listed))], prompt.tag
+    return PROMPTS.load(CONSOLIDATE_PROMPT).ask(SummaryOutput, summaries=listed)
 
 
 async def consolidate(chat_model: ChatModel, texts: Sequence[str]) -> Completion[SummaryOutput]:
     """Raises ``LLMError`` when the model is unavailable or keeps answering off-schema."""
-    chat, tag = consolidation_messages(texts)
-    return await chat_model.complete_json(chat, SummaryOutput, prompt_version=tag)
+    return await chat_model.complete_json(consolidation_ask(texts))

@@ -19,7 +19,6 @@ Contract:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,10 +29,10 @@ from mnemo.shared.http_retry import RequestRefused, RetriesExhausted, RetryPolic
 from mnemo.shared.llm.json_schema import strict_json_schema
 from mnemo.shared.llm.port import (
     Completion,
+    JsonAsk,
     LLMResponseInvalid,
     LLMUnavailable,
     ProgressCallback,
-    PromptMessage,
     T,
 )
 from mnemo.shared.llm.progress import heartbeat
@@ -88,21 +87,15 @@ class OpenAIChatModel:
     def model(self) -> str:
         return self._model
 
-    async def complete_json(
-        self,
-        messages: Sequence[PromptMessage],
-        schema: type[T],
-        *,
-        prompt_version: str,
-        on_progress: ProgressCallback | None = None,
-    ) -> Completion[T]:
-        if not messages:
+    async def complete_json(self, ask: JsonAsk[T], *, on_progress: ProgressCallback | None = None) -> Completion[T]:
+        if not ask.messages:
             raise ValueError("at least one message is needed")
         async with heartbeat(on_progress, self._progress_interval_s):
-            return await self._complete(messages, schema, prompt_version)
+            return await self._complete(ask)
 
-    async def _complete(self, messages: Sequence[PromptMessage], schema: type[T], prompt_version: str) -> Completion[T]:
-        conversation = [{"role": m.role, "content": m.content} for m in messages]
+    async def _complete(self, ask: JsonAsk[T]) -> Completion[T]:
+        schema = ask.schema
+        conversation = [{"role": m.role, "content": m.content} for m in ask.messages]
         body = self._body(schema)
         prompt_tokens: int | None = None
         completion_tokens: int | None = None
@@ -125,7 +118,7 @@ class OpenAIChatModel:
             return Completion(
                 value=value,
                 model=answer.model or self._model,
-                prompt_version=prompt_version,
+                prompt_version=ask.prompt_version,
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
                 attempts=attempt,

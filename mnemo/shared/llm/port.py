@@ -72,24 +72,27 @@ class Completion(Generic[T]):
         return f"llm:{self.model}"
 
 
+@dataclass(frozen=True, slots=True)
+class JsonAsk(Generic[T]):
+    """One question to a chat model: the messages, the schema its one JSON object must match, and the version
+    of the prompt they were rendered from (``summarize.v1``, echoed into the ``Completion`` for provenance).
+    ``Prompt.ask`` (``prompts.py``) builds it from a shipped prompt."""
+
+    messages: Sequence[PromptMessage]
+    schema: type[T]
+    prompt_version: str
+
+
 class ChatModel(Protocol):
     @property
     def model(self) -> str:
         """The configured model name."""
         ...
 
-    async def complete_json(
-        self,
-        messages: Sequence[PromptMessage],
-        schema: type[T],
-        *,
-        prompt_version: str,
-        on_progress: ProgressCallback | None = None,
-    ) -> Completion[T]:
-        """Ask for one JSON object matching ``schema`` and return it validated.
+    async def complete_json(self, ask: JsonAsk[T], *, on_progress: ProgressCallback | None = None) -> Completion[T]:
+        """Ask ``ask.messages`` for one JSON object matching ``ask.schema`` and return it validated.
 
-        ``prompt_version`` (e.g. ``summarize.v1``) is echoed into the ``Completion`` for provenance.
-        ``on_progress`` is awaited periodically while the call (including retries and waits) is in flight,
+        ``ask.prompt_version`` is echoed into the ``Completion`` for provenance. ``on_progress`` is awaited periodically while the call (including retries and waits) is in flight,
         so a JetStream consumer can send ``in_progress`` and keep its message; its failures are logged, not
         raised. Raises ``LLMUnavailable`` or ``LLMResponseInvalid``.
         """

@@ -21,6 +21,8 @@ from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 
+from mnemo.shared.llm.port import JsonAsk, PromptMessage, T
+
 _DIRECTORY = "prompts"
 _FILE = re.compile(r"\A(?P<name>[a-z0-9_]+)\.v(?P<version>[1-9][0-9]*)\.md\Z")
 
@@ -55,6 +57,11 @@ class Prompt:
                 f"it takes {sorted(self.variables)}"
             )
         return self.text.format_map(values)
+
+    def ask(self, schema: type[T], **values: object) -> JsonAsk[T]:
+        """This prompt rendered with ``values`` as the one user message of a question for a ``schema`` object,
+        tagged with this prompt's version."""
+        return JsonAsk((PromptMessage.user(self.render(**values)),), schema, self.tag)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,8 @@ from mnemo.services.memory_extractor.llm_knowledge import (
     PROMPTS,
     candidates_from_updates,
     character_names,
+    extraction_ask,
     high_level_facts,
-    prompt_messages,
 )
 from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
 from mnemo.shared.events.recorded import MessageRecorded
@@ -164,16 +164,19 @@ def test_llm_run_credits_only_characters_present_for_every_message():
 def test_prompt_lists_present_characters_with_names_and_the_transcript():
     run = [msg("My name is Ana.", author_id="p1"), msg("Welcome.", author_id="b1", author_name="Bard", index=1)]
     assert character_names(run) == {"b1": "Bard", "b2": "b2", "p1": "Ana"}
-    [chat], tag = prompt_messages(run)
-    assert tag == "extract_knowledge.v2"
+    ask = extraction_ask(run)
+    [chat] = ask.messages
+    assert ask.prompt_version == "extract_knowledge.v2"
+    assert ask.schema is KnowledgeUpdates
     assert "- b1: Bard" in chat.content
     assert "- p1: Ana" in chat.content
     assert "Ana: My name is Ana." in chat.content
 
 
 def test_the_prompt_asks_for_high_level_facts_and_v1_stays_as_released():
-    [chat], tag = prompt_messages([msg("My brother Tomas smuggles for the Red Hand.")])
-    assert tag == "extract_knowledge.v2"
+    ask = extraction_ask([msg("My brother Tomas smuggles for the Red Hand.")])
+    [chat] = ask.messages
+    assert ask.prompt_version == "extract_knowledge.v2"
     assert "at a high level" in chat.content
     assert "Fold the details of one thing into one fact" in chat.content
     assert "Not the lines of dialogue" in chat.content

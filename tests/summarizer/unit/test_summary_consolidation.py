@@ -161,9 +161,9 @@ def test_property_live_count_stays_within_three_levels_of_max_active(n, n_audien
 
 def test_consolidate_prompt_renders_and_shows_its_output_shape():
     assert llm_summary.PROMPTS.available()["consolidate"][0] == 1
-    chat, tag = llm_summary.consolidation_messages(["Ana found a map.", "Ana sailed east."])
-    assert tag == "consolidate.v1"
-    text = chat[0].content
+    ask = llm_summary.consolidation_ask(["Ana found a map.", "Ana sailed east."])
+    assert ask.prompt_version == "consolidate.v1"
+    text = ask.messages[0].content
     assert "[1] Ana found a map." in text
     assert "[2] Ana sailed east." in text
     example = json.loads(re.findall(r"^\{.*\}$", text, flags=re.MULTILINE)[-1])

@@ -117,13 +117,13 @@ def test_a_batch_larger_than_the_bound_allows_is_refused():
 
 def test_a_token_triggered_range_asks_the_llm_for_its_target_length():
     messages = [RangeMessage("m0", 0, "user", "Ana", "We sailed east.", datetime(2026, 3, 1, tzinfo=UTC))]
-    short, tag = llm_summary.prompt_messages(messages)
-    assert tag == "summarize.v1"
-    assert "About 120 words" in short[0].content
-    long, tag = llm_summary.prompt_messages(messages, target_tokens=500)
-    assert tag == "summarize_long.v1"
-    assert "About 375 words" in long[0].content
-    assert "Ana: We sailed east." in long[0].content
+    short = llm_summary.summary_ask(messages)
+    assert short.prompt_version == "summarize.v1"
+    assert "About 120 words" in short.messages[0].content
+    long = llm_summary.summary_ask(messages, target_tokens=500)
+    assert long.prompt_version == "summarize_long.v1"
+    assert "About 375 words" in long.messages[0].content
+    assert "Ana: We sailed east." in long.messages[0].content
 
 
 @settings(max_examples=200, deadline=None)
