@@ -121,9 +121,8 @@ class BrokenIndex:
         return getattr(self._real, name)
 
 
-async def seed(db: Any, cipher: FieldCipher, index: VectorIndex, embedder: BundledEmbedder, tenant: str) -> None:
-    models = ReadModels(db, cipher)
-    await ensure_indexes(db)
+def cast(tenant: str) -> list[EventEnvelope]:
+    """The scene's bot and persona, as their profiles' events (what every seed of the scene records first)."""
     bot = env(tenant, bot_stream(tenant, BOT), 1, "bot.recorded", {
         "bot_id": BOT, "owner_user_id": None, "name": "Captain Mirelle",
         "system_prompt": "You are a weary airship captain. Speak tersely.", "updated_at": T0,
@@ -132,8 +131,14 @@ async def seed(db: Any, cipher: FieldCipher, index: VectorIndex, embedder: Bundl
         "user_id": USER, "persona_id": PERSONA, "name": "Tobin",
         "description": "A young stowaway with a secret.", "traits": ["curious", "nimble"], "updated_at": T0,
     })  # fmt: skip
+    return [bot, persona]
+
+
+async def seed(db: Any, cipher: FieldCipher, index: VectorIndex, embedder: BundledEmbedder, tenant: str) -> None:
+    models = ReadModels(db, cipher)
+    await ensure_indexes(db)
     messages = message_events(tenant, LINES)
-    await models.apply([bot, persona, *messages])
+    await models.apply([*cast(tenant), *messages])
     sid = deterministic_id("summary", tenant, "s1")
     await SummariesReadModel(db, cipher).apply(
         [summary_event(tenant, sid, "Tobin found a silver key at the lighthouse.")]

@@ -16,7 +16,7 @@ import pytest
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import deterministic_id
-from mnemo.shared.events.recorded import EVERYONE, bot_stream, knowledge_stream, persona_stream, player_scope
+from mnemo.shared.events.recorded import EVERYONE, knowledge_stream, player_scope
 from mnemo.shared.readmodels import ReadModels
 from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
@@ -28,10 +28,10 @@ from tests.integration.test_context_assembler import (
     BOT,
     CONV,
     LINES,
-    PERSONA,
     T0,
     USER,
     ask,
+    cast,
     env,
     message_events,
     request,
@@ -62,16 +62,8 @@ def fact_event(tenant: str) -> Any:
 
 async def seed(db: Any, cipher: FieldCipher, index: VectorIndex, embedder: Any, tenant: str) -> None:
     await ensure_indexes(db)
-    bot = env(tenant, bot_stream(tenant, BOT), 1, "bot.recorded", {
-        "bot_id": BOT, "owner_user_id": None, "name": "Captain Mirelle",
-        "system_prompt": "You are a weary airship captain.", "updated_at": T0,
-    })  # fmt: skip
-    persona = env(tenant, persona_stream(tenant, USER, PERSONA), 1, "persona.recorded", {
-        "user_id": USER, "persona_id": PERSONA, "name": "Tobin", "description": "A stowaway.", "traits": [],
-        "updated_at": T0,
-    })  # fmt: skip
     messages = message_events(tenant, LINES)
-    await ReadModels(db, cipher).apply([bot, persona, *messages])
+    await ReadModels(db, cipher).apply([*cast(tenant), *messages])
     sid = deterministic_id("summary", tenant, "s1")
     await SummariesReadModel(db, cipher).apply([summary_event(tenant, sid, SUMMARY)])
     await KnowledgeReadModel(db, cipher).apply([fact_event(tenant)])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import nats
 import pytest
@@ -22,12 +24,19 @@ async def bucket_ttl(kv: KeyValue) -> float:
     return (await kv.status()).ttl or TTL
 
 
-async def test_a_standby_takes_over_when_the_holder_stops_refreshing(nats_url: str) -> None:
+@asynccontextmanager
+async def lease_key(nats_url: str) -> AsyncIterator[tuple[KeyValue, str, float]]:
+    """The lease bucket (on a connection of its own), a key no other test uses, and the bucket's time to live."""
     nc = await nats.connect(nats_url)
     try:
         kv = await lease_bucket(nc.jetstream(), TTL)
-        ttl = await bucket_ttl(kv)
-        name = f"svc-{uuid.uuid4().hex[:8]}"
+        yield kv, f"svc-{uuid.uuid4().hex[:8]}", await bucket_ttl(kv)
+    finally:
+        await nc.close()
+
+
+async def test_a_standby_takes_over_when_the_holder_stops_refreshing(nats_url: str) -> None:
+    async with lease_key(nats_url) as (kv, name, ttl):
         first, second = Lease(kv, name, ttl), Lease(kv, name, ttl)
         await first.acquire(poll_s=0.1)
         standby = asyncio.create_task(second.acquire(poll_s=0.1))
@@ -37,19 +46,11 @@ async def test_a_standby_takes_over_when_the_holder_stops_refreshing(nats_url: s
         await asyncio.wait_for(standby, ttl * 5)
         assert not second.lost.is_set()
         await second.release()
-    finally:
-        await nc.close()
 
 
 async def test_a_create_whose_reply_was_lost_is_recognised_as_ours(nats_url: str) -> None:
-    nc = await nats.connect(nats_url)
-    try:
-        kv = await lease_bucket(nc.jetstream(), TTL)
-        ttl = await bucket_ttl(kv)
-        name = f"svc-{uuid.uuid4().hex[:8]}"
+    async with lease_key(nats_url) as (kv, name, ttl):
         lease = Lease(kv, name, ttl)
         await kv.create(name, lease._owner)  # written, but the replica never saw the reply
         await asyncio.wait_for(lease.acquire(poll_s=0.1), ttl / 2)  # not after the key expired: at once
         await lease.release()
-    finally:
-        await nc.close()

@@ -86,9 +86,10 @@ async def seed(stack: Stack, tenant: str, conversation: str = CONV) -> None:
     await models.apply(events)
 
 
-def routers() -> list[Any]:
+def routers(history_limit: int = 6) -> list[Any]:
+    """The lore service and a context-assembler that shows ``history_limit`` messages and no memories."""
     settings = AssemblerSettings(
-        history_limit=6, memories_limit=0, retrieved_limit=0, legacy_limit=0, remembered_limit=0
+        history_limit=history_limit, memories_limit=0, retrieved_limit=0, legacy_limit=0, remembered_limit=0
     )
 
     def assembler(deps: Deps) -> Any:

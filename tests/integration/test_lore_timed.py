@@ -9,22 +9,17 @@ and it is rebuilt from the log alone.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 
-from mnemo.services.context_assembler.app import create_router as assembler_router
-from mnemo.services.context_assembler.settings import AssemblerSettings
-from mnemo.services.lore.app import create_router as lore_router
 from mnemo.shared import subjects
-from mnemo.shared.deps import Deps
 from mnemo.shared.events.recorded import bot_stream, lore_timed_stream
 from mnemo.shared.readmodels import ReadModels
 from mnemo.shared.readmodels.catalog import LORE_TIMED, drop
 from mnemo.shared.readmodels.lore_timed import LoreTimedReadModel
 from tests.envelopes import message_recorded, recorded
 from tests.integration.ingest_stack import Stack, running
-from tests.integration.test_lore import T0, call
+from tests.integration.test_lore import T0, call, routers
 
 pytestmark = pytest.mark.integration
 
@@ -45,17 +40,6 @@ async def say(stack: Stack, tenant: str, index: int, text: str) -> None:
     await ReadModels(stack.db, stack.deps.cipher).apply([event])
 
 
-def routers() -> list[Any]:
-    settings = AssemblerSettings(
-        history_limit=4, memories_limit=0, retrieved_limit=0, legacy_limit=0, remembered_limit=0
-    )
-
-    def assembler(deps: Deps) -> Any:
-        return assembler_router(deps, settings)
-
-    return [lore_router, assembler]
-
-
 async def storm_why(stack: Stack, tenant: str) -> str | None:
     body = {"tenant_id": tenant, "user_id": USER, "conversation_id": CONV, "bot_id": BOT, "max_tokens": 3000}
     reply = await call(stack.nc, subjects.CONTEXT_ASSEMBLE, body)
@@ -66,7 +50,7 @@ async def storm_why(stack: Stack, tenant: str) -> str | None:
 
 async def test_sticky_and_cooldown_follow_the_conversation_through_the_log(nats_url, mongo_url, db_name):
     tenant = f"tenant-{uuid.uuid4().hex[:8]}"
-    async with running(nats_url, mongo_url, db_name, routers()) as stack:
+    async with running(nats_url, mongo_url, db_name, routers(history_limit=4)) as stack:
         bot = {"bot_id": BOT, "owner_user_id": None, "name": "Ada", "system_prompt": "", "updated_at": T0}
         await ReadModels(stack.db, stack.deps.cipher).apply(
             [recorded(tenant, bot_stream(tenant, BOT), 1, "bot.recorded", bot, T0)]
