@@ -8,7 +8,7 @@ the ``_id`` index, an expected duplicate-key error the repository ignores.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -19,9 +19,12 @@ from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     BOT_RECORDED,
     PERSONA_RECORDED,
+    BotRecorded,
+    PersonaRecorded,
     bot_stream,
     persona_stream,
 )
+from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.conversation import as_utc
 
 BOT_ENCRYPTED = frozenset({"name", "system_prompt", "gender", "age"})
@@ -57,40 +60,30 @@ def _replace_if_newer(doc_id: str, version: int, doc: dict[str, Any]) -> Replace
     return ReplaceOne({"_id": doc_id, "version": {"$lt": version}}, {**doc, "version": version}, upsert=True)
 
 
+def bot_of(tenant_id: str, bot: BotRecorded) -> BotView:
+    """The profile a ``bot.recorded`` event records: what the MongoDB adapter stores and its fake keeps."""
+    return mapped(BotView, bot, tenant_id=tenant_id, updated_at=as_utc(bot.updated_at))
+
+
+def persona_of(tenant_id: str, persona: PersonaRecorded) -> PersonaView:
+    """The profile a ``persona.recorded`` event records (as ``bot_of``)."""
+    return mapped(PersonaView, persona, tenant_id=tenant_id, updated_at=as_utc(persona.updated_at))
+
+
 def bot_write(envelope: EventEnvelope, cipher: TenantCipher) -> ReplaceOne[dict[str, Any]] | None:
     if envelope.type != BOT_RECORDED.name:
         return None
-    bot = BOT_RECORDED.parse(envelope.payload)
+    bot = bot_of(envelope.tenant_id, BOT_RECORDED.parse(envelope.payload))
     doc_id = bot_stream(envelope.tenant_id, bot.bot_id)
-    doc = {
-        "tenant_id": envelope.tenant_id,
-        "bot_id": bot.bot_id,
-        "owner_user_id": bot.owner_user_id,
-        "name": bot.name,
-        "system_prompt": bot.system_prompt,
-        "gender": bot.gender,
-        "age": bot.age,
-        "knowledge_sharing": bot.knowledge_sharing,
-        "updated_at": as_utc(bot.updated_at),
-    }
-    return _replace_if_newer(doc_id, envelope.version, cipher.encrypt_fields(doc_id, doc, BOT_ENCRYPTED))
+    return _replace_if_newer(doc_id, envelope.version, cipher.encrypt_fields(doc_id, asdict(bot), BOT_ENCRYPTED))
 
 
 def persona_write(envelope: EventEnvelope, cipher: TenantCipher) -> ReplaceOne[dict[str, Any]] | None:
     if envelope.type != PERSONA_RECORDED.name:
         return None
-    persona = PERSONA_RECORDED.parse(envelope.payload)
+    persona = persona_of(envelope.tenant_id, PERSONA_RECORDED.parse(envelope.payload))
     doc_id = persona_stream(envelope.tenant_id, persona.user_id, persona.persona_id)
-    doc = {
-        "tenant_id": envelope.tenant_id,
-        "user_id": persona.user_id,
-        "persona_id": persona.persona_id,
-        "name": persona.name,
-        "description": persona.description,
-        "traits": list(persona.traits),
-        "instructions": persona.instructions,
-        "updated_at": as_utc(persona.updated_at),
-    }
+    doc = asdict(persona)
     return _replace_if_newer(doc_id, envelope.version, cipher.encrypt_fields(doc_id, doc, PERSONA_ENCRYPTED))
 
 

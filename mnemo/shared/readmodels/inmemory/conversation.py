@@ -23,7 +23,7 @@ from mnemo.shared.readmodels.conversation import ConversationState, as_utc, by_s
 from mnemo.shared.readmodels.dispatch import apply_each
 from mnemo.shared.readmodels.message_reads import MessageRange, MessageReads
 from mnemo.shared.readmodels.messages import MessageKey, MessageStatus, MessageView, message_doc_id
-from mnemo.shared.readmodels.profiles import BotView, PersonaView
+from mnemo.shared.readmodels.profiles import BotView, PersonaView, bot_of, persona_of
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -89,34 +89,13 @@ class InMemoryReadModels(MessageReads):
         b = BOT_RECORDED.parse(env.payload)
         doc_id = bot_stream(env.tenant_id, b.bot_id)
         if (old := self.bots.get(doc_id)) is None or old[1] < env.version:
-            bot = BotView(
-                tenant_id=env.tenant_id,
-                bot_id=b.bot_id,
-                owner_user_id=b.owner_user_id,
-                name=b.name,
-                system_prompt=b.system_prompt or "",
-                updated_at=as_utc(b.updated_at),
-                gender=b.gender,
-                age=b.age,
-                knowledge_sharing=b.knowledge_sharing,
-            )
-            self.bots[doc_id] = (bot, env.version)
+            self.bots[doc_id] = (bot_of(env.tenant_id, b), env.version)
 
     def _on_persona_recorded(self, env: EventEnvelope) -> None:
         p = PERSONA_RECORDED.parse(env.payload)
         doc_id = persona_stream(env.tenant_id, p.user_id, p.persona_id)
         if (old := self.personas.get(doc_id)) is None or old[1] < env.version:
-            persona = PersonaView(
-                tenant_id=env.tenant_id,
-                user_id=p.user_id,
-                persona_id=p.persona_id,
-                name=p.name,
-                description=p.description or "",
-                traits=[str(t) for t in p.traits],
-                updated_at=as_utc(p.updated_at),
-                instructions=p.instructions or "",
-            )
-            self.personas[doc_id] = (persona, env.version)
+            self.personas[doc_id] = (persona_of(env.tenant_id, p), env.version)
 
     async def conversation_states(self, stream_ids: Sequence[str]) -> dict[str, ConversationState]:
         unique = list(dict.fromkeys(stream_ids))
