@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from mnemo.runtime.contract_doc import asyncapi_document
 from mnemo.runtime.contract_schema import schema_text
-from mnemo.shared.contract_registry import ERROR_CODES, OPERATIONS, Operation, models
+from mnemo.shared.contract_registry import OPERATIONS, Operation, models
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_WIRE = Path("clients/python/mnemo_client/wire")
@@ -127,7 +127,6 @@ def _operations_module() -> str:
         '    return Operation(name, f"mnemo.rpc.{name}.v1", "request", payload, reply, errors, ())',
         "",
         "",
-        f"ERROR_CODES: dict[str, str] = {ERROR_CODES!r}",
         *(f"_ERRORS_{i} = {errors!r}" for i, errors in enumerate(error_sets)),
         "OPERATIONS: dict[str, Operation] = {",
         "    op.name: op",

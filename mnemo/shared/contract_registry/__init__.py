@@ -24,8 +24,9 @@ from mnemo.shared.contract_registry import (
     ops,
     privacy,
 )
-from mnemo.shared.contract_registry.operation import ERROR_CODES, Operation, nats_msg_id
+from mnemo.shared.contract_registry.operation import Operation, nats_msg_id
 from mnemo_client.wire.contract import ErrorReply
+from mnemo_client.wire.errors import ERROR_CODES
 
 #: Every public subject, in the order of the contract table. A new area: a module like ``lore`` and one line here.
 OPERATIONS: tuple[Operation, ...] = (
