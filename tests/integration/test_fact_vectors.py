@@ -35,6 +35,7 @@ from mnemo.shared.events.recorded import (
     FactUnpromoted,
     character_scope,
     knowledge_stream,
+    new_event,
     player_scope,
 )
 from mnemo.shared.readmodels import ReadModels
@@ -42,7 +43,7 @@ from mnemo.shared.readmodels.catalog import MongoReadModelPorts, ensure_indexes
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.points import point_id
-from mnemo.shared.vectors.port import Match, VectorFilter
+from mnemo.shared.vectors.port import Match, VectorFilter, VectorQuery
 from mnemo_client.wire.contract import ContextAssembleRequest
 
 pytestmark = pytest.mark.integration
@@ -107,7 +108,7 @@ def learned(
         subject=f"subject:{fid}", fact_type="semantic", confidence=0.9, learned_at=T0 + timedelta(minutes=at),
         scope=scope or player_scope(user), message_ids=[f"m-{fid}"], method="pattern",
     )  # fmt: skip
-    return NewEvent(type="knowledge.fact_learned", tenant_id=tenant, payload=fact.model_dump(mode="json"))
+    return new_event(fact, tenant_id=tenant)
 
 
 def rescoped(tenant: str, fid: str, owner: str, frm: str, to: str) -> NewEvent:
@@ -115,8 +116,7 @@ def rescoped(tenant: str, fid: str, owner: str, frm: str, to: str) -> NewEvent:
     change = (FactPromoted if promote else FactUnpromoted)(
         fact_id=fid, character_id="bard", owner_user_id=owner, by_user_id=owner, from_scope=frm, to_scope=to, at=T0
     )
-    kind = "knowledge.fact_promoted" if promote else "knowledge.fact_unpromoted"
-    return NewEvent(type=kind, tenant_id=tenant, payload=change.model_dump(mode="json"))
+    return new_event(change, tenant_id=tenant)
 
 
 def request(question: str, *, tenant: str = "t1", user: str = "u1", bot: str = "bard", campaign: str | None = None):
@@ -154,9 +154,7 @@ async def test_the_relevant_fact_comes_first_and_a_retired_one_leaves_the_index(
     retire = FactRetired(
         fact_id="ana-cat", character_id="bard", user_id="u1", reason="deleted", message_id="m-ana-cat", retired_at=T0
     )
-    await world.append(
-        "t1", "bard", [NewEvent(type="knowledge.fact_retired", tenant_id="t1", payload=retire.model_dump(mode="json"))]
-    )
+    await world.append("t1", "bard", [new_event(retire, tenant_id="t1")])
     assert await world.index.count(fact_points("ana-cat")) == 0
     assert await world.index.count(fact_points("ana-tea")) == 1
     assert "ana-cat" not in await shown(world, request("What is the name of Ana's cat?"))
@@ -219,6 +217,9 @@ async def test_no_search_returns_another_tenants_users_or_characters_facts(world
                     for fid, (t, _, b, scope) in truth.items()
                     if t == tenant and b == bot and scope in (player_scope(user), character_scope(bot))
                 }
-                found = {str(p.payload["fact_id"]) for p in await world.index.search(query, facts_filter(req), 100)}
+                found = {
+                    str(p.payload["fact_id"])
+                    for p in await world.index.search(VectorQuery.dense(query, facts_filter(req), 100))
+                }
                 assert found == visible, (tenant, user, bot)
                 assert set(await shown(world, req)) == visible, (tenant, user, bot)

@@ -15,7 +15,9 @@ from mnemo.shared.events.recorded import (
     FactPromoted,
     FactRetired,
     FactsConsolidated,
+    RecordedPayload,
     knowledge_stream,
+    new_event,
     player_scope,
 )
 from mnemo.shared.settings import Settings
@@ -34,8 +36,8 @@ def fact(fid: str, text: str) -> FactLearned:
     )  # fmt: skip
 
 
-def event(kind: str, payload: object) -> NewEvent:
-    return NewEvent(type=kind, tenant_id="t-facts", payload=payload.model_dump(mode="json"))  # type: ignore[attr-defined]
+def event(payload: RecordedPayload) -> NewEvent:
+    return new_event(payload, tenant_id="t-facts")
 
 
 async def test_replay_rebuilds_the_current_facts_points(core_settings: Settings) -> None:
@@ -53,13 +55,13 @@ async def test_replay_rebuilds_the_current_facts_points(core_settings: Settings)
             knowledge_stream("t-facts", "bard"),
             0,
             [
-                event("knowledge.fact_learned", fact("f-gone", "Ana lost her red scarf.")),
-                event("knowledge.fact_learned", fact("a", "Ana sails.")),
-                event("knowledge.fact_learned", fact("b", "Ana fishes.")),
-                event("knowledge.fact_learned", fact("f-shared", "The lighthouse key hides under the blue stone.")),
-                event("knowledge.fact_retired", retired),
-                event("knowledge.facts_consolidated", merged),
-                event("knowledge.fact_promoted", promoted),
+                event(fact("f-gone", "Ana lost her red scarf.")),
+                event(fact("a", "Ana sails.")),
+                event(fact("b", "Ana fishes.")),
+                event(fact("f-shared", "The lighthouse key hides under the blue stone.")),
+                event(retired),
+                event(merged),
+                event(promoted),
             ],
         )
     finally:

@@ -26,7 +26,7 @@ from mnemo.shared.readmodels import ReadModels
 from mnemo.shared.readmodels.catalog import LORE, drop
 from mnemo.shared.readmodels.lore import LoreReadModel
 from mnemo.shared.vectors.edge import EdgeVectorIndex
-from mnemo.shared.vectors.port import ScoredPoint, VectorFilter
+from mnemo.shared.vectors.port import ScoredPoint, VectorFilter, VectorQuery
 from mnemo_client.wire.lore_contract import LoreEntryUpdateRequest
 from tests.integration.ingest_stack import Stack, running
 from tests.integration.test_lore import BOT, CONV, OTHER_BOT, USER, call, routers, seed
@@ -49,7 +49,9 @@ async def project(stack: Stack, index: EdgeVectorIndex, embedder: BundledEmbedde
 
 async def lore_points(index: EdgeVectorIndex, embedder: BundledEmbedder, tenant: str) -> list[ScoredPoint]:
     [vector] = await embedder.embed(["anything"])
-    return await index.search(vector, VectorFilter.where(tenant_id=tenant, kind="lore_entry"), limit=100)
+    return await index.search(
+        VectorQuery.dense(vector, VectorFilter.where(tenant_id=tenant, kind="lore_entry"), limit=100)
+    )
 
 
 def ask(tenant: str, message: str, bot: str = BOT) -> dict[str, Any]:

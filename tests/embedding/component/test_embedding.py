@@ -17,7 +17,7 @@ from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import conversation_stream, summary_stream
 from mnemo.shared.vectors.edge import EdgeVectorIndex
 from mnemo.shared.vectors.points import point_id
-from mnemo.shared.vectors.port import VectorFilter
+from mnemo.shared.vectors.port import VectorFilter, VectorQuery
 from tests.components import Reads, edge_index, items
 from tests.envelopes import message_recorded, recorded
 
@@ -48,7 +48,8 @@ class Embedding:
     async def search(self, text: str, tenant: str = T, n: int = 3) -> list[str]:
         [query] = await self.embedder.embed([text])
         return [
-            str(h.payload["source_id"]) for h in await self.index.search(query, VectorFilter.where(tenant_id=tenant), n)
+            str(h.payload["source_id"])
+            for h in await self.index.search(VectorQuery.dense(query, VectorFilter.where(tenant_id=tenant), n))
         ]
 
 
