@@ -28,7 +28,7 @@ from mnemo.services.context_assembler.gather.bounded import within
 from mnemo.services.context_assembler.gather.guess import QueryGuess
 from mnemo.services.context_assembler.gather.memo import MemoEmbedder, request_scope
 from mnemo.services.context_assembler.gather.personas import active_persona, label_personas
-from mnemo.services.context_assembler.gather.port import ContextReads, FactsAsked
+from mnemo.services.context_assembler.gather.port import ContextReads, FactsAsked, HistoryAsked
 from mnemo.services.context_assembler.gather.retrieved import retrieved_lines
 from mnemo.services.context_assembler.gather.summarised import FoundMemories, half_life
 from mnemo.services.context_assembler.items import (
@@ -190,12 +190,14 @@ class Gatherer:
                 active_persona(self._reads, self._read, req, degraded),
                 self._read(
                     self._reads.recent_messages(
-                        req.tenant_id,
-                        req.user_id,
-                        req.conversation_id,
-                        s.history_limit,
-                        req.bot_id,
-                        until_index=as_of.index if as_of is not None else None,
+                        HistoryAsked(
+                            req.tenant_id,
+                            req.user_id,
+                            req.conversation_id,
+                            req.bot_id,
+                            s.history_limit,
+                            until_index=as_of.index if as_of is not None else None,
+                        )
                     ),
                     "history",
                     degraded,

@@ -19,6 +19,19 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class HistoryAsked:
+    """The history a context reads: the last ``limit`` live messages of the conversation that ``bot_id``
+    witnessed, oldest first; with ``until_index`` (a context as of a message), the last ones at or before it."""
+
+    tenant_id: str
+    user_id: str
+    conversation_id: str
+    bot_id: str
+    limit: int
+    until_index: int | None = None
+
+
+@dataclass(frozen=True)
 class FactsAsked:
     """The facts a context reads: the bot's current ones visible in this user's conversations (and the
     campaign's), at most ``limit``; none learned in ``exclude_conversations`` (they do not supersede either).
@@ -65,18 +78,8 @@ class ContextReads(Protocol):
 
     async def active_persona_id(self, tenant_id: str, user_id: str, conversation_id: str) -> str | None: ...
 
-    async def recent_messages(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        limit: int,
-        bot_id: str,
-        *,
-        until_index: int | None = None,
-    ) -> list[ChatLine]:
-        """The last ``limit`` live messages ``bot_id`` witnessed, oldest first (the read model filters on the
-        stored ``bot_ids`` before decrypting); with ``until_index``, the last ones at or before that index."""
+    async def recent_messages(self, asked: HistoryAsked) -> list[ChatLine]:
+        """The messages ``asked`` names (the read model filters on the stored ``bot_ids`` before decrypting)."""
         ...
 
     async def message_at(self, tenant_id: str, user_id: str, conversation_id: str, message_id: str) -> AsOf | None:

@@ -14,7 +14,7 @@ from mnemo.services.context_assembler.gather.cache import LogCache, cached, tena
 from mnemo.services.context_assembler.gather.conversations import ConversationMessages
 from mnemo.services.context_assembler.gather.invalidations import facts_topic, forks_topic, summaries_topic
 from mnemo.services.context_assembler.gather.memo import once
-from mnemo.services.context_assembler.gather.port import FactsAsked, LegacyText, SummaryText
+from mnemo.services.context_assembler.gather.port import FactsAsked, HistoryAsked, LegacyText, SummaryText
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
 from mnemo.shared.events.recorded import bot_stream, persona_stream
 from mnemo.shared.presence import bot_may_see
@@ -95,16 +95,14 @@ class ReadModelReads:
             lambda: self._models.family(tenant_id, user_id, conversation_id, root=root),
         )
 
-    async def recent_messages(
-        self,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
-        limit: int,
-        bot_id: str,
-        *,
-        until_index: int | None = None,
-    ) -> list[ChatLine]:
+    async def recent_messages(self, asked: HistoryAsked) -> list[ChatLine]:
+        tenant_id, user_id, conversation_id, bot_id = (
+            asked.tenant_id,
+            asked.user_id,
+            asked.conversation_id,
+            asked.bot_id,
+        )
+        limit, until_index = asked.limit, asked.until_index
         if limit <= 0:
             return []
         if until_index is not None:  # a context as of an earlier message: read as it was, past the kept window
