@@ -6,8 +6,9 @@ records them and the relay publishes the log events, the embedding service index
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from mnemo.shared import subjects
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
 from mnemo.shared.delivery import DLQ_REASON, Item
 from mnemo.shared.embedders.bundled import BundledEmbedder
-from mnemo.shared.events.envelope import NewEvent
+from mnemo.shared.embedders.port import EmbedderUnavailable, WrappedEmbedder
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import conversation_stream, summary_stream
 from mnemo.shared.partitions import ingest_drained
 from mnemo.shared.readmodels import ReadModels
@@ -215,5 +217,85 @@ async def test_a_staged_batch_writes_its_vectors_only_in_its_completion(tmp_path
         assert await index.count(of_message("m1")) == 0, "the first stage only plans and embeds"
         assert list(await finish()) == []
         assert await index.count(of_message("m1")) == 1
+    finally:
+        await index.close()
+
+
+class GatedEmbedder(WrappedEmbedder):
+    """The real model behind a gate the test opens, recording which texts reached it in which order."""
+
+    def __init__(self, inner: BundledEmbedder) -> None:
+        super().__init__(inner)
+        self.gate = asyncio.Event()
+        self.called = asyncio.Event()  # set once the model is first asked
+        self.calls: list[list[str]] = []
+        self.fail_next = False
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.called.set()
+        await self.gate.wait()
+        self.calls.append(list(texts))
+        if self.fail_next:
+            self.fail_next = False
+            raise EmbedderUnavailable("the model went away")
+        return await self.inner.embed(texts)
+
+
+def recorded_message(message_id: str, version: int, content: str) -> EventEnvelope:
+    payload = {**message(message_id, version, content), "created_at": T0, "index": version}
+    payload.pop("tenant_id")
+    payload["tokens"] = 8
+    return recorded("t1", conversation_stream("t1", "u1", "c1"), version, "message.recorded", payload, T0)
+
+
+async def test_the_next_batch_begins_while_the_model_embeds_this_one_and_batches_reach_it_in_order(
+    tmp_path: Path, mongo_db: Any
+) -> None:
+    """The first stage plans and hands the batch to the model without waiting for it, so the consumer fetches and
+    plans the next batch meanwhile; the model still gets the batches one after the other, in delivery order."""
+    embedder = GatedEmbedder(BundledEmbedder())
+    index = EdgeVectorIndex(tmp_path, "overlap")
+    await index.ensure_collection(embedder.dimensions)
+    try:
+        handler = EmbeddingHandler(
+            index, embedder, ReadModels(mongo_db, FieldCipher(bytes(32), InMemoryKeyStore())), chunk_strings
+        )
+        begin = asyncio.ensure_future(
+            handler.begin([Item(recorded_message("m1", 1, "The lighthouse keeper lit the lamp."), None)])  # type: ignore[arg-type]
+        )
+        asked = asyncio.ensure_future(embedder.called.wait())
+        await asyncio.wait({begin, asked}, return_when=asyncio.FIRST_COMPLETED)
+        embedder.gate.set()  # whatever happened, nothing waits on the gate from here
+        assert begin.done(), "the first stage waited for the model"
+        first = await begin
+        second = await handler.begin([Item(recorded_message("m2", 2, "A gull landed on the rail."), None)])  # type: ignore[arg-type]
+        assert list(await first()) == []
+        assert list(await second()) == []
+        assert embedder.calls == [["The lighthouse keeper lit the lamp."], ["A gull landed on the rail."]]
+        assert await index.count(of_message("m1")) == 1
+        assert await index.count(of_message("m2")) == 1
+    finally:
+        await index.close()
+
+
+async def test_a_failed_embedding_fails_its_batch_completion_and_writes_nothing(tmp_path: Path, mongo_db: Any) -> None:
+    """The model fails in the background: the batch's completion raises (so the consumer retries the batch and
+    acks none of it), nothing of it reaches the index, and the batch begun after it still embeds."""
+    embedder = GatedEmbedder(BundledEmbedder())
+    embedder.fail_next = True
+    embedder.gate.set()
+    index = EdgeVectorIndex(tmp_path, "failed")
+    await index.ensure_collection(embedder.dimensions)
+    try:
+        handler = EmbeddingHandler(
+            index, embedder, ReadModels(mongo_db, FieldCipher(bytes(32), InMemoryKeyStore())), chunk_strings
+        )
+        failing = await handler.begin([Item(recorded_message("m1", 1, "The lighthouse keeper lit the lamp."), None)])  # type: ignore[arg-type]
+        after = await handler.begin([Item(recorded_message("m2", 2, "A gull landed on the rail."), None)])  # type: ignore[arg-type]
+        with pytest.raises(EmbedderUnavailable):
+            await failing()
+        assert await index.count(of_message("m1")) == 0
+        assert list(await after()) == []
+        assert await index.count(of_message("m2")) == 1
     finally:
         await index.close()

@@ -4,8 +4,8 @@ Stream MNEMO_LOG, durable ``mnemo_embedding_main`` shared by the replicas, filte
 types ``domain.HANDLERS`` handles. Ack
 policy: manual via ``BatchConsumer`` (ack once vectors are written; undecodable events and invalid payloads
 to ``mnemo.dlq.embedding.v1`` with the reason; failures naked with backoff, then dead-lettered). The handler
-is staged (``EmbeddingHandler.begin``): a batch is embedded while the previous one's vectors are written, and
-it fetches ``delivery.embedding_batch_size`` (1,024) events per pull.
+is staged (``EmbeddingHandler.begin``): the next batch is fetched, decoded and planned while this one is
+embedded and written, and it fetches ``delivery.embedding_batch_size`` (1,024) events per pull.
 """
 
 from __future__ import annotations
