@@ -444,6 +444,17 @@ async def test_events_recorded_slightly_behind_the_watermark_are_still_found(h: 
     assert await _unpublished_ids(h.store) == [late]
 
 
+async def test_rounds_while_nothing_is_appended_leave_the_watermark_where_it_was(h: Harness) -> None:
+    """An idle round writes nothing (one read of the outbox on MongoDB, where every replica polls it), so an
+    event that turns up late after an idle spell is still found, however far behind it is."""
+    for _ in range(3):
+        assert await _unpublished_ids(h.store) == []
+    late = await h.insert_recorded_ago(OUTBOX_MARGIN_S * 6)  # a raised watermark would be past it
+
+    assert await _unpublished_ids(h.store) == [late]
+    assert await _unpublished_ids(h.reopen()) == [late]
+
+
 async def test_the_watermark_survives_a_new_store_instance(h: Harness) -> None:
     ev = message(0)
     await h.store.append(stream(), 0, [ev])

@@ -129,8 +129,10 @@ class InMemoryEventStore:
         start = datetime(1970, 1, 1, tzinfo=UTC) if self.watermark is None else self.watermark - self.margin
         waiting: list[tuple[datetime, str, int, str]] = []  # oldest first, each stream in version order
         held: list[datetime] = []
+        scanned = False  # anything recorded in the range (the MongoDB adapter's intents)
         for eid, d in self.docs.items():
             recorded = utc_ms(d["recorded_at"])
+            scanned = scanned or start <= recorded <= cutoff
             if start <= recorded <= cutoff and eid not in self.published:
                 if grace_s > 0 and recorded > recent and eid in self.in_flight:
                     held.append(recorded)
@@ -138,7 +140,7 @@ class InMemoryEventStore:
                     waiting.append((recorded, d["stream_id"], int(d["version"]), eid))
         waiting.sort()
         settled_until = min([*held, *(w[0] for w in waiting[:1])], default=cutoff)
-        if self.watermark is None or settled_until > self.watermark:
+        if scanned and (self.watermark is None or settled_until > self.watermark):  # an idle round moves nothing
             self.watermark = settled_until
         return await self._decode([w[-1] for w in waiting[:limit]])
 

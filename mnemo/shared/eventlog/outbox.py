@@ -75,6 +75,11 @@ class MongoOutbox:
         self.writer = uuid.uuid4().hex  # this store instance (process), named in its intents
         self.in_flight = InFlight()
         self._intended_at = float("-inf")  # monotonic time of this writer's last intent
+        # The watermark as this store last read or raised it (None: not read yet). Read from the database once:
+        # another process only ever raises it (``$max``), so this value is at most the stored one and a round
+        # from it scans a superset of what a fresh read would scan.
+        self._watermark: datetime | None = None
+        self._watermark_read = False
 
     async def ensure_indexes(self) -> None:
         ttl = int(OUTBOX_TTL.total_seconds())
@@ -101,12 +106,13 @@ class MongoOutbox:
     ) -> list[EventEnvelope]:
         """Intents in ``[watermark - margin, now - min_age_s]`` minus the receipts since ``watermark - margin``
         (and, with ``grace_s``, minus those still being published: see the module); those ids are looked up in
-        the log (usually none: a round that finds nothing costs three small reads and one ``$max``). Committed
-        ones are returned oldest first; ids never committed (a conflict, a crash before the insert) are settled.
-        The watermark (only raised, with ``$max``) then rises to ``now - min_age_s``, or to the intent of the
-        oldest event still missing or still being published. Intents rather than a range scan of events on
-        ``recorded_at``: a document read costs ~40 us on SecantusDB, so re-reading seconds of events every round
-        would cost about what the updates it replaces did; an intent covers a batch."""
+        the log (usually none). Committed ones are returned oldest first; ids never committed (a conflict, a crash
+        before the insert) are settled. When the range held intents, the watermark (only raised, with ``$max``)
+        then rises to ``now - min_age_s``, or to the intent of the oldest event still missing or still being
+        published; an idle round (no intent in the range) costs one read of the intents and writes nothing. The
+        watermark is read from the database at the first round only (see ``__init__``). Intents rather than a
+        range scan of events on ``recorded_at``: a document read costs ~40 us on SecantusDB, so re-reading seconds
+        of events every round would cost about what the updates it replaces did; an intent covers a batch."""
         now = utcnow()
         cutoff = utc_ms(now - timedelta(seconds=min_age_s))
         if grace_s > 0:
@@ -115,13 +121,14 @@ class MongoOutbox:
                     {"_id": _WRITER + self.writer}, {"$set": {"beat": utc_ms(now)}}, upsert=True
                 )
             self.in_flight.prune(grace_s)
-        state = await self.relay_state.find_one({"_id": _WATERMARK})
-        watermark = utc_ms(state["at"]) if state else None
+        watermark = await self._read_watermark()
         start = _EPOCH if watermark is None else watermark - self.margin
         intended: dict[str, datetime] = {}  # event id -> its intent's at, oldest first
         writer: dict[str, str | None] = {}  # event id -> the store instance that intended it
+        scanned = 0  # intent documents in the range
         cursor = self.intents.find({"at": {"$gte": start, "$lte": cutoff}}, {"event_ids": 1, "at": 1, "by": 1})
         async for doc in cursor.sort([("at", ASCENDING)]):
+            scanned += 1
             at = utc_ms(doc["at"])
             for eid in doc["event_ids"]:
                 if eid not in intended:
@@ -140,9 +147,23 @@ class MongoOutbox:
                 break
         found.sort(key=lambda d: (intended[d["_id"]], utc_ms(d["recorded_at"]), d["stream_id"], d["version"]))
         settled_until = min([intended[e] for e in held] + [intended[d["_id"]] for d in found], default=cutoff)
-        if watermark is None or settled_until > watermark:
+        # Raised only past intents it scanned: a range that held none is as cheap to scan again next round (the
+        # ``at`` index) as a raised one, so an idle round costs one read instead of three round trips (in every
+        # process, every 2.5 s), and an intent that turns up late is still within reach.
+        if scanned and (watermark is None or settled_until > watermark):
             await self.relay_state.update_one({"_id": _WATERMARK}, {"$max": {"at": settled_until}}, upsert=True)
+            self._watermark = settled_until
         return await codec.decode_all(found[:limit])
+
+    async def _read_watermark(self) -> datetime | None:
+        """The watermark this round scans from: the stored one at the first round, then this store's own."""
+        if not self._watermark_read:
+            state = await self.relay_state.find_one({"_id": _WATERMARK})
+            stored = utc_ms(state["at"]) if state else None
+            if stored is not None and (self._watermark is None or stored > self._watermark):
+                self._watermark = stored
+            self._watermark_read = True
+        return self._watermark
 
     async def _still_publishing(
         self,

@@ -10,7 +10,7 @@ Two paths, one idempotency key:
   and so does ``grace_s``: for that long after their append, events whose fast path is still on its way (this
   process's own, or those of a writer whose recovery loop is alive) are left to it, however slow it is under
   load (``mnemo.shared.eventlog.outbox``).
-  A round that finds nothing costs a few small reads and one watermark update (see
+  A round while nothing was appended costs one read of the outbox's intents (see
   ``mnemo.shared.eventlog.outbox``), so every replica runs the loop, every ``interval_s`` while it finds
   something and backing off to half ``min_age_s`` while it does not.
 
