@@ -193,8 +193,9 @@ class PartitionManager:
 
     async def _tick(self) -> None:
         assert self._membership is not None
-        members = await self._membership.alive()
-        count, work = await self._work()
+        # Both reads at once: their replies come back together instead of one after the other (an idle replica
+        # wakes ~14 times a second, each source a little: /proc, 4 idle replicas, 2026-11-27).
+        members, (count, work) = await asyncio.gather(self._membership.alive(), self._work())
         wanted = set(assign(members, work, self._membership.me))
         before = self.held
         lost = [item for item, held in self._held.items() if held.lease.lost.is_set()]
