@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mnemo.services.context_assembler.search.levers import RankLevers
 from mnemo.services.context_assembler.search.ranking import (
     NEIGHBOUR_WEIGHT,
     Candidate,
@@ -159,7 +160,9 @@ def test_a_question_gives_way_to_a_statement_just_below_it() -> None:
         Candidate("tell", 2, text="I love skiing and cooking classes."),
         Candidate("far", 9, text="Skiing again next week."),
     ]
-    ranked = [k for k, _ in rank_candidates("What are Kate's hobbies?", cands, 3, now=NOW, hop_weight=0.0)]
+    ranked = [
+        k for k, _ in rank_candidates("What are Kate's hobbies?", cands, 3, now=NOW, levers=RankLevers(hop_weight=0.0))
+    ]
     assert ranked == ["tell", "ask", "far"]  # a weaker question still beats a much weaker statement
     zh = [Candidate("ask", 1, text="你喜欢什么？"), Candidate("tell", 2, text="我喜欢滑雪。")]
     assert [k for k, _ in rank_candidates("爱好", zh, 2, now=NOW)] == ["tell", "ask"]

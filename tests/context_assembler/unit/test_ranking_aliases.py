@@ -7,6 +7,7 @@ import pytest
 
 import mnemo.services.context_assembler.search.ranking as ranking
 from mnemo.services.context_assembler.search.aliases import aliases, named_by_alias
+from mnemo.services.context_assembler.search.levers import RankLevers
 from mnemo.services.context_assembler.search.ranking import Candidate, named_participants, rank_candidates
 
 CHAT = [
@@ -61,8 +62,12 @@ def test_an_alias_boosts_the_author_asked_about() -> None:
         ("Emi", "I cooked a lasagna for my family"),
     ]
     pool = _candidates(lines)
-    with_alias = [k for k, _ in rank_candidates("What did Kate cook?", pool, 4, now=0.0, use_aliases=True)]
-    without = [k for k, _ in rank_candidates("What did Kate cook?", pool, 4, now=0.0, use_aliases=False)]
+    with_alias = [
+        k for k, _ in rank_candidates("What did Kate cook?", pool, 4, now=0.0, levers=RankLevers(use_aliases=True))
+    ]
+    without = [
+        k for k, _ in rank_candidates("What did Kate cook?", pool, 4, now=0.0, levers=RankLevers(use_aliases=False))
+    ]
     assert with_alias[0] == "m3"
     assert without[0] != "m3"  # the fused order: a greeting that names Kate first
 
@@ -71,8 +76,8 @@ def test_a_question_about_two_people_sees_the_best_of_each() -> None:
     lines = [("Elise", f"Elise likes green tea number {i}") for i in range(6)]
     lines.append(("Emi", "Emi likes black tea"))
     pool = _candidates(lines)
-    split = rank_candidates("What teas do Elise and Emi like?", pool, 3, now=0.0, split_named=True)
-    plain = rank_candidates("What teas do Elise and Emi like?", pool, 3, now=0.0, split_named=False)
+    split = rank_candidates("What teas do Elise and Emi like?", pool, 3, now=0.0, levers=RankLevers(split_named=True))
+    plain = rank_candidates("What teas do Elise and Emi like?", pool, 3, now=0.0, levers=RankLevers(split_named=False))
     assert "m6" in [k for k, _ in split]
     assert "m6" not in [k for k, _ in plain]
     scores = [s for _, s in split]
@@ -85,7 +90,7 @@ def test_rank_k_is_read_when_ranking(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def third() -> float:
         # hop_weight 0: the pool's shared words would move the base scores.
-        return dict(rank_candidates("tea", pool, 3, now=0.0, hop_weight=0.0))["m2"]
+        return dict(rank_candidates("tea", pool, 3, now=0.0, levers=RankLevers(hop_weight=0.0)))["m2"]
 
     monkeypatch.setattr(ranking, "RANK_K", 20)
     smooth = third()

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import mnemo.services.context_assembler.search.ranking as ranking
 from mnemo.services.context_assembler.search.hops import hop_scores
+from mnemo.services.context_assembler.search.levers import RankLevers
 from mnemo.services.context_assembler.search.ranking import Candidate, rank_candidates, word_set
 
 
@@ -76,8 +77,8 @@ def test_the_ranking_lever_lifts_the_second_hop_turn(monkeypatch: pytest.MonkeyP
     ]
     cands = [Candidate(k, r, author="Kate", text=t) for r, (k, t) in enumerate(texts, start=1)]
     query = "Where did Kate go on her trip?"
-    without = [k for k, _ in rank_candidates(query, cands, 6, now=0.0, hop_weight=0.0)]
-    with_hop = [k for k, _ in rank_candidates(query, cands, 6, now=0.0, hop_weight=1.0)]
+    without = [k for k, _ in rank_candidates(query, cands, 6, now=0.0, levers=RankLevers(hop_weight=0.0))]
+    with_hop = [k for k, _ in rank_candidates(query, cands, 6, now=0.0, levers=RankLevers(hop_weight=1.0))]
     assert without.index("ans") == 5
     assert with_hop.index("ans") < without.index("ans")
     # The module default (ranking.HOP_WEIGHT, what the offline ablation sets) is read at call time.
@@ -95,7 +96,7 @@ def test_the_hop_never_lowers_the_only_turn_holding_the_questions_rare_word(weig
         (f"m{i}", f"We talk about rope and knots, part {i}.") for i in range(4, 16)
     ]
     cands = [Candidate(k, r, position=int(k[1:]), text=t) for r, (k, t) in enumerate(texts, start=1)]
-    ranked = rank_candidates("What about the oilcloth?", cands, 6, now=0.0, hop_weight=weight)
+    ranked = rank_candidates("What about the oilcloth?", cands, 6, now=0.0, levers=RankLevers(hop_weight=weight))
     assert ranked[0][0] == "m2"
 
 

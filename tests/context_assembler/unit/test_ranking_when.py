@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mnemo.services.context_assembler.search.levers import RankLevers
 from mnemo.services.context_assembler.search.ranking import Candidate, rank_candidates
 from mnemo.services.context_assembler.search.timerefs import TimeWindow
 from mnemo.services.context_assembler.search.when import (
@@ -101,15 +102,16 @@ def _pool(lines: list[tuple[str, float]]) -> list[Candidate]:
 def test_asking_when_lifts_the_turn_that_says_when() -> None:
     pool = _pool([("I started reading Pachinko, a great book", WRITTEN), ("I started Pachinko yesterday!", WRITTEN)])
     query = "When did Emi start reading Pachinko?"
-    lifted = [k for k, _ in rank_candidates(query, pool, 2, now=WRITTEN, when_boost=0.3)]
-    plain = [k for k, _ in rank_candidates(query, pool, 2, now=WRITTEN, when_boost=0.0)]
+    lifted = [k for k, _ in rank_candidates(query, pool, 2, now=WRITTEN, levers=RankLevers(when_boost=0.3))]
+    plain = [k for k, _ in rank_candidates(query, pool, 2, now=WRITTEN, levers=RankLevers(when_boost=0.0))]
     assert lifted[0] == "m1"
     assert plain[0] == "m0"
     # a question that does not ask when is not changed by the lever
     other = "What is Emi reading?"
-    assert rank_candidates(other, pool, 2, now=WRITTEN, when_boost=0.3) == rank_candidates(
-        other, pool, 2, now=WRITTEN, when_boost=0.0
-    )
+    ranked = {
+        boost: rank_candidates(other, pool, 2, now=WRITTEN, levers=RankLevers(when_boost=boost)) for boost in (0.3, 0.0)
+    }
+    assert ranked[0.3] == ranked[0.0]
 
 
 def test_a_turn_telling_of_the_named_day_counts_as_in_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,7 +130,7 @@ def test_parsed_question_dates(monkeypatch: pytest.MonkeyPatch) -> None:
     saturday = datetime(2024, 1, 6, 18, tzinfo=UTC).timestamp()
     pool = _pool([("We went to the lake and swam", WRITTEN), ("We went to the lake, it was cold", saturday)])
     query = "Where did Emi go last Saturday?"
-    with_parse = [k for k, _ in rank_candidates(query, pool, 2, now=WRITTEN, parse_dates=True)]
-    without = [k for k, _ in rank_candidates(query, pool, 2, now=WRITTEN, parse_dates=False)]
+    with_parse = [k for k, _ in rank_candidates(query, pool, 2, now=WRITTEN, levers=RankLevers(parse_dates=True))]
+    without = [k for k, _ in rank_candidates(query, pool, 2, now=WRITTEN, levers=RankLevers(parse_dates=False))]
     assert with_parse[0] == "m1"
     assert without[0] == "m0"

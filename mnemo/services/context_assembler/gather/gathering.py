@@ -47,6 +47,7 @@ from mnemo.services.context_assembler.search.hits import (
     ranked_keys,
     relevant_first,
 )
+from mnemo.services.context_assembler.search.levers import RankLevers
 from mnemo.services.context_assembler.search.query import query_text
 from mnemo.services.context_assembler.search.rerank import NoRerank, Reranker
 from mnemo.services.context_assembler.search.searches import VectorSearch
@@ -107,6 +108,7 @@ class Gatherer:
         self._search = VectorSearch(index, self._embedder, settings)
         self._remembered = RememberedRecall(index, self._embedder, memories, settings)
         self._settings = settings
+        self._levers = RankLevers.of(settings)  # the ranking's, once (search/levers.py)
         self._found = FoundMemories(reads, self._read, settings)  # summaries and legacy memories read back
         self._guess = QueryGuess()  # the query embedding starts before the history is read (guess.py)
 
@@ -312,20 +314,15 @@ class Gatherer:
             lines = await self._read(reading, "retrieved", degraded, [])
             return lines if as_of is None else [line for line in lines if as_of.holds_line(line)]
 
-        s = self._settings
         return await retrieved_lines(
             req.user_message,
             hits.messages,
             exclude,
             read,
-            s.retrieved_limit,
+            self._settings.retrieved_limit,
             self._reranker,
             hits.second,
-            use_aliases=s.rank_by_aliases,
-            split_named=s.rank_per_named_person,
-            when_boost=s.rank_when_boost,
-            parse_dates=s.rank_parse_dates,
-            hop_weight=s.rank_hop_weight,
+            self._levers,
         )
 
     async def _knowledge(

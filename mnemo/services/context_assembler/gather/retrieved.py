@@ -18,6 +18,7 @@ from dataclasses import replace
 from mnemo.services.context_assembler.items import ChatLine
 from mnemo.services.context_assembler.search.expansion import SecondSearch
 from mnemo.services.context_assembler.search.hits import Found, best_per_key, candidates, created_at_by_key
+from mnemo.services.context_assembler.search.levers import DEFAULT_LEVERS, RankLevers
 from mnemo.services.context_assembler.search.ranking import rank_candidates
 from mnemo.services.context_assembler.search.rerank import Reranker, scores_by_id
 from mnemo.shared.vectors import points as vp
@@ -41,18 +42,12 @@ async def retrieved_lines(
     limit: int,
     reranker: Reranker,
     second: SecondSearch | None = None,
-    *,
-    use_aliases: bool | None = None,
-    split_named: bool | None = None,
-    when_boost: float | None = None,
-    parse_dates: bool | None = None,
-    hop_weight: float | None = None,
+    levers: RankLevers = DEFAULT_LEVERS,
 ) -> list[ChatLine]:
     """The ``limit`` best messages of ``found`` (those in ``exclude``, the history window, left out), each with
     its relevance in [0, 1] as ``score`` (monotone with the order they are packed in; never the fusion
-    score). ``query`` is the user's message as asked (the ranking reads who and when it names);
-    ``use_aliases``, ``split_named``, ``when_boost``, ``parse_dates`` and ``hop_weight`` are the ranking's levers
-    of the same names (None: its defaults)."""
+    score). ``query`` is the user's message as asked (the ranking reads who and when it names); ``levers``
+    are the ranking's (``levers.py``)."""
     kept, pool = _pool(found.points, exclude)
     if not pool or limit <= 0:
         return []
@@ -69,10 +64,6 @@ async def retrieved_lines(
         limit,
         now=time.time(),
         rerank=await scores_by_id(reranker, query, [by_id[k] for k in pool if k in by_id]),
-        use_aliases=use_aliases,
-        split_named=split_named,
-        when_boost=when_boost,
-        parse_dates=parse_dates,
-        hop_weight=hop_weight,
+        levers=levers,
     )
     return [replace(by_id[key], score=score) for key, score in ranked]

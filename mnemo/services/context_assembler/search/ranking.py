@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from mnemo.services.context_assembler.search.aliases import aliases, named_by_alias
 from mnemo.services.context_assembler.search.hops import entity_terms, hop_scores
+from mnemo.services.context_assembler.search.levers import DEFAULT_LEVERS, RankLevers
 from mnemo.services.context_assembler.search.names import spelled_names
 from mnemo.services.context_assembler.search.text_cache import per_text
 from mnemo.services.context_assembler.search.timerefs import TimeWindow, referred_window
@@ -226,11 +227,7 @@ def rank_candidates(
     *,
     now: float,
     rerank: Mapping[str, float] | None = None,
-    use_aliases: bool | None = None,
-    split_named: bool | None = None,
-    when_boost: float | None = None,
-    parse_dates: bool | None = None,
-    hop_weight: float | None = None,
+    levers: RankLevers = DEFAULT_LEVERS,
 ) -> list[tuple[str, float]]:
     """The ``limit`` best candidates as ``(key, relevance)``, best first, relevance in [0, 1].
 
@@ -274,8 +271,9 @@ def rank_candidates(
         turns, never lowers one it does not reach, so it lifts no turn above the first of the fused list (a
         turn holding the question's rare word was outranked by turns sharing common words before, issue 30).
 
-    ``use_aliases``, ``split_named``, ``when_boost``, ``parse_dates`` and ``hop_weight`` default to
-    ``USE_ALIASES``, ``SPLIT_NAMED``, ``WHEN_BOOST``, ``PARSE_DATES`` and ``HOP_WEIGHT`` (read at call time).
+    ``levers`` (``levers.py``) holds ``use_aliases``, ``split_named``, ``when_boost``, ``parse_dates`` and
+    ``hop_weight``; one left None is ``USE_ALIASES``, ``SPLIT_NAMED``, ``WHEN_BOOST``, ``PARSE_DATES`` or
+    ``HOP_WEIGHT`` (read at call time).
     ``rerank`` (a re-ranking model's score in [0, 1] per key, when one is configured) replaces the fused
     rank as the base score of the keys it covers. ``now`` (epoch seconds) anchors relative times in the
     query. Duplicated keys keep their first (best) occurrence.
@@ -291,20 +289,20 @@ def rank_candidates(
     if rerank:
         base |= {k: float(v) for k, v in rerank.items() if k in base}
     words = {k: word_set(c.text) for k, c in unique.items()}
-    hop_w = HOP_WEIGHT if hop_weight is None else hop_weight
+    hop_w = HOP_WEIGHT if levers.hop_weight is None else levers.hop_weight
     if hop_w > 0:
         graph = {k: entity_terms(c.text) for k, c in unique.items()} if HOP_ENTITIES else words
         hop = hop_scores(graph, base, frozenset(tokens(query)))
         base = {k: hopped(b, hop[k], hop_w) for k, b in base.items()}
     near = neighbour_scores(base, {k: c.position for k, c in unique.items()}, NEIGHBOUR_WIDTH, NEIGHBOUR_DECAY)
     authors = sorted({c.author for c in unique.values() if c.author})
-    known = aliases((c.author, c.text) for c in unique.values()) if _or(use_aliases, USE_ALIASES) else {}
+    known = aliases((c.author, c.text) for c in unique.values()) if _or(levers.use_aliases, USE_ALIASES) else {}
     named = named_participants(query, authors, known)
-    parse = _or(parse_dates, PARSE_DATES)
+    parse = _or(levers.parse_dates, PARSE_DATES)
     window = referred_window(query, now) or (parsed_window(query, now) if parse and states_time(query) else None)
-    boost = WHEN_BOOST if when_boost is None else when_boost
+    boost = WHEN_BOOST if levers.when_boost is None else levers.when_boost
     time = TimeLevers(window, TIME_BOOST, TURN_DATES, parse, boost if boost > 0 and asks_when(query) else 0.0)
-    if len(named) > 1 and _or(split_named, SPLIT_NAMED):
+    if len(named) > 1 and _or(levers.split_named, SPLIT_NAMED):
         relevance = _interleaved([_relevance(unique, base, near, one, time) for one in named])
     else:
         relevance = _relevance(unique, base, near, named[0] if len(named) == 1 else None, time)
