@@ -34,9 +34,11 @@ from mnemo.shared.events.recorded import (
 from mnemo.shared.readmodels import catalog
 from mnemo.shared.readmodels.catalog import FakeReadModelPorts, MongoReadModelPorts, ReadModelPorts
 from mnemo.shared.readmodels.knowledge import FactView
+from mnemo.shared.readmodels.legacy_lore import LegacyPage
 from mnemo.shared.readmodels.lore_timed import TimedPort
 from mnemo.shared.readmodels.messages import MessageKey
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, LorePort, SummariesPort
+from mnemo.shared.readmodels.summaries import SummaryPage
 from mnemo.shared.readmodels.witnessed import WitnessedPort
 from tests.contract.databases import BACKENDS, backend, fresh_database
 from tests.envelopes import message_recorded, recorded
@@ -442,21 +444,23 @@ async def test_summaries_page_in_listing_order(p: Ports) -> None:
     events += [retired("s1", "consolidated", 7, replaced_by="s9"), retired("s2", "deleted", 8)]
     await p.summaries.apply(events)
 
-    first, total = await p.summaries.page(T, U, limit=2)
-    second, _ = await p.summaries.page(T, U, limit=2, offset=2)
+    first, total = await p.summaries.listed(SummaryPage(T, U), 0, 2)
+    second, _ = await p.summaries.listed(SummaryPage(T, U), 2, 2)
     assert total == 4
     assert [s.view.summary_id for s in first + second] == ["s4", "s3", "s9", "s0"]
-    retired_too, total_retired = await p.summaries.page(T, U, include_retired=True, limit=10)
+    retired_too, total_retired = await p.summaries.listed(SummaryPage(T, U, include_retired=True), 0, 10)
     assert total_retired == 5
     assert [(s.view.summary_id, s.status) for s in retired_too] == [
         ("s4", "active"), ("s3", "active"), ("s1", "consolidated"), ("s9", "active"), ("s0", "active"),
     ]  # fmt: skip
-    assert (await p.summaries.page(T, U, summary_type="long_term", limit=5))[1] == 1
-    assert [s.view.summary_id for s in (await p.summaries.page(T, U, participant="b2", limit=5))[0]] == ["s9"]
-    only, n = await p.summaries.page(T, U, only_ids=["s0", "s3", "s2"], except_ids=["s3"], limit=5)
+    assert (await p.summaries.listed(SummaryPage(T, U, summary_type="long_term"), 0, 5))[1] == 1
+    assert [s.view.summary_id for s in (await p.summaries.listed(SummaryPage(T, U, participant="b2"), 0, 5))[0]] == [
+        "s9"
+    ]
+    only, n = await p.summaries.listed(SummaryPage(T, U, only_ids=["s0", "s3", "s2"], except_ids=["s3"]), 0, 5)
     assert ([s.view.summary_id for s in only], n) == (["s0"], 1)
-    assert await p.summaries.page(T, U, limit=0) == ([], 4)
-    assert await p.summaries.page("t2", U, limit=5) == ([], 0)
+    assert await p.summaries.listed(SummaryPage(T, U), 0, 0) == ([], 4)
+    assert await p.summaries.listed(SummaryPage("t2", U), 0, 5) == ([], 0)
 
 
 async def test_summaries_answer_alike(both: tuple[Ports, Ports]) -> None:
@@ -468,7 +472,7 @@ async def test_summaries_answer_alike(both: tuple[Ports, Ports]) -> None:
     await alike(both, lambda q: q.summaries.recent_summaries(T, U, C))
     await alike(both, lambda q: q.summaries.by_ids(T, ["s3", "s1", "s7"], user_id=U))
     await alike(both, lambda q: q.summaries.inactive(T, ["s1", "s3", "s7"]))
-    await alike(both, lambda q: q.summaries.page(T, U, include_retired=True, limit=3, offset=1))
+    await alike(both, lambda q: q.summaries.listed(SummaryPage(T, U, include_retired=True), 1, 3))
 
 
 # --- knowledge ------------------------------------------------------------------------------------------
@@ -593,9 +597,9 @@ async def test_legacy_lore_live_deleted_and_paged(p: Ports) -> None:
     assert set(await p.legacy.for_memories(T, ["s1", "s3"])) == {"s1"}
     assert await p.legacy.deleted(T, ["l1", "l3"]) == {"l3"}
     assert sorted(await p.legacy.converted_memory_ids(T, U)) == ["s1", "s2"]
-    page, total = await p.legacy.page(T, U, limit=1)
+    page, total = await p.legacy.listed(LegacyPage(T, U), 0, 1)
     assert ([v.legacy_id for v in page], total) == (["l2"], 2)
-    assert [v.legacy_id for v in (await p.legacy.page(T, U, bot_id="b1", limit=5))[0]] == ["l1"]
+    assert [v.legacy_id for v in (await p.legacy.listed(LegacyPage(T, U, bot_id="b1"), 0, 5))[0]] == ["l1"]
     (l1,) = await p.legacy.by_ids(T, ["l1"], user_id=U)
     assert (l1.title, l1.text, l1.emotional_tags, l1.applies_to) == ("title l1", "legacy l1", ("warm",), ("ana", "b1"))
 
@@ -605,21 +609,25 @@ async def test_the_listing_pages_narrow_to_one_conversation(p: Ports) -> None:
     await p.legacy.apply([legacy("l1", "s1", 1), legacy("l2", "s2", 2, conv="c2")])
     await p.knowledge.apply([fact("f1", 1, minute=1), fact("f2", 2, subject="ana:job", minute=2, conversation_id="c2")])
 
-    assert [s.view.summary_id for s in (await p.summaries.page(T, U, conversation_id="c2", limit=5))[0]] == ["s2"]
-    assert [s.view.summary_id for s in (await p.summaries.page(T, U, conversation_id=C, limit=5))[0]] == ["s1"]
-    assert [v.legacy_id for v in (await p.legacy.page(T, U, conversation_id="c2", limit=5))[0]] == ["l2"]
-    assert [v.legacy_id for v in (await p.legacy.page(T, U, conversation_id=C, limit=5))[0]] == ["l1"]
+    assert [
+        s.view.summary_id for s in (await p.summaries.listed(SummaryPage(T, U, conversation_id="c2"), 0, 5))[0]
+    ] == ["s2"]
+    assert [s.view.summary_id for s in (await p.summaries.listed(SummaryPage(T, U, conversation_id=C), 0, 5))[0]] == [
+        "s1"
+    ]
+    assert [v.legacy_id for v in (await p.legacy.listed(LegacyPage(T, U, conversation_id="c2"), 0, 5))[0]] == ["l2"]
+    assert [v.legacy_id for v in (await p.legacy.listed(LegacyPage(T, U, conversation_id=C), 0, 5))[0]] == ["l1"]
     assert [f.fact_id for f in (await p.knowledge.page(T, U, conversation_id="c2"))[0]] == ["f2"]
     assert [f.fact_id for f in (await p.knowledge.page(T, U, conversation_id=C))[0]] == ["f1"]
     assert await p.knowledge.page(T, U, conversation_id="c9") == ([], 0)
-    assert (await p.summaries.page(T, U, limit=5))[1] == 2, "no conversation given: every conversation's"
+    assert (await p.summaries.listed(SummaryPage(T, U), 0, 5))[1] == 2, "no conversation given: every conversation's"
 
 
 async def test_legacy_lore_answers_alike(both: tuple[Ports, Ports]) -> None:
     events = [legacy(f"l{i}", f"s{i}", i % 3) for i in range(5)] + [legacy_deleted("l2", "s2")]
     for ports in both:
         await ports.legacy.apply(events)
-    await alike(both, lambda q: q.legacy.page(T, U, limit=3, offset=1))
+    await alike(both, lambda q: q.legacy.listed(LegacyPage(T, U), 1, 3))
     await alike(both, lambda q: q.legacy.for_memories(T, ["s0", "s2", "s4"], user_id=U))
     await alike(both, lambda q: q.legacy.by_ids(T, ["l4", "l0"], user_id=U))
 

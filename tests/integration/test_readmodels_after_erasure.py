@@ -23,7 +23,7 @@ from mnemo.shared.readmodels.catalog import ensure_indexes
 from mnemo.shared.readmodels.knowledge import KnowledgeReadModel
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreReadModel
 from mnemo.shared.readmodels.lore import LoreReadModel
-from mnemo.shared.readmodels.summaries import SummariesReadModel
+from mnemo.shared.readmodels.summaries import SummariesReadModel, SummaryPage
 from tests.contract.test_readmodels_contract import (
     C,
     T,
@@ -73,7 +73,7 @@ async def test_every_read_model_skips_rows_whose_key_was_erased(db: Any) -> None
     assert await models.persona(T, U, "ana") is None
     assert await summaries.live_summaries(T, U, C) == []
     assert await summaries.by_ids(T, ["s1"]) == []
-    assert (await summaries.page(T, U, limit=5))[0] == []
+    assert (await summaries.listed(SummaryPage(T, U), 0, 5))[0] == []
     assert await knowledge.facts_for(T, "b1", user_id=U) == []
     assert await knowledge.by_id(T, "f1") is None
     assert await legacy_lore.by_ids(T, ["l1"], user_id=U) == []

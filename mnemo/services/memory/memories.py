@@ -27,9 +27,9 @@ from mnemo.shared.eventlog.port import AppendResult, EventStore
 from mnemo.shared.events.envelope import NewEvent, utcnow
 from mnemo.shared.events.recorded import legacy_lore_stream, summary_stream
 from mnemo.shared.mapping import mapped
-from mnemo.shared.readmodels.legacy_lore import LegacyLoreView
+from mnemo.shared.readmodels.legacy_lore import LegacyLoreView, LegacyPage
 from mnemo.shared.readmodels.ports import LegacyLorePort, SummariesPort
-from mnemo.shared.readmodels.summaries import SummaryListed
+from mnemo.shared.readmodels.summaries import SummaryListed, SummaryPage
 from mnemo_client.wire import memory_contract as wire
 
 
@@ -148,9 +148,8 @@ class Memories:
             prefixes.append(items)
             total += n
         if sources.legacy:
-            views, n = await self.legacy.page(
-                req.tenant_id, req.user_id, bot_id=req.bot_id, conversation_id=req.conversation_id, limit=count
-            )
+            asked = LegacyPage(req.tenant_id, req.user_id, req.bot_id, req.conversation_id)
+            views, n = await self.legacy.listed(asked, 0, count)
             prefixes.append([legacy_item(v) for v in views])
             total += n
         if sources.knowledge and self.knowledge is not None:
@@ -173,17 +172,17 @@ class Memories:
         converted: list[str] | None = None
         if req.converted_to_lore is not None:
             converted = await self.legacy.converted_memory_ids(req.tenant_id, req.user_id)
-        listed, total = await self.summaries.page(
+        asked = SummaryPage(
             req.tenant_id,
             req.user_id,
             summary_type=req.type,
             participant=req.bot_id,
             only_ids=converted if req.converted_to_lore else None,
-            except_ids=converted if req.converted_to_lore is False else None,
+            except_ids=(converted or ()) if req.converted_to_lore is False else (),
             include_retired=req.include_retired,
             conversation_id=req.conversation_id,
-            limit=count,
         )
+        listed, total = await self.summaries.listed(asked, 0, count)
         ids = [s.view.summary_id for s in listed]
         legacy = await self.legacy.for_memories(req.tenant_id, ids, user_id=req.user_id)
         return [summary_item(s, legacy.get(s.view.summary_id)) for s in listed], total

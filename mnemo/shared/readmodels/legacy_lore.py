@@ -102,21 +102,6 @@ class LegacyPages(Protocol):
         """The live entries ``q`` admits, newest ``end_at`` first then id (``ORDER``), and how many."""
         ...
 
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        bot_id: str | None = None,
-        conversation_id: str | None = None,
-        limit: int,
-        offset: int = 0,
-    ) -> tuple[list[LegacyLoreView], int]:
-        """One page of the user's live entries (newest ``end_at`` first, then id) and how many there are.
-        ``bot_id``: only entries that apply to that bot or name it as a participant; ``conversation_id``: only
-        entries made from that conversation's summaries."""
-        return await self.listed(LegacyPage(tenant_id, user_id, bot_id, conversation_id), offset, limit)
-
 
 class LegacyLoreReadModel(LegacyPages):
     def __init__(self, db: AsyncDatabase[Doc], cipher: FieldCipher) -> None:

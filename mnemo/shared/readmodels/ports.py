@@ -61,7 +61,7 @@ class ConversationReadModel(MessageReads, Protocol):
 
 
 class SummariesPort(SummaryPages, Protocol):
-    """The ``summaries`` projection (``SummariesReadModel``); the memory listing's ``page`` and ``by_ids`` are
+    """The ``summaries`` projection (``SummariesReadModel``); the memory listing's ``listed`` and ``by_ids`` are
     ``SummaryPages``'."""
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
@@ -98,7 +98,7 @@ class KnowledgePort(FactQueries, Protocol):
 
 class LegacyLorePort(LegacyPages, Protocol):
     """The legacy lore projection (``LegacyLoreReadModel``): memories converted to lore entries; the memory
-    listing's ``page`` is ``LegacyPages``."""
+    listing's ``listed`` is ``LegacyPages``'."""
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None: ...
 

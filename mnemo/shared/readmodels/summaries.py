@@ -163,29 +163,6 @@ class SummaryPages(Protocol):
         many ``q`` admits."""
         ...
 
-    async def page(
-        self,
-        tenant_id: str,
-        user_id: str,
-        *,
-        summary_type: str | None = None,
-        participant: str | None = None,
-        only_ids: Sequence[str] | None = None,
-        except_ids: Sequence[str] | None = None,
-        include_retired: bool = False,
-        conversation_id: str | None = None,
-        limit: int,
-        offset: int = 0,
-    ) -> tuple[list[SummaryListed], int]:
-        """One page of a user's summaries, newest ``end_at`` first then id, and how many match. Deleted
-        summaries never match; retired ones (consolidated, stale) only with ``include_retired``.
-        ``participant``: a bot or persona id among the participants; ``only_ids``/``except_ids``: restrict to
-        (or leave out) these summary ids; ``conversation_id``: only that conversation's."""
-        q = SummaryPage(
-            tenant_id, user_id, summary_type, participant, only_ids, except_ids or (), include_retired, conversation_id
-        )
-        return await self.listed(q, offset, limit)
-
     async def of_ids(self, summary_ids: Sequence[str], scope: SummaryScope) -> list[SummaryView]:
         """Those of ``summary_ids`` (distinct) that ``scope`` admits, in any order."""
         ...

@@ -36,8 +36,10 @@ from mnemo.shared.presence import bot_may_see
 from mnemo.shared.readmodels.catalog import KNOWLEDGE, LEGACY_LORE, MEMORIES, SUMMARIES, ReadModelPorts
 from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.readmodels.knowledge import ACTIVE
+from mnemo.shared.readmodels.legacy_lore import LegacyPage
 from mnemo.shared.readmodels.memories import Clause
 from mnemo.shared.readmodels.ports import KnowledgePort, LegacyLorePort, MemoriesPort, SummariesPort
+from mnemo.shared.readmodels.summaries import SummaryPage
 from mnemo.shared.sparse import query_vector
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import Match, SparseVector, VectorFilter, VectorIndex, VectorQuery, ranked
@@ -243,13 +245,12 @@ class MemorySearch:
             )
             out += await self._facts(req, viewer, namespaces, [f.fact_id for f in facts])
         if "summary" in wanted and filters.summary_filter(viewer, namespaces, req) is not None:
-            listed, _ = await self._reads.summaries.page(
-                viewer.tenant_id, viewer.user_id, participant=viewer.bot_id, limit=req.limit
-            )
+            asked = SummaryPage(viewer.tenant_id, viewer.user_id, participant=viewer.bot_id)
+            listed, _ = await self._reads.summaries.listed(asked, 0, req.limit)
             out += await self._summaries(viewer, [s.view.summary_id for s in listed])
         if "legacy_lore" in wanted and filters.legacy_filter(viewer, namespaces, req) is not None:
-            kept, _ = await self._reads.legacy.page(
-                viewer.tenant_id, viewer.user_id, bot_id=viewer.bot_id, limit=req.limit
+            kept, _ = await self._reads.legacy.listed(
+                LegacyPage(viewer.tenant_id, viewer.user_id, viewer.bot_id), 0, req.limit
             )
             out += [from_legacy(v) for v in kept]
         return [r for r in out if _in_window(r, req)]
