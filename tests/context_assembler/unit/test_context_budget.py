@@ -249,3 +249,31 @@ def test_history_bisection_keeps_what_the_one_by_one_fill_kept(
         answer = fill(budget)
         results.append((answer, [h.message_id for h in budget.draft.history], dict(budget.section_tokens)))
     assert results[0] == results[1]
+
+
+def test_a_memory_whose_cited_turns_are_all_shown_already_is_not_packed():
+    turns = [user_line(f"r{i}", i, f"Old {i}: {SENTENCE}.", persona=None, score=0.95) for i in range(2)]
+    memories = [
+        MemoryItem("copy", f"Both old turns: {SENTENCE}.", 0.9, message_ids=("r0", "r1")),
+        MemoryItem("of-history", f"The newest turn: {SENTENCE}.", 0.9, message_ids=("h5",)),
+        MemoryItem("more", f"An old turn and another: {SENTENCE}.", 0.9, message_ids=("r0", "x9")),
+        MemoryItem("uncited", f"Cites nothing: {SENTENCE}.", 0.9),
+        MemoryItem("legacy-copy", f"Legacy: {SENTENCE}.", 0.9, message_ids=("r1",), kind="legacy_memory"),
+    ]
+    fact = KnowledgeItem("fact", f"Fact: {SENTENCE}.", message_ids=("r0",), score=0.9)
+    inp = AssemblyInput(
+        **{**full_input().__dict__, "retrieved": turns, "memories": memories, "knowledge": [fact], "max_tokens": 10_000}
+    )
+    ids = [s.id for s in assemble(inp).sources]
+    assert {"r0", "r1", "h5", "more", "uncited", "fact"} <= set(ids)
+    assert not {"copy", "of-history", "legacy-copy"} & set(ids), "their cited turns are all in the reply already"
+
+
+def test_the_room_a_shown_memory_would_take_goes_to_the_next_item():
+    turn = user_line("r0", 0, f"Old: {SENTENCE}.", persona=None, score=0.95)
+    copy = MemoryItem("copy", f"The old turn again: {SENTENCE}.", 0.9, message_ids=("r0",))
+    other = MemoryItem("other", f"Something else: {SENTENCE}.", 0.8, message_ids=("r7",))
+    base = AssemblyInput(bot_id="bot-1", bot=BOT, persona=PERSONA, retrieved=[turn], memories=[copy, other])
+    alone = assemble(AssemblyInput(**{**base.__dict__, "memories": [other]}))
+    reply = assemble(AssemblyInput(**{**base.__dict__, "max_tokens": alone.token_count}))
+    assert [s.id for s in reply.sources if s.kind == "summary"] == ["other"]

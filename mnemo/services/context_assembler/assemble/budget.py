@@ -5,7 +5,7 @@ reported when something is left out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from mnemo.services.context_assembler.assemble.draft import AssemblyInput, Draft
@@ -27,6 +27,7 @@ from mnemo.services.context_assembler.items import (
     ChatLine,
     KnowledgeItem,
     LoreItem,
+    MemoryItem,
     PersonaProfile,
     remembered_section,
 )
@@ -182,6 +183,30 @@ def competing(inp: AssemblyInput) -> list[Offer[Any]]:
     ]
 
 
+class Shown:
+    """``fits`` for the packing that remembers which messages the context shows so far (history and retrieved
+    lines taken, the turns a taken memory cites) and declines a memory (summary or legacy memory) whose cited
+    turns are all shown already: it would spend budget on evidence the reply holds (issue 30; the LoCoMo
+    harness credits a memory with the turns it cites, and so does ``make bench-retrieval``). A fact is not
+    declined: it is the bot's knowledge, named in ``degraded`` when left out, not a copy of the turns."""
+
+    def __init__(self, take: Callable[[Offer[Any]], bool]) -> None:
+        self._take = take
+        self.seen: set[str] = set()
+
+    def __call__(self, offer: Offer[Any]) -> bool:
+        item = offer.item
+        cites = set(item.message_ids) if isinstance(item, MemoryItem) else set()
+        if cites and cites <= self.seen:
+            return False
+        if not self._take(offer):
+            return False
+        if isinstance(item, ChatLine):
+            self.seen.add(item.message_id)
+        self.seen |= cites
+        return True
+
+
 def pack(inp: AssemblyInput) -> tuple[Draft, list[str]]:
     """The items kept within ``inp.max_tokens``, and ``degraded``: the gathering's entries then what must never
     be left out silently.
@@ -204,7 +229,7 @@ def pack(inp: AssemblyInput) -> tuple[Draft, list[str]]:
     ``min_history``), then the scored items, lowest value per token first, then the newest ``min_history``
     messages, the keyword lore and last the constant lore. An item that does not fit is skipped and smaller
     ones after it may still fit, except in history. A message shown in ``history`` is dropped from
-    ``retrieved``.
+    ``retrieved``; a memory whose cited turns are all shown already is not packed (:class:`Shown`).
 
     Dropping items for lack of room is normal operation and not reported, except for what must never go
     silently: a constant lore entry left out is named in ``degraded`` as ``lore:<uid>``, a fact of the
@@ -224,7 +249,7 @@ def pack(inp: AssemblyInput) -> tuple[Draft, list[str]]:
     if inp.directive:  # the knowledge rule: after the immediate thread, before anything scored
         rule = render_directive(inp.bot_id, inp.bot)
         reserved.append(Offer("directive", rule, 1.0, count(rule)))
-    packed = pack_offers(reserved, competing(inp), budget.take)
+    packed = pack_offers(reserved, competing(inp), Shown(budget.take))
 
     missing = {id(o.item) for o in packed.missing}
     degraded += [f"lore:{i.uid}" for i in constants if id(i) in missing]
