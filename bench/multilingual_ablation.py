@@ -28,6 +28,8 @@ ROWS: list[tuple[str, dict[str, Any]]] = [
     ("  questions at full weight", {"QUESTION_WEIGHT": 1.0}),
     ("  without the turns' own dates", {"TURN_DATES": False}),
     ("  misspelt names not recognised", {"MIN_RATIO": 1.01}),
+    ("  rank smoothing fixed whatever the pool", {"RANK_K_PER_CANDIDATE": 0.0}),
+    ("  neighbours by own words 0.5", {"NEIGHBOUR_OWN": 0.5}),
 ]
 
 

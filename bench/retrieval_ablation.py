@@ -40,12 +40,14 @@ import mnemo.services.context_assembler.search.names as names
 import mnemo.services.context_assembler.search.ranking as ranking
 import mnemo.shared.analyzer as analyzer
 import mnemo.shared.sparse as sparse
-from bench.retrieval import DEFAULT_DATA, Chat, load_chats
+from bench.retrieval import DEFAULT_DATA, Chat, load_chats, rendered_tokens
 from bench.retrieval_baselines import top_k
 from bench.retrieval_report import CATEGORY_NAMES, KS, mean, recall
+from mnemo.services.context_assembler.assemble.budget import sharpened
 from mnemo.services.context_assembler.items import ChatLine
 from mnemo.services.context_assembler.search.query import participant_names, without_names
 from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.tokens import estimate_tokens
 
 RRF_K = 60
 #: The depths recall is reported at (``--ks``: 50 and 100, with a ``--pool`` that deep, show what re-ranking or
@@ -74,6 +76,13 @@ NOW_FROM_CHAT = False
 DENSE_PRF = 0.0
 DENSE_PRF_FROM = 5
 DENSE_PRF_MODE = "pool"
+#: Budgets (tokens) of the turns-only packing replay (:func:`packed`; ``--budgets``, none: not replayed).
+BUDGETS: tuple[int, ...] = (1000, 2000)
+#: What a budgeted reply of ``make bench-retrieval`` pays before anything competes, besides the history lines:
+#: the system text (the bench's bot has a name only) and the section headers, about this many tokens.
+OVERHEAD_TOKENS = 40
+#: The turns a budgeted reply may pack: ``make bench-retrieval``'s ``retrieved_limit``.
+RETRIEVED = 40
 #: Per chat: turn vectors, question vectors as asked, question vectors as searched (names out).
 Vectors = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
@@ -212,9 +221,29 @@ def dense_feedback(docs: np.ndarray, qv: np.ndarray, lexical: np.ndarray, first:
     return fused_pool(in_pool, lexical_in_pool, pool)
 
 
+def packed(chat: Chat, ranked: Sequence[tuple[str, float]], history: int, budget: int) -> set[str]:
+    """The turns a reply of ``budget`` tokens would show, turns only (no memories or facts: ``make
+    bench-retrieval`` gives them 0 % of 1,000 tokens and 2-14 % of 2,000): the ``history`` newest turns reserved
+    first with :data:`OVERHEAD_TOKENS`, then the ranked turns by ``relevance ** SHARPNESS`` per token, as
+    ``assemble/budget.py`` packs them, skipping what does not fit. A proxy for the full run's budget columns,
+    to compare levers; the full run is the figure."""
+    shown = chat.turns[len(chat.turns) - history :] if history > 0 else []
+    used = OVERHEAD_TOKENS + sum(estimate_tokens(f"{t.speaker} ({t.role}): {t.text}") + 1 for t in shown)
+    seen = {t.dia_id for t in shown}
+    turn = {t.dia_id: t for t in chat.turns}
+    offers = [(sharpened(score) / max(1, rendered_tokens(turn[k])), score, n, k) for n, (k, score) in enumerate(ranked)]
+    for *_, key in sorted(offers, key=lambda o: (-o[0], -o[1], o[2])):
+        cost = rendered_tokens(turn[key])
+        if used + cost <= budget:
+            used += cost
+            seen.add(key)
+    return seen
+
+
 def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dict[str, float]:
     lexical = sparse_scores(chats)
     found: dict[int, list[float]] = {k: [] for k in RECALL_AT}
+    within: dict[int, list[float]] = {b: [] for b in BUDGETS}
     by_kind: dict[str, list[float]] = {}
     for chat in chats:
         docs, asked, stripped = vectors[chat.key]
@@ -243,12 +272,16 @@ def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dic
                 for r, i in enumerate(order, start=1)
             ]
             now = chat.turns[-1].created_at.timestamp() if NOW_FROM_CHAT else 0.0
-            ranked = [k for k, _ in ranking.rank_candidates(q.text, cands, max(RECALL_AT), now=now)]
+            scored = ranking.rank_candidates(q.text, cands, max(*RECALL_AT, RETRIEVED), now=now)
+            ranked = [k for k, _ in scored]
             for k in RECALL_AT:
                 found[k].append(recall(q.evidence, ranked[:k]))
+            for b in BUDGETS:
+                within[b].append(recall(q.evidence, packed(chat, scored[:RETRIEVED], history, b)))
             by_kind.setdefault(CATEGORY_NAMES.get(q.category, "?"), []).append(recall(q.evidence, ranked[:10]))
     kinds = {f"{kind} R@10": mean(v) for kind, v in sorted(by_kind.items())}
-    return {f"recall@{k}": mean(v) for k, v in found.items()} | kinds
+    budgets = {f"<={b}": mean(v) for b, v in within.items()}
+    return {f"recall@{k}": mean(v) for k, v in found.items()} | budgets | kinds
 
 
 def embed_chats(
@@ -348,6 +381,16 @@ def main(
         ("  second hop, the seeds lifted too, 0.2", {"HOP_WEIGHT": 0.2, "WALK_ONLY": False}),
         ("  second hop, names and numbers only 0.2", {"HOP_WEIGHT": 0.2, "HOP_ENTITIES": True, "WALK_ONLY": False}),
         ("  second hop, names and numbers only", {"HOP_ENTITIES": True}),
+        ("  rank smoothing fixed whatever the pool", {"RANK_K_PER_CANDIDATE": 0.0}),
+        ("  neighbours by own words 0.5", {"NEIGHBOUR_OWN": 0.5}),
+        ("  neighbours by own words 1.0", {"NEIGHBOUR_OWN": 1.0}),
+        ("  neighbours by own words 0.5, adjacent two", {"NEIGHBOUR_OWN": 0.5, "NEIGHBOUR_WIDTH": 1}),
+        (
+            "  neighbours by own words 0.5, adjacent, weight 1",
+            {"NEIGHBOUR_OWN": 0.5, "NEIGHBOUR_WIDTH": 1, "NEIGHBOUR_WEIGHT": 1.0},
+        ),
+        ("  neighbours by own score 0.5", {"NEIGHBOUR_OWN": 0.5, "NEIGHBOUR_OWN_BY": "score"}),
+        ("  neighbours by own score 1.0", {"NEIGHBOUR_OWN": 1.0, "NEIGHBOUR_OWN_BY": "score"}),
         ("  second search 0.5 + pull 10", {"SECOND_SEARCH": 0.5, "SECOND_MODE": "requery", "NEIGHBOUR_PULL": 10}),
     ]
     if only:
@@ -365,10 +408,12 @@ if __name__ == "__main__":
     parser.add_argument("--history-limit", type=int, default=4)
     parser.add_argument("--pool", type=int, default=3 * max(KS))
     parser.add_argument("--ks", type=int, nargs="*", default=KS, help="the depths of recall (default 5 10 20)")
+    parser.add_argument("--budgets", type=int, nargs="*", default=BUDGETS, help="turns-only packing replay")
     parser.add_argument("--fusion", choices=("dbsf", "rrf"), default=FUSION)
     parser.add_argument("--rows", nargs="*", default=(), help="only the rows whose name holds one of these")
     parser.add_argument("--vectors", type=Path, default=None, help="an .npz cache of the chats' vectors (made once)")
     args = parser.parse_args()
     FUSION = args.fusion
     RECALL_AT = tuple(args.ks)
+    BUDGETS = tuple(args.budgets)
     main(args.data, args.limit_chats, args.history_limit, args.pool, args.rows, args.vectors)

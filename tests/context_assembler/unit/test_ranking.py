@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import mnemo.services.context_assembler.search.ranking as ranking
 from mnemo.services.context_assembler.search.levers import RankLevers
 from mnemo.services.context_assembler.search.ranking import (
     NEIGHBOUR_WEIGHT,
@@ -166,3 +168,36 @@ def test_a_question_gives_way_to_a_statement_just_below_it() -> None:
     assert ranked == ["tell", "ask", "far"]  # a weaker question still beats a much weaker statement
     zh = [Candidate("ask", 1, text="你喜欢什么？"), Candidate("tell", 2, text="我喜欢滑雪。")]
     assert [k for k, _ in rank_candidates("爱好", zh, 2, now=NOW)] == ["tell", "ask"]
+
+
+def test_a_deeper_pool_flattens_the_rank_prior(monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = [Candidate(f"m{r}", r) for r in range(1, 121)]
+    shallow = deep[:30]
+    scaled = dict(rank_candidates("anything", deep, 120, now=NOW, hop_weight=0.0))
+    monkeypatch.setattr(ranking, "RANK_K_PER_CANDIDATE", 0.0)
+    fixed = dict(rank_candidates("anything", deep, 120, now=NOW, hop_weight=0.0))
+    monkeypatch.undo()
+    assert fixed["m60"] == pytest.approx(rank_base(60, 20))
+    assert scaled["m60"] == pytest.approx(rank_base(60, 40)), "K a third of the 120 candidates"
+    assert scaled["m1"] == 1.0
+    assert list(scaled) == list(fixed), "the order is the fused order still"
+    assert dict(rank_candidates("anything", shallow, 30, now=NOW, hop_weight=0.0))["m20"] == pytest.approx(
+        rank_base(20, 20)
+    ), "never flatter than RANK_K: a shallow pool keeps it"
+
+
+def test_a_neighbour_lifts_a_turn_sharing_the_questions_words_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    cands = [
+        Candidate("match", 1, position=10, text="Kate went skiing in the Alps last winter."),
+        Candidate("bare", 5, position=9, text="Guess what happened!"),
+        Candidate("shares", 6, position=11, text="The skiing was freezing though."),
+    ]
+
+    def order() -> list[str]:
+        return [k for k, _ in rank_candidates("Where did Kate go skiing?", cands, 3, now=NOW, hop_weight=0.0)]
+
+    assert order() == ["match", "bare", "shares"], "every neighbour lifted alike: the fused order between them"
+    monkeypatch.setattr(ranking, "NEIGHBOUR_OWN", 1.0)
+    assert order() == ["match", "shares", "bare"]
+    monkeypatch.setattr(ranking, "NEIGHBOUR_OWN_BY", "score")
+    assert order() == ["match", "bare", "shares"], "by its own score the better-ranked neighbour stays first"

@@ -33,11 +33,13 @@ __all__ = [
     "HOP_WEIGHT",
     "MIN_RELEVANCE",
     "MMR_LAMBDA",
+    "NEIGHBOUR_OWN",
     "NEIGHBOUR_WEIGHT",
     "PARSE_DATES",
     "PARTICIPANT_BOOST",
     "QUESTION_WEIGHT",
     "RANK_K",
+    "RANK_K_PER_CANDIDATE",
     "SPLIT_NAMED",
     "TIME_BOOST",
     "TURN_DATES",
@@ -59,10 +61,24 @@ __all__ = [
 
 #: Smoothing of the fused rank: rank 1 -> 1.0, rank 20 -> 0.54, rank 60 -> 0.26.
 RANK_K = 20
+#: The smoothing grows with the pool: ``K = max(RANK_K, RANK_K_PER_CANDIDATE * candidates)`` (0: RANK_K
+#: whatever the pool). A deeper pool holds more of the evidence, but with a fixed K the prior falls so fast
+#: over its length that the other levers (neighbours, the named person, the second hop) cannot lift what it
+#: ranks past 40: a third of the pool keeps the prior's shape at any depth (K 20 at 60 candidates, 40 at the
+#: 120 of ``make bench-retrieval``; the service's default 18 keeps 20). Whole REALTALK set offline at a pool of
+#: 120: R@10 0.623 -> 0.627, multi-hop 0.438 -> 0.451 (issue 30, docs/benchmarks.md, Retrieval levers).
+RANK_K_PER_CANDIDATE = 1 / 3
 NEIGHBOUR_WEIGHT = 0.7
 #: Neighbours up to 3 messages away count, at 0.6 ** (distance - 1) of their score.
 NEIGHBOUR_WIDTH = 3
 NEIGHBOUR_DECAY = 0.6
+#: How much a neighbour's lift depends on the turn's own match: the lift is scaled by ``1 - NEIGHBOUR_OWN +
+#: NEIGHBOUR_OWN * own``, ``own`` the share of the query's content words the turn holds (0: every turn lifted
+#: alike). A turn that already says part of what is asked, beside a strong match, is likelier the rest of the
+#: answer than a turn that only sits there (lever (b) of issue 30).
+NEIGHBOUR_OWN = 0.0
+#: What ``own`` is: "words" (the share above) or "score" (the turn's own base score, in [0, 1]).
+NEIGHBOUR_OWN_BY = "words"
 PARTICIPANT_BOOST = 1.0
 TIME_BOOST = 0.5
 DUPLICATE_JACCARD = 0.9
@@ -115,7 +131,7 @@ class Candidate:
     text: str = ""
 
 
-def rank_base(rank: int, k: int = RANK_K) -> float:
+def rank_base(rank: int, k: float = RANK_K) -> float:
     """``(k + 1) / (k + rank)``: 1.0 for the first of the fused list, decreasing smoothly."""
     return (k + 1) / (k + max(rank, 1))
 
@@ -285,7 +301,8 @@ def rank_candidates(
         unique.setdefault(c.key, c)
     # RANK_K read here, not as a default argument: a default is bound once at import, so changing the module
     # constant (the offline ablation's lever) would not change anything.
-    base = {k: rank_base(c.rank, RANK_K) for k, c in unique.items()}
+    smoothing = max(RANK_K, RANK_K_PER_CANDIDATE * len(unique))
+    base = {k: rank_base(c.rank, smoothing) for k, c in unique.items()}
     if rerank:
         base |= {k: float(v) for k, v in rerank.items() if k in base}
     words = {k: word_set(c.text) for k, c in unique.items()}
@@ -295,6 +312,9 @@ def rank_candidates(
         hop = hop_scores(graph, base, frozenset(tokens(query)))
         base = {k: hopped(b, hop[k], hop_w) for k, b in base.items()}
     near = neighbour_scores(base, {k: c.position for k, c in unique.items()}, NEIGHBOUR_WIDTH, NEIGHBOUR_DECAY)
+    if NEIGHBOUR_OWN > 0:
+        lift = own_share(word_set(query), words) if NEIGHBOUR_OWN_BY == "words" else base
+        near = {k: base[k] + (1 - NEIGHBOUR_OWN + NEIGHBOUR_OWN * lift[k]) * (n - base[k]) for k, n in near.items()}
     authors = sorted({c.author for c in unique.values() if c.author})
     known = aliases((c.author, c.text) for c in unique.values()) if _or(levers.use_aliases, USE_ALIASES) else {}
     named = named_participants(query, authors, known)
@@ -315,6 +335,13 @@ def rank_candidates(
         kept[k] = relevance[k]
     order = mmr(kept, lambda a, b: jaccard(words[a], words[b]), limit, MMR_LAMBDA)
     return [(k, kept[k]) for k in order]
+
+
+def own_share(asked: frozenset[str], words: Mapping[str, frozenset[str]]) -> dict[str, float]:
+    """Each turn's share of the query's content words (``asked``; 0 for every turn when it has none)."""
+    if not asked:
+        return dict.fromkeys(words, 0.0)
+    return {k: len(w & asked) / len(asked) for k, w in words.items()}
 
 
 def hopped(base: float, hop: float, weight: float) -> float:
