@@ -182,7 +182,7 @@ def test_knowledge_section_names_the_speaking_bot_and_follows_the_memories():
         persona=PERSONA,
         knowledge=[KnowledgeItem("f2", "Tobin is a stowaway.", ("m4",)), KnowledgeItem("f1", "The map is fake.")],
         memories=[
-            MemoryItem("s1", "Tobin hid in the cargo hold.", 0.8, ("m9",), 0),
+            MemoryItem("s1", "Tobin hid in the cargo hold.", 0.8, ("m0",), 0),
             MemoryItem("l1", "Long ago Tobin saved the ship.", 0.6, kind="legacy_memory"),
         ],
         history=history(4),

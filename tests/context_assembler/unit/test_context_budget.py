@@ -251,22 +251,26 @@ def test_history_bisection_keeps_what_the_one_by_one_fill_kept(
     assert results[0] == results[1]
 
 
-def test_a_memory_whose_cited_turns_are_all_shown_already_is_not_packed():
+def test_a_memory_whose_cited_turns_are_all_shown_already_goes_in_last():
     turns = [user_line(f"r{i}", i, f"Old {i}: {SENTENCE}.", persona=None, score=0.95) for i in range(2)]
-    memories = [
+    copies = [
         MemoryItem("copy", f"Both old turns: {SENTENCE}.", 0.9, message_ids=("r0", "r1")),
         MemoryItem("of-history", f"The newest turn: {SENTENCE}.", 0.9, message_ids=("h5",)),
-        MemoryItem("more", f"An old turn and another: {SENTENCE}.", 0.9, message_ids=("r0", "x9")),
-        MemoryItem("uncited", f"Cites nothing: {SENTENCE}.", 0.9),
         MemoryItem("legacy-copy", f"Legacy: {SENTENCE}.", 0.9, message_ids=("r1",), kind="legacy_memory"),
     ]
-    fact = KnowledgeItem("fact", f"Fact: {SENTENCE}.", message_ids=("r0",), score=0.9)
-    inp = AssemblyInput(
-        **{**full_input().__dict__, "retrieved": turns, "memories": memories, "knowledge": [fact], "max_tokens": 10_000}
-    )
-    ids = [s.id for s in assemble(inp).sources]
-    assert {"r0", "r1", "h5", "more", "uncited", "fact"} <= set(ids)
-    assert not {"copy", "of-history", "legacy-copy"} & set(ids), "their cited turns are all in the reply already"
+    news = [
+        MemoryItem("more", f"An old turn and another: {SENTENCE}.", 0.5, message_ids=("r0", "x9")),
+        MemoryItem("uncited", f"Cites nothing: {SENTENCE}.", 0.5),
+    ]
+    fact = KnowledgeItem("fact", f"Fact: {SENTENCE}.", message_ids=("r0",), score=0.5)
+    inp = AssemblyInput(**{**full_input().__dict__, "retrieved": turns, "memories": news, "knowledge": [fact]})
+    without_copies = assemble(AssemblyInput(**{**inp.__dict__, "max_tokens": 10_000}))
+    tight = AssemblyInput(**{**inp.__dict__, "memories": [*copies, *news], "max_tokens": without_copies.token_count})
+    ids = {s.id for s in assemble(tight).sources}
+    assert {"r0", "r1", "h5", "more", "uncited", "fact"} <= ids, "the weaker new memories and the fact beat copies"
+    assert not {"copy", "of-history", "legacy-copy"} & ids, "their cited turns are all in the reply already"
+    roomy = {s.id for s in assemble(AssemblyInput(**{**tight.__dict__, "max_tokens": 10_000})).sources}
+    assert {"copy", "of-history", "legacy-copy"} <= roomy, "with room to spare they still go in, last"
 
 
 def test_the_room_a_shown_memory_would_take_goes_to_the_next_item():

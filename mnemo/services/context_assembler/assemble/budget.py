@@ -185,19 +185,22 @@ def competing(inp: AssemblyInput) -> list[Offer[Any]]:
 
 class Shown:
     """``fits`` for the packing that remembers which messages the context shows so far (history and retrieved
-    lines taken, the turns a taken memory cites) and declines a memory (summary or legacy memory) whose cited
+    lines taken, the turns a taken memory cites) and holds back a memory (summary or legacy memory) whose cited
     turns are all shown already: it would spend budget on evidence the reply holds (issue 30; the LoCoMo
-    harness credits a memory with the turns it cites, and so does ``make bench-retrieval``). A fact is not
-    declined: it is the bot's knowledge, named in ``degraded`` when left out, not a copy of the turns."""
+    harness credits a memory with the turns it cites, and so does ``make bench-retrieval``). What is held back
+    (``later``) is offered again once everything else is in, so it only takes room nothing else wanted. A fact
+    is not held back: it is the bot's knowledge, named in ``degraded`` when left out, not a copy of the turns."""
 
     def __init__(self, take: Callable[[Offer[Any]], bool]) -> None:
         self._take = take
         self.seen: set[str] = set()
+        self.later: list[Offer[Any]] = []
 
     def __call__(self, offer: Offer[Any]) -> bool:
         item = offer.item
         cites = set(item.message_ids) if isinstance(item, MemoryItem) else set()
         if cites and cites <= self.seen:
+            self.later.append(offer)
             return False
         if not self._take(offer):
             return False
@@ -229,7 +232,8 @@ def pack(inp: AssemblyInput) -> tuple[Draft, list[str]]:
     ``min_history``), then the scored items, lowest value per token first, then the newest ``min_history``
     messages, the keyword lore and last the constant lore. An item that does not fit is skipped and smaller
     ones after it may still fit, except in history. A message shown in ``history`` is dropped from
-    ``retrieved``; a memory whose cited turns are all shown already is not packed (:class:`Shown`).
+    ``retrieved``; a memory whose cited turns are all shown already goes in last, after the rest of the history
+    (:class:`Shown`).
 
     Dropping items for lack of room is normal operation and not reported, except for what must never go
     silently: a constant lore entry left out is named in ``degraded`` as ``lore:<uid>``, a fact of the
@@ -249,7 +253,8 @@ def pack(inp: AssemblyInput) -> tuple[Draft, list[str]]:
     if inp.directive:  # the knowledge rule: after the immediate thread, before anything scored
         rule = render_directive(inp.bot_id, inp.bot)
         reserved.append(Offer("directive", rule, 1.0, count(rule)))
-    packed = pack_offers(reserved, competing(inp), Shown(budget.take))
+    shown_so_far = Shown(budget.take)
+    packed = pack_offers(reserved, competing(inp), shown_so_far)
 
     missing = {id(o.item) for o in packed.missing}
     degraded += [f"lore:{i.uid}" for i in constants if id(i) in missing]
@@ -260,6 +265,8 @@ def pack(inp: AssemblyInput) -> tuple[Draft, list[str]]:
         degraded.append(f"knowledge:+{len(missing_facts) - KNOWLEDGE_NAMED}")
     if not any(o.slot == "history" for o in packed.missing):
         budget.fill_history(None)
+    for held_back in shown_so_far.later:
+        budget.take(held_back)
     shown = {h.message_id for h in draft.history}
     draft.retrieved = [r for r in draft.retrieved if r.message_id not in shown]
     draft.note_names = personas_in(draft.history_oldest_first())
