@@ -275,8 +275,9 @@ def test_a_memory_whose_cited_turns_are_all_shown_already_goes_in_last():
 
 def test_the_room_a_shown_memory_would_take_goes_to_the_next_item():
     turn = user_line("r0", 0, f"Old: {SENTENCE}.", persona=None, score=0.95)
-    copy = MemoryItem("copy", f"The old turn again: {SENTENCE}.", 0.9, message_ids=("r0",))
-    other = MemoryItem("other", f"Something else: {SENTENCE}.", 0.8, message_ids=("r7",))
+    # The copy is shorter and scores higher: without holding it back it would go first and leave no room.
+    copy = MemoryItem("copy", f"Old: {SENTENCE}.", 0.9, message_ids=("r0",))
+    other = MemoryItem("other", f"Something else entirely: {SENTENCE}.", 0.8, message_ids=("r7",))
     base = AssemblyInput(bot_id="bot-1", bot=BOT, persona=PERSONA, retrieved=[turn], memories=[copy, other])
     alone = assemble(AssemblyInput(**{**base.__dict__, "memories": [other]}))
     reply = assemble(AssemblyInput(**{**base.__dict__, "max_tokens": alone.token_count}))
