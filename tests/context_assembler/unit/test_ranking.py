@@ -173,17 +173,17 @@ def test_a_question_gives_way_to_a_statement_just_below_it() -> None:
 def test_a_deeper_pool_flattens_the_rank_prior(monkeypatch: pytest.MonkeyPatch) -> None:
     deep = [Candidate(f"m{r}", r) for r in range(1, 121)]
     shallow = deep[:30]
-    scaled = dict(rank_candidates("anything", deep, 120, now=NOW, hop_weight=0.0))
+    scaled = dict(rank_candidates("anything", deep, 120, now=NOW, levers=RankLevers(hop_weight=0.0)))
     monkeypatch.setattr(ranking, "RANK_K_PER_CANDIDATE", 0.0)
-    fixed = dict(rank_candidates("anything", deep, 120, now=NOW, hop_weight=0.0))
+    fixed = dict(rank_candidates("anything", deep, 120, now=NOW, levers=RankLevers(hop_weight=0.0)))
     monkeypatch.undo()
     assert fixed["m60"] == pytest.approx(rank_base(60, 20))
     assert scaled["m60"] == pytest.approx(rank_base(60, 40)), "K a third of the 120 candidates"
     assert scaled["m1"] == 1.0
     assert list(scaled) == list(fixed), "the order is the fused order still"
-    assert dict(rank_candidates("anything", shallow, 30, now=NOW, hop_weight=0.0))["m20"] == pytest.approx(
-        rank_base(20, 20)
-    ), "never flatter than RANK_K: a shallow pool keeps it"
+    assert dict(rank_candidates("anything", shallow, 30, now=NOW, levers=RankLevers(hop_weight=0.0)))[
+        "m20"
+    ] == pytest.approx(rank_base(20, 20)), "never flatter than RANK_K: a shallow pool keeps it"
 
 
 def test_a_neighbour_lifts_a_turn_sharing_the_questions_words_more(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,7 +194,12 @@ def test_a_neighbour_lifts_a_turn_sharing_the_questions_words_more(monkeypatch: 
     ]
 
     def order() -> list[str]:
-        return [k for k, _ in rank_candidates("Where did Kate go skiing?", cands, 3, now=NOW, hop_weight=0.0)]
+        return [
+            k
+            for k, _ in rank_candidates(
+                "Where did Kate go skiing?", cands, 3, now=NOW, levers=RankLevers(hop_weight=0.0)
+            )
+        ]
 
     assert order() == ["match", "bare", "shares"], "every neighbour lifted alike: the fused order between them"
     monkeypatch.setattr(ranking, "NEIGHBOUR_OWN", 1.0)
