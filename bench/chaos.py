@@ -44,7 +44,7 @@ import nats
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from bench.chaos_checks import compare, duplicate_summaries, event_log, fact_counts, recorded
+from bench.chaos_checks import compare, displaced, duplicate_summaries, event_log, fact_counts, recorded
 from bench.cluster_proc import ROOT, cluster
 from bench.common import machine, print_result
 from mnemo.runtime.catalog import SERVICES
@@ -332,6 +332,8 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
                     stored = await recorded(store, TENANT, USER, convs)
                     facts = await fact_counts(store, TENANT, BOT)
                 counts = compare(published.acked, stored)
+                if counts["out_of_order"]:  # which messages, so the kept logs (--keep) can be searched for them
+                    print(f"  out of order: {json.dumps(displaced(published.acked, stored))}", flush=True)
                 dupes = await duplicate_summaries(mongodb_url, TENANT)
                 dlq = (await js.stream_info(subjects.DLQ_STREAM)).state.messages
                 followed = await shards_caught_up(js, data_dir, 120)

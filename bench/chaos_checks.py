@@ -71,6 +71,24 @@ def compare(published: dict[str, list[str]], stored: dict[str, list[str]]) -> di
     return {"lost": lost, "duplicated": duplicated, "out_of_order": out_of_order}
 
 
+def displaced(published: dict[str, list[str]], stored: dict[str, list[str]]) -> dict[str, dict[str, object]]:
+    """Per conversation recorded out of order: where its log first departs from the published order, and the
+    message ids around it (published and recorded), so a failed run says which messages to look for in the logs."""
+    out: dict[str, dict[str, object]] = {}
+    for conv, ids in published.items():
+        wanted = set(ids)
+        order = [m for m in dict.fromkeys(stored.get(conv, [])) if m in wanted]
+        expected = [m for m in ids if m in set(order)]
+        first = next((i for i, (a, b) in enumerate(zip(order, expected, strict=True)) if a != b), None)
+        if first is not None:
+            out[conv] = {
+                "position": first,
+                "recorded": order[first : first + 4],
+                "published": expected[first : first + 4],
+            }
+    return out
+
+
 async def duplicate_summaries(mongodb_url: str, tenant: str) -> int:
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_url)
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bench.chaos_checks import compare, fact_counts
+from bench.chaos_checks import compare, displaced, fact_counts
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
 from mnemo.shared.eventlog.codec import EventCodec
 from mnemo.shared.eventlog.inmemory import InMemoryEventStore
@@ -80,3 +80,7 @@ def test_compare_counts_lost_duplicated_and_reordered_messages() -> None:
     assert compare(published, {"c0": ["a", "b", "c", "d"]}) == {"lost": 0, "duplicated": 0, "out_of_order": 0}
     assert compare(published, {"c0": ["a", "c", "b", "d", "d"]}) == {"lost": 0, "duplicated": 1, "out_of_order": 2}
     assert compare(published, {"c0": ["a", "d"]}) == {"lost": 2, "duplicated": 0, "out_of_order": 0}
+    assert displaced(published, {"c0": ["a", "b", "c", "d"]}) == {}
+    assert displaced(published, {"c0": ["a", "c", "b", "d"]}) == {
+        "c0": {"position": 1, "recorded": ["c", "b", "d"], "published": ["b", "c", "d"]}
+    }
