@@ -121,3 +121,56 @@ async def test_each_speaking_bot_has_its_own_window() -> None:
     other = ("t1", "u1", "c1", "bot-2")
     await kept.recent(other, chat.state(), 5, chat.read_range, chat.read_recent)
     assert [kind for kind, _ in chat.reads] == ["recent", "recent"]
+
+
+async def test_lines_read_by_id_are_bounded_across_conversations_least_recently_used_first() -> None:
+    one, two = Chat(30), Chat(30)
+    kept, other = ConversationMessages(lines=4), ("t1", "u1", "c2", "bot-1")
+    await recent(kept, one)
+    await kept.recent(other, two.state(), 5, two.read_range, two.read_recent)
+    await kept.by_ids(KEY, one.state(), ["m1", "m2", "m3"], one.read_ids)
+    await kept.by_ids(KEY, one.state(), ["m1"], one.read_ids)  # used again: m2 is now the oldest
+    await kept.by_ids(other, two.state(), ["m1", "m2"], two.read_ids)  # 5 lines in all: m2 of c1 dropped
+
+    reads = len(one.reads)
+    assert [line.index for line in await kept.by_ids(KEY, one.state(), ["m1", "m3"], one.read_ids)] == [1, 3]
+    assert len(one.reads) == reads, "m1 and m3 of c1 were still kept, nothing read"
+    await kept.by_ids(KEY, one.state(), ["m2"], one.read_ids)
+    assert one.reads[-1] == ("ids", 1), "m2 of c1 was the least recently used line, dropped for c2's"
+    await kept.by_ids(other, two.state(), ["m1"], two.read_ids)
+    assert two.reads[-1] == ("ids", 1), "c2's m1 was then the oldest line and dropped for c1's m2"
+
+
+async def test_a_change_drops_only_that_conversations_lines_from_the_shared_bound() -> None:
+    one, two = Chat(30), Chat(30)
+    kept, other = ConversationMessages(lines=4), ("t1", "u1", "c2", "bot-1")
+    await recent(kept, one)
+    await kept.recent(other, two.state(), 5, two.read_range, two.read_recent)
+    await kept.by_ids(KEY, one.state(), ["m1", "m2"], one.read_ids)
+    await kept.by_ids(other, two.state(), ["m1", "m2"], two.read_ids)
+    one.edit(1, "changed")
+    lines = await kept.by_ids(KEY, one.state(), ["m1", "m2"], one.read_ids)
+    assert [line.content for line in lines] == ["changed", "message 2"]
+    assert one.reads[-1] == ("ids", 2)
+
+    await recent(kept, one)  # c1 kept again from the changed state, with none of its old lines
+    await kept.by_ids(KEY, one.state(), ["m3", "m4"], one.read_ids)
+    reads = len(two.reads)
+    await kept.by_ids(other, two.state(), ["m1", "m2"], two.read_ids)
+    assert len(two.reads) == reads, "c2's lines stayed: c1's dropped lines freed their room"
+
+
+async def test_an_erased_or_dropped_conversation_frees_its_lines() -> None:
+    one, two = Chat(30), Chat(30)
+    kept, other = ConversationMessages(size=1, lines=4), ("t1", "u1", "c2", "bot-1")
+    await recent(kept, one)
+    await kept.by_ids(KEY, one.state(), ["m1", "m2", "m3"], one.read_ids)
+    await kept.recent(other, two.state(), 5, two.read_range, two.read_recent)  # c1 is the one too many
+    await kept.by_ids(other, two.state(), ["m1", "m2", "m3", "m4"], two.read_ids)
+    reads = len(two.reads)
+    await kept.by_ids(other, two.state(), ["m1", "m2", "m3", "m4"], two.read_ids)
+    assert len(two.reads) == reads, "all four of c2 kept: c1's three lines went with c1"
+    assert await kept.recent(other, None, 5, two.read_range, two.read_recent) == []
+    await kept.recent(other, two.state(), 5, two.read_range, two.read_recent)  # kept again, with no lines
+    await kept.by_ids(other, two.state(), ["m1"], two.read_ids)
+    assert two.reads[-1] == ("ids", 1), "m1 read again: the erasure dropped c2's lines"
