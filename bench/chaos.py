@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -295,6 +296,31 @@ async def shard_counts(data_dir: Path) -> dict[str, int]:
     return out
 
 
+async def ready(data_dir: Path, timeout_s: float) -> bool:
+    """Every context-assembler replica answers ``/readyz`` (MongoDB and NATS reachable again), within
+    ``timeout_s``. The final contexts are asked after it: the faults end with SecantusDB restarted, and a
+    context asked while a replica's driver is still finding the database again is degraded by design (its
+    reads time out), which says nothing about whether the stack recovered."""
+    urls = [f"{p['http']}/readyz" for p in pids_of(data_dir) if p["name"] == "context-assembler" and p.get("http")]
+
+    def all_ready() -> bool:
+        for url in urls:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    if response.status != 200:
+                        return False
+            except OSError:  # refused, timed out or 503 (HTTPError is an OSError): not ready yet
+                return False
+        return True
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if await asyncio.to_thread(all_ready):
+            return True
+        await asyncio.sleep(1)
+    return False
+
+
 async def final_contexts(nc: NatsClient, conversations: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for conv in conversations:
@@ -337,6 +363,7 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
                 dupes = await duplicate_summaries(mongodb_url, TENANT)
                 dlq = (await js.stream_info(subjects.DLQ_STREAM)).state.messages
                 followed = await shards_caught_up(js, data_dir, 120)
+                await ready(data_dir, 120)  # asked once the replicas reach the database again
                 degraded = await final_contexts(nc, convs)
             finally:
                 await nc.close()
