@@ -59,14 +59,21 @@ async def recorded(store: EventStore, tenant: str, user: str, conversations: lis
     return out
 
 
+def _orders(published: list[str], got: list[str]) -> tuple[list[str], list[str]]:
+    """The published messages the log holds, in log order (first occurrence) and in published order."""
+    wanted = set(published)
+    order = [m for m in dict.fromkeys(got) if m in wanted]
+    held = set(order)
+    return order, [m for m in published if m in held]
+
+
 def compare(published: dict[str, list[str]], stored: dict[str, list[str]]) -> dict[str, int]:
     lost = duplicated = out_of_order = 0
     for conv, ids in published.items():
         got = stored.get(conv, [])
         lost += len(set(ids) - set(got))
         duplicated += len(got) - len(set(got))
-        order = [m for m in dict.fromkeys(got) if m in set(ids)]
-        expected = [m for m in ids if m in set(order)]
+        order, expected = _orders(ids, got)
         out_of_order += sum(a != b for a, b in zip(order, expected, strict=True))
     return {"lost": lost, "duplicated": duplicated, "out_of_order": out_of_order}
 
@@ -76,9 +83,7 @@ def displaced(published: dict[str, list[str]], stored: dict[str, list[str]]) -> 
     message ids around it (published and recorded), so a failed run says which messages to look for in the logs."""
     out: dict[str, dict[str, object]] = {}
     for conv, ids in published.items():
-        wanted = set(ids)
-        order = [m for m in dict.fromkeys(stored.get(conv, [])) if m in wanted]
-        expected = [m for m in ids if m in set(order)]
+        order, expected = _orders(ids, stored.get(conv, []))
         first = next((i for i, (a, b) in enumerate(zip(order, expected, strict=True)) if a != b), None)
         if first is not None:
             out[conv] = {

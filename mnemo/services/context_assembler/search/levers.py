@@ -27,8 +27,14 @@ class RankLevers:
 
     @classmethod
     def of(cls, s: AssemblerSettings) -> RankLevers:
-        """The levers a deployment configured (``rank_*`` in ``AssemblerSettings``), in the fields' order."""
-        return cls(s.rank_by_aliases, s.rank_per_named_person, s.rank_when_boost, s.rank_parse_dates, s.rank_hop_weight)
+        """The levers a deployment configured (``rank_*`` in ``AssemblerSettings``)."""
+        return cls(
+            use_aliases=s.rank_by_aliases,
+            split_named=s.rank_per_named_person,
+            when_boost=s.rank_when_boost,
+            parse_dates=s.rank_parse_dates,
+            hop_weight=s.rank_hop_weight,
+        )
 
 
 #: Every lever at the ranking module's constant.

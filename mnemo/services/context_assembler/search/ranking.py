@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from mnemo.services.context_assembler.search.aliases import aliases, named_by_alias
 from mnemo.services.context_assembler.search.hops import entity_terms, hop_scores
@@ -306,7 +307,7 @@ def rank_candidates(
     if rerank:
         base |= {k: float(v) for k, v in rerank.items() if k in base}
     words = {k: word_set(c.text) for k, c in unique.items()}
-    hop_w = HOP_WEIGHT if levers.hop_weight is None else levers.hop_weight
+    hop_w = _or(levers.hop_weight, HOP_WEIGHT)
     if hop_w > 0:
         graph = {k: entity_terms(c.text) for k, c in unique.items()} if HOP_ENTITIES else words
         hop = hop_scores(graph, base, frozenset(tokens(query)))
@@ -320,7 +321,7 @@ def rank_candidates(
     named = named_participants(query, authors, known)
     parse = _or(levers.parse_dates, PARSE_DATES)
     window = referred_window(query, now) or (parsed_window(query, now) if parse and states_time(query) else None)
-    boost = WHEN_BOOST if levers.when_boost is None else levers.when_boost
+    boost = _or(levers.when_boost, WHEN_BOOST)
     time = TimeLevers(window, TIME_BOOST, TURN_DATES, parse, boost if boost > 0 and asks_when(query) else 0.0)
     if len(named) > 1 and _or(levers.split_named, SPLIT_NAMED):
         relevance = _interleaved([_relevance(unique, base, near, one, time) for one in named])
@@ -353,7 +354,11 @@ def hopped(base: float, hop: float, weight: float) -> float:
     return max(base, share) if HOP_NEVER_LOWERS else share
 
 
-def _or(given: bool | None, default: bool) -> bool:
+_L = TypeVar("_L", bool, float)
+
+
+def _or(given: _L | None, default: _L) -> _L:
+    """A lever as given, or the module's constant when it was left None."""
     return default if given is None else given
 
 
