@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+import mnemo.services.context_assembler.assemble.budget as budget
 import mnemo.services.context_assembler.search.hops as hops
 import mnemo.services.context_assembler.search.names as names
 import mnemo.services.context_assembler.search.ranking as ranking
@@ -81,7 +82,8 @@ BUDGETS: tuple[int, ...] = (1000, 2000)
 #: What a budgeted reply of ``make bench-retrieval`` pays before anything competes, besides the history lines:
 #: the system text (the bench's bot has a name only) and the section headers, about this many tokens.
 OVERHEAD_TOKENS = 40
-#: The turns a budgeted reply may pack: ``make bench-retrieval``'s ``retrieved_limit``.
+#: The turns a budgeted reply may pack: ``make bench-retrieval``'s ``retrieved_limit`` (a lever: the baselines
+#: of ``make bench-retrieval`` fill their budget from their whole ranking, the system from its first 40).
 RETRIEVED = 40
 #: Per chat: turn vectors, question vectors as asked, question vectors as searched (names out).
 Vectors = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -96,11 +98,15 @@ _OWN = (
     "SECOND_MODE",
     "NEIGHBOUR_PULL",
     "NOW_FROM_CHAT",
+    "RETRIEVED",
 )
 
 
-#: Levers that live in another module than ``ranking``.
-_MODULE_OF: dict[str, Any] = {"MIN_RATIO": names} | dict.fromkeys(("SEEDS", "RESTART", "ITERATIONS", "WALK_ONLY"), hops)
+#: Levers that live in another module than ``ranking`` (``SHARPNESS``: the packing's, read by ``budget.sharpened``
+#: at call time, so the turns-only replay :func:`packed` follows it).
+_MODULE_OF: dict[str, Any] = {"MIN_RATIO": names, "SHARPNESS": budget} | dict.fromkeys(
+    ("SEEDS", "RESTART", "ITERATIONS", "WALK_ONLY"), hops
+)
 
 
 @contextlib.contextmanager
@@ -392,6 +398,11 @@ def main(
         ("  neighbours by own score 0.5", {"NEIGHBOUR_OWN": 0.5, "NEIGHBOUR_OWN_BY": "score"}),
         ("  neighbours by own score 1.0", {"NEIGHBOUR_OWN": 1.0, "NEIGHBOUR_OWN_BY": "score"}),
         ("  second search 0.5 + pull 10", {"SECOND_SEARCH": 0.5, "SECOND_MODE": "requery", "NEIGHBOUR_PULL": 10}),
+        ("  packing: sharpness 4", {"SHARPNESS": 4.0}),
+        ("  packing: sharpness 16", {"SHARPNESS": 16.0}),
+        ("  packing: sharpness 24", {"SHARPNESS": 24.0}),
+        ("  packing: 60 turns offered", {"RETRIEVED": 60}),
+        ("  packing: 60 turns offered, sharpness 16", {"RETRIEVED": 60, "SHARPNESS": 16.0}),
     ]
     if only:
         rows = [r for r in rows if r[0].strip() == "full system" or any(o in r[0] for o in only)]

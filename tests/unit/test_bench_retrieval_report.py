@@ -54,3 +54,18 @@ def test_packing_replay_skips_a_memory_whose_turns_are_seen_only_when_asked():
     assert replay(row, cost, 100) == {"h", "a"}  # the memory takes the room b needed
     assert replay(row, cost, 100, dedup=True) == {"h", "a", "b"}
     assert replay(row, cost, 100, history=0) == {"a"}  # 40 + 40: b still does not fit
+
+
+def test_the_ablations_packing_levers_reach_the_packing_and_are_restored():
+    """``--rows packing:`` must move the service's own sharpness (read by ``budget.sharpened`` at call time) and
+    the turns offered, and leave both as they were after the row: a lever that silently did nothing (as
+    ``RANK_K`` once did, bound at import) would print the full system's figures under another name."""
+    import bench.retrieval_ablation as ablation
+    import mnemo.services.context_assembler.assemble.budget as budget
+
+    before = (budget.SHARPNESS, ablation.RETRIEVED)
+    with ablation.levers(SHARPNESS=16.0, RETRIEVED=60):
+        assert budget.sharpened(0.5) == 0.5**16
+        assert ablation.RETRIEVED == 60
+    assert before == (budget.SHARPNESS, ablation.RETRIEVED)
+    assert budget.sharpened(0.5) == 0.5 ** before[0]
