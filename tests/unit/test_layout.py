@@ -186,9 +186,12 @@ def test_every_service_has_the_room_plan():
         assert wired == (set() if service.name == "gateway" else {"app.py"}), (service.name, wired)
 
 
-def test_a_services_domain_does_no_io():
+def test_a_services_domain_and_the_aggregates_do_no_io():
     domains = [p for service in SERVICES for p in (service / "domain.py", *service.glob("domain/*.py")) if p.exists()]
     assert len(domains) >= 6
+    aggregates = sorted((ROOT / "mnemo" / "shared" / "aggregates").glob("*.py"))
+    assert {p.stem for p in aggregates} >= {"conversation", "lorebook"}
+    domains += aggregates
     for path in domains:
         io = {m for m in _imports(path) if m.split(".")[0] in _IO}
         assert io == set(), f"{path.relative_to(ROOT)} does I/O: {sorted(io)}"
