@@ -25,6 +25,7 @@ from mnemo.shared.llm.port import ChatModel
 from mnemo.shared.probes import Probes
 from mnemo.shared.readmodels.catalog import MongoReadModelPorts, ReadModel, ReadModelPorts
 from mnemo.shared.readmodels.rows import MongoTenantRows, TenantRows
+from mnemo.shared.readmodels.usage_counts import MongoUsageCounts, UsageCounts
 from mnemo.shared.settings import Settings
 from mnemo.shared.vectors.port import VectorIndex
 
@@ -49,7 +50,8 @@ class CommittedPublisher(Protocol):
 class Deps:
     settings: Settings
     broker: NatsBroker
-    #: For the usage report and the read models' MongoDB adapters; None: in memory (``read_models`` are fakes).
+    #: What the ports below are built on when not given (their MongoDB adapters); None: in memory (the ports are
+    #: fakes, or absent). A service never reads it (tests/unit/test_layout.py): it is given ports.
     db: AsyncDatabase[dict[str, Any]] | None
     store: EventStore
     codec: EventDecoder
@@ -77,12 +79,17 @@ class Deps:
     #: Every collection's rows of a tenant, for privacy's erasure and export (None: the MongoDB adapter over
     #: ``db``).
     tenant_rows: TenantRows | None = None
+    #: The rows the operators' usage report counts, per tenant (None: the MongoDB adapter over ``db``; none in
+    #: memory, where the report is not served).
+    usage_counts: UsageCounts | None = None
 
     def __post_init__(self) -> None:
         if self.read_models is None and self.db is not None:
             self.read_models = MongoReadModelPorts(self.db, self.cipher)
         if self.tenant_rows is None and self.db is not None:
             self.tenant_rows = MongoTenantRows(self.db)
+        if self.usage_counts is None and self.db is not None:
+            self.usage_counts = MongoUsageCounts(self.db)
 
     def require_read_models(self) -> ReadModelPorts:
         if self.read_models is None:
@@ -92,6 +99,10 @@ class Deps:
     def read_model(self, model: ReadModel[P]) -> P:
         """The port of ``model`` (an entry of ``mnemo.shared.readmodels.catalog``)."""
         return self.require_read_models().of(model)
+
+    def serves(self, model: ReadModel[Any]) -> bool:
+        """Whether ``model``'s port answers: on a database every one does, in memory those with a fake."""
+        return self.db is not None or model.fake is not None
 
     def require_tenant_rows(self) -> TenantRows:
         if self.tenant_rows is None:

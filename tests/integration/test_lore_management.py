@@ -235,7 +235,8 @@ async def test_a_change_appended_but_never_projected_is_folded_in_by_the_next_re
     nats_url, mongo_url, db_name, tenant
 ):
     """A crash between the append and the projection leaves the read model behind the log: the next change
-    conflicts on the version, re-projects the stream and decides again, so neither change is lost."""
+    decides on the book's aggregate (the read model's state, and the log's events past it folded on) and its
+    projection takes the whole stream, so neither change is lost."""
     async with running(nats_url, mongo_url, db_name, routers()) as stack:
         book_id = await make_book(stack, tenant, [{"content": "one"}, {"content": "two"}])
         model = LoreReadModel(stack.db, stack.deps.cipher)

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import pytest
 
 from mnemo.services.lore import manage
+from mnemo.shared.aggregates.lorebook import BookState, fold_all
 from mnemo.shared.bootstrap import open_core
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import lorebook_stream
-from mnemo.shared.lore.history import BookState, fold_all
 from mnemo.shared.readmodels.lore import LoreReadModel
 from mnemo.shared.settings import Settings
 from mnemo.shared.vectors.port import VectorFilter

@@ -20,8 +20,8 @@ from bench.context_data import (
     user_messages,
 )
 from mnemo.services.lore.formats.importer import import_lorebook
+from mnemo.shared.aggregates.conversation import ConversationState, fold
 from mnemo.shared.events.recorded import MessageRecorded
-from mnemo.shared.readmodels.conversation import ConversationState, fold
 
 FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "lorebooks" / "chub-wi_lythora-station.json"
 

@@ -1,8 +1,8 @@
 """The dispatch tables of the log consumers: every type they fold is registered, and each in-memory fake folds
 exactly the event types its MongoDB adapter does (the contract suite checks how; this checks which)."""
 
+from mnemo.shared.aggregates import lorebook
 from mnemo.shared.events.recorded import BOT_RECORDED, PERSONA_RECORDED, REGISTRY
-from mnemo.shared.lore import history
 from mnemo.shared.readmodels import knowledge, legacy_lore, messages, summaries
 from mnemo.shared.readmodels.inmemory import conversation as fake_conversation
 from mnemo.shared.readmodels.inmemory import knowledge as fake_knowledge
@@ -12,7 +12,7 @@ from mnemo.shared.readmodels.inmemory import summaries as fake_summaries
 
 def test_every_folded_type_is_registered():
     tables = [
-        history._APPLY,
+        lorebook._APPLY,
         fake_conversation._APPLY,
         fake_knowledge._APPLY,
         fake_lore._LEGACY_APPLY,
@@ -24,7 +24,7 @@ def test_every_folded_type_is_registered():
 
 def test_the_lore_fold_covers_every_lorebook_type():
     lorebook_types = {n for n in REGISTRY.names() if n.startswith("lorebook.")}
-    assert history.LORE_EVENTS == frozenset(history._APPLY) == lorebook_types
+    assert lorebook.LORE_EVENTS == frozenset(lorebook._APPLY) == lorebook_types
 
 
 def test_each_fake_folds_the_types_its_adapter_folds():

@@ -145,22 +145,17 @@ def test_one_name_per_concept():
     assert stale == set(), f"renamed or moved since: drop from SHARED_NAMES_WAITING: {sorted(stale)}"
 
 
-# The modules of mnemo/services that hold the database (or a collection) itself: each is an adapter that goes
-# through every collection. Everything else reads and writes its read models through their ports
-# (``deps.read_model``, declared in its ``ServiceDefinition``: docs/architecture.md), and privacy a tenant's rows
-# of every collection through ``deps.tenant_rows`` (``mnemo/shared/readmodels/rows.py``).
-HOLD_THE_DATABASE = {
-    "mnemo/services/context_assembler/app.py": "hands it to the usage report; none (in memory): no documents",
-    "mnemo/services/context_assembler/usage_report.py": "counts a tenant's rows for the operators' report",
-    "mnemo/services/context_assembler/memory_growth.py": "counts a tenant's rows per memory type and day (the same report)",
-}
+# No module of mnemo/services holds the database (or a collection) itself: each reads and writes its read models
+# through their ports (``deps.read_model``, declared in its ``ServiceDefinition``: docs/architecture.md), privacy a
+# tenant's rows of every collection through ``deps.tenant_rows`` (``mnemo/shared/readmodels/rows.py``) and the
+# usage report its counts through ``deps.usage_counts`` (``mnemo/shared/readmodels/usage_counts.py``).
 _DATABASE = re.compile(r"AsyncDatabase|AsyncCollection|from pymongo|deps\.db\b|require_db\(")
 
 
 def test_a_service_reaches_the_database_only_through_ports():
     services = ROOT / "mnemo" / "services"
     holders = {str(p.relative_to(ROOT)) for p in services.rglob("*.py") if _DATABASE.search(p.read_text())}
-    assert holders == set(HOLD_THE_DATABASE), "use the read model's port: deps.read_model(<catalog entry>)"
+    assert holders == set(), "use the read model's port: deps.read_model(<catalog entry>)"
 
 
 def test_events_are_built_from_their_payload_class():
@@ -191,9 +186,12 @@ def test_every_service_has_the_room_plan():
         assert wired == (set() if service.name == "gateway" else {"app.py"}), (service.name, wired)
 
 
-def test_a_services_domain_does_no_io():
+def test_a_services_domain_and_the_aggregates_do_no_io():
     domains = [p for service in SERVICES for p in (service / "domain.py", *service.glob("domain/*.py")) if p.exists()]
     assert len(domains) >= 6
+    aggregates = sorted((ROOT / "mnemo" / "shared" / "aggregates").glob("*.py"))
+    assert {p.stem for p in aggregates} >= {"conversation", "lorebook"}
+    domains += aggregates
     for path in domains:
         io = {m for m in _imports(path) if m.split(".")[0] in _IO}
         assert io == set(), f"{path.relative_to(ROOT)} does I/O: {sorted(io)}"

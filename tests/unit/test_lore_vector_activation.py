@@ -14,8 +14,8 @@ from mnemo.services.context_assembler.lore.vectors import best_entries, vector_q
 from mnemo.services.embedding.chunking import LORE_MAX_TOKENS
 from mnemo.services.embedding.lore_entries import lore_chunks, plan_lore
 from mnemo.services.embedding.plan import Plan
+from mnemo.shared.aggregates.lorebook import BookState
 from mnemo.shared.events.recorded import lorebook_stream
-from mnemo.shared.lore.history import BookState
 from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 from mnemo.shared.tokens import estimate_tokens
 from mnemo.shared.vectors.points import LORE_ENTRY

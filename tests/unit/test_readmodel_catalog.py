@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from mnemo.shared.aggregates.conversation import ConversationState, fold
 from mnemo.shared.events.recorded import REGISTRY, conversation_stream
 from mnemo.shared.readmodels import catalog
 from mnemo.shared.readmodels.catalog import CATALOG, FakeReadModelPorts
-from mnemo.shared.readmodels.conversation import ConversationState, fold
 from mnemo.shared.readmodels.inmemory import conversation as fake_conversation
 from mnemo.shared.readmodels.inmemory import knowledge as fake_knowledge
 from mnemo.shared.readmodels.inmemory import lore as fake_lore

@@ -28,6 +28,7 @@ from mnemo.services.context_assembler.search.filters import (
 from mnemo.services.embedding.documents import DocState
 from mnemo.services.embedding.domain import plan_batch
 from mnemo.services.embedding.plan import Plan
+from mnemo.shared.aggregates.lorebook import BookState
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     FactLearned,
@@ -45,7 +46,6 @@ from mnemo.shared.events.recorded import (
     player_scope,
     summary_stream,
 )
-from mnemo.shared.lore.history import BookState
 from mnemo.shared.lore.model import Lorebook, LoreEntry
 from mnemo.shared.readmodels.documents import ChunkView, DocumentRecord
 from mnemo.shared.readmodels.memories import MemoryView

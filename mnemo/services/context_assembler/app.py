@@ -85,7 +85,7 @@ def create_router(
         timed=TimedStates(deps.store, deps.read_model(LORE_TIMED), deps.publisher, cache),
         # In memory (component tests) no documents are read: their read model has no fake.
         documents=DocumentLore(deps.read_model(DOCUMENTS), index, embedder, settings.documents, cache)
-        if deps.db is not None
+        if deps.serves(DOCUMENTS)
         else None,
     )
     recall = RecallReads.over(deps.read_models) if deps.read_models is not None else None
@@ -135,8 +135,8 @@ def create_router(
     serve(router, subjects.MEMORY_INDEX_STATUS, service=SERVICE, request=MemoryIndexStatusRequest,
           call=statuses.answer, errors={NoVectorIndex: "unavailable"}, max_workers=settings.max_workers,
           limiter=limiter)  # fmt: skip
-    if deps.db is not None:  # operators' usage report (admin only when secured)
-        report = UsageReport(deps.db, deps.vectors)
+    if deps.usage_counts is not None:  # operators' usage report (admin only when secured)
+        report = UsageReport(deps.usage_counts, deps.vectors)
         serve(router, subjects.OPS_USAGE, service=SERVICE, request=UsageRequest, call=report.answer,
               errors={ValueError: "bad_request"})  # fmt: skip
     if cache is not None:

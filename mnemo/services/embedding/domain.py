@@ -26,6 +26,7 @@ from mnemo.services.embedding.memories import plan_memories
 from mnemo.services.embedding.messages import plan_messages
 from mnemo.services.embedding.plan import Chunker, Plan
 from mnemo.services.embedding.summaries import plan_summaries
+from mnemo.shared.aggregates.lorebook import BookState
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     DocumentAccepted,
@@ -55,7 +56,6 @@ from mnemo.shared.events.recorded import (
     SummaryCreated,
     SummaryRetired,
 )
-from mnemo.shared.lore.history import BookState
 from mnemo.shared.readmodels import MessageKey, MessageStatus
 from mnemo.shared.readmodels.memories import MemoryView
 from mnemo.shared.subscriptions import Delivered, EventHandlers

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mnemo.services.embedding.plan import Chunker, PendingPoint, Plan, epoch
+from mnemo.shared.aggregates.conversation import as_utc
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import LEGACY_LORE_CREATED, LEGACY_LORE_DELETED, LegacyLoreCreated
-from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import PayloadValue
 

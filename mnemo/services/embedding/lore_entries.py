@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from mnemo.services.embedding.chunking import LORE_MAX_TOKENS, LORE_OVERLAP_TOKENS, chunk_strings
 from mnemo.services.embedding.plan import PendingPoint, Plan
+from mnemo.shared.aggregates.lorebook import BookState
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     LOREBOOK_CREATED,
@@ -21,7 +22,6 @@ from mnemo.shared.events.recorded import (
     LOREBOOK_ENTRY_UPDATED,
     LOREBOOK_IMPORTED,
 )
-from mnemo.shared.lore.history import BookState
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import PayloadValue
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from mnemo.shared.aggregates.conversation import as_utc
 from mnemo.shared.events.envelope import EventEnvelope, EventType
-from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.vectors.port import PayloadValue, VectorFilter
 
 #: Cuts a text into the chunks that are embedded, one point each.

@@ -20,6 +20,7 @@ import hashlib
 from datetime import datetime
 
 from mnemo.services.ingest.timeline import Timeline
+from mnemo.shared.aggregates.conversation import ConversationState, as_utc
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import ConversationForked as ForkedPayload
 from mnemo.shared.events.recorded import (
@@ -32,7 +33,6 @@ from mnemo.shared.events.recorded import (
 )
 from mnemo.shared.events.recorded import MessageDeleted as DeletedPayload
 from mnemo.shared.events.recorded import MessageEdited as EditedPayload
-from mnemo.shared.readmodels.conversation import ConversationState, as_utc
 from mnemo.shared.tokens import estimate_tokens
 from mnemo_client.wire.contract import ConversationForked, MessageCreated, MessageDeleted, MessageEdited
 from mnemo_client.wire.contract import MessageSwipeSelected as SwipeSelected

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from mnemo.services.ingest.domain import KnownMessage, known_from_events
+from mnemo.shared.aggregates.conversation import KnownMessage, known_from_events
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.readmodels import ConversationState
 

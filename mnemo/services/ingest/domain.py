@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mnemo.services.ingest import branches
 from mnemo.services.ingest.timeline import Timeline
-from mnemo.shared.events.envelope import EventEnvelope, NewEvent, Payload, deterministic_id
+from mnemo.shared.aggregates.conversation import ConversationState, KnownMessage, as_utc
+from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import (
     MESSAGE_DELETED,
     MESSAGE_RECORDED,
@@ -39,7 +40,6 @@ from mnemo.shared.events.recorded import (
 from mnemo.shared.events.recorded import MessageDeleted as MessageDeletedPayload
 from mnemo.shared.events.recorded import MessageEdited as MessageEditedPayload
 from mnemo.shared.mapping import mapped
-from mnemo.shared.readmodels.conversation import ConversationState, as_utc
 from mnemo.shared.tokens import estimate_tokens
 from mnemo_client.wire.contract import (
     BotUpserted,
@@ -91,46 +91,11 @@ def _content_key(cmd: BotUpserted | PersonaUpserted) -> str:
 
 
 @dataclass(frozen=True)
-class KnownMessage:
-    index: int
-    deleted: bool
-
-
-@dataclass(frozen=True)
 class Decision:
     """What one command became: events to append (none for a duplicate) or the reason it is refused."""
 
     events: tuple[NewEvent, ...] = ()
     rejection: str | None = None
-
-
-def _recorded(known: dict[str, KnownMessage], payload: Payload) -> None:
-    known[str(payload["message_id"])] = KnownMessage(int(payload["index"]), deleted=False)
-
-
-def _deleted(known: dict[str, KnownMessage], payload: Payload) -> None:
-    message_id = str(payload["message_id"])
-    before = known.get(message_id)
-    known[message_id] = KnownMessage(before.index if before else -1, deleted=True)
-
-
-# Event type -> what it tells about a message; other conversation events tell nothing ingest needs.
-_KNOWN_FROM: dict[str, Callable[[dict[str, KnownMessage], Payload], None]] = {
-    MESSAGE_RECORDED.name: _recorded,
-    MESSAGE_DELETED.name: _deleted,
-}
-
-
-def known_from_events(envelopes: Iterable[EventEnvelope]) -> dict[str, KnownMessage]:
-    """Messages recorded or deleted by these conversation events (the log tail a read model lacks)."""
-    # Read straight from the payloads (decoded, upcast envelopes always carry these keys): validating whole
-    # payload models here cost ingest ~3 % of its CPU, for two fields.
-    known: dict[str, KnownMessage] = {}
-    for env in sorted(envelopes, key=lambda e: e.version):
-        learn = _KNOWN_FROM.get(env.type)
-        if learn is not None:
-            learn(known, env.payload)
-    return known
 
 
 def needs_timeline(cmd: InboundCommand) -> bool:

@@ -28,16 +28,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mnemo.services.ingest.cache import DEFAULT_CACHE_SIZE, ConversationCache
-from mnemo.services.ingest.domain import (
-    Branches,
-    InboundCommand,
-    KnownMessage,
-    decide_stream,
-    known_from_events,
-    needs_timeline,
-    stream_of,
-)
+from mnemo.services.ingest.domain import Branches, InboundCommand, decide_stream, needs_timeline, stream_of
 from mnemo.services.ingest.timeline import Timeline
+from mnemo.shared.aggregates.conversation import KnownMessage, known_from_events
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.codec import StoredDoc
 from mnemo.shared.eventlog.port import Append, ConcurrencyError, EventStore

@@ -18,12 +18,12 @@ from mnemo.services.lore import domain, manage
 from mnemo.services.lore.formats.exporter import entry_to_world_info, export_world_info
 from mnemo.services.lore.limits import check_attach, check_book, with_entry
 from mnemo.services.lore.manage import BadRequest, LoreNotFound
+from mnemo.shared.aggregates.lorebook import BookState, VersionGap, fold_all
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import AppendDecision, append_at_head, append_with_retry
 from mnemo.shared.eventlog.port import AppendResult, EventStore
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, utcnow
 from mnemo.shared.events.recorded import lorebook_stream
-from mnemo.shared.lore.history import BookState, VersionGap
 from mnemo.shared.lore.model import LoreEntry
 from mnemo.shared.readmodels.ports import LorePort
 from mnemo.shared.settings import LimitsSettings
@@ -91,22 +91,20 @@ class LoreBooks:
         await append_at_head(self.store, stream, events, publisher=self.publisher, project=project)
 
     async def _book_state(self, tenant_id: str, lorebook_id: str) -> BookState | None:
-        """The book's state to decide on: the read model's; else, when the log has the book's stream, the state
-        projected from it (the read model was behind: a crash between an append and its projection) or, when
-        nothing of it can be read any more (its owner or tenant was erased: their events are skipped), a
-        deleted book at the stream's version, so that a new create or import starts a new life with event ids
-        of its own instead of repeating the erased ones (which the log would take as a retry and ignore)."""
-        state = await self.read_model.state(tenant_id, lorebook_id)
-        if state is not None:
-            return state
+        """The book to decide on: its aggregate, the fold of its log stream (``mnemo.shared.aggregates.lorebook``),
+        begun at the read model's state as a snapshot, so only the log's events past it are read (none, unless
+        a crash came between an append and its projection). When nothing of the stream can be read any more
+        (its owner or tenant was erased: their events are skipped), a deleted book at the stream's version, so
+        that a new create or import starts a new life with event ids of its own instead of repeating the erased
+        ones (which the log would take as a retry and ignore)."""
+        snapshot = await self.read_model.state(tenant_id, lorebook_id)
         stream = lorebook_stream(tenant_id, lorebook_id)
-        version = await self.store.stream_version(stream)
-        if version == 0:
-            return None
+        tail = await self.store.read_stream(stream, after_version=snapshot.version if snapshot is not None else 0)
         with contextlib.suppress(VersionGap):  # raised when only the unreadable earlier life is there
-            await self.read_model.apply(await self.store.read_stream(stream))
-        state = await self.read_model.state(tenant_id, lorebook_id)
-        return state or BookState(tenant_id, lorebook_id, deleted=True, version=version)
+            if (state := fold_all(snapshot, tail)) is not None:
+                return state
+        version = await self.store.stream_version(stream)
+        return BookState(tenant_id, lorebook_id, deleted=True, version=version) if version else None
 
     async def _project(self, stream: str, committed: Sequence[EventEnvelope]) -> None:
         """Fold just the new events onto the stored state; the whole stream when they do not follow it (a

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mnemo.shared.aggregates.lorebook import BookState
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import (
     LorebookAttached,
@@ -30,7 +31,6 @@ from mnemo.shared.events.recorded import (
     lorebook_stream,
     new_event,
 )
-from mnemo.shared.lore.history import BookState
 from mnemo.shared.lore.keys import regex_key_refusal
 from mnemo.shared.lore.model import LoreEntry
 from mnemo_client.wire.lore_contract import (

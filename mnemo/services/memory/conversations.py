@@ -13,10 +13,10 @@ from collections.abc import Iterable
 
 from mnemo.services.memory.memories import MemoryNotFound
 from mnemo.services.memory.swipes import fold_swipes
+from mnemo.shared.aggregates.conversation import ConversationState
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.recorded import conversation_stream
 from mnemo.shared.mapping import mapped
-from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.knowledge import FactView
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, SummariesPort
 from mnemo_client.wire import conversation_contract as wire

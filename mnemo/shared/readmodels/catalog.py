@@ -27,6 +27,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mnemo.shared import usage
+from mnemo.shared.aggregates.lorebook import LORE_EVENTS
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.events.recorded import (
     BOT_RECORDED,
@@ -45,7 +46,6 @@ from mnemo.shared.events.recorded import (
     SUMMARY_CREATED,
     SUMMARY_RETIRED,
 )
-from mnemo.shared.lore.history import LORE_EVENTS
 from mnemo.shared.readmodels import (
     documents,
     knowledge,
@@ -90,7 +90,7 @@ def _index(name: str, *keys: str | tuple[str, int]) -> IndexModel:
 
 BY_TENANT = _index("by_tenant", "tenant_id")
 #: A conversation's state is folded from its whole stream, each event advancing its version
-#: (``mnemo.shared.readmodels.conversation.evolve``), so its read model takes every type a conversation stream
+#: (``mnemo.shared.aggregates.conversation.evolve``), so its read model takes every type a conversation stream
 #: records, also those that change no row (a fork's first event, a swipe's alternatives).
 CONVERSATION_STREAM_TYPES = MESSAGE_EVENT_TYPES | {
     CONVERSATION_FORKED.name,

@@ -23,10 +23,10 @@ from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
+from mnemo.shared.aggregates.conversation import as_utc
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import LEGACY_LORE_CREATED, LEGACY_LORE_DELETED
-from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.readmodels.dispatch import write_ops
 from mnemo.shared.readmodels.erased import readable
 from mnemo.shared.readmodels.repository import _bulk

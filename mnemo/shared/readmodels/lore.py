@@ -1,7 +1,7 @@
 """Lorebooks read model: the books of each tenant (user text encrypted) and the attachment index.
 
 Two collections, both rebuilt by ``mnemo replay`` from the ``lorebook/<tenant>/<book>`` streams, folded by
-``mnemo.shared.lore.history.fold`` (import, create, entry create/update/delete, attach/detach, delete):
+``mnemo.shared.aggregates.lorebook.fold`` (import, create, entry create/update/delete, attach/detach, delete):
 
 - ``rm_lorebooks``: one document per book, ``_id`` = its stream id (also the AES-GCM associated data of the
   encrypted ``name``, ``book`` and ``original``). ``version`` is the log version of the last event folded, so
@@ -24,10 +24,10 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from mnemo.shared.aggregates.lorebook import LORE_EVENTS, BookState, fold_all
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import bot_stream, conversation_stream, lorebook_stream
-from mnemo.shared.lore.history import LORE_EVENTS, BookState, fold_all
 from mnemo.shared.lore.model import Lorebook
 from mnemo.shared.readmodels.erased import readable_one, readable_sync
 
@@ -88,7 +88,7 @@ class LoreReadModel:
         self.attachments: AsyncCollection[Doc] = db.get_collection(LORE_ATTACHMENTS)
 
     async def apply(self, envelopes: Iterable[EventEnvelope]) -> None:
-        """Fold lorebook events into each book's state (``mnemo.shared.lore.history.fold``); other types are ignored.
+        """Fold lorebook events into each book's state (``mnemo.shared.aggregates.lorebook.fold``); other types are ignored.
 
         Per book, the fold starts from scratch when the batch holds the stream's first event, else from the
         stored state, and only events newer than it count: idempotent, and any order across streams (events

@@ -19,11 +19,11 @@ from pymongo import ASCENDING, DESCENDING, DeleteOne, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
+from mnemo.shared.aggregates.conversation import as_utc
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import MEMORY_FORGOTTEN, MEMORY_REMEMBERED, MEMORY_UPDATED
 from mnemo.shared.events.recorded.memories import MemorySnapshot
-from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.readmodels.erased import readable
 from mnemo.shared.readmodels.repository import _bulk
 

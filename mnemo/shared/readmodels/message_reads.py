@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mnemo.shared.aggregates.conversation import ConversationState
 from mnemo.shared.presence import bot_may_see
-from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.messages import MessageView, message_doc_id
 
 

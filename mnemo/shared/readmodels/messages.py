@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from pymongo import InsertOne, UpdateOne
 
+from mnemo.shared.aggregates.conversation import as_utc
 from mnemo.shared.crypto import TenantCipher
 from mnemo.shared.events.envelope import EventEnvelope, stream_id
 from mnemo.shared.events.recorded import (
@@ -28,7 +29,6 @@ from mnemo.shared.events.recorded import (
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
 )
-from mnemo.shared.readmodels.conversation import as_utc
 
 ENCRYPTED = frozenset({"author_name", "content"})
 

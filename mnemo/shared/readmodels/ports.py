@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
+from mnemo.shared.aggregates.conversation import ConversationState
+from mnemo.shared.aggregates.lorebook import BookState
 from mnemo.shared.events.envelope import EventEnvelope
-from mnemo.shared.lore.history import BookState
-from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.knowledge import FactQueries, FactView
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreView, LegacyPages
 from mnemo.shared.readmodels.lore import BookListing, LorebookRef, LorebookView

@@ -14,6 +14,7 @@ from typing import Any
 
 from pymongo import ReplaceOne
 
+from mnemo.shared.aggregates.conversation import as_utc
 from mnemo.shared.crypto import TenantCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
@@ -25,7 +26,6 @@ from mnemo.shared.events.recorded import (
     persona_stream,
 )
 from mnemo.shared.mapping import mapped
-from mnemo.shared.readmodels.conversation import as_utc
 
 BOT_ENCRYPTED = frozenset({"name", "system_prompt", "gender", "age"})
 PERSONA_ENCRYPTED = frozenset({"name", "description", "traits", "instructions"})

@@ -27,10 +27,10 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
+from mnemo.shared.aggregates.conversation import ConversationState, by_stream, folded_states
 from mnemo.shared.crypto import FieldCipher, TenantCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import BOT_RECORDED, PERSONA_RECORDED, bot_stream, persona_stream
-from mnemo.shared.readmodels.conversation import ConversationState, by_stream, folded_states
 from mnemo.shared.readmodels.erased import readable_sync
 from mnemo.shared.readmodels.message_reads import MessageRange, MessageReads
 from mnemo.shared.readmodels.messages import (

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from mnemo.services.context_assembler.gather.conversations import ConversationMessages
 from mnemo.services.context_assembler.items import ChatLine
-from mnemo.shared.readmodels.conversation import ConversationState
+from mnemo.shared.aggregates.conversation import ConversationState
 
 KEY = ("t1", "u1", "c1", "bot-1")
 

@@ -10,9 +10,9 @@ import pytest
 
 from mnemo.services.lore import domain, manage
 from mnemo.services.lore.manage import BadRequest, LoreNotFound
+from mnemo.shared.aggregates.lorebook import BookState, VersionGap, fold, fold_all
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import bot_stream, conversation_stream, lorebook_stream
-from mnemo.shared.lore.history import BookState, VersionGap, fold, fold_all
 from mnemo.shared.lore.model import Lorebook, LoreEntry
 from mnemo_client.wire.lore_contract import (
     ConversationRef,

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from mnemo.services.context_assembler.items import ChatLine
-from mnemo.shared.readmodels.conversation import ConversationState
+from mnemo.shared.aggregates.conversation import ConversationState
 
 #: Conversations whose messages a replica keeps (least recently used dropped first).
 CONVERSATIONS = 1024

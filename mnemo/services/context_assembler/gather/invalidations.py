@@ -12,6 +12,7 @@ import json
 import logging
 
 from mnemo.services.context_assembler.gather.cache import LogCache, tenant_topic
+from mnemo.shared.aggregates.lorebook import LORE_EVENTS
 from mnemo.shared.events.envelope import stream_parts
 from mnemo.shared.events.recorded import (
     BOT_RECORDED,
@@ -23,7 +24,6 @@ from mnemo.shared.events.recorded import (
     SUMMARY_CREATED,
     SUMMARY_RETIRED,
 )
-from mnemo.shared.lore.history import LORE_EVENTS
 from mnemo.shared.readmodels.knowledge import KNOWLEDGE_EVENTS
 from mnemo.shared.subjects import log_subject
 

@@ -16,11 +16,11 @@ from mnemo.services.context_assembler.gather.invalidations import facts_topic, f
 from mnemo.services.context_assembler.gather.memo import once
 from mnemo.services.context_assembler.gather.port import FactsAsked, HistoryAsked, LegacyText, SummaryText
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile
+from mnemo.shared.aggregates.conversation import ConversationState
 from mnemo.shared.events.recorded import bot_stream, persona_stream
 from mnemo.shared.presence import bot_may_see
 from mnemo.shared.readmodels import MessageView
 from mnemo.shared.readmodels.catalog import CONVERSATIONS, KNOWLEDGE, LEGACY_LORE, SUMMARIES, ReadModelPorts
-from mnemo.shared.readmodels.conversation import ConversationState
 from mnemo.shared.readmodels.ports import ConversationReadModel, KnowledgePort, LegacyLorePort, SummariesPort
 from mnemo.shared.readmodels.summaries import SummaryView
 

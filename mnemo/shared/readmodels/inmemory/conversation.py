@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from mnemo.shared.aggregates.conversation import ConversationState, as_utc, by_stream, folded_states
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     BOT_RECORDED,
@@ -19,7 +20,6 @@ from mnemo.shared.events.recorded import (
     persona_stream,
 )
 from mnemo.shared.mapping import mapped
-from mnemo.shared.readmodels.conversation import ConversationState, as_utc, by_stream, folded_states
 from mnemo.shared.readmodels.dispatch import apply_each
 from mnemo.shared.readmodels.message_reads import MessageRange, MessageReads
 from mnemo.shared.readmodels.messages import MessageKey, MessageStatus, MessageView, message_doc_id

@@ -6,6 +6,8 @@ import copy
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
+from mnemo.shared.aggregates.conversation import as_utc
+from mnemo.shared.aggregates.lorebook import LORE_EVENTS, BookState, fold_all
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     LEGACY_LORE_CREATED,
@@ -13,10 +15,8 @@ from mnemo.shared.events.recorded import (
     bot_stream,
     conversation_stream,
 )
-from mnemo.shared.lore.history import LORE_EVENTS, BookState, fold_all
 from mnemo.shared.lore.model import Lorebook
 from mnemo.shared.mapping import mapped
-from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.readmodels.dispatch import apply_each
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreView, LegacyPage, LegacyPages
 from mnemo.shared.readmodels.lore import BookListing, LorebookRef, LorebookView, LoreSource

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mnemo.shared.aggregates.conversation import as_utc
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import MEMORY_FORGOTTEN, MEMORY_REMEMBERED, MEMORY_UPDATED
 from mnemo.shared.events.recorded.memories import MemorySnapshot
 from mnemo.shared.mapping import mapped
-from mnemo.shared.readmodels.conversation import as_utc
 from mnemo.shared.readmodels.memories import MemoryListing, MemoryQuery, MemoryView
 
 
