@@ -31,12 +31,7 @@ from mnemo.services.context_assembler.gather.personas import active_persona, lab
 from mnemo.services.context_assembler.gather.port import ContextReads, FactsAsked, HistoryAsked
 from mnemo.services.context_assembler.gather.retrieved import retrieved_lines
 from mnemo.services.context_assembler.gather.summarised import FoundMemories, half_life
-from mnemo.services.context_assembler.items import (
-    ChatLine,
-    KnowledgeItem,
-    LoreItem,
-    RememberedItem,
-)
+from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem, LoreItem
 from mnemo.services.context_assembler.lore.documents import Found as DocumentFound
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.loader import LoreLoader
@@ -105,8 +100,8 @@ class Gatherer:
         self._lore = lore
         # Vectors are remembered per request (memo.py): the search and the lore embed the same recent text.
         self._embedder = embedder if embedder is None or isinstance(embedder, MemoEmbedder) else MemoEmbedder(embedder)
-        self._search = VectorSearch(index, self._embedder, settings)
-        self._remembered = RememberedRecall(index, self._embedder, memories, settings)
+        self._remembered = RememberedRecall(memories, settings)
+        self._search = VectorSearch(index, self._embedder, settings, remembered=self._remembered.wanted)
         self._settings = settings
         self._levers = RankLevers.of(settings)  # the ranking's, once (search/levers.py)
         self._found = FoundMemories(reads, self._read, settings)  # summaries and legacy memories read back
@@ -183,7 +178,6 @@ class Gatherer:
             self._embedder.start([guess])
         shown: asyncio.Future[list[str]] = loop.create_future()
         searching: asyncio.Future[Hits] | None = None
-        remembering: asyncio.Future[list[RememberedItem]] | None = None
         documents: asyncio.Future[list[DocumentFound]] | None = None
         try:
             lore_books = self._read(self._lore.books(req), "lore", degraded, []) if self._lore else _nothing()
@@ -216,10 +210,8 @@ class Gatherer:
             others = await branches
             if fresh is not None and not await fresh:
                 degraded.append("vector_index_lag")
+            # The remembered memories are searched with the rest (one batch: search/searches.py).
             searching = asyncio.ensure_future(self._search.run(req, query, shown, degraded, others, as_of))
-            remembering = asyncio.ensure_future(
-                self._remembered.find(req, query, degraded, half_life(self._settings, req), as_of)
-            )
             lore: list[LoreItem] = []
             if books and self._lore is not None:
                 documents = asyncio.ensure_future(self._lore.documents_found(req, books, history, degraded))
@@ -245,7 +237,7 @@ class Gatherer:
                 self._found.legacy(req, hits.legacy, degraded, as_of),
                 self._retrieved(req, hits, set(shown.result()), degraded, as_of),
                 knowing,
-                remembering,
+                self._remembered.read(req, hits.remembered, degraded, half_life(self._settings, req), as_of),
             )
             found_facts = ranked_keys(hits.facts.points, vp.FACT_ID, s.knowledge_limit, hits.facts.cosine)
             knowledge = relevant_first(facts, found_facts, s.knowledge_limit, hits.searched)
@@ -267,7 +259,7 @@ class Gatherer:
             )
         finally:
             # Only what the gathering left running because it failed before awaiting it.
-            for task in (knowing, branches, fresh, timed, searching, remembering, documents):
+            for task in (knowing, branches, fresh, timed, searching, documents):
                 if task is not None:
                     task.cancel()
 

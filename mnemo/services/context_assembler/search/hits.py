@@ -39,6 +39,7 @@ class Hits:
     facts: Found = Found([], None)  # the bot's facts, best first (no score is shown; the budget packs by it)
     searched: bool = False  # the searches ran: a fact they did not find is unrelated to the request
     second: SecondSearch | None = None  # the messages' second search, when configured (``expansion.py``)
+    remembered: Found = Found([], None)  # the memory API's memories, cosines always (``recall/remembered.py``)
 
 
 def relevant_first(
