@@ -33,6 +33,7 @@ from mnemo.shared.delivery import (
     DLQ_SERVICE,
     DLQ_SUBJECT,
     BatchConsumer,
+    Completion,
     DeadLetters,
     Item,
     Rejection,
@@ -40,6 +41,7 @@ from mnemo.shared.delivery import (
     retry_delay,
     subscribe_batches,
 )
+from mnemo.shared.delivery.order import OrderGate
 from mnemo.shared.settings import DeliverySettings, Settings
 from tests.waiting import wait_until
 
@@ -101,6 +103,7 @@ class Env:
         backoff: Callable[[int], float] = retry_delay,
         in_flight: int = 2,
         decode: Callable[[Msg], int] = decode_n,
+        gate: OrderGate | None = None,
     ) -> NatsBroker:
         """A service replica: its own broker and router consuming the test stream with the shared durable."""
         broker = make_broker(Settings(nats_url=self.url), self.service)
@@ -113,6 +116,7 @@ class Env:
             ack_wait_s=delivery.ack_wait_s,
             backoff=backoff,
             in_flight=in_flight,
+            gate=gate,
         )
         subscribe_batches(
             router,
@@ -127,6 +131,22 @@ class Env:
         await start_broker(broker)
         self.brokers.append(broker)
         return broker
+
+    def gate(self, wait_s: float) -> OrderGate:
+        """The stream-order gate of the test durable, as ingest's partitions have (``partitions._consuming``)."""
+
+        async def ack_floor() -> int:
+            info = await self.consumer()
+            return info.ack_floor.stream_seq if info.ack_floor and info.ack_floor.stream_seq else 0
+
+        async def next_of(seq: int) -> int | None:
+            try:
+                found = await self.js.get_msg(self.stream, seq=seq, subject=f"{self.prefix}.>", next=True)
+            except NotFoundError:
+                return None
+            return found.seq
+
+        return OrderGate(ack_floor, next_of, wait_s=wait_s)
 
     async def consumer(self) -> ConsumerInfo:
         info: ConsumerInfo = await self.js.consumer_info(self.stream, self.durable)
@@ -462,3 +482,33 @@ async def test_items_waiting_in_the_one_by_one_retry_are_kept_alive(env: Env) ->
     await wait_until(env.drained, "all four acked")
     assert rec.done == Counter(range(4))
     assert (await env.consumer()).num_redelivered == 0
+
+
+async def test_with_a_gate_a_batch_retried_one_by_one_keeps_stream_order(env: Env) -> None:
+    """A gated batch whose first stage failed through its in-place retries (the database down) is retried one
+    by one; the database is back right after its first message failed alone once more. What follows that
+    message is handed back rather than tried, so its first stage still runs in stream order."""
+    down = True
+    begun: list[int] = []
+
+    async def first(items: list[Item[int]]) -> Completion:
+        nonlocal down
+        if down:
+            if [i.value for i in items] == [0]:
+                down = False  # back right after the first message failed alone
+            raise ConnectionError("the database is down")
+        begun.extend(i.value for i in items)
+        return _nothing_refused
+
+    for n in range(4):
+        await env.publish(body(n))
+    delivery = DeliverySettings(max_deliver=2, ack_wait_s=1.0, batch_size=16)
+    await env.start(Staged(first), delivery, backoff=lambda _: 0.1, gate=env.gate(wait_s=0.2))
+
+    await wait_until(env.drained, "all four acked")
+    assert begun == [0, 1, 2, 3]
+    assert await env.dead_letters() == []
+
+
+async def _nothing_refused() -> Sequence[Rejection]:
+    return []

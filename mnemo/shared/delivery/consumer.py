@@ -49,7 +49,8 @@ class BatchConsumer(Generic[T]):
     ``gate`` (a ``Staged`` handler's order across replicas, :mod:`mnemo.shared.delivery.order`): a batch's first stage
     waits for its turn in stream order, and a failed first stage is retried in place (``max_deliver`` times,
     with backoff) before any of its messages is naked, so a database outage never lets later messages of a
-    conversation overtake earlier ones.
+    conversation overtake earlier ones; the one-by-one retry of a batch that still fails stops at the first
+    message that fails again and hands back those after it (``_hand_back``).
     """
 
     def __init__(
@@ -291,8 +292,10 @@ class BatchConsumer(Generic[T]):
         for item in items:
             item.span.add_event("batch failed; retrying alone", {"exception.message": str(exc)[:500]})
         async with heartbeat([i.msg for i in items], self._beat_every):
-            for item in items:
-                await self._settle([item])
+            for position, item in enumerate(items):
+                if not await self._settle([item]) and self._gate is not None:
+                    await self._hand_back(items[position + 1 :])
+                    return
 
     async def _timed_handle(self, items: list[Item[T]]) -> Sequence[Rejection]:
         begun = time.perf_counter()
@@ -301,15 +304,32 @@ class BatchConsumer(Generic[T]):
         finally:
             self._meter.handler(time.perf_counter() - begun)
 
-    async def _settle(self, items: list[Item[T]]) -> None:
+    async def _settle(self, items: list[Item[T]]) -> bool:
+        """Handle ``items`` again; False when they failed and were handed back for a later delivery (True:
+        handled, refused or dead-lettered: settled)."""
         try:
             async with heartbeat([i.msg for i in items], self._beat_every):
                 rejections = await self._timed_handle(items)
         except Exception as exc:
             log.exception("message %s failed", items[0].subject)
-            await self._retry_or_dead_letter(items, exc)
-            return
+            return await self._retry_or_dead_letter(items, exc)
         await self._settle_with(items, rejections)
+        return True
+
+    async def _hand_back(self, items: Sequence[Item[T]]) -> None:
+        """With a gate, what follows a message that failed alone is not tried before it: tried now, it could be
+        recorded ahead of it (a batch retried one by one as the database came back: its first item still failed,
+        those after it went through). Handed back, naked with a delay of ``ack_wait`` (the failed one's backoff
+        is at most that), they are no longer begun here: later batches wait for them, and the gate begins them
+        after the one that failed."""
+        if not items:
+            return
+        assert self._gate is not None
+        log.info("%d messages after one that failed are handed back, to follow it", len(items))
+        self._gate.abandon([i.msg.metadata.sequence.stream for i in items])
+        for item in items:
+            item.span.add_event("handed back behind an earlier message that failed")
+            await item.msg.nak(delay=self._ack_wait_s)
 
     async def _settle_with(self, items: list[Item[T]], rejections: Sequence[Rejection]) -> None:
         spans = {id(i.msg): i.span for i in items}
@@ -327,19 +347,23 @@ class BatchConsumer(Generic[T]):
         await self._dlq.send(msg, reason)
         await msg.ack()
 
-    async def _retry_or_dead_letter(self, items: Sequence[Item[T]], exc: Exception) -> None:
+    async def _retry_or_dead_letter(self, items: Sequence[Item[T]], exc: Exception) -> bool:
+        """Each of ``items`` naked with backoff or dead-lettered; True when none was naked (all settled)."""
+        settled = True
         for item in items:
-            await self._retry_later(item.msg, item.span, exc)
+            settled = await self._retry_later(item.msg, item.span, exc) and settled
+        return settled
 
-    async def _retry_later(self, msg: Msg, span: Span, exc: Exception) -> None:
-        """Nak ``msg`` with backoff, or dead-letter it once it failed ``max_deliver`` times."""
+    async def _retry_later(self, msg: Msg, span: Span, exc: Exception) -> bool:
+        """Nak ``msg`` with backoff (False), or dead-letter it once it failed ``max_deliver`` times (True)."""
         attempt = msg.metadata.num_delivered
         if attempt >= self._max_deliver:
             await self._reject(msg, f"failed {attempt} times, last: {type(exc).__name__}: {exc}", span)
-            return
+            return True
         self._meter.failed()
         span.record_exception(exc)
         span.set_status(Status(StatusCode.ERROR, f"attempt {attempt} failed; retried later"))
         if self._gate is not None:  # later batches wait for it again
             self._gate.abandon([msg.metadata.sequence.stream])
         await msg.nak(delay=self._backoff(attempt))
+        return False
