@@ -19,8 +19,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from mnemo.services.ingest.timeline import Timeline
-from mnemo.shared.aggregates.conversation import ConversationState, as_utc
+from mnemo.shared.aggregates.conversation import ConversationState, Timeline, as_utc
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import ConversationForked as ForkedPayload
 from mnemo.shared.events.recorded import (

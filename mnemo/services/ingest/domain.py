@@ -22,8 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mnemo.services.ingest import branches
-from mnemo.services.ingest.timeline import Timeline
-from mnemo.shared.aggregates.conversation import ConversationState, KnownMessage, as_utc
+from mnemo.shared.aggregates.conversation import ConversationState, KnownMessage, Timeline, as_utc
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import (
     MESSAGE_DELETED,

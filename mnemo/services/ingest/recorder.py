@@ -29,14 +29,13 @@ from dataclasses import dataclass, field
 
 from mnemo.services.ingest.cache import DEFAULT_CACHE_SIZE, ConversationCache
 from mnemo.services.ingest.domain import Branches, InboundCommand, decide_stream, needs_timeline, stream_of
-from mnemo.services.ingest.timeline import Timeline
-from mnemo.shared.aggregates.conversation import KnownMessage, known_from_events
+from mnemo.shared.aggregates.conversation import KnownMessage, Timeline, fold, fold_tail
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.codec import StoredDoc
 from mnemo.shared.eventlog.port import Append, ConcurrencyError, EventStore
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import conversation_stream
-from mnemo.shared.readmodels import ConversationState, MessageKey, fold
+from mnemo.shared.readmodels import ConversationState, MessageKey
 from mnemo.shared.readmodels.ports import ConversationReadModel
 from mnemo_client.wire.contract import BotUpserted, ConversationForked, PersonaUpserted
 
@@ -259,7 +258,8 @@ class Recorder:
             ctx.branch = Branches(timelines[ctx.stream_id], parent_lines)
 
     async def _catch_up(self, contexts: Sequence[StreamContext], versions: dict[str, int]) -> None:
-        """Bring each context to the log's ``versions``: profiles by number, conversations by folding the tail."""
+        """Bring each context to the log's ``versions``: profiles by number, conversations by folding the tail
+        once into their state, message statuses and (for swipes and forks) timeline."""
         behind = []
         for ctx in contexts:
             if ctx.state is None:
@@ -269,12 +269,10 @@ class Recorder:
         tails = await asyncio.gather(*(self._store.read_stream(c.stream_id, after_version=c.version) for c in behind))
         for ctx, tail in zip(behind, tails, strict=True):
             assert ctx.state is not None
-            ctx.state = fold(ctx.state, tail)
+            ctx.state, known = fold_tail(ctx.state, tail, ctx.branch.timeline if ctx.branch is not None else None)
             ctx.version = ctx.state.version
-            ctx.known.update(known_from_events(tail))
+            ctx.known.update(known)
             ctx.tail.extend(tail)
-            if ctx.branch is not None:
-                ctx.branch.timeline.fold(tail)
 
     async def _append(
         self,

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from mnemo.services.ingest.timeline import Timeline
+from mnemo.shared.aggregates.conversation import (
+    ConversationState,
+    KnownMessage,
+    Timeline,
+    fold,
+    fold_tail,
+    known_from_events,
+)
 from mnemo.shared.events.recorded import conversation_stream
 from tests.envelopes import message_recorded, recorded
 
@@ -45,3 +52,16 @@ def test_folding_again_or_out_of_order_changes_nothing() -> None:
     shuffled = Timeline().fold(list(reversed(events())))
     assert again == once
     assert shuffled == once
+
+
+def test_a_catch_up_tail_folds_once_into_state_statuses_and_timeline_as_the_three_folds_do() -> None:
+    start = ConversationState.for_stream(STREAM)
+    head, tail = events()[:2], list(reversed(events()[2:]))  # a tail in any order, past what the timeline holds
+    timeline = Timeline().fold(head)
+    state, known = fold_tail(fold(start, head), tail, timeline)
+    assert state == fold(start, events())
+    assert (state.version, state.deleted_count, state.edit_count) == (7, 1, 2)
+    assert known == known_from_events(tail)
+    assert known["m0"] == KnownMessage(-1, deleted=True), "a deletion of a message recorded before the tail"
+    assert timeline == Timeline().fold(events())
+    assert fold_tail(state, [], None) == (state, {})

@@ -1,5 +1,5 @@
-"""The conversation aggregate: its state, a pure left fold of one ``conversation/<tenant>/<user>/<conversation>``
-stream, and its messages' statuses (:func:`known_from_events`, what ingest decides on).
+"""A conversation's state, a pure left fold of one ``conversation/<tenant>/<user>/<conversation>`` stream (what
+the conversations read model stores and ingest decides new messages on).
 
 Why a strict fold: :func:`evolve` applies an event only when its version is exactly ``state.version + 1``
 and ignores anything else (a duplicate, a replay, or an event beyond a gap). The state is therefore always
@@ -26,13 +26,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mnemo.shared.events.envelope import EventEnvelope, Payload, stream_parts
+from mnemo.shared.events.envelope import EventEnvelope, stream_parts
 from mnemo.shared.events.recorded import (
     CONVERSATION_FORKED,
     MESSAGE_DELETED,
@@ -252,42 +251,3 @@ async def folded_states(
     before = dict(known or {})
     before.update(await load([s for s in conversations if s not in before]))
     return before, {s: fold(before[s], streams[s]) for s in conversations}
-
-
-# --- message statuses: what ingest decides edits, deletes and redeliveries on -----------------------------
-@dataclass(frozen=True)
-class KnownMessage:
-    """What deciding a command needs of one message: its index, and whether it was deleted (-1: a deletion whose
-    recording is older than the events folded)."""
-
-    index: int
-    deleted: bool
-
-
-def _recorded(known: dict[str, KnownMessage], payload: Payload) -> None:
-    known[str(payload["message_id"])] = KnownMessage(int(payload["index"]), deleted=False)
-
-
-def _deleted(known: dict[str, KnownMessage], payload: Payload) -> None:
-    message_id = str(payload["message_id"])
-    before = known.get(message_id)
-    known[message_id] = KnownMessage(before.index if before else -1, deleted=True)
-
-
-# Event type -> what it tells about a message; other conversation events tell nothing ingest needs.
-_KNOWN_FROM: dict[str, Callable[[dict[str, KnownMessage], Payload], None]] = {
-    MESSAGE_RECORDED.name: _recorded,
-    MESSAGE_DELETED.name: _deleted,
-}
-
-
-def known_from_events(envelopes: Iterable[EventEnvelope]) -> dict[str, KnownMessage]:
-    """Messages recorded or deleted by these conversation events (the log tail a read model lacks)."""
-    # Read straight from the payloads (decoded, upcast envelopes always carry these keys): validating whole
-    # payload models here cost ingest ~3 % of its CPU, for two fields.
-    known: dict[str, KnownMessage] = {}
-    for env in sorted(envelopes, key=lambda e: e.version):
-        learn = _KNOWN_FROM.get(env.type)
-        if learn is not None:
-            learn(known, env.payload)
-    return known

@@ -2,7 +2,7 @@
 
 The read models hold one document per message with the text shown; deciding a swipe needs more (every
 alternative's text, which one is current, which were deleted) and a fork needs the parent's messages as its
-log holds them, so ingest folds the stream itself (pure, no I/O). It is read only for the batches that edit,
+log holds them, so ingest folds the stream (pure, no I/O). It is read only for the batches that edit,
 delete, swipe or fork (docs/branches.md), so the hot path of new messages never pays for it.
 
 A *slot* is a message of the history, named by the id it was first recorded with; each alternative id (the
@@ -53,10 +53,14 @@ class Timeline:
 
     def fold(self, envelopes: Iterable[EventEnvelope]) -> Timeline:
         for env in sorted(envelopes, key=lambda e: e.version):
-            if env.version > self.version:
-                self.apply(env.type, env.payload)
-                self.version = env.version
+            self.step(env)
         return self
+
+    def step(self, env: EventEnvelope) -> None:
+        """Fold the next event of a version-ordered walk (skipped if at or below ``version``: folded already)."""
+        if env.version > self.version:
+            self.apply(env.type, env.payload)
+            self.version = env.version
 
     def apply(self, event_type: str, payload: Payload) -> None:
         """Fold one event (also what a decision applies for the events it decided, before they commit)."""
