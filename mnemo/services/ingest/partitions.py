@@ -8,7 +8,9 @@ sorted order (``membership.assign``). What it should no longer consume it stops 
 and are acknowledged) and then releases; what it should consume it takes once the lease is free. A replica that
 dies stops refreshing its member key and its leases: both expire after the lease TTL, and the partitions go to
 the others at their next tick. A lease lost (not refreshed for a whole
-TTL) stops that partition at once, without releasing it.
+TTL) stops that partition at once, without releasing it; before that, the lease's fence (``Lease.fresh``) has
+stopped its pull loop and its batches from beginning (issue 25). A pull loop that ended by itself (the fence, or
+its durable deleted by the partition's next holder) is let go of at the next tick too.
 
 Generations: while durables of an older partition count remain, only those are consumed; the holder of an old
 partition deletes its durable once it holds nothing unacknowledged, and once none remains the current count's
@@ -198,9 +200,9 @@ class PartitionManager:
         members, (count, work) = await asyncio.gather(self._membership.alive(), self._work())
         wanted = set(assign(members, work, self._membership.me))
         before = self.held
-        lost = [item for item, held in self._held.items() if held.lease.lost.is_set()]
+        lost = [item for item, held in self._held.items() if held.lease.lost.is_set() or held.loop.ended]
         for item in lost:
-            log.error("ingest lost the lease of %s; stopping it", self._held[item].lease.key)
+            log.error("ingest lost the lease of %s, or its durable; stopping it", self._held[item].lease.key)
         # Let go of what is no longer ours all at once: one at a time, each waiting up to 1.5 s for its open pull
         # request to end, a replica handing eight of sixteen partitions to a newcomer could spend a lease TTL.
         unwanted = [item for item in self._held if item not in wanted and item not in lost]
@@ -262,7 +264,7 @@ class PartitionManager:
             if only_if_durable and partition is not None and not await self._durable_exists(*partition):
                 await lease.release()
                 return
-            consuming = self._router() if partition is None else self._partition(*partition)
+            consuming = self._router(lease) if partition is None else self._partition(lease, *partition)
             await consuming.start()
         except Exception:
             log.exception("starting %s failed", name)
@@ -324,7 +326,12 @@ class PartitionManager:
 
     # --- consumers ------------------------------------------------------------------------------------
     def _consuming(
-        self, decode: Decoder[InboundCommand], handle: Staged[InboundCommand], durable: str, filter_subject: str
+        self,
+        lease: Lease,
+        decode: Decoder[InboundCommand],
+        handle: Staged[InboundCommand],
+        durable: str,
+        filter_subject: str,
     ) -> _Consuming:
         deps, delivery, stream = self._deps, self._deps.settings.delivery, subjects.CHAT_STREAM
         gate = OrderGate(
@@ -339,14 +346,17 @@ class PartitionManager:
             tracer=tracer(SERVICE, deps.settings.telemetry),
             in_flight=delivery.pipeline_depth,
             gate=gate,
+            may_begin=lease.fresh,  # the fence: nothing begins once another replica may hold the partition
         )
         batch = delivery.ingest_batch_size
         config = durable_config(durable, filter_subject, delivery.model_copy(update={"batch_size": batch}))
         inbox = natsconn.inbox_prefix(natsconn.nats_user(deps.settings, SERVICE))
-        loop = PullLoop(self._nc(), stream, config, consumer, batch_size=batch, inbox_prefix=inbox)
+        loop = PullLoop(
+            self._nc(), stream, config, consumer, batch_size=batch, inbox_prefix=inbox, may_consume=lease.fresh
+        )
         return _Consuming(loop, gate)
 
-    def _partition(self, count: int, partition: int) -> _Consuming:
+    def _partition(self, lease: Lease, count: int, partition: int) -> _Consuming:
         limits = self._deps.settings.limits
 
         def decode(msg: Msg) -> InboundCommand:
@@ -359,16 +369,18 @@ class PartitionManager:
             IngestHandler(self._recording, partition=str(partition)), order, partition, wait_s=wait_s
         )
         durable, held = subjects.partition_durable(count, partition), subjects.partition_subjects(count, partition)
-        return self._consuming(decode, Staged(handler.begin), durable, held)
+        return self._consuming(lease, decode, Staged(handler.begin), durable, held)
 
-    def _router(self) -> _Consuming:
+    def _router(self, lease: Lease) -> _Consuming:
         limits = self._deps.settings.limits
 
         def decode(msg: Msg) -> InboundCommand:
             return decode_command(msg.subject, msg.data, limits)
 
         router = V1Router(self._js())
-        return self._consuming(decode, Staged(router.begin), subjects.INGEST_V1_DURABLE, subjects.CHAT_UNPARTITIONED)
+        return self._consuming(
+            lease, decode, Staged(router.begin), subjects.INGEST_V1_DURABLE, subjects.CHAT_UNPARTITIONED
+        )
 
 
 def describe(held: Sequence[Work]) -> str:

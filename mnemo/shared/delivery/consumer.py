@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 UNAVAILABLE: tuple[type[Exception], ...] = (ConnectionFailure, ConnectionError, TimeoutError)
 
 
+class Fenced(Exception):
+    """The consumer's ``may_begin`` said no: the batch is handed back untried."""
+
+
 class BatchConsumer(Generic[T]):
     """Runs one fetched batch through ``decode`` then ``handle`` with the semantics in the module doc.
 
@@ -51,6 +55,8 @@ class BatchConsumer(Generic[T]):
     with backoff) before any of its messages is naked, so a database outage never lets later messages of a
     conversation overtake earlier ones; the one-by-one retry of a batch that still fails stops at the first
     message that fails again and hands back those after it (``_hand_back``).
+    ``may_begin`` (a ``Staged`` handler's fence, e.g. ingest's ``Lease.fresh``): asked before every attempt at a
+    first stage; False hands the batch back untried (``_fenced``), as another consumer may own the messages now.
     """
 
     def __init__(
@@ -65,8 +71,10 @@ class BatchConsumer(Generic[T]):
         tracer: Tracer | None = None,
         in_flight: int = 2,
         gate: OrderGate | None = None,
+        may_begin: Callable[[], bool] | None = None,
     ) -> None:
         self._decode = decode
+        self._may_begin = may_begin
         self._staged = handle if isinstance(handle, Staged) else None
         self._handle: BatchHandler[T] = handle.run if isinstance(handle, Staged) else handle
         self._dlq = dead_letters
@@ -158,6 +166,9 @@ class BatchConsumer(Generic[T]):
                     first = time.perf_counter()
                     completion = await self._first(staged, items)
                     self._meter.handler(time.perf_counter() - first)
+            except Fenced:
+                await self._fenced(items)
+                return
             except Exception as exc:
                 # With a gate the first stage was retried in place for ``ack_wait`` (a database outage that long
                 # lets nothing overtake): what still fails holds a message that fails by itself, isolated below.
@@ -204,10 +215,12 @@ class BatchConsumer(Generic[T]):
         """The first stage; with a gate, retried in place (for ``ack_wait`` at least, backoff capped at 5 s) so
         a database outage that short makes nothing later overtake this batch."""
         if self._gate is None:
+            self._check_fence()
             return await staged.first(items)
         deadline = time.monotonic() + self._ack_wait_s
         attempt = 1
         while True:
+            self._check_fence()  # a retry begins the batch again: not once the lease is stale
             try:
                 return await staged.first(items)
             except Exception as exc:
@@ -216,6 +229,21 @@ class BatchConsumer(Generic[T]):
                 log.warning("batch of %d failed (attempt %d), retrying in place: %s", len(items), attempt, exc)
                 await asyncio.sleep(min(5.0, self._backoff(attempt)))
                 attempt += 1
+
+    def _check_fence(self) -> None:
+        if self._may_begin is not None and not self._may_begin():
+            raise Fenced
+
+    async def _fenced(self, items: Sequence[Item[T]]) -> None:
+        """Hand a batch back untried: this consumer may no longer begin batches (its partition's lease is stale, so
+        another replica may hold the partition and have remade its durable). Naked at once: on a durable remade
+        elsewhere a nak changes nothing, on one still this replica's it frees the messages for the next holder."""
+        log.warning("%d messages handed back untried: this consumer may no longer begin batches", len(items))
+        if self._gate is not None:
+            self._gate.abandon([i.msg.metadata.sequence.stream for i in items])
+        for item in items:
+            item.span.add_event("handed back untried: the consumer's lease is stale")
+            await item.msg.nak()
 
     async def _after_earlier(self) -> None:
         if self._last is not None and not self._last.done():
@@ -293,6 +321,9 @@ class BatchConsumer(Generic[T]):
             item.span.add_event("batch failed; retrying alone", {"exception.message": str(exc)[:500]})
         async with heartbeat([i.msg for i in items], self._beat_every):
             for position, item in enumerate(items):
+                if self._may_begin is not None and not self._may_begin():  # each retry begins a message again
+                    await self._fenced(items[position:])
+                    return
                 if not await self._settle([item]) and self._gate is not None:
                     await self._hand_back(items[position + 1 :])
                     return

@@ -14,6 +14,12 @@ behind newer messages; what it had recorded already is recorded once (ingest is 
 Stopping is graceful: no new pull, the open request left to end (its status reply, or ``idle_wait_s``), any
 message it still brings naked at once (JetStream redelivers it to the partition's next holder now rather than
 after ``ack_wait``), then the batches in flight completed and acknowledged (``BatchConsumer.drain``).
+
+The loop also ends by itself (``ended``), handing back what it still holds, when ``may_consume`` says no (ingest:
+the partition's lease went stale, ``Lease.fresh``) or when the durable is deleted under it ("409 Consumer
+Deleted": the partition's next holder remade it). Pulling on would share the remade durable with its new holder,
+each process seeing gaps in its half and this one's order gate counting from the deleted durable's deliveries
+(issue 25). Its owner lets it go then (ingest's partition dealing).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import dataclasses
 import json
 import logging
 import secrets
+from collections.abc import Callable
 
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
@@ -39,6 +46,7 @@ from mnemo.shared.settings import DeliverySettings
 log = logging.getLogger(__name__)
 
 _STATUS = "Status"
+_DESCRIPTION = "Description"
 
 
 def durable_config(durable: str, filter_subject: str, delivery: DeliverySettings) -> ConsumerConfig:
@@ -67,6 +75,7 @@ class PullLoop:
         batch_size: int,
         inbox_prefix: str = "_INBOX",
         idle_wait_s: float = 1.0,
+        may_consume: Callable[[], bool] | None = None,
     ) -> None:
         self._nc = nc
         self._stream = stream
@@ -82,10 +91,17 @@ class PullLoop:
         self._open = 0  # messages the open pull request may still bring (0: none open)
         self._stopping = False
         self._waiting = False  # waiting for messages (the only moment ``stop`` may cancel the loop)
+        self._may_consume = may_consume
+        self._deleted = False  # the durable was deleted under the open request (409 Consumer Deleted)
 
     @property
     def durable(self) -> str:
         return self._durable
+
+    @property
+    def ended(self) -> bool:
+        """Whether the loop stopped pulling by itself (``may_consume`` said no, or the durable was deleted)."""
+        return self._task is not None and self._task.done() and not self._stopping
 
     async def start(self, *, resume: bool = False) -> int:
         """Create the durable if missing (with ``resume``: make it again from its ack floor) and start pulling;
@@ -129,6 +145,10 @@ class PullLoop:
 
     async def _run(self) -> None:
         while not self._stopping:
+            if why := self._must_end():
+                log.warning("%s: pulling stops: %s", self._durable, why)
+                await self._hand_back_late()
+                return
             try:
                 batch = await self._next_batch()
                 if batch:
@@ -139,6 +159,13 @@ class PullLoop:
                 log.exception("pulling from %s failed; retrying", self._durable)
                 self._open = 0
                 await asyncio.sleep(1.0)
+
+    def _must_end(self) -> str | None:
+        if self._deleted:
+            return "the durable was deleted (remade by the partition's next holder)"
+        if self._may_consume is not None and not self._may_consume():
+            return "it may no longer be consumed here (its lease is stale)"
+        return None
 
     async def _next_batch(self) -> list[Msg]:
         batch = self._take_queued()
@@ -173,6 +200,8 @@ class PullLoop:
         """Whether ``msg`` is a status reply, which ends the open request (408 expired, 404 nothing, 409 ...)."""
         if msg.headers and _STATUS in msg.headers and not msg.data:
             self._open = 0
+            if msg.headers[_STATUS] == "409" and msg.headers.get(_DESCRIPTION, "").lower() == "consumer deleted":
+                self._deleted = True
             return True
         return False
 
