@@ -87,7 +87,9 @@ class Viewer:
             return ()
         if self.bot_id is not None:
             return (self.bot_id, EVERYONE)
-        return None if namespace_kind(namespace)[0] == "player" else (EVERYONE,)
+        # One of this viewer's own namespaces, built here: its kind is its prefix. Not parsed again, since a
+        # user id the contract allows (any 1-256 characters, " " too) need not make a namespace a caller may name.
+        return None if namespace.startswith("player:") else (EVERYONE,)
 
     def sees(self, namespace: str, audience: Sequence[str]) -> bool:
         """Whether a memory of ``namespace`` for ``audience`` is shown to this viewer (read-side check, after the

@@ -55,3 +55,12 @@ def test_a_viewer_sees_its_own_namespace_whole_and_the_rest_only_for_everyone_or
     assert not bard.sees("player:u1", ["elise"])
     assert bard.sees("character:bard", ["*"])
     assert not bard.sees("character:elise", ["*"])
+
+
+@given(user=st.text(min_size=1, max_size=8))
+def test_any_user_id_the_contract_allows_sees_its_own_namespace_without_parsing_it(user):
+    """A user id is any 1-256 characters (" " too): its own namespace is built, not named, so it is never
+    refused as malformed (schemathesis found a search by user " " failing as an internal error)."""
+    viewer = Viewer("t1", user)
+    assert viewer.audiences(f"player:{user}") is None
+    assert viewer.sees(f"player:{user}", ["*"])

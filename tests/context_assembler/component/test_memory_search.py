@@ -166,3 +166,9 @@ async def test_no_namespace_named_finds_nothing_as_a_player_or_as_a_character(wo
     for query in ("", "letter"):
         assert await world.found("u1", query, namespaces=[]) == []
         assert await world.found("u1", query, namespaces=[], bot_id="bard") == []
+
+
+async def test_a_blank_user_id_searches_its_own_empty_namespace_without_error(world: World) -> None:
+    await world.remember("u1", LETTER)
+    reply = await world.search(" ", "\U000a6eb5 where is the letter?", since="6630-10-25T14:18:27Z", limit=56)
+    assert reply.get("results") == [], reply
