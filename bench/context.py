@@ -41,6 +41,9 @@ What it does, and why each choice:
   model and the index (not nats-server or SecantusDB, which are children); it includes the loading phase.
 - When p95 misses 50 ms (or with ``--profile``) it prints where one request's time goes
   (``bench/context_profile.py``).
+- CPU per measured request (the event-loop thread's and the whole process's) and the garbage collections that
+  ran during the requests (``bench/context_costs.py``): printed after the requests and in the JSON as ``costs``.
+  They move far less with the shared VM's load than the latencies do, for an A/B of a hot-path change.
 
 Ends with one JSON line: ``{"p50_ms", "p95_ms", "p99_ms", "nats_rtt_ms", "vector_query_ms", "embed_ms",
 "peak_rss_mb", ...}``. Quick run: ``make bench-context ARGS="--items 20000"``.
@@ -66,6 +69,7 @@ from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 
 from bench.common import embedded_backends, machine, percentile, print_result
+from bench.context_costs import RequestCosts, measured
 from bench.context_data import lore_keys, lorebook_of_size, user_messages
 from bench.context_load import single_chunk
 from bench.context_profile import (
@@ -111,31 +115,33 @@ def current_rss_mb() -> float:
 
 async def assemble_latencies(
     nc: NatsClient, bodies: list[bytes], warmup: int
-) -> tuple[list[float], dict[str, int], list[int]]:
-    """Milliseconds per request (one at a time), ``degraded`` counts, and lore entries per reply."""
+) -> tuple[list[float], dict[str, int], list[int], RequestCosts]:
+    """Milliseconds per request (one at a time), ``degraded`` counts, lore entries per reply, and the CPU and
+    garbage collections of the measured requests (``context_costs.py``)."""
     degraded: dict[str, int] = {}
     lore_counts: list[int] = []
     for body in bodies[:warmup]:
         await nc.request(subjects.CONTEXT_ASSEMBLE, body, timeout=60)
     out: list[float] = []
     start_all = time.perf_counter()
-    for i, body in enumerate(bodies[warmup:], 1):
-        start = time.perf_counter()
-        msg = await nc.request(subjects.CONTEXT_ASSEMBLE, body, timeout=60)
-        out.append((time.perf_counter() - start) * 1000)
-        reply = json.loads(msg.data)
-        if "error" in reply:
-            raise RuntimeError(f"assemble failed: {reply['error']}")
-        for d in reply.get("degraded", []):
-            degraded[d] = degraded.get(d, 0) + 1
-        lore_counts.append(sum(1 for s in reply.get("sources", []) if s.get("kind") == "lore"))
-        if i % 50 == 0 or i == len(bodies) - warmup:
-            print(
-                f"  {i}/{len(bodies) - warmup} requests ({time.perf_counter() - start_all:.1f}s),"
-                f" p50 so far {statistics.median(out):.1f} ms",
-                flush=True,
-            )
-    return out, degraded, lore_counts
+    with measured(len(bodies) - warmup) as costs:
+        for i, body in enumerate(bodies[warmup:], 1):
+            start = time.perf_counter()
+            msg = await nc.request(subjects.CONTEXT_ASSEMBLE, body, timeout=60)
+            out.append((time.perf_counter() - start) * 1000)
+            reply = json.loads(msg.data)
+            if "error" in reply:
+                raise RuntimeError(f"assemble failed: {reply['error']}")
+            for d in reply.get("degraded", []):
+                degraded[d] = degraded.get(d, 0) + 1
+            lore_counts.append(sum(1 for s in reply.get("sources", []) if s.get("kind") == "lore"))
+            if i % 50 == 0 or i == len(bodies) - warmup:
+                print(
+                    f"  {i}/{len(bodies) - warmup} requests ({time.perf_counter() - start_all:.1f}s),"
+                    f" p50 so far {statistics.median(out):.1f} ms",
+                    flush=True,
+                )
+    return out, degraded, lore_counts, costs
 
 
 async def nats_rtt(url: str, nc: NatsClient, size: int, runs: int) -> list[float]:
@@ -235,7 +241,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             bodies = [json.dumps(scene.request(m)).encode() for m in messages]
             print(f"measuring {args.requests} context requests, one at a time ...", flush=True)
             load_before = os.getloadavg()
-            latencies, degraded, lore_counts = await assemble_latencies(nc, bodies, args.warmup)
+            latencies, degraded, lore_counts, costs = await assemble_latencies(nc, bodies, args.warmup)
+            print(costs.summary(), flush=True)
             print("references in the same run: NATS echo, raw vector queries, one query embedding ...", flush=True)
             rtt = await nats_rtt(settings.nats_url, nc, int(statistics.median(len(b) for b in bodies)), args.requests)
             refs = await raw_references(core, scene, messages[args.warmup :])
@@ -291,6 +298,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "lore_entries_per_reply": round(statistics.mean(lore_counts), 1) if lore_counts else 0,
         "degraded_replies": degraded,
         "max_ms": round(max(latencies), 2),
+        # CPU per measured request and the collections during them (bench/context_costs.py): less sensitive to
+        # the shared VM's load than the latencies, for an A/B of a change on a busy machine.
+        "costs": costs.as_json(),
         **prepared.timings,
         **profile,
         **machine(),
