@@ -512,3 +512,35 @@ async def test_with_a_gate_a_batch_retried_one_by_one_keeps_stream_order(env: En
 
 async def _nothing_refused() -> Sequence[Rejection]:
     return []
+
+
+async def test_with_a_gate_a_message_handed_back_is_not_overtaken_by_first_deliveries(env: Env) -> None:
+    """Issue 25 (make chaos, SecantusDB killed): 0's completion fails and 0 is naked with backoff; 1 arrives,
+    waits for 0 and is handed back for ``ack_wait``; 0 comes back and begins alone. 2, published then, is a
+    first delivery whose consumer sequence follows on from 0's redelivery: it must still wait for 1 (before the
+    fix the gate's delivery fast path began it at once, and 1 was recorded ``ack_wait`` later, after it)."""
+    begun: list[int] = []
+    failed = asyncio.Event()
+
+    async def first(items: list[Item[int]]) -> Completion:
+        begun.extend(i.value for i in items)
+
+        async def complete() -> Sequence[Rejection]:
+            if not failed.is_set():
+                failed.set()
+                raise ServerSelectionTimeoutError("the database went down under the completion")
+            return []
+
+        return complete
+
+    delivery = DeliverySettings(max_deliver=5, ack_wait_s=6.0, batch_size=16)
+    await env.start(Staged(first), delivery, backoff=lambda _: 3.0, gate=env.gate(wait_s=0.2))
+    await env.publish(body(0))
+    await failed.wait()
+    await env.publish(body(1))  # arrives while 0 is naked (3 s): handed back for ack_wait (6 s)
+    await wait_until(lambda: begun.count(0) == 2, "0 redelivered and begun alone")
+    await env.publish(body(2))
+
+    await wait_until(env.drained, "all three acked")
+    assert [n for n in begun if n] == [1, 2]
+    assert await env.dead_letters() == []

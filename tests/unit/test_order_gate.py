@@ -124,3 +124,43 @@ async def test_first_deliveries_following_on_pass_without_asking_the_server() ->
     assert await gate.admit([22], [(8, 1)]) == set()
     # A redelivery never takes the fast path either.
     assert await gate.admit([19, 22], [(9, 2), (10, 2)]) == {19, 22}
+
+
+async def test_first_deliveries_following_on_wait_for_a_message_handed_back_before() -> None:
+    # Issue 25 (make chaos): 1's completion failed (the database went down) and 1 was naked; 2 arrived, waited for
+    # it and was handed back (naked for ack_wait); 1 came back and began alone. 3, a first delivery following on
+    # from 1's redelivery, must still wait for 2: following on says nothing about what was handed back before.
+    floor, stream = Floor(0), Stream()
+    gate = OrderGate(floor, stream, wait_s=0.05, poll_s=0.01)
+    assert await gate.admit([1], [(1, 1)]) == {1}
+    gate.abandon([1])
+    assert await gate.admit([2], [(2, 1)]) == set()  # 1 is out: the caller hands 2 back
+    assert await gate.admit([1], [(3, 2)]) == {1}
+    assert await gate.admit([3], [(4, 1)]) == set()  # 2 is out
+    assert await gate.admit([2], [(5, 2)]) == {2}
+    asked = (floor.asked, len(stream.asked))
+    assert await gate.admit([3], [(6, 1)]) == {3}  # nothing handed back is out: the fast path again
+    assert (floor.asked, len(stream.asked)) == asked
+
+
+async def test_first_deliveries_following_on_wait_for_a_message_abandoned_before() -> None:
+    # The same with a message handed back behind one that failed alone (BatchConsumer._hand_back): 1 failed
+    # again, 2 was handed back after it; 1 came back and began alone, and 3 follows on from it.
+    gate = OrderGate(Floor(0), Stream(), wait_s=0.05, poll_s=0.01)
+    assert await gate.admit([1, 2], [(1, 1), (2, 1)]) == {1, 2}
+    gate.abandon([1])
+    gate.abandon([2])
+    assert await gate.admit([1], [(3, 2)]) == {1}
+    assert await gate.admit([3], [(4, 1)]) == set()  # 2 is out
+
+
+async def test_a_message_handed_back_and_acked_elsewhere_no_longer_holds_the_fast_path() -> None:
+    floor, stream = Floor(0), Stream()
+    gate = OrderGate(floor, stream, wait_s=0.05, poll_s=0.01)
+    assert await gate.admit([1], [(1, 1)]) == {1}
+    assert await gate.admit([3], [(3, 1)]) == set()  # 2 is out (delivered to a pull that went away): 3 handed back
+    floor.value = 3  # 2 and 3 acked meanwhile (dead-lettered, or a previous holder's)
+    assert await gate.admit([4], [(4, 1)]) == {4}  # looks once, and forgets what the floor passed
+    asked = (floor.asked, len(stream.asked))
+    assert await gate.admit([5], [(5, 1)]) == {5}
+    assert (floor.asked, len(stream.asked)) == asked
