@@ -14,7 +14,8 @@ acknowledged everything, and checks, reading the event log (the cluster's own ke
   twice with the same text (``bench/chaos_checks.py``); ``facts`` and ``consolidations`` say how many there were;
 - ``dead_letters``: messages in the DLQ stream (all input is valid, so any is a failure);
 - ``degraded_final``: conversations whose context, asked once everything is processed and every shard has caught
-  up (at the contract's default budget), names a degraded part;
+  up, names a degraded part on each of ``FINAL_ASKS`` asks (a context degraded by load alone is answered whole
+  on the next ask); ``degraded_final_first_ask`` counts those degraded on the first ask (reported, not a failure);
 - ``missing_points``: per context-assembler replica, recorded messages whose point is not in its index shard
   (counted once every replica has applied the whole points stream and the cluster stopped), summed;
 - ``answered_share`` and ``p95_ms`` of the context requests made during the faults (5 s deadline each).
@@ -321,14 +322,42 @@ async def ready(data_dir: Path, timeout_s: float) -> bool:
     return False
 
 
-async def final_contexts(nc: NatsClient, conversations: list[str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
+FINAL_ASKS = 3
+FINAL_ASK_PAUSE_S = 2.0
+
+
+@dataclass
+class FinalContexts:
+    """Each conversation's degraded parts on its last ask, and which were degraded on the first."""
+
+    degraded: dict[str, list[str]] = field(default_factory=dict)
+    degraded_first: set[str] = field(default_factory=set)
+
+
+async def final_context(nc: NatsClient, conv: str) -> list[str]:
+    # A large budget: at the contract's default of 1,500 tokens a fact related to the question may not fit, and
+    # the reply names it in ``degraded`` (``knowledge:<id>``): a budget note, not a part that failed.
+    msg = await nc.request(subjects.CONTEXT_ASSEMBLE, context_request(conv, 8000), timeout=30)
+    reply = json.loads(msg.data)
+    return list(reply.get("degraded", [])) if "error" not in reply else [f"error: {reply['error']}"]
+
+
+async def final_contexts(nc: NatsClient, conversations: list[str]) -> FinalContexts:
+    """Each conversation's context once everything is processed, asked again (up to ``FINAL_ASKS`` times,
+    ``FINAL_ASK_PAUSE_S`` apart) while degraded, as a client would. On 2 shared cores at load 10-20 (nine
+    processes and their servers) one ask's reads can all pass their 2 s deadline (``context part history
+    unavailable: TimeoutError``, 2026-11-27 23:02 UTC): that is load, not a stack that failed to recover. A part
+    that the faults really broke (a shard behind, a store that lost data) is degraded on every ask."""
+    out = FinalContexts()
     for conv in conversations:
-        # The contract's default budget: at 1,500 tokens a fact related to the question may not fit, and the
-        # reply names it in ``degraded`` (``knowledge:<id>``): a budget note, not a part that failed.
-        msg = await nc.request(subjects.CONTEXT_ASSEMBLE, context_request(conv, 8000), timeout=30)
-        reply = json.loads(msg.data)
-        out[conv] = reply.get("degraded", []) if "error" not in reply else [f"error: {reply['error']}"]
+        for ask in range(FINAL_ASKS):
+            if ask:
+                await asyncio.sleep(FINAL_ASK_PAUSE_S)
+            out.degraded[conv] = await final_context(nc, conv)
+            if not out.degraded[conv]:
+                break
+            if ask == 0:
+                out.degraded_first.add(conv)
     return out
 
 
@@ -375,8 +404,9 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
         "p95_ms": round(latencies[int(0.95 * (len(latencies) - 1))]) if latencies else None,
         "context_requests": asked.total,
         "degraded_during": asked.degraded,
-        "degraded_final": sum(bool(d) for d in degraded.values()),
-        "degraded_parts": sorted({part for d in degraded.values() for part in d}),
+        "degraded_final": sum(bool(d) for d in degraded.degraded.values()),
+        "degraded_final_first_ask": len(degraded.degraded_first),
+        "degraded_parts": sorted({part for d in degraded.degraded.values() for part in d}),
         "points_per_shard": shards,
         "shards_caught_up": followed,
         "missing_points": sum(max(0, sum(len(set(v)) for v in stored.values()) - n) for n in shards.values()),
