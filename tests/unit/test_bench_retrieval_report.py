@@ -64,8 +64,9 @@ def test_the_ablations_packing_levers_reach_the_packing_and_are_restored():
     import mnemo.services.context_assembler.assemble.budget as budget
 
     before = (budget.SHARPNESS, ablation.RETRIEVED)
-    with ablation.levers(SHARPNESS=16.0, RETRIEVED=60):
-        assert budget.sharpened(0.5) == 0.5**16
+    assert budget.SHARPNESS != 8.0  # the row below must move it (the service's default is 16 since 2026-11-27)
+    with ablation.levers(SHARPNESS=8.0, RETRIEVED=60):
+        assert budget.sharpened(0.5) == 0.5**8
         assert ablation.RETRIEVED == 60
     assert before == (budget.SHARPNESS, ablation.RETRIEVED)
     assert budget.sharpened(0.5) == 0.5 ** before[0]
