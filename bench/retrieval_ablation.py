@@ -398,11 +398,16 @@ def main(
         ("  neighbours by own score 0.5", {"NEIGHBOUR_OWN": 0.5, "NEIGHBOUR_OWN_BY": "score"}),
         ("  neighbours by own score 1.0", {"NEIGHBOUR_OWN": 1.0, "NEIGHBOUR_OWN_BY": "score"}),
         ("  second search 0.5 + pull 10", {"SECOND_SEARCH": 0.5, "SECOND_MODE": "requery", "NEIGHBOUR_PULL": 10}),
+        ("  session lift 0.2", {"SESSION_WEIGHT": 0.2}),
+        ("  session lift 0.4", {"SESSION_WEIGHT": 0.4}),
+        ("  session lift 0.4, 1 hour", {"SESSION_WEIGHT": 0.4, "SESSION_HOURS": 1.0}),
+        ("  session lift 0.4, 8 hours", {"SESSION_WEIGHT": 0.4, "SESSION_HOURS": 8.0}),
+        ("  session lift 0.8", {"SESSION_WEIGHT": 0.8}),
         ("  packing: sharpness 4", {"SHARPNESS": 4.0}),
-        ("  packing: sharpness 16", {"SHARPNESS": 16.0}),
+        ("  packing: sharpness 8 (the service's before 2026-11-27)", {"SHARPNESS": 8.0}),
         ("  packing: sharpness 24", {"SHARPNESS": 24.0}),
         ("  packing: 60 turns offered", {"RETRIEVED": 60}),
-        ("  packing: 60 turns offered, sharpness 16", {"RETRIEVED": 60, "SHARPNESS": 16.0}),
+        ("  packing: 60 turns offered, sharpness 8", {"RETRIEVED": 60, "SHARPNESS": 8.0}),
     ]
     if only:
         rows = [r for r in rows if r[0].strip() == "full system" or any(o in r[0] for o in only)]
