@@ -404,7 +404,7 @@ def main(
         ("  session lift 0.4, 8 hours", {"SESSION_WEIGHT": 0.4, "SESSION_HOURS": 8.0}),
         ("  session lift 0.8", {"SESSION_WEIGHT": 0.8}),
         ("  packing: sharpness 4", {"SHARPNESS": 4.0}),
-        ("  packing: sharpness 8 (the service's before 2026-11-27)", {"SHARPNESS": 8.0}),
+        ("  packing: sharpness 8 (before 2026-11-27)", {"SHARPNESS": 8.0}),
         ("  packing: sharpness 24", {"SHARPNESS": 24.0}),
         ("  packing: 60 turns offered", {"RETRIEVED": 60}),
         ("  packing: 60 turns offered, sharpness 8", {"RETRIEVED": 60, "SHARPNESS": 8.0}),
