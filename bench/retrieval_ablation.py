@@ -39,6 +39,7 @@ import mnemo.services.context_assembler.assemble.budget as budget
 import mnemo.services.context_assembler.search.hops as hops
 import mnemo.services.context_assembler.search.names as names
 import mnemo.services.context_assembler.search.ranking as ranking
+import mnemo.services.context_assembler.search.sessions as sessions
 import mnemo.shared.analyzer as analyzer
 import mnemo.shared.sparse as sparse
 from bench.retrieval import DEFAULT_DATA, Chat, load_chats, rendered_tokens
@@ -104,8 +105,10 @@ _OWN = (
 
 #: Levers that live in another module than ``ranking`` (``SHARPNESS``: the packing's, read by ``budget.sharpened``
 #: at call time, so the turns-only replay :func:`packed` follows it).
-_MODULE_OF: dict[str, Any] = {"MIN_RATIO": names, "SHARPNESS": budget} | dict.fromkeys(
-    ("SEEDS", "RESTART", "ITERATIONS", "WALK_ONLY"), hops
+_MODULE_OF: dict[str, Any] = (
+    {"MIN_RATIO": names, "SHARPNESS": budget}
+    | dict.fromkeys(("SEEDS", "RESTART", "ITERATIONS", "WALK_ONLY"), hops)
+    | dict.fromkeys(("SESSION_WEIGHT", "SESSION_HOURS", "SESSION_SEEDS"), sessions)
 )
 
 

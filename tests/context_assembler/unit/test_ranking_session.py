@@ -1,12 +1,13 @@
-"""The session lift of the ranking (``ranking.SESSION_WEIGHT``, off by default: measured within noise, issue 30):
+"""The session lift of the ranking (``sessions.SESSION_WEIGHT``, off by default: measured within noise, issue 30):
 a candidate written near the first hits gains their summed scores, and never loses anything."""
 
 from __future__ import annotations
 
 import pytest
 
-import mnemo.services.context_assembler.search.ranking as ranking
-from mnemo.services.context_assembler.search.ranking import Candidate, rank_candidates, session_scores
+import mnemo.services.context_assembler.search.sessions as sessions
+from mnemo.services.context_assembler.search.ranking import Candidate, rank_candidates
+from mnemo.services.context_assembler.search.sessions import session_scores
 
 HOUR = 3600.0
 
@@ -23,13 +24,13 @@ def test_a_candidate_near_the_first_hits_scores_their_sum_and_one_far_away_nothi
 def test_the_lift_raises_a_turn_of_the_first_hits_session_and_is_off_by_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert ranking.SESSION_WEIGHT == 0.0
+    assert sessions.SESSION_WEIGHT == 0.0
     day = 86400.0
     pool = [Candidate("hit", 1, 0, 0.0, "A", "trip to miami")]
     pool += [Candidate(f"other{i}", i + 2, 100 + i, (i + 2) * day, "B", f"cats {i}") for i in range(8)]
     pool.append(Candidate("same-session", 10, 50, 600.0, "A", "the beach was great"))
     without = [k for k, _ in rank_candidates("trip?", pool, 10, now=0.0)]
-    monkeypatch.setattr(ranking, "SESSION_WEIGHT", 0.8)
+    monkeypatch.setattr(sessions, "SESSION_WEIGHT", 0.8)
     lifted = rank_candidates("trip?", pool, 10, now=0.0)
     order = [k for k, _ in lifted]
     assert order[0] == "hit"  # the first of the fused list stays first: the lift never lowers

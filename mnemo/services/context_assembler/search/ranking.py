@@ -23,6 +23,7 @@ from mnemo.services.context_assembler.search.aliases import aliases, named_by_al
 from mnemo.services.context_assembler.search.hops import entity_terms, hop_scores
 from mnemo.services.context_assembler.search.levers import DEFAULT_LEVERS, RankLevers
 from mnemo.services.context_assembler.search.names import spelled_names
+from mnemo.services.context_assembler.search.sessions import session_lifted
 from mnemo.services.context_assembler.search.text_cache import per_text
 from mnemo.services.context_assembler.search.timerefs import TimeWindow, referred_window
 from mnemo.services.context_assembler.search.when import TimeLevers, asks_when, parsed_window, states_time
@@ -114,13 +115,6 @@ HOP_WEIGHT = 0.4
 HOP_ENTITIES = False
 #: Whether the second hop only ever raises a score (``hopped``): then it lifts no turn above the fused list's first.
 HOP_NEVER_LOWERS = True
-#: Session lift (0: off): a candidate written within ``SESSION_HOURS`` of the first ``SESSION_SEEDS`` hits gains
-#: this weight of their summed base scores (scaled to the best-placed candidate's), when that raises its score
-#: (``hopped``). Multi-hop evidence missed at 10 but in the pool sits in a session of a first-10 hit 65 % of the
-#: time (issue 30, failure analysis).
-SESSION_WEIGHT = 0.0
-SESSION_HOURS = 3.0
-SESSION_SEEDS = 10
 
 
 @dataclass(frozen=True)
@@ -319,9 +313,7 @@ def rank_candidates(
         graph = {k: entity_terms(c.text) for k, c in unique.items()} if HOP_ENTITIES else words
         hop = hop_scores(graph, base, frozenset(tokens(query)))
         base = {k: hopped(b, hop[k], hop_w) for k, b in base.items()}
-    if SESSION_WEIGHT > 0:
-        session = session_scores(base, {k: c.created_at for k, c in unique.items()})
-        base = {k: hopped(b, session[k], SESSION_WEIGHT) for k, b in base.items()}
+    base = session_lifted(base, {k: c.created_at for k, c in unique.items()})  # off by default (sessions.py)
     near = neighbour_scores(base, {k: c.position for k, c in unique.items()}, NEIGHBOUR_WIDTH, NEIGHBOUR_DECAY)
     if NEIGHBOUR_OWN > 0:
         lift = own_share(word_set(query), words) if NEIGHBOUR_OWN_BY == "words" else base
@@ -346,22 +338,6 @@ def rank_candidates(
         kept[k] = relevance[k]
     order = mmr(kept, lambda a, b: jaccard(words[a], words[b]), limit, MMR_LAMBDA)
     return [(k, kept[k]) for k in order]
-
-
-def session_scores(base: Mapping[str, float], created: Mapping[str, float | None]) -> dict[str, float]:
-    """Each key's summed base score of the first ``SESSION_SEEDS`` candidates written within ``SESSION_HOURS``
-    of it (itself included), scaled to [0, 1] by the largest sum; 0 where the time is unknown."""
-    seeds = sorted(base, key=lambda k: -base[k])[:SESSION_SEEDS]
-    span = SESSION_HOURS * 3600.0
-    sums: dict[str, float] = {}
-    for k, t in created.items():
-        sums[k] = (
-            0.0
-            if t is None
-            else sum(base[j] for j in seeds if (u := created.get(j)) is not None and abs(u - t) <= span)
-        )
-    top = max(sums.values(), default=0.0)
-    return {k: v / top if top > 0 else 0.0 for k, v in sums.items()}
 
 
 def own_share(asked: frozenset[str], words: Mapping[str, frozenset[str]]) -> dict[str, float]:
