@@ -39,6 +39,7 @@ import mnemo.services.context_assembler.assemble.budget as budget
 import mnemo.services.context_assembler.search.hops as hops
 import mnemo.services.context_assembler.search.names as names
 import mnemo.services.context_assembler.search.ranking as ranking
+import mnemo.services.context_assembler.search.sessions as sessions
 import mnemo.shared.analyzer as analyzer
 import mnemo.shared.sparse as sparse
 from bench.retrieval import DEFAULT_DATA, Chat, load_chats, rendered_tokens
@@ -104,8 +105,10 @@ _OWN = (
 
 #: Levers that live in another module than ``ranking`` (``SHARPNESS``: the packing's, read by ``budget.sharpened``
 #: at call time, so the turns-only replay :func:`packed` follows it).
-_MODULE_OF: dict[str, Any] = {"MIN_RATIO": names, "SHARPNESS": budget} | dict.fromkeys(
-    ("SEEDS", "RESTART", "ITERATIONS", "WALK_ONLY"), hops
+_MODULE_OF: dict[str, Any] = (
+    {"MIN_RATIO": names, "SHARPNESS": budget}
+    | dict.fromkeys(("SEEDS", "RESTART", "ITERATIONS", "WALK_ONLY"), hops)
+    | dict.fromkeys(("SESSION_WEIGHT", "SESSION_HOURS", "SESSION_SEEDS"), sessions)
 )
 
 
@@ -398,11 +401,16 @@ def main(
         ("  neighbours by own score 0.5", {"NEIGHBOUR_OWN": 0.5, "NEIGHBOUR_OWN_BY": "score"}),
         ("  neighbours by own score 1.0", {"NEIGHBOUR_OWN": 1.0, "NEIGHBOUR_OWN_BY": "score"}),
         ("  second search 0.5 + pull 10", {"SECOND_SEARCH": 0.5, "SECOND_MODE": "requery", "NEIGHBOUR_PULL": 10}),
+        ("  session lift 0.2", {"SESSION_WEIGHT": 0.2}),
+        ("  session lift 0.4", {"SESSION_WEIGHT": 0.4}),
+        ("  session lift 0.4, 1 hour", {"SESSION_WEIGHT": 0.4, "SESSION_HOURS": 1.0}),
+        ("  session lift 0.4, 8 hours", {"SESSION_WEIGHT": 0.4, "SESSION_HOURS": 8.0}),
+        ("  session lift 0.8", {"SESSION_WEIGHT": 0.8}),
         ("  packing: sharpness 4", {"SHARPNESS": 4.0}),
-        ("  packing: sharpness 16", {"SHARPNESS": 16.0}),
+        ("  packing: sharpness 8 (before 2026-11-27)", {"SHARPNESS": 8.0}),
         ("  packing: sharpness 24", {"SHARPNESS": 24.0}),
         ("  packing: 60 turns offered", {"RETRIEVED": 60}),
-        ("  packing: 60 turns offered, sharpness 16", {"RETRIEVED": 60, "SHARPNESS": 16.0}),
+        ("  packing: 60 turns offered, sharpness 8", {"RETRIEVED": 60, "SHARPNESS": 8.0}),
     ]
     if only:
         rows = [r for r in rows if r[0].strip() == "full system" or any(o in r[0] for o in only)]

@@ -64,8 +64,32 @@ def test_the_ablations_packing_levers_reach_the_packing_and_are_restored():
     import mnemo.services.context_assembler.assemble.budget as budget
 
     before = (budget.SHARPNESS, ablation.RETRIEVED)
-    with ablation.levers(SHARPNESS=16.0, RETRIEVED=60):
-        assert budget.sharpened(0.5) == 0.5**16
+    assert budget.SHARPNESS != 8.0  # the row below must move it (the service's default is 16 since 2026-11-27)
+    with ablation.levers(SHARPNESS=8.0, RETRIEVED=60):
+        assert budget.sharpened(0.5) == 0.5**8
         assert ablation.RETRIEVED == 60
     assert before == (budget.SHARPNESS, ablation.RETRIEVED)
     assert budget.sharpened(0.5) == 0.5 ** before[0]
+
+
+def test_a_summary_score_is_read_back_as_the_turn_score_holding_as_much_evidence_per_token():
+    """Issue 30, item 2: a summary that holds a turn's share of evidence in 36 turn-tokens' worth of its own
+    tokens maps to that turn's score; one that holds none maps to the weakest turns' score, whatever its own."""
+    from bench.retrieval_packing import summary_calibration
+
+    rows = [
+        {
+            "evidence": ["e"],
+            "scored": [["e", 0.9], ["x", 0.4], ["y", 0.3]],
+            "memories": [
+                {"kind": "summary", "score": 0.5, "tokens": 36, "message_ids": ["e", "z"]},
+                {"kind": "summary", "score": 0.2, "tokens": 36, "message_ids": ["z"]},
+                {"kind": "knowledge", "score": None, "tokens": 10, "message_ids": ["e"]},
+            ],
+        }
+    ]
+    calibrated = summary_calibration(rows)
+    assert calibrated(0.5) == 0.9  # the evidence turn's score: it holds as much per token
+    assert calibrated(0.2) == 0.3  # no evidence: the weakest turn's
+    assert calibrated(0.35) <= calibrated(0.5)  # monotone
+    assert summary_calibration([])(0.42) == 0.42  # nothing to fit: unchanged

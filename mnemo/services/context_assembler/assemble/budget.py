@@ -45,8 +45,15 @@ UNJUDGED_FACT_VALUE = 1.0
 #: larger tends to score order, the cost only breaking near-ties. Replaying one run's retrieved turns offline
 #: (2 REALTALK chats, 155 questions, ``--dump``), recall within 500 / 1,000 / 2,000 tokens: 0.21 / 0.43 / 0.65
 #: at 1, 0.36 / 0.57 / 0.67 at 4, 0.42 / 0.58 / 0.67 at 8 and at 16, 0.44 / 0.59 / 0.67 in plain score order.
-#: 8 keeps what the cost is for (a short, closely related fact still beats a long, middling turn).
-SHARPNESS = 8.0
+#: 16 since 2026-11-27 (issue 30): on the whole set offline at the benchmark's pool of 120 (``python -m
+#: bench.retrieval_ablation --pool 120 --rows packing:``) the evidence within 1,000 / 2,000 tokens was 0.686 /
+#: 0.770 at 8 and 0.691 / 0.775 at 16 (24: 0.693 / 0.772), and the full replay of 2 chats with its memories
+#: (``python -m bench.retrieval_packing``) 0.460 / 0.646 / 0.726 within 500 / 1,000 / 2,000 at 8 against
+#: 0.488 / 0.657 / 0.732 at 16 (24 and 32 lose at 2,000): the top of the ranking holds most of the evidence, so
+#: a near-tie in score should not lose to a shorter turn. The cost still breaks near-ties (0.95 ** 16 = 0.44: a
+#: turn half as long at 95 % of the score still goes first), so a short, closely related fact still beats a
+#: long, middling turn.
+SHARPNESS = 16.0
 
 T = TypeVar("T")
 #: The sections that always go in full, counted from the start: the bot and the persona.
