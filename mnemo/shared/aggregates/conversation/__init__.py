@@ -6,14 +6,14 @@
 - ``known``: its messages' statuses (what ingest decides edits, deletes and redeliveries on).
 - ``timeline``: its messages with their alternatives (what ingest decides swipes and forks on).
 - ``tail``: a log tail folded once into all three (ingest's catch-up after a lost concurrency race).
-- ``decide`` and ``branches``: its deciders, the events a platform command becomes (messages; swipes and
+- ``deciders`` and ``branches``: its deciders, the events a platform command becomes (messages; swipes and
   forks), which ingest calls on the three folds above.
 
 ``EVENTS`` names the payload classes of the stream (registered in ``mnemo/shared/events/recorded/``, where the
 log's codec finds every type).
 """
 
-from mnemo.shared.aggregates.conversation.decide import (
+from mnemo.shared.aggregates.conversation.deciders import (
     Branches,
     ConversationDecider,
     MessageCommand,
