@@ -8,6 +8,7 @@
 ``EVENTS`` names the payload classes of the stream (registered in ``mnemo/shared/events/recorded/``).
 """
 
+from mnemo.shared.aggregates.lorebook.deciders import EVENTS
 from mnemo.shared.aggregates.lorebook.state import (
     _APPLY,
     LORE_EVENTS,
@@ -17,30 +18,6 @@ from mnemo.shared.aggregates.lorebook.state import (
     fold,
     fold_all,
     targets_of,
-)
-from mnemo.shared.events.recorded import (
-    LorebookAttached,
-    LorebookCreated,
-    LorebookDeleted,
-    LorebookDetached,
-    LorebookEntryCreated,
-    LorebookEntryDeleted,
-    LorebookEntryUpdated,
-    LorebookImported,
-    LorebookRenamed,
-)
-
-#: The payload classes of a book's stream.
-EVENTS = (
-    LorebookImported,
-    LorebookCreated,
-    LorebookEntryCreated,
-    LorebookEntryUpdated,
-    LorebookEntryDeleted,
-    LorebookAttached,
-    LorebookDetached,
-    LorebookRenamed,
-    LorebookDeleted,
 )
 
 __all__ = [

@@ -46,6 +46,19 @@ from mnemo_client.wire.lore_contract import (
     LoreImportRequest,
 )
 
+#: The payload classes of a book's stream (what these deciders build, and what ``state`` folds).
+EVENTS = (
+    LorebookImported,
+    LorebookCreated,
+    LorebookEntryCreated,
+    LorebookEntryUpdated,
+    LorebookEntryDeleted,
+    LorebookAttached,
+    LorebookDetached,
+    LorebookRenamed,
+    LorebookDeleted,
+)
+
 MAX_CONTENT_CHARS = 200_000
 
 # snake_case field name -> SillyTavern's camelCase alias, so a request may use either spelling.
