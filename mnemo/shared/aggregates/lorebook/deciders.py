@@ -12,11 +12,10 @@ book's id (derived from the file's content by the lore service) and the life it 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from mnemo.shared.aggregates.lorebook.state import BookState
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
@@ -229,14 +228,10 @@ def delete_entry(state: BookState, uid: int, now: datetime) -> list[NewEvent]:
 class ImportedFile(Protocol):
     """A file the lore service read (its ``ImportResult``): the book, what to keep for export, the warnings."""
 
-    @property
-    def book(self) -> Lorebook: ...
-    @property
-    def format(self) -> str: ...
-    @property
-    def original(self) -> dict[str, Any]: ...
-    @property
-    def warnings(self) -> Sequence[BaseModel]: ...
+    book: Lorebook
+    format: str
+    original: dict[str, Any]
+    warnings: list[Any]  # the service's warning models, recorded as they dump
 
 
 def import_events(
