@@ -32,8 +32,8 @@ from bench.common import CpuMeter, embedded_servers, machine, print_result, runn
 from bench.embedding import chat_appends, realtalk_texts
 from mnemo.services.lore.books import LoreBooks
 from mnemo.services.memory_extractor.appending import append_witnessings
-from mnemo.services.memory_extractor.domain import witnesses_of
 from mnemo.shared import subjects
+from mnemo.shared.aggregates.knowledge import witnesses_of
 from mnemo.shared.bootstrap import Core, open_core
 from mnemo.shared.eventlog.codec import EventCodec
 from mnemo.shared.events.recorded import MessageRecorded

@@ -17,8 +17,8 @@ import pytest
 
 from mnemo.services.embedding.app import chunk_strings
 from mnemo.services.embedding.handlers import EmbeddingHandler
-from mnemo.services.lore import manage
 from mnemo.shared import subjects
+from mnemo.shared.aggregates.lorebook import deciders
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import utcnow
 from mnemo.shared.events.recorded import lorebook_stream
@@ -245,7 +245,7 @@ async def test_a_change_appended_but_never_projected_is_folded_in_by_the_next_re
         req = LoreEntryUpdateRequest(
             tenant_id=tenant, user_id=OWNER, lorebook_id=book_id, uid=0, changes={"content": "one, edited"}
         )
-        _, events = manage.update_entry(state, req, utcnow())
+        _, events = deciders.update_entry(state, req, utcnow())
         await stack.store.append(lorebook_stream(tenant, book_id), state.version, events)  # "crash": no projection
         reply = await call(
             stack.nc, subjects.LORE_ENTRY_UPDATE, mine(tenant, book_id, uid=1, changes={"content": "two, edited"})

@@ -8,8 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mnemo.services.lore import manage
-from mnemo.shared.aggregates.lorebook import BookState, fold_all
+from mnemo.shared.aggregates.lorebook import BookState, deciders, fold_all
 from mnemo.shared.bootstrap import open_core
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import lorebook_stream
@@ -28,7 +27,7 @@ TENANT, OWNER = "t-lore-replay", "u1"
 def book_events(name: str, delete_book: bool) -> tuple[str, list[NewEvent]]:
     """A book with a keyword, a vector and a hybrid entry; the vector one edited, the hybrid one deleted."""
     create = LoreBookCreateRequest(tenant_id=TENANT, owner_user_id=OWNER, name=name, attach_to_bots=["b1"])
-    book_id = manage.book_id_for(create)
+    book_id = deciders.book_id_for(create)
     events: list[NewEvent] = []
     state: BookState | None = None
 
@@ -40,7 +39,7 @@ def book_events(name: str, delete_book: bool) -> tuple[str, list[NewEvent]]:
         state = fold_all(state, log)
         events.extend(new)
 
-    take(manage.create_book(None, create, T0))
+    take(deciders.create_book(None, create, T0))
     for fields in (
         {"key": ["gate"], "content": "The gate."},
         {"content": "The reef glows.", "activationMode": "vector"},
@@ -48,19 +47,19 @@ def book_events(name: str, delete_book: bool) -> tuple[str, list[NewEvent]]:
     ):
         assert state is not None
         req = LoreEntryCreateRequest(tenant_id=TENANT, user_id=OWNER, lorebook_id=book_id, entry=fields)
-        take(manage.create_entry(state, req, T0)[1])
+        take(deciders.create_entry(state, req, T0)[1])
     assert state is not None
     edit = LoreEntryUpdateRequest(
         tenant_id=TENANT, user_id=OWNER, lorebook_id=book_id, uid=1, changes={"content": "The reef glows blue."}
     )
-    take(manage.update_entry(state, edit, T0)[1])
+    take(deciders.update_entry(state, edit, T0)[1])
     assert state is not None
-    take(manage.delete_entry(state, 2, T0))
+    take(deciders.delete_entry(state, 2, T0))
     assert state is not None
-    take(manage.rename_book(state, f"{name}, renamed", T0))
+    take(deciders.rename_book(state, f"{name}, renamed", T0))
     if delete_book:
         assert state is not None
-        take(manage.delete_book(state, T0))
+        take(deciders.delete_book(state, T0))
     return book_id, events
 
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from mnemo.services.summarizer.consolidation import fold_live
 from mnemo.services.summarizer.handlers import Summarizer
 from mnemo.services.summarizer.settings import SummarizerSettings
+from mnemo.shared.aggregates.summaries import fold_live
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.eventlog.mongo import MongoEventStore

@@ -14,9 +14,9 @@ import pytest
 
 from mnemo.services.embedding.app import chunk_strings
 from mnemo.services.embedding.handlers import EmbeddingHandler
-from mnemo.services.summarizer.consolidation import fold_live
 from mnemo.services.summarizer.handlers import Summarizer
 from mnemo.services.summarizer.settings import SummarizerSettings
+from mnemo.shared.aggregates.summaries import fold_live
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import conversation_stream, summary_stream

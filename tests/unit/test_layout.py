@@ -186,13 +186,84 @@ def test_every_service_has_the_room_plan():
         assert wired == (set() if service.name == "gateway" else {"app.py"}), (service.name, wired)
 
 
+AGGREGATES = ROOT / "mnemo" / "shared" / "aggregates"
+#: The stream kinds with an aggregate module (events, fold, deciders): ``mnemo.shared.aggregates.<kind>``.
+STREAM_KINDS = ("conversation", "profiles", "lorebook", "knowledge", "summaries", "memories")
+#: Event types of streams that have no aggregate module yet: each is written by one service and folded by a
+#: read model alone (documents, legacy lore, lore timed state) or is an audit record (erasure).
+WITHOUT_AGGREGATE = {
+    "document.accepted", "document.chunked", "document.completed", "document.deleted", "document.failed",
+    "erasure.completed", "legacy_lore.created", "legacy_lore.deleted", "lore.timed_state_recorded",
+}  # fmt: skip
+#: Modules outside the aggregates that still build payloads of an aggregate's stream (deciders not moved yet:
+#: issue 27 item 2's rest). A decider moved into its aggregate leaves this list; a new one outside fails.
+BUILT_OUTSIDE = {
+    "mnemo/services/memory/domain.py": {"SummaryRetired"},
+    "mnemo/services/memory_extractor/curation.py": {"FactsConsolidated"},
+    "mnemo/services/memory_extractor/facts.py": {"FactLearned"},
+    "mnemo/services/memory_extractor/manual.py": {"FactLearned", "FactRetired"},
+    "mnemo/services/memory_extractor/revisions.py": {"FactRetired"},
+    "mnemo/services/summarizer/extractive.py": {"SummaryCreated"},
+    "mnemo/services/summarizer/llm_summary.py": {"SummaryCreated"},
+}
+
+
+def _aggregate_events() -> dict[str, set[str]]:
+    """Each aggregate's stream kind -> the event types its ``EVENTS`` declares."""
+    import importlib
+
+    from mnemo.shared.events.recorded import REGISTRY
+
+    return {
+        kind: {REGISTRY.of(c).name for c in importlib.import_module(f"mnemo.shared.aggregates.{kind}").EVENTS}
+        for kind in STREAM_KINDS
+    }
+
+
+def test_every_event_type_belongs_to_one_aggregate_or_is_named_without_one():
+    """An aggregate declares its stream's events (``EVENTS``); no type is declared twice, and a new event type
+    is given its aggregate (or named here, on purpose, as one without)."""
+    from mnemo.shared.events.recorded import REGISTRY
+
+    declared = _aggregate_events()
+    every = [name for names in declared.values() for name in names]
+    assert len(every) == len(set(every)), "an event type declared by two aggregates"
+    assert set(REGISTRY.names()) - set(every) == WITHOUT_AGGREGATE
+
+
+def test_payloads_of_an_aggregates_stream_are_built_by_its_deciders():
+    """Outside ``mnemo/shared/aggregates/`` (and the payload classes' own modules), no module constructs a
+    payload of a stream that has an aggregate, but those still listed in ``BUILT_OUTSIDE``."""
+    import importlib
+
+    classes = {
+        c.__name__ for kind in STREAM_KINDS for c in importlib.import_module(f"mnemo.shared.aggregates.{kind}").EVENTS
+    }
+    built: dict[str, set[str]] = {}
+    for path in (ROOT / "mnemo").rglob("*.py"):
+        if AGGREGATES in path.parents or path.parent.name == "recorded":
+            continue
+        tree = ast.parse(path.read_text())
+        # ``from ... import MessageEdited as EditedPayload``: the class under its own name.
+        real = {a.asname: a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names if a.asname}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if name == "mapped" and node.args and isinstance(node.args[0], ast.Name):
+                name = node.args[0].id  # mapped(Payload, source): built from a model of the same names
+            name = real.get(name, name)
+            if name in classes:
+                built.setdefault(str(path.relative_to(ROOT)), set()).add(name)
+    assert built == BUILT_OUTSIDE
+
+
 def test_a_services_domain_and_the_aggregates_do_no_io():
     domains = [p for service in SERVICES for p in (service / "domain.py", *service.glob("domain/*.py")) if p.exists()]
     assert len(domains) >= 6
-    home = ROOT / "mnemo" / "shared" / "aggregates"
-    aggregates = sorted(home.rglob("*.py"))  # an aggregate is a module or, grown past one, a package
-    assert {p.relative_to(home).parts[0].removesuffix(".py") for p in aggregates} >= {"conversation", "lorebook"}
-    assert (home / "conversation" / "timeline.py") in aggregates  # ingest's swipes and forks fold it, not their own
+    aggregates = sorted(AGGREGATES.rglob("*.py"))  # an aggregate is a module or, grown past one, a package
+    assert {p.relative_to(AGGREGATES).parts[0].removesuffix(".py") for p in aggregates} >= set(STREAM_KINDS)
+    assert (AGGREGATES / "conversation" / "timeline.py") in aggregates  # swipes and forks fold it, not their own
     domains += aggregates
     for path in domains:
         io = {m for m in _imports(path) if m.split(".")[0] in _IO}

@@ -11,15 +11,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mnemo.services.embedding.plan import Chunker, PendingPoint, Plan
+from mnemo.shared.aggregates.knowledge import FACT_EVENTS, fact_folds
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
-    FACT_EVENTS,
     FACTS_CONSOLIDATED,
     FactLearned,
     FactRetired,
     FactsConsolidated,
     FactScopeChanged,
-    fact_folds,
 )
 from mnemo.shared.vectors import points as vp
 from mnemo.shared.vectors.port import PayloadValue

@@ -1,8 +1,8 @@
 """Records a batch of inbound commands in the log in two stages: decide and append, then project and publish.
 
-The service layer between the consumer and the pure decisions in ``domain.py``. Per batch it costs a fixed
-number of round trips whatever the batch size: message statuses (plus the states of conversations it has
-not cached), one ``append_batch`` for every stream, the read-model writes, the publish.
+The service layer between the consumer and the pure decisions (the conversation and profile aggregates'
+deciders, run per stream by ``domain.py``). Per batch it costs a fixed number of round trips whatever the
+batch size: message statuses (plus the states of conversations it has not cached), one ``append_batch`` for every stream, the read-model writes, the publish.
 
 - ``begin`` (stage 1): load, decide, append; one batch at a time, in the order batches are begun (the
   consumer begins them in JetStream delivery order), so a conversation's message indexes follow the stream.
@@ -28,8 +28,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mnemo.services.ingest.cache import DEFAULT_CACHE_SIZE, ConversationCache
-from mnemo.services.ingest.domain import Branches, InboundCommand, decide_stream, needs_timeline, stream_of
-from mnemo.shared.aggregates.conversation import KnownMessage, Timeline, fold, fold_tail
+from mnemo.services.ingest.domain import InboundCommand, decide_stream, stream_of
+from mnemo.shared.aggregates.conversation import Branches, KnownMessage, Timeline, fold, fold_tail, needs_timeline
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.codec import StoredDoc
 from mnemo.shared.eventlog.port import Append, ConcurrencyError, EventStore
@@ -65,7 +65,7 @@ class StreamContext:
     committed: list[EventEnvelope] = field(default_factory=list)  # what this batch appended
     log_version: int = 0  # the stream's version after this batch's append
     saw_duplicates: bool = False  # the log already held some decided events: the projection lags
-    branch: Branches | None = None  # for swipes and forks (``domain.needs_timeline``), read from the log
+    branch: Branches | None = None  # for swipes and forks (``needs_timeline``), read from the log
 
 
 @dataclass

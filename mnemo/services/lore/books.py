@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from mnemo.services.lore import domain, manage
+from mnemo.services.lore import domain
 from mnemo.services.lore.formats.exporter import entry_to_world_info, export_world_info
 from mnemo.services.lore.limits import check_attach, check_book, with_entry
-from mnemo.services.lore.manage import BadRequest, LoreNotFound
-from mnemo.shared.aggregates.lorebook import BookState, VersionGap, fold_all
+from mnemo.shared.aggregates.lorebook import BookState, VersionGap, deciders, fold_all
+from mnemo.shared.aggregates.lorebook.deciders import BadRequest, LoreNotFound
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import AppendDecision, append_at_head, append_with_retry
 from mnemo.shared.eventlog.port import AppendResult, EventStore
@@ -50,7 +50,7 @@ class LoreBooks:
         # A book deleted (or erased) and imported again is a new generation: its event ids must not be the
         # first import's.
         generation = state.version if state is not None and state.deleted else 0
-        events = domain.import_events(req, result, lorebook_id, utcnow(), generation)
+        events = deciders.import_events(req, result, lorebook_id, utcnow(), generation)
         await self._record(req.tenant_id, lorebook_id, events)
         return wire.LoreImportReply(
             lorebook_id=lorebook_id,
@@ -75,7 +75,7 @@ class LoreBooks:
             raise LoreNotFound(f"no lorebook {req.lorebook_id!r} in this tenant")
         limits = self.limits.for_tenant(req.tenant_id)
         await check_attach(self.read_model, req.tenant_id, req.lorebook_id, req.bot_ids, limits)
-        await self._record(req.tenant_id, req.lorebook_id, [domain.attach_event(req, utcnow())])
+        await self._record(req.tenant_id, req.lorebook_id, [deciders.attach_event(req, utcnow())])
         return wire.LoreAttachReply(
             lorebook_id=req.lorebook_id, bot_ids=sorted(set(req.bot_ids)), conversation=req.conversation
         )
@@ -159,14 +159,14 @@ class LoreBooks:
         return changed
 
     async def create_book(self, req: wire.LoreBookCreateRequest) -> wire.LoreBookCreateReply:
-        lorebook_id = manage.book_id_for(req)
+        lorebook_id = deciders.book_id_for(req)
         limits = self.limits.for_tenant(req.tenant_id)
         await check_attach(self.read_model, req.tenant_id, lorebook_id, req.attach_to_bots, limits)
         created = False
 
         def decide(state: BookState | None) -> Sequence[NewEvent]:
             nonlocal created
-            events = manage.create_book(state, req, utcnow())
+            events = deciders.create_book(state, req, utcnow())
             created = bool(events)
             return events
 
@@ -177,8 +177,8 @@ class LoreBooks:
         deleted = await self._changed(
             req.tenant_id,
             req.lorebook_id,
-            lambda state: manage.delete_book(
-                manage.owned(state, req.user_id, req.lorebook_id, allow_deleted=True), utcnow()
+            lambda state: deciders.delete_book(
+                deciders.owned(state, req.user_id, req.lorebook_id, allow_deleted=True), utcnow()
             ),
         )
         return wire.LoreDeleteReply(lorebook_id=req.lorebook_id, deleted=deleted)
@@ -187,7 +187,7 @@ class LoreBooks:
         renamed = await self._changed(
             req.tenant_id,
             req.lorebook_id,
-            lambda state: manage.rename_book(manage.owned(state, req.user_id, req.lorebook_id), req.name, utcnow()),
+            lambda state: deciders.rename_book(deciders.owned(state, req.user_id, req.lorebook_id), req.name, utcnow()),
         )
         return wire.LoreBookRenameReply(lorebook_id=req.lorebook_id, name=req.name, renamed=renamed)
 
@@ -195,30 +195,30 @@ class LoreBooks:
         await self._change(
             req.tenant_id,
             req.lorebook_id,
-            lambda state: manage.detach(manage.owned(state, req.user_id, req.lorebook_id), req, utcnow()),
+            lambda state: deciders.detach(deciders.owned(state, req.user_id, req.lorebook_id), req, utcnow()),
         )
         return wire.LoreDetachReply(
             lorebook_id=req.lorebook_id, bot_ids=sorted(set(req.bot_ids)), conversation=req.conversation
         )
 
     async def create_entry(self, req: wire.LoreEntryCreateRequest) -> wire.LoreEntryReply:
-        return await self._entry_change(req, manage.create_entry)
+        return await self._entry_change(req, deciders.create_entry)
 
     async def update_entry(self, req: wire.LoreEntryUpdateRequest) -> wire.LoreEntryReply:
-        return await self._entry_change(req, manage.update_entry)
+        return await self._entry_change(req, deciders.update_entry)
 
     async def _entry_change(
         self,
         req: _EntryRequest,
         change: Callable[[BookState, _EntryRequest, datetime], tuple[LoreEntry, list[NewEvent]]],
     ) -> wire.LoreEntryReply:
-        """Create or update one entry of an owned book (``change`` is ``manage.create_entry`` or
-        ``manage.update_entry``); the reply carries the entry as it now is."""
+        """Create or update one entry of an owned book (``change`` is ``deciders.create_entry`` or
+        ``deciders.update_entry``); the reply carries the entry as it now is."""
         made: list[Any] = []
         limits = self.limits.for_tenant(req.tenant_id)
 
         def decide(state: BookState | None) -> Sequence[NewEvent]:
-            book = manage.owned(state, req.user_id, req.lorebook_id)
+            book = deciders.owned(state, req.user_id, req.lorebook_id)
             entry, events = change(book, req, utcnow())
             if events:
                 check_book(with_entry(book.book.entries, entry), limits)
@@ -235,6 +235,6 @@ class LoreBooks:
         deleted = await self._changed(
             req.tenant_id,
             req.lorebook_id,
-            lambda state: manage.delete_entry(manage.owned(state, req.user_id, req.lorebook_id), req.uid, utcnow()),
+            lambda state: deciders.delete_entry(deciders.owned(state, req.user_id, req.lorebook_id), req.uid, utcnow()),
         )
         return wire.LoreDeleteReply(lorebook_id=req.lorebook_id, uid=req.uid, deleted=deleted)

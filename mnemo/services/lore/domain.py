@@ -1,4 +1,5 @@
-"""Pure decisions of the lore service: read the file, name the book, and build the events to record.
+"""The lore service's own pure part of an import: read the file and name the book (the events it becomes are the
+lorebook aggregate's decision, ``mnemo.shared.aggregates.lorebook.deciders.import_events``).
 
 Idempotency: a book's id is derived from the tenant, the owner, the name and the file's content, and its
 event ids from the book's stream, so a retried import (the request-reply timed out, the reply was lost)
@@ -11,20 +12,12 @@ import base64
 import binascii
 import hashlib
 import json
-from datetime import datetime
 from typing import Any
 
 from mnemo.services.lore.formats.convert import ImportResult, MalformedFileError
 from mnemo.services.lore.formats.importer import import_lorebook
-from mnemo.services.lore.manage import binding
-from mnemo.shared.events.envelope import NewEvent, deterministic_id
-from mnemo.shared.events.recorded import (
-    LorebookAttached,
-    LorebookImported,
-    lorebook_stream,
-    new_event,
-)
-from mnemo_client.wire.lore_contract import LoreAttachRequest, LoreImportRequest
+from mnemo.shared.events.envelope import deterministic_id
+from mnemo_client.wire.lore_contract import LoreImportRequest
 
 
 def file_bytes(req: LoreImportRequest) -> bytes | None:
@@ -45,46 +38,3 @@ def read_file(req: LoreImportRequest) -> tuple[ImportResult, str]:
     content = raw if raw is not None else json.dumps(req.data, sort_keys=True, ensure_ascii=False).encode()
     digest = hashlib.sha256(content).hexdigest()
     return result, deterministic_id("lorebook", req.tenant_id, req.owner_user_id, req.name, digest)
-
-
-def import_events(
-    req: LoreImportRequest, result: ImportResult, lorebook_id: str, now: datetime, generation: int = 0
-) -> list[NewEvent]:
-    """``generation``: 0, or the stream version when the book was deleted and is imported again."""
-    stream = lorebook_stream(req.tenant_id, lorebook_id)
-    suffix = (str(generation),) if generation else ()
-    imported = LorebookImported(
-        lorebook_id=lorebook_id,
-        owner_user_id=req.owner_user_id,
-        name=req.name,
-        format=result.format,
-        book=result.book.model_dump(mode="json"),
-        original=result.original,
-        warnings=[w.model_dump(mode="json") for w in result.warnings],
-        imported_at=now,
-    )
-    events = [
-        new_event(
-            imported,
-            event_id=deterministic_id(stream, "imported", *suffix),
-            tenant_id=req.tenant_id,
-            occurred_at=now,
-        )
-    ]
-    if req.attach_to_bots:
-        bots = sorted(set(req.attach_to_bots))
-        attached = LorebookAttached(lorebook_id=lorebook_id, bot_ids=bots, attached_at=now)
-        events.append(
-            new_event(
-                attached,
-                event_id=deterministic_id(stream, "attached", *bots, *suffix),
-                tenant_id=req.tenant_id,
-                occurred_at=now,
-            )
-        )
-    return events
-
-
-def attach_event(req: LoreAttachRequest, now: datetime) -> NewEvent:
-    attached = LorebookAttached(**binding(req.lorebook_id, req), attached_at=now)
-    return new_event(attached, tenant_id=req.tenant_id, occurred_at=now)

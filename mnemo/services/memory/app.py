@@ -20,13 +20,18 @@ import functools
 
 from faststream.nats import NatsRouter
 
-from mnemo.services.memory import remembering
 from mnemo.services.memory.chat_import.rpc import ChatImportRefused, ChatImports, ChatImportUnavailable
 from mnemo.services.memory.conversations import Conversations
 from mnemo.services.memory.knowledge_items import FactItems
 from mnemo.services.memory.memories import Memories, MemoryNotFound, MemoryNotLive
 from mnemo.services.memory.memory_api import MemoryApi
 from mnemo.shared import subjects
+from mnemo.shared.aggregates.memories import (
+    MemoryRequestRefused,
+    NamespaceForbidden,
+    RememberedNotFound,
+    VersionConflict,
+)
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.deps import Deps
 from mnemo.shared.limits import RateLimiter
@@ -77,10 +82,10 @@ def create_router(deps: Deps) -> NatsRouter:
 
     api = MemoryApi(deps.store, deps.read_model(MEMORIES), deps.publisher)
     errors = {
-        remembering.RememberedNotFound: "not_found",
-        remembering.NamespaceForbidden: "forbidden",
-        remembering.VersionConflict: "conflict",
-        remembering.MemoryRequestRefused: "bad_request",
+        RememberedNotFound: "not_found",
+        NamespaceForbidden: "forbidden",
+        VersionConflict: "conflict",
+        MemoryRequestRefused: "bad_request",
     }
     answer = functools.partial(serve, router, service=SERVICE, errors=errors, limiter=limiter, max_workers=4)
     for engine, names in ((False, PLAYER_SUBJECTS), (True, ENGINE_SUBJECTS)):

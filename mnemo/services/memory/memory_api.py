@@ -1,7 +1,7 @@
 """The memory API's use cases: remember, update, forget and history over ``memory/<tenant>/<memory>`` streams.
 
-Each call reads the memory's stream (the source of truth), decides with ``remembering.py``, appends under
-optimistic concurrency (a lost race reads and decides again), projects the memory's whole stream into the
+Each call reads the memory's stream (the source of truth), decides with the memories aggregate
+(``mnemo.shared.aggregates.memories``), appends under optimistic concurrency (a lost race reads and decides again), projects the memory's whole stream into the
 memories read model, then publishes: a reply means the next search or context sees the change, and the
 embedding service derives the vectors from the published events. ``engine`` says whether the call came on the
 engine's subject (``mnemo.rpc.memory.engine.<verb>.v1``), which is what the right to write campaign and
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from mnemo.services.memory import remembering as rules
+from mnemo.shared.aggregates import memories as rules
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import AppendDecision, Appended, append_with_retry
 from mnemo.shared.eventlog.port import EventStore

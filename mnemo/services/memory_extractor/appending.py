@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mnemo.services.memory_extractor.domain import Witnessing, group_appends, streams_of
+from mnemo.services.memory_extractor.domain import group_appends, streams_of
+from mnemo.shared.aggregates.knowledge import Witnessing
 from mnemo.shared.eventlog.append import MAX_CONFLICT_RETRIES, ConflictRetriesExhausted
 from mnemo.shared.eventlog.port import ConcurrencyError, EventStore
 from mnemo.shared.events.envelope import EventEnvelope

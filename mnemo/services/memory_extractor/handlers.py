@@ -21,9 +21,9 @@ import logging
 from dataclasses import dataclass, field
 
 from mnemo.services.memory_extractor.appending import append_witnessings
-from mnemo.services.memory_extractor.domain import Witnessing, witnesses_of
 from mnemo.services.memory_extractor.learning import Learning, SourceMessage
 from mnemo.services.memory_extractor.revisions import Revisions
+from mnemo.shared.aggregates.knowledge import Witnessing, witnesses_of
 from mnemo.shared.delivery import Item, Rejection
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import MAX_CONFLICT_RETRIES

@@ -30,9 +30,10 @@ from mnemo.services.memory_extractor.curation import (
     merge_extractive,
     plan_consolidation,
 )
-from mnemo.services.memory_extractor.domain import Witnessing, group_appends
+from mnemo.services.memory_extractor.domain import group_appends
 from mnemo.services.memory_extractor.facts import FactCandidate, normalise, pattern_candidates, runs_of_presence
 from mnemo.services.memory_extractor.settings import KnowledgeSettings
+from mnemo.shared.aggregates.knowledge import Witnessing
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.eventlog.append import MAX_CONFLICT_RETRIES, ConflictRetriesExhausted

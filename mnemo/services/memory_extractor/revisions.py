@@ -15,8 +15,8 @@ import logging
 from collections.abc import Sequence
 
 from mnemo.services.memory_extractor.curation import consolidated_fact, merge_extractive
-from mnemo.services.memory_extractor.domain import Witnessing
 from mnemo.services.memory_extractor.learning import Learning, SourceMessage
+from mnemo.shared.aggregates.knowledge import Witnessing
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import EventEnvelope, deterministic_id, utcnow
 from mnemo.shared.events.recorded import (

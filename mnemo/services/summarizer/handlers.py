@@ -7,9 +7,10 @@ backoff on failure, dead-letter invalid payloads). Writes only to ``summaries/<t
 - ``message.recorded`` whose index closes a range (``domain.due_range``: count or token trigger) → read the
   range from the log (``ranges.py``), split it by presence (``domain.presence_parts``), write one summary per
   part (LLM when configured, extractive otherwise) and append them in one ``summary.created`` batch. Then
-  consolidate (``consolidation.py``): while an (audience, level) group holds more than ``max_active`` live
-  summaries, append a consolidated summary and a ``summary.retired`` (``consolidated``) per child, in one
-  append at the stream version the decision was made on (a concurrent writer makes it decide again).
+  consolidate (the summaries aggregate, ``mnemo.shared.aggregates.summaries``): while an (audience, level)
+  group holds more than ``max_active`` live summaries, append a consolidated summary and a
+  ``summary.retired`` (``consolidated``) per child, in one append at the stream version the decision was
+  made on (a concurrent writer makes it decide again).
 - ``message.edited`` / ``message.deleted`` → every live summary covering the message is recomputed over its
   messages as they now are (a deleted one is left out) and retired (``stale``, ``replaced_by`` the
   recomputation; none when no message is left), in one append.
@@ -27,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mnemo.services.summarizer import consolidation, llm_summary, ranges
-from mnemo.services.summarizer.consolidation import LiveSet, fold_live
 from mnemo.services.summarizer.domain import (
     AudiencePart,
     RangeMessage,
@@ -43,6 +43,7 @@ from mnemo.services.summarizer.domain import (
     summary_id,
 )
 from mnemo.services.summarizer.settings import SummarizerSettings
+from mnemo.shared.aggregates import summaries as aggregate
 from mnemo.shared.delivery import Item, Rejection
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.embedders.port import Embedder
@@ -212,19 +213,19 @@ class Summarizer:
     async def consolidate(
         self, env: EventEnvelope, user_id: str, conversation_id: str, *, traceparent: str | None = None
     ) -> None:
-        """Fold over-full (audience, level) groups until none is left (``consolidation.py``)."""
+        """Fold over-full (audience, level) groups until none is left (the summaries aggregate)."""
         settings = self.settings_for(env.tenant_id)
         stream = summary_stream(env.tenant_id, user_id, conversation_id)
         for _ in range(MAX_FOLDS_PER_EVENT):
-            live = fold_live(await self.store.read_stream(stream))
-            batch = consolidation.due_batch(live.summaries(), settings)
+            live = aggregate.fold_live(await self.store.read_stream(stream))
+            batch = aggregate.due_batch(live.summaries(), settings)
             if batch is None:
                 return
-            cid = consolidation.consolidation_id(env.tenant_id, user_id, conversation_id, [c.summary_id for c in batch])
+            cid = aggregate.consolidation_id(env.tenant_id, user_id, conversation_id, [c.summary_id for c in batch])
             merged = await self._consolidated(cid, batch, settings)
             new = [self._event(env, cid, merged, traceparent)]
             for child in batch:
-                rid, retired = consolidation.retirement(child, "consolidated", cid, merged.end_at)
+                rid, retired = aggregate.retirement(child, "consolidated", cid, merged.end_at)
                 new.append(self._event(env, rid, retired, traceparent))
             await self._append_at(stream, live, new)
         log.warning("%s: consolidation did not settle in %d folds", stream, MAX_FOLDS_PER_EVENT)
@@ -239,7 +240,7 @@ class Summarizer:
                 llm_summary.consolidate(self.chat_model, [c.text for c in ordered]), "consolidation"
             )
             if merged is not None:
-                return consolidation.consolidated_payload(
+                return aggregate.consolidated_payload(
                     summary_id=cid,
                     children=ordered,
                     text=merged.value.summary,
@@ -258,7 +259,7 @@ class Summarizer:
         text, citations = consolidation.joined_with_citations(ordered, picked)
         if not text:  # nothing picked: the children's texts whole, written from all they cover
             text, citations = " ".join(c.text for c in ordered), []
-        return consolidation.consolidated_payload(
+        return aggregate.consolidated_payload(
             summary_id=cid, children=ordered, text=text, method="extractive", citations=citations
         )
 
@@ -272,18 +273,18 @@ class Summarizer:
         at = change.edited_at if isinstance(change, MessageEdited) else change.deleted_at
 
         async def decide() -> AppendDecision[None]:
-            live = fold_live(await self.store.read_stream(stream))
+            live = aggregate.fold_live(await self.store.read_stream(stream))
             causes = {x.causation_id for x in live.by_id.values() if x.causation_id}
             versions = {e.event_id: e.version for e in await self.store.get_events(list(causes))}
             new: list[NewEvent] = []
-            for old in consolidation.stale_by(live, change.message_id, env.version, versions):
-                rid = consolidation.recompute_id(
+            for old in aggregate.stale_by(live, change.message_id, env.version, versions):
+                rid = aggregate.recompute_id(
                     env.tenant_id, change.user_id, change.conversation_id, old.summary_id, env.event_id
                 )
                 fresh = await self._recompute(env, old, rid, settings)
                 if fresh is not None:
                     new.append(self._event(env, rid, fresh, traceparent))
-                eid, retired = consolidation.retirement(old, "stale", rid if fresh else None, at)
+                eid, retired = aggregate.retirement(old, "stale", rid if fresh else None, at)
                 new.append(self._event(env, eid, retired, traceparent))
             return AppendDecision(live.version, new, None)  # nothing stale: nothing to append
 
@@ -340,7 +341,7 @@ class Summarizer:
             traceparent=traceparent,
         )
 
-    async def _append_at(self, stream: str, live: LiveSet, events: list[NewEvent]) -> None:
+    async def _append_at(self, stream: str, live: aggregate.LiveSet, events: list[NewEvent]) -> None:
         """Append at the version ``live`` was folded from; a lost race appends nothing (the caller's next fold
         re-reads the stream and decides again)."""
         await try_append(self.store, stream, live.version, events, publisher=self.publisher)

@@ -1,10 +1,13 @@
-"""The aggregates: one module per stream kind, its state and its fold (pure: no I/O), which the services decide
-on and the read models are projected with.
+"""The aggregates: one module per stream kind (a package once it outgrows one), pure (no I/O): the stream's
+events (``EVENTS``, its payload classes, registered in ``mnemo/shared/events/recorded/``), its fold and its
+deciders, which the services call and the read models are projected with.
 
-- ``conversation``: a conversation's stream (``conversation/<tenant>/<user>/<conversation>``): its state (the
-  conversations read model stores it, ingest decides on it, caught up by folding the log's tail), the
-  statuses of its messages (what ingest decides edits, deletes and redeliveries on) and its timeline of
-  alternatives (what ingest decides swipes and forks on); a package, ``fold_tail`` folds a tail into all three.
-- ``lorebook``: a book's stream (``lorebook/<tenant>/<book>``); the lore service decides on its fold (the read
-  model's state serves as a snapshot, the log's events past it are folded on), the lore read model stores it.
+- ``conversation``: a conversation's stream: its state, its messages' statuses, its timeline of alternatives
+  (``fold_tail`` folds a tail into all three) and the deciders of messages, swipes and forks (ingest's).
+- ``profiles``: a bot's and a persona's stream: the upserts' decider (ingest's).
+- ``lorebook``: a book's stream: its fold (the read model's state is a snapshot, the log's events past it are
+  folded on) and the lore service's deciders.
+- ``knowledge``: a character's stream: the fact events' fold table and who witnessed a message.
+- ``summaries``: a conversation's summary stream: the live summaries, consolidation, staleness, retirement.
+- ``memories``: a memory's stream (the memory API): its versions and the remember/update/forget deciders.
 """

@@ -22,10 +22,10 @@ from typing import Any, Protocol
 from pymongo import ASCENDING, DESCENDING, UpdateMany, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
+from mnemo.shared.aggregates.knowledge import FACT_EVENTS, fact_folds
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
-    FACT_EVENTS,
     FACT_LEARNED,
     FACT_RETIRED,
     FACTS_CONSOLIDATED,
@@ -33,7 +33,6 @@ from mnemo.shared.events.recorded import (
     FactScopeChanged,
     campaign_scope,
     character_scope,
-    fact_folds,
     player_scope,
 )
 from mnemo.shared.readmodels.erased import readable, readable_one

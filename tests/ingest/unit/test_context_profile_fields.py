@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mnemo.services.ingest.domain import decide_profile
+from mnemo.shared.aggregates.profiles import decide_profile
 from mnemo.shared.crypto import TenantCipher
 from mnemo.shared.events.recorded import BotRecorded, PersonaRecorded, bot_stream
 from mnemo.shared.readmodels.profiles import bot_view, bot_write, persona_view, persona_write
@@ -67,7 +67,7 @@ def test_an_unknown_knowledge_sharing_value_is_rejected_at_the_contract():
 
 
 def test_an_upsert_without_the_new_fields_keeps_the_event_id_it_had_before_they_existed():
-    from mnemo.services.ingest.domain import _digest
+    from mnemo.shared.aggregates.decision import digest as _digest
     from mnemo.shared.events.envelope import deterministic_id
 
     bot = BotUpserted(tenant_id="t1", bot_id="b1", name="Eli", system_prompt="Be kind.", updated_at=T0)

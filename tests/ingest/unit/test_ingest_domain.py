@@ -9,9 +9,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from mnemo.services.ingest.domain import ConversationDecider, decide_profile, decide_stream, stream_of
+from mnemo.services.ingest.domain import decide_stream, stream_of
 from mnemo.services.ingest.handlers import decode_command
-from mnemo.shared.aggregates.conversation import KnownMessage, known_from_events
+from mnemo.shared.aggregates.conversation import ConversationDecider, KnownMessage, known_from_events
+from mnemo.shared.aggregates.profiles import decide_profile
 from mnemo.shared.delivery import InvalidMessage
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import REGISTRY, MessageRecorded, conversation_stream, created_event_id

@@ -39,7 +39,9 @@ def events() -> list:
 def test_the_fold_tracks_alternatives_the_current_one_and_deletions() -> None:
     tl = Timeline().fold(events())
     slot = tl.slots["m1"]
-    assert (slot.current, slot.texts) == ("s1", {"s1": "Second, edited."}), "a plain edit edits the current one"
+    assert (slot.current, slot.texts["s1"]) == ("s1", "Second, edited."), "a plain edit edits the current one"
+    assert (slot.texts["m1"], "m1" in tl.gone) == ("First.", True), "a deleted alternative keeps its text, flagged"
+    assert list(slot.made) == ["m1", "s1"], "every alternative, in recorded order"
     assert tl.slot("s1") is slot
     assert tl.slot("m1") is None, "the deleted original cannot be selected"
     assert tl.slots["m0"].deleted

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from mnemo.services.lore import domain, manage
-from mnemo.services.lore.manage import BadRequest, LoreNotFound
-from mnemo.shared.aggregates.lorebook import BookState, VersionGap, fold, fold_all
+from mnemo.shared.aggregates.lorebook import BookState, VersionGap, deciders, fold, fold_all
+from mnemo.shared.aggregates.lorebook.deciders import BadRequest, LoreNotFound
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import bot_stream, conversation_stream, lorebook_stream
 from mnemo.shared.lore.model import Lorebook, LoreEntry
@@ -44,17 +43,17 @@ def created_book(*entries: dict[str, Any]) -> BookState:
     req = LoreBookCreateRequest(
         tenant_id=TENANT, owner_user_id=OWNER, name="World", lorebook_id=BOOK, attach_to_bots=["bot-a"]
     )
-    state = replay(manage.create_book(None, req, T0))
+    state = replay(deciders.create_book(None, req, T0))
     for fields in entries:
         entry_req = LoreEntryCreateRequest(tenant_id=TENANT, user_id=OWNER, lorebook_id=BOOK, entry=fields)
-        _, events = manage.create_entry(state, entry_req, T0)
+        _, events = deciders.create_entry(state, entry_req, T0)
         state = replay(events, state)
     return state
 
 
 def update(state: BookState, at: int, user: str = OWNER, **changes: Any) -> tuple[LoreEntry, list[NewEvent]]:
     req = LoreEntryUpdateRequest(tenant_id=TENANT, user_id=user, lorebook_id=BOOK, uid=at, changes=changes)
-    return manage.update_entry(manage.owned(state, user, BOOK), req, T0)
+    return deciders.update_entry(deciders.owned(state, user, BOOK), req, T0)
 
 
 def test_created_book_with_entries_folds_to_the_book_and_its_attachment() -> None:
@@ -68,16 +67,16 @@ def test_created_book_with_entries_folds_to_the_book_and_its_attachment() -> Non
 
 def test_next_uid_follows_the_largest_and_a_taken_uid_is_refused_unless_identical() -> None:
     state = created_book({"content": "a", "uid": 5})
-    entry, events = manage.create_entry(
+    entry, events = deciders.create_entry(
         state, LoreEntryCreateRequest(tenant_id=TENANT, user_id=OWNER, lorebook_id=BOOK, entry={"content": "b"}), T0
     )
     assert entry.uid == 6
     assert len(events) == 1
     same = LoreEntryCreateRequest(tenant_id=TENANT, user_id=OWNER, lorebook_id=BOOK, entry={"uid": 5, "content": "a"})
-    assert manage.create_entry(state, same, T0)[1] == [], "an identical retry records nothing"
+    assert deciders.create_entry(state, same, T0)[1] == [], "an identical retry records nothing"
     other = LoreEntryCreateRequest(tenant_id=TENANT, user_id=OWNER, lorebook_id=BOOK, entry={"uid": 5, "content": "x"})
     with pytest.raises(BadRequest, match="uid 5"):
-        manage.create_entry(state, other, T0)
+        deciders.create_entry(state, other, T0)
 
 
 def test_update_takes_camel_or_snake_case_and_keeps_other_fields() -> None:
@@ -109,7 +108,7 @@ def test_sillytavern_vectorized_sets_the_mode_as_an_import_does_unless_the_mode_
         ({"activationMode": "semantic"}, "activationMode"),
         ({"no_such_field": 1}, "no_such_field"),
         ({"uid": 9}, "uid"),
-        ({"content": "x" * (manage.MAX_CONTENT_CHARS + 1)}, "longer"),
+        ({"content": "x" * (deciders.MAX_CONTENT_CHARS + 1)}, "longer"),
     ],
 )
 def test_invalid_changes_are_bad_requests_naming_the_field(changes: dict[str, Any], problem: str) -> None:
@@ -123,28 +122,28 @@ def test_only_the_owner_may_change_a_book_and_others_cannot_tell_it_exists() -> 
     with pytest.raises(LoreNotFound):
         update(state, 0, user="u-stranger", content="mine now")
     with pytest.raises(LoreNotFound):
-        manage.owned(None, OWNER, BOOK)
+        deciders.owned(None, OWNER, BOOK)
     with pytest.raises(LoreNotFound, match="no entry 3"):
         update(state, 3, content="x")
 
 
 def test_deleted_entry_and_book_fold_away_and_repeat_deletes_record_nothing() -> None:
     state = created_book({"content": "a"}, {"content": "b"})
-    gone = replay(manage.delete_entry(state, 0, T0), state)
+    gone = replay(deciders.delete_entry(state, 0, T0), state)
     assert [e.uid for e in gone.book.entries] == [1]
-    assert manage.delete_entry(gone, 0, T0) == []
-    deleted = replay(manage.delete_book(gone, T0), gone)
+    assert deciders.delete_entry(gone, 0, T0) == []
+    deleted = replay(deciders.delete_book(gone, T0), gone)
     assert deleted.deleted
     assert (deleted.book.entries, deleted.targets, deleted.name) == ([], [], "")
-    assert manage.delete_book(deleted, T0) == []
+    assert deciders.delete_book(deleted, T0) == []
     with pytest.raises(LoreNotFound):
-        manage.owned(deleted, OWNER, BOOK)
-    assert manage.owned(deleted, OWNER, BOOK, allow_deleted=True) is deleted
+        deciders.owned(deleted, OWNER, BOOK)
+    assert deciders.owned(deleted, OWNER, BOOK, allow_deleted=True) is deleted
 
 
 def test_a_rename_folds_into_the_book_and_its_export_name_and_keeps_the_rest() -> None:
     state = created_book({"content": "a"})
-    events = manage.rename_book(state, "Harbour lore", T0)
+    events = deciders.rename_book(state, "Harbour lore", T0)
     renamed = replay(events, state)
     assert [e.type for e in events] == ["lorebook.renamed"]
     assert (renamed.name, renamed.book.name, renamed.version) == ("Harbour lore", "Harbour lore", state.version + 1)
@@ -153,24 +152,24 @@ def test_a_rename_folds_into_the_book_and_its_export_name_and_keeps_the_rest() -
         state.targets,
         OWNER,
     )
-    assert manage.rename_book(renamed, "Harbour lore", T0) == [], "the same name again records nothing"
+    assert deciders.rename_book(renamed, "Harbour lore", T0) == [], "the same name again records nothing"
     with pytest.raises(LoreNotFound):
-        manage.owned(renamed, "u-stranger", BOOK)
+        deciders.owned(renamed, "u-stranger", BOOK)
 
 
 def test_detach_removes_only_the_named_targets() -> None:
     state = created_book()
     conv = ConversationRef(user_id="u2", conversation_id="c2")
     attach = LoreAttachRequest(tenant_id=TENANT, lorebook_id=BOOK, bot_ids=["bot-b"], conversation=conv)
-    state = replay([domain.attach_event(attach, T0)], state)
+    state = replay([deciders.attach_event(attach, T0)], state)
     assert state.targets == sorted(
         [bot_stream(TENANT, "bot-a"), bot_stream(TENANT, "bot-b"), conversation_stream(TENANT, "u2", "c2")]
     )
     detach = LoreDetachRequest(tenant_id=TENANT, user_id=OWNER, lorebook_id=BOOK, bot_ids=["bot-a", "bot-x"])
-    after = replay(manage.detach(state, detach, T0), state)
+    after = replay(deciders.detach(state, detach, T0), state)
     assert after.targets == [bot_stream(TENANT, "bot-b"), conversation_stream(TENANT, "u2", "c2")]
     only_conv = LoreDetachRequest(tenant_id=TENANT, user_id=OWNER, lorebook_id=BOOK, conversation=conv)
-    assert replay(manage.detach(after, only_conv, T0), after).targets == [bot_stream(TENANT, "bot-b")]
+    assert replay(deciders.detach(after, only_conv, T0), after).targets == [bot_stream(TENANT, "bot-b")]
 
 
 def test_event_ids_depend_on_the_version_decided_on_so_a_retry_is_deduplicated() -> None:
@@ -202,14 +201,14 @@ def test_a_new_life_after_an_erased_one_folds_from_its_create() -> None:
     decided on a deleted book at version 3 starts the book anew, and only then."""
     req = LoreBookCreateRequest(tenant_id=TENANT, owner_user_id="u-new", name="Again", lorebook_id=BOOK)
     erased = BookState(TENANT, BOOK, deleted=True, version=3)
-    events = manage.create_book(erased, req, T0)
+    events = deciders.create_book(erased, req, T0)
     anew = fold_all(None, log_of(events, 4))
     assert anew is not None
     assert (anew.owner_user_id, anew.name, anew.deleted, anew.version) == ("u-new", "Again", False, 4)
-    assert {e.event_id for e in events}.isdisjoint(e.event_id for e in manage.create_book(None, req, T0))
+    assert {e.event_id for e in events}.isdisjoint(e.event_id for e in deciders.create_book(None, req, T0))
     entry = LoreEntryCreateRequest(tenant_id=TENANT, user_id="u-new", lorebook_id=BOOK, entry={"content": "x"})
     with pytest.raises(VersionGap):  # a gap before anything but a create or an import is still refused
-        fold_all(None, log_of(manage.create_entry(anew, entry, T0)[1], 6))
+        fold_all(None, log_of(deciders.create_entry(anew, entry, T0)[1], 6))
 
 
 def test_a_created_entry_drops_the_original_raw_entry_of_its_uid() -> None:
@@ -222,5 +221,5 @@ def test_a_created_entry_drops_the_original_raw_entry_of_its_uid() -> None:
         version=1,
     )
     req = LoreEntryCreateRequest(tenant_id=TENANT, user_id=OWNER, lorebook_id=BOOK, entry={"uid": 3})
-    after = replay(manage.create_entry(state, req, T0)[1], state)
+    after = replay(deciders.create_entry(state, req, T0)[1], state)
     assert after.original == {"entries": {"4": {"uid": 4}}}

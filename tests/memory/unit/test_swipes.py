@@ -1,4 +1,5 @@
-"""``fold_swipes``: a conversation's alternatives from its log events (recorded, selected, edited, deleted)."""
+"""``fold_swipes``: a conversation's alternatives from its log events (recorded, selected, edited, deleted), as
+ingest records them: a new alternative is followed by the ``message.edited`` that selects it."""
 
 from __future__ import annotations
 
@@ -41,8 +42,13 @@ def edited(version: int, message_id: str, content: str, alternative_id: str | No
     )  # fmt: skip
 
 
+def swiped(version: int, message_id: str, of: str, content: str) -> list[EventEnvelope]:
+    """A new alternative and its selection (``branches.swipe_created``)."""
+    return [alternative(version, message_id, of, content), edited(version + 1, of, content, alternative_id=message_id)]
+
+
 def test_only_swiped_messages_with_the_current_one_marked() -> None:
-    events = [recorded(1, "m1", "hello", 0), recorded(2, "m2", "first", 1), alternative(3, "s1", "m2", "second")]
+    events = [recorded(1, "m1", "hello", 0), recorded(2, "m2", "first", 1), *swiped(3, "s1", "m2", "second")]
     swipes = fold_swipes(events)
     assert list(swipes) == ["m2"]
     assert [(a.message_id, a.content, a.current) for a in swipes["m2"]] == [
@@ -52,12 +58,24 @@ def test_only_swiped_messages_with_the_current_one_marked() -> None:
 
 
 def test_a_selection_an_edit_of_the_current_one_and_a_deletion() -> None:
-    events = [recorded(1, "m2", "first", 0), alternative(2, "s1", "m2", "second"), alternative(3, "s2", "m2", "third")]
-    events += [edited(4, "m2", "first", alternative_id="m2"), edited(5, "m2", "first, edited")]
-    events += [event(6, "message.alternative_deleted", message_id="s1", swipe_of="m2", deleted_at=T0)]
+    events = [recorded(1, "m2", "first", 0), *swiped(2, "s1", "m2", "second"), *swiped(4, "s2", "m2", "third")]
+    events += [edited(6, "m2", "first", alternative_id="m2"), edited(7, "m2", "first, edited")]
+    events += [event(8, "message.alternative_deleted", message_id="s1", swipe_of="m2", deleted_at=T0)]
     (alternatives,) = fold_swipes(events).values()
     assert [(a.message_id, a.content, a.current, a.deleted) for a in alternatives] == [
         ("m2", "first, edited", True, False),
         ("s1", "second", False, True),
         ("s2", "third", False, False),
+    ]
+
+
+def test_an_edit_of_the_current_alternative_shows_its_new_text() -> None:
+    """``branches.alternative_edited`` records the edit with the alternative's id: the history shows the new text,
+    so its alternative does too (the memory service's own fold kept the text it was recorded with)."""
+    events = [recorded(1, "m2", "first", 0), *swiped(2, "s1", "m2", "second")]
+    events += [edited(4, "m2", "second, edited", alternative_id="s1")]
+    (alternatives,) = fold_swipes(events).values()
+    assert [(a.message_id, a.content, a.current) for a in alternatives] == [
+        ("m2", "first", False),
+        ("s1", "second, edited", True),
     ]

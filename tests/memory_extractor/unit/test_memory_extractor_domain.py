@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from mnemo.services.memory_extractor.domain import group_appends, witnesses_of
+from mnemo.services.memory_extractor.domain import group_appends
+from mnemo.shared.aggregates.knowledge import witnesses_of
 from mnemo.shared.events.recorded import MessageRecorded, MessagesWitnessed, knowledge_stream
 
 

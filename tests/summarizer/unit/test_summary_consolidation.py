@@ -10,8 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.services.summarizer import llm_summary
-from mnemo.services.summarizer.consolidation import (
-    child_sentences,
+from mnemo.services.summarizer.consolidation import child_sentences
+from mnemo.services.summarizer.domain import RangeMessage, sentences_of
+from mnemo.services.summarizer.schemas import SummaryOutput
+from mnemo.services.summarizer.settings import SummarizerSettings
+from mnemo.shared.aggregates.summaries import (
     consolidated_payload,
     consolidation_id,
     due_batch,
@@ -20,9 +23,6 @@ from mnemo.services.summarizer.consolidation import (
     retirement,
     stale_by,
 )
-from mnemo.services.summarizer.domain import RangeMessage, sentences_of
-from mnemo.services.summarizer.schemas import SummaryOutput
-from mnemo.services.summarizer.settings import SummarizerSettings
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import SummaryCreated, SummaryType, summary_stream
 from tests.envelopes import numbered

@@ -34,8 +34,8 @@ from mnemo.services.lore.documents import events as ev
 from mnemo.services.lore.documents.parsing import parse_file
 from mnemo.services.lore.documents.reading import DocumentError, kind_of
 from mnemo.services.lore.documents.stored import StoredUploads
-from mnemo.services.lore.manage import BadRequest, LoreNotFound
 from mnemo.services.lore.settings import DocumentSettings
+from mnemo.shared.aggregates.lorebook.deciders import BadRequest, LoreNotFound
 from mnemo.shared.crypto import DecryptionError, FieldCipher
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import append_at_head

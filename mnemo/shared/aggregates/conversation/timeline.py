@@ -6,7 +6,9 @@ log holds them, so ingest folds the stream (pure, no I/O). It is read only for t
 delete, swipe or fork (docs/branches.md), so the hot path of new messages never pays for it.
 
 A *slot* is a message of the history, named by the id it was first recorded with; each alternative id (the
-slot's own included) has its own text, and ``current`` is the one the history shows. The fold is idempotent
+slot's own included) has its own text and ``created_at``, and ``current`` is the one the history shows. The
+memory service's conversation timeline shows a message's swipes from the same fold (deleted ones flagged), so
+the stream's alternatives are folded in this one place. The fold is idempotent
 by log version: events at or below ``version`` are skipped, so a catch-up tail can be folded in again.
 """
 
@@ -35,8 +37,11 @@ class Slot:
     recorded: dict[str, Any]  # the ``message.recorded`` payload (role, author, scene, index...)
     index: int
     current: str
-    texts: dict[str, str]  # alternative id (the slot's own id too) -> its latest text
+    texts: dict[str, str]  # alternative id (the slot's own id too) -> its latest text (a deleted one's kept)
     deleted: bool = False
+    # Alternative id -> its ``created_at``, in recorded order, deleted ones too: what the memory service's
+    # timeline shows of a message's swipes (``Timeline.gone`` flags the deleted ones).
+    made: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -73,6 +78,10 @@ class Timeline:
         slot_id = self.slot_of.get(alternative_id) if alternative_id not in self.gone else None
         return self.slots.get(slot_id) if slot_id is not None else None
 
+    def swiped(self) -> list[tuple[str, Slot]]:
+        """The slots that ever had an alternative besides their own message, in recorded order."""
+        return [(sid, s) for sid, s in self.slots.items() if len(s.made) > 1]
+
     def history(self, up_to_index: int) -> list[tuple[str, Slot]]:
         """The live slots at or before ``up_to_index``, in order (what a fork from there keeps)."""
         live = [(sid, s) for sid, s in self.slots.items() if not s.deleted and s.index <= up_to_index]
@@ -81,7 +90,7 @@ class Timeline:
 
 def _recorded(tl: Timeline, p: Payload) -> None:
     mid = str(p["message_id"])
-    tl.slots[mid] = Slot(dict(p), int(p["index"]), mid, {mid: str(p["content"])})
+    tl.slots[mid] = Slot(dict(p), int(p["index"]), mid, {mid: str(p["content"])}, made={mid: p["created_at"]})
     tl.slot_of[mid] = mid
 
 
@@ -104,15 +113,12 @@ def _alternative_recorded(tl: Timeline, p: Payload) -> None:
     slot = tl.slots.get(str(p["swipe_of"]))
     if slot is not None:
         slot.texts[str(p["message_id"])] = str(p["content"])
+        slot.made[str(p["message_id"])] = p["created_at"]
         tl.slot_of[str(p["message_id"])] = str(p["swipe_of"])
 
 
 def _alternative_deleted(tl: Timeline, p: Payload) -> None:
-    mid = str(p["message_id"])
-    slot = tl.slots.get(str(p["swipe_of"]))
-    if slot is not None:
-        slot.texts.pop(mid, None)
-    tl.gone.add(mid)
+    tl.gone.add(str(p["message_id"]))  # its text stays: the memory service's timeline shows it, flagged deleted
 
 
 def _forked(tl: Timeline, p: Payload) -> None:

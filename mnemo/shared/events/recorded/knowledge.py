@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, TypeVar
+from typing import Literal
 
 from pydantic import Field
 
@@ -131,23 +131,3 @@ class FactUnpromoted(FactScopeChanged):
 
 FACT_PROMOTED = REGISTRY.register("knowledge.fact_promoted", FactPromoted, key_owner="owner_user_id")
 FACT_UNPROMOTED = REGISTRY.register("knowledge.fact_unpromoted", FactUnpromoted, key_owner="owner_user_id")
-
-
-Step = TypeVar("Step")
-
-
-def fact_folds(*, learned: Step, consolidated: Step, retired: Step, scope_changed: Step) -> dict[str, Step]:
-    """The fact events of a knowledge stream, each to its step of a fold (a promotion and its undoing are one
-    step: a scope change). The knowledge read model, its in-memory fake and the fact vectors all fold by this
-    one table, so a new fact event is given a step in each of them or fails to build, never missed by one."""
-    return {
-        FACT_LEARNED.name: learned,
-        FACTS_CONSOLIDATED.name: consolidated,
-        FACT_RETIRED.name: retired,
-        FACT_PROMOTED.name: scope_changed,
-        FACT_UNPROMOTED.name: scope_changed,
-    }
-
-
-#: The types of every fact event (``fact_folds``'s keys): what the knowledge read model projects.
-FACT_EVENTS = frozenset(fact_folds(learned=0, consolidated=0, retired=0, scope_changed=0))

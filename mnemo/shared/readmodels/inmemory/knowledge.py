@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC
 
+from mnemo.shared.aggregates.knowledge import fact_folds
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     FACT_LEARNED,
@@ -13,7 +14,6 @@ from mnemo.shared.events.recorded import (
     FACTS_CONSOLIDATED,
     FactLearned,
     FactScopeChanged,
-    fact_folds,
 )
 from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.dispatch import apply_each

@@ -1,5 +1,6 @@
-"""Pure decisions of the memory API: a memory's stream folded into its versions, and the events that remember,
-update and forget it (no I/O, no clock: ``now`` and the memory id are given).
+"""The memories aggregate: a memory's stream (``memory/<tenant>/<memory>``) folded into its versions, and its
+deciders, the events that remember, update and forget it (pure: no I/O, no clock: ``now`` and the memory id
+are given; the memory service's memory API calls them). ``EVENTS`` names the stream's payload classes.
 
 Who may do what is ``mnemo/shared/namespaces.py``: a call that may not write the namespace is ``NamespaceForbidden``,
 except that another player's memory is ``RememberedNotFound`` (its ids look unknown). Idempotency: remembering with an
@@ -34,6 +35,9 @@ from mnemo_client.wire.memory_api_contract import (
     MemoryVersion,
     namespace_kind,
 )
+
+#: The payload classes of a memory's stream.
+EVENTS = (MemoryRemembered, MemoryUpdated, MemoryForgotten)
 
 #: The fields of a version an update may change (the namespace, owner and character never change).
 CHANGEABLE = ("title", "content", "memory_type", "tags", "assets", "metadata", "occurred_at")

@@ -1,4 +1,4 @@
-"""Ingest decisions for swipes and forks (pure, no I/O), on the conversation's ``Timeline``.
+"""The conversation aggregate's deciders for swipes and forks (pure, no I/O), on its ``Timeline`` (ingest calls them).
 
 Swipes reuse the edit machinery: an alternative is recorded apart (``message.alternative_recorded``, which no
 read model projects), and making it current is a ``message.edited`` of its slot carrying the alternative's
@@ -19,7 +19,8 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from mnemo.shared.aggregates.conversation import ConversationState, Timeline, as_utc
+from mnemo.shared.aggregates.conversation.state import ConversationState, as_utc
+from mnemo.shared.aggregates.conversation.timeline import Timeline
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import ConversationForked as ForkedPayload
 from mnemo.shared.events.recorded import (

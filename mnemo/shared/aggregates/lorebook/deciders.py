@@ -1,21 +1,23 @@
-"""Pure decisions of lore management: from a book's folded state and a request, the events to record.
+"""The lorebook aggregate's deciders: from a book's folded state and a request, the events to record (pure, no
+I/O; the lore service calls them on the book's fold).
 
 Owner rule: only the book's ``owner_user_id`` may change it; a request by anyone else, or about a book that
 does not exist (or was deleted), raises :class:`LoreNotFound` - the caller cannot tell the two apart.
 
 Idempotency: event ids are derived from the book's stream, what changes and the version the decision was made
 on, so a retry after a lost reply either appends nothing (same id) or finds the change already there and
-answers ``changed: false`` / ``deleted: false`` without recording anything.
+answers ``changed: false`` / ``deleted: false`` without recording anything. An import's ids come from the
+book's id (derived from the file's content by the lore service) and the life it starts (``generation``).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from mnemo.shared.aggregates.lorebook import BookState
+from mnemo.shared.aggregates.lorebook.state import BookState
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import (
     LorebookAttached,
@@ -26,19 +28,34 @@ from mnemo.shared.events.recorded import (
     LorebookEntryDeleted,
     LorebookEntryUpdated,
     LorebookEntryWritten,
+    LorebookImported,
     LorebookRenamed,
     RecordedPayload,
     lorebook_stream,
     new_event,
 )
 from mnemo.shared.lore.keys import regex_key_refusal
-from mnemo.shared.lore.model import LoreEntry
+from mnemo.shared.lore.model import Lorebook, LoreEntry
 from mnemo_client.wire.lore_contract import (
     LoreAttachRequest,
     LoreBookCreateRequest,
     LoreDetachRequest,
     LoreEntryCreateRequest,
     LoreEntryUpdateRequest,
+    LoreImportRequest,
+)
+
+#: The payload classes of a book's stream (what these deciders build, and what ``state`` folds).
+EVENTS = (
+    LorebookImported,
+    LorebookCreated,
+    LorebookEntryCreated,
+    LorebookEntryUpdated,
+    LorebookEntryDeleted,
+    LorebookAttached,
+    LorebookDetached,
+    LorebookRenamed,
+    LorebookDeleted,
 )
 
 MAX_CONTENT_CHARS = 200_000
@@ -206,3 +223,55 @@ def delete_entry(state: BookState, uid: int, now: datetime) -> list[NewEvent]:
         return []
     gone = LorebookEntryDeleted(lorebook_id=state.lorebook_id, uid=uid, at=now)
     return [_event(state, "entry_deleted", str(uid), gone, now)]
+
+
+class ImportedFile(Protocol):
+    """A file the lore service read (its ``ImportResult``): the book, what to keep for export, the warnings."""
+
+    book: Lorebook
+    format: str
+    original: dict[str, Any]
+    warnings: list[Any]  # the service's warning models, recorded as they dump
+
+
+def import_events(
+    req: LoreImportRequest, result: ImportedFile, lorebook_id: str, now: datetime, generation: int = 0
+) -> list[NewEvent]:
+    """``generation``: 0, or the stream version when the book was deleted and is imported again."""
+    stream = lorebook_stream(req.tenant_id, lorebook_id)
+    suffix = (str(generation),) if generation else ()
+    imported = LorebookImported(
+        lorebook_id=lorebook_id,
+        owner_user_id=req.owner_user_id,
+        name=req.name,
+        format=result.format,
+        book=result.book.model_dump(mode="json"),
+        original=result.original,
+        warnings=[w.model_dump(mode="json") for w in result.warnings],
+        imported_at=now,
+    )
+    events = [
+        new_event(
+            imported,
+            event_id=deterministic_id(stream, "imported", *suffix),
+            tenant_id=req.tenant_id,
+            occurred_at=now,
+        )
+    ]
+    if req.attach_to_bots:
+        bots = sorted(set(req.attach_to_bots))
+        attached = LorebookAttached(lorebook_id=lorebook_id, bot_ids=bots, attached_at=now)
+        events.append(
+            new_event(
+                attached,
+                event_id=deterministic_id(stream, "attached", *bots, *suffix),
+                tenant_id=req.tenant_id,
+                occurred_at=now,
+            )
+        )
+    return events
+
+
+def attach_event(req: LoreAttachRequest, now: datetime) -> NewEvent:
+    attached = LorebookAttached(**binding(req.lorebook_id, req), attached_at=now)
+    return new_event(attached, tenant_id=req.tenant_id, occurred_at=now)
