@@ -19,11 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from mnemo.services.context_assembler.search import sessions
 from mnemo.services.context_assembler.search.aliases import aliases, named_by_alias
 from mnemo.services.context_assembler.search.hops import entity_terms, hop_scores
 from mnemo.services.context_assembler.search.levers import DEFAULT_LEVERS, RankLevers
 from mnemo.services.context_assembler.search.names import spelled_names
-from mnemo.services.context_assembler.search.sessions import session_lifted
 from mnemo.services.context_assembler.search.text_cache import per_text
 from mnemo.services.context_assembler.search.timerefs import TimeWindow, referred_window
 from mnemo.services.context_assembler.search.when import TimeLevers, asks_when, parsed_window, states_time
@@ -313,7 +313,8 @@ def rank_candidates(
         graph = {k: entity_terms(c.text) for k, c in unique.items()} if HOP_ENTITIES else words
         hop = hop_scores(graph, base, frozenset(tokens(query)))
         base = {k: hopped(b, hop[k], hop_w) for k, b in base.items()}
-    base = session_lifted(base, {k: c.created_at for k, c in unique.items()})  # off by default (sessions.py)
+    if sessions.SESSION_WEIGHT > 0:  # off by default (sessions.py): no times gathered, no copy per request
+        base = sessions.session_lifted(base, {k: c.created_at for k, c in unique.items()})
     near = neighbour_scores(base, {k: c.position for k, c in unique.items()}, NEIGHBOUR_WIDTH, NEIGHBOUR_DECAY)
     if NEIGHBOUR_OWN > 0:
         lift = own_share(word_set(query), words) if NEIGHBOUR_OWN_BY == "words" else base

@@ -34,8 +34,6 @@ def session_scores(base: Mapping[str, float], created: Mapping[str, float | None
 
 def session_lifted(base: Mapping[str, float], created: Mapping[str, float | None]) -> dict[str, float]:
     """``base`` after the lift: ``(b + w s) / (1 + w)`` when that is higher than ``b`` (never lower), ``w``
-    :data:`SESSION_WEIGHT`, ``s`` :func:`session_scores`; ``base`` unchanged when the lift is off."""
-    if SESSION_WEIGHT <= 0:
-        return dict(base)
+    :data:`SESSION_WEIGHT` (> 0: the ranking calls it only when the lift is on), ``s`` :func:`session_scores`."""
     lift = session_scores(base, created)
     return {k: max(b, (b + SESSION_WEIGHT * lift[k]) / (1 + SESSION_WEIGHT)) for k, b in base.items()}
