@@ -195,13 +195,6 @@ WITHOUT_AGGREGATE = {
     "document.accepted", "document.chunked", "document.completed", "document.deleted", "document.failed",
     "erasure.completed", "legacy_lore.created", "legacy_lore.deleted", "lore.timed_state_recorded",
 }  # fmt: skip
-#: Modules outside the aggregates that still build payloads of an aggregate's stream (deciders not moved yet:
-#: issue 27 item 2's rest). A decider moved into its aggregate leaves this list; a new one outside fails.
-BUILT_OUTSIDE = {
-    "mnemo/services/memory/domain.py": {"SummaryRetired"},
-    "mnemo/services/summarizer/extractive.py": {"SummaryCreated"},
-    "mnemo/services/summarizer/llm_summary.py": {"SummaryCreated"},
-}
 
 
 def _aggregate_events() -> dict[str, set[str]]:
@@ -229,7 +222,7 @@ def test_every_event_type_belongs_to_one_aggregate_or_is_named_without_one():
 
 def test_payloads_of_an_aggregates_stream_are_built_by_its_deciders():
     """Outside ``mnemo/shared/aggregates/`` (and the payload classes' own modules), no module constructs a
-    payload of a stream that has an aggregate, but those still listed in ``BUILT_OUTSIDE``."""
+    payload of a stream that has an aggregate: its deciders do."""
     import importlib
 
     classes = {
@@ -251,7 +244,7 @@ def test_payloads_of_an_aggregates_stream_are_built_by_its_deciders():
             name = real.get(name, name)
             if name in classes:
                 built.setdefault(str(path.relative_to(ROOT)), set()).add(name)
-    assert built == BUILT_OUTSIDE
+    assert built == {}, "move the decision into the stream's aggregate (mnemo/shared/aggregates/)"
 
 
 def test_a_services_domain_and_the_aggregates_do_no_io():

@@ -1,5 +1,5 @@
-"""Pure decisions of the memory service: a memory's state from its stream, the legacy lore entry made from it,
-and the events that convert, edit or delete it.
+"""Pure decisions of the memory service: the legacy lore entry made from a memory and the events that create and
+delete it (a memory's state, edit and delete are the summaries aggregate's: ``mnemo.shared.aggregates.summaries``).
 
 Idempotency: a legacy entry's id is derived from the tenant, the user and the memory, and every event id from
 its stream and what it records, so a retried request (the reply was lost, the caller timed out) appends nothing
@@ -9,18 +9,13 @@ new: the log reports the duplicate and the service answers as the first time.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 
-from mnemo.shared.events.envelope import EventEnvelope, NewEvent, deterministic_id
+from mnemo.shared.events.envelope import NewEvent, deterministic_id
 from mnemo.shared.events.recorded import (
-    SUMMARY_CREATED,
-    SUMMARY_RETIRED,
     LegacyLoreCreated,
     LegacyLoreDeleted,
     SummaryCreated,
-    SummaryRetired,
     legacy_lore_stream,
     new_event,
 )
@@ -61,51 +56,6 @@ def clean_tags(tags: list[str]) -> list[str]:
         if tag and tag not in cleaned:
             cleaned.append(tag)
     return cleaned
-
-
-@dataclass(frozen=True)
-class MemoryState:
-    """What the summary stream says about one memory: its creation and whether (and why) it was retired."""
-
-    created: SummaryCreated
-    retired_reason: str | None  # the last retirement's reason; `deleted` wins over any other
-    deleted: bool
-    replaced_by: str | None = None  # the version (or recomputation) that took its place, if any
-
-
-def memory_state(events: list[EventEnvelope], memory_id: str) -> MemoryState | None:
-    """Fold a ``summaries/<tenant>/<user>/<conversation>`` stream for one summary; None if it is not there."""
-    fold = _MemoryFold()
-    for env in events:
-        if env.payload.get("summary_id") != memory_id:
-            continue
-        on_event = _MEMORY_FOLD.get(env.type)
-        if on_event is not None:
-            on_event(fold, env)
-    return None if fold.created is None else MemoryState(fold.created, fold.reason, fold.deleted, fold.replaced_by)
-
-
-@dataclass
-class _MemoryFold:
-    created: SummaryCreated | None = None
-    reason: str | None = None
-    deleted: bool = False
-    replaced_by: str | None = None
-
-    def on_created(self, env: EventEnvelope) -> None:
-        self.created = SUMMARY_CREATED.parse(env.payload)
-
-    def on_retired(self, env: EventEnvelope) -> None:
-        retired = SUMMARY_RETIRED.parse(env.payload)
-        self.deleted = self.deleted or retired.reason == "deleted"
-        self.reason = "deleted" if self.deleted else retired.reason
-        self.replaced_by = retired.replaced_by or self.replaced_by
-
-
-_MEMORY_FOLD: dict[str, Callable[[_MemoryFold, EventEnvelope], None]] = {
-    SUMMARY_CREATED.name: _MemoryFold.on_created,
-    SUMMARY_RETIRED.name: _MemoryFold.on_retired,
-}
 
 
 def legacy_entry(
@@ -156,82 +106,3 @@ def legacy_deleted_event(tenant_id: str, user_id: str, memory_id: str, now: date
         tenant_id=tenant_id,
         occurred_at=now,
     )
-
-
-def memory_deleted_event(tenant_id: str, memory: SummaryCreated, now: datetime) -> NewEvent:
-    """``summary.retired`` with reason ``deleted``: the owner removed the memory (its vectors follow)."""
-    retired = SummaryRetired(
-        summary_id=memory.summary_id,
-        user_id=memory.user_id,
-        conversation_id=memory.conversation_id,
-        reason="deleted",
-        retired_at=now,
-    )
-    return new_event(
-        retired,
-        # The id the summarizer gives a retirement (one per summary and reason), so each is recorded once.
-        event_id=deterministic_id("summary.retired", memory.summary_id, "deleted"),
-        tenant_id=tenant_id,
-        occurred_at=now,
-    )
-
-
-EDITED = "edited"
-
-
-def edited_id(memory_id: str, text: str) -> str:
-    """The id of the version ``text`` makes of ``memory_id``: sending the same edit again finds the same id."""
-    return deterministic_id("summary.edited", memory_id, text)
-
-
-def edited_version(memory: SummaryCreated, text: str, by_user_id: str) -> SummaryCreated:
-    """The new version of an edited summary: the same memory (range, participants, audience, importance, mood)
-    with the owner's text. Its citations go: they point into the old text, so the new one is derived from all
-    the messages it covers, as an LLM summary is."""
-    return memory.model_copy(
-        update={
-            "summary_id": edited_id(memory.summary_id, text),
-            "text": text,
-            "method": f"manual:{by_user_id}",
-            "prompt_version": None,
-            "citations": [],
-        }
-    )
-
-
-def memory_edited_events(
-    tenant_id: str, memory: SummaryCreated, edited: SummaryCreated, now: datetime
-) -> list[NewEvent]:
-    """``summary.created`` (the new version) and ``summary.retired`` (``edited``, replaced by it), appended
-    together so no reader sees both versions live or neither."""
-    retired = SummaryRetired(
-        summary_id=memory.summary_id,
-        user_id=memory.user_id,
-        conversation_id=memory.conversation_id,
-        reason=EDITED,
-        replaced_by=edited.summary_id,
-        retired_at=now,
-    )
-    return [
-        new_event(edited, event_id=deterministic_id("summary.created", edited.summary_id), tenant_id=tenant_id,
-                  occurred_at=now),
-        new_event(retired, event_id=deterministic_id("summary.retired", memory.summary_id, EDITED),
-                  tenant_id=tenant_id, occurred_at=now),
-    ]  # fmt: skip
-
-
-def earlier_versions(events: list[EventEnvelope], memory_id: str) -> list[str]:
-    """The versions ``memory_id`` was edited from, newest first, read from its summary stream: deleting a
-    memory deletes the legacy lore made from any of them."""
-    edited_from: dict[str, str] = {}
-    for env in events:
-        if env.type == SUMMARY_RETIRED.name:
-            retired = SUMMARY_RETIRED.parse(env.payload)
-            if retired.reason == EDITED and retired.replaced_by:
-                edited_from[retired.replaced_by] = retired.summary_id
-    earlier: list[str] = []
-    current = memory_id
-    while current in edited_from and edited_from[current] not in earlier:
-        current = edited_from[current]
-        earlier.append(current)
-    return earlier

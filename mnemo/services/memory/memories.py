@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from mnemo.services.memory import domain
 from mnemo.services.memory.knowledge_items import FactItems
 from mnemo.services.memory.listing import merge_page, sources_for
+from mnemo.shared.aggregates import summaries as aggregate
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import append_at_head
 from mnemo.shared.eventlog.port import AppendResult, EventStore
@@ -49,12 +50,12 @@ class Memories:
     publisher: CommittedPublisher
     knowledge: FactItems | None = None
 
-    async def _memory(self, tenant_id: str, user_id: str, memory_id: str) -> domain.MemoryState:
+    async def _memory(self, tenant_id: str, user_id: str, memory_id: str) -> aggregate.MemoryState:
         views = await self.summaries.by_ids(tenant_id, [memory_id], user_id=user_id)
         if not views:
             raise MemoryNotFound(f"no memory {memory_id!r} for this user")
         events = await self.store.read_stream(summary_stream(tenant_id, user_id, views[0].conversation_id))
-        state = domain.memory_state(events, memory_id)
+        state = aggregate.memory_state(events, memory_id)
         if state is None or state.created.user_id != user_id:
             raise MemoryNotFound(f"no memory {memory_id!r} for this user")
         return state
@@ -92,13 +93,13 @@ class Memories:
         legacy entry outlives its memory whatever the interleaving."""
         state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
         memory = state.created
-        retired = domain.memory_deleted_event(req.tenant_id, memory, utcnow())
+        retired = aggregate.memory_deleted_event(req.tenant_id, memory, utcnow())
         result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), [retired])
         await self.summaries.apply(result.committed or await self.store.get_events([retired.event_id]))
         await self._publish(result)
         stream = await self.store.read_stream(summary_stream(req.tenant_id, req.user_id, memory.conversation_id))
         legacy_ids: list[str] = []
-        for version in [req.memory_id, *domain.earlier_versions(stream, req.memory_id)]:
+        for version in [req.memory_id, *aggregate.earlier_versions(stream, req.memory_id)]:
             legacy_ids += await self._delete_legacy(req.tenant_id, req.user_id, version)
         return wire.MemoryDeleteReply(memory_id=req.memory_id, deleted=not state.deleted, legacy_ids=legacy_ids)
 
@@ -110,10 +111,10 @@ class Memories:
         memory = state.created
         if state.deleted:
             raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
-        edited = domain.edited_version(memory, req.text, req.user_id)
-        events = domain.memory_edited_events(req.tenant_id, memory, edited, utcnow())
+        edited = aggregate.edited_version(memory, req.text, req.user_id)
+        events = aggregate.memory_edited_events(req.tenant_id, memory, edited, utcnow())
         if state.retired_reason is not None:
-            if state.retired_reason != domain.EDITED or state.replaced_by != edited.summary_id:
+            if state.retired_reason != aggregate.EDITED or state.replaced_by != edited.summary_id:
                 now = f"; its current version is {state.replaced_by!r}" if state.replaced_by else ""
                 raise MemoryNotLive(f"memory {req.memory_id!r} was {state.retired_reason}{now}")
             # A retry: project again (the first attempt may have stopped between its append and its projection).

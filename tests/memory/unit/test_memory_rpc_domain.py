@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from mnemo.services.memory import domain
+from mnemo.shared.aggregates import summaries
 from mnemo.shared.events.recorded import (
     LegacyLoreCreated,
     LegacyLoreDeleted,
@@ -129,10 +130,10 @@ def test_events_have_ids_that_make_retries_duplicates() -> None:
     assert deleted.event_id == domain.legacy_deleted_event("t1", "u1", "s1", T0 + timedelta(days=1)).event_id
     assert LegacyLoreDeleted.model_validate(deleted.payload).legacy_id == entry.legacy_id
 
-    retired = domain.memory_deleted_event("t1", memory(), T0)
+    retired = summaries.memory_deleted_event("t1", memory(), T0)
     assert retired.type == "summary.retired"
     assert SummaryRetired.model_validate(retired.payload).reason == "deleted"
-    assert retired.event_id == domain.memory_deleted_event("t1", memory(), T0 + timedelta(days=1)).event_id
+    assert retired.event_id == summaries.memory_deleted_event("t1", memory(), T0 + timedelta(days=1)).event_id
     assert len({created.event_id, deleted.event_id, retired.event_id}) == 3
 
 
@@ -150,24 +151,24 @@ def _retired(summary_id: str, reason: str) -> tuple[str, dict[str, Any]]:
 def test_memory_state_folds_only_that_summary() -> None:
     s1, s2 = memory("s1").model_dump(mode="json"), memory("s2").model_dump(mode="json")
     events = _stream(("summary.created", s1), ("summary.created", s2), _retired("s2", "deleted"))
-    state = domain.memory_state(events, "s1")
+    state = summaries.memory_state(events, "s1")
     assert state is not None
     assert (state.created.summary_id, state.deleted, state.retired_reason) == ("s1", False, None)
-    gone = domain.memory_state(events, "s2")
+    gone = summaries.memory_state(events, "s2")
     assert gone is not None
     assert gone.deleted
     assert gone.retired_reason == "deleted"
-    assert domain.memory_state(events, "s3") is None
+    assert summaries.memory_state(events, "s3") is None
 
 
 def test_deletion_wins_over_a_later_retirement() -> None:
     s1 = memory("s1").model_dump(mode="json")
     events = _stream(("summary.created", s1), _retired("s1", "deleted"), _retired("s1", "consolidated"))
-    state = domain.memory_state(events, "s1")
+    state = summaries.memory_state(events, "s1")
     assert state is not None
     assert state.deleted
     assert state.retired_reason == "deleted"
-    consolidated = domain.memory_state(_stream(("summary.created", s1), _retired("s1", "consolidated")), "s1")
+    consolidated = summaries.memory_state(_stream(("summary.created", s1), _retired("s1", "consolidated")), "s1")
     assert consolidated is not None
     assert not consolidated.deleted
     assert consolidated.retired_reason == "consolidated"
