@@ -188,12 +188,12 @@ def test_every_service_has_the_room_plan():
 
 AGGREGATES = ROOT / "mnemo" / "shared" / "aggregates"
 #: The stream kinds with an aggregate module (events, fold, deciders): ``mnemo.shared.aggregates.<kind>``.
-STREAM_KINDS = ("conversation", "profiles", "lorebook", "knowledge", "summaries", "memories")
+STREAM_KINDS = ("conversation", "profiles", "lorebook", "knowledge", "summaries", "memories", "legacy_lore")
 #: Event types of streams that have no aggregate module yet: each is written by one service and folded by a
-#: read model alone (documents, legacy lore, lore timed state) or is an audit record (erasure).
+#: read model alone (documents, lore timed state) or is an audit record (erasure).
 WITHOUT_AGGREGATE = {
     "document.accepted", "document.chunked", "document.completed", "document.deleted", "document.failed",
-    "erasure.completed", "legacy_lore.created", "legacy_lore.deleted", "lore.timed_state_recorded",
+    "erasure.completed", "lore.timed_state_recorded",
 }  # fmt: skip
 
 

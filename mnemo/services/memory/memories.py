@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mnemo.services.memory import domain
 from mnemo.services.memory.knowledge_items import FactItems
 from mnemo.services.memory.listing import merge_page, sources_for
+from mnemo.shared.aggregates import legacy_lore
 from mnemo.shared.aggregates import summaries as aggregate
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import append_at_head
@@ -64,9 +64,9 @@ class Memories:
         state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
         if state.deleted:
             raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
-        entry = domain.legacy_entry(req.tenant_id, req, state.created, utcnow())
+        entry = legacy_lore.legacy_entry(req.tenant_id, req, state.created, utcnow())
         stream = legacy_lore_stream(req.tenant_id, req.user_id, entry.legacy_id)
-        result = await self._record(stream, [domain.legacy_created_event(req.tenant_id, entry)])
+        result = await self._record(stream, [legacy_lore.legacy_created_event(req.tenant_id, entry)])
         await self.legacy.apply(await self.store.read_stream(stream))
         await self._publish(result)
         if (await self._memory(req.tenant_id, req.user_id, req.memory_id)).deleted:
@@ -129,12 +129,12 @@ class Memories:
 
     async def _delete_legacy(self, tenant_id: str, user_id: str, memory_id: str) -> list[str]:
         """Delete the memory's legacy entry if it has one; returns its id if it was live until now."""
-        legacy_id = domain.legacy_id_for(tenant_id, user_id, memory_id)
+        legacy_id = legacy_lore.legacy_id_for(tenant_id, user_id, memory_id)
         stream = legacy_lore_stream(tenant_id, user_id, legacy_id)
         if await self.store.stream_version(stream) == 0:
             return []
         live = await self.legacy.by_ids(tenant_id, [legacy_id], user_id=user_id)
-        result = await self._record(stream, [domain.legacy_deleted_event(tenant_id, user_id, memory_id, utcnow())])
+        result = await self._record(stream, [legacy_lore.legacy_deleted_event(tenant_id, user_id, memory_id, utcnow())])
         await self.legacy.apply(await self.store.read_stream(stream))
         await self._publish(result)
         return [v.legacy_id for v in live]
