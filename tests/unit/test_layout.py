@@ -188,13 +188,10 @@ def test_every_service_has_the_room_plan():
 
 AGGREGATES = ROOT / "mnemo" / "shared" / "aggregates"
 #: The stream kinds with an aggregate module (events, fold, deciders): ``mnemo.shared.aggregates.<kind>``.
-STREAM_KINDS = ("conversation", "profiles", "lorebook", "knowledge", "summaries", "memories", "legacy_lore")
-#: Event types of streams that have no aggregate module yet: each is written by one service and folded by a
-#: read model alone (documents, lore timed state) or is an audit record (erasure).
-WITHOUT_AGGREGATE = {
-    "document.accepted", "document.chunked", "document.completed", "document.deleted", "document.failed",
-    "erasure.completed", "lore.timed_state_recorded",
-}  # fmt: skip
+STREAM_KINDS = (
+    "conversation", "profiles", "lorebook", "knowledge", "summaries", "memories", "legacy_lore", "documents",
+    "lore_timed", "privacy",
+)  # fmt: skip
 
 
 def _aggregate_events() -> dict[str, set[str]]:
@@ -209,15 +206,15 @@ def _aggregate_events() -> dict[str, set[str]]:
     }
 
 
-def test_every_event_type_belongs_to_one_aggregate_or_is_named_without_one():
+def test_every_event_type_belongs_to_one_aggregate():
     """An aggregate declares its stream's events (``EVENTS``); no type is declared twice, and a new event type
-    is given its aggregate (or named here, on purpose, as one without)."""
+    is given its aggregate."""
     from mnemo.shared.events.recorded import REGISTRY
 
     declared = _aggregate_events()
     every = [name for names in declared.values() for name in names]
     assert len(every) == len(set(every)), "an event type declared by two aggregates"
-    assert set(REGISTRY.names()) - set(every) == WITHOUT_AGGREGATE
+    assert set(REGISTRY.names()) - set(every) == set(), "declare it in its stream's aggregate (EVENTS)"
 
 
 def test_payloads_of_an_aggregates_stream_are_built_by_its_deciders():
