@@ -107,8 +107,6 @@ def test_the_context_assembler_keeps_a_small_top_level():
 # Pairs left with one name for two classes, each waiting for its owner's rework (issue 27), so that the test
 # holds from now on for every other name. Remove a pair once it is renamed.
 SHARED_NAMES_WAITING = {
-    # the context-assembler's scored memory in a request vs the wire model of one memory.list item
-    "MemoryItem": {"mnemo/services/context_assembler/items.py", "clients/python/mnemo_client/wire/memory_contract.py"},
     # the log's payloads vs the platform's chat events of the same name; ingest builds the log ones (being reworked)
     "ConversationForked": {
         "mnemo/shared/events/recorded/conversation.py",
