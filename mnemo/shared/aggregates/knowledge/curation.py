@@ -204,16 +204,8 @@ def consolidation(
 ) -> NewEvent:
     """The ``knowledge.facts_consolidated`` event folding ``group`` (``consolidated_fact``), in the character
     kind, owner and conversation of ``like``; its event id is the fact's, so a redelivery appends nothing new."""
-    fact = consolidated_fact(
-        tenant_id,
-        group,
-        character_kind=like.character_kind,
-        user_id=like.user_id,
-        conversation_id=like.conversation_id,
-        text=text,
-        method=method,
-        prompt_version=prompt_version,
-    )
+    owner = {"character_kind": like.character_kind, "user_id": like.user_id, "conversation_id": like.conversation_id}
+    fact = consolidated_fact(tenant_id, group, **owner, text=text, method=method, prompt_version=prompt_version)
     return new_event(
         fact, event_id=fact.fact_id, tenant_id=tenant_id, occurred_at=fact.learned_at, causation_id=causation_id
     )
