@@ -21,7 +21,7 @@ from typing import Any
 
 from pymongo import AsyncMongoClient
 
-from mnemo.services.memory_extractor.facts import normalise
+from mnemo.shared.aggregates.knowledge import normalise
 from mnemo.shared.crypto import FieldCipher, load_or_create_kek
 from mnemo.shared.eventlog.codec import EventCodec
 from mnemo.shared.eventlog.keystore import MongoKeyStore

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 
-from mnemo.services.context_assembler.lore.engine.activation import ChatMessage, ScanRequest, activate
+from mnemo.services.context_assembler.lore.engine.activation import ScanMessage, ScanRequest, activate
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, CompiledLore, compile_lore
 from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
 
@@ -95,14 +95,14 @@ def make_book(n: int, rng: random.Random) -> Lorebook:
     return Lorebook(name=f"bench-{n}", entries=entries)
 
 
-def make_chat(book: Lorebook, rng: random.Random) -> list[ChatMessage]:
+def make_chat(book: Lorebook, rng: random.Random) -> list[ScanMessage]:
     keys = [k for e in book.entries for k in e.key]
     messages = []
     for i in range(WINDOW):
         words = [rng.choice(COMMON) if rng.random() < 0.6 else rng.choice(FILLER) for _ in range(40)]
         for _ in range(2):  # about 100 key mentions in the window, whatever the book size
             words.insert(rng.randrange(len(words)), rng.choice(keys))
-        messages.append(ChatMessage("User" if i % 2 == 0 else "Narrator", " ".join(words)))
+        messages.append(ScanMessage("User" if i % 2 == 0 else "Narrator", " ".join(words)))
     return messages
 
 
@@ -165,9 +165,9 @@ def main(sizes: tuple[int, ...] = SIZES, runs: int = RUNS) -> dict[str, dict[str
             return activate(lore, request)
 
         def warm(
-            lore: CompiledLore = lore, chat: list[ChatMessage] = chat, turns: Iterator[str] = iter(newest)
+            lore: CompiledLore = lore, chat: list[ScanMessage] = chat, turns: Iterator[str] = iter(newest)
         ) -> object:
-            messages = [*chat[:-1], ChatMessage("User", next(turns))]
+            messages = [*chat[:-1], ScanMessage("User", next(turns))]
             return activate(lore, ScanRequest(messages=messages, max_context=32_000, seed="bench:1"))
 
         ours = timed(cold, runs)

@@ -21,11 +21,11 @@ from nats.js.api import RawStreamMsg
 from mnemo.services.context_assembler.app import create_router as context_router
 from mnemo.services.ingest.app import create_router as ingest_router
 from mnemo.services.lore.app import create_router as lore_router
-from mnemo.services.lore.documents.events import document_id_for
 from mnemo.services.memory.app import create_router as memory_router
 from mnemo.services.memory_extractor.app import create_router as extractor_router
 from mnemo.services.privacy.app import create_router as privacy_router
 from mnemo.shared import subjects
+from mnemo.shared.aggregates.documents import document_id_for
 from mnemo.shared.aggregates.memories import memory_id_for
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import deterministic_id

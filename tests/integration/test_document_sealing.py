@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mnemo.services.lore.documents.events import inline_object_name
 from mnemo.services.lore.documents.stored import StoredUploads
 from mnemo.shared import sealed, subjects
+from mnemo.shared.aggregates.documents import inline_object_name
 from mnemo.shared.crypto import KeyErased
 from tests.integration.ingest_stack import Stack
 from tests.integration.test_documents import OWNER, ended, import_body, inline, stack

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mnemo.services.memory import domain
+from mnemo.shared.aggregates import legacy_lore
 from mnemo.shared.bootstrap import open_core
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import SummaryCreated, legacy_lore_stream
@@ -41,10 +41,10 @@ async def test_replay_rebuilds_legacy_lore_and_its_vectors(core_settings: Settin
             req = MemoryConvertToLoreRequest(
                 tenant_id=TENANT, user_id="u1", memory_id=summary_id, applies_to_bots=["b2"]
             )
-            entry = domain.legacy_entry(TENANT, req, memory(summary_id), T0)
-            events: list[NewEvent] = [domain.legacy_created_event(TENANT, entry)]
+            entry = legacy_lore.legacy_entry(TENANT, req, memory(summary_id), T0)
+            events: list[NewEvent] = [legacy_lore.legacy_created_event(TENANT, entry)]
             if summary_id == "s-deleted":
-                events.append(domain.legacy_deleted_event(TENANT, "u1", summary_id, T0))
+                events.append(legacy_lore.legacy_deleted_event(TENANT, "u1", summary_id, T0))
             await core.store.append(legacy_lore_stream(TENANT, "u1", entry.legacy_id), 0, events)
             ids[summary_id] = entry.legacy_id
     finally:

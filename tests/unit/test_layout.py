@@ -107,13 +107,6 @@ def test_the_context_assembler_keeps_a_small_top_level():
 # Pairs left with one name for two classes, each waiting for its owner's rework (issue 27), so that the test
 # holds from now on for every other name. Remove a pair once it is renamed.
 SHARED_NAMES_WAITING = {
-    # the context-assembler's own message of a lore scan (role and text) vs the wire model of the reply's messages
-    "ChatMessage": {
-        "mnemo/services/context_assembler/lore/engine/scan_types.py",
-        "clients/python/mnemo_client/wire/contract.py",
-    },
-    # the context-assembler's scored memory in a request vs the wire model of one memory.list item
-    "MemoryItem": {"mnemo/services/context_assembler/items.py", "clients/python/mnemo_client/wire/memory_contract.py"},
     # the log's payloads vs the platform's chat events of the same name; ingest builds the log ones (being reworked)
     "ConversationForked": {
         "mnemo/shared/events/recorded/conversation.py",
@@ -188,24 +181,10 @@ def test_every_service_has_the_room_plan():
 
 AGGREGATES = ROOT / "mnemo" / "shared" / "aggregates"
 #: The stream kinds with an aggregate module (events, fold, deciders): ``mnemo.shared.aggregates.<kind>``.
-STREAM_KINDS = ("conversation", "profiles", "lorebook", "knowledge", "summaries", "memories")
-#: Event types of streams that have no aggregate module yet: each is written by one service and folded by a
-#: read model alone (documents, legacy lore, lore timed state) or is an audit record (erasure).
-WITHOUT_AGGREGATE = {
-    "document.accepted", "document.chunked", "document.completed", "document.deleted", "document.failed",
-    "erasure.completed", "legacy_lore.created", "legacy_lore.deleted", "lore.timed_state_recorded",
-}  # fmt: skip
-#: Modules outside the aggregates that still build payloads of an aggregate's stream (deciders not moved yet:
-#: issue 27 item 2's rest). A decider moved into its aggregate leaves this list; a new one outside fails.
-BUILT_OUTSIDE = {
-    "mnemo/services/memory/domain.py": {"SummaryRetired"},
-    "mnemo/services/memory_extractor/curation.py": {"FactsConsolidated"},
-    "mnemo/services/memory_extractor/facts.py": {"FactLearned"},
-    "mnemo/services/memory_extractor/manual.py": {"FactLearned", "FactRetired"},
-    "mnemo/services/memory_extractor/revisions.py": {"FactRetired"},
-    "mnemo/services/summarizer/extractive.py": {"SummaryCreated"},
-    "mnemo/services/summarizer/llm_summary.py": {"SummaryCreated"},
-}
+STREAM_KINDS = (
+    "conversation", "profiles", "lorebook", "knowledge", "summaries", "memories", "legacy_lore", "documents",
+    "lore_timed", "privacy",
+)  # fmt: skip
 
 
 def _aggregate_events() -> dict[str, set[str]]:
@@ -220,20 +199,20 @@ def _aggregate_events() -> dict[str, set[str]]:
     }
 
 
-def test_every_event_type_belongs_to_one_aggregate_or_is_named_without_one():
+def test_every_event_type_belongs_to_one_aggregate():
     """An aggregate declares its stream's events (``EVENTS``); no type is declared twice, and a new event type
-    is given its aggregate (or named here, on purpose, as one without)."""
+    is given its aggregate."""
     from mnemo.shared.events.recorded import REGISTRY
 
     declared = _aggregate_events()
     every = [name for names in declared.values() for name in names]
     assert len(every) == len(set(every)), "an event type declared by two aggregates"
-    assert set(REGISTRY.names()) - set(every) == WITHOUT_AGGREGATE
+    assert set(REGISTRY.names()) - set(every) == set(), "declare it in its stream's aggregate (EVENTS)"
 
 
 def test_payloads_of_an_aggregates_stream_are_built_by_its_deciders():
     """Outside ``mnemo/shared/aggregates/`` (and the payload classes' own modules), no module constructs a
-    payload of a stream that has an aggregate, but those still listed in ``BUILT_OUTSIDE``."""
+    payload of a stream that has an aggregate: its deciders do."""
     import importlib
 
     classes = {
@@ -255,7 +234,7 @@ def test_payloads_of_an_aggregates_stream_are_built_by_its_deciders():
             name = real.get(name, name)
             if name in classes:
                 built.setdefault(str(path.relative_to(ROOT)), set()).add(name)
-    assert built == BUILT_OUTSIDE
+    assert built == {}, "move the decision into the stream's aggregate (mnemo/shared/aggregates/)"
 
 
 def test_a_services_domain_and_the_aggregates_do_no_io():

@@ -27,8 +27,9 @@ class PersonaProfile:
 
 
 @dataclass(frozen=True)
-class MemoryItem:
-    """A summary found by vector search; ``score`` is the cosine similarity to the query."""
+class SummaryItem:
+    """A summary (or legacy memory) found by vector search; ``score`` is the cosine similarity to the query. Not
+    the memory listing's wire ``MemoryItem``."""
 
     summary_id: str
     text: str

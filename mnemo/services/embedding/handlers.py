@@ -27,6 +27,7 @@ from mnemo.services.embedding.lore_entries import lore_touched
 from mnemo.services.embedding.memories import memories_touched
 from mnemo.services.embedding.messages import latest_message_events
 from mnemo.services.embedding.plan import Chunker, Plan, of_type
+from mnemo.shared.aggregates.knowledge import ACTIVE
 from mnemo.shared.aggregates.lorebook import BookState
 from mnemo.shared.analyzer import ANALYZER_VERSION
 from mnemo.shared.delivery import Completion, Item, Rejection
@@ -35,7 +36,6 @@ from mnemo.shared.events.envelope import EventEnvelope, EventType
 from mnemo.shared.events.recorded import LEGACY_LORE_CREATED, SUMMARY_CREATED
 from mnemo.shared.readmodels import ports
 from mnemo.shared.readmodels.documents import DocumentsReadModel
-from mnemo.shared.readmodels.knowledge import ACTIVE
 from mnemo.shared.readmodels.memories import MemoryView
 from mnemo.shared.sparse import document_vector
 from mnemo.shared.vectors import points as vp

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from mnemo.services.memory.domain import fold_swipes
 from mnemo.services.memory.memories import MemoryNotFound
-from mnemo.services.memory.swipes import fold_swipes
 from mnemo.shared.aggregates.conversation import ConversationState
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.recorded import conversation_stream

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mnemo.services.memory import domain
 from mnemo.services.memory.knowledge_items import FactItems
 from mnemo.services.memory.listing import merge_page, sources_for
+from mnemo.shared.aggregates import legacy_lore
+from mnemo.shared.aggregates import summaries as aggregate
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import append_at_head
 from mnemo.shared.eventlog.port import AppendResult, EventStore
@@ -49,12 +50,12 @@ class Memories:
     publisher: CommittedPublisher
     knowledge: FactItems | None = None
 
-    async def _memory(self, tenant_id: str, user_id: str, memory_id: str) -> domain.MemoryState:
+    async def _memory(self, tenant_id: str, user_id: str, memory_id: str) -> aggregate.MemoryState:
         views = await self.summaries.by_ids(tenant_id, [memory_id], user_id=user_id)
         if not views:
             raise MemoryNotFound(f"no memory {memory_id!r} for this user")
         events = await self.store.read_stream(summary_stream(tenant_id, user_id, views[0].conversation_id))
-        state = domain.memory_state(events, memory_id)
+        state = aggregate.memory_state(events, memory_id)
         if state is None or state.created.user_id != user_id:
             raise MemoryNotFound(f"no memory {memory_id!r} for this user")
         return state
@@ -63,9 +64,9 @@ class Memories:
         state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
         if state.deleted:
             raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
-        entry = domain.legacy_entry(req.tenant_id, req, state.created, utcnow())
+        entry = legacy_lore.legacy_entry(req.tenant_id, req, state.created, utcnow())
         stream = legacy_lore_stream(req.tenant_id, req.user_id, entry.legacy_id)
-        result = await self._record(stream, [domain.legacy_created_event(req.tenant_id, entry)])
+        result = await self._record(stream, [legacy_lore.legacy_created_event(req.tenant_id, entry)])
         await self.legacy.apply(await self.store.read_stream(stream))
         await self._publish(result)
         if (await self._memory(req.tenant_id, req.user_id, req.memory_id)).deleted:
@@ -92,13 +93,13 @@ class Memories:
         legacy entry outlives its memory whatever the interleaving."""
         state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
         memory = state.created
-        retired = domain.memory_deleted_event(req.tenant_id, memory, utcnow())
+        retired = aggregate.memory_deleted_event(req.tenant_id, memory, utcnow())
         result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), [retired])
         await self.summaries.apply(result.committed or await self.store.get_events([retired.event_id]))
         await self._publish(result)
         stream = await self.store.read_stream(summary_stream(req.tenant_id, req.user_id, memory.conversation_id))
         legacy_ids: list[str] = []
-        for version in [req.memory_id, *domain.earlier_versions(stream, req.memory_id)]:
+        for version in [req.memory_id, *aggregate.earlier_versions(stream, req.memory_id)]:
             legacy_ids += await self._delete_legacy(req.tenant_id, req.user_id, version)
         return wire.MemoryDeleteReply(memory_id=req.memory_id, deleted=not state.deleted, legacy_ids=legacy_ids)
 
@@ -110,10 +111,10 @@ class Memories:
         memory = state.created
         if state.deleted:
             raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
-        edited = domain.edited_version(memory, req.text, req.user_id)
-        events = domain.memory_edited_events(req.tenant_id, memory, edited, utcnow())
+        edited = aggregate.edited_version(memory, req.text, req.user_id)
+        events = aggregate.memory_edited_events(req.tenant_id, memory, edited, utcnow())
         if state.retired_reason is not None:
-            if state.retired_reason != domain.EDITED or state.replaced_by != edited.summary_id:
+            if state.retired_reason != aggregate.EDITED or state.replaced_by != edited.summary_id:
                 now = f"; its current version is {state.replaced_by!r}" if state.replaced_by else ""
                 raise MemoryNotLive(f"memory {req.memory_id!r} was {state.retired_reason}{now}")
             # A retry: project again (the first attempt may have stopped between its append and its projection).
@@ -128,12 +129,12 @@ class Memories:
 
     async def _delete_legacy(self, tenant_id: str, user_id: str, memory_id: str) -> list[str]:
         """Delete the memory's legacy entry if it has one; returns its id if it was live until now."""
-        legacy_id = domain.legacy_id_for(tenant_id, user_id, memory_id)
+        legacy_id = legacy_lore.legacy_id_for(tenant_id, user_id, memory_id)
         stream = legacy_lore_stream(tenant_id, user_id, legacy_id)
         if await self.store.stream_version(stream) == 0:
             return []
         live = await self.legacy.by_ids(tenant_id, [legacy_id], user_id=user_id)
-        result = await self._record(stream, [domain.legacy_deleted_event(tenant_id, user_id, memory_id, utcnow())])
+        result = await self._record(stream, [legacy_lore.legacy_deleted_event(tenant_id, user_id, memory_id, utcnow())])
         await self.legacy.apply(await self.store.read_stream(stream))
         await self._publish(result)
         return [v.legacy_id for v in live]

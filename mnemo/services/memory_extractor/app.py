@@ -13,10 +13,11 @@ from mnemo.services.memory_extractor.audit import FactAudit
 from mnemo.services.memory_extractor.handlers import HANDLERS, MemoryExtractor
 from mnemo.services.memory_extractor.learning import Learning
 from mnemo.services.memory_extractor.manual import ManualKnowledge
-from mnemo.services.memory_extractor.promotion import FactNotFound, NotAllowed, Promotions
+from mnemo.services.memory_extractor.promotion import Promotions
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.services.memory_extractor.settings import SECTION, KnowledgeSettings
 from mnemo.shared import subjects
+from mnemo.shared.aggregates.knowledge import FactNotFound, NotAllowed
 from mnemo.shared.bootstrap import ServiceDefinition
 from mnemo.shared.consumers import log_consumer_router
 from mnemo.shared.deps import Deps

@@ -12,7 +12,7 @@ the event store's port has no query by payload): fine for the workbench, not a p
 
 from __future__ import annotations
 
-from mnemo.services.memory_extractor.promotion import FactNotFound
+from mnemo.shared.aggregates.knowledge.changes import owned
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
@@ -79,9 +79,7 @@ class FactAudit:
         self._knowledge = knowledge
 
     async def history(self, req: FactHistoryRequest) -> FactHistoryReply:
-        fact = await self._knowledge.by_id(req.tenant_id, req.fact_id)
-        if fact is None or fact.user_id != req.user_id:
-            raise FactNotFound(f"no fact {req.fact_id!r} for this user")
+        fact = owned(await self._knowledge.by_id(req.tenant_id, req.fact_id), req.user_id, req.fact_id)
         entries: list[FactHistoryEntry] = []
         links: list[tuple[str, str]] = []  # (fact, an earlier version it revises or a fact it folds)
         stream, after = knowledge_stream(req.tenant_id, fact.character_id), 0

@@ -1,8 +1,5 @@
-"""Pure fact extraction: what each character present learns from a message, as standalone statements.
-
-Who learns: the characters present when the message was said (the bots in ``bot_ids`` and the user's active
-persona). The only way into a character's knowledge is through a message it witnessed, so an absent
-character learns nothing, whatever the message says.
+"""Pure fact extraction: the statements a message holds, as fact candidates for each character present (who
+learns, a candidate's subject, id and event are the knowledge aggregate's: ``mnemo.shared.aggregates.knowledge``).
 
 Without an LLM (the fallback), facts come from these documented patterns, applied sentence by sentence and
 attributed to the message's ``author_name`` (A); the author itself does not learn what it said:
@@ -20,9 +17,8 @@ pattern in the message                          fact                            
 ``Name is X`` (a capitalised name opens it)     ``Name is X.``                         (the text)
 ==============================================  =====================================  ==============
 
-``subject_of`` derives the subject from a statement's wording (the same rules serve LLM facts): a newer
-fact with the same subject supersedes the older one when read; a statement with no recognised attribute is
-its own subject (``fact:<normalised text>``), so it supersedes nothing.
+The subject is derived from the fact's wording (``subject_of``): a newer fact with the same subject supersedes
+the older one when read.
 """
 
 from __future__ import annotations
@@ -30,92 +26,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Literal
 
-from mnemo.shared.events.envelope import deterministic_id
-from mnemo.shared.events.recorded import FACT_LEARNED, FactLearned, FactType, MessageRecorded, player_scope
-from mnemo.shared.mapping import mapped
+from mnemo.shared.aggregates.knowledge import FactCandidate, present_characters, subject_of
+from mnemo.shared.events.recorded import FactType, MessageRecorded
 
 PATTERN_METHOD = "pattern"
-CharacterKind = Literal["bot", "persona"]
-
-
-@dataclass(frozen=True)
-class FactCandidate:
-    """A fact a character may learn, before deduplication."""
-
-    character_id: str
-    character_kind: CharacterKind
-    user_id: str
-    conversation_id: str
-    text: str
-    fact_type: FactType
-    confidence: float
-    learned_at: datetime
-    message_ids: tuple[str, ...]
-    method: str
-    prompt_version: str | None = None
-    tags: tuple[str, ...] = ()
-    revision: str = ""  # "" for a message as first recorded, the edit's key after an edit
-
-    @property
-    def subject(self) -> str:
-        return subject_of(self.text)
-
-    def fact_id(self, tenant_id: str) -> str:
-        """Deterministic over where it was learned and what it says: a redelivery yields the same id."""
-        return deterministic_id(
-            FACT_LEARNED.name,
-            tenant_id,
-            self.character_id,
-            self.user_id,
-            self.conversation_id,
-            self.revision,
-            *self.message_ids,
-            normalise(self.text),
-        )
-
-    def payload(self, tenant_id: str) -> FactLearned:
-        return mapped(FactLearned, self, fact_id=self.fact_id(tenant_id), scope=player_scope(self.user_id))
-
-
-def normalise(text: str) -> str:
-    """Lowercase words without punctuation, single spaces: the key of exact duplicates."""
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
-
-
-def present_characters(msg: MessageRecorded) -> dict[str, CharacterKind]:
-    """The characters present for ``msg``: its bots, then the persona (first kind wins on a repeated id)."""
-    present: dict[str, CharacterKind] = dict.fromkeys(msg.bot_ids, "bot")
-    if msg.persona_id and msg.persona_id not in present:
-        present[msg.persona_id] = "persona"
-    return present
-
-
-# --- subjects -------------------------------------------------------------------------------------------
-_SUBJECT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^(?P<x>.{1,60}?)'s name is ", re.I), "name"),
-    (re.compile(r"^(?P<x>.{1,60}?)'s (?P<k>[\w -]{1,30}?) (?:is|are|was|were) ", re.I), ""),
-    (re.compile(r"^(?P<x>.{1,60}?) lives in ", re.I), "home"),
-    (re.compile(r"^(?P<x>.{1,60}?) is from ", re.I), "origin"),
-    (re.compile(r"^(?P<x>.{1,60}?) (?:has|owns) (?P<k>.+)$", re.I), "has"),
-    (re.compile(r"^(?P<x>[\w' -]{1,40}?) is (?:a|an) ", re.I), "identity"),
-)
-
-
-def subject_of(text: str) -> str:
-    """The normalised key of what ``text`` is about, e.g. ``ana:home`` for ``Ana lives in Port Vell.``"""
-    statement = text.strip().rstrip(".!")
-    for rule, attribute in _SUBJECT_RULES:
-        m = rule.match(statement)
-        if m is None:
-            continue
-        who = normalise(m["x"])
-        if attribute == "has":
-            return f"{who}:has:{normalise(m['k'])}"
-        return f"{who}:{attribute or normalise(m['k'])}"
-    return f"fact:{normalise(text)}"
 
 
 # --- the fallback patterns ------------------------------------------------------------------------------

@@ -23,30 +23,25 @@ from dataclasses import KW_ONLY, dataclass, field
 
 from mnemo.services.memory_extractor import llm_knowledge
 from mnemo.services.memory_extractor.appending import append_witnessings
-from mnemo.services.memory_extractor.curation import (
+from mnemo.services.memory_extractor.domain import group_appends
+from mnemo.services.memory_extractor.facts import pattern_candidates, runs_of_presence
+from mnemo.services.memory_extractor.settings import KnowledgeSettings
+from mnemo.shared.aggregates.knowledge import ACTIVE, FactCandidate, Witnessing, learned, normalise
+from mnemo.shared.aggregates.knowledge.curation import (
     Known,
-    consolidated_fact,
+    cap_consolidation,
     keep_fresh,
     merge_extractive,
     plan_consolidation,
 )
-from mnemo.services.memory_extractor.domain import group_appends
-from mnemo.services.memory_extractor.facts import FactCandidate, normalise, pattern_candidates, runs_of_presence
-from mnemo.services.memory_extractor.settings import KnowledgeSettings
-from mnemo.shared.aggregates.knowledge import Witnessing
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.eventlog.append import MAX_CONFLICT_RETRIES, ConflictRetriesExhausted
 from mnemo.shared.eventlog.port import ConcurrencyError, EventStore
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
-from mnemo.shared.events.recorded import (
-    MessageRecorded,
-    knowledge_stream,
-    new_event,
-    player_scope,
-)
+from mnemo.shared.events.recorded import MessageRecorded, knowledge_stream, player_scope
 from mnemo.shared.llm.port import ChatModel, LLMError, ProgressCallback
-from mnemo.shared.readmodels.knowledge import ACTIVE, FactView
+from mnemo.shared.readmodels.knowledge import FactView
 from mnemo.shared.readmodels.ports import KnowledgePort
 from mnemo.shared.usage import acting_for
 
@@ -203,17 +198,7 @@ class Learning:
 
     @staticmethod
     def _fact_event(tenant_id: str, cand: FactCandidate, source: SourceMessage | None) -> Witnessing:
-        payload = cand.payload(tenant_id)
-        event = new_event(
-            payload,
-            event_id=payload.fact_id,
-            tenant_id=tenant_id,
-            occurred_at=cand.learned_at,
-            causation_id=source.env.event_id if source else None,
-            correlation_id=(source.env.correlation_id or source.env.event_id) if source else None,
-            traceparent=source.traceparent if source else None,
-        )
-        return Witnessing(knowledge_stream(tenant_id, cand.character_id), event)
+        return learned(tenant_id, cand, source.env if source else None, source.traceparent if source else None)
 
     async def commit(self, pending: Sequence[Witnessing]) -> list[EventEnvelope]:
         """Append, project at once (the next step reads the read model), publish."""
@@ -271,16 +256,5 @@ class Learning:
                     log.warning("LLM consolidation failed, merging extractively: %s", exc)
                 else:
                     text, method, prompt_version = done.value.fact, done.method, done.prompt_version
-            newest = max(group, key=lambda f: (f.learned_at, f.fact_id))
-            fact = consolidated_fact(
-                tenant_id,
-                group,
-                character_kind=newest.character_kind,
-                user_id=user_id,
-                conversation_id=newest.conversation_id,
-                text=text,
-                method=method,
-                prompt_version=prompt_version,
-            )
-            pending.append(new_event(fact, event_id=fact.fact_id, tenant_id=tenant_id, occurred_at=fact.learned_at))
+            pending.append(cap_consolidation(tenant_id, group, text=text, method=method, prompt_version=prompt_version))
         return pending

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mnemo.services.memory_extractor.facts import FactCandidate, normalise, present_characters
 from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
+from mnemo.shared.aggregates.knowledge import FactCandidate, normalise, present_characters
 from mnemo.shared.events.recorded import MessageRecorded
 from mnemo.shared.llm.port import ChatModel, Completion, JsonAsk, ProgressCallback
 from mnemo.shared.llm.prompts import PromptLibrary

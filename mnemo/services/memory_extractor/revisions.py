@@ -1,12 +1,8 @@
-"""Edits and deletes of a message make what was learned from it stale (issue item 7).
-
-- The facts learned from the message (directly, or folded into a consolidation) get ``knowledge.fact_retired``
-  (``stale`` after an edit, ``deleted``); event ids are deterministic over (fact, edit/delete event), so a
-  redelivery appends nothing, and facts the same change taught are never retired by it.
-- A retired consolidated fact is consolidated again from the facts it folded that did not come from that
-  message, so what the character learned elsewhere stays known.
-- After an edit, the new text is extracted again like a new message (``Learning.learn``), with the edit's
-  event id in the fact ids, so they differ from the retired ones.
+"""Edits and deletes of a message make what was learned from it stale (issue item 7): the facts learned from it
+are retired and what a retired consolidation folded from other messages is consolidated again, as the knowledge
+aggregate decides (``mnemo.shared.aggregates.knowledge.revisions``); after an edit, the new text is extracted
+again like a new message (``Learning.learn``), with the edit's event id in the fact ids, so they differ from the
+retired ones.
 """
 
 from __future__ import annotations
@@ -14,19 +10,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from mnemo.services.memory_extractor.curation import consolidated_fact, merge_extractive
 from mnemo.services.memory_extractor.learning import Learning, SourceMessage
-from mnemo.shared.aggregates.knowledge import Witnessing
+from mnemo.shared.aggregates.knowledge import revisions
 from mnemo.shared.eventlog.port import EventStore
-from mnemo.shared.events.envelope import EventEnvelope, deterministic_id, utcnow
-from mnemo.shared.events.recorded import (
-    FACT_RETIRED,
-    MESSAGE_RECORDED,
-    FactRetired,
-    created_event_id,
-    knowledge_stream,
-    new_event,
-)
+from mnemo.shared.events.envelope import EventEnvelope
+from mnemo.shared.events.recorded import MESSAGE_RECORDED, created_event_id
 from mnemo.shared.llm.port import ProgressCallback
 from mnemo.shared.readmodels.knowledge import FactView, source_key
 from mnemo.shared.readmodels.ports import KnowledgePort
@@ -55,28 +43,12 @@ class Revisions:
         """Retire the facts learned from the message; after an edit (``new_content``) learn from the new text."""
         t = env.tenant_id
         derived = await self._knowledge.derived_from(t, user_id, conversation_id, message_id)
-        stale = [f for f in derived if f.causation_id != env.event_id]  # not those this very change taught
-        reason = "deleted" if new_content is None else "stale"
-        pending = []
-        for f in stale:
-            retired = FactRetired(
-                fact_id=f.fact_id,
-                character_id=f.character_id,
-                user_id=f.user_id,
-                reason=reason,
-                message_id=message_id,
-                retired_at=env.occurred_at,
-            )
-            event = new_event(
-                retired,
-                event_id=deterministic_id(FACT_RETIRED.name, t, f.fact_id, env.event_id),
-                tenant_id=t,
-                occurred_at=env.occurred_at or utcnow(),
-                causation_id=env.event_id,
-                traceparent=traceparent,
-            )
-            pending.append(Witnessing(knowledge_stream(t, f.character_id), event))
-        await self._learning.commit(pending)
+        stale = revisions.stale_facts(derived, env.event_id)
+        retired = revisions.retirements(
+            t, stale, message_id=message_id, deleted=new_content is None, change_event_id=env.event_id,
+            at=env.occurred_at, traceparent=traceparent,
+        )  # fmt: skip
+        await self._learning.commit(retired)
         key = source_key(conversation_id, message_id)
         for f in stale:
             if f.consolidates:  # what it folded from other messages stays known
@@ -102,22 +74,6 @@ class Revisions:
         return out
 
     async def _reconsolidate(self, env: EventEnvelope, retired: FactView, survivors: list[FactView]) -> None:
-        if not survivors:
-            return
-        survivors.sort(key=lambda f: (f.learned_at, f.fact_id))
-        fact = consolidated_fact(
-            env.tenant_id,
-            survivors,
-            character_kind=retired.character_kind,
-            user_id=retired.user_id,
-            conversation_id=retired.conversation_id,
-            text=merge_extractive(survivors),
-        )
-        event = new_event(
-            fact,
-            event_id=fact.fact_id,
-            tenant_id=env.tenant_id,
-            occurred_at=fact.learned_at,
-            causation_id=env.event_id,
-        )
-        await self._learning.commit([Witnessing(knowledge_stream(env.tenant_id, retired.character_id), event)])
+        again = revisions.reconsolidation(env.tenant_id, retired, survivors, change_event_id=env.event_id)
+        if again is not None:
+            await self._learning.commit([again])

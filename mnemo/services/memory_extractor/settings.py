@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mnemo.services.memory_extractor.curation import CONSOLIDATE_AT_LEAST, DEFAULT_CAP, NEAR_DUPLICATE
+from mnemo.shared.aggregates.knowledge.curation import CONSOLIDATE_AT_LEAST, DEFAULT_CAP, NEAR_DUPLICATE
 
 SECTION = "memory_extractor"
 

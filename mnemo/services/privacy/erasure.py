@@ -23,12 +23,13 @@ from nats.js import JetStreamContext
 from mnemo.services.privacy.stream_purge import stream_passes
 from mnemo.services.privacy.uploads import delete_uploads
 from mnemo.shared import subjects
+from mnemo.shared.aggregates import privacy
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import append_at_head
 from mnemo.shared.eventlog.port import EventStore
-from mnemo.shared.events.envelope import deterministic_id, new_id, utcnow
-from mnemo.shared.events.recorded import ErasureCompleted, new_event, privacy_stream
+from mnemo.shared.events.envelope import new_id, utcnow
+from mnemo.shared.events.recorded import privacy_stream
 from mnemo.shared.readmodels import catalog
 from mnemo.shared.readmodels.documents import DOCUMENTS
 from mnemo.shared.readmodels.lore import LOREBOOKS
@@ -108,22 +109,11 @@ class Eraser:
                 self._js, target.tenant_id, None if target.user_id is None else objects
             )
         erasure_id = new_id()
-        event = ErasureCompleted(
-            erasure_id=erasure_id,
-            user_id=target.user_id,
-            key_ids=key_ids,
-            deleted=deleted,
-            lorebook_ids=books,
-            document_ids=documents,
-            erased_at=erased_at,
-        )
-        stream = privacy_stream(target.tenant_id)
-        new = new_event(
-            event,
-            event_id=deterministic_id(stream, erasure_id),
-            tenant_id=target.tenant_id,
-        )
-        result = await append_at_head(self._store, stream, [new])
+        new = privacy.erasure_completed(
+            target.tenant_id, erasure_id, target.user_id, key_ids=key_ids, deleted=deleted, books=books,
+            documents=documents, erased_at=erased_at, now=utcnow(),
+        )  # fmt: skip
+        result = await append_at_head(self._store, privacy_stream(target.tenant_id), [new])
         if result.committed:
             await self._publisher.publish_committed(result.committed)
         log.info("erased %s: %d keys destroyed, deleted %s", target, len(key_ids), deleted)

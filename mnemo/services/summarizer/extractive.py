@@ -1,4 +1,5 @@
-"""The extractive summary (no LLM) of a range, and its ``summary.created`` payload.
+"""The extractive summary (no LLM) of a range, and its ``summary.created`` payload (the summaries aggregate's
+``span_summary``).
 
 The range's messages are split into sentences (:mod:`mnemo.services.summarizer.sentences`), every sentence is
 embedded, and the sentences closest to the centroid of all of them (cosine; with L2-normalised vectors this
@@ -17,6 +18,7 @@ from mnemo.services.summarizer.importance import importance
 from mnemo.services.summarizer.sentences import Sentence
 from mnemo.services.summarizer.settings import SummarizerSettings
 from mnemo.services.summarizer.triggers import SummaryRange
+from mnemo.shared.aggregates.summaries import Span, span_summary
 from mnemo.shared.events.recorded import EVERYONE, Citation, SummaryCreated
 from mnemo.shared.tokens import estimate_tokens
 
@@ -124,20 +126,16 @@ def compose_summary(
     )
     people = participants_of(messages)
     text, citations = render_cited(messages, picked)
-    return SummaryCreated(
-        summary_id=summary_id,
-        user_id=user_id,
-        conversation_id=conversation_id,
-        summary_type="short_term",
+    span = Span(user_id, conversation_id, rng.first_index, rng.last_index)
+    weight = importance(messages, people)
+    return span_summary(
+        summary_id,
+        span,
+        messages,
+        people,
+        audience,
         text=text,
-        importance=importance(messages, people),
-        participants=people,
-        start_at=min(m.created_at for m in messages),
-        end_at=max(m.created_at for m in messages),
-        message_ids=[m.message_id for m in messages],
-        first_index=rng.first_index,
-        last_index=rng.last_index,
+        importance=weight,
         method="extractive",
-        audience=list(audience),
         citations=citations,
     )

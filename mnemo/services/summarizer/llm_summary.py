@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from mnemo.services.summarizer.domain import RangeMessage, SummaryRange, participants_of
 from mnemo.services.summarizer.schemas import SummaryOutput
+from mnemo.shared.aggregates.summaries import Span, span_summary
 from mnemo.shared.events.recorded import SummaryCreated
 from mnemo.shared.llm.port import ChatModel, Completion, JsonAsk, LLMError
 from mnemo.shared.llm.prompts import PromptLibrary
@@ -62,24 +63,12 @@ def summary_from_completion(
     audience: Sequence[str],
 ) -> SummaryCreated:
     out = completion.value
-    return SummaryCreated(
-        summary_id=summary_id,
-        user_id=user_id,
-        conversation_id=conversation_id,
-        summary_type="short_term",
-        text=out.summary,
-        importance=out.importance,
-        participants=participants_of(messages),
-        start_at=min(m.created_at for m in messages),
-        end_at=max(m.created_at for m in messages),
-        message_ids=[m.message_id for m in messages],
-        first_index=rng.first_index,
-        last_index=rng.last_index,
-        method=completion.method,
+    span = Span(user_id, conversation_id, rng.first_index, rng.last_index)
+    return span_summary(
+        summary_id, span, messages, participants_of(messages), audience, text=out.summary,
+        importance=out.importance, emotional_context=out.emotional_context, method=completion.method,
         prompt_version=completion.prompt_version,
-        emotional_context=out.emotional_context,
-        audience=list(audience),
-    )
+    )  # fmt: skip
 
 
 async def summarize(

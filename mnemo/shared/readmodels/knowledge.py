@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from pymongo import ASCENDING, DESCENDING, UpdateMany, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mnemo.shared.aggregates.knowledge import FACT_EVENTS, fact_folds
+from mnemo.shared.aggregates.knowledge import ACTIVE, FACT_EVENTS, fact_folds
 from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
@@ -38,7 +38,6 @@ from mnemo.shared.events.recorded import (
 from mnemo.shared.readmodels.erased import readable, readable_one
 
 COLLECTION = "knowledge"
-ACTIVE = "active"
 KNOWLEDGE_EVENTS = FACT_EVENTS  # what this read model folds: every fact event (``fact_folds``)
 
 

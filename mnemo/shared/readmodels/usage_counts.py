@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mnemo.shared import usage
+from mnemo.shared.aggregates.knowledge import ACTIVE
 from mnemo.shared.readmodels import documents, knowledge, legacy_lore, memories, summaries
 from mnemo.shared.readmodels.repository import MESSAGES
 from mnemo_client.wire.ops_contract import DayCount, GrowthSource, MemoryTypeGrowth
@@ -56,7 +57,7 @@ SOURCES: tuple[Counted, ...] = (
         live={"status": {"$in": [None, summaries.ACTIVE]}, "text": {"$exists": True}},  # not a retirement stub
     ),
     Counted("legacy_lore", legacy_lore.COLLECTION, "created_at", fixed="legacy_memory", live={"deleted": False}),
-    Counted("knowledge", knowledge.COLLECTION, "learned_at", type_field="fact_type", live={"status": knowledge.ACTIVE}),
+    Counted("knowledge", knowledge.COLLECTION, "learned_at", type_field="fact_type", live={"status": ACTIVE}),
     Counted("remembered", memories.COLLECTION, "occurred_at", type_field="memory_type"),  # a forgotten one is deleted
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemo.services.context_assembler.lore.engine.activation import ActivationResult, ChatMessage, ScanRequest, activate
+from mnemo.services.context_assembler.lore.engine.activation import ActivationResult, ScanMessage, ScanRequest, activate
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, compile_lore
 from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.shared.lore.model import Lorebook, LoreEntry, WorldInfoSettings
@@ -30,7 +30,7 @@ def scan(
 ) -> ActivationResult:
     books = lore_book if isinstance(lore_book, list) else [ActiveBook("b", lore_book)]
     compiled = compile_lore(books, WorldInfoSettings(**(settings or {})), macros)
-    chat = [ChatMessage("User" if i % 2 == 0 else "Bot", text) for i, text in enumerate(messages)]
+    chat = [ScanMessage("User" if i % 2 == 0 else "Bot", text) for i, text in enumerate(messages)]
     return activate(
         compiled,
         ScanRequest(messages=chat, max_context=max_context, seed=seed, timed=timed or TimedState(), **request),

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble, reachable_history
-from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, MemoryItem, PersonaProfile
+from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile, SummaryItem
 from mnemo.shared.tokens import estimate_tokens
 from mnemo_client.wire.contract import ContextAssembleReply
 from tests.budget_checks import assert_newest_history, assert_within_budget
@@ -33,7 +33,7 @@ def test_all_sections_in_injection_order_with_sources():
         bot_id="bot-1",
         bot=BOT,
         persona=PERSONA,
-        memories=[MemoryItem("s1", "Tobin hid in the cargo hold.", 0.8123, ("m0", "m1"), 0)],
+        memories=[SummaryItem("s1", "Tobin hid in the cargo hold.", 0.8123, ("m0", "m1"), 0)],
         retrieved=[line(3, "The map shows a storm wall.", "assistant", 0.71)],
         history=history(20)[10:],
         max_tokens=8000,
@@ -87,7 +87,7 @@ def test_system_and_persona_are_never_cut_even_past_the_budget():
 
 
 def test_recent_history_floor_comes_before_memories_then_older_history():
-    memories = [MemoryItem(f"s{i}", "An important memory of the long voyage. " * 6, 0.9 - i / 100) for i in range(3)]
+    memories = [SummaryItem(f"s{i}", "An important memory of the long voyage. " * 6, 0.9 - i / 100) for i in range(3)]
     inp = AssemblyInput(bot_id="b", bot=BOT, persona=None, memories=memories, history=history(30), min_history=4)
     base = assemble(AssemblyInput(bot_id="b", bot=BOT, persona=None, history=history(30)[-4:], max_tokens=100_000))
     # Room for system + the 4 newest messages + about one memory, not for all history.
@@ -100,8 +100,8 @@ def test_recent_history_floor_comes_before_memories_then_older_history():
 
 
 def test_memories_skip_an_item_too_big_and_keep_a_smaller_one():
-    big = MemoryItem("big", "word " * 400, 0.95)
-    small = MemoryItem("small", "Tobin owes the captain a debt.", 0.5)
+    big = SummaryItem("big", "word " * 400, 0.95)
+    small = SummaryItem("small", "Tobin owes the captain a debt.", 0.5)
     reply = assemble(AssemblyInput(bot_id="b", bot=BOT, persona=None, memories=[big, small], max_tokens=120))
     assert [s.id for s in reply.sources if s.kind == "summary"] == ["small"]
 
@@ -132,7 +132,7 @@ def test_total_never_exceeds_budget_unless_system_and_persona_alone_do(
         bot_id="b",
         bot=BotProfile("b", "Bot", system),
         persona=PersonaProfile("p", "P", persona) if persona is not None else None,
-        memories=[MemoryItem(f"s{i}", t, sc) for i, (t, sc) in enumerate(memories)],
+        memories=[SummaryItem(f"s{i}", t, sc) for i, (t, sc) in enumerate(memories)],
         retrieved=[ChatLine(f"r{i}", i, "user", "U", t, sc) for i, (t, sc) in enumerate(retrieved)],
         history=[ChatLine(f"h{i}", 100 + i, "assistant", "Bot", t) for i, t in enumerate(hist)],
         knowledge=[KnowledgeItem(f"f{i}", t) for i, t in enumerate(facts)],
@@ -182,8 +182,8 @@ def test_knowledge_section_names_the_speaking_bot_and_follows_the_memories():
         persona=PERSONA,
         knowledge=[KnowledgeItem("f2", "Tobin is a stowaway.", ("m4",)), KnowledgeItem("f1", "The map is fake.")],
         memories=[
-            MemoryItem("s1", "Tobin hid in the cargo hold.", 0.8, ("m0",), 0),
-            MemoryItem("l1", "Long ago Tobin saved the ship.", 0.6, kind="legacy_memory"),
+            SummaryItem("s1", "Tobin hid in the cargo hold.", 0.8, ("m0",), 0),
+            SummaryItem("l1", "Long ago Tobin saved the ship.", 0.6, kind="legacy_memory"),
         ],
         history=history(4),
     )
@@ -199,7 +199,7 @@ def test_knowledge_section_names_the_speaking_bot_and_follows_the_memories():
 
 def test_the_history_floor_comes_before_the_facts_and_an_unjudged_fact_before_a_memory():
     fact = KnowledgeItem("f1", "Tobin carries a sealed letter for the queen. " * 3)
-    memory = MemoryItem("s1", "Tobin hid in the cargo hold. " * 6, 0.9)
+    memory = SummaryItem("s1", "Tobin hid in the cargo hold. " * 6, 0.9)
     with_floor = assemble(AssemblyInput(bot_id="bot-1", bot=BOT, persona=None, history=history(2)))
     room = with_floor.token_count + estimate_tokens("What Captain Mirelle knows:\n- " + fact.text) + 2
 

@@ -12,7 +12,7 @@ from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, as
 from mnemo.services.context_assembler.assemble.budget import Budget
 from mnemo.services.context_assembler.assemble.draft import Draft
 from mnemo.services.context_assembler.assemble.render import AT_DEPTH
-from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem, MemoryItem
+from mnemo.services.context_assembler.items import ChatLine, KnowledgeItem, SummaryItem
 from tests.budget_checks import assert_newest_history, assert_within_budget
 from tests.context_assembler.unit.scene import BOT, PERSONA, SENTENCE, bot_line, lore_entry, user_line
 
@@ -28,8 +28,8 @@ def full_input(min_history: int = 2) -> AssemblyInput:
         ],
         knowledge=[KnowledgeItem(f"f{i}", f"Fact {i}: {SENTENCE}.") for i in range(2)],
         memories=[
-            *[MemoryItem(f"s{i}", f"Memory {i}: {SENTENCE}.", 0.9 - i / 10, first_index=i) for i in range(2)],
-            *[MemoryItem(f"l{i}", f"Legacy {i}: {SENTENCE}.", 0.8 - i / 10, kind="legacy_memory") for i in range(2)],
+            *[SummaryItem(f"s{i}", f"Memory {i}: {SENTENCE}.", 0.9 - i / 10, first_index=i) for i in range(2)],
+            *[SummaryItem(f"l{i}", f"Legacy {i}: {SENTENCE}.", 0.8 - i / 10, kind="legacy_memory") for i in range(2)],
         ],
         retrieved=[user_line(f"r{i}", i, f"Old {i}: {SENTENCE}.", persona=None, score=0.7) for i in range(2)],
         history=[bot_line(f"h{i}", 10 + i, f"Now {i}: {SENTENCE}.") for i in range(6)],
@@ -187,7 +187,7 @@ def test_budget_holds_and_only_constant_lore_and_facts_left_out_are_named(
         lore=items,
         knowledge=[KnowledgeItem(f"f{i}", t) for i, t in enumerate(facts)],
         memories=[
-            MemoryItem(f"s{i}", t, sc, kind="legacy_memory" if leg else "summary")
+            SummaryItem(f"s{i}", t, sc, kind="legacy_memory" if leg else "summary")
             for i, (t, sc, leg) in enumerate(memories)
         ],
         history=history,
@@ -254,13 +254,13 @@ def test_history_bisection_keeps_what_the_one_by_one_fill_kept(
 def test_a_memory_whose_cited_turns_are_all_shown_already_goes_in_last():
     turns = [user_line(f"r{i}", i, f"Old {i}: {SENTENCE}.", persona=None, score=0.95) for i in range(2)]
     copies = [
-        MemoryItem("copy", f"Both old turns: {SENTENCE}.", 0.9, message_ids=("r0", "r1")),
-        MemoryItem("of-history", f"The newest turn: {SENTENCE}.", 0.9, message_ids=("h5",)),
-        MemoryItem("legacy-copy", f"Legacy: {SENTENCE}.", 0.9, message_ids=("r1",), kind="legacy_memory"),
+        SummaryItem("copy", f"Both old turns: {SENTENCE}.", 0.9, message_ids=("r0", "r1")),
+        SummaryItem("of-history", f"The newest turn: {SENTENCE}.", 0.9, message_ids=("h5",)),
+        SummaryItem("legacy-copy", f"Legacy: {SENTENCE}.", 0.9, message_ids=("r1",), kind="legacy_memory"),
     ]
     news = [
-        MemoryItem("more", f"An old turn and another: {SENTENCE}.", 0.5, message_ids=("r0", "x9")),
-        MemoryItem("uncited", f"Cites nothing: {SENTENCE}.", 0.5),
+        SummaryItem("more", f"An old turn and another: {SENTENCE}.", 0.5, message_ids=("r0", "x9")),
+        SummaryItem("uncited", f"Cites nothing: {SENTENCE}.", 0.5),
     ]
     fact = KnowledgeItem("fact", f"Fact: {SENTENCE}.", message_ids=("r0",), score=0.5)
     inp = AssemblyInput(**{**full_input().__dict__, "retrieved": turns, "memories": news, "knowledge": [fact]})
@@ -276,8 +276,8 @@ def test_a_memory_whose_cited_turns_are_all_shown_already_goes_in_last():
 def test_the_room_a_shown_memory_would_take_goes_to_the_next_item():
     turn = user_line("r0", 0, f"Old: {SENTENCE}.", persona=None, score=0.95)
     # The copy is shorter and scores higher: without holding it back it would go first and leave no room.
-    copy = MemoryItem("copy", f"Old: {SENTENCE}.", 0.9, message_ids=("r0",))
-    other = MemoryItem("other", f"Something else entirely: {SENTENCE}.", 0.8, message_ids=("r7",))
+    copy = SummaryItem("copy", f"Old: {SENTENCE}.", 0.9, message_ids=("r0",))
+    other = SummaryItem("other", f"Something else entirely: {SENTENCE}.", 0.8, message_ids=("r7",))
     base = AssemblyInput(bot_id="bot-1", bot=BOT, persona=PERSONA, retrieved=[turn], memories=[copy, other])
     alone = assemble(AssemblyInput(**{**base.__dict__, "memories": [other]}))
     reply = assemble(AssemblyInput(**{**base.__dict__, "max_tokens": alone.token_count}))

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble, reachable_history
-from mnemo.services.context_assembler.items import BotProfile, ChatLine, LoreItem, MemoryItem, PersonaProfile
+from mnemo.services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile, SummaryItem
 from mnemo.services.context_assembler.lore.activate import activate_lore_state
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.loader import LoreLoader
@@ -34,7 +34,7 @@ def test_lore_section_sits_after_persona_and_before_memories_with_sources():
         bot_id="bot-1",
         bot=BOT,
         persona=PERSONA,
-        memories=[MemoryItem("s1", "They met at the dock.", 0.8)],
+        memories=[SummaryItem("s1", "They met at the dock.", 0.8)],
         history=hist(3),
         lore=[lore(4, 5), lore(1, 5, constant=True)],
     )
@@ -51,7 +51,7 @@ def test_lore_is_shrunk_last_after_history_memories_and_retrieved():
         bot_id="bot-1",
         bot=BOT,
         persona=None,
-        memories=[MemoryItem("s1", "A long memory " * 10, 0.9)],
+        memories=[SummaryItem("s1", "A long memory " * 10, 0.9)],
         retrieved=[ChatLine("r1", 0, "user", "Mira", "an old line " * 10, 0.9)],
         history=hist(20),
         lore=[lore(1, 30), lore(2, 30)],

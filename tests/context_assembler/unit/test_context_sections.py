@@ -4,7 +4,7 @@ switch note, lore by position) and the chat-completions form of the reply."""
 from __future__ import annotations
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble
-from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, MemoryItem, PersonaProfile
+from mnemo.services.context_assembler.items import BotProfile, ChatLine, KnowledgeItem, PersonaProfile, SummaryItem
 from tests.context_assembler.unit.scene import bot_line, lore_entry, user_line
 
 BOT = BotProfile("bot-1", "Mirelle", "Speak tersely.", gender="female", age="52", knowledge_sharing="guarded")
@@ -96,7 +96,7 @@ def test_messages_one_system_message_then_the_history_as_chat_turns():
         bot=BOT,
         persona=TOBIN,
         history=hist,
-        memories=[MemoryItem("s1", "They met at the dock.", 0.5)],
+        memories=[SummaryItem("s1", "They met at the dock.", 0.5)],
         knowledge=[KnowledgeItem("f1", "Tobin owes a debt.")],
     )
     reply = assemble(inp)

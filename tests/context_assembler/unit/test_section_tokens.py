@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.services.context_assembler.assemble.assembly import AssemblyInput, assemble, reachable_history
-from mnemo.services.context_assembler.items import KnowledgeItem, MemoryItem, RememberedItem
+from mnemo.services.context_assembler.items import KnowledgeItem, RememberedItem, SummaryItem
 from mnemo.shared.tokens import EstimatedTokens, estimate_tokens
 from tests.context_assembler.unit.scene import BOT, PERSONA, bot_line, lore_entry, user_line
 
@@ -50,7 +50,7 @@ def test_incremental_counts_pack_what_whole_section_counts_packed(
         ],
         "knowledge": [KnowledgeItem(f"f{i}", t, score=s) for i, (t, s) in enumerate(facts)],
         "memories": [
-            MemoryItem(f"s{i}", t, s, first_index=i, kind="legacy_memory" if leg else "summary")
+            SummaryItem(f"s{i}", t, s, first_index=i, kind="legacy_memory" if leg else "summary")
             for i, (t, s, leg) in enumerate(memories)
         ],
         "remembered": [RememberedItem(f"m{i}", k, t, s, "why") for i, (t, s, k) in enumerate(remembered)],

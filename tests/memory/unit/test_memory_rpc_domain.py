@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from mnemo.services.memory import domain
+from mnemo.shared.aggregates import legacy_lore, summaries
 from mnemo.shared.events.recorded import (
     LegacyLoreCreated,
     LegacyLoreDeleted,
@@ -66,18 +66,18 @@ def request(**over: Any) -> MemoryConvertToLoreRequest:
     ],
 )
 def test_emotional_context_splits_into_clean_tags(context: str | None, tags: list[str]) -> None:
-    assert domain.split_tags(context) == tags
+    assert legacy_lore.split_tags(context) == tags
 
 
 def test_tags_are_capped_in_number_and_length() -> None:
     many = ", ".join(f"mood{i}" for i in range(40))
-    assert domain.split_tags(many) == [f"mood{i}" for i in range(domain.MAX_TAGS)]
-    assert domain.split_tags("x" * 500) == ["x" * domain.MAX_TAG_CHARS]
+    assert legacy_lore.split_tags(many) == [f"mood{i}" for i in range(legacy_lore.MAX_TAGS)]
+    assert legacy_lore.split_tags("x" * 500) == ["x" * legacy_lore.MAX_TAG_CHARS]
 
 
 def test_a_legacy_entry_keeps_the_memory_and_applies_to_the_chosen_characters() -> None:
-    entry = domain.legacy_entry("t1", request(title="The map"), memory(), T0)
-    assert entry.legacy_id == domain.legacy_id_for("t1", "u1", "s1")
+    entry = legacy_lore.legacy_entry("t1", request(title="The map"), memory(), T0)
+    assert entry.legacy_id == legacy_lore.legacy_id_for("t1", "u1", "s1")
     assert (entry.memory_id, entry.conversation_id, entry.entry_type) == ("s1", "c1", "legacy_memory")
     assert (entry.text, entry.title) == ("They found the lost map in the lighthouse.", "The map")
     assert (entry.participants, entry.importance) == (["bot-a", "p-1"], 8)
@@ -89,11 +89,11 @@ def test_a_legacy_entry_keeps_the_memory_and_applies_to_the_chosen_characters() 
 
 def test_the_reviewer_s_tags_and_importance_replace_the_memory_s() -> None:
     chosen = request(tags=["  Lighthouse  Keeper", "map", "MAP", "a\tb"], importance=3)
-    entry = domain.legacy_entry("t1", chosen, memory(), T0)
+    entry = legacy_lore.legacy_entry("t1", chosen, memory(), T0)
     assert (entry.emotional_tags, entry.importance) == (["lighthouse keeper", "map", "a b"], 3)
-    cleared = domain.legacy_entry("t1", request(tags=[]), memory(), T0)
+    cleared = legacy_lore.legacy_entry("t1", request(tags=[]), memory(), T0)
     assert (cleared.emotional_tags, cleared.importance) == ([], 8)
-    edited = domain.legacy_entry(
+    edited = legacy_lore.legacy_entry(
         "t1", request(text="The map, redrawn.", participants=["p-1", "bot-c", "p-1"]), memory(), T0
     )
     assert (edited.text, edited.participants) == ("The map, redrawn.", ["p-1", "bot-c"])
@@ -109,30 +109,30 @@ def test_out_of_range_tags_and_importance_are_refused(over: dict[str, Any]) -> N
 
 def test_legacy_ids_are_deterministic_and_scoped_to_tenant_and_user() -> None:
     ids = {
-        domain.legacy_id_for("t1", "u1", "s1"),
-        domain.legacy_id_for("t2", "u1", "s1"),
-        domain.legacy_id_for("t1", "u2", "s1"),
-        domain.legacy_id_for("t1", "u1", "s2"),
+        legacy_lore.legacy_id_for("t1", "u1", "s1"),
+        legacy_lore.legacy_id_for("t2", "u1", "s1"),
+        legacy_lore.legacy_id_for("t1", "u2", "s1"),
+        legacy_lore.legacy_id_for("t1", "u1", "s2"),
     }
     assert len(ids) == 4
-    assert domain.legacy_id_for("t1", "u1", "s1") == domain.legacy_id_for("t1", "u1", "s1")
+    assert legacy_lore.legacy_id_for("t1", "u1", "s1") == legacy_lore.legacy_id_for("t1", "u1", "s1")
 
 
 def test_events_have_ids_that_make_retries_duplicates() -> None:
-    entry = domain.legacy_entry("t1", request(), memory(), T0)
-    later = domain.legacy_entry("t1", request(applies_to_bots=["bot-z"]), memory(), T0 + timedelta(hours=1))
-    created, again = domain.legacy_created_event("t1", entry), domain.legacy_created_event("t1", later)
+    entry = legacy_lore.legacy_entry("t1", request(), memory(), T0)
+    later = legacy_lore.legacy_entry("t1", request(applies_to_bots=["bot-z"]), memory(), T0 + timedelta(hours=1))
+    created, again = legacy_lore.legacy_created_event("t1", entry), legacy_lore.legacy_created_event("t1", later)
     assert created.event_id == again.event_id, "a second conversion is the same event: the log keeps the first"
     assert LegacyLoreCreated.model_validate(created.payload) == entry
 
-    deleted = domain.legacy_deleted_event("t1", "u1", "s1", T0)
-    assert deleted.event_id == domain.legacy_deleted_event("t1", "u1", "s1", T0 + timedelta(days=1)).event_id
+    deleted = legacy_lore.legacy_deleted_event("t1", "u1", "s1", T0)
+    assert deleted.event_id == legacy_lore.legacy_deleted_event("t1", "u1", "s1", T0 + timedelta(days=1)).event_id
     assert LegacyLoreDeleted.model_validate(deleted.payload).legacy_id == entry.legacy_id
 
-    retired = domain.memory_deleted_event("t1", memory(), T0)
+    retired = summaries.memory_deleted_event("t1", memory(), T0)
     assert retired.type == "summary.retired"
     assert SummaryRetired.model_validate(retired.payload).reason == "deleted"
-    assert retired.event_id == domain.memory_deleted_event("t1", memory(), T0 + timedelta(days=1)).event_id
+    assert retired.event_id == summaries.memory_deleted_event("t1", memory(), T0 + timedelta(days=1)).event_id
     assert len({created.event_id, deleted.event_id, retired.event_id}) == 3
 
 
@@ -150,24 +150,24 @@ def _retired(summary_id: str, reason: str) -> tuple[str, dict[str, Any]]:
 def test_memory_state_folds_only_that_summary() -> None:
     s1, s2 = memory("s1").model_dump(mode="json"), memory("s2").model_dump(mode="json")
     events = _stream(("summary.created", s1), ("summary.created", s2), _retired("s2", "deleted"))
-    state = domain.memory_state(events, "s1")
+    state = summaries.memory_state(events, "s1")
     assert state is not None
     assert (state.created.summary_id, state.deleted, state.retired_reason) == ("s1", False, None)
-    gone = domain.memory_state(events, "s2")
+    gone = summaries.memory_state(events, "s2")
     assert gone is not None
     assert gone.deleted
     assert gone.retired_reason == "deleted"
-    assert domain.memory_state(events, "s3") is None
+    assert summaries.memory_state(events, "s3") is None
 
 
 def test_deletion_wins_over_a_later_retirement() -> None:
     s1 = memory("s1").model_dump(mode="json")
     events = _stream(("summary.created", s1), _retired("s1", "deleted"), _retired("s1", "consolidated"))
-    state = domain.memory_state(events, "s1")
+    state = summaries.memory_state(events, "s1")
     assert state is not None
     assert state.deleted
     assert state.retired_reason == "deleted"
-    consolidated = domain.memory_state(_stream(("summary.created", s1), _retired("s1", "consolidated")), "s1")
+    consolidated = summaries.memory_state(_stream(("summary.created", s1), _retired("s1", "consolidated")), "s1")
     assert consolidated is not None
     assert not consolidated.deleted
     assert consolidated.retired_reason == "consolidated"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from mnemo.services.memory.swipes import fold_swipes
+from mnemo.services.memory.domain import fold_swipes
 from mnemo.shared.events.envelope import EventEnvelope
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from mnemo.services.memory_extractor.curation import (
+from mnemo.shared.aggregates.knowledge import FactCandidate, subject_of
+from mnemo.shared.aggregates.knowledge.curation import (
     Known,
     consolidated_fact,
     current,
@@ -13,7 +14,6 @@ from mnemo.services.memory_extractor.curation import (
     merge_extractive,
     plan_consolidation,
 )
-from mnemo.services.memory_extractor.facts import FactCandidate, subject_of
 from mnemo.shared.readmodels.knowledge import FactView, with_supersession
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

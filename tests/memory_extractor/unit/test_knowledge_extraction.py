@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from mnemo.services.memory_extractor.facts import (
-    normalise,
-    pattern_candidates,
-    pattern_statements,
-    present_characters,
-    runs_of_presence,
-    subject_of,
-)
+from mnemo.services.memory_extractor.facts import pattern_candidates, pattern_statements, runs_of_presence
 from mnemo.services.memory_extractor.llm_knowledge import (
     MAX_FACT_CHARS,
     MAX_FACTS_PER_CHARACTER,
@@ -23,6 +16,7 @@ from mnemo.services.memory_extractor.llm_knowledge import (
     high_level_facts,
 )
 from mnemo.services.memory_extractor.schemas import KnowledgeUpdates
+from mnemo.shared.aggregates.knowledge import normalise, present_characters, subject_of
 from mnemo.shared.events.recorded import MessageRecorded
 from mnemo.shared.llm.port import Completion
 

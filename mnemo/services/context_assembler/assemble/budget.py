@@ -27,8 +27,8 @@ from mnemo.services.context_assembler.items import (
     ChatLine,
     KnowledgeItem,
     LoreItem,
-    MemoryItem,
     PersonaProfile,
+    SummaryItem,
     remembered_section,
 )
 from mnemo.shared.tokens import EstimatedTokens, TokenCounter
@@ -205,7 +205,7 @@ class Shown:
 
     def __call__(self, offer: Offer[Any]) -> bool:
         item = offer.item
-        cites = set(item.message_ids) if isinstance(item, MemoryItem) else set()
+        cites = set(item.message_ids) if isinstance(item, SummaryItem) else set()
         if cites and cites <= self.seen:
             self.later.append(offer)
             return False

@@ -38,9 +38,9 @@ from mnemo.services.context_assembler.items import (
     ChatLine,
     KnowledgeItem,
     LoreItem,
-    MemoryItem,
     PersonaProfile,
     RememberedItem,
+    SummaryItem,
     remembered_section,
 )
 from mnemo.shared.tokens import EstimatedTokens, TokenCounter
@@ -53,7 +53,7 @@ class AssemblyInput:
     bot_id: str
     bot: BotProfile | None
     persona: PersonaProfile | None
-    memories: Sequence[MemoryItem] = ()  # summaries and legacy memories (``kind``)
+    memories: Sequence[SummaryItem] = ()  # summaries and legacy memories (``kind``)
     retrieved: Sequence[ChatLine] = ()
     history: Sequence[ChatLine] = ()  # oldest first
     lore: Sequence[LoreItem] = ()  # insertion order
@@ -78,8 +78,8 @@ class Draft:
     note_names: list[str]
     lore: list[LoreItem] = field(default_factory=list)
     knowledge: list[KnowledgeItem] = field(default_factory=list)
-    legacy: list[MemoryItem] = field(default_factory=list)
-    memories: list[MemoryItem] = field(default_factory=list)
+    legacy: list[SummaryItem] = field(default_factory=list)
+    memories: list[SummaryItem] = field(default_factory=list)
     retrieved: list[ChatLine] = field(default_factory=list)
     directive: list[str] = field(default_factory=list)  # the knowledge rule, once the budget took it
     remembered: list[RememberedItem] = field(default_factory=list)
@@ -126,10 +126,10 @@ class Draft:
             return block(HISTORY_HEADER, lines)
         raise ValueError(section)
 
-    def legacy_in_order(self) -> list[MemoryItem]:
+    def legacy_in_order(self) -> list[SummaryItem]:
         return in_order([m for m in self.inp.memories if m.kind == "legacy_memory"], self.legacy)
 
-    def memories_in_order(self) -> list[MemoryItem]:
+    def memories_in_order(self) -> list[SummaryItem]:
         # Shown chronologically.
         memories = sorted((m for m in self.inp.memories if m.kind != "legacy_memory"), key=_chronological)
         return in_order(memories, self.memories)
@@ -149,5 +149,5 @@ class Draft:
         return in_order(sorted(self.inp.retrieved, key=lambda m: m.index), self.retrieved)
 
 
-def _chronological(m: MemoryItem) -> tuple[int, str]:
+def _chronological(m: SummaryItem) -> tuple[int, str]:
     return (m.first_index, m.summary_id)

@@ -14,9 +14,9 @@ from mnemo.services.context_assembler.items import (
     ChatLine,
     KnowledgeItem,
     LoreItem,
-    MemoryItem,
     PersonaProfile,
     RememberedItem,
+    SummaryItem,
 )
 
 LORE_HEADER = "World and character lore:"
@@ -136,7 +136,7 @@ def render_fact(item: KnowledgeItem) -> str:
     return f"- {item.text.strip()}"
 
 
-def render_memory(item: MemoryItem) -> str:
+def render_memory(item: SummaryItem) -> str:
     """A line of ``memories`` (summaries of this and past conversations) or ``legacy_memories`` (the user's
     summaries turned into lore that apply to this bot or persona), with its relevance as a percentage."""
     return f"- [{round(item.score * 100)}% relevant] {item.text.strip()}"

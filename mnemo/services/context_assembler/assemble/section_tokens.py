@@ -35,8 +35,8 @@ from mnemo.services.context_assembler.items import (
     ChatLine,
     KnowledgeItem,
     LoreItem,
-    MemoryItem,
     RememberedItem,
+    SummaryItem,
     remembered_section,
 )
 from mnemo.shared.tokens import EstimatedTokens, estimate_parts, tokens_of_parts
@@ -101,7 +101,7 @@ class SectionTokens:
         if isinstance(item, KnowledgeItem):
             ok = kept is d.knowledge and section == "knowledge" and id(item) in given["knowledge"]
             return (render_fact(item), self._header(section)) if ok else None
-        if isinstance(item, MemoryItem) and id(item) in given["memories"]:
+        if isinstance(item, SummaryItem) and id(item) in given["memories"]:
             slot, name = (d.legacy, "legacy_memories") if item.kind == "legacy_memory" else (d.memories, "memories")
             return (render_memory(item), self._header(section)) if kept is slot and section == name else None
         if isinstance(item, ChatLine) and kept is d.retrieved and section == "retrieved":

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from mnemo.services.context_assembler.gather.as_of import AsOf
 from mnemo.services.context_assembler.gather.personas import PartReader
 from mnemo.services.context_assembler.gather.port import ContextReads
-from mnemo.services.context_assembler.items import MemoryItem
+from mnemo.services.context_assembler.items import SummaryItem
 from mnemo.services.context_assembler.recall.scoring import with_recency
 from mnemo.services.context_assembler.search.hits import Found, created_at_by_key, persona_took_part, ranked_keys
 from mnemo.services.context_assembler.settings import AssemblerSettings
@@ -49,7 +49,7 @@ class FoundMemories:
         degraded: list[str],
         others: frozenset[str] = frozenset(),
         as_of: AsOf | None = None,
-    ) -> list[MemoryItem]:
+    ) -> list[SummaryItem]:
         """The found summaries, read back (their audience checked again on read), best first: dense cosine times
         recency (``aged``).
 
@@ -74,13 +74,13 @@ class FoundMemories:
         }
         taken = [sid for sid in scores if sid in by_id][: self.settings.memories_limit]
         return [
-            MemoryItem(sid, by_id[sid].text, scores[sid], by_id[sid].message_ids, by_id[sid].first_index)
+            SummaryItem(sid, by_id[sid].text, scores[sid], by_id[sid].message_ids, by_id[sid].first_index)
             for sid in taken
         ]
 
     async def legacy(
         self, req: ContextAssembleRequest, found: Found, degraded: list[str], as_of: AsOf | None = None
-    ) -> list[MemoryItem]:
+    ) -> list[SummaryItem]:
         pool = self.aged(req, found, vp.LEGACY_ID, self.settings.legacy_limit * 2, as_of)
         scores = dict(list(pool.items())[: self.settings.legacy_limit])
         if not scores:
@@ -89,7 +89,7 @@ class FoundMemories:
             self.reads.legacy_memories(req.tenant_id, req.user_id, list(scores)), "legacy_memories", degraded, []
         )
         return [
-            MemoryItem(t.legacy_id, t.text, scores[t.legacy_id], t.message_ids, kind="legacy_memory")
+            SummaryItem(t.legacy_id, t.text, scores[t.legacy_id], t.message_ids, kind="legacy_memory")
             for t in texts
             if t.legacy_id in scores and (as_of is None or as_of.holds_legacy(t))
         ]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mnemo.services.context_assembler.items import BotProfile, ChatLine, LoreItem, PersonaProfile
-from mnemo.services.context_assembler.lore.engine.activation import ActivatedEntry, ChatMessage, ScanRequest, activate
+from mnemo.services.context_assembler.lore.engine.activation import ActivatedEntry, ScanMessage, ScanRequest, activate
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook, CompiledLore
 from mnemo.services.context_assembler.lore.engine.timed import TimedState
 
@@ -99,9 +99,9 @@ def activate_lore_state(
     ``deadline``: ``clock()`` past which the scan raises ``ScanBudgetExceeded`` (``ScanRequest.clock``).
     """
     similar = similar or {}
-    messages = [ChatMessage(h.author_name or h.role, h.content) for h in history]
+    messages = [ScanMessage(h.author_name or h.role, h.content) for h in history]
     if user_message.strip():
-        messages.append(ChatMessage(user_name, user_message))
+        messages.append(ScanMessage(user_name, user_message))
     scan = ScanRequest(
         messages=messages,
         max_context=max_tokens,

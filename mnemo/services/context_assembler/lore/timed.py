@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
 from mnemo.services.context_assembler.lore.engine.timed import TimedState
+from mnemo.shared.aggregates import lore_timed
 from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.eventlog.append import try_append
 from mnemo.shared.eventlog.port import AppendResult, EventStore
@@ -32,7 +33,6 @@ from mnemo.shared.events.recorded import (
     LoreTimedStateRecorded,
     conversation_stream,
     lore_timed_stream,
-    new_event,
 )
 from mnemo.shared.readmodels.lore_timed import TimedPort
 from mnemo_client.wire.contract import ContextAssembleRequest
@@ -52,6 +52,13 @@ class TimedView:
 
 
 EMPTY = TimedView(TimedState(), 0, 0)
+
+
+def _view(last: LoreTimedStateRecorded) -> TimedView:
+    """A state read from the log to start a scan from, never saved over (version 0)."""
+    return TimedView(
+        TimedState.model_validate({"sticky": last.sticky, "cooldown": last.cooldown}), 0, last.message_count
+    )
 
 
 class TimedStates:
@@ -88,11 +95,9 @@ class TimedStates:
             LORE_TIMED_STATE_RECORDED.parse(e.payload)
             for e in await self._store.read_stream(lore_timed_stream(t, u, c))
         ]
-        before = [p for p in recorded if p.message_count < message_count]
-        if before:
-            last = before[-1]
-            state = TimedState.model_validate({"sticky": last.sticky, "cooldown": last.cooldown})
-            return TimedView(state, 0, last.message_count)
+        last = lore_timed.state_at(recorded, message_count - 1)
+        if last is not None:
+            return _view(last)
         return await self._inherited(t, u, c) or EMPTY
 
     async def _inherited(self, tenant_id: str, user_id: str, conversation_id: str) -> TimedView | None:
@@ -108,11 +113,9 @@ class TimedStates:
                 LORE_TIMED_STATE_RECORDED.parse(e.payload)
                 for e in await self._store.read_stream(lore_timed_stream(tenant_id, user_id, conversation_id))
             ]
-            before = [p for p in recorded if p.message_count <= count]
-            if before:
-                last = before[-1]
-                state = TimedState.model_validate({"sticky": last.sticky, "cooldown": last.cooldown})
-                return TimedView(state, 0, last.message_count)  # version 0: the fork's own stream is empty
+            last = lore_timed.state_at(recorded, count)
+            if last is not None:
+                return _view(last)  # version 0: the fork's own stream is empty
         return None
 
     async def _fork_of(self, stream: str) -> ConversationForked | None:
@@ -131,18 +134,13 @@ class TimedStates:
 
     async def save(self, req: ContextAssembleRequest, before: TimedView, after: TimedState, message_count: int) -> None:
         """Record ``after`` if the scan changed the state loaded as ``before``."""
-        if after == before.state:
-            return
-        payload = LoreTimedStateRecorded(
-            user_id=req.user_id,
-            conversation_id=req.conversation_id,
-            message_count=message_count,
-            sticky={k: v.model_dump() for k, v in after.sticky.items()},
-            cooldown={k: v.model_dump() for k, v in after.cooldown.items()},
-            recorded_at=utcnow(),
+        t, u, c = req.tenant_id, req.user_id, req.conversation_id
+        event = lore_timed.recorded(
+            t, u, c, before=before.state, after=after, message_count=message_count, now=utcnow()
         )
-        event = new_event(payload, tenant_id=req.tenant_id)
-        stream = lore_timed_stream(req.tenant_id, req.user_id, req.conversation_id)
+        if event is None:
+            return
+        stream = lore_timed_stream(t, u, c)
 
         async def project(result: AppendResult) -> None:
             await self._model.apply(result.committed)

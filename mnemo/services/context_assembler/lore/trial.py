@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from mnemo.services.context_assembler.items import ChatLine
 from mnemo.services.context_assembler.lore.activate import why_text
-from mnemo.services.context_assembler.lore.engine.activation import ChatMessage, ScanRequest, activate
+from mnemo.services.context_assembler.lore.engine.activation import ScanMessage, ScanRequest, activate
 from mnemo.services.context_assembler.lore.engine.compiled import ActiveBook
 from mnemo.services.context_assembler.lore.engine.scan_types import ActivatedEntry, ActivationResult, ScanBudgetExceeded
 from mnemo.services.context_assembler.lore.loader import LoreLoader
@@ -37,7 +37,7 @@ async def try_activation(loader: LoreLoader, req: LoreTestActivationRequest) -> 
     degraded: list[str] = []
     similar = await loader.similar_to(req.tenant_id, req.text, books, history, degraded)
     character = req.bot_id or ""
-    messages = [ChatMessage(USER, text) for text in [*req.history, req.text]]
+    messages = [ScanMessage(USER, text) for text in [*req.history, req.text]]
 
     ids = [b.book_id.split("@", 1)[0] for b in books]
     scanned = sum(1 for b in books for e in b.book.entries if not e.disable)

@@ -31,11 +31,11 @@ from mnemo.services.context_assembler.recall.scoring import without_near_duplica
 from mnemo.services.context_assembler.search.hits import best_per_key
 from mnemo.services.context_assembler.settings import AssemblerSettings
 from mnemo.shared.aggregates.conversation import as_utc
+from mnemo.shared.aggregates.knowledge import ACTIVE
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.namespaces import Viewer, read_refusal
 from mnemo.shared.presence import bot_may_see
 from mnemo.shared.readmodels.catalog import KNOWLEDGE, LEGACY_LORE, MEMORIES, SUMMARIES, ReadModelPorts
-from mnemo.shared.readmodels.knowledge import ACTIVE
 from mnemo.shared.readmodels.legacy_lore import LegacyPage
 from mnemo.shared.readmodels.memories import Clause
 from mnemo.shared.readmodels.ports import KnowledgePort, LegacyLorePort, MemoriesPort, SummariesPort

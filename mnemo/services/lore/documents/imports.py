@@ -30,11 +30,11 @@ from typing import Protocol
 from nats.js.errors import NotFoundError
 from nats.js.object_store import ObjectStore
 
-from mnemo.services.lore.documents import events as ev
 from mnemo.services.lore.documents.parsing import parse_file
 from mnemo.services.lore.documents.reading import DocumentError, kind_of
 from mnemo.services.lore.documents.stored import StoredUploads
 from mnemo.services.lore.settings import DocumentSettings
+from mnemo.shared.aggregates import documents as ev
 from mnemo.shared.aggregates.lorebook.deciders import BadRequest, LoreNotFound
 from mnemo.shared.crypto import DecryptionError, FieldCipher
 from mnemo.shared.deps import CommittedPublisher

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC
 
-from mnemo.shared.aggregates.knowledge import fact_folds
+from mnemo.shared.aggregates.knowledge import ACTIVE, fact_folds
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     FACT_LEARNED,
@@ -18,7 +18,6 @@ from mnemo.shared.events.recorded import (
 from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.dispatch import apply_each
 from mnemo.shared.readmodels.knowledge import (
-    ACTIVE,
     FactQueries,
     FactRows,
     FactView,

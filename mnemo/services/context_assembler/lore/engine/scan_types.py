@@ -26,7 +26,9 @@ class ScanState(IntEnum):
 
 
 @dataclass(frozen=True)
-class ChatMessage:
+class ScanMessage:
+    """One chat message as a lore scan reads it: who said it and what (not the reply's wire ``ChatMessage``)."""
+
     name: str
     text: str
 
@@ -35,7 +37,7 @@ class ChatMessage:
 class ScanRequest:
     """One generation's scan. `messages` are oldest first; `max_context` is context minus response length."""
 
-    messages: Sequence[ChatMessage]
+    messages: Sequence[ScanMessage]
     max_context: int
     seed: str = ""
     timed: TimedState = field(default_factory=TimedState)

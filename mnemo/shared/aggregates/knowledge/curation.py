@@ -1,4 +1,5 @@
-"""Pure curation of a character's knowledge: deduplication, supersession and the per-user cap.
+"""Curation of a character's knowledge (the knowledge aggregate's): deduplication, supersession and the per-user
+cap, pure.
 
 - Dedup: a candidate whose normalised text equals a known fact's (exact) or whose embedding has cosine
   >= ``NEAR_DUPLICATE`` with one (near) is not learned again; known = the character's current facts in that
@@ -18,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from mnemo.services.memory_extractor.facts import FactCandidate, normalise
-from mnemo.shared.events.envelope import deterministic_id
-from mnemo.shared.events.recorded import FACTS_CONSOLIDATED, FactsConsolidated, FactType, player_scope
+from mnemo.shared.aggregates.knowledge.facts import FactCandidate, normalise
+from mnemo.shared.events.envelope import NewEvent, deterministic_id
+from mnemo.shared.events.recorded import FACTS_CONSOLIDATED, FactsConsolidated, FactType, new_event, player_scope
 
 NEAR_DUPLICATE = 0.92
 DEFAULT_CAP = 50
@@ -174,3 +175,46 @@ def consolidated_fact(
         prompt_version=prompt_version,
         consolidates=ids,
     )
+
+
+class Fact(FactLike, Protocol):
+    """What the deciders read of a fact's current state (the knowledge read model's ``FactView`` has it)."""
+
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def character_kind(self) -> str: ...
+    @property
+    def conversation_id(self) -> str: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+
+
+def consolidation(
+    tenant_id: str,
+    group: Sequence[FactLike],
+    *,
+    like: Fact,
+    text: str,
+    method: str = EXTRACTIVE,
+    prompt_version: str | None = None,
+    causation_id: str | None = None,
+) -> NewEvent:
+    """The ``knowledge.facts_consolidated`` event folding ``group`` (``consolidated_fact``), in the character
+    kind, owner and conversation of ``like``; its event id is the fact's, so a redelivery appends nothing new."""
+    owner = {"character_kind": like.character_kind, "user_id": like.user_id, "conversation_id": like.conversation_id}
+    fact = consolidated_fact(tenant_id, group, **owner, text=text, method=method, prompt_version=prompt_version)
+    return new_event(
+        fact, event_id=fact.fact_id, tenant_id=tenant_id, occurred_at=fact.learned_at, causation_id=causation_id
+    )
+
+
+def cap_consolidation(
+    tenant_id: str, group: Sequence[Fact], *, text: str, method: str = EXTRACTIVE, prompt_version: str | None = None
+) -> NewEvent:
+    """The consolidation of one group ``plan_consolidation`` chose (one owner's facts; its text merged by the
+    caller, by an LLM or ``merge_extractive``), in the character kind and conversation of its newest fact."""
+    newest = max(group, key=_newest_first_key)
+    return consolidation(tenant_id, group, like=newest, text=text, method=method, prompt_version=prompt_version)

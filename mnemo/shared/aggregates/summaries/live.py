@@ -1,7 +1,6 @@
-"""The summaries aggregate: a conversation's summary stream (``summaries/<tenant>/<user>/<conversation>``), pure
-(no I/O): its live summaries (the fold), which are due a consolidation, which an edit or delete makes stale,
-and the events that replace them (the deciders the summarizer calls; the summaries read model projects the
-same events).
+"""The summarizer's side of a conversation's summary stream, pure (no I/O): its live summaries (the fold), the
+summary of a span of messages, which are due a consolidation, which an edit or delete makes stale, and the events
+that replace them (the deciders the summarizer calls; the summaries read model projects the same events).
 
 Live: a ``summary.created`` not followed by a ``summary.retired`` of the same id.
 
@@ -15,7 +14,8 @@ conversation holds at most ``3 * max_active`` live summaries per distinct audien
 
 Ids are deterministic over the children (consolidation) or over the stale summary and the triggering event
 (recompute), so a redelivery appends duplicates the log drops, never new memories. ``EVENTS`` names the
-stream's payload classes. The consolidated text (which child sentences it keeps) is the summarizer's.
+stream's payload classes. The text of a summary (the extractive sentences, an LLM's answer, which child sentences a
+consolidation keeps) is the summarizer's.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from mnemo.shared.events.envelope import EventEnvelope, deterministic_id
 from mnemo.shared.events.recorded import (
@@ -34,9 +34,6 @@ from mnemo.shared.events.recorded import (
     SummaryRetired,
     SummaryType,
 )
-
-#: The payload classes of a conversation's summary stream.
-EVENTS = (SummaryCreated, SummaryRetired)
 
 
 class Limits(Protocol):
@@ -133,6 +130,52 @@ def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+class SpanMessage(Protocol):
+    """What a summary of a span reads of each message it covers."""
+
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+
+
+class Span(NamedTuple):
+    """Where a summary's messages are: its conversation and their first and last index."""
+
+    user_id: str
+    conversation_id: str
+    first_index: int
+    last_index: int
+
+
+def span_summary(
+    summary_id: str, span: Span, messages: Sequence[SpanMessage], participants: Sequence[str], audience: Sequence[str],
+    *, text: str, importance: float, method: str, prompt_version: str | None = None,
+    emotional_context: str | None = None, citations: Sequence[Citation] = (),
+) -> SummaryCreated:  # fmt: skip
+    """A new short-term summary of ``span`` (``messages`` non-empty): their time span and ids, who took part, who
+    may see it, and what it says (``text``...: the extractive sentences or an LLM's answer, the summarizer's)."""
+    return SummaryCreated(
+        summary_id=summary_id,
+        user_id=span.user_id,
+        conversation_id=span.conversation_id,
+        summary_type="short_term",
+        text=text,
+        importance=importance,
+        participants=list(participants),
+        start_at=min(m.created_at for m in messages),
+        end_at=max(m.created_at for m in messages),
+        message_ids=[m.message_id for m in messages],
+        first_index=span.first_index,
+        last_index=span.last_index,
+        method=method,
+        prompt_version=prompt_version,
+        emotional_context=emotional_context,
+        audience=list(audience),
+        citations=list(citations),
+    )
+
+
 def consolidated_payload(
     *,
     summary_id: str,
@@ -169,7 +212,7 @@ def consolidated_payload(
     )
 
 
-RetireReason = Literal["consolidated", "stale", "deleted"]
+RetireReason = Literal["consolidated", "stale", "edited", "deleted"]
 
 
 def retirement(

@@ -1,8 +1,12 @@
-"""Pure decisions of document imports: ids, object names and the events to record.
+"""The documents aggregate: an uploaded document's stream (``document/<tenant>/<document>``), the lore service's
+decisions of its imports, pure, the clock passed in: ids, object names and the events to record (accepted, its
+chunks, completed or failed, deleted). Its state is the documents read model's, which the lore service decides
+on (a version is accepted, then completed or failed, once).
 
 Idempotency: a new document's id is derived from the tenant, the owner, the name and the file's digest, so a
 retried import (the reply was lost) answers the same document without recording anything; event ids are
-derived from the document's stream and version, so a step repeated after a crash appends nothing new.
+derived from the document's stream and version, so a step repeated after a crash appends nothing new. ``EVENTS``
+names the stream's payload classes.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from mnemo.shared.events.recorded import (
     new_event,
 )
 from mnemo.shared.events.recorded.base import RecordedPayload
+
+#: The payload classes of a document's stream.
+EVENTS = (DocumentAccepted, DocumentChunked, DocumentCompleted, DocumentFailed, DocumentDeleted)
 
 
 def document_id_for(tenant_id: str, owner_user_id: str, name: str, digest: str) -> str:
