@@ -22,6 +22,7 @@ from nats.js import JetStreamContext
 from pymongo import AsyncMongoClient
 from pymongo.errors import AutoReconnect
 
+from bench.chaos_checks import unrelayed
 from mnemo.shared import subjects
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
 from mnemo.shared.eventlog.codec import EventCodec
@@ -251,3 +252,22 @@ async def test_the_nats_publisher_reports_each_message_that_jetstream_did_not_ta
     assert outcomes[0] is None
     assert outcomes[2] is None
     assert isinstance(outcomes[1], Exception)
+
+
+async def test_the_chaos_check_names_committed_events_that_no_receipt_confirms(store: MongoEventStore) -> None:
+    """``make chaos``'s ``unrelayed``: an event in the log without a receipt is named; a published one, or one an
+    intent named but no append committed (a lost race), is not."""
+    conv = uuid.uuid4().hex
+    sid = conversation_stream("t1", "u1", conv)
+    result = await store.append(sid, 0, [message(i, conv) for i in range(3)])
+    with pytest.raises(ConcurrencyError):
+        await store.append(sid, 0, [message(9, conv)])
+    await store.mark_published([result.committed[1].event_id])
+
+    named = await unrelayed(store)
+
+    assert [line.split()[-2:] for line in named] == [
+        [f"{sid}@1", result.committed[0].event_id],
+        [f"{sid}@3", result.committed[2].event_id],
+    ]
+    assert all(line.split()[1] == "message.recorded" for line in named)
