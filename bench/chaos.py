@@ -18,6 +18,9 @@ acknowledged everything, and checks, reading the event log (the cluster's own ke
   on the next ask); ``degraded_final_first_ask`` counts those degraded on the first ask (reported, not a failure);
 - ``missing_points``: per context-assembler replica, recorded messages whose point is not in its index shard
   (counted once every replica has applied the whole points stream and the cluster stopped), summed;
+- ``unrelayed`` (reported, not a failure): events in the log that the outbox relay never confirmed published
+  (an intent, no receipt) once the final contexts were answered; a run that names any prints them (type, stream,
+  version, event id), to search the kept logs for where the publish was lost;
 - ``answered_share`` and ``p95_ms`` of the context requests made during the faults (5 s deadline each).
 
 Ends with one JSON line; exits 1 when lost, duplicated or out_of_order is not 0, dead letters, duplicate
@@ -46,7 +49,15 @@ import nats
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from bench.chaos_checks import compare, displaced, duplicate_summaries, event_log, fact_counts, recorded
+from bench.chaos_checks import (
+    compare,
+    displaced,
+    duplicate_summaries,
+    event_log,
+    fact_counts,
+    recorded,
+    unrelayed,
+)
 from bench.cluster_proc import ROOT, cluster
 from bench.common import machine, print_result
 from mnemo.runtime.catalog import SERVICES
@@ -394,6 +405,12 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
                 followed = await shards_caught_up(js, data_dir, 120)
                 await ready(data_dir, 120)  # asked once the replicas reach the database again
                 degraded = await final_contexts(nc, convs)
+                async with event_log(mongodb_url, data_dir) as store:  # the latest point the relays had to publish
+                    never_relayed = await unrelayed(store)
+                if never_relayed:
+                    print(
+                        "  in the log, never published (no receipt):\n    " + "\n    ".join(never_relayed), flush=True
+                    )
             finally:
                 await nc.close()
         shards = await shard_counts(data_dir)  # the cluster is stopped: the shards are free to open
@@ -410,6 +427,7 @@ async def main(replicas: str, conversations: int, rate: float, db_down_s: float,
         "points_per_shard": shards,
         "shards_caught_up": followed,
         "missing_points": sum(max(0, sum(len(set(v)) for v in stored.values()) - n) for n in shards.values()),
+        "unrelayed": len(never_relayed),
         "duplicate_summaries": dupes,
         **facts,
         "dead_letters": dlq,

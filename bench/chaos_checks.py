@@ -141,3 +141,16 @@ async def fact_counts(store: EventStore, tenant: str, character: str) -> dict[st
         "consolidations": consolidations,
         "duplicate_facts": _extra(learned) + _extra(folded) + _extra(current),
     }
+
+
+async def unrelayed(store: MongoEventStore) -> list[str]:
+    """Events in the log with an outbox intent and no receipt: committed, never confirmed published to JetStream,
+    so no log consumer may have seen them (``missing_points`` counts their effect). One line each, oldest first:
+    recorded_at, type, stream and version, event id; what to search the kept logs (``--keep``) for."""
+    intended = {eid async for doc in store.intents.find({}, {"event_ids": 1}) for eid in doc["event_ids"]}
+    async for doc in store.receipts.find({}, {"event_ids": 1}):
+        intended.difference_update(doc["event_ids"])
+    fields = {"type": 1, "stream_id": 1, "version": 1, "recorded_at": 1}
+    events = [d async for d in store.events.find({"_id": {"$in": sorted(intended)}}, fields)]  # never committed: none
+    events.sort(key=lambda d: (d["recorded_at"], d["stream_id"], d["version"]))
+    return [f"{d['recorded_at'].isoformat()} {d['type']} {d['stream_id']}@{d['version']} {d['_id']}" for d in events]

@@ -370,6 +370,24 @@ async def test_a_projection_that_fails_hands_the_committed_events_to_recovery_at
     assert [e.event_id for e in listed] == [e.event_id for e in events]
 
 
+async def test_a_retry_that_finds_its_events_committed_hands_them_to_recovery_at_once(h: Harness) -> None:
+    """The first attempt committed but its caller saw an error (no fast path came: ``publish_failed``); the retry
+    finds every event already in the log, commits nothing and so publishes nothing. A recovery round (with
+    ``grace_s``) must list them at once, not hold them as still being published (``make chaos``, 2026-11-28)."""
+    events = [message(i) for i in range(2)]
+    ids = [e.event_id for e in events]
+    await h.store.append(stream(), 0, events)
+    await h.store.publish_failed(ids)
+
+    retried = await h.store.append(stream(), 0, events)
+    [batch_retry] = await h.store.append_batch([Append(stream(), 0, events)])
+
+    assert (retried.committed, retried.duplicates) == ([], ids)
+    assert isinstance(batch_retry, AppendResult)
+    assert batch_retry.committed == []
+    assert [e.event_id for e in await h.store.unpublished(min_age_s=0, limit=10, grace_s=60)] == ids
+
+
 async def test_a_recovery_round_leaves_its_own_fast_path_alone_until_it_fails(h: Harness) -> None:
     """With ``grace_s`` (the relay's recovery loop), this store's own appends whose publish is still on its way
     are not listed, but hold the watermark; a failed publish hands them to recovery at once."""

@@ -22,11 +22,12 @@ from nats.js import JetStreamContext
 from pymongo import AsyncMongoClient
 from pymongo.errors import AutoReconnect
 
+from bench.chaos_checks import unrelayed
 from mnemo.shared import subjects
 from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
 from mnemo.shared.eventlog.codec import EventCodec
 from mnemo.shared.eventlog.mongo import MongoEventStore
-from mnemo.shared.eventlog.port import Append
+from mnemo.shared.eventlog.port import Append, ConcurrencyError
 from mnemo.shared.eventlog.relay import MSG_ID_HEADER, NatsJetStreamPublisher, Outgoing, Relay, ensure_log_stream
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import REGISTRY, conversation_stream
@@ -164,6 +165,29 @@ async def test_an_append_that_fails_after_its_commit_goes_to_recovery_at_once(
     assert [e.payload["message_id"] for e in recovered] == ["m0"]
 
 
+async def test_events_a_writer_lost_a_race_on_are_recovered_once_another_commits_them(store: MongoEventStore) -> None:
+    """Two ingest replicas on one conversation (a partition changing hands): the first intends the events but
+    loses its race, the second commits them and its publish fails. The first writer's intent comes first, so
+    the second leaves them to it while its loop beats; the first, which got no fast path for them, must take
+    them in its next round, not hold them as its own in flight for ``grace_s``."""
+    conv = uuid.uuid4().hex
+    sid = conversation_stream("t1", "u1", conv)
+    taken, events = [message(0, conv)], [message(1, conv), message(2, conv)]
+    await store.append(sid, 0, taken)
+    await store.mark_published([e.event_id for e in taken])
+    first = MongoEventStore(store.events.database, store.codec)
+    with pytest.raises(ConcurrencyError):
+        await first.append(sid, 0, events)
+    second = MongoEventStore(store.events.database, store.codec)
+    committed = (await second.append(sid, 1, events)).committed
+    await second.publish_failed([e.event_id for e in committed])
+
+    await asyncio.sleep(1.05)  # past min_age_s; a beat then counts as alive for twice that
+
+    assert await first.unpublished(1.0, 10, grace_s=60) == committed  # its loop's round (a beat)
+    assert await second.unpublished(1.0, 10, grace_s=60) == []  # the first writer is alive: left to it
+
+
 async def test_publishing_twice_stores_one_jetstream_message_per_event(
     js: JetStreamContext, store: MongoEventStore
 ) -> None:
@@ -228,3 +252,22 @@ async def test_the_nats_publisher_reports_each_message_that_jetstream_did_not_ta
     assert outcomes[0] is None
     assert outcomes[2] is None
     assert isinstance(outcomes[1], Exception)
+
+
+async def test_the_chaos_check_names_committed_events_that_no_receipt_confirms(store: MongoEventStore) -> None:
+    """``make chaos``'s ``unrelayed``: an event in the log without a receipt is named; a published one, or one an
+    intent named but no append committed (a lost race), is not."""
+    conv = uuid.uuid4().hex
+    sid = conversation_stream("t1", "u1", conv)
+    result = await store.append(sid, 0, [message(i, conv) for i in range(3)])
+    with pytest.raises(ConcurrencyError):
+        await store.append(sid, 0, [message(9, conv)])
+    await store.mark_published([result.committed[1].event_id])
+
+    named = await unrelayed(store)
+
+    assert [line.split()[-2:] for line in named] == [
+        [f"{sid}@1", result.committed[0].event_id],
+        [f"{sid}@3", result.committed[2].event_id],
+    ]
+    assert all(line.split()[1] == "message.recorded" for line in named)

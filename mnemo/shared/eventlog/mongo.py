@@ -242,11 +242,27 @@ class MongoEventStore:
             await self.publish_failed([eid for p in pendings for eid in p.ids])
             raise
 
+    def _no_fast_path_for_uncommitted(self, pendings: Sequence[_Pending]) -> None:
+        """Only the events an append returns as committed get a fast-path publish (its caller's): the rest of
+        its intended ids leave the in-flight set at once. Those are duplicates (already in the log: a retry of
+        an append that failed after its commit) and, for an append that lost its race, all of them (a
+        committed prefix is not returned). Held as in flight, a duplicate whose first publish never came was
+        left out of recovery for ``grace_s`` (``make chaos``, 2026-11-28 00:25 UTC: SecantusDB restarting,
+        ingest's append committed but raised, its retry found the message recorded and published nothing, and
+        the message reached no consumer in the minute the run had left). Another of this process's appends may
+        still be publishing such a duplicate: recovery then sends it twice, which JetStream deduplicates."""
+        uncommitted: list[str] = []
+        for p in pendings:
+            committed = set() if p.conflict else {e.event_id for e in p.result.committed}
+            uncommitted += [eid for eid in p.ids if eid not in committed]
+        self.outbox.in_flight.done(uncommitted)
+
     async def append(self, stream_id: str, expected_version: int, events: Sequence[NewEvent]) -> AppendResult:
         p = await self._pending(Append(stream_id, expected_version, events))
         async with self._no_fast_path_if_it_fails([p]):
             await self._intend([p])
             await self._finish_ordered(p)
+        self._no_fast_path_for_uncommitted([p])
         if p.conflict:
             APPEND_CONFLICTS.inc()
             raise ConcurrencyError(stream_id, expected_version, await self.stream_version(stream_id))
@@ -271,6 +287,7 @@ class MongoEventStore:
                     await self._finish_ordered(live[0])
                 else:
                     await self._wave(live)
+        self._no_fast_path_for_uncommitted(pendings)
         conflicted = [p.stream_id for p in pendings if p.conflict]
         versions = await self.stream_versions(conflicted) if conflicted else {}
         APPEND_CONFLICTS.inc(len(conflicted))  # metrics: one call each per batch, not per event

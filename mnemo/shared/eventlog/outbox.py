@@ -41,7 +41,8 @@ _BEAT_TTL = timedelta(days=1)  # a dead writer's heartbeat (the watermark has no
 
 
 class InFlight:
-    """Event ids this process appended and whose fast-path publish has not been attempted yet (in memory)."""
+    """Event ids this process is appending and whose fast-path publish has not been attempted yet (in memory):
+    added with the intent, before the insert; an append keeps only what it committed (``MongoEventStore``)."""
 
     def __init__(self) -> None:
         self._since: dict[str, float] = {}  # event id -> monotonic time of its intent
@@ -60,7 +61,8 @@ class InFlight:
         return event_id in self._since
 
     def prune(self, older_than_s: float) -> None:
-        """Forget ids whose fast path never came (an append that lost its race, a projection that failed)."""
+        """Forget ids whose fast path never came and that nobody reported. A safety net: a failed append, a
+        lost race, a duplicate and a failed projection or publish each release their ids at once."""
         limit = time.monotonic() - older_than_s
         for eid in [e for e, t in self._since.items() if t < limit]:
             del self._since[eid]
