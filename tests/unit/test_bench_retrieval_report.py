@@ -93,3 +93,40 @@ def test_a_summary_score_is_read_back_as_the_turn_score_holding_as_much_evidence
     assert calibrated(0.2) == 0.3  # no evidence: the weakest turn's
     assert calibrated(0.35) <= calibrated(0.5)  # monotone
     assert summary_calibration([])(0.42) == 0.42  # nothing to fit: unchanged
+
+
+def test_a_second_embedders_list_brings_its_own_candidates_into_the_fused_pool_at_its_weight():
+    """Issue 30: a second dense model fused with the bundled one. Its list must add the turns only it finds (the
+    misses the bundled model ranks low), count at its weight, and leave the fusion as it was when unused; at
+    weight 0 the bundled model's list brings no candidate ("second embedder alone")."""
+    import numpy as np
+
+    import bench.retrieval_ablation as ablation
+
+    dense = np.array([0.9, 0.8, 0.1, 0.0])
+    lexical = np.array([0.0, 2.0, 0.0, 1.0])
+    second = np.array([0.0, 0.1, 0.2, 0.95])  # only the second model sees turn 3 as close
+    alone = ablation.fused_pool(dense, lexical, 2)
+    assert alone == ablation.fused_pool(dense, lexical, 2, second)  # SECOND_DENSE 0: unused
+    with ablation.levers(SECOND_DENSE=1.0):
+        assert 3 in ablation.fused_pool(dense, lexical, 2, second)
+        assert 3 not in alone
+    with ablation.levers(SECOND_DENSE=1.0, FIRST_DENSE=0.0):
+        assert ablation.fused_pool(dense, np.zeros(4), 2, second) == [3, 2]
+    with ablation.levers(SECOND_DENSE=0.5, FIRST_DENSE=0.5, SECOND_DENSE_MODE="mix"):
+        mixed = ablation.fused_pool(dense, np.zeros(4), 4, second)
+    assert mixed == [3, 0, 1, 2]  # one dense list of mixed cosines 0.45, 0.45, 0.15, 0.475
+
+
+def test_the_fold_keeps_every_other_chats_questions_only():
+    """A weight is tuned on one fold and checked on the other: the folds must split the chats, not overlap."""
+    import bench.retrieval_ablation as ablation
+
+    chats = list(range(5))
+    with ablation.levers(FOLD=0):
+        first = [c for i, c in enumerate(chats) if ablation.in_fold(i)]
+    with ablation.levers(FOLD=1):
+        second = [c for i, c in enumerate(chats) if ablation.in_fold(i)]
+    assert first == [0, 2, 4]
+    assert second == [1, 3]
+    assert all(ablation.in_fold(i) for i in chats)  # no fold: every chat
