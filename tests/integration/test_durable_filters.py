@@ -24,7 +24,7 @@ from mnemo.shared.crypto import FieldCipher, InMemoryKeyStore
 from mnemo.shared.delivery import Item, Rejection
 from mnemo.shared.eventlog.codec import EventCodec
 from mnemo.shared.events.envelope import EventEnvelope
-from mnemo.shared.events.recorded import REGISTRY, MessageDeleted, SummaryRetired
+from mnemo.shared.events.recorded import REGISTRY, MessageDeletionRecorded, SummaryRetired
 from mnemo.shared.settings import Settings
 from mnemo.shared.streams import ensure_streams
 from mnemo.shared.subscriptions import Delivered, EventHandlers
@@ -98,10 +98,10 @@ async def test_an_unfiltered_durable_is_narrowed_to_its_table_and_nothing_is_los
 
         handled: list[str] = []
 
-        def on_event(context: None, item: Delivered[MessageDeleted | SummaryRetired]) -> None:
+        def on_event(context: None, item: Delivered[MessageDeletionRecorded | SummaryRetired]) -> None:
             handled.append(item.envelope.event_id)
 
-        table = EventHandlers[None]().on(MessageDeleted, on_event).on(SummaryRetired, on_event)
+        table = EventHandlers[None]().on(MessageDeletionRecorded, on_event).on(SummaryRetired, on_event)
 
         async def handle(items: list[Item[EventEnvelope]]) -> list[Rejection]:
             return await table.dispatch(None, items)
@@ -141,10 +141,10 @@ async def test_a_durable_made_now_filters_its_table_from_the_start(tmp_path: Pat
         settings = Settings(nats_url=server.url, data_dir=tmp_path)
         await ensure_streams(nc.jetstream(), settings.streams)
 
-        def ignore(context: None, item: Delivered[MessageDeleted]) -> None:
+        def ignore(context: None, item: Delivered[MessageDeletionRecorded]) -> None:
             return None
 
-        table = EventHandlers[None]().on(MessageDeleted, ignore).on(SummaryRetired, ignore)
+        table = EventHandlers[None]().on(MessageDeletionRecorded, ignore).on(SummaryRetired, ignore)
 
         async def handle(items: list[Item[EventEnvelope]]) -> list[Rejection]:
             return await table.dispatch(None, items)

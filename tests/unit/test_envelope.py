@@ -115,12 +115,12 @@ def test_every_registered_type_parses_its_payload_into_its_model() -> None:
         LOREBOOK_ENTRY_UPDATED,
         MESSAGE_DELETED,
         LorebookEntryUpdated,
-        MessageDeleted,
+        MessageDeletionRecorded,
     )
 
     payload = {"user_id": "u", "conversation_id": "c", "message_id": "m", "deleted_at": "2024-05-01T12:00:00Z"}
     parsed = MESSAGE_DELETED.parse(payload)
-    assert isinstance(parsed, MessageDeleted)
+    assert isinstance(parsed, MessageDeletionRecorded)
     assert parsed.message_id == "m"
     assert LOREBOOK_ENTRY_UPDATED.model is LorebookEntryUpdated
     assert REGISTRY.of(LorebookEntryUpdated) is LOREBOOK_ENTRY_UPDATED
@@ -219,13 +219,15 @@ def test_every_user_owned_type_names_its_owner_and_the_field_exists() -> None:
 def test_registry_payload_parses_an_envelope_by_its_type() -> None:
     from datetime import UTC, datetime
 
-    from mnemo.shared.events.recorded import MessageDeleted
+    from mnemo.shared.events.recorded import MessageDeletionRecorded
     from tests.envelopes import numbered
 
     at = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
     payload = {"user_id": "u", "conversation_id": "c", "message_id": "m", "deleted_at": at.isoformat()}
     env = numbered("t", "conversation/t/u/c", 1, "message.deleted", payload, at)
-    assert REGISTRY.payload(env) == MessageDeleted(user_id="u", conversation_id="c", message_id="m", deleted_at=at)
+    assert REGISTRY.payload(env) == MessageDeletionRecorded(
+        user_id="u", conversation_id="c", message_id="m", deleted_at=at
+    )
     with pytest.raises(UnknownEventType):
         REGISTRY.payload(env.model_copy(update={"type": "nope"}))
 

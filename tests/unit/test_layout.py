@@ -104,17 +104,6 @@ def test_the_context_assembler_keeps_a_small_top_level():
     assert {p.name for p in top.iterdir() if (p / "__init__.py").exists()} >= {"gather", "search", "lore", "assemble"}
 
 
-# Pairs left with one name for two classes, each waiting for its owner's rework (issue 27), so that the test
-# holds from now on for every other name. Remove a pair once it is renamed.
-SHARED_NAMES_WAITING = {
-    # the log's payloads vs the platform's chat events of the same name; ingest builds the log ones (being reworked)
-    "ConversationForked": {
-        "mnemo/shared/events/recorded/conversation.py",
-        "clients/python/mnemo_client/wire/contract.py",
-    },
-    "MessageDeleted": {"mnemo/shared/events/recorded/conversation.py", "clients/python/mnemo_client/wire/contract.py"},
-    "MessageEdited": {"mnemo/shared/events/recorded/conversation.py", "clients/python/mnemo_client/wire/contract.py"},
-}
 # One concept in two places by design: the client installs alone, so it holds its own (generated) row of the
 # registry's operation table instead of importing the server's class.
 SAME_CONCEPT = {
@@ -131,11 +120,10 @@ def test_one_name_per_concept():
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.ClassDef):
                     defined.setdefault(node.name, set()).add(str(path.relative_to(ROOT)))
-    allowed = SHARED_NAMES_WAITING | SAME_CONCEPT
-    twice = {name: sorted(paths) for name, paths in defined.items() if len(paths) > 1 and paths != allowed.get(name)}
+    twice = {
+        name: sorted(paths) for name, paths in defined.items() if len(paths) > 1 and paths != SAME_CONCEPT.get(name)
+    }
     assert twice == {}, "rename one of each (keep the wire models' names: they are the public contract)"
-    stale = {name for name, paths in SHARED_NAMES_WAITING.items() if defined.get(name) != paths}
-    assert stale == set(), f"renamed or moved since: drop from SHARED_NAMES_WAITING: {sorted(stale)}"
 
 
 # No module of mnemo/services holds the database (or a collection) itself: each reads and writes its read models
@@ -223,7 +211,7 @@ def test_payloads_of_an_aggregates_stream_are_built_by_its_deciders():
         if AGGREGATES in path.parents or path.parent.name == "recorded":
             continue
         tree = ast.parse(path.read_text())
-        # ``from ... import MessageEdited as EditedPayload``: the class under its own name.
+        # ``from ... import MessageEditRecorded as EditedPayload``: the class under its own name.
         real = {a.asname: a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names if a.asname}
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):

@@ -27,7 +27,7 @@ from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     REGISTRY,
     LorebookImported,
-    MessageDeleted,
+    MessageDeletionRecorded,
     MessageRecorded,
     SummaryRetired,
 )
@@ -80,7 +80,7 @@ def test_a_table_names_each_type_once_and_views_only_fields_of_the_event() -> No
         return None
 
     with pytest.raises(ValueError, match="handled twice"):
-        EventHandlers[None]().on(MessageDeleted, noop).on(MessageDeleted, noop)
+        EventHandlers[None]().on(MessageDeletionRecorded, noop).on(MessageDeletionRecorded, noop)
 
     class Wrong(BaseModel):
         lorebook_id: str
@@ -93,12 +93,12 @@ def test_a_table_names_each_type_once_and_views_only_fields_of_the_event() -> No
 async def test_dispatch_parses_once_rejects_the_invalid_and_passes_over_the_unhandled() -> None:
     seen: list[tuple[str, str, str | None]] = []
 
-    async def on_deleted(context: list[str], event: Delivered[MessageDeleted]) -> None:
-        assert isinstance(event.payload, MessageDeleted)
+    async def on_deleted(context: list[str], event: Delivered[MessageDeletionRecorded]) -> None:
+        assert isinstance(event.payload, MessageDeletionRecorded)
         context.append(event.payload.message_id)
         seen.append(("deleted", event.envelope.event_id, event.traceparent))
 
-    table = EventHandlers[list[str]]().on(MessageDeleted, on_deleted)
+    table = EventHandlers[list[str]]().on(MessageDeletionRecorded, on_deleted)
     bad = envelope("message.deleted", {"user_id": "u"}, 2)
     other = envelope("summary.retired", {"anything": 1}, 3)
     batch = [
@@ -132,11 +132,11 @@ def test_sort_reports_the_invalid_and_refuses_an_asynchronous_handler() -> None:
     assert context == ["s1"]
     assert [(e.event_id, "invalid summary.retired payload" in r) for e, r in invalid] == [("e2", True)]
 
-    async def later(context: None, event: Delivered[MessageDeleted]) -> None:
+    async def later(context: None, event: Delivered[MessageDeletionRecorded]) -> None:
         return None
 
     with pytest.raises(TypeError, match="asynchronous"):
-        EventHandlers[None]().on(MessageDeleted, later).sort(None, [deleted(1)])
+        EventHandlers[None]().on(MessageDeletionRecorded, later).sort(None, [deleted(1)])
 
 
 def durable_filters(router: NatsRouter) -> dict[str, list[str]]:

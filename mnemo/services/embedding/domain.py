@@ -50,8 +50,8 @@ from mnemo.shared.events.recorded import (
     MemoryForgotten,
     MemoryRemembered,
     MemoryUpdated,
-    MessageDeleted,
-    MessageEdited,
+    MessageDeletionRecorded,
+    MessageEditRecorded,
     MessageRecorded,
     SummaryCreated,
     SummaryRetired,
@@ -159,8 +159,8 @@ def _to(source: Source) -> Callable[[BySource, Delivered[BaseModel]], None]:
 HANDLERS: EventHandlers[BySource] = (
     EventHandlers[BySource]()
     .on(MessageRecorded, _to(_messages))
-    .on(MessageEdited, _to(_messages))
-    .on(MessageDeleted, _to(_messages))
+    .on(MessageEditRecorded, _to(_messages))
+    .on(MessageDeletionRecorded, _to(_messages))
     .on(SummaryCreated, _to(_summaries))
     .on(SummaryRetired, _to(_summaries))
     .on(LegacyLoreCreated, _to(_legacy))

@@ -21,7 +21,7 @@ from mnemo.shared.events.recorded import (
     MESSAGE_DELETED,
     MESSAGE_EDITED,
     MESSAGE_RECORDED,
-    MessageEdited,
+    MessageEditRecorded,
     MessageRecorded,
 )
 from mnemo.shared.presence import message_audience
@@ -100,7 +100,7 @@ def _recorded(env: EventEnvelope, status: MessageStatus | None, model: str, chun
 def _edited(env: EventEnvelope, status: MessageStatus | None, model: str, chunker: Chunker) -> _Step:
     if is_stale(env, status):
         return _Step()
-    edit = MessageEdited.model_validate(env.payload)
+    edit = MessageEditRecorded.model_validate(env.payload)
     return _Step(True, message_points(env, edit.content, status, model, chunker))
 
 

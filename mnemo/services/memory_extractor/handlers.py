@@ -35,8 +35,8 @@ from mnemo.shared.events.recorded import (
     FactRetired,
     FactsConsolidated,
     FactUnpromoted,
-    MessageDeleted,
-    MessageEdited,
+    MessageDeletionRecorded,
+    MessageEditRecorded,
     MessageRecorded,
     MessagesWitnessed,
     RecordedPayload,
@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["HANDLERS", "MAX_CONFLICT_RETRIES", "MemoryExtractor", "append_witnessings", "progress_of"]
 
-Change = tuple[EventEnvelope, MessageEdited | MessageDeleted, str | None]
+Change = tuple[EventEnvelope, MessageEditRecorded | MessageDeletionRecorded, str | None]
 
 
 @dataclass
@@ -73,7 +73,7 @@ class _Sorted:
     def on_fact(self, event: Delivered[RecordedPayload]) -> None:
         self.facts.append(event.envelope)
 
-    def on_changed(self, event: Delivered[MessageEdited | MessageDeleted]) -> None:
+    def on_changed(self, event: Delivered[MessageEditRecorded | MessageDeletionRecorded]) -> None:
         self.changes.append((event.envelope, event.payload, event.traceparent))
 
 
@@ -87,8 +87,8 @@ HANDLERS: EventHandlers[_Sorted] = (
     .on(FactRetired, _Sorted.on_fact)
     .on(FactPromoted, _Sorted.on_fact)
     .on(FactUnpromoted, _Sorted.on_fact)
-    .on(MessageEdited, _Sorted.on_changed)
-    .on(MessageDeleted, _Sorted.on_changed)
+    .on(MessageEditRecorded, _Sorted.on_changed)
+    .on(MessageDeletionRecorded, _Sorted.on_changed)
 )
 
 
@@ -145,8 +145,8 @@ class MemoryExtractor:
                 user_id=change.user_id,
                 conversation_id=change.conversation_id,
                 message_id=change.message_id,
-                new_content=change.content if isinstance(change, MessageEdited) else None,
-                new_tokens=change.tokens if isinstance(change, MessageEdited) else 0,
+                new_content=change.content if isinstance(change, MessageEditRecorded) else None,
+                new_tokens=change.tokens if isinstance(change, MessageEditRecorded) else 0,
                 traceparent=traceparent,
                 on_progress=on_progress,
             )

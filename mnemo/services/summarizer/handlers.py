@@ -51,8 +51,8 @@ from mnemo.shared.eventlog.append import AppendDecision, append_at_head, append_
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import (
-    MessageDeleted,
-    MessageEdited,
+    MessageDeletionRecorded,
+    MessageEditRecorded,
     MessageRecorded,
     SummaryCreated,
     SummaryRetired,
@@ -265,12 +265,16 @@ class Summarizer:
 
     # --- edits and deletes ----------------------------------------------------------------------------
     async def on_message_changed(
-        self, env: EventEnvelope, change: MessageEdited | MessageDeleted, *, traceparent: str | None = None
+        self,
+        env: EventEnvelope,
+        change: MessageEditRecorded | MessageDeletionRecorded,
+        *,
+        traceparent: str | None = None,
     ) -> None:
         """Retire every live summary covering the changed message and recompute it over the current texts."""
         settings = self.settings_for(env.tenant_id)
         stream = summary_stream(env.tenant_id, change.user_id, change.conversation_id)
-        at = change.edited_at if isinstance(change, MessageEdited) else change.deleted_at
+        at = change.edited_at if isinstance(change, MessageEditRecorded) else change.deleted_at
 
         async def decide() -> AppendDecision[None]:
             live = aggregate.fold_live(await self.store.read_stream(stream))
@@ -364,7 +368,7 @@ async def _recorded(batch: _SummarizerBatch, event: Delivered[MessageRecorded]) 
         await batch.summarizer.on_message_recorded(event.envelope, event.payload, traceparent=event.traceparent)
 
 
-async def _changed(batch: _SummarizerBatch, event: Delivered[MessageEdited | MessageDeleted]) -> None:
+async def _changed(batch: _SummarizerBatch, event: Delivered[MessageEditRecorded | MessageDeletionRecorded]) -> None:
     with acting_for(event.envelope.tenant_id):
         await batch.summarizer.on_message_changed(event.envelope, event.payload, traceparent=event.traceparent)
 
@@ -377,8 +381,8 @@ def _summary(batch: _SummarizerBatch, event: Delivered[SummaryCreated | SummaryR
 HANDLERS: EventHandlers[_SummarizerBatch] = (
     EventHandlers[_SummarizerBatch]()
     .on(MessageRecorded, _recorded)
-    .on(MessageEdited, _changed)
-    .on(MessageDeleted, _changed)
+    .on(MessageEditRecorded, _changed)
+    .on(MessageDeletionRecorded, _changed)
     .on(SummaryCreated, _summary)
     .on(SummaryRetired, _summary)
 )

@@ -29,7 +29,7 @@ from mnemo.shared.events.envelope import utcnow
 from mnemo.shared.events.recorded import (
     CONVERSATION_FORKED,
     LORE_TIMED_STATE_RECORDED,
-    ConversationForked,
+    ConversationForkRecorded,
     LoreTimedStateRecorded,
     conversation_stream,
     lore_timed_stream,
@@ -71,7 +71,7 @@ class TimedStates:
         self._store = store
         self._model = model
         self._publisher = publisher
-        self._heads: dict[str, ConversationForked | None] = {}  # conversation stream -> its fork event, if any
+        self._heads: dict[str, ConversationForkRecorded | None] = {}  # conversation stream -> its fork event, if any
 
     async def load(self, req: ContextAssembleRequest) -> TimedView:
         t, u, c = req.tenant_id, req.user_id, req.conversation_id
@@ -118,7 +118,7 @@ class TimedStates:
                 return _view(last)  # version 0: the fork's own stream is empty
         return None
 
-    async def _fork_of(self, stream: str) -> ConversationForked | None:
+    async def _fork_of(self, stream: str) -> ConversationForkRecorded | None:
         """The conversation's ``conversation.forked`` first event, or None: a stream's first event never
         changes, so it is read once per conversation (and a conversation with no event yet is read again)."""
         if stream in self._heads:

@@ -33,22 +33,22 @@ from mnemo.shared.aggregates.conversation.state import (
 from mnemo.shared.aggregates.conversation.tail import fold_tail
 from mnemo.shared.aggregates.conversation.timeline import Slot, Timeline
 from mnemo.shared.events.recorded import (
-    ConversationForked,
+    ConversationForkRecorded,
     MessageAlternativeDeleted,
     MessageAlternativeRecorded,
-    MessageDeleted,
-    MessageEdited,
+    MessageDeletionRecorded,
+    MessageEditRecorded,
     MessageRecorded,
 )
 
 #: The payload classes of a conversation's stream.
 EVENTS = (
     MessageRecorded,
-    MessageEdited,
-    MessageDeleted,
+    MessageEditRecorded,
+    MessageDeletionRecorded,
     MessageAlternativeRecorded,
     MessageAlternativeDeleted,
-    ConversationForked,
+    ConversationForkRecorded,
 )
 
 __all__ = [

@@ -22,17 +22,17 @@ from datetime import datetime
 from mnemo.shared.aggregates.conversation.state import ConversationState, as_utc
 from mnemo.shared.aggregates.conversation.timeline import Timeline
 from mnemo.shared.events.envelope import NewEvent, deterministic_id
-from mnemo.shared.events.recorded import ConversationForked as ForkedPayload
 from mnemo.shared.events.recorded import (
+    ConversationForkRecorded,
     MessageAlternativeDeleted,
     MessageAlternativeRecorded,
+    MessageDeletionRecorded,
+    MessageEditRecorded,
     MessageRecorded,
     RecordedPayload,
     created_event_id,
     new_event,
 )
-from mnemo.shared.events.recorded import MessageDeleted as DeletedPayload
-from mnemo.shared.events.recorded import MessageEdited as EditedPayload
 from mnemo.shared.tokens import estimate_tokens
 from mnemo_client.wire.contract import ConversationForked, MessageCreated, MessageDeleted, MessageEdited
 from mnemo_client.wire.contract import MessageSwipeSelected as SwipeSelected
@@ -57,7 +57,7 @@ def _event(tl: Timeline, tenant_id: str, event_id: str, payload: RecordedPayload
 def _select(tl: Timeline, cmd: MessageCreated | SwipeSelected, slot_id: str, alternative: str, key: str) -> NewEvent:
     text = tl.slots[slot_id].texts[alternative]
     at = cmd.created_at if isinstance(cmd, MessageCreated) else cmd.selected_at
-    payload = EditedPayload(
+    payload = MessageEditRecorded(
         user_id=cmd.user_id,
         conversation_id=cmd.conversation_id,
         message_id=slot_id,
@@ -121,7 +121,7 @@ def alternative_edited(tl: Timeline, cmd: MessageEdited) -> Outcome | None:
             f"cannot edit message {cmd.message_id!r}: it is not the current alternative ({slot.current!r}); "
             "select it first"
         )
-    payload = EditedPayload(
+    payload = MessageEditRecorded(
         user_id=cmd.user_id,
         conversation_id=cmd.conversation_id,
         message_id=tl.slot_of[cmd.message_id],
@@ -145,7 +145,7 @@ def alternative_deleted(tl: Timeline, cmd: MessageDeleted) -> Outcome | None:
     slot_id = tl.slot_of[cmd.message_id]
     eid = deterministic_id(cmd.tenant_id, cmd.user_id, cmd.conversation_id, cmd.message_id, "deleted")
     if slot.current == cmd.message_id:  # the shown alternative: the message leaves the history
-        gone = DeletedPayload(
+        gone = MessageDeletionRecorded(
             user_id=cmd.user_id, conversation_id=cmd.conversation_id, message_id=slot_id, deleted_at=cmd.deleted_at
         )
         return (_event(tl, cmd.tenant_id, eid, gone, cmd.deleted_at),), None
@@ -175,7 +175,7 @@ def forked(own: Timeline, state: ConversationState, parent: Timeline | None, cmd
         )
     if slot.current != cmd.from_message_id:
         return _refused(f"cannot fork from {cmd.from_message_id!r}: it is not the current alternative")
-    head = ForkedPayload(
+    head = ConversationForkRecorded(
         user_id=cmd.user_id,
         conversation_id=cmd.conversation_id,
         parent_conversation_id=cmd.parent_conversation_id,

@@ -28,13 +28,13 @@ from mnemo.shared.events.envelope import deterministic_id
 from mnemo.shared.events.recorded import (
     MESSAGE_DELETED,
     MESSAGE_RECORDED,
+    MessageDeletionRecorded,
+    MessageEditRecorded,
     MessageRecorded,
     conversation_stream,
     created_event_id,
     new_event,
 )
-from mnemo.shared.events.recorded import MessageDeleted as MessageDeletedPayload
-from mnemo.shared.events.recorded import MessageEdited as MessageEditedPayload
 from mnemo.shared.mapping import mapped
 from mnemo.shared.tokens import estimate_tokens
 from mnemo_client.wire.contract import (
@@ -169,7 +169,7 @@ class ConversationDecider:
     def _edited(self, cmd: MessageEdited) -> Decision:
         if (refusal := self._refusal(cmd, "edit")) is not None:
             return refusal
-        payload = mapped(MessageEditedPayload, cmd, tokens=estimate_tokens(cmd.content))
+        payload = mapped(MessageEditRecorded, cmd, tokens=estimate_tokens(cmd.content))
         event = new_event(payload, tenant_id=cmd.tenant_id, event_id=edited_event_id(cmd), occurred_at=cmd.edited_at)
         return Decision((event,))
 
@@ -180,6 +180,6 @@ class ConversationDecider:
         if known.deleted:
             return Decision()  # already deleted
         self.known[cmd.message_id] = KnownMessage(known.index, deleted=True)
-        payload = mapped(MessageDeletedPayload, cmd)
+        payload = mapped(MessageDeletionRecorded, cmd)
         event = new_event(payload, tenant_id=cmd.tenant_id, event_id=deleted_event_id(cmd), occurred_at=cmd.deleted_at)
         return Decision((event,))

@@ -56,7 +56,7 @@ MESSAGE_RECORDED = REGISTRY.register(
 )
 
 
-class MessageEdited(RecordedPayload):
+class MessageEditRecorded(RecordedPayload):
     """``message.edited``: the message's text changed; also how a swipe selection reaches every consumer."""
 
     user_id: str
@@ -70,17 +70,17 @@ class MessageEdited(RecordedPayload):
     )
 
 
-MESSAGE_EDITED = REGISTRY.register("message.edited", MessageEdited, encrypted=("content",), key_owner="user_id")
+MESSAGE_EDITED = REGISTRY.register("message.edited", MessageEditRecorded, encrypted=("content",), key_owner="user_id")
 
 
-class MessageDeleted(RecordedPayload):
+class MessageDeletionRecorded(RecordedPayload):
     user_id: str
     conversation_id: str
     message_id: str
     deleted_at: datetime
 
 
-MESSAGE_DELETED = REGISTRY.register("message.deleted", MessageDeleted, key_owner="user_id")
+MESSAGE_DELETED = REGISTRY.register("message.deleted", MessageDeletionRecorded, key_owner="user_id")
 
 
 class MessageAlternativeRecorded(RecordedPayload):
@@ -116,7 +116,7 @@ MESSAGE_ALTERNATIVE_DELETED = REGISTRY.register(
 )
 
 
-class ConversationForked(RecordedPayload):
+class ConversationForkRecorded(RecordedPayload):
     """``conversation.forked``: the first event of a fork's stream; the parent's messages up to ``from_index``
     follow it as ``message.recorded`` copies (copy-on-fork, docs/branches.md)."""
 
@@ -129,4 +129,4 @@ class ConversationForked(RecordedPayload):
     forked_at: datetime
 
 
-CONVERSATION_FORKED = REGISTRY.register("conversation.forked", ConversationForked, key_owner="user_id")
+CONVERSATION_FORKED = REGISTRY.register("conversation.forked", ConversationForkRecorded, key_owner="user_id")
