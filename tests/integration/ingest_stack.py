@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -50,6 +50,8 @@ async def reset_streams(js: JetStreamContext) -> None:
 async def dead_letters(js: JetStreamContext, service: str) -> list[RawStreamMsg]:
     """Every dead letter of ``service`` in the DLQ stream, read by sequence (no consumer to time out)."""
     state = (await js.stream_info(subjects.DLQ_STREAM)).state
+    if not state.messages:
+        return []  # an empty stream's first sequence is 0, which JetStream refuses to read
     letters = [await js.get_msg(subjects.DLQ_STREAM, seq) for seq in range(state.first_seq, state.last_seq + 1)]
     return [m for m in letters if m.subject == subjects.dead_letter_subject(service)]
 
@@ -88,9 +90,11 @@ async def running(
     embedder: Embedder | None = None,
     kek: bytes | None = None,
     limits: LimitsSettings | None = None,
+    streams: Callable[[JetStreamContext], Awaitable[None]] = reset_streams,
 ) -> AsyncIterator[Stack]:
     """``kek``: the key-encryption key, when service processes started by the test must share it; ``limits``:
-    the tenants' limits (``MNEMO_LIMITS__*``), the defaults when not given."""
+    the tenants' limits (``MNEMO_LIMITS__*``), the defaults when not given; ``streams``: prepares the streams
+    (recreated empty by default; ``ensure_streams`` keeps what a test published before the services start)."""
     settings = Settings(
         nats_url=nats_url,
         mongodb_url=mongo_url,
@@ -102,7 +106,7 @@ async def running(
     db = client[db_name]
     keys = MongoKeyStore(db)
     cipher = FieldCipher(kek or os.urandom(32), keys)
-    log = await connect(db, nats_url, cipher, reset_streams)
+    log = await connect(db, nats_url, cipher, streams)
     # The indexes a real start creates (mnemo/shared/bootstrap.open_core, mnemo/runtime/stack.py): without them every
     # tenant-scoped query reads the whole collection, and long runs (make fuzz) slow down as the data grows.
     await keys.ensure_indexes()

@@ -22,6 +22,7 @@ from mnemo.runtime.cli import main as cli_main
 from mnemo.services.ingest.app import create_router
 from mnemo.services.ingest.partitions import PartitionManager
 from mnemo.shared import subjects
+from mnemo.shared.broker import ensure_streams
 from mnemo.shared.delivery import DLQ_REASON, DLQ_SUBJECT
 from mnemo.shared.delivery.pull import PullLoop
 from mnemo.shared.deps import Deps
@@ -109,6 +110,41 @@ async def test_a_new_partition_count_takes_over_once_the_old_partitions_are_drai
         assert [(e.payload["message_id"], e.payload["index"]) for e in log] == [
             (m, i) for i, m in enumerate(sent[conv])
         ], conv
+
+
+def conversation_in(partition: int, prefix: str, count: int = 16) -> str:
+    """A conversation of tenant t1 that NATS maps into ``partition``."""
+    token = subject_token("t1")
+    return next(c for k in range(10_000) if partition_of(token, subject_token(c := f"{prefix}{k}"), count) == partition)
+
+
+async def test_two_forks_whose_parents_sit_behind_each_other_do_not_wait_on_each_other(
+    nats_url: str, mongo_url: str, db_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Partition 1 holds [parent of B, fork A], partition 2 [parent of A, fork B], each fetched as one batch: fork A
+    waits for partition 2's parent of A, which sat behind fork B, which waited for partition 1's parent of B, behind
+    fork A. Both forks waited out their bound (and then raced their parents: CI dead-lettered one as "not
+    recorded", 2026-11-28). A fork now leads a batch of its own, so each parent is recorded without waiting."""
+    parent_a, fork_a = conversation_in(2, "parent-a-"), conversation_in(1, "fork-a-")
+    parent_b, fork_b = conversation_in(1, "parent-b-"), conversation_in(2, "fork-b-")
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    await reset_streams(js)
+    for conv in (parent_a, parent_b):  # published before ingest starts: each partition fetches its two at once
+        body = message_created(f"{conv}-m0", "the road north", T0, conversation_id=conv)
+        await js.publish(subjects.keyed(subjects.MESSAGE_CREATED, "t1", subject_token(conv)), json.dumps(body).encode())
+    for parent, fork in ((parent_a, fork_a), (parent_b, fork_b)):
+        body = {"tenant_id": "t1", "user_id": "u1", "conversation_id": fork, "parent_conversation_id": parent,
+                "from_message_id": f"{parent}-m0", "forked_at": (T0 + timedelta(minutes=1)).isoformat()}  # fmt: skip
+        await js.publish(subjects.keyed(subjects.CONVERSATION_FORKED, "t1", subject_token(fork)), json.dumps(body).encode())  # fmt: skip
+    await nc.drain()
+    async with running(nats_url, mongo_url, db_name, create_router, streams=ensure_streams) as stack:
+        await wait_until(lambda: ingest_drained(stack.js), "ingest recorded both forks", 180)
+        for fork in (fork_a, fork_b):
+            log = await stack.store.read_stream(conversation_stream("t1", "u1", fork))
+            assert [e.type for e in log] == ["conversation.forked", "message.recorded"], fork
+        assert await dead_letters(stack.js, "ingest") == []
+    assert not [r.message for r in caplog.records if "going on after" in r.getMessage()]  # nothing waited it out
 
 
 async def test_setting_the_same_count_changes_nothing(stack: Stack) -> None:

@@ -6,6 +6,7 @@ import asyncio
 from collections import Counter
 
 import pytest
+from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from mnemo.shared.delivery import Completion, Item, Rejection, Staged
@@ -130,3 +131,35 @@ async def test_graceful_stop_waits_for_background_completions(env: Env) -> None:
     assert seen
     assert all(done[n] == 1 for n in seen)
     await wait_until(lambda: _acked_through(env, max(seen)), "the in-flight batch acked", timeout=10.0)
+
+
+async def test_a_leading_message_begins_a_batch_after_those_before_it(env: Env) -> None:  # noqa: F811
+    """``Staged.leads``: a message whose first stage waits for every earlier message to be acked (as an ingest fork
+    waits for its parent's partition) is cut from the fetched batch with what follows it, so the messages before
+    it are completed and acked without it: fetched in one batch with them, it would wait for itself."""
+    batches: list[list[int]] = []
+
+    def leads(msg: Msg) -> bool:
+        return decode_n(msg) % 4 == 3
+
+    async def acked_before(n: int) -> bool:  # message n is stream sequence n + 1
+        info = await env.consumer()
+        return info.ack_floor is not None and (info.ack_floor.stream_seq or 0) >= n
+
+    async def first(items: list[Item[int]]) -> Completion:
+        batches.append([i.value for i in items])
+        if leads(items[0].msg):
+            await wait_until(lambda: acked_before(items[0].value), "the messages before it acked", 10.0)
+
+        async def complete() -> list[Rejection]:
+            return []
+
+        return complete
+
+    for n in range(12):
+        await env.publish(body(n))
+    await env.start(Staged(first, leads=leads), DeliverySettings(max_deliver=3, ack_wait_s=5.0, batch_size=16))
+    await wait_until(env.drained, "everything acked", 60.0)
+    assert [n for batch in batches for n in batch] == list(range(12))  # each once, in stream order
+    assert all(batch.index(n) == 0 for batch in batches for n in batch if n % 4 == 3), batches
+    assert len(batches) >= 4

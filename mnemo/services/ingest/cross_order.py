@@ -7,7 +7,11 @@ outdated text. So the parent's partition must first have acknowledged every mess
 stream sequence: it holds nothing unacknowledged, or its ack floor is past ``seq - 1``, or the first message of its
 filter past the floor lies beyond it (:func:`settled_before`, one or two JetStream API calls). When it has not,
 :class:`NotYetInOrder` makes the batch wait (:class:`PartitionHandler`): nothing after the fork in its own
-partition overtakes it. Two forks waiting on each other's partitions would each wait out the bound and go on.
+partition overtakes it. A fork leads a batch of its own (:func:`leads_its_batch`): what precedes it in its
+partition is completed and acked without waiting for it. Fetched in one batch, ``[parent of B, fork A]`` in one
+partition and ``[parent of A, fork B]`` in the other waited on each other until the bound ran out, and then
+each fork raced its parent (the bad-input fuzz test dead-lettered one as "not recorded", CI 2026-11-28). Now
+a fork waits only for messages below it in other partitions, and those never wait for anything at or above it.
 
 (A v1 event and a keyed event of one conversation are another matter, with no remedy here: the v1 event's keyed
 copy lands in the partition one hop later, so a keyed event published right after it is recorded first. A
@@ -21,6 +25,7 @@ import logging
 import time
 from collections.abc import Sequence
 
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
@@ -42,6 +47,11 @@ def cross_order_wait_s(ack_wait_s: float, lease_ttl_s: float) -> float:
     partitions that long (the bad-input fuzz test's random forks met it: with a fixed 300 s, ingest stood still
     past the test's 2 minutes), so the bound is what a takeover needs: 70 s at the defaults."""
     return lease_ttl_s + 2 * ack_wait_s
+
+
+def leads_its_batch(msg: Msg) -> bool:
+    """Whether ``msg`` (as stored in a partition) is a fork, which begins a batch of its own (``Staged.leads``)."""
+    return subjects.v1_of(subjects.public_subject(msg.subject)) == subjects.CONVERSATION_FORKED
 
 
 class NotYetInOrder(RuntimeError):

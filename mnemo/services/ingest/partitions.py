@@ -36,7 +36,12 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from nats.js.kv import KeyValue
 
-from mnemo.services.ingest.cross_order import CrossPartitionOrder, PartitionHandler, cross_order_wait_s
+from mnemo.services.ingest.cross_order import (
+    CrossPartitionOrder,
+    PartitionHandler,
+    cross_order_wait_s,
+    leads_its_batch,
+)
 from mnemo.services.ingest.domain import InboundCommand
 from mnemo.services.ingest.group_commit import GroupCommit
 from mnemo.services.ingest.handlers import IngestHandler, decode_command, decode_keyed
@@ -369,7 +374,7 @@ class PartitionManager:
             IngestHandler(self._recording, partition=str(partition)), order, partition, wait_s=wait_s
         )
         durable, held = subjects.partition_durable(count, partition), subjects.partition_subjects(count, partition)
-        return self._consuming(lease, decode, Staged(handler.begin), durable, held)
+        return self._consuming(lease, decode, Staged(handler.begin, leads=leads_its_batch), durable, held)
 
     def _router(self, lease: Lease) -> _Consuming:
         limits = self._deps.settings.limits

@@ -96,7 +96,10 @@ class BatchConsumer(Generic[T]):
         (the subscriber's graceful-shutdown lock) is then held until the batch's completion is done."""
         started = self._meter.received(msgs)
         if self._staged is not None:
-            await self._staged_call(self._staged, msgs, hold, started)
+            parts = self._staged.parts(msgs)
+            for k, part in enumerate(parts):  # the later parts' messages are kept alive meanwhile
+                async with heartbeat([m for later in parts[k + 1 :] for m in later], self._beat_every):
+                    await self._staged_call(self._staged, part, hold, started)
             return
         spans: list[Span] = []
         try:
@@ -174,7 +177,8 @@ class BatchConsumer(Generic[T]):
                 # lets nothing overtake): what still fails holds a message that fails by itself, isolated below.
                 # Retried right here (after every earlier completion), before the next batch is fetched.
                 async with heartbeat([i.msg for i in items], self._beat_every):
-                    await self._after_earlier()
+                    if self._last is not None and not self._last.done():
+                        await asyncio.wait({self._last})
                 await self._failed(items, exc)
                 return
             if hold is not None:
@@ -244,10 +248,6 @@ class BatchConsumer(Generic[T]):
         for item in items:
             item.span.add_event("handed back untried: the consumer's lease is stale")
             await item.msg.nak()
-
-    async def _after_earlier(self) -> None:
-        if self._last is not None and not self._last.done():
-            await asyncio.wait({self._last})
 
     async def _complete(
         self,

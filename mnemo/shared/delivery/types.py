@@ -76,6 +76,19 @@ class Staged(Generic[T]):
     order), returning the rejections like a ``BatchHandler``. Messages are acked after their completion."""
 
     first: Callable[[list[Item[T]]], Awaitable[Completion]]
+    #: A message that must lead a batch of its own: the messages before it in a fetched batch are begun (and so
+    #: completed and acked) first, without it. Ingest's forks: a fork's first stage waits for its parent's
+    #: partition, which may wait for a message of this partition; fetched behind the fork in one batch, that
+    #: message would never be acked and the two partitions would wait on each other.
+    leads: Callable[[Msg], bool] | None = None
+
+    def parts(self, msgs: Sequence[Msg]) -> list[Sequence[Msg]]:
+        """``msgs`` in stream order, cut before every message that ``leads`` (one part without ``leads``)."""
+        if self.leads is None:
+            return [msgs]
+        ordered = sorted(msgs, key=lambda m: m.metadata.sequence.stream)
+        cuts = [k for k, msg in enumerate(ordered) if k and self.leads(msg)]
+        return [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)], strict=True)]
 
     async def run(self, items: list[Item[T]]) -> Sequence[Rejection]:
         """Both stages back to back (retries of a failed batch, message by message)."""
