@@ -23,7 +23,6 @@ attempt, only the streams that lost are caught up and decided again) and ``Event
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -37,8 +36,6 @@ from mnemo.shared.events.recorded import conversation_stream
 from mnemo.shared.readmodels import ConversationState, MessageKey
 from mnemo.shared.readmodels.ports import ConversationReadModel
 from mnemo_client.wire.contract import BotUpserted, ConversationForked, PersonaUpserted
-
-log = logging.getLogger(__name__)
 
 Finish = Callable[[], Awaitable[list[str | None]]]
 
@@ -174,7 +171,8 @@ class Recorder:
         saved = Saved()
         try:
             saved = await self._saver.append_many(decide, on_conflict=catch_up, max_attempts=self._max_attempts)
-            settled = [c for c in contexts.values() if c.stream_id not in set(saved.unsettled)]
+            unsettled = set(saved.unsettled)
+            settled = [c for c in contexts.values() if c.stream_id not in unsettled]
             for ctx in settled:
                 if (result := saved.results.get(ctx.stream_id)) is not None:
                     ctx.committed = list(result.committed)
