@@ -31,11 +31,12 @@ from typing import Any
 from bench.common import CpuMeter, embedded_servers, machine, print_result, running_service
 from bench.embedding import chat_appends, realtalk_texts
 from mnemo.services.lore.books import LoreBooks
-from mnemo.services.memory_extractor.appending import append_witnessings
+from mnemo.services.memory_extractor.appending import save_witnessings
 from mnemo.shared import subjects
 from mnemo.shared.aggregates.knowledge import witnesses_of
 from mnemo.shared.bootstrap import Core, open_core
 from mnemo.shared.eventlog.codec import EventCodec
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.recorded import MessageRecorded
 from mnemo.shared.readmodels.lore import LoreReadModel
 from mnemo.shared.settings import Settings
@@ -55,8 +56,9 @@ async def record(settings: Settings, texts: list[str], conversations: int, loreb
         recorded = [e for r in results if not isinstance(r, Exception) for e in r.committed]
         await core.relay.publish_committed(recorded)
         witnessings = [w for env in recorded for w in witnesses_of(TENANT, MessageRecorded.model_validate(env.payload))]
-        await core.relay.publish_committed(await append_witnessings(core.store, witnessings))
-        books = LoreBooks(core.store, LoreReadModel(core.db, core.cipher), core.relay)
+        saver = EventSaver(core.store, core.relay)
+        await save_witnessings(saver, witnessings)
+        books = LoreBooks(core.store, LoreReadModel(core.db, core.cipher), saver)
         data = json.loads((LOREBOOK / BIG_BOOK).read_text())
         for n in range(lorebooks):
             await books.import_book(

@@ -28,10 +28,10 @@ class Chain:
     def __init__(self) -> None:
         self.reads = Reads()
         self.deps = deps(read_models=self.reads.ports)
-        self.ingest = IngestHandler(Recorder(self.deps.store, self.reads.models, self.deps.publisher))
-        learning = Learning(self.deps.store, self.deps.publisher, self.reads.knowledge, family=self.reads.models.family)
+        self.ingest = IngestHandler(Recorder(self.deps.store, self.reads.models, self.deps.saver))
+        learning = Learning(self.deps.store, self.deps.saver, self.reads.knowledge, family=self.reads.models.family)
         revisions = Revisions(self.deps.store, self.reads.knowledge, learning)
-        self.extractor = MemoryExtractor(self.deps.store, self.deps.publisher, InMemoryWitnessed(), learning, revisions)
+        self.extractor = MemoryExtractor(self.deps.saver, InMemoryWitnessed(), learning, revisions)
         self.rpc: Rpc | None = None
 
     async def send(self, *wire: tuple[str, dict[str, Any]]) -> list[str]:

@@ -199,7 +199,7 @@ async def retrieval_chain(
     of in-memory read models, the assembler behind ``TestNatsBroker``. Generous deadlines: the machine may be
     loaded, and what is tested is what is found, not how fast. ``settings``: other assembler settings."""
     reads = Reads(d.require_read_models())
-    ingest = IngestHandler(Recorder(d.store, reads.models, d.publisher))
+    ingest = IngestHandler(Recorder(d.store, reads.models, d.saver))
     embedding = reads.embedding_handler(writes_to, embedder, facts=False)
     settings = AssemblerSettings(
         history_limit=history_limit, min_history=2, retrieval_timeout_s=30, read_timeout_s=30, deadline_s=60, **settings

@@ -20,6 +20,7 @@ from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.embedders.port import Embedder
 from mnemo.shared.eventlog.codec import StoredDoc
 from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.llm.port import ChatModel
 from mnemo.shared.probes import Probes
@@ -82,8 +83,12 @@ class Deps:
     #: The rows the operators' usage report counts, per tenant (None: the MongoDB adapter over ``db``; none in
     #: memory, where the report is not served).
     usage_counts: UsageCounts | None = None
+    #: The one way a service writes to the log (``mnemo.shared.eventlog.save``): append under optimistic
+    #: concurrency, project, publish through ``publisher``. Built from ``store`` and ``publisher``.
+    saver: EventSaver = field(init=False)
 
     def __post_init__(self) -> None:
+        self.saver = EventSaver(self.store, self.publisher)
         if self.read_models is None and self.db is not None:
             self.read_models = MongoReadModelPorts(self.db, self.cipher)
         if self.tenant_rows is None and self.db is not None:

@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from mnemo.shared.crypto import DecryptionError, FieldCipher, InMemoryKeyStore
-from mnemo.shared.eventlog.append import try_append
 from mnemo.shared.eventlog.codec import EventCodec, StoredDoc
 from mnemo.shared.eventlog.inmemory import InMemoryEventStore
 from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, ConcurrencyError, EventStore
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, UnknownEventType
 from mnemo.shared.events.recorded import REGISTRY, conversation_stream
 from mnemo.shared.tokens import estimate_tokens
@@ -357,7 +357,7 @@ async def test_unpublished_lists_committed_events_until_marked_published(h: Harn
 
 
 async def test_a_projection_that_fails_hands_the_committed_events_to_recovery_at_once(h: Harness) -> None:
-    """``try_append`` committed, then its projection raised: no fast-path publish follows, so a recovery
+    """``EventSaver.save_at`` committed, then its projection raised: no fast-path publish follows, so a recovery
     round (with ``grace_s``) lists the events at once instead of holding them as still being published."""
     events = [message(i) for i in range(2)]
 
@@ -365,7 +365,7 @@ async def test_a_projection_that_fails_hands_the_committed_events_to_recovery_at
         raise RuntimeError("the read model is down")
 
     with pytest.raises(RuntimeError):
-        await try_append(h.store, stream(), 0, events, project=failing_projection)
+        await EventSaver(h.store, None).save_at(stream(), 0, events, project=failing_projection)
     listed = await h.store.unpublished(min_age_s=0, limit=10, grace_s=60)
     assert [e.event_id for e in listed] == [e.event_id for e in events]
 

@@ -355,7 +355,7 @@ async def test_an_import_cut_short_by_a_restart_resumes_when_the_service_starts(
     """The lore process dies mid-import (its task is cancelled: nothing more is recorded, the document stays
     `processing`); the next start resumes it from the stored file (``Deps.on_started``)."""
     await seed(stack, tenant)
-    books = LoreBooks(stack.deps.store, LoreReadModel(stack.db, stack.deps.cipher), stack.deps.publisher,
+    books = LoreBooks(stack.deps.store, LoreReadModel(stack.db, stack.deps.cipher), stack.deps.saver,
                       stack.deps.settings.limits)  # fmt: skip
     text = "\n\n".join(filler_pages(2, seed_=5)) + f"\n\n{PASSAGE}"
     dying = document_imports(stack.deps, books)

@@ -194,7 +194,7 @@ async def test_a_redelivery_beside_a_new_message_heals_a_lagging_projection(stac
     # redelivery is a duplicate in the log and the projection must still end up complete.
     sid = await append_unprojected_m0(stack)
     rm = models(stack)
-    recorder = Recorder(stack.store, rm, stack.relay)
+    recorder = Recorder(stack.store, rm, stack.deps.saver)
     commands = [MessageCreated.model_validate(message("m0", 0)), MessageCreated.model_validate(message("m1", 1))]
     assert await recorder.record(commands) == [None, None]
 

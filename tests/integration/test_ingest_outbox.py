@@ -36,7 +36,7 @@ async def stack(nats_url: str, mongo_url: str, db_name: str) -> AsyncIterator[St
 async def test_a_message_whose_append_failed_after_its_commit_is_published_by_the_next_recovery_round(
     stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    recorder = Recorder(stack.store, ReadModels(stack.db, stack.deps.cipher), stack.relay)
+    recorder = Recorder(stack.store, ReadModels(stack.db, stack.deps.cipher), stack.deps.saver)
     command = MessageCreated.model_validate(message_created("m0", "hello", datetime(2024, 5, 1, tzinfo=UTC)))
     insert_many = stack.store.events.insert_many
 

@@ -23,6 +23,7 @@ from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.eventlog.relay import Relay
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import conversation_stream, created_event_id, knowledge_stream
 from mnemo.shared.llm.openai import OpenAIChatModel
@@ -67,16 +68,17 @@ class Env:
         self, chat_model: ChatModel | None = None, knowledge: KnowledgeReadModel | None = None, **settings: Any
     ) -> MemoryExtractor:
         knowledge = knowledge or self.knowledge
+        saver = EventSaver(self.store, self.relay)
         learning = Learning(
             self.store,
-            self.relay,
+            saver,
             knowledge,
             embedder=BundledEmbedder(),
             chat_model=chat_model,
             settings=KnowledgeSettings(**settings),
         )
         revisions = Revisions(self.store, knowledge, learning)
-        return MemoryExtractor(self.store, self.relay, WitnessedReadModel(self.db), learning, revisions)
+        return MemoryExtractor(saver, WitnessedReadModel(self.db), learning, revisions)
 
     async def knowledge_log(self, character: str, tenant: str = "t1") -> list[EventEnvelope]:
         events = await self.store.read_stream(knowledge_stream(tenant, character))

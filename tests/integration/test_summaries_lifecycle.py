@@ -25,6 +25,7 @@ from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.eventlog.relay import Relay
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import EVERYONE, SummaryCreated, conversation_stream, summary_stream
 from mnemo.shared.llm.openai import OpenAIChatModel
@@ -96,7 +97,7 @@ async def test_two_thousand_messages_stay_bounded_and_point_at_real_messages(env
     store, relay, cipher = env
     s = SummarizerSettings()
     summaries = SummariesReadModel(mongo_db, cipher)
-    drive = feed(store, Summarizer(store, relay, BundledEmbedder(), summaries, s))
+    drive = feed(store, Summarizer(store, EventSaver(store, relay), BundledEmbedder(), summaries, s))
 
     # Thresholds: nothing before the 5th message, then a range 0-4; nothing new until the 25th.
     for i in range(25):
@@ -156,7 +157,7 @@ async def test_the_token_trigger_closes_a_range_early(env, mongo_db):
     s = SummarizerSettings(token_trigger=1_000, token_target=60)
 
     def summarizer() -> Summarizer:
-        return Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s)
+        return Summarizer(store, EventSaver(store, relay), BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s)
 
     drive = feed(store, summarizer())
     await drive.append([recorded(i) for i in range(5)])
@@ -178,7 +179,12 @@ async def test_a_token_triggered_range_gets_a_longer_llm_summary(env, mongo_db):
     with FakeOpenAIServer() as server:
         server.route("POST", CHAT_PATH, chat_handler(echo, model="echo-model"))
         model = OpenAIChatModel(server.base_url, "key", "echo-model", timeout_s=5, max_retries=0)
-        drive = feed(store, Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s, model))
+        drive = feed(
+            store,
+            Summarizer(
+                store, EventSaver(store, relay), BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s, model
+            ),
+        )
         counted = created(await drive.append([recorded(i) for i in range(5)]))
         early = created(await drive.append([recorded(5, tokens=1_200)]))
         await model.close()
@@ -191,7 +197,7 @@ async def test_a_token_triggered_range_gets_a_longer_llm_summary(env, mongo_db):
 async def test_redelivery_appends_nothing(env, mongo_db):
     store, relay, cipher = env
     s = SummarizerSettings(max_active=2, consolidate_batch=2)
-    summarizer = Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s)
+    summarizer = Summarizer(store, EventSaver(store, relay), BundledEmbedder(), SummariesReadModel(mongo_db, cipher), s)
     drive = feed(store, summarizer)
     await drive.append([recorded(i) for i in range(90)])
     before = await store.read_stream(SUMS)
@@ -203,7 +209,7 @@ async def test_redelivery_appends_nothing(env, mongo_db):
 async def test_edits_and_deletes_retire_and_recompute(env, mongo_db):
     store, relay, cipher = env
     summaries = SummariesReadModel(mongo_db, cipher)
-    summarizer = Summarizer(store, relay, BundledEmbedder(), summaries, SummarizerSettings())
+    summarizer = Summarizer(store, EventSaver(store, relay), BundledEmbedder(), summaries, SummarizerSettings())
     drive = feed(store, summarizer)
     await drive.append([recorded(i, text=TREASURE[i]) for i in range(5)])
     [first] = created(await store.read_stream(SUMS))
@@ -262,7 +268,7 @@ async def test_a_deleted_message_leaves_consolidated_summaries_too(env, mongo_db
         server.route("POST", CHAT_PATH, chat_handler(echo, model="echo-model"))
         model = OpenAIChatModel(server.base_url, "key", "echo-model", timeout_s=5, max_retries=0)
         summaries = SummariesReadModel(mongo_db, cipher)
-        drive = feed(store, Summarizer(store, relay, BundledEmbedder(), summaries, s, model))
+        drive = feed(store, Summarizer(store, EventSaver(store, relay), BundledEmbedder(), summaries, s, model))
         await drive.append([recorded(i, text=TREASURE[i] if i < 5 else None) for i in range(85)])
         holder = [x for x in fold_live(await store.read_stream(SUMS)).summaries() if "m1" in x.message_ids]
         [kind] = [x.summary_type for x in holder]
@@ -285,7 +291,9 @@ async def test_a_deleted_message_leaves_consolidated_summaries_too(env, mongo_db
 
 async def test_invalid_payloads_are_rejected_not_crashing(env, mongo_db):
     store, relay, cipher = env
-    summarizer = Summarizer(store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), SummarizerSettings())
+    summarizer = Summarizer(
+        store, EventSaver(store, relay), BundledEmbedder(), SummariesReadModel(mongo_db, cipher), SummarizerSettings()
+    )
     bad = [
         EventEnvelope(
             event_id=f"bad-{t}", type=t, schema_version=1, stream_id=SUMS, version=1, tenant_id="t1",

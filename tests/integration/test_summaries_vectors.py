@@ -18,6 +18,7 @@ from mnemo.services.summarizer.handlers import Summarizer
 from mnemo.services.summarizer.settings import SummarizerSettings
 from mnemo.shared.aggregates.summaries import fold_live
 from mnemo.shared.embedders.bundled import BundledEmbedder
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import conversation_stream, summary_stream
 from mnemo.shared.readmodels import ReadModels
@@ -62,7 +63,7 @@ async def world(mongo_db: Any, nats_url: str, tmp_path: Path) -> AsyncIterator[d
             "summaries": summaries,
             "summarizer": Summarizer(
                 log.store,
-                log.relay,
+                EventSaver(log.store, log.relay),
                 embedder,
                 summaries,
                 SummarizerSettings(first_at=5, every=10, max_active=2, consolidate_batch=2),

@@ -19,6 +19,7 @@ from mnemo.shared.crypto import FieldCipher
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.eventlog.relay import Relay
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import conversation_stream, knowledge_stream, summary_stream
 from mnemo.shared.llm.openai import OpenAIChatModel
@@ -64,7 +65,9 @@ async def test_summary_is_created_once_and_projected(env, mongo_db):
     await store.append(stream, 0, [recorded(i) for i in range(6)])
     log = await store.read_stream(stream)
     summaries = SummariesReadModel(mongo_db, cipher)
-    summarizer = Summarizer(store, relay, BundledEmbedder(), summaries, SummarizerSettings(max_tokens=30))
+    summarizer = Summarizer(
+        store, EventSaver(store, relay), BundledEmbedder(), summaries, SummarizerSettings(max_tokens=30)
+    )
 
     assert await summarizer.on_batch(items(log)) == []
     assert await summarizer.on_batch(items(log)) == []  # redelivery: nothing new
@@ -99,7 +102,7 @@ async def test_witnesses_are_appended_in_one_batch_and_projected(env, mongo_db):
     await store.append(stream, 0, [recorded(i) for i in range(3)])
     log = await store.read_stream(stream)
     witnessed = WitnessedReadModel(mongo_db)
-    extractor = MemoryExtractor(store, relay, witnessed)
+    extractor = MemoryExtractor(EventSaver(store, relay), witnessed)
 
     await extractor.on_batch(items(log))
     await extractor.on_batch(items(log))  # redelivery: duplicates, nothing new
@@ -116,6 +119,17 @@ async def test_witnesses_are_appended_in_one_batch_and_projected(env, mongo_db):
     assert await mongo_db["witnessed"].count_documents({}) == 5
 
 
+def llm_summarizer(store, relay, mongo_db, cipher, model: OpenAIChatModel) -> Summarizer:
+    return Summarizer(
+        store,
+        EventSaver(store, relay),
+        BundledEmbedder(),
+        SummariesReadModel(mongo_db, cipher),
+        SummarizerSettings(),
+        model,
+    )
+
+
 async def test_llm_summary_records_model_and_prompt_version(env, mongo_db):
     """With an LLM configured, the summary is the model's, tagged with the prompt version and model."""
     store, relay, cipher = env
@@ -130,9 +144,7 @@ async def test_llm_summary_records_model_and_prompt_version(env, mongo_db):
     with FakeOpenAIServer() as server:
         server.route("POST", CHAT_PATH, chat_handler(lambda _: answer, model="story-model"))
         model = OpenAIChatModel(server.base_url, "key", "story-model", timeout_s=5, max_retries=0)
-        summarizer = Summarizer(
-            store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), SummarizerSettings(), model
-        )
+        summarizer = llm_summarizer(store, relay, mongo_db, cipher, model)
         await summarizer.on_batch(items(log))
         await model.close()
         sent = server.calls(CHAT_PATH)[0].json["messages"][0]["content"]
@@ -153,9 +165,7 @@ async def test_llm_failure_falls_back_to_the_extractive_summary(env, mongo_db):
     with FakeOpenAIServer() as server:
         server.route("POST", CHAT_PATH, lambda _: Reply(503, {"error": "overloaded"}))
         model = OpenAIChatModel(server.base_url, None, "story-model", timeout_s=5, max_retries=1, backoff_s=0.01)
-        summarizer = Summarizer(
-            store, relay, BundledEmbedder(), SummariesReadModel(mongo_db, cipher), SummarizerSettings(), model
-        )
+        summarizer = llm_summarizer(store, relay, mongo_db, cipher, model)
         await summarizer.on_batch(items(log))
         await model.close()
         assert len(server.calls(CHAT_PATH)) == 2, "the model was tried (with its retry) before falling back"

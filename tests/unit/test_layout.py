@@ -141,13 +141,63 @@ def test_a_service_reaches_the_database_only_through_ports():
 
 def test_events_are_built_from_their_payload_class():
     """``new_event(payload, ...)`` (mnemo/shared/events/recorded/base.py) takes the type from the payload's class,
-    so a type name and a payload can never disagree; nothing else builds a ``NewEvent`` by hand."""
-    by_hand = {
-        str(p.relative_to(ROOT))
-        for p in (ROOT / "mnemo").rglob("*.py")
-        if "NewEvent(" in p.read_text() and p.parent.name != "recorded" and p.name != "envelope.py"
-    }
-    assert by_hand == set()
+    so a type name and a payload can never disagree; nothing else builds a ``NewEvent`` by hand (the saver takes
+    what the deciders built: ``mnemo.shared.eventlog.save``)."""
+    by_hand = {str(p.relative_to(ROOT)) for p in (ROOT / "mnemo").rglob("*.py") if "NewEvent(" in p.read_text()}
+    assert by_hand == {"mnemo/shared/events/envelope.py", "mnemo/shared/events/recorded/base.py"}
+
+
+#: The one save (``mnemo/shared/eventlog/save.py``) and the store adapters (and their port) append; the relay and the
+#: saver publish committed events. Nothing else does either, so every event is projected once and published.
+EVENTLOG = ROOT / "mnemo" / "shared" / "eventlog"
+_SAVE_ONLY = {"append_batch", "publish_committed", "publish_failed"}
+
+
+def _writes_to_the_log(tree: ast.AST) -> set[str]:
+    """The calls of ``tree`` that write to the log or publish around the saver: ``append_batch``,
+    ``publish_committed``, ``publish_failed``, and ``append`` on a store (``store.append(...)``,
+    ``self._store.append(...)``) or with a store's three arguments (a list's ``append`` takes one)."""
+    found = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        attr, target = node.func.attr, ast.unparse(node.func.value)
+        on_a_store = re.search(r"(^|[._])store$", target, re.IGNORECASE) is not None
+        if attr in _SAVE_ONLY or (attr == "append" and (on_a_store or len(node.args) == 3)):
+            found.add(f"{target}.{attr}")
+    return found
+
+
+def test_events_enter_the_log_only_through_the_saver():
+    """``store.append``, ``append_batch`` and the relay's ``publish_committed``/``publish_failed`` are called only
+    by the event log itself (``EventSaver``, the adapters, the relay); services and hosts save through
+    ``Deps.saver`` (docs/architecture.md, "One save")."""
+    outside = {}
+    for path in (ROOT / "mnemo").rglob("*.py"):
+        if EVENTLOG in path.parents:
+            continue
+        if calls := _writes_to_the_log(ast.parse(path.read_text())):
+            outside[str(path.relative_to(ROOT))] = sorted(calls)
+    assert outside == {}, "save through Deps.saver (mnemo.shared.eventlog.save.EventSaver)"
+    saver = _writes_to_the_log(ast.parse((EVENTLOG / "save.py").read_text()))
+    assert saver == {"self.store.append", "self.store.append_batch", "self.publisher.publish_committed",
+                     "self.store.publish_failed"}  # fmt: skip
+
+
+def test_the_layout_check_sees_a_write_to_the_log():
+    """The check above is not blind: it finds each way a service could write around the saver."""
+    sample = ast.parse(
+        "async def f(self, store, deps):\n"
+        "    await store.append('s', 0, events)\n"
+        "    await self._store.append_batch(appends)\n"
+        "    await deps.publisher.publish_committed(result.committed)\n"
+        "    await self.log.append(stream, version, events)\n"
+        "    out.append(1)\n"
+        "    result.stored.append(doc)\n"
+    )
+    assert _writes_to_the_log(sample) == {
+        "store.append", "self._store.append_batch", "deps.publisher.publish_committed", "self.log.append"
+    }  # fmt: skip
 
 
 SERVICES = sorted(p for p in (ROOT / "mnemo" / "services").iterdir() if (p / "__init__.py").exists())

@@ -82,7 +82,7 @@ def create_router(
         vector_settings=settings.lore_vector,
         scan_settings=settings.lore_scan,
         cache=cache,
-        timed=TimedStates(deps.store, deps.read_model(LORE_TIMED), deps.publisher, cache),
+        timed=TimedStates(deps.store, deps.read_model(LORE_TIMED), deps.saver, cache),
         # In memory (component tests) no documents are read: their read model has no fake.
         documents=DocumentLore(deps.read_model(DOCUMENTS), index, embedder, settings.documents, cache)
         if deps.serves(DOCUMENTS)

@@ -96,7 +96,7 @@ class PartitionManager:
         # One recorder for every partition held here, in front of it the group commit that records their batches
         # together (``group_commit.py``).
         batch = deps.settings.delivery.ingest_batch_size
-        self._recording = GroupCommit(Recorder(deps.store, read_models, deps.publisher), max_commands=2 * batch)
+        self._recording = GroupCommit(Recorder(deps.store, read_models, deps.saver), max_commands=2 * batch)
         self._membership: Membership | None = None
         self._kv: KeyValue | None = None
         self._task: asyncio.Task[None] | None = None

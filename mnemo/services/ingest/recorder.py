@@ -16,30 +16,26 @@ by the store as a duplicate (no version slot taken), so it is recorded once. Pub
 relay republishes anything not confirmed. Events carry their command's ``traceparent`` (its consumer span).
 
 Why a cache: the next batch is decided before this one is projected, so decisions cannot come from the read
-model alone (see :class:`Recorder`). Why not ``mnemo.shared.eventlog.append``: that retries one stream; a batch
-appends many streams in one ``append_batch`` and retries only the streams that lost.
+model alone (see :class:`Recorder`). Saving is ``EventSaver.append_many`` (stage 1: one ``append_batch`` per
+attempt, only the streams that lost are caught up and decided again) and ``EventSaver.publish`` (stage 2).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mnemo.services.ingest.cache import DEFAULT_CACHE_SIZE, ConversationCache
 from mnemo.services.ingest.domain import InboundCommand, decide_stream, stream_of
 from mnemo.shared.aggregates.conversation import Branches, KnownMessage, Timeline, fold, fold_tail, needs_timeline
-from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.codec import StoredDoc
-from mnemo.shared.eventlog.port import Append, ConcurrencyError, EventStore
+from mnemo.shared.eventlog.port import Append, EventStore
+from mnemo.shared.eventlog.save import EventSaver, Saved
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import conversation_stream
 from mnemo.shared.readmodels import ConversationState, MessageKey
 from mnemo.shared.readmodels.ports import ConversationReadModel
 from mnemo_client.wire.contract import BotUpserted, ConversationForked, PersonaUpserted
-
-log = logging.getLogger(__name__)
 
 Finish = Callable[[], Awaitable[list[str | None]]]
 
@@ -74,8 +70,7 @@ class _Decided:
 
     reasons: list[str | None]
     settled: list[StreamContext]
-    committed: list[EventEnvelope]
-    stored: list[StoredDoc]  # ``committed`` as written: what the relay publishes
+    saved: Saved  # what the batch committed, projected and published by stage 2
 
 
 class Recorder:
@@ -96,14 +91,14 @@ class Recorder:
         self,
         store: EventStore,
         read_models: ConversationReadModel,
-        publisher: CommittedPublisher,
+        saver: EventSaver,
         *,
         max_attempts: int = 5,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         self._store = store
         self._read_models = read_models
-        self._publisher = publisher
+        self._saver = saver
         self._max_attempts = max_attempts
         self._cache_size = cache_size
         self._cache = ConversationCache(cache_size)
@@ -165,32 +160,36 @@ class Recorder:
         traces = list(traceparents) if traceparents is not None else [None] * len(commands)
         contexts = await self._load(commands)
         conversations = [c.stream_id for c in contexts.values() if c.state is not None]
-        committed: list[EventEnvelope] = []
-        stored: list[StoredDoc] = []
-        settled: dict[str, StreamContext] = {}
-        pending = list(contexts.values())
+
+        async def decide(only: Sequence[str] | None) -> list[Append]:
+            pending = contexts.values() if only is None else [contexts[sid] for sid in only]
+            return self._decide(pending, commands, traces, reasons)
+
+        async def catch_up(lost: Sequence[str]) -> None:
+            await self._catch_up([contexts[sid] for sid in lost], await self._store.stream_versions(lost))
+
+        saved = Saved()
         try:
-            for attempt in range(1, self._max_attempts + 1):
-                lost = await self._append(pending, commands, traces, reasons, committed, stored)
-                lost_ids = {c.stream_id for c in lost}
-                settled.update({c.stream_id: c for c in pending if c.stream_id not in lost_ids})
-                if not lost:
-                    break
-                log.info("attempt %d: %d stream(s) lost a concurrency race; catching up", attempt, len(lost))
-                await self._catch_up(lost, await self._store.stream_versions([c.stream_id for c in lost]))
-                pending = lost
-            await self._remember(settled.values())
+            saved = await self._saver.append_many(decide, on_conflict=catch_up, max_attempts=self._max_attempts)
+            unsettled = set(saved.unsettled)
+            settled = [c for c in contexts.values() if c.stream_id not in unsettled]
+            for ctx in settled:
+                if (result := saved.results.get(ctx.stream_id)) is not None:
+                    ctx.committed = list(result.committed)
+                    ctx.log_version = result.version
+                    ctx.saw_duplicates = bool(result.duplicates)
+            await self._remember(settled)
         except BaseException:
             for sid in conversations:  # what was committed is unknown: ask the read model (and the log) again
                 self._cache.entry(sid).state = None
+            await self._saver.abandon(saved)  # no stage 2 for what did commit: the relay's recovery takes it
             raise
-        unsettled = [c.stream_id for c in contexts.values() if c.stream_id not in settled]
-        for sid in unsettled:
+        for sid in saved.unsettled:
             if sid in conversations:
                 entry = self._cache.entry(sid)
                 entry.state = None
                 entry.remember(contexts[sid].tail)
-        return _Decided(reasons, list(settled.values()), committed, stored), unsettled
+        return _Decided(reasons, settled, saved), list(saved.unsettled)
 
     async def _load(self, commands: Sequence[InboundCommand]) -> dict[str, StreamContext]:
         contexts: dict[str, StreamContext] = {}
@@ -274,17 +273,15 @@ class Recorder:
             ctx.known.update(known)
             ctx.tail.extend(tail)
 
-    async def _append(
-        self,
-        contexts: Sequence[StreamContext],
+    @staticmethod
+    def _decide(
+        contexts: Iterable[StreamContext],
         commands: Sequence[InboundCommand],
         traces: Sequence[str | None],
         reasons: list[str | None],
-        committed: list[EventEnvelope],
-        stored: list[StoredDoc],
-    ) -> list[StreamContext]:
-        """Decide and append every context's commands in one ``append_batch``; the contexts that lost a race."""
-        appends: list[tuple[StreamContext, Append]] = []
+    ) -> list[Append]:
+        """Decide every context's commands at its version: the appends of one attempt (streams with events)."""
+        appends: list[Append] = []
         for ctx in contexts:
             ctx.log_version = ctx.version
             decisions = decide_stream([commands[p] for p in ctx.positions], ctx.state, ctx.known, ctx.branch)
@@ -294,21 +291,8 @@ class Recorder:
                 tp = traces[position]
                 events += [e.model_copy(update={"traceparent": tp}) if tp else e for e in decision.events]
             if events:
-                appends.append((ctx, Append(ctx.stream_id, ctx.version, events)))
-        if not appends:
-            return []
-        results = await self._store.append_batch([a for _, a in appends])
-        lost = []
-        for (ctx, _), result in zip(appends, results, strict=True):
-            if isinstance(result, ConcurrencyError):
-                lost.append(ctx)
-            else:
-                committed.extend(result.committed)
-                stored.extend(result.stored)
-                ctx.committed = list(result.committed)
-                ctx.log_version = result.version
-                ctx.saw_duplicates = bool(result.duplicates)
-        return lost
+                appends.append(Append(ctx.stream_id, ctx.version, events))
+        return appends
 
     async def _remember(self, settled: Iterable[StreamContext]) -> None:
         """Fold what the settled conversations committed into the cache, before the next batch is decided.
@@ -331,18 +315,18 @@ class Recorder:
     # --- stage 2 --------------------------------------------------------------------------------------
     async def _finish(self, decided: _Decided) -> None:
         conversations = [c.stream_id for c in decided.settled if c.state is not None]
-        try:
-            await self._project(decided.settled, decided.committed)
+
+        async def project(committed: Sequence[EventEnvelope]) -> None:
+            await self._project(decided.settled, committed)
+
+        try:  # a failed projection hands what committed to the relay's recovery (the saver does)
+            await self._saver.publish(decided.saved, project=project)
         except BaseException:
             for sid in conversations:  # unknown what reached the read model: ask it next time
                 self._cache.entry(sid).projected = None
-            # No fast path will come for what was committed: the relay's recovery loop takes it at once.
-            await self._store.publish_failed([e.event_id for e in decided.committed])
             raise
-        if decided.committed:
-            await self._publisher.publish_committed(decided.stored)
 
-    async def _project(self, settled: Sequence[StreamContext], committed: list[EventEnvelope]) -> None:
+    async def _project(self, settled: Sequence[StreamContext], committed: Sequence[EventEnvelope]) -> None:
         """Project the new events, plus the log tail the read model lacks, folding from what it holds.
 
         A conversation whose read model is behind the version its commands were decided on (a failed

@@ -74,7 +74,7 @@ def document_imports(deps: Deps, books: LoreBooks, settings: LoreSettings | None
         deps.store,
         deps.read_model(DOCUMENTS),
         books,
-        deps.publisher,
+        deps.saver,
         uploads,
         deps.cipher,
         status,
@@ -86,7 +86,7 @@ def document_imports(deps: Deps, books: LoreBooks, settings: LoreSettings | None
 def create_router(deps: Deps) -> NatsRouter:
     router = NatsRouter()
     model = deps.read_model(LORE)
-    books = LoreBooks(deps.store, model, deps.publisher, deps.settings.limits)
+    books = LoreBooks(deps.store, model, deps.saver, deps.settings.limits)
     documents = document_imports(deps, books)
     deps.on_started.append(documents.resume)
     on = functools.partial(serve, router, service=SERVICE, errors=ERRORS, limiter=RateLimiter(deps.settings.limits))

@@ -19,9 +19,8 @@ from mnemo.services.lore.formats.exporter import entry_to_world_info, export_wor
 from mnemo.services.lore.limits import check_attach, check_book, with_entry
 from mnemo.shared.aggregates.lorebook import BookState, VersionGap, deciders, fold_all
 from mnemo.shared.aggregates.lorebook.deciders import BadRequest, LoreNotFound
-from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import AppendDecision, append_at_head, append_with_retry
-from mnemo.shared.eventlog.port import AppendResult, EventStore
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.save import AppendDecision, EventSaver
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, utcnow
 from mnemo.shared.events.recorded import lorebook_stream
 from mnemo.shared.lore.model import LoreEntry
@@ -37,7 +36,7 @@ __all__ = ["BadRequest", "LoreBooks", "LoreNotFound"]
 class LoreBooks:
     store: EventStore
     read_model: LorePort
-    publisher: CommittedPublisher
+    saver: EventSaver
     limits: LimitsSettings = field(default_factory=LimitsSettings)
 
     async def import_book(self, req: wire.LoreImportRequest) -> wire.LoreImportReply:
@@ -85,10 +84,10 @@ class LoreBooks:
         re-read and retry), project, then publish what committed."""
         stream = lorebook_stream(tenant_id, lorebook_id)
 
-        async def project(result: AppendResult) -> None:
-            await self._project(stream, result.committed)
+        async def project(committed: Sequence[EventEnvelope]) -> None:
+            await self._project(stream, committed)
 
-        await append_at_head(self.store, stream, events, publisher=self.publisher, project=project)
+        await self.saver.save_at_head(stream, events, project=project)
 
     async def _book_state(self, tenant_id: str, lorebook_id: str) -> BookState | None:
         """The book to decide on: its aggregate, the fold of its log stream (``mnemo.shared.aggregates.lorebook``),
@@ -132,12 +131,10 @@ class LoreBooks:
         async def reproject() -> None:
             await self.read_model.apply(await self.store.read_stream(stream))
 
-        async def project(result: AppendResult) -> None:
-            await self._project(stream, result.committed)
+        async def project(committed: Sequence[EventEnvelope]) -> None:
+            await self._project(stream, committed)
 
-        done = await append_with_retry(
-            self.store, stream, on_state, publisher=self.publisher, project=project, on_conflict=reproject
-        )
+        done = await self.saver.save_decided(stream, on_state, project=project, on_conflict=reproject)
         if done.result is None:
             return done.value
         return await self.read_model.state(tenant_id, lorebook_id)

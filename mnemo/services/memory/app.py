@@ -62,7 +62,7 @@ def create_router(deps: Deps) -> NatsRouter:
     router = NatsRouter()
     limiter = RateLimiter(deps.settings.limits)
     summaries, knowledge = deps.read_model(SUMMARIES), deps.read_model(KNOWLEDGE)
-    listing = Memories(deps.store, summaries, deps.read_model(LEGACY_LORE), deps.publisher, FactItems(knowledge))
+    listing = Memories(deps.store, summaries, deps.read_model(LEGACY_LORE), deps.saver, FactItems(knowledge))
     # Another user's or tenant's memory is indistinguishable from an unknown one: not_found.
     memory_errors: dict[type[Exception], str] = {MemoryNotFound: "not_found", MemoryNotLive: "bad_request"}
     on = functools.partial(serve, router, service=SERVICE, errors=memory_errors, limiter=limiter)
@@ -80,7 +80,7 @@ def create_router(deps: Deps) -> NatsRouter:
     serve(router, subjects.CHAT_IMPORT, service=SERVICE, request=ChatImportRequest, call=imports.handle,
           errors=import_errors, limiter=limiter, max_workers=4)  # fmt: skip
 
-    api = MemoryApi(deps.store, deps.read_model(MEMORIES), deps.publisher)
+    api = MemoryApi(deps.store, deps.read_model(MEMORIES), deps.saver)
     errors = {
         RememberedNotFound: "not_found",
         NamespaceForbidden: "forbidden",

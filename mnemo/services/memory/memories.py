@@ -22,10 +22,9 @@ from mnemo.services.memory.knowledge_items import FactItems
 from mnemo.services.memory.listing import merge_page, sources_for
 from mnemo.shared.aggregates import legacy_lore
 from mnemo.shared.aggregates import summaries as aggregate
-from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import append_at_head
 from mnemo.shared.eventlog.port import AppendResult, EventStore
-from mnemo.shared.events.envelope import NewEvent, utcnow
+from mnemo.shared.eventlog.save import EventSaver, Project
+from mnemo.shared.events.envelope import EventEnvelope, NewEvent, utcnow
 from mnemo.shared.events.recorded import legacy_lore_stream, summary_stream
 from mnemo.shared.mapping import mapped
 from mnemo.shared.readmodels.legacy_lore import LegacyLoreView, LegacyPage
@@ -47,7 +46,7 @@ class Memories:
     store: EventStore
     summaries: SummariesPort
     legacy: LegacyLorePort
-    publisher: CommittedPublisher
+    saver: EventSaver
     knowledge: FactItems | None = None
 
     async def _memory(self, tenant_id: str, user_id: str, memory_id: str) -> aggregate.MemoryState:
@@ -66,9 +65,9 @@ class Memories:
             raise MemoryNotFound(f"memory {req.memory_id!r} was deleted")
         entry = legacy_lore.legacy_entry(req.tenant_id, req, state.created, utcnow())
         stream = legacy_lore_stream(req.tenant_id, req.user_id, entry.legacy_id)
-        result = await self._record(stream, [legacy_lore.legacy_created_event(req.tenant_id, entry)])
-        await self.legacy.apply(await self.store.read_stream(stream))
-        await self._publish(result)
+        result = await self._record(
+            stream, [legacy_lore.legacy_created_event(req.tenant_id, entry)], self._legacy_stream(stream)
+        )
         if (await self._memory(req.tenant_id, req.user_id, req.memory_id)).deleted:
             # A delete ran meanwhile and may have looked for legacy lore before this append: remove it here.
             await self._delete_legacy(req.tenant_id, req.user_id, req.memory_id)
@@ -94,9 +93,11 @@ class Memories:
         state = await self._memory(req.tenant_id, req.user_id, req.memory_id)
         memory = state.created
         retired = aggregate.memory_deleted_event(req.tenant_id, memory, utcnow())
-        result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), [retired])
-        await self.summaries.apply(result.committed or await self.store.get_events([retired.event_id]))
-        await self._publish(result)
+
+        async def project(committed: Sequence[EventEnvelope]) -> None:
+            await self.summaries.apply(committed or await self.store.get_events([retired.event_id]))
+
+        await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), [retired], project)
         stream = await self.store.read_stream(summary_stream(req.tenant_id, req.user_id, memory.conversation_id))
         legacy_ids: list[str] = []
         for version in [req.memory_id, *aggregate.earlier_versions(stream, req.memory_id)]:
@@ -122,9 +123,11 @@ class Memories:
             return wire.MemoryEditReply(memory_id=edited.summary_id, previous_id=memory.summary_id, changed=False)
         if req.text == memory.text:
             return wire.MemoryEditReply(memory_id=memory.summary_id, previous_id=memory.summary_id, changed=False)
-        result = await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), events)
-        await self.summaries.apply(await self.store.get_events([e.event_id for e in events]))
-        await self._publish(result)
+
+        async def project(_: Sequence[EventEnvelope]) -> None:
+            await self.summaries.apply(await self.store.get_events([e.event_id for e in events]))
+
+        await self._record(summary_stream(req.tenant_id, req.user_id, memory.conversation_id), events, project)
         return wire.MemoryEditReply(memory_id=edited.summary_id, previous_id=memory.summary_id, changed=True)
 
     async def _delete_legacy(self, tenant_id: str, user_id: str, memory_id: str) -> list[str]:
@@ -134,9 +137,8 @@ class Memories:
         if await self.store.stream_version(stream) == 0:
             return []
         live = await self.legacy.by_ids(tenant_id, [legacy_id], user_id=user_id)
-        result = await self._record(stream, [legacy_lore.legacy_deleted_event(tenant_id, user_id, memory_id, utcnow())])
-        await self.legacy.apply(await self.store.read_stream(stream))
-        await self._publish(result)
+        deleted = [legacy_lore.legacy_deleted_event(tenant_id, user_id, memory_id, utcnow())]
+        await self._record(stream, deleted, self._legacy_stream(stream))
         return [v.legacy_id for v in live]
 
     async def list_items(self, req: wire.MemoryListRequest) -> wire.MemoryListReply:
@@ -188,14 +190,18 @@ class Memories:
         legacy = await self.legacy.for_memories(req.tenant_id, ids, user_id=req.user_id)
         return [summary_item(s, legacy.get(s.view.summary_id)) for s in listed], total
 
-    async def _record(self, stream: str, events: Sequence[NewEvent]) -> AppendResult:
-        # Another writer (the summarizer) may append meanwhile: re-read the version and retry. Projection and
-        # publication are the caller's (each projects differently before it publishes).
-        return await append_at_head(self.store, stream, events)
+    async def _record(self, stream: str, events: Sequence[NewEvent], project: Project) -> AppendResult:
+        # Another writer (the summarizer) may append meanwhile: re-read the version and retry; each caller
+        # projects its own way before the saver publishes.
+        return await self.saver.save_at_head(stream, events, project=project)
 
-    async def _publish(self, result: AppendResult) -> None:
-        if result.committed:
-            await self.publisher.publish_committed(result.committed)
+    def _legacy_stream(self, stream: str) -> Project:
+        """Project a legacy entry's whole stream (idempotent: a retry after a crash heals)."""
+
+        async def project(_: Sequence[EventEnvelope]) -> None:
+            await self.legacy.apply(await self.store.read_stream(stream))
+
+        return project
 
 
 def summary_item(listed: SummaryListed, legacy: LegacyLoreView | None) -> wire.MemoryItem:

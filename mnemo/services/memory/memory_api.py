@@ -14,9 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from mnemo.shared.aggregates import memories as rules
-from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import AppendDecision, Appended, append_with_retry
 from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.save import AppendDecision, Appended, EventSaver
 from mnemo.shared.events.envelope import utcnow
 from mnemo.shared.events.recorded import memory_stream
 from mnemo.shared.readmodels.ports import MemoriesPort
@@ -26,10 +25,10 @@ R = TypeVar("R")
 
 
 class MemoryApi:
-    def __init__(self, store: EventStore, memories: MemoriesPort, publisher: CommittedPublisher) -> None:
+    def __init__(self, store: EventStore, memories: MemoriesPort, saver: EventSaver) -> None:
         self._store = store
         self._memories = memories
-        self._publisher = publisher
+        self._saver = saver
 
     async def _load(self, tenant_id: str, memory_id: str) -> tuple[rules.Memory | None, int]:
         """The memory and its stream's version (read apart: the events of an erased owner are not readable)."""
@@ -46,12 +45,8 @@ class MemoryApi:
     ) -> Appended[R]:
         """Decide and append under optimistic concurrency (a lost race decides again), project the memory, then
         publish what was committed."""
-        return await append_with_retry(
-            self._store,
-            memory_stream(tenant_id, memory_id),
-            decide,
-            publisher=self._publisher,
-            project=lambda _: self._project(tenant_id, memory_id),
+        return await self._saver.save_decided(
+            memory_stream(tenant_id, memory_id), decide, project=lambda _: self._project(tenant_id, memory_id)
         )
 
     async def remember(self, req: wire.MemoryRememberRequest, *, engine: bool = False) -> wire.MemoryRememberReply:

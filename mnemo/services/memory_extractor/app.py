@@ -41,7 +41,7 @@ def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> Nats
     knowledge = deps.read_model(KNOWLEDGE)
     learning = Learning(
         deps.store,
-        deps.publisher,
+        deps.saver,
         knowledge,
         embedder=deps.embedder,
         chat_model=deps.chat_model,
@@ -49,7 +49,7 @@ def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> Nats
         family=deps.read_model(CONVERSATIONS).family,
     )
     revisions = Revisions(deps.store, knowledge, learning)
-    extractor = MemoryExtractor(deps.store, deps.publisher, deps.read_model(WITNESSED), learning, revisions)
+    extractor = MemoryExtractor(deps.saver, deps.read_model(WITNESSED), learning, revisions)
     router = log_consumer_router(
         deps,
         service=SERVICE,
@@ -57,7 +57,7 @@ def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> Nats
         handle=extractor.on_batch,
         title="memory-extractor: who witnessed each recorded message and what each character learned",
     )
-    promotions = Promotions(deps.store, deps.publisher, knowledge)
+    promotions = Promotions(deps.store, deps.saver, knowledge)
     # not_found: no such fact for that tenant and user; bad_request: a change the fact's state does not allow.
     on = functools.partial(
         serve,
@@ -68,7 +68,7 @@ def create_router(deps: Deps, settings: KnowledgeSettings | None = None) -> Nats
     )
     on(subjects.MEMORY_PROMOTE, request=MemoryPromoteRequest, call=promotions.promote)
     on(subjects.MEMORY_UNPROMOTE, request=MemoryUnpromoteRequest, call=promotions.unpromote)
-    manual, audit = ManualKnowledge(deps.store, deps.publisher, knowledge), FactAudit(deps.store, knowledge)
+    manual, audit = ManualKnowledge(deps.store, deps.saver, knowledge), FactAudit(deps.store, knowledge)
     on(subjects.KNOWLEDGE_FACT_LIST, request=FactListRequest, call=manual.list_facts, max_workers=4)
     on(subjects.KNOWLEDGE_FACT_ADD, request=FactAddRequest, call=manual.add)
     on(subjects.KNOWLEDGE_FACT_EDIT, request=FactEditRequest, call=manual.edit)

@@ -20,14 +20,12 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from mnemo.services.memory_extractor.appending import append_witnessings
+from mnemo.services.memory_extractor.appending import save_witnessings
 from mnemo.services.memory_extractor.learning import Learning, SourceMessage
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.shared.aggregates.knowledge import Witnessing, witnesses_of
 from mnemo.shared.delivery import Item, Rejection
-from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import MAX_CONFLICT_RETRIES
-from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import (
     FactLearned,
@@ -47,7 +45,7 @@ from mnemo.shared.subscriptions import Delivered, EventHandlers
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HANDLERS", "MAX_CONFLICT_RETRIES", "MemoryExtractor", "append_witnessings", "progress_of"]
+__all__ = ["HANDLERS", "MemoryExtractor", "progress_of"]
 
 Change = tuple[EventEnvelope, MessageEditRecorded | MessageDeletionRecorded, str | None]
 
@@ -108,8 +106,7 @@ def progress_of(items: list[Item[EventEnvelope]]) -> ProgressCallback:
 
 @dataclass(eq=False)
 class MemoryExtractor:
-    store: EventStore
-    publisher: CommittedPublisher
+    saver: EventSaver
     witnessed: WitnessedPort
     learning: Learning | None = None
     revisions: Revisions | None = None
@@ -119,9 +116,7 @@ class MemoryExtractor:
         rejections = await HANDLERS.dispatch(batch, items)
         await self.witnessed.apply(batch.witnessed)
         if batch.witnessings:
-            committed = await append_witnessings(self.store, batch.witnessings)
-            if committed:
-                await self.publisher.publish_committed(committed)
+            await save_witnessings(self.saver, batch.witnessings)
         if self.learning is not None:
             await self._learn(items, batch.facts, batch.sources, batch.changes)
         return rejections

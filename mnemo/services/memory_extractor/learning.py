@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 
 from mnemo.services.memory_extractor import llm_knowledge
-from mnemo.services.memory_extractor.appending import append_witnessings
+from mnemo.services.memory_extractor.appending import save_witnessings
 from mnemo.services.memory_extractor.domain import group_appends
 from mnemo.services.memory_extractor.facts import pattern_candidates, runs_of_presence
 from mnemo.services.memory_extractor.settings import KnowledgeSettings
@@ -34,10 +34,9 @@ from mnemo.shared.aggregates.knowledge.curation import (
     merge_extractive,
     plan_consolidation,
 )
-from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.embedders.port import Embedder
-from mnemo.shared.eventlog.append import MAX_CONFLICT_RETRIES, ConflictRetriesExhausted
-from mnemo.shared.eventlog.port import ConcurrencyError, EventStore
+from mnemo.shared.eventlog.port import Append, EventStore
+from mnemo.shared.eventlog.save import AppendDecision, ConflictRetriesExhausted, EventSaver
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import MessageRecorded, knowledge_stream, player_scope
 from mnemo.shared.llm.port import ChatModel, LLMError, ProgressCallback
@@ -63,7 +62,7 @@ class SourceMessage:
 @dataclass(eq=False)
 class Learning:
     store: EventStore
-    publisher: CommittedPublisher
+    saver: EventSaver
     knowledge: KnowledgePort
     _: KW_ONLY
     embedder: Embedder | None = None
@@ -124,33 +123,31 @@ class Learning:
         conflicts, what the other wrote is projected here (it may not have projected it yet) and that stream's
         candidates are checked again. Without it both writers found the fact unknown and both appended it.
         Returns the candidates appended."""
-        learned: list[FactCandidate] = []
-        pending = list(candidates)
-        for _ in range(MAX_CONFLICT_RETRIES):
-            if not pending:
-                return learned
+        versions: dict[str, int] = {}
+        decided: dict[str, list[FactCandidate]] = {}  # stream -> the fresh candidates of its latest decision
+
+        async def decide(only: Sequence[str] | None) -> list[Append]:
+            lost = set(only or ())
+            pending = [c for c in candidates if only is None or knowledge_stream(tenant_id, c.character_id) in lost]
             streams = list(dict.fromkeys(knowledge_stream(tenant_id, c.character_id) for c in pending))
-            versions = await self.store.stream_versions(streams)
+            versions.update(await self.store.stream_versions(streams))
+            for stream in streams:
+                decided[stream] = []
             fresh = await self._deduplicate(tenant_id, pending)
             events = [self._fact_event(tenant_id, c, origin.get(c.message_ids[-1])) for c in fresh]
-            appends = group_appends(events, versions)
-            conflicted: set[str] = set()
-            committed: list[EventEnvelope] = []
-            for append, result in zip(appends, await self.store.append_batch(appends), strict=True):
-                if isinstance(result, ConcurrencyError):
-                    conflicted.add(append.stream_id)
-                else:
-                    committed.extend(result.committed)
-            if committed:
-                await self.knowledge.apply(committed)
-                await self.publisher.publish_committed(committed)
-            learned += [c for c, e in zip(fresh, events, strict=True) if e.stream_id not in conflicted]
-            for stream_id in conflicted:
+            for c, e in zip(fresh, events, strict=True):
+                decided[e.stream_id].append(c)
+            return group_appends(events, versions)
+
+        async def catch_up(lost: Sequence[str]) -> None:
+            for stream_id in lost:
                 await self.knowledge.apply(await self.store.read_stream(stream_id, versions.get(stream_id, 0)))
-            pending = [c for c in pending if knowledge_stream(tenant_id, c.character_id) in conflicted]
-        if pending:
-            raise ConflictRetriesExhausted(knowledge_stream(tenant_id, pending[0].character_id), MAX_CONFLICT_RETRIES)
-        return learned
+
+        if not candidates:
+            return []
+        # Projected at once: the next batch deduplicates against these facts.
+        saved = await self.saver.save_many(decide, on_conflict=catch_up, project=self.knowledge.apply)
+        return [c for stream in saved.results for c in decided[stream]]
 
     async def _deduplicate(self, tenant_id: str, candidates: Sequence[FactCandidate]) -> list[FactCandidate]:
         """Candidates against what their character knows, branch by branch: a fork learns its copied prefix
@@ -204,11 +201,7 @@ class Learning:
         """Append, project at once (the next step reads the read model), publish."""
         if not pending:
             return []
-        committed = await append_witnessings(self.store, pending)
-        if committed:
-            await self.knowledge.apply(committed)
-            await self.publisher.publish_committed(committed)
-        return committed
+        return await save_witnessings(self.saver, pending, project=self.knowledge.apply)
 
     # --- the cap ----------------------------------------------------------------------------------------
     async def _enforce_cap(
@@ -220,24 +213,23 @@ class Learning:
         Without it two replicas that read the facts a moment apart folded overlapping groups (different
         groups, so different fact ids) and one fact went into two consolidations."""
         stream = knowledge_stream(tenant_id, character_id)
-        for _ in range(MAX_CONFLICT_RETRIES):
-            version = await self.store.stream_version(stream)
+        read_at = [0]
+
+        async def decide() -> AppendDecision[None]:
+            read_at[0] = await self.store.stream_version(stream)
             pending = await self._consolidations(tenant_id, character_id, user_id, on_progress)
-            if not pending:
-                return
-            try:
-                result = await self.store.append(stream, version, pending)
-            except ConcurrencyError:
-                await self.knowledge.apply(await self.store.read_stream(stream, version))
-                continue
-            if result.committed:
-                await self.knowledge.apply(result.committed)
-                await self.publisher.publish_committed(result.committed)
-            return
-        # The facts are learned; the cap is a bound on what a character carries, enforced again after its
-        # next learned fact, so losing this race repeatedly fails nothing (a retry of the batch would not
-        # come back here: its facts are known by then).
-        log.warning("knowledge cap of %s not enforced: %d appends lost their race", stream, MAX_CONFLICT_RETRIES)
+            return AppendDecision(read_at[0], pending, None)
+
+        async def catch_up() -> None:
+            await self.knowledge.apply(await self.store.read_stream(stream, read_at[0]))
+
+        try:
+            await self.saver.save_decided(stream, decide, project=self.knowledge.apply, on_conflict=catch_up)
+        except ConflictRetriesExhausted as exc:
+            # The facts are learned; the cap is a bound on what a character carries, enforced again after its
+            # next learned fact, so losing this race repeatedly fails nothing (a retry of the batch would not
+            # come back here: its facts are known by then).
+            log.warning("knowledge cap of %s not enforced: %d appends lost their race", stream, exc.attempts)
 
     async def _consolidations(
         self, tenant_id: str, character_id: str, user_id: str, on_progress: ProgressCallback | None

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from mnemo.shared.aggregates.knowledge import changes
-from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import AppendDecision, append_with_retry
-from mnemo.shared.eventlog.port import AppendResult, EventStore
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.save import AppendDecision, EventSaver
 from mnemo.shared.events.envelope import NewEvent, utcnow
 from mnemo.shared.events.recorded import knowledge_stream
 from mnemo.shared.readmodels.knowledge import FactView
@@ -40,9 +39,9 @@ def fact_info(f: FactView) -> FactInfo:
 
 
 class ManualKnowledge:
-    def __init__(self, store: EventStore, publisher: CommittedPublisher, knowledge: KnowledgePort) -> None:
+    def __init__(self, store: EventStore, saver: EventSaver, knowledge: KnowledgePort) -> None:
         self._store = store
-        self._publisher = publisher
+        self._saver = saver
         self._knowledge = knowledge
 
     async def list_facts(self, req: FactListRequest) -> FactListReply:
@@ -108,12 +107,7 @@ class ManualKnowledge:
         """Append what ``decide`` says (its value None: the change was made now) and answer the fact as it is."""
         stream = knowledge_stream(tenant_id, character_id)
 
-        async def project(result: AppendResult) -> None:
-            await self._knowledge.apply(result.committed)
-
-        done = await append_with_retry(
-            self._store, stream, lambda: decide(stream), publisher=self._publisher, project=project
-        )
+        done = await self._saver.save_decided(stream, lambda: decide(stream), project=self._knowledge.apply)
         if done.value is not None:
             return done.value
         fact = await self._knowledge.by_id(tenant_id, fact_id)

@@ -13,9 +13,8 @@ writer re-read and re-decide), projected at once so the reply and the next read 
 from __future__ import annotations
 
 from mnemo.shared.aggregates.knowledge import changes
-from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import AppendDecision, append_with_retry
-from mnemo.shared.eventlog.port import AppendResult, EventStore
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.save import AppendDecision, EventSaver
 from mnemo.shared.events.envelope import new_id, utcnow
 from mnemo.shared.events.recorded import campaign_scope, knowledge_stream, player_scope
 from mnemo.shared.readmodels.knowledge import FactView
@@ -24,9 +23,9 @@ from mnemo_client.wire.memory_contract import MemoryPromoteRequest, MemoryScopeR
 
 
 class Promotions:
-    def __init__(self, store: EventStore, publisher: CommittedPublisher, knowledge: KnowledgePort) -> None:
+    def __init__(self, store: EventStore, saver: EventSaver, knowledge: KnowledgePort) -> None:
         self._store = store
-        self._publisher = publisher
+        self._saver = saver
         self._knowledge = knowledge
 
     async def promote(self, req: MemoryPromoteRequest) -> MemoryScopeReply:
@@ -59,10 +58,7 @@ class Promotions:
             reply = MemoryScopeReply(fact_id=fact.fact_id, scope=to_scope, previous_scope=fact.scope, changed=True)
             return AppendDecision(version, [event], reply)
 
-        async def project(result: AppendResult) -> None:
-            await self._knowledge.apply(result.committed)
-
-        done = await append_with_retry(self._store, stream, decide, publisher=self._publisher, project=project)
+        done = await self._saver.save_decided(stream, decide, project=self._knowledge.apply)
         return done.value
 
     async def _changeable(self, tenant_id: str, user_id: str, fact_id: str) -> FactView:

@@ -29,8 +29,7 @@ def eraser_for(deps: Deps) -> Eraser:
     return Eraser(
         deps.require_tenant_rows(),
         deps.cipher,
-        deps.store,
-        deps.publisher,
+        deps.saver,
         vectors=deps.vectors,
         js=deps.nc.jetstream() if deps.nc is not None else None,
         # Once every process's key cache expired, nothing can write rows of the erased user any more.

@@ -25,9 +25,7 @@ from mnemo.services.privacy.uploads import delete_uploads
 from mnemo.shared import subjects
 from mnemo.shared.aggregates import privacy
 from mnemo.shared.crypto import FieldCipher
-from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import append_at_head
-from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.envelope import new_id, utcnow
 from mnemo.shared.events.recorded import privacy_stream
 from mnemo.shared.readmodels import catalog
@@ -60,14 +58,13 @@ class Eraser:
         self,
         rows: TenantRows,
         cipher: FieldCipher,
-        store: EventStore,
-        publisher: CommittedPublisher,
+        saver: EventSaver,
         *,
         vectors: VectorIndex | None,
         js: JetStreamContext | None,
         resweep_after_s: float,
     ) -> None:
-        self._rows, self._cipher, self._store, self._publisher = rows, cipher, store, publisher
+        self._rows, self._cipher, self._saver = rows, cipher, saver
         self._vectors, self._js = vectors, js
         self._resweep_after_s = resweep_after_s
         self._resweeps: dict[_Target, asyncio.Task[None]] = {}
@@ -113,9 +110,7 @@ class Eraser:
             target.tenant_id, erasure_id, target.user_id, key_ids=key_ids, deleted=deleted, books=books,
             documents=documents, erased_at=erased_at, now=utcnow(),
         )  # fmt: skip
-        result = await append_at_head(self._store, privacy_stream(target.tenant_id), [new])
-        if result.committed:
-            await self._publisher.publish_committed(result.committed)
+        await self._saver.save_at_head(privacy_stream(target.tenant_id), [new])
         log.info("erased %s: %d keys destroyed, deleted %s", target, len(key_ids), deleted)
         return ErasureReply(erasure_id=erasure_id, keys_destroyed=len(key_ids), deleted=deleted), books
 

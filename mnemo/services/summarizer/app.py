@@ -20,7 +20,7 @@ SERVICE = "summarizer"
 def create_router(deps: Deps, settings: SummarizerSettings | None = None) -> NatsRouter:
     summarizer = Summarizer(
         deps.store,
-        deps.publisher,
+        deps.saver,
         deps.require_embedder(),
         deps.read_model(SUMMARIES),
         settings or read_section(SECTION, SummarizerSettings),

@@ -45,10 +45,9 @@ from mnemo.services.summarizer.domain import (
 from mnemo.services.summarizer.settings import SummarizerSettings
 from mnemo.shared.aggregates import summaries as aggregate
 from mnemo.shared.delivery import Item, Rejection
-from mnemo.shared.deps import CommittedPublisher
 from mnemo.shared.embedders.port import Embedder
-from mnemo.shared.eventlog.append import AppendDecision, append_at_head, append_with_retry, try_append
 from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.save import AppendDecision, EventSaver
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import (
     MessageDeletionRecorded,
@@ -76,7 +75,7 @@ MAX_FOLDS_PER_EVENT = 64  # consolidations per handled event (each removes batch
 @dataclass(eq=False)
 class Summarizer:
     store: EventStore
-    publisher: CommittedPublisher
+    saver: EventSaver
     embedder: Embedder
     summaries: SummariesPort
     settings: SummarizerSettings
@@ -292,7 +291,7 @@ class Summarizer:
                 new.append(self._event(env, eid, retired, traceparent))
             return AppendDecision(live.version, new, None)  # nothing stale: nothing to append
 
-        await append_with_retry(self.store, stream, decide, publisher=self.publisher)
+        await self.saver.save_decided(stream, decide)
 
     async def _recompute(
         self, env: EventEnvelope, old: SummaryCreated, rid: str, settings: SummarizerSettings
@@ -348,11 +347,11 @@ class Summarizer:
     async def _append_at(self, stream: str, live: aggregate.LiveSet, events: list[NewEvent]) -> None:
         """Append at the version ``live`` was folded from; a lost race appends nothing (the caller's next fold
         re-reads the stream and decides again)."""
-        await try_append(self.store, stream, live.version, events, publisher=self.publisher)
+        await self.saver.save_at(stream, live.version, events)
 
     async def _append(self, stream: str, events: list[NewEvent]) -> None:
         # Another replica may write to this stream meanwhile: re-read its version and retry.
-        await append_at_head(self.store, stream, events, publisher=self.publisher)
+        await self.saver.save_at_head(stream, events)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.services.context_assembler.lore.timed import TimedStates
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.envelope import NewEvent
 from mnemo.shared.events.recorded import conversation_stream, lore_timed_stream
 from mnemo.shared.readmodels.inmemory.lore_timed import InMemoryLoreTimed
@@ -44,7 +45,7 @@ async def fork(store, conversation: str, parent: str, from_index: int) -> None:
 
 async def test_a_fork_starts_from_the_parents_state_at_the_fork_point() -> None:
     d = deps()
-    states = TimedStates(d.store, InMemoryLoreTimed(), None)
+    states = TimedStates(d.store, InMemoryLoreTimed(), EventSaver(d.store, None))
     await record_state(states, "p", "early", 3)
     await record_state(states, "p", "late", 9)
     await fork(d.store, "f", "p", from_index=4)  # a chat of 5 messages: the state recorded at 3 applies
@@ -65,7 +66,7 @@ async def test_a_fork_starts_from_the_parents_state_at_the_fork_point() -> None:
 
 async def test_a_fork_before_any_parent_state_and_a_plain_conversation_start_empty() -> None:
     d = deps()
-    states = TimedStates(d.store, InMemoryLoreTimed(), None)
+    states = TimedStates(d.store, InMemoryLoreTimed(), EventSaver(d.store, None))
     await record_state(states, "p", "late", 9)
     await fork(d.store, "f", "p", from_index=2)
     assert (await states.load(request("f"))).state == TimedState()

@@ -29,7 +29,7 @@ class Ingest:
         self.deps = deps()
         self.store = self.deps.store
         self.models = InMemoryReadModels()
-        self.handler = IngestHandler(Recorder(self.store, self.models, self.deps.publisher))
+        self.handler = IngestHandler(Recorder(self.store, self.models, self.deps.saver))
 
     async def send(self, *wire: tuple[str, dict]) -> list[str]:
         """Deliver one batch of (subject, body); the rejection reasons."""

@@ -58,10 +58,10 @@ class Extractor:
         self.knowledge = self.deps.read_model(KNOWLEDGE)
         self.witnessed = self.deps.read_model(WITNESSED)
         learning = Learning(
-            self.store, self.deps.publisher, self.knowledge, embedder=embedder, settings=KnowledgeSettings()
+            self.store, self.deps.saver, self.knowledge, embedder=embedder, settings=KnowledgeSettings()
         )
         revisions = Revisions(self.store, self.knowledge, learning)
-        self.handler = MemoryExtractor(self.store, self.deps.publisher, self.witnessed, learning, revisions)
+        self.handler = MemoryExtractor(self.deps.saver, self.witnessed, learning, revisions)
 
     async def record(self, events: list[NewEvent], user: str = U) -> list[EventEnvelope]:
         stream = conversation_stream(T, user, C)

@@ -47,7 +47,7 @@ class Driver(Feed):
         self.deps = deps()
         self.summaries = InMemorySummaries()
         summarizer = Summarizer(
-            self.deps.store, self.deps.publisher, embedder, self.summaries, SummarizerSettings(**settings)
+            self.deps.store, self.deps.saver, embedder, self.summaries, SummarizerSettings(**settings)
         )
         super().__init__(self.deps.store, summarizer, CONV, SUMS)
 

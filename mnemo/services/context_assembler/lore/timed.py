@@ -17,15 +17,15 @@ from the log; what the parent recorded later never reaches it. Its own first sca
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mnemo.services.context_assembler.gather.cache import LogCache, cached, tenant_topic
 from mnemo.services.context_assembler.lore.engine.timed import TimedState
 from mnemo.shared.aggregates import lore_timed
-from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import try_append
-from mnemo.shared.eventlog.port import AppendResult, EventStore
-from mnemo.shared.events.envelope import utcnow
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.save import EventSaver
+from mnemo.shared.events.envelope import EventEnvelope, utcnow
 from mnemo.shared.events.recorded import (
     CONVERSATION_FORKED,
     LORE_TIMED_STATE_RECORDED,
@@ -62,15 +62,13 @@ def _view(last: LoreTimedStateRecorded) -> TimedView:
 
 
 class TimedStates:
-    def __init__(
-        self, store: EventStore, model: TimedPort, publisher: CommittedPublisher | None, cache: LogCache | None = None
-    ) -> None:
+    def __init__(self, store: EventStore, model: TimedPort, saver: EventSaver, cache: LogCache | None = None) -> None:
         """``cache``: each conversation's state is kept until its stream records a new one (this replica's
         saves drop it at once, other replicas' through the relayed event)."""
         self.cache = cache
         self._store = store
         self._model = model
-        self._publisher = publisher
+        self._saver = saver
         self._heads: dict[str, ConversationForkRecorded | None] = {}  # conversation stream -> its fork event, if any
 
     async def load(self, req: ContextAssembleRequest) -> TimedView:
@@ -142,15 +140,13 @@ class TimedStates:
             return
         stream = lore_timed_stream(t, u, c)
 
-        async def project(result: AppendResult) -> None:
-            await self._model.apply(result.committed)
+        async def project(committed: Sequence[EventEnvelope]) -> None:
+            await self._model.apply(committed)
             if self.cache is not None:
                 self.cache.changed(stream)
 
         # One attempt, no retry: the scan that lost the race is dropped (see the module docstring).
-        result = await try_append(
-            self._store, stream, before.version, [event], publisher=self._publisher, project=project
-        )
+        result = await self._saver.save_at(stream, before.version, [event], project=project)
         if result is not None:
             return
         log.info("timed lore state of %s changed meanwhile; this scan's state is dropped", stream)

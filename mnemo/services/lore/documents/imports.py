@@ -37,9 +37,8 @@ from mnemo.services.lore.settings import DocumentSettings
 from mnemo.shared.aggregates import documents as ev
 from mnemo.shared.aggregates.lorebook.deciders import BadRequest, LoreNotFound
 from mnemo.shared.crypto import DecryptionError, FieldCipher
-from mnemo.shared.deps import CommittedPublisher
-from mnemo.shared.eventlog.append import append_at_head
-from mnemo.shared.eventlog.port import AppendResult, EventStore
+from mnemo.shared.eventlog.port import EventStore
+from mnemo.shared.eventlog.save import EventSaver
 from mnemo.shared.events.envelope import NewEvent, utcnow
 from mnemo.shared.events.recorded import DOCUMENT_ACCEPTED, document_stream
 from mnemo.shared.readmodels.documents import DocumentsReadModel
@@ -76,7 +75,7 @@ class DocumentImports:
     store: EventStore
     documents: DocumentsReadModel
     books: Books
-    publisher: CommittedPublisher
+    saver: EventSaver
     uploads: Callable[[], Awaitable[ObjectStore]]
     cipher: FieldCipher
     status: Callable[[wire.DocumentState], Awaitable[None]]
@@ -242,12 +241,7 @@ class DocumentImports:
     async def _record(self, tenant_id: str, document_id: str, events: Sequence[NewEvent]) -> None:
         """Append at the stream's head, project, publish what committed, then the document's new state."""
 
-        async def project(result: AppendResult) -> None:
-            await self.documents.apply(result.committed)
-
-        await append_at_head(
-            self.store, document_stream(tenant_id, document_id), events, publisher=self.publisher, project=project
-        )
+        await self.saver.save_at_head(document_stream(tenant_id, document_id), events, project=self.documents.apply)
         rec = await self.documents.get(tenant_id, document_id)
         if rec is not None:
             try:
