@@ -36,11 +36,14 @@ class CachedConversation:
                     known = KnownMessage(before[0].index, deleted=True)
                 self.pending[message_id] = (known, env.version)
 
-    def projected_to(self, state: ConversationState) -> None:
-        """The read model now holds ``state``: raise ``projected``, forget what it covers."""
+    def projected_to(self, state: ConversationState) -> dict[str, tuple[KnownMessage, int]]:
+        """The read model now holds ``state``: raise ``projected``, forget what it covers; what was forgotten."""
         if self.projected is None or state.version > self.projected.version:
             self.projected = state
-        self.pending = {m: kv for m, kv in self.pending.items() if kv[1] > state.version}
+        dropped = {m: kv for m, kv in self.pending.items() if kv[1] <= state.version}
+        if dropped:
+            self.pending = {m: kv for m, kv in self.pending.items() if kv[1] > state.version}
+        return dropped
 
 
 class ConversationCache:

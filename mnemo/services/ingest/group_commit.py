@@ -6,6 +6,9 @@ while a round is being decided wait and join the next round, so under load one r
 partitions (up to ``max_commands``). Before each round the loop turns a few times, no timer, so the partitions
 the previous round's results woke join it (``_gathered``): an idle replica adds no wait.
 
+While a batch waits for its round, the statuses of its messages are read (``Recorder.prefetch``,
+``statuses.py``): the round then decides without that read in its chain of round trips.
+
 Order: a partition hands over its batches one at a time, in stream order (its consumer's first stage), so its
 commands keep their order inside a round and from round to round; partitions never share a conversation, so how
 their batches interleave does not matter. Each caller gets back the stage-2 call of its own commands: the first
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 
 from mnemo.services.ingest.domain import InboundCommand
 from mnemo.services.ingest.recorder import Finish, Recorder
+from mnemo.services.ingest.statuses import StatusRead
 
 #: Loop turns a round waits at most for the batches its partitions are about to begin (``_gathered``).
 GATHER_TURNS = 4
@@ -30,6 +34,7 @@ GATHER_TURNS = 4
 class _Waiting:
     commands: Sequence[InboundCommand]
     traceparents: Sequence[str | None]
+    prefetched: StatusRead | None  # its messages' statuses, read while it waits for its round
     done: asyncio.Future[Finish] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
@@ -59,7 +64,7 @@ class GroupCommit:
 
     async def begin(self, commands: Sequence[InboundCommand], traceparents: Sequence[str | None]) -> Finish:
         """Stage 1 of ``commands`` in the next round; the stage-2 call returning their refusal reasons."""
-        waiting = _Waiting(commands, traceparents)
+        waiting = _Waiting(commands, traceparents, self._recorder.prefetch(commands))
         self._queue.append(waiting)
         if self._rounds is None or self._rounds.done():
             self._rounds = asyncio.create_task(self._run_rounds())
@@ -89,8 +94,9 @@ class GroupCommit:
     async def _run(self, round_: list[_Waiting]) -> None:
         commands = [c for w in round_ for c in w.commands]
         traces = [t for w in round_ for t in w.traceparents]
+        reads = [w.prefetched for w in round_ if w.prefetched is not None]
         try:
-            finish = _Once(await self._recorder.begin(commands, traces))
+            finish = _Once(await self._recorder.begin(commands, traces, reads))
         except BaseException as exc:
             for waiting in round_:
                 if not waiting.done.done():

@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 
 from mnemo.services.ingest.cache import DEFAULT_CACHE_SIZE, ConversationCache
 from mnemo.services.ingest.domain import InboundCommand, decide_stream, stream_of
+from mnemo.services.ingest.statuses import StatusRead, StatusReads, merge_known, message_keys
 from mnemo.shared.aggregates.conversation import Branches, KnownMessage, Timeline, fold, fold_tail, needs_timeline
 from mnemo.shared.eventlog.port import Append, EventStore
 from mnemo.shared.eventlog.save import EventSaver, Saved
 from mnemo.shared.events.envelope import EventEnvelope
 from mnemo.shared.events.recorded import conversation_stream
-from mnemo.shared.readmodels import ConversationState, MessageKey
+from mnemo.shared.readmodels import ConversationState
 from mnemo.shared.readmodels.ports import ConversationReadModel
 from mnemo_client.wire.contract import BotUpserted, ConversationForked, PersonaUpserted
 
@@ -102,12 +103,25 @@ class Recorder:
         self._max_attempts = max_attempts
         self._cache_size = cache_size
         self._cache = ConversationCache(cache_size)
+        self._statuses = StatusReads(read_models)  # message statuses read ahead of their round (``statuses.py``)
         self._deciding = asyncio.Lock()  # stage 1, one batch at a time
         self._finishing = asyncio.Lock()  # stage 2, one batch at a time
 
     def forget(self) -> None:
         """Drop the cache (another replica may have appended to its conversations): the read model is asked again."""
         self._cache = ConversationCache(self._cache_size)
+        self._statuses.forget()
+
+    def prefetch(self, commands: Sequence[InboundCommand]) -> StatusRead | None:
+        """Start reading the statuses of ``commands``' messages in conversations whose cached state is trusted, for
+        the ``begin`` that will get them (``prefetched``); None when there are none."""
+        keys = message_keys(commands)
+        trusted = {}
+        for sid in set(keys.values()):
+            if (entry := self._cache.get(sid)) is not None and entry.state is not None:
+                trusted[sid] = entry
+        wanted = {key: sid for key, sid in keys.items() if sid in trusted}
+        return self._statuses.start(wanted, trusted) if wanted else None
 
     async def record(
         self, commands: Sequence[InboundCommand], traceparents: Sequence[str | None] | None = None
@@ -119,14 +133,30 @@ class Recorder:
         return await finish()
 
     async def begin(
-        self, commands: Sequence[InboundCommand], traceparents: Sequence[str | None] | None = None
+        self,
+        commands: Sequence[InboundCommand],
+        traceparents: Sequence[str | None] | None = None,
+        prefetched: Sequence[StatusRead] = (),
     ) -> Finish:
         """Stage 1: decide and append ``commands`` (after every batch begun earlier); the stage-2 call.
 
         Stage 2 projects, then publishes, and returns the refusal reason per command. Callers run the
         stage 2 of their batches in the order they began them (``BatchConsumer`` does); the projection
-        stays correct in any order (it re-reads what the read model lacks), only publish order follows."""
+        stays correct in any order (it re-reads what the read model lacks), only publish order follows.
+        ``prefetched``: status reads ``prefetch`` started for these commands."""
+        try:
+            return await self._begin(commands, traceparents, prefetched)
+        finally:
+            self._statuses.done(prefetched)
+
+    async def _begin(
+        self,
+        commands: Sequence[InboundCommand],
+        traceparents: Sequence[str | None] | None,
+        prefetched: Sequence[StatusRead],
+    ) -> Finish:
         if cut := _fork_cut(commands):  # a fork reads its parent from the log: record what precedes it first
+            # (rare: the statuses are read again, not taken from ``prefetched``)
             traces = list(traceparents) if traceparents is not None else [None] * len(commands)
             head = await self.record(commands[:cut], traces[:cut])
             rest = await self.begin(commands[cut:], traces[cut:])
@@ -136,7 +166,7 @@ class Recorder:
 
             return both
         async with self._deciding:
-            decided, unsettled = await self._decide_and_append(commands, traceparents)
+            decided, unsettled = await self._decide_and_append(commands, traceparents, prefetched)
 
         async def finish() -> list[str | None]:
             async with self._finishing:
@@ -150,7 +180,10 @@ class Recorder:
 
     # --- stage 1 --------------------------------------------------------------------------------------
     async def _decide_and_append(
-        self, commands: Sequence[InboundCommand], traceparents: Sequence[str | None] | None
+        self,
+        commands: Sequence[InboundCommand],
+        traceparents: Sequence[str | None] | None,
+        prefetched: Sequence[StatusRead] = (),
     ) -> tuple[_Decided, list[str]]:
         """Load, decide and append in one ``append_batch``; a stream that lost its race is caught up from the
         log and re-decided, at most ``max_attempts`` times. Returns the batch and the still unsettled streams
@@ -158,7 +191,7 @@ class Recorder:
         part dedupes by event id)."""
         reasons: list[str | None] = [None] * len(commands)
         traces = list(traceparents) if traceparents is not None else [None] * len(commands)
-        contexts = await self._load(commands)
+        contexts = await self._load(commands, prefetched)
         conversations = [c.stream_id for c in contexts.values() if c.state is not None]
 
         async def decide(only: Sequence[str] | None) -> list[Append]:
@@ -191,7 +224,9 @@ class Recorder:
                 entry.remember(contexts[sid].tail)
         return _Decided(reasons, settled, saved), list(saved.unsettled)
 
-    async def _load(self, commands: Sequence[InboundCommand]) -> dict[str, StreamContext]:
+    async def _load(
+        self, commands: Sequence[InboundCommand], prefetched: Sequence[StatusRead] = ()
+    ) -> dict[str, StreamContext]:
         contexts: dict[str, StreamContext] = {}
         for position, cmd in enumerate(commands):
             sid = stream_of(cmd)
@@ -202,39 +237,34 @@ class Recorder:
             for sid, c in contexts.items()
             if not isinstance(commands[c.positions[0]], BotUpserted | PersonaUpserted)
         ]
-        keys = {
-            MessageKey(cmd.tenant_id, cmd.user_id, cmd.conversation_id, cmd.message_id): sid
-            for sid in conversations
-            for cmd in (commands[p] for p in contexts[sid].positions)
-            if not isinstance(cmd, BotUpserted | PersonaUpserted | ConversationForked)
-        }
+        keys = message_keys(commands)
         profiles = [sid for sid in contexts if sid not in set(conversations)]
         entries = {sid: self._cache.entry(sid) for sid in conversations}
         uncached = [sid for sid, e in entries.items() if e.state is None]
-        versions, states, statuses = await asyncio.gather(
-            self._store.stream_versions(profiles) if profiles else _no_versions(),
-            self._read_models.conversation_states(uncached) if uncached else _no_states(),
-            self._read_models.message_status(keys),
-        )
-        for key, status in statuses.items():
-            contexts[keys[key]].known[key.message_id] = KnownMessage(status.index, status.deleted)
-        for sid, entry in entries.items():
-            ctx = contexts[sid]
-            if sid in states:
-                ctx.state = states[sid]
-                if entry.projected is None or entry.projected.version < ctx.state.version:
-                    entry.projected = ctx.state
-            else:
-                ctx.state = entry.state
-            assert ctx.state is not None
-            ctx.version = ctx.state.version
-            for message_id, (known, _) in entry.pending.items():  # newer than the read model's
-                stored = ctx.known.get(message_id)
-                if stored is not None and known.index < 0:
-                    known = KnownMessage(stored.index, deleted=True)
-                elif stored is not None and stored.deleted:
-                    known = KnownMessage(known.index, deleted=True)
-                ctx.known[message_id] = known
+        reads: list[StatusRead] = []  # where the statuses came from: open until merged
+        try:
+            versions, states, statuses = await asyncio.gather(
+                self._store.stream_versions(profiles) if profiles else _no_versions(),
+                self._read_models.conversation_states(uncached) if uncached else _no_states(),
+                self._statuses.read(keys, entries, prefetched, reads),
+            )
+            for key, status in statuses.items():
+                contexts[keys[key]].known[key.message_id] = KnownMessage(status.index, status.deleted)
+            for sid, entry in entries.items():
+                ctx = contexts[sid]
+                if sid in states:
+                    ctx.state = states[sid]
+                    if entry.projected is None or entry.projected.version < ctx.state.version:
+                        entry.projected = ctx.state
+                else:
+                    ctx.state = entry.state
+                assert ctx.state is not None
+                ctx.version = ctx.state.version
+                # Newer than the statuses read: what projections dropped from the cache since the reads were
+                # issued, then what the cache still holds (``statuses.py``).
+                merge_known(ctx.known, [*(r.pruned[sid] for r in reads if sid in r.pruned), entry.pending])
+        finally:
+            self._statuses.done(reads)
         await self._catch_up([contexts[sid] for sid in profiles], versions)
         await self._load_branches([contexts[sid] for sid in conversations], commands)
         return contexts
@@ -350,7 +380,7 @@ class Recorder:
         )
         for sid, state in after.items():
             if (entry := self._cache.get(sid)) is not None:
-                entry.projected_to(state)
+                self._statuses.pruned(sid, entry.projected_to(state))
 
 
 def _fork_cut(commands: Sequence[InboundCommand]) -> int:

@@ -21,7 +21,10 @@ class RoundsRecorder:
         self.rounds: list[list[str]] = []
         self.first_round = asyncio.Event()
 
-    async def begin(self, commands: Sequence[str], traceparents: Sequence[str | None]) -> Finish:
+    def prefetch(self, commands: Sequence[str]) -> None:
+        return None
+
+    async def begin(self, commands: Sequence[str], traceparents: Sequence[str | None], prefetched: object) -> Finish:
         self.rounds.append(list(commands))
         if len(self.rounds) == 1:
             await self.first_round.wait()
