@@ -101,7 +101,8 @@ async def measure_ingest(
     async with running_service(settings, "ingest") as (core, _broker):
         await wait_for_partitions(js, settings.streams.ingest_partitions, 1)
         async with publisher_process(settings.nats_url, subject, bodies) as publisher:
-            published, elapsed = await publish_until_ingested(publisher, js, cpu)
+            # Each message.created becomes one message.recorded event on the log.
+            published, elapsed = await publish_until_ingested(publisher, js, cpu, log_events=len(bodies))
             cpu.add("publisher", published.cpu_seconds)
         recorded = await core.db["events"].count_documents({"type": "message.recorded"})
     return len(bodies) / elapsed, recorded
