@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, timedelta, timezone
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
+from mnemo.shared.eventlog.codec import EventCodec, envelope_of, normalized_envelope_of
 from mnemo.shared.events.envelope import (
     EventRegistry,
+    NewEvent,
     UnknownEventType,
     UnknownSchemaVersion,
     deterministic_id,
@@ -242,3 +246,24 @@ def test_an_event_takes_its_type_from_its_payload_class() -> None:
     assert created.payload == {**fields, "at": "2026-11-26T00:00:00Z", "owner_user_id": None}
     with pytest.raises(UnknownEventType):
         new_event(LorebookEntryWritten(**fields), tenant_id="t")
+
+
+@given(
+    occurred=st.datetimes(timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30))])),
+    recorded=st.datetimes(),  # naive: taken to be UTC
+    at=st.datetimes(timezones=st.just(UTC)),
+)
+def test_an_envelope_built_normalized_is_the_normalized_envelope(occurred, recorded, at):
+    event = NewEvent(
+        event_id="e1", type="message.recorded", tenant_id="t", occurred_at=occurred, traceparent=None,
+        payload={"message_id": "m1", "created_at": at, "bot_ids": ["b"], "nested": {"at": at, "n": 3}},
+    )  # fmt: skip
+    codec = EventCodec(REGISTRY, None)  # type: ignore[arg-type]  # no encryption involved
+
+    built = normalized_envelope_of(event, "conversation:t:u:c", 7, recorded, 1)
+
+    # As JSON: equal datetimes in different time zones compare equal, their offsets do not.
+    assert (
+        built.model_dump_json()
+        == codec.normalize(envelope_of(event, "conversation:t:u:c", 7, recorded, 1)).model_dump_json()
+    )

