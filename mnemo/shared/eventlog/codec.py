@@ -191,20 +191,7 @@ def envelope_of(
     event: NewEvent, stream_id: str, version: int, recorded_at: datetime, schema_version: int
 ) -> EventEnvelope:
     """The envelope an appended :class:`NewEvent` becomes (``schema_version`` defaults to the type's)."""
-    return EventEnvelope(
-        event_id=event.event_id,
-        type=event.type,
-        schema_version=event.schema_version or schema_version,
-        stream_id=stream_id,
-        version=version,
-        tenant_id=event.tenant_id,
-        occurred_at=event.occurred_at,
-        recorded_at=recorded_at,
-        correlation_id=event.correlation_id,
-        causation_id=event.causation_id,
-        traceparent=event.traceparent,
-        payload=event.payload,
-    )
+    return _envelope(event, stream_id, version, recorded_at, schema_version, normalized=False)
 
 
 def normalized_envelope_of(
@@ -213,6 +200,15 @@ def normalized_envelope_of(
     """``EventCodec.normalize(envelope_of(...))`` built as one model instead of a model and its copy: the log's
     append makes one per event, and the copy was ~5 % of ingest's CPU samples (py-spy, ``make bench-ingest``,
     2026-11-28 09:00 UTC; 7 against 11 us per event)."""
+    return _envelope(event, stream_id, version, recorded_at, schema_version, normalized=True)
+
+
+def _envelope(
+    event: NewEvent, stream_id: str, version: int, recorded_at: datetime, schema_version: int, *, normalized: bool
+) -> EventEnvelope:
+    occurred_at, payload = event.occurred_at, event.payload
+    if normalized:  # what EventCodec.normalize makes of them: times to the millisecond in UTC, a JSON payload
+        occurred_at, recorded_at, payload = utc_ms(occurred_at), utc_ms(recorded_at), to_jsonable_python(payload)
     return EventEnvelope(
         event_id=event.event_id,
         type=event.type,
@@ -220,10 +216,10 @@ def normalized_envelope_of(
         stream_id=stream_id,
         version=version,
         tenant_id=event.tenant_id,
-        occurred_at=utc_ms(event.occurred_at),
-        recorded_at=utc_ms(recorded_at),
+        occurred_at=occurred_at,
+        recorded_at=recorded_at,
         correlation_id=event.correlation_id,
         causation_id=event.causation_id,
         traceparent=event.traceparent,
-        payload=to_jsonable_python(event.payload),
+        payload=payload,
     )
