@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,11 +50,28 @@ def watch_nats(probes: Probes, nc: NatsClient, *, stream: str = subjects.DLQ_STR
 
 
 def watch_mongodb(probes: Probes, db: AsyncDatabase[dict[str, Any]]) -> None:
+    """One ``ping`` at a time, never cancelled: a probe that gives up after its 2 s stops waiting for the ping, not
+    the ping itself. Cancelling the driver's operations, as a probe asked every fraction of a second during a
+    database outage did, left a process whose pings no longer answered after the database came back (1 run in
+    3 of tests/integration/test_cluster_observe.py on a loaded machine, 2026-11-28); the ping in flight now ends
+    on its own, answered or timed out by the driver's server selection, and the next probe starts another."""
+    in_flight: asyncio.Future[Any] | None = None
+
     async def ping() -> str:
-        await db.command("ping")
+        nonlocal in_flight
+        if in_flight is None or in_flight.done():
+            in_flight = asyncio.ensure_future(db.command("ping"))
+            in_flight.add_done_callback(_retrieved)
+        await asyncio.shield(in_flight)
         return ""
 
     probes.add_check("mongodb", ping)
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Takes a finished ping's exception, so a ping no probe awaited any more does not warn when collected."""
+    if not future.cancelled():
+        future.exception()
 
 
 def watch_brokers(probes: Probes, brokers: Sequence[NatsBroker]) -> None:
