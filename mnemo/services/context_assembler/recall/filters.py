@@ -36,6 +36,8 @@ def _when(flt: VectorFilter, req: MemorySearchRequest) -> VectorFilter:
 def memory_filters(viewer: Viewer, namespaces: Sequence[str], req: MemorySearchRequest) -> list[VectorFilter]:
     """One filter per distinct audience rule among ``namespaces`` (the viewer's own seen as no character
     admits any audience; the others only what is for everyone)."""
+    if req.types is not None and not req.types:  # no type asked for: no memory matches (a Match needs a value)
+        return []
     groups: dict[tuple[str, ...] | None, list[str]] = {}
     for ns in namespaces:
         allowed = viewer.audiences(ns)
