@@ -25,6 +25,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from mnemo.shared import subjects
 from mnemo.shared.metrics import CONSUMER_ACK_PENDING, CONSUMER_PENDING, CONSUMER_REDELIVERED
 from mnemo.shared.probes import CHECK_TIMEOUT_S, NotReady, Probes
+from mnemo.shared.tasks import retrieve_outcome
 from mnemo.shared.vectors.follower import PointsFollower
 from mnemo.shared.vectors.port import VectorIndex
 
@@ -61,17 +62,11 @@ def watch_mongodb(probes: Probes, db: AsyncDatabase[dict[str, Any]]) -> None:
         nonlocal in_flight
         if in_flight is None or in_flight.done():
             in_flight = asyncio.ensure_future(db.command("ping"))
-            in_flight.add_done_callback(_retrieved)
+            in_flight.add_done_callback(retrieve_outcome)
         await asyncio.shield(in_flight)
         return ""
 
     probes.add_check("mongodb", ping)
-
-
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    """Takes a finished ping's exception, so a ping no probe awaited any more does not warn when collected."""
-    if not future.cancelled():
-        future.exception()
 
 
 def watch_brokers(probes: Probes, brokers: Sequence[NatsBroker]) -> None:

@@ -17,6 +17,13 @@ async def stopped(task: asyncio.Task[Any] | None) -> None:
         await task
 
 
+def retrieve_outcome(future: asyncio.Future[Any]) -> None:
+    """A done-callback for a future that callers may stop awaiting (shielded, shared, or whose caller failed): it
+    takes the future's exception, so an outcome nobody awaited is not logged as "never retrieved"."""
+    if not future.cancelled():
+        future.exception()
+
+
 @contextlib.asynccontextmanager
 async def in_background(work: Coroutine[Any, Any, object]) -> AsyncIterator[asyncio.Task[object]]:
     """``work`` runs as a task while the block runs, and is stopped when the block ends."""

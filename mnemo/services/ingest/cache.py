@@ -18,13 +18,16 @@ from mnemo.shared.readmodels import ConversationState
 
 DEFAULT_CACHE_SIZE = 10_000  # conversations; must exceed the streams of the batches in flight (2 x 1,024)
 
+#: Message id -> (its status, the log version that set it): what this process appended and the read model may lack.
+Pending = dict[str, tuple[KnownMessage, int]]
+
 
 @dataclass
 class CachedConversation:
     """What this process knows of one conversation beyond (or ahead of) the read model."""
 
     state: ConversationState | None = None  # the log's state after our last append; None: ask the read model
-    pending: dict[str, tuple[KnownMessage, int]] = field(default_factory=dict)  # message id -> (status, version)
+    pending: Pending = field(default_factory=dict)
     projected: ConversationState | None = None  # the read model holds at least this; None: ask it
 
     def remember(self, events: Iterable[EventEnvelope]) -> None:
@@ -36,7 +39,7 @@ class CachedConversation:
                     known = KnownMessage(before[0].index, deleted=True)
                 self.pending[message_id] = (known, env.version)
 
-    def projected_to(self, state: ConversationState) -> dict[str, tuple[KnownMessage, int]]:
+    def projected_to(self, state: ConversationState) -> Pending:
         """The read model now holds ``state``: raise ``projected``, forget what it covers; what was forgotten."""
         if self.projected is None or state.version > self.projected.version:
             self.projected = state

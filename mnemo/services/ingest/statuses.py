@@ -27,19 +27,18 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mnemo.services.ingest.cache import CachedConversation
+from mnemo.services.ingest.cache import CachedConversation, Pending
 from mnemo.services.ingest.domain import InboundCommand, stream_of
 from mnemo.shared.aggregates.conversation import KnownMessage
 from mnemo.shared.readmodels import MessageKey
 from mnemo.shared.readmodels.messages import MessageStatus
 from mnemo.shared.readmodels.ports import ConversationReadModel
+from mnemo.shared.tasks import retrieve_outcome
 from mnemo_client.wire.contract import BotUpserted, ConversationForked, PersonaUpserted
 
 #: Open reads kept at most (one per batch in flight: ``pipeline_depth`` for each of 16 partitions by default); past
 #: it the oldest is no longer used (its round reads again), so reads whose rounds never came cannot pile up.
 MAX_OPEN = 256
-
-Pending = dict[str, tuple[KnownMessage, int]]  # message id -> (status, log version), as the cache keeps them
 
 
 @dataclass(eq=False)
@@ -76,7 +75,7 @@ class StatusReads:
     def start(self, keys: Mapping[MessageKey, str], trusted: Mapping[str, CachedConversation]) -> StatusRead:
         """Issue the read of ``keys`` (a task); open from now on, before it is sent, so nothing dropped is lost."""
         task = asyncio.ensure_future(self._read_models.message_status(list(keys)))
-        task.add_done_callback(_retrieve)  # a read nobody takes (its round failed) must not warn when collected
+        task.add_done_callback(retrieve_outcome)  # a read nobody takes (its round failed) must not warn when collected
         read = StatusRead(dict(keys), dict(trusted), task, frozenset(keys.values()))
         self._open.append(read)
         while len(self._open) > MAX_OPEN:
@@ -166,8 +165,3 @@ def merge_known(known: dict[str, KnownMessage], layers: Iterable[Pending]) -> No
             elif stored is not None and stored.deleted:
                 status = KnownMessage(status.index, deleted=True)
             known[message_id] = status
-
-
-def _retrieve(task: asyncio.Task[dict[MessageKey, MessageStatus]]) -> None:
-    if not task.cancelled():
-        task.exception()

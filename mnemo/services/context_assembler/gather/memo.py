@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from mnemo.shared.embedders.port import WrappedEmbedder
+from mnemo.shared.tasks import retrieve_outcome
 
 T = TypeVar("T")
 _memo: contextvars.ContextVar[dict[Hashable, asyncio.Future[Any]] | None] = contextvars.ContextVar(
@@ -42,14 +43,8 @@ async def once(key: Hashable, make: Callable[[], Awaitable[T]]) -> T:
     future = memo.get(key)
     if future is None:
         future = memo[key] = asyncio.ensure_future(make())
-        future.add_done_callback(_retrieve)
+        future.add_done_callback(retrieve_outcome)
     return await asyncio.shield(future)
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    """A result every caller stopped waiting for must not be logged as never retrieved."""
-    if not future.cancelled():
-        future.exception()
 
 
 class MemoEmbedder(WrappedEmbedder):
@@ -69,10 +64,10 @@ class MemoEmbedder(WrappedEmbedder):
         missing = [t for t in dict.fromkeys(texts) if ("embed", mine, t) not in memo]
         if missing:
             batch = asyncio.ensure_future(self.inner.embed(missing))
-            batch.add_done_callback(_retrieve)
+            batch.add_done_callback(retrieve_outcome)
             for i, text in enumerate(missing):
                 nth = memo[("embed", mine, text)] = asyncio.ensure_future(_nth(batch, i))
-                nth.add_done_callback(_retrieve)
+                nth.add_done_callback(retrieve_outcome)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         memo = _memo.get()
