@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.shared.embedders.bundled import DIMENSIONS, MAX_TOKENS, TOKENS_PER_ROW, BundledEmbedder, padded_batches
+from mnemo.shared.embedders.bundled import (
+    DIMENSIONS,
+    MAX_TOKENS,
+    SMALL_BATCH,
+    TOKENS_PER_ROW,
+    BundledEmbedder,
+    padded_batches,
+)
 from mnemo.shared.embedders.factory import build_embedder
 from mnemo.shared.settings import EmbedderSettings, Settings
 
@@ -43,6 +50,14 @@ async def test_order_is_restored_after_length_sorting(embedder: BundledEmbedder)
     together = await embedder.embed(texts)
     alone = [embedder.embed_sync([t])[0] for t in texts]
     assert np.allclose(np.array(together), np.array(alone), atol=1e-4)
+
+
+def test_a_few_texts_get_the_vectors_a_large_batch_gives(embedder: BundledEmbedder) -> None:
+    # Up to SMALL_BATCH texts are tokenized one by one (``encode``), more in one ``encode_batch``: same word
+    # pieces, special tokens and truncation at MAX_TOKENS, so the same vectors.
+    few = ["why?", "memory " * (MAX_TOKENS + 40), "", "Did Kate ever see the northern lights in Norway?"][:SMALL_BATCH]
+    filler = [f"another line, number {i}" for i in range(SMALL_BATCH + 1)]
+    assert np.allclose(embedder.embed_array(few), embedder.embed_array([*few, *filler])[: len(few)], atol=1e-4)
 
 
 async def test_paraphrase_is_closer_than_unrelated(embedder: BundledEmbedder) -> None:

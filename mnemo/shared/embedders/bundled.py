@@ -14,7 +14,10 @@ Why this shape:
   the vectors are put back in input order. Pooling is the model's: mean over the attention mask, then L2
   normalisation, so cosine similarity is a dot product.
 - onnxruntime and tokenizers release the GIL while they compute, so ``embed`` runs them in a worker
-  thread and the event loop keeps serving. Batches from concurrent calls run one at a time: each run
+  thread and the event loop keeps serving. A few texts (a context request's query) are tokenized one by one
+  with ``encode``, which keeps the GIL for its ~30 us: ``encode_batch`` releases it, and getting it back from
+  a busy event loop waits up to the interpreter's switch interval (5 ms), which a query paid on the
+  critical path of its context request (``SMALL_BATCH``). Batches from concurrent calls run one at a time: each run
   already uses every intra-op thread, and overlapping runs would only contend for the cores.
 """
 
@@ -34,6 +37,10 @@ from mnemo.shared.embedders.port import EmbedderUnavailable
 MODEL_ID = "all-MiniLM-L6-v2-int8-onnx"
 DIMENSIONS = 384
 MAX_TOKENS = 256
+#: Up to this many texts are tokenized with ``encode`` (GIL held, ~30 us each), more with ``encode_batch``
+#: (GIL released, parallel). Measured 2026-11-28: one 70-character text, 29-32 us either way alone; beside a
+#: thread that keeps the GIL busy, ``encode`` 30 us and ``encode_batch`` 5,300 us (median).
+SMALL_BATCH = 4
 
 
 def tokenizer_path() -> Path:
@@ -144,7 +151,10 @@ class BundledEmbedder:
         if not texts:
             return out
         tokenizer, session = self._load()
-        encodings = tokenizer.encode_batch(list(texts))
+        if len(texts) <= SMALL_BATCH:
+            encodings = [tokenizer.encode(text) for text in texts]
+        else:
+            encodings = tokenizer.encode_batch(list(texts))
         for rows in padded_batches([len(e.ids) for e in encodings], self._batch_size):
             out[rows] = self._run(session, [encodings[i] for i in rows])
         return out
