@@ -14,9 +14,11 @@ from mnemo.shared.embedders.bundled import (
     DIMENSIONS,
     MAX_TOKENS,
     SMALL_BATCH,
+    SMALL_CHARS,
     TOKENS_PER_ROW,
     BundledEmbedder,
     padded_batches,
+    tokenized_holding_the_gil,
 )
 from mnemo.shared.embedders.factory import build_embedder
 from mnemo.shared.settings import EmbedderSettings, Settings
@@ -53,11 +55,22 @@ async def test_order_is_restored_after_length_sorting(embedder: BundledEmbedder)
 
 
 def test_a_few_texts_get_the_vectors_a_large_batch_gives(embedder: BundledEmbedder) -> None:
-    # Up to SMALL_BATCH texts are tokenized one by one (``encode``), more in one ``encode_batch``: same word
+    # A few short texts are tokenized one by one (``encode``), others in one ``encode_batch``: same word
     # pieces, special tokens and truncation at MAX_TOKENS, so the same vectors.
-    few = ["why?", "memory " * (MAX_TOKENS + 40), "", "Did Kate ever see the northern lights in Norway?"][:SMALL_BATCH]
+    few = ["why?", "a " * (MAX_TOKENS + 40), "", "Did Kate ever see the northern lights in Norway?"][:SMALL_BATCH]
+    assert tokenized_holding_the_gil(few)
     filler = [f"another line, number {i}" for i in range(SMALL_BATCH + 1)]
     assert np.allclose(embedder.embed_array(few), embedder.embed_array([*few, *filler])[: len(few)], atol=1e-4)
+
+
+def test_only_few_short_texts_are_tokenized_holding_the_gil() -> None:
+    # A long message (the contract allows 100,000 characters) must not hold the GIL while it is tokenized:
+    # every other request of the process would wait for it.
+    assert tokenized_holding_the_gil(["why?"] * SMALL_BATCH)
+    assert not tokenized_holding_the_gil(["why?"] * (SMALL_BATCH + 1))
+    assert tokenized_holding_the_gil(["x" * SMALL_CHARS])
+    assert not tokenized_holding_the_gil(["x" * (SMALL_CHARS + 1)])
+    assert not tokenized_holding_the_gil(["x" * (SMALL_CHARS // 2 + 1)] * 2)
 
 
 async def test_paraphrase_is_closer_than_unrelated(embedder: BundledEmbedder) -> None:

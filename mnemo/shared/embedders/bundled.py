@@ -14,10 +14,11 @@ Why this shape:
   the vectors are put back in input order. Pooling is the model's: mean over the attention mask, then L2
   normalisation, so cosine similarity is a dot product.
 - onnxruntime and tokenizers release the GIL while they compute, so ``embed`` runs them in a worker
-  thread and the event loop keeps serving. A few texts (a context request's query) are tokenized one by one
-  with ``encode``, which keeps the GIL for its ~30 us: ``encode_batch`` releases it, and getting it back from
-  a busy event loop waits up to the interpreter's switch interval (5 ms), which a query paid on the
-  critical path of its context request (``SMALL_BATCH``). Batches from concurrent calls run one at a time: each run
+  thread and the event loop keeps serving. A few short texts (a context request's query) are tokenized one by
+  one with ``encode``, which keeps the GIL for its ~30 us: ``encode_batch`` releases it, and getting it back
+  from a busy event loop waits up to the interpreter's switch interval (5 ms), which a query paid on the
+  critical path of its context request (:func:`tokenized_holding_the_gil`). Longer texts still release it:
+  ``encode`` of a 100,000-character message keeps the GIL ~45 ms, which would stall every other request. Batches from concurrent calls run one at a time: each run
   already uses every intra-op thread, and overlapping runs would only contend for the cores.
 """
 
@@ -37,10 +38,17 @@ from mnemo.shared.embedders.port import EmbedderUnavailable
 MODEL_ID = "all-MiniLM-L6-v2-int8-onnx"
 DIMENSIONS = 384
 MAX_TOKENS = 256
-#: Up to this many texts are tokenized with ``encode`` (GIL held, ~30 us each), more with ``encode_batch``
-#: (GIL released, parallel). Measured 2026-11-28: one 70-character text, 29-32 us either way alone; beside a
-#: thread that keeps the GIL busy, ``encode`` 30 us and ``encode_batch`` 5,300 us (median).
+#: Up to this many texts, of at most ``SMALL_CHARS`` characters in all, are tokenized with ``encode`` (GIL held),
+#: others with ``encode_batch`` (GIL released, parallel). Measured 2026-11-28: one 70-character text, 29-32 us
+#: either way alone; beside a thread that keeps the GIL busy, ``encode`` 30 us and ``encode_batch`` 5,300 us
+#: (median); ``encode`` of 2,000 characters ~0.7 ms, 8,000 ~3 ms, 100,000 ~45 ms.
 SMALL_BATCH = 4
+SMALL_CHARS = 2_000
+
+
+def tokenized_holding_the_gil(texts: Sequence[str]) -> bool:
+    """Whether ``texts`` are few and short enough to tokenize without releasing the GIL (see the module)."""
+    return len(texts) <= SMALL_BATCH and sum(len(t) for t in texts) <= SMALL_CHARS
 
 
 def tokenizer_path() -> Path:
@@ -151,7 +159,7 @@ class BundledEmbedder:
         if not texts:
             return out
         tokenizer, session = self._load()
-        if len(texts) <= SMALL_BATCH:
+        if tokenized_holding_the_gil(texts):
             encodings = [tokenizer.encode(text) for text in texts]
         else:
             encodings = tokenizer.encode_batch(list(texts))
