@@ -13,13 +13,14 @@ Why this shape:
 - Texts are sorted by token length before batching, so each batch pads only to its own longest text, and
   the vectors are put back in input order. Pooling is the model's: mean over the attention mask, then L2
   normalisation, so cosine similarity is a dot product.
-- onnxruntime and tokenizers release the GIL while they compute, so ``embed`` runs them in a worker
-  thread and the event loop keeps serving. A few short texts (a context request's query) are tokenized one by
-  one with ``encode``, which keeps the GIL for its ~30 us: ``encode_batch`` releases it, and getting it back
-  from a busy event loop waits up to the interpreter's switch interval (5 ms), which a query paid on the
-  critical path of its context request (:func:`tokenized_holding_the_gil`). Longer texts still release it:
-  ``encode`` of a 100,000-character message keeps the GIL ~45 ms, which would stall every other request. Batches from concurrent calls run one at a time: each run
-  already uses every intra-op thread, and overlapping runs would only contend for the cores.
+- onnxruntime and tokenizers' ``encode_batch`` release the GIL while they compute, so ``embed`` runs them in a
+  worker thread and the event loop keeps serving. A few short texts (a context request's query) are tokenized
+  one by one with ``encode`` instead, which keeps the GIL for its ~30 us: getting the GIL back after
+  ``encode_batch`` waits for a busy event loop, up to the interpreter's switch interval (5 ms), which a query
+  paid on the critical path of its context request (:func:`tokenized_holding_the_gil`). Longer texts still use
+  ``encode_batch``: ``encode`` of a 100,000-character message keeps the GIL ~45 ms, which would stall every
+  other request. Batches from concurrent calls run one at a time: each run already uses every intra-op
+  thread, and overlapping runs would only contend for the cores.
 """
 
 from __future__ import annotations
