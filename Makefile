@@ -8,7 +8,7 @@ TOOLS := $(VENV)/tools/bin
 ARGS ?=
 DATA ?= ../shared/eval/realtalk
 
-.PHONY: run cluster chart chart-check test test-ui screenshots chromium test-e2e-secure test-fast memory-leaks fuzz lint typecheck fmt install asyncapi docs bench-quick bench-ingest bench-embedding bench-log-consumers bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-pipeline bench-observe bench-documents bench-memory-search chaos up down clean
+.PHONY: run cluster chart chart-check test test-ui screenshots chromium test-e2e-secure test-fast memory-leaks fuzz lint typecheck fmt install asyncapi docs bench-quick bench-ingest bench-embedding bench-log-consumers bench-lore bench-retrieval bench-multilingual bench-context bench-scale bench-cluster-acks bench-pipeline bench-observe bench-documents bench-memory-search chaos up down clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/js/package-lock.json workbench/package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -146,6 +146,10 @@ bench-observe: $(STAMP)
 ## Ingest at 1 and 2 replicas on `mnemo cluster` beside one process, same run: msgs/s, CPU per message, duplicates.
 bench-scale: $(STAMP)
 	$(PY) -m bench.scale $(ARGS)
+
+## What acking each message costs three replicating NATS nodes, beside one ack per batch and none, same run.
+bench-cluster-acks: $(STAMP)
+	$(PY) -m bench.cluster_acks $(ARGS)
 
 ## CPU per message of every pipeline stage, each its own process on `mnemo cluster`, and per context request;
 ## ratios to ingest's in the same run (docs/scaling.md). Quick: ARGS="-n 500 --requests 50".

@@ -215,8 +215,9 @@ async def run_one(bodies: list[bytes]) -> Run:
         finally:
             await nc.drain()
     used = cpu.used
-    servers = sum(v for k, v in used.items() if k in backends.pids)
-    return Run("one", rate, recorded, used["this process"], servers, used["publisher"])
+    by_name = {k: v for k, v in used.items() if k in backends.pids}
+    servers = sum(by_name.values())
+    return Run("one", rate, recorded, used["this process"], servers, used["publisher"], server_cpu_by_name=by_name)
 
 
 async def main(
@@ -244,7 +245,7 @@ async def main(
             r = runs[label]
             print(
                 f"{label}: {r['msgs_per_s']:,.0f} msgs/s; ingest processes {r['service_cpu_us_per_msg']} CPU-us per"
-                f" message, servers {r['server_cpu_us_per_msg']}, publisher {r['publisher_cpu_us_per_msg']};"
+                f" message, servers {r['server_cpu_us_per_msg']} ({r['server_cpu_us_per_msg_by_name']}), publisher {r['publisher_cpu_us_per_msg']};"
                 f" recorded {r['recorded']:,} of {n:,} ({r['duplicates']} duplicates),"
                 f" redelivered {r['redelivered']}",
                 flush=True,

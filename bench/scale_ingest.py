@@ -12,6 +12,7 @@ conflict, reordering or duplicate in any run.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import urllib.request
 from dataclasses import dataclass
@@ -50,12 +51,19 @@ class Run:
     server_cpu_s: float  # nats-server(s) and SecantusDB, summed
     publisher_cpu_s: float
     redelivered: int | None = None  # messages the ingest durable delivered more than once (cluster runs)
+    server_cpu_by_name: dict[str, float] = dataclasses.field(
+        default_factory=dict
+    )  # each server's part of ``server_cpu_s``
 
     def report(self, n: int) -> dict[str, Any]:
         return {
             "msgs_per_s": round(self.msgs_per_s, 1),
             "service_cpu_us_per_msg": round(self.service_cpu_s / n * 1e6),
             "server_cpu_us_per_msg": round(self.server_cpu_s / n * 1e6),
+            # which server the cost is in: the NATS nodes (replication) or SecantusDB (the store)
+            "server_cpu_us_per_msg_by_name": {
+                k: round(v / n * 1e6) for k, v in sorted(self.server_cpu_by_name.items())
+            },
             "publisher_cpu_us_per_msg": round(self.publisher_cpu_s / n * 1e6),
             "recorded": self.recorded,
             "duplicates": self.recorded - n,
@@ -153,6 +161,7 @@ async def run_cluster(bodies: list[bytes], ingest: int, tmp: Path, idle_s: float
         sum(used[k] for k in servers),
         published.cpu_seconds,
         redelivered,
+        {k: used[k] for k in servers},
     )
     cpu_us = run.service_cpu_s / len(bodies) * 1e6
     idle_us = idle * elapsed / len(bodies) * 1e6  # at most: a busy replica polls no empty partition

@@ -39,6 +39,7 @@ TINY: dict[str, tuple[str, str]] = {
     ),
     "bench-observe": ("bench.observe", "--calls 200 --repeats 2"),
     "bench-scale": ("bench.scale", "--messages 100 --conversations 4"),
+    "bench-cluster-acks": ("bench.cluster_acks", "--messages 300 --rounds 1"),
     "bench-pipeline": ("bench.pipeline_cpu", "-n 60 --conversations 3 --requests 4 --idle-s 1"),
     "bench-documents": ("bench.documents", "--pages 3"),
     "bench-memory-search": ("bench.memory_search", "--memories 300 --others 300 --pool 16 --requests 4 --warmup 1"),

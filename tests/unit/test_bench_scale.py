@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.scale import overheads
-from bench.scale_ingest import goals, replica_flags
+from bench.scale_ingest import Run, goals, replica_flags
 from mnemo.runtime.topology import parse_replica_flags
 
 
@@ -58,3 +58,12 @@ def test_the_idle_corrected_ratio_is_reported_beside_the_bar_not_in_it() -> None
     got = goals([entry(1, 1000, [1.0], idle=100), entry(4, 1400, [0.25] * 4, idle=400)])
     assert got["work_cpu_within_1.15x_of_1_replica"] is True  # 1,000 us of work against 900
     assert (got["cpu_within_1.15x_of_1_replica"], got["met"]) == (False, False)
+
+
+def test_a_run_reports_each_servers_cpu_per_message_beside_their_sum() -> None:
+    by_name = {"nats-2": 0.3, "nats-1": 0.6, "secantusdb": 2.1}
+    run = Run("cluster-1", 500.0, 3000, 1.2, sum(by_name.values()), 0.15, 0, server_cpu_by_name=by_name)
+    got = run.report(3000)
+    assert got["server_cpu_us_per_msg"] == 1000
+    assert got["server_cpu_us_per_msg_by_name"] == {"nats-1": 200, "nats-2": 100, "secantusdb": 700}
+    assert list(got["server_cpu_us_per_msg_by_name"]) == ["nats-1", "nats-2", "secantusdb"]
