@@ -245,7 +245,8 @@ async def main(
             r = runs[label]
             print(
                 f"{label}: {r['msgs_per_s']:,.0f} msgs/s; ingest processes {r['service_cpu_us_per_msg']} CPU-us per"
-                f" message, servers {r['server_cpu_us_per_msg']} ({r['server_cpu_us_per_msg_by_name']}), publisher {r['publisher_cpu_us_per_msg']};"
+                f" message, servers {r['server_cpu_us_per_msg']} ({r['server_cpu_us_per_msg_by_name']}),"
+                f" publisher {r['publisher_cpu_us_per_msg']};"
                 f" recorded {r['recorded']:,} of {n:,} ({r['duplicates']} duplicates),"
                 f" redelivered {r['redelivered']}",
                 flush=True,

@@ -51,16 +51,14 @@ class Run:
     server_cpu_s: float  # nats-server(s) and SecantusDB, summed
     publisher_cpu_s: float
     redelivered: int | None = None  # messages the ingest durable delivered more than once (cluster runs)
-    server_cpu_by_name: dict[str, float] = dataclasses.field(
-        default_factory=dict
-    )  # each server's part of ``server_cpu_s``
+    # Each server's part of ``server_cpu_s``: the NATS nodes (replication) or SecantusDB (the store).
+    server_cpu_by_name: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def report(self, n: int) -> dict[str, Any]:
         return {
             "msgs_per_s": round(self.msgs_per_s, 1),
             "service_cpu_us_per_msg": round(self.service_cpu_s / n * 1e6),
             "server_cpu_us_per_msg": round(self.server_cpu_s / n * 1e6),
-            # which server the cost is in: the NATS nodes (replication) or SecantusDB (the store)
             "server_cpu_us_per_msg_by_name": {
                 k: round(v / n * 1e6) for k, v in sorted(self.server_cpu_by_name.items())
             },
