@@ -24,6 +24,7 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,11 @@ MODES: dict[str, tuple[AckPolicy, int]] = {
 }
 
 
-async def drain(nc: NatsClient, durable: str, mode: str, n: int, batch: int, cpu: CpuMeter) -> dict[str, float]:
-    """Deliver the stream's ``n`` messages to a new durable acknowledged as ``mode`` says; its rate and CPU."""
+async def drain(
+    nc: NatsClient, durable: str, mode: str, n: int, batch: int, cpu: CpuMeter, server_names: Sequence[str]
+) -> dict[str, float]:
+    """Deliver the stream's ``n`` messages to a new durable acknowledged as ``mode`` says; its rate and the CPU of
+    ``server_names`` (of ``cpu``'s processes)."""
     js = nc.jetstream(timeout=30)
     policy, replicas = MODES[mode]
     config = ConsumerConfig(
@@ -73,7 +77,7 @@ async def drain(nc: NatsClient, durable: str, mode: str, n: int, batch: int, cpu
     elapsed = time.perf_counter() - began
     await asyncio.sleep(0.3)  # the followers apply the last proposals
     cpu.stop()
-    servers = sum(v for k, v in cpu.used.items() if k != "this process")
+    servers = sum(cpu.used[name] for name in server_names)
     return {"msgs_per_s": n / elapsed, "server_cpu_us_per_msg": servers / n * 1e6}
 
 
@@ -83,6 +87,7 @@ async def measure(n: int, batch: int, rounds: int) -> dict[str, Any]:
         servers = [start_nats_node(node, nodes, Path(tmp)) for node in nodes]
         try:
             wait_for_cluster(nodes)
+            names = [s.name for s in servers]
             cpu = CpuMeter({s.name: s.process.pid for s in servers})
             nc = await nats.connect(nodes[0].url)
             try:
@@ -96,7 +101,7 @@ async def measure(n: int, batch: int, rounds: int) -> dict[str, Any]:
                 runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
                 for r in range(rounds):
                     for mode in MODES:
-                        runs[mode].append(await drain(nc, f"{mode}-{r}", mode, n, batch, cpu))
+                        runs[mode].append(await drain(nc, f"{mode}-{r}", mode, n, batch, cpu, names))
                         print(f"round {r + 1} {mode}: {runs[mode][-1]}", flush=True)
             finally:
                 await nc.drain()

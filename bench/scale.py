@@ -215,9 +215,8 @@ async def run_one(bodies: list[bytes]) -> Run:
         finally:
             await nc.drain()
     used = cpu.used
-    by_name = {k: v for k, v in used.items() if k in backends.pids}
-    servers = sum(by_name.values())
-    return Run("one", rate, recorded, used["this process"], servers, used["publisher"], server_cpu_by_name=by_name)
+    servers = {k: v for k, v in used.items() if k in backends.pids}
+    return Run("one", rate, recorded, used["this process"], servers, used["publisher"])
 
 
 async def main(

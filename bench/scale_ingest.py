@@ -12,7 +12,6 @@ conflict, reordering or duplicate in any run.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import urllib.request
 from dataclasses import dataclass
@@ -48,11 +47,15 @@ class Run:
     msgs_per_s: float
     recorded: int
     service_cpu_s: float  # the ingest processes, summed
-    server_cpu_s: float  # nats-server(s) and SecantusDB, summed
+    # Each server's CPU seconds: the NATS node(s) (replication) and SecantusDB (the store).
+    server_cpu_by_name: dict[str, float]
     publisher_cpu_s: float
     redelivered: int | None = None  # messages the ingest durable delivered more than once (cluster runs)
-    # Each server's part of ``server_cpu_s``: the NATS nodes (replication) or SecantusDB (the store).
-    server_cpu_by_name: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def server_cpu_s(self) -> float:
+        """The servers' CPU seconds, summed."""
+        return sum(self.server_cpu_by_name.values())
 
     def report(self, n: int) -> dict[str, Any]:
         return {
@@ -156,10 +159,9 @@ async def run_cluster(bodies: list[bytes], ingest: int, tmp: Path, idle_s: float
         len(bodies) / elapsed,
         recorded,
         sum(used[k] for k in services),
-        sum(used[k] for k in servers),
+        {k: used[k] for k in servers},
         published.cpu_seconds,
         redelivered,
-        {k: used[k] for k in servers},
     )
     cpu_us = run.service_cpu_s / len(bodies) * 1e6
     idle_us = idle * elapsed / len(bodies) * 1e6  # at most: a busy replica polls no empty partition

@@ -62,7 +62,7 @@ def test_the_idle_corrected_ratio_is_reported_beside_the_bar_not_in_it() -> None
 
 def test_a_run_reports_each_servers_cpu_per_message_beside_their_sum() -> None:
     by_name = {"nats-2": 0.3, "nats-1": 0.6, "secantusdb": 2.1}
-    run = Run("cluster-1", 500.0, 3000, 1.2, sum(by_name.values()), 0.15, 0, server_cpu_by_name=by_name)
+    run = Run("cluster-1", 500.0, 3000, 1.2, by_name, 0.15, 0)
     got = run.report(3000)
     assert got["server_cpu_us_per_msg"] == 1000
     assert got["server_cpu_us_per_msg_by_name"] == {"nats-1": 200, "nats-2": 100, "secantusdb": 700}
