@@ -80,6 +80,8 @@ from bench.context_profile import (
     lore_share,
     print_breakdown,
     print_cpu,
+    print_timeline,
+    timeline_json,
 )
 from bench.context_scene import Scene, prepare
 from bench.retrieval import load_chats
@@ -260,13 +262,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 n = min(args.profile_requests, len(messages))
                 reqs = [ContextAssembleRequest.model_validate(scene.request(m)) for m in messages[:n]]
-                parts = await breakdown(built[0], reqs)
+                parts, when = await breakdown(built[0], reqs)
                 print_breakdown(parts)
+                print_timeline(when)
                 cpu = await cpu_profile(send, nc, bodies[:n])
                 print_cpu(cpu)
                 profile = {
                     "parts_ms_per_request": as_json(parts),
                     "lore_activate_share": lore_share(parts),
+                    "timeline_ms": timeline_json(when),
                     "cpu_top": [r[0] for r in cpu[:8]],
                 }
         finally:

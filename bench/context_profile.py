@@ -10,6 +10,9 @@ Two views, both on the running stack's own objects (same index, embedder, read m
   the total; each line says how long that part took inside the request, and ("alone") how long the same call
   with the same arguments takes when nothing else runs: the difference is queueing on the one event loop and
   on SecantusDB, a single-threaded server.
+- When each part starts and ends, in ms since its request started (p50 and p95 over the requests timed): the
+  critical path of a request. A part that ends late at p95 while starting on time is slow itself; one that
+  starts late waits for what comes before it (the query embedding, for the vector search).
 - CPU: ``cProfile`` over requests sent through NATS (the services run in this process and thread), the
   functions with the most own time, each with its costliest caller. Read it with care: the profiler charges a
   fixed overhead per call, so code making millions of tiny calls looks far costlier than it is
@@ -34,6 +37,7 @@ from typing import Any
 
 from nats.aio.client import Client as NatsClient
 
+from bench.common import percentile
 from mnemo.services.context_assembler import app as app_module
 from mnemo.services.context_assembler.assemble import assembly
 from mnemo.services.context_assembler.gather import gathering as gatherer_module
@@ -54,15 +58,67 @@ class Call:
     kwargs: dict[str, Any]
 
 
+class Milestones:
+    """When each part first started and last ended in each request, in ms since the request started."""
+
+    def __init__(self) -> None:
+        self.origin = 0.0
+        self._current: dict[str, list[float]] = {}  # part -> [first start, last end] in this request
+        self.requests: list[dict[str, list[float]]] = []
+
+    def begin(self) -> None:
+        self.origin = time.perf_counter()
+        self._current = {}
+
+    def note(self, part: str, start: float, end: float) -> None:
+        """A call of ``part`` from ``start`` to ``end`` (``time.perf_counter`` values)."""
+        since = [(start - self.origin) * 1000, (end - self.origin) * 1000]
+        if part in self._current:
+            self._current[part][1] = since[1]
+        else:
+            self._current[part] = since
+
+    def end(self) -> None:
+        self.requests.append(self._current)
+
+
+TimelineRow = tuple[str, float, float, float, float]
+
+
+def timeline(milestones: Milestones) -> list[TimelineRow]:
+    """(part, start p50, start p95, end p50, end p95) in ms since the request started, by end p50."""
+    parts = {part for request in milestones.requests for part in request}
+    rows: list[TimelineRow] = []
+    for part in parts:
+        starts = [r[part][0] for r in milestones.requests if part in r]
+        ends = [r[part][1] for r in milestones.requests if part in r]
+        rows.append((part, percentile(starts, 50), percentile(starts, 95), percentile(ends, 50), percentile(ends, 95)))
+    return sorted(rows, key=lambda r: r[3])
+
+
 class Timed:
     """Proxy recording the wall time of every method call of ``target`` under ``name.method`` (and, in
-    ``calls``, every awaited call with its arguments)."""
+    ``calls``, every awaited call with its arguments; in ``milestones``, when it ran in its request)."""
 
-    def __init__(self, target: Any, name: str, timings: Timings, calls: list[Call] | None = None) -> None:
+    def __init__(
+        self,
+        target: Any,
+        name: str,
+        timings: Timings,
+        calls: list[Call] | None = None,
+        milestones: Milestones | None = None,
+    ) -> None:
         self._target = target
         self._name = name
         self._timings = timings
         self._calls = calls
+        self._milestones = milestones
+
+    def _record(self, key: str, start: float) -> None:
+        end = time.perf_counter()
+        self._timings[key].append((end - start) * 1000)
+        if self._milestones is not None:
+            self._milestones.note(key, start, end)
 
     def __getattr__(self, attr: str) -> Any:
         value = getattr(self._target, attr)
@@ -79,7 +135,7 @@ class Timed:
                 try:
                     return await value(*args, **kwargs)
                 finally:
-                    self._timings[key].append((time.perf_counter() - start) * 1000)
+                    self._record(key, start)
 
             return timed_async
 
@@ -89,7 +145,7 @@ class Timed:
             try:
                 return value(*args, **kwargs)
             finally:
-                self._timings[key].append((time.perf_counter() - start) * 1000)
+                self._record(key, start)
 
         return timed_sync
 
@@ -173,20 +229,24 @@ def summarize(timings: Timings, alone: Timings, requests: int) -> list[Row]:
 PARTS = ("reads", "index", "embedder", "settings", "lore")  # Gatherer's first parameters, in order
 
 
-async def breakdown(built: GathererArgs, requests: Sequence[ContextAssembleRequest]) -> list[Row]:
+async def breakdown(
+    built: GathererArgs, requests: Sequence[ContextAssembleRequest]
+) -> tuple[list[Row], list[TimelineRow]]:
     """Wall time per part of ``Gatherer.gather`` + ``assemble`` + reply serialisation, requests one at a time;
     then every awaited part again, alone, with the same arguments (its own cost, without the parts it
-    overlapped with competing for the event loop and the single-threaded SecantusDB)."""
+    overlapped with competing for the event loop and the single-threaded SecantusDB). Beside it, when each
+    part started and ended in its request (:func:`timeline`)."""
     timings: Timings = defaultdict(list)
     calls: list[Call] = []
+    milestones = Milestones()
     args, kwargs = list(built.args), dict(built.kwargs)
     for pos, name in enumerate(PARTS):
         if name == "settings":
             continue
         if pos < len(args) and args[pos] is not None:
-            args[pos] = Timed(args[pos], name, timings, calls)
+            args[pos] = Timed(args[pos], name, timings, calls, milestones)
         elif kwargs.get(name) is not None:
-            kwargs[name] = Timed(kwargs[name], name, timings, calls)
+            kwargs[name] = Timed(kwargs[name], name, timings, calls, milestones)
     gatherer = Gatherer(*args, **kwargs)
     # ``estimate_tokens`` is looked up in its module by the token counter the assembler uses by default, so
     # this times every token count of the assembly (not the lore engine's, which holds its own reference).
@@ -194,8 +254,10 @@ async def breakdown(built: GathererArgs, requests: Sequence[ContextAssembleReque
     await gatherer.gather(requests[0])  # warm the lore caches, as a running replica has them
     timings.clear()
     calls.clear()
+    milestones.requests.clear()
     with timed_functions(timings, targets):
         for req in requests:
+            milestones.begin()
             start = time.perf_counter()
             inp = await gatherer.gather(req)
             gathered = time.perf_counter()
@@ -203,15 +265,20 @@ async def breakdown(built: GathererArgs, requests: Sequence[ContextAssembleReque
             assembled = time.perf_counter()
             reply.model_dump_json()
             done = time.perf_counter()
-            timings["TOTAL gather"].append((gathered - start) * 1000)
-            timings["TOTAL assemble"].append((assembled - gathered) * 1000)
-            timings["TOTAL serialise reply"].append((done - assembled) * 1000)
+            for key, begun, ended in (
+                ("TOTAL gather", start, gathered),
+                ("TOTAL assemble", gathered, assembled),
+                ("TOTAL serialise reply", assembled, done),
+            ):
+                timings[key].append((ended - begun) * 1000)
+                milestones.note(key, begun, ended)
+            milestones.end()
     alone: Timings = defaultdict(list)
     for call in calls:
         start = time.perf_counter()
         await call.fn(*call.args, **call.kwargs)
         alone[call.key].append((time.perf_counter() - start) * 1000)
-    return summarize(timings, alone, len(requests))
+    return summarize(timings, alone, len(requests)), timeline(milestones)
 
 
 async def cpu_profile(
@@ -246,6 +313,19 @@ def print_breakdown(rows: Sequence[Row]) -> None:
     for key, calls, median, per_request, alone in rows:
         alone_text = f"{alone:8.2f}" if alone is not None else " " * 8
         print(f"{key:<44}{calls:>10.1f}{median:>11.2f}{per_request:>9.2f}{alone_text}")
+
+
+def print_timeline(rows: Sequence[TimelineRow]) -> None:
+    print(
+        f"\n{'when each part runs (ms since its request started)':<44}{'start p50':>10}{'p95':>7}{'end p50':>9}{'p95':>7}"
+    )
+    for part, start50, start95, end50, end95 in rows:
+        print(f"{part:<44}{start50:>10.2f}{start95:>7.2f}{end50:>9.2f}{end95:>7.2f}")
+
+
+def timeline_json(rows: Sequence[TimelineRow]) -> dict[str, list[float]]:
+    """part -> [start p50, start p95, end p50, end p95] in ms since the request started."""
+    return {part: [round(v, 2) for v in values] for part, *values in rows}
 
 
 def print_cpu(rows: Sequence[tuple[str, int, float, float]]) -> None:

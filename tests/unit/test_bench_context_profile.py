@@ -7,7 +7,16 @@ import asyncio
 from collections import defaultdict
 from typing import Any
 
-from bench.context_profile import Call, Timed, Timings, capture_gatherer, summarize, timed_functions
+from bench.context_profile import (
+    Call,
+    Milestones,
+    Timed,
+    Timings,
+    capture_gatherer,
+    summarize,
+    timed_functions,
+    timeline,
+)
 from mnemo.services.context_assembler import app as app_module
 from mnemo.services.context_assembler.settings import AssemblerSettings
 
@@ -71,3 +80,33 @@ def test_summary_is_most_costly_first_with_the_alone_median() -> None:
     assert [r[0] for r in rows] == ["b", "a"]
     assert rows[0] == ("b", 1.0, 10.0, 10.0, 3.0)
     assert rows[1][4] is None
+
+
+def test_milestones_keep_each_parts_first_start_and_last_end_per_request() -> None:
+    marks = Milestones()
+    for offset in (0.0, 10.0):  # two requests; the second's parts run 10 ms later in it
+        marks.begin()
+        origin = marks.origin
+        marks.note("embed", origin + 0.001, origin + 0.006 + offset / 1000)
+        marks.note("search", origin + 0.007 + offset / 1000, origin + 0.008 + offset / 1000)
+        marks.note("search", origin + 0.009 + offset / 1000, origin + 0.010 + offset / 1000)  # called again
+        marks.end()
+    rows = {part: [round(v, 3) for v in values] for part, *values in timeline(marks)}
+    assert list(rows) == ["embed", "search"]  # by end p50
+    assert rows["embed"][0] == 1.0  # every request started it 1 ms in
+    assert rows["search"][0] == 12.0  # p50 of 7 and 17 ms
+    assert rows["search"][2] == 15.0  # the second call's end, not the first's: p50 of 10 and 20 ms
+    assert rows["search"][3] > rows["search"][2]
+
+
+def test_timed_proxy_notes_its_calls_in_the_request() -> None:
+    timings: Timings = defaultdict(list)
+    marks = Milestones()
+    proxy: Any = Timed(Reads(), "reads", timings, None, marks)
+    marks.begin()
+    asyncio.run(proxy.bot("t1", "b1"))
+    proxy.compiled(1)
+    marks.end()
+    [request] = marks.requests
+    assert sorted(request) == ["reads.bot", "reads.compiled"]
+    assert all(0 <= start <= end for start, end in request.values())
