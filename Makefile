@@ -88,7 +88,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy mnemo clients/python/mnemo_client
+	$(VENV)/bin/mypy mnemo clients/python/mnemo_client bench
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff format .

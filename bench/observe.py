@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from nats.aio.msg import Msg
 
 from mnemo.services.context_assembler.metering import ContextMeter
 from mnemo.shared.delivery.meter import DeliveryMeter
@@ -64,7 +66,8 @@ def main() -> None:
     histogram = RPC_SECONDS.labels(subject="bench.observe")
     rpc = RpcMeter("bench.observe.rpc")
     delivery = DeliveryMeter("bench-observe")
-    batch = [_Msg() for _ in range(1024)]
+    # The meter reads only each message's ``metadata.num_delivered``: a stand-in with that one field will do.
+    batch = cast("Sequence[Msg]", [_Msg() for _ in range(1024)])
     context, reply = ContextMeter(), ContextAssembleReply(
         context="...", sections=[Section(name=s, text="...", tokens=200) for s in ("system", "lore", "history")],
         sources=[], token_count=600, degraded=["lore:12"],
