@@ -43,14 +43,22 @@ def plan_nodes(nats_url: str, node_ports: list[int] | None = None) -> list[NatsN
     ports when free, else free ports)."""
     parsed = urlparse(nats_url)
     host, first = parsed.hostname or "127.0.0.1", parsed.port or 4222
+    planned = [first]  # every port of the plan differs from the others (free_port's ``avoid``)
     if node_ports is None:
-        node_ports = [p if port_free(host, p) else free_port(host) for p in (first + 1, first + 2)]
+        for p in (first + 1, first + 2):
+            planned.append(p if p not in planned and port_free(host, p) else free_port(host, planned))
+        node_ports = planned[1:]
     if len(node_ports) != NODES - 1:
         raise ValueError(f"expected {NODES - 1} client ports for nats-2 and nats-3, got {node_ports}")
-    return [
-        NatsNode(f"nats-{i}", host, port, free_port(host), free_port(host))
-        for i, port in enumerate([first, *node_ports], start=1)
-    ]
+    planned = [first, *node_ports]
+    nodes = []
+    for i, port in enumerate([first, *node_ports], start=1):
+        route = free_port(host, planned)
+        planned.append(route)
+        monitor_port = free_port(host, planned)
+        planned.append(monitor_port)
+        nodes.append(NatsNode(f"nats-{i}", host, port, route, monitor_port))
+    return nodes
 
 
 def monitor(node: NatsNode, endpoint: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -32,8 +33,10 @@ _FIXED_PORTS_FROM = 10_000
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port free now, for a server started a moment later. Taken below the ephemeral range: a port that
+def free_port(host: str = "127.0.0.1", avoid: Collection[int] = ()) -> int:
+    """A port free now, for a server started a moment later, and not one of ``avoid`` (the ports already
+    planned for servers not started yet: free now too, so nothing else keeps two picks apart; CI, 2026-11-28:
+    a cluster's third node found its route port taken). Taken below the ephemeral range: a port that
     ``bind(0)`` hands out is one the kernel also gives any process's outgoing connection as its local port,
     and on a busy machine one did before the server it was meant for could bind it (``make chaos``,
     2026-11-27: a replica's probe server found its port taken and the process exited)."""
@@ -43,11 +46,14 @@ def free_port(host: str = "127.0.0.1") -> int:
         if first_ephemeral <= _FIXED_PORTS_FROM:
             break
         port = pick.randrange(_FIXED_PORTS_FROM, first_ephemeral)
-        if port_free(host, port):
+        if port not in avoid and port_free(host, port):
             return port
-    with socket.socket() as s:  # no room below the ephemeral range: any port the kernel picks
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    while True:  # no room below the ephemeral range: any port the kernel picks
+        with socket.socket() as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in avoid:
+            return port
 
 
 def _first_ephemeral_port() -> int:
