@@ -47,18 +47,19 @@ def plan_nodes(nats_url: str, node_ports: list[int] | None = None) -> list[NatsN
     if node_ports is None:
         for p in (first + 1, first + 2):
             planned.append(p if p not in planned and port_free(host, p) else free_port(host, planned))
-        node_ports = planned[1:]
-    if len(node_ports) != NODES - 1:
+    else:
+        planned += node_ports
+    clients = planned[:]
+    if len(clients) != NODES:
         raise ValueError(f"expected {NODES - 1} client ports for nats-2 and nats-3, got {node_ports}")
-    planned = [first, *node_ports]
-    nodes = []
-    for i, port in enumerate([first, *node_ports], start=1):
-        route = free_port(host, planned)
-        planned.append(route)
-        monitor_port = free_port(host, planned)
-        planned.append(monitor_port)
-        nodes.append(NatsNode(f"nats-{i}", host, port, route, monitor_port))
-    return nodes
+
+    def another() -> int:
+        port = free_port(host, planned)
+        planned.append(port)
+        return port
+
+    # The route port is picked before the monitoring port (arguments are evaluated left to right).
+    return [NatsNode(f"nats-{i}", host, port, another(), another()) for i, port in enumerate(clients, start=1)]
 
 
 def monitor(node: NatsNode, endpoint: str) -> dict[str, Any]:
