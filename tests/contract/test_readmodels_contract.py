@@ -490,6 +490,16 @@ async def test_newer_fact_on_a_subject_supersedes_the_older(p: Ports) -> None:
     assert await p.knowledge.facts_for("t2", "b1", user_id=U) == []
 
 
+async def test_a_stream_is_caught_up_through_the_highest_version_marked_per_tenant(p: Ports) -> None:
+    stream, other = knowledge_stream(T, "b1"), knowledge_stream(T, "b2")
+    assert await p.knowledge.caught_up(T, [stream, other]) == {stream: 0, other: 0}, "nothing known yet"
+    await p.knowledge.mark_caught_up(T, {stream: 5})
+    await p.knowledge.mark_caught_up(T, {stream: 3, other: 2})  # a slower writer's older catch-up
+    await p.knowledge.mark_caught_up(T, {})
+    assert await p.knowledge.caught_up(T, [stream, other]) == {stream: 5, other: 2}, "never moves back"
+    assert await p.knowledge.caught_up("t2", [stream]) == {stream: 0}, "another tenant's positions are its own"
+
+
 async def test_facts_as_of_a_time_are_those_learned_by_then_current_among_them(p: Ports) -> None:
     await p.knowledge.apply([fact("f1", 1, minute=1), fact("f2", 2, minute=2), fact("f3", 3, minute=3, subject="x")])
 

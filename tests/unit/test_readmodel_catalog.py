@@ -36,8 +36,10 @@ def test_every_collection_has_an_index_that_starts_with_the_tenant() -> None:
         assert "tenant_id" in firsts, collection.name
 
 
-def test_only_the_platforms_bots_outlive_a_users_erasure() -> None:
-    assert [c.name for c in catalog.collections() if c.kept_on_user_erasure] == ["rm_bots"]
+def test_only_the_platforms_bots_and_the_knowledge_positions_outlive_a_users_erasure() -> None:
+    """A bot is the platform's; a knowledge stream's catch-up position is a version number, no one's data."""
+    kept = [c.name for c in catalog.collections() if c.kept_on_user_erasure]
+    assert kept == ["rm_bots", "knowledge_positions"]
 
 
 def test_each_read_model_folds_registered_types_and_its_fake_the_same_ones() -> None:

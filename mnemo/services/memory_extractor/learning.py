@@ -5,11 +5,11 @@ Contract (called by ``handlers.MemoryExtractor`` for each fetched batch):
 - ``learn``: the recorded messages of a batch → facts per character present (LLM per run of equal presence
   when a model is configured, the ``facts.py`` patterns otherwise or when the model fails) → exact and near
   duplicates dropped (``curation.keep_fresh``) → ``knowledge.fact_learned`` appended to the character's stream
-  ``knowledge/<tenant>/<character>`` at the version read before the dedup check, so a writer that raced us
-  makes the append conflict and the check runs again (two replicas never both learn one fact; the event id
-  is the deterministic fact id: a redelivery appends nothing),
-  projected at once (so the next batch deduplicates against them) and published → the cap: oldest facts folded
-  into ``knowledge.facts_consolidated``, appended the same way at the version read before the facts (two
+  ``knowledge/<tenant>/<character>`` at the version the read model was brought to before the dedup check
+  (``caught_up.py``), so a writer that raced us makes the append conflict and the check runs again (two
+  replicas never both learn one fact; the event id is the deterministic fact id: a redelivery appends
+  nothing), projected at once (so the next batch deduplicates against them) and published → the cap: oldest
+  facts folded into ``knowledge.facts_consolidated``, appended the same way, before the facts are read (two
   replicas never fold one fact twice).
 
 Edits and deletes of messages are ``revisions.py``'s.
@@ -23,6 +23,7 @@ from dataclasses import KW_ONLY, dataclass, field
 
 from mnemo.services.memory_extractor import llm_knowledge
 from mnemo.services.memory_extractor.appending import save_witnessings
+from mnemo.services.memory_extractor.caught_up import read_model_at_log
 from mnemo.services.memory_extractor.domain import group_appends
 from mnemo.services.memory_extractor.facts import pattern_candidates, runs_of_presence
 from mnemo.services.memory_extractor.settings import KnowledgeSettings
@@ -118,19 +119,18 @@ class Learning:
     async def _append_fresh(
         self, tenant_id: str, candidates: Sequence[FactCandidate], origin: dict[str, SourceMessage]
     ) -> list[FactCandidate]:
-        """Deduplicate, then append at the stream versions read BEFORE the dedup read: if another writer (a
-        replica, a slower attempt racing a redelivery) appended to a character's stream meanwhile, that append
-        conflicts, what the other wrote is projected here (it may not have projected it yet) and that stream's
-        candidates are checked again. Without it both writers found the fact unknown and both appended it.
+        """Bring the read model up to the log (``caught_up``), deduplicate, then append at the versions it was
+        brought to: if another writer (a replica, a slower attempt racing a redelivery) appended to a
+        character's stream meanwhile, that append conflicts and that stream's candidates are checked again,
+        against what the other wrote. Without it both writers found the fact unknown and both appended it.
         Returns the candidates appended."""
-        versions: dict[str, int] = {}
         decided: dict[str, list[FactCandidate]] = {}  # stream -> the fresh candidates of its latest decision
 
         async def decide(only: Sequence[str] | None) -> list[Append]:
             lost = set(only or ())
             pending = [c for c in candidates if only is None or knowledge_stream(tenant_id, c.character_id) in lost]
             streams = list(dict.fromkeys(knowledge_stream(tenant_id, c.character_id) for c in pending))
-            versions.update(await self.store.stream_versions(streams))
+            versions = await read_model_at_log(self.store, self.knowledge, tenant_id, streams)
             for stream in streams:
                 decided[stream] = []
             fresh = await self._deduplicate(tenant_id, pending)
@@ -139,14 +139,10 @@ class Learning:
                 decided[e.stream_id].append(c)
             return group_appends(events, versions)
 
-        async def catch_up(lost: Sequence[str]) -> None:
-            for stream_id in lost:
-                await self.knowledge.apply(await self.store.read_stream(stream_id, versions.get(stream_id, 0)))
-
         if not candidates:
             return []
         # Projected at once: the next batch deduplicates against these facts.
-        saved = await self.saver.save_many(decide, on_conflict=catch_up, project=self.knowledge.apply)
+        saved = await self.saver.save_many(decide, project=self.knowledge.apply)
         return [c for stream in saved.results for c in decided[stream]]
 
     async def _deduplicate(self, tenant_id: str, candidates: Sequence[FactCandidate]) -> list[FactCandidate]:
@@ -207,24 +203,20 @@ class Learning:
     async def _enforce_cap(
         self, tenant_id: str, character_id: str, user_id: str, on_progress: ProgressCallback | None
     ) -> None:
-        """Fold the oldest facts past the cap, appended at the stream version read BEFORE the facts were: if
-        another writer (a replica folding its own view of the same facts) appended meanwhile, the append
-        conflicts, what it wrote is projected and the plan is made again from the facts as they now are.
-        Without it two replicas that read the facts a moment apart folded overlapping groups (different
+        """Fold the oldest facts past the cap, appended at the version the read model was brought to before
+        the facts were read (``caught_up``): if another writer (a replica folding its own view of the same
+        facts) appended meanwhile, the append conflicts and the plan is made again from the facts as they now
+        are. Without it two replicas that read the facts a moment apart folded overlapping groups (different
         groups, so different fact ids) and one fact went into two consolidations."""
         stream = knowledge_stream(tenant_id, character_id)
-        read_at = [0]
 
         async def decide() -> AppendDecision[None]:
-            read_at[0] = await self.store.stream_version(stream)
+            [version] = (await read_model_at_log(self.store, self.knowledge, tenant_id, [stream])).values()
             pending = await self._consolidations(tenant_id, character_id, user_id, on_progress)
-            return AppendDecision(read_at[0], pending, None)
-
-        async def catch_up() -> None:
-            await self.knowledge.apply(await self.store.read_stream(stream, read_at[0]))
+            return AppendDecision(version, pending, None)
 
         try:
-            await self.saver.save_decided(stream, decide, project=self.knowledge.apply, on_conflict=catch_up)
+            await self.saver.save_decided(stream, decide, project=self.knowledge.apply)
         except ConflictRetriesExhausted as exc:
             # The facts are learned; the cap is a bound on what a character carries, enforced again after its
             # next learned fact, so losing this race repeatedly fails nothing (a retry of the batch would not

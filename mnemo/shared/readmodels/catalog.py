@@ -171,6 +171,8 @@ KNOWLEDGE: ReadModel[ports.KnowledgePort] = ReadModel(
                 _index("by_source", "tenant_id", "user_id", "source_keys"),
             ),
         ),
+        # Read by _id (a stream id); no user's data, so only the tenant's erasure deletes them.
+        Collection(knowledge.POSITIONS, (BY_TENANT,), kept_on_user_erasure=True),
     ),
     KNOWLEDGE_EVENTS,
     KnowledgeReadModel,

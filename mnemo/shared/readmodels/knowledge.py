@@ -14,7 +14,7 @@ character with the same subject among those visible (computed at read time; noth
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -36,8 +36,11 @@ from mnemo.shared.events.recorded import (
     player_scope,
 )
 from mnemo.shared.readmodels.erased import readable, readable_one
+from mnemo.shared.readmodels.positions import StreamPositions
 
 COLLECTION = "knowledge"
+#: Per knowledge stream, the version its events are applied through, contiguously (``KnowledgePort.caught_up``).
+POSITIONS = "knowledge_positions"
 KNOWLEDGE_EVENTS = FACT_EVENTS  # what this read model folds: every fact event (``fact_folds``)
 
 
@@ -236,6 +239,7 @@ class FactQueries(Protocol):
 class KnowledgeReadModel(FactQueries):
     def __init__(self, db: AsyncDatabase[dict[str, Any]], cipher: FieldCipher) -> None:
         self._col = db[COLLECTION]
+        self._positions = StreamPositions(db[POSITIONS])
         self._cipher = cipher
 
     # --- projection -------------------------------------------------------------------------------------
@@ -299,6 +303,12 @@ class KnowledgeReadModel(FactQueries):
             "scope_version": env.version,
             "status": ACTIVE,
         }
+
+    async def caught_up(self, tenant_id: str, streams: Sequence[str]) -> dict[str, int]:
+        return await self._positions.of(tenant_id, streams)
+
+    async def mark_caught_up(self, tenant_id: str, versions: Mapping[str, int]) -> None:
+        await self._positions.advance(tenant_id, versions)
 
     # --- queries ----------------------------------------------------------------------------------------
     async def rows(self, q: FactRows) -> list[FactView]:

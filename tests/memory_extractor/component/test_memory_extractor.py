@@ -21,6 +21,8 @@ from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import campaign_scope, conversation_stream, created_event_id, knowledge_stream
 from mnemo.shared.readmodels.catalog import KNOWLEDGE, WITNESSED
+from mnemo.shared.readmodels.inmemory import InMemoryKnowledge
+from mnemo.shared.readmodels.inmemory.witnessed import InMemoryWitnessed
 from tests.components import deps, items, published, served
 from tests.envelopes import message_edited
 
@@ -52,11 +54,12 @@ def message(i: int, content: str, bots: list[str], user: str = U) -> NewEvent:
 
 
 class Extractor:
-    def __init__(self, embedder: BundledEmbedder) -> None:
-        self.deps = deps(embedder=embedder)
+    def __init__(self, embedder: BundledEmbedder, *, log_of: Extractor | None = None) -> None:
+        """``log_of``: another replica whose log (and relay) this one shares, with read models of its own."""
+        self.deps = log_of.deps if log_of is not None else deps(embedder=embedder)
         self.store = self.deps.store
-        self.knowledge = self.deps.read_model(KNOWLEDGE)
-        self.witnessed = self.deps.read_model(WITNESSED)
+        self.knowledge = self.deps.read_model(KNOWLEDGE) if log_of is None else InMemoryKnowledge()
+        self.witnessed = self.deps.read_model(WITNESSED) if log_of is None else InMemoryWitnessed()
         learning = Learning(
             self.store, self.deps.saver, self.knowledge, embedder=embedder, settings=KnowledgeSettings()
         )
@@ -109,6 +112,33 @@ async def test_redelivery_learns_nothing_twice(embedder):
 
     assert await x.learned("bard") == learned
     assert len(await x.texts("bard")) == len(learned)
+
+
+async def test_each_decision_catches_the_read_model_up_from_the_position_it_recorded(embedder):
+    """The read model is brought to the log before each duplicate check, reading only past the last position:
+    a fact another writer appended, not yet projected, is known; the next batch reads only what came since."""
+    x = Extractor(embedder)
+    stream = knowledge_stream(T, "bard")
+    other = Extractor(embedder, log_of=x)
+    await other.deliver(await x.record([message(0, "I live in Paris.", ["bard"])]))
+    assert await x.knowledge.caught_up(T, [stream]) == {stream: 0}, "this replica has not read the stream"
+    version = await x.store.stream_version(stream)
+
+    await x.deliver(await x.record([message(1, "I live in Paris!", ["bard"])]))
+
+    assert [e.payload["text"] for e in await x.learned("bard")] == ["Ana lives in Paris."], "known from the log"
+    assert (await x.knowledge.caught_up(T, [stream]))[stream] > version, "past the other's fact and its own"
+    read_from: list[int] = []
+    read_stream = x.store.read_stream
+
+    async def recording(stream_id: str, after_version: int = 0, limit: int | None = None) -> list[EventEnvelope]:
+        read_from.append(after_version)
+        return await read_stream(stream_id, after_version, limit)
+
+    x.store.read_stream = recording  # type: ignore[method-assign]
+    position = (await x.knowledge.caught_up(T, [stream]))[stream]
+    await x.deliver(await x.record([message(2, "I have a cat named Bo.", ["bard"])]))
+    assert read_from[:1] == [position], "only what came after the recorded position"
 
 
 async def test_a_newer_fact_on_the_same_subject_supersedes(embedder):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC
 
@@ -32,6 +32,7 @@ class InMemoryKnowledge(FactQueries):
     def __init__(self) -> None:
         self.facts: dict[str, FactView] = {}
         self.scope_version: dict[str, int] = {}
+        self.positions: dict[tuple[str, str], int] = {}  # (tenant, stream) -> version applied through
 
     async def apply(self, events: Sequence[EventEnvelope]) -> None:
         apply_each(self, events, _APPLY)
@@ -93,6 +94,13 @@ class InMemoryKnowledge(FactQueries):
     async def in_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> list[FactView]:
         mine = [f for f in self._of(tenant_id) if f.user_id == user_id and f.conversation_id == conversation_id]
         return with_supersession(mine)
+
+    async def caught_up(self, tenant_id: str, streams: Sequence[str]) -> dict[str, int]:
+        return {s: self.positions.get((tenant_id, s), 0) for s in streams}
+
+    async def mark_caught_up(self, tenant_id: str, versions: Mapping[str, int]) -> None:
+        for s, v in versions.items():
+            self.positions[(tenant_id, s)] = max(v, self.positions.get((tenant_id, s), 0))
 
     async def by_id(self, tenant_id: str, fact_id: str) -> FactView | None:
         return self._mine(tenant_id, fact_id)
