@@ -2,19 +2,21 @@
 changes of what a character knows, each change an event in the character's knowledge stream, decided by the
 knowledge aggregate (``mnemo.shared.aggregates.knowledge.changes``: the rules, ownership and ids).
 
-Each append is at the stream's version (a concurrent change makes this one re-read and re-decide), projected into
-the knowledge read model at once so the reply and the next read agree, then published, so the embedding service
-indexes (or drops) the fact like a learned one.
+Each append is at the version the read model was brought to before the fact was read (``caught_up.py``: a
+concurrent change makes this one re-read and re-decide), projected into the knowledge read model at once so the
+reply and the next read agree, then published, so the embedding service indexes (or drops) the fact like a
+learned one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from mnemo.services.memory_extractor.caught_up import read_model_at_log
 from mnemo.shared.aggregates.knowledge import changes
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.eventlog.save import AppendDecision, EventSaver
-from mnemo.shared.events.envelope import NewEvent, utcnow
+from mnemo.shared.events.envelope import utcnow
 from mnemo.shared.events.recorded import knowledge_stream
 from mnemo.shared.readmodels.knowledge import FactView
 from mnemo.shared.readmodels.ports import KnowledgePort
@@ -28,8 +30,9 @@ from mnemo_client.wire.knowledge_contract import (
     FactRetractRequest,
 )
 
-#: One attempt's decision on the knowledge stream named: a reply (nothing to append) or None (appended now).
-_Decide = Callable[[str], Awaitable[AppendDecision[FactChangeReply | None]]]
+#: One attempt's decision at the version the read model was brought to: a reply (nothing to append) or None
+#: (appended now).
+_Decide = Callable[[int], Awaitable[AppendDecision[FactChangeReply | None]]]
 
 
 def fact_info(f: FactView) -> FactInfo:
@@ -59,12 +62,12 @@ class ManualKnowledge:
         changes.checked_scope(req)  # refused before anything is read
         t, fact_id, now = req.tenant_id, changes.added_id(req), utcnow()
 
-        async def decide(stream: str) -> AppendDecision[FactChangeReply | None]:
+        async def decide(version: int) -> AppendDecision[FactChangeReply | None]:
             existing = await self._knowledge.by_id(t, fact_id)
             events = changes.add(req, existing, now)
             if existing is not None:
                 return AppendDecision(0, [], FactChangeReply(fact_id=fact_id, changed=False, fact=fact_info(existing)))
-            return await self._at_version(stream, events)
+            return AppendDecision(version, events, None)
 
         return await self._change(t, req.character_id, fact_id, decide)
 
@@ -75,14 +78,14 @@ class ManualKnowledge:
             return FactChangeReply(fact_id=new_id, previous_fact_id=req.fact_id, changed=False, fact=fact_info(done))
         first = await self._changeable(t, u, req.fact_id, "can be edited")
 
-        async def decide(stream: str) -> AppendDecision[FactChangeReply | None]:
+        async def decide(version: int) -> AppendDecision[FactChangeReply | None]:
             if (done := await self._knowledge.by_id(t, new_id)) is not None:
                 reply = FactChangeReply(
                     fact_id=new_id, previous_fact_id=req.fact_id, changed=False, fact=fact_info(done)
                 )
                 return AppendDecision(0, [], reply)
             old = await self._changeable(t, u, req.fact_id, "can be edited")
-            return await self._at_version(stream, changes.edit(req, old, utcnow()))
+            return AppendDecision(version, changes.edit(req, old, utcnow()), None)
 
         reply = await self._change(t, first.character_id, new_id, decide)
         return reply.model_copy(update={"previous_fact_id": req.fact_id})
@@ -91,23 +94,23 @@ class ManualKnowledge:
         t, u = req.tenant_id, req.user_id
         first = changes.owned(await self._knowledge.by_id(t, req.fact_id), u, req.fact_id)
 
-        async def decide(stream: str) -> AppendDecision[FactChangeReply | None]:
+        async def decide(version: int) -> AppendDecision[FactChangeReply | None]:
             fact = changes.owned(await self._knowledge.by_id(t, req.fact_id), u, req.fact_id)
             events = changes.retract(req, fact, utcnow())
             if not events:
                 return AppendDecision(0, [], FactChangeReply(fact_id=fact.fact_id, changed=False, fact=fact_info(fact)))
-            return await self._at_version(stream, events)
+            return AppendDecision(version, events, None)
 
         return await self._change(t, first.character_id, req.fact_id, decide)
-
-    async def _at_version(self, stream: str, events: list[NewEvent]) -> AppendDecision[FactChangeReply | None]:
-        return AppendDecision(await self._store.stream_version(stream), events, None)
 
     async def _change(self, tenant_id: str, character_id: str, fact_id: str, decide: _Decide) -> FactChangeReply:
         """Append what ``decide`` says (its value None: the change was made now) and answer the fact as it is."""
         stream = knowledge_stream(tenant_id, character_id)
 
-        done = await self._saver.save_decided(stream, lambda: decide(stream), project=self._knowledge.apply)
+        async def at_log() -> AppendDecision[FactChangeReply | None]:
+            return await decide((await read_model_at_log(self._store, self._knowledge, tenant_id, [stream]))[stream])
+
+        done = await self._saver.save_decided(stream, at_log, project=self._knowledge.apply)
         if done.value is not None:
             return done.value
         fact = await self._knowledge.by_id(tenant_id, fact_id)

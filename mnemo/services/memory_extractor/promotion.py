@@ -6,12 +6,14 @@ another user is ``not_found`` (existence does not leak). Only a current fact can
 in the requester's ``player:<user>`` scope can be promoted; unpromote brings a promoted fact back to
 ``player:<user>``. A request already in effect changes nothing and appends nothing. A change is
 ``knowledge.fact_promoted`` / ``knowledge.fact_unpromoted`` (who, from, to, when) in the character's stream
-``knowledge/<tenant>/<character>``, decided by the knowledge aggregate (``changes.scope_change``) and appended against the stream's version (a concurrent change makes one
-writer re-read and re-decide), projected at once so the reply and the next read agree, then published.
+``knowledge/<tenant>/<character>``, decided by the knowledge aggregate (``changes.scope_change``) and appended
+at the version the read model was brought to before the fact was read (a concurrent change makes one writer
+re-read and re-decide), projected at once so the reply and the next read agree, then published.
 """
 
 from __future__ import annotations
 
+from mnemo.services.memory_extractor.caught_up import read_model_at_log
 from mnemo.shared.aggregates.knowledge import changes
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.eventlog.save import AppendDecision, EventSaver
@@ -39,13 +41,14 @@ class Promotions:
     async def _change_scope(
         self, tenant_id: str, user_id: str, fact_id: str, to_scope: str, *, promote: bool
     ) -> MemoryScopeReply:
-        """Read the fact, decide, append the audit event at the character stream's version; a concurrent change
-        makes it re-read and re-decide."""
-        loaded = [await self._changeable(tenant_id, user_id, fact_id)]  # the first attempt's read; names the stream
-        stream = knowledge_stream(tenant_id, loaded[0].character_id)
+        """Bring the read model to the log, read the fact, decide, append the audit event at the version it was
+        brought to (``caught_up.py``); a concurrent change makes it re-read and re-decide."""
+        named = await self._changeable(tenant_id, user_id, fact_id)  # names the stream (and refuses early)
+        stream = knowledge_stream(tenant_id, named.character_id)
 
         async def decide() -> AppendDecision[MemoryScopeReply]:
-            fact = loaded.pop() if loaded else await self._changeable(tenant_id, user_id, fact_id)
+            version = (await read_model_at_log(self._store, self._knowledge, tenant_id, [stream]))[stream]
+            fact = await self._changeable(tenant_id, user_id, fact_id)
             event = changes.scope_change(
                 tenant_id, fact, by_user_id=user_id, to_scope=to_scope, promote=promote, at=utcnow(), event_id=new_id()
             )
@@ -54,7 +57,6 @@ class Promotions:
                     fact_id=fact.fact_id, scope=to_scope, previous_scope=to_scope, changed=False
                 )
                 return AppendDecision(0, [], unchanged)
-            version = await self._store.stream_version(stream)
             reply = MemoryScopeReply(fact_id=fact.fact_id, scope=to_scope, previous_scope=fact.scope, changed=True)
             return AppendDecision(version, [event], reply)
 

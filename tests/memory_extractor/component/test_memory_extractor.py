@@ -14,15 +14,18 @@ import pytest
 from mnemo.services.memory_extractor.app import create_router
 from mnemo.services.memory_extractor.handlers import MemoryExtractor
 from mnemo.services.memory_extractor.learning import Learning
+from mnemo.services.memory_extractor.manual import ManualKnowledge
 from mnemo.services.memory_extractor.revisions import Revisions
 from mnemo.services.memory_extractor.settings import KnowledgeSettings
 from mnemo.shared import subjects
+from mnemo.shared.aggregates.knowledge.changes import NotAllowed
 from mnemo.shared.embedders.bundled import BundledEmbedder
 from mnemo.shared.events.envelope import EventEnvelope, NewEvent
 from mnemo.shared.events.recorded import campaign_scope, conversation_stream, created_event_id, knowledge_stream
 from mnemo.shared.readmodels.catalog import KNOWLEDGE, WITNESSED
 from mnemo.shared.readmodels.inmemory import InMemoryKnowledge
 from mnemo.shared.readmodels.inmemory.witnessed import InMemoryWitnessed
+from mnemo_client.wire.knowledge_contract import FactAddRequest, FactEditRequest, FactRetractRequest
 from tests.components import deps, items, published, served
 from tests.envelopes import message_edited
 
@@ -204,3 +207,20 @@ async def test_promoting_someone_elses_or_an_unknown_fact_is_not_found(promotion
     assert unknown["error"]["code"] == "not_found"
     assert bad["error"]["code"] == "bad_request"
     assert "fact_id" in bad["error"]["message"]
+
+
+async def test_a_change_by_hand_sees_what_another_replica_changed_before_it_was_projected():
+    """Replica A retracts a fact, replica B (same log, its read model not yet told) then edits it: B catches up
+    from the log first, so it refuses to edit a retracted fact instead of writing an edit after the retraction."""
+    d = deps()
+    a_knowledge, b_knowledge = InMemoryKnowledge(), InMemoryKnowledge()
+    a, b = ManualKnowledge(d.store, d.saver, a_knowledge), ManualKnowledge(d.store, d.saver, b_knowledge)
+    me = {"tenant_id": T, "user_id": U}
+    added = await a.add(FactAddRequest(**me, character_id="maren", text="The compass points north."))
+    await b_knowledge.apply(published(d).take())  # both replicas know the fact
+    await a.retract(FactRetractRequest(**me, fact_id=added.fact_id))
+
+    with pytest.raises(NotAllowed, match="retired"):
+        await b.edit(FactEditRequest(**me, fact_id=added.fact_id, text="The compass points south."))
+    types = [e.type for e in await d.store.read_stream(knowledge_stream(T, "maren"))]
+    assert types == ["knowledge.fact_learned", "knowledge.fact_retired"], "no edit after the retraction"
