@@ -23,7 +23,7 @@ from dataclasses import KW_ONLY, dataclass, field
 
 from mnemo.services.memory_extractor import llm_knowledge
 from mnemo.services.memory_extractor.appending import save_witnessings
-from mnemo.services.memory_extractor.caught_up import read_model_at_log
+from mnemo.services.memory_extractor.caught_up import ReadModelCatchUp
 from mnemo.services.memory_extractor.domain import group_appends
 from mnemo.services.memory_extractor.facts import pattern_candidates, runs_of_presence
 from mnemo.services.memory_extractor.settings import KnowledgeSettings
@@ -73,6 +73,7 @@ class Learning:
 
     def __post_init__(self) -> None:
         self._vectors: dict[str, list[float]] = {}  # fact id -> vector; facts never change, so never stale
+        self._catch_up = ReadModelCatchUp(self.store, self.knowledge)
 
     async def project(self, events: Sequence[EventEnvelope]) -> None:
         """Fold relayed knowledge events into the read model (idempotent; others ignored)."""
@@ -130,7 +131,7 @@ class Learning:
             lost = set(only or ())
             pending = [c for c in candidates if only is None or knowledge_stream(tenant_id, c.character_id) in lost]
             streams = list(dict.fromkeys(knowledge_stream(tenant_id, c.character_id) for c in pending))
-            versions = await read_model_at_log(self.store, self.knowledge, tenant_id, streams)
+            versions = await self._catch_up.at_log(tenant_id, streams)
             for stream in streams:
                 decided[stream] = []
             fresh = await self._deduplicate(tenant_id, pending)
@@ -143,6 +144,7 @@ class Learning:
             return []
         # Projected at once: the next batch deduplicates against these facts.
         saved = await self.saver.save_many(decide, project=self.knowledge.apply)
+        await self._catch_up.appended(tenant_id, saved.results.values())
         return [c for stream in saved.results for c in decided[stream]]
 
     async def _deduplicate(self, tenant_id: str, candidates: Sequence[FactCandidate]) -> list[FactCandidate]:
@@ -211,17 +213,20 @@ class Learning:
         stream = knowledge_stream(tenant_id, character_id)
 
         async def decide() -> AppendDecision[None]:
-            [version] = (await read_model_at_log(self.store, self.knowledge, tenant_id, [stream])).values()
+            [version] = (await self._catch_up.at_log(tenant_id, [stream])).values()
             pending = await self._consolidations(tenant_id, character_id, user_id, on_progress)
             return AppendDecision(version, pending, None)
 
         try:
-            await self.saver.save_decided(stream, decide, project=self.knowledge.apply)
+            done = await self.saver.save_decided(stream, decide, project=self.knowledge.apply)
         except ConflictRetriesExhausted as exc:
             # The facts are learned; the cap is a bound on what a character carries, enforced again after its
             # next learned fact, so losing this race repeatedly fails nothing (a retry of the batch would not
             # come back here: its facts are known by then).
             log.warning("knowledge cap of %s not enforced: %d appends lost their race", stream, exc.attempts)
+            return
+        if done.result is not None:
+            await self._catch_up.appended(tenant_id, [done.result])
 
     async def _consolidations(
         self, tenant_id: str, character_id: str, user_id: str, on_progress: ProgressCallback | None

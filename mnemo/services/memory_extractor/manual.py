@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from mnemo.services.memory_extractor.caught_up import read_model_at_log
+from mnemo.services.memory_extractor.caught_up import ReadModelCatchUp
 from mnemo.shared.aggregates.knowledge import changes
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.eventlog.save import AppendDecision, EventSaver
@@ -46,6 +46,7 @@ class ManualKnowledge:
         self._store = store
         self._saver = saver
         self._knowledge = knowledge
+        self._catch_up = ReadModelCatchUp(store, knowledge)
 
     async def list_facts(self, req: FactListRequest) -> FactListReply:
         facts, total = await self._knowledge.page(
@@ -108,7 +109,7 @@ class ManualKnowledge:
         stream = knowledge_stream(tenant_id, character_id)
 
         async def at_log() -> AppendDecision[FactChangeReply | None]:
-            return await decide((await read_model_at_log(self._store, self._knowledge, tenant_id, [stream]))[stream])
+            return await decide((await self._catch_up.at_log(tenant_id, [stream]))[stream])
 
         done = await self._saver.save_decided(stream, at_log, project=self._knowledge.apply)
         if done.value is not None:

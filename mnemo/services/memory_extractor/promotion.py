@@ -13,7 +13,7 @@ re-read and re-decide), projected at once so the reply and the next read agree, 
 
 from __future__ import annotations
 
-from mnemo.services.memory_extractor.caught_up import read_model_at_log
+from mnemo.services.memory_extractor.caught_up import ReadModelCatchUp
 from mnemo.shared.aggregates.knowledge import changes
 from mnemo.shared.eventlog.port import EventStore
 from mnemo.shared.eventlog.save import AppendDecision, EventSaver
@@ -29,6 +29,7 @@ class Promotions:
         self._store = store
         self._saver = saver
         self._knowledge = knowledge
+        self._catch_up = ReadModelCatchUp(store, knowledge)
 
     async def promote(self, req: MemoryPromoteRequest) -> MemoryScopeReply:
         to_scope = campaign_scope(req.campaign_id)
@@ -47,7 +48,7 @@ class Promotions:
         stream = knowledge_stream(tenant_id, named.character_id)
 
         async def decide() -> AppendDecision[MemoryScopeReply]:
-            version = (await read_model_at_log(self._store, self._knowledge, tenant_id, [stream]))[stream]
+            version = (await self._catch_up.at_log(tenant_id, [stream]))[stream]
             fact = await self._changeable(tenant_id, user_id, fact_id)
             event = changes.scope_change(
                 tenant_id, fact, by_user_id=user_id, to_scope=to_scope, promote=promote, at=utcnow(), event_id=new_id()
