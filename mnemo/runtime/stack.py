@@ -27,6 +27,7 @@ from mnemo.runtime.render import render_reply
 from mnemo.runtime.servers import ChildServer, host_port, start_mongo, start_nats, wait_for_port, websocket_config
 from mnemo.shared.bootstrap import Core, deps_for, mnemo_version, open_core, wait_for_stop_signal, watch_core
 from mnemo.shared.broker import make_broker, start_broker
+from mnemo.shared.heap import start_heap_frozen
 from mnemo.shared.metrics import BUILD_INFO
 from mnemo.shared.natsconn import connect_options
 from mnemo.shared.probes import Probes, probe_server
@@ -99,7 +100,8 @@ async def all_services(settings: Settings, probes: Probes | None = None) -> Asyn
             await begin()
         watch_brokers(probes, brokers)
         probes.phase = "serving"
-        yield core
+        with start_heap_frozen():
+            yield core
     finally:
         probes.phase = "stopping"
         for stop in reversed(stopping):

@@ -38,6 +38,7 @@ from mnemo.shared.eventlog.keystore import MongoKeyStore
 from mnemo.shared.eventlog.mongo import MongoEventStore
 from mnemo.shared.eventlog.relay import NatsJetStreamPublisher, Relay
 from mnemo.shared.events.recorded import REGISTRY
+from mnemo.shared.heap import start_heap_frozen
 from mnemo.shared.jetstream import jetstream
 from mnemo.shared.keys import LocalKek, load_or_create_kek, parse_kek, read_kek_file
 from mnemo.shared.llm.factory import build_chat_model
@@ -214,7 +215,8 @@ async def running(
     watch_brokers(probes, [broker])
     probes.phase = "serving"
     try:
-        yield Running(core, broker)
+        with start_heap_frozen():
+            yield Running(core, broker)
     finally:
         probes.phase = "stopping"
         await _stop(deps, broker, relay_task, usage_task, core)
