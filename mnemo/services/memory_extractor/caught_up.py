@@ -38,17 +38,17 @@ class ReadModelCatchUp:
     async def at_log(self, tenant_id: str, streams: Sequence[str]) -> dict[str, int]:
         """Apply each stream's events past its position; per stream, the version the read model now holds every
         event through (the version to append a decision made on it at)."""
+        if len(self._known) > REMEMBERED:
+            self._known.clear()
+            self._recorded.clear()
         if unseen := [s for s in streams if s not in self._known]:
-            if len(self._known) > REMEMBERED:
-                self._known.clear()
-                self._recorded.clear()
             recorded = await self._knowledge.caught_up(tenant_id, unseen)
             self._known.update(recorded)
             self._recorded.update(recorded)
         for stream in streams:
             if tail := await self._store.read_stream(stream, self._known[stream]):
                 await self._knowledge.apply(tail)
-                self._known[stream] = tail[-1].version
+                self._moved(stream, tail[-1].version)
         await self._record(tenant_id, streams)
         return {s: self._known[s] for s in streams}
 
@@ -58,8 +58,12 @@ class ReadModelCatchUp:
         was already in the log: another writer's copy of it, which that writer may not have projected yet."""
         moved = [r for r in results if r.committed and not r.duplicates]
         for r in moved:
-            self._known[r.stream_id] = max(r.version, self._known.get(r.stream_id, 0))
+            self._moved(r.stream_id, r.version)
         await self._record(tenant_id, [r.stream_id for r in moved])
+
+    def _moved(self, stream: str, version: int) -> None:
+        # Batches of one process catch up at once: of two true positions the higher holds, never move back.
+        self._known[stream] = max(version, self._known.get(stream, 0))
 
     async def _record(self, tenant_id: str, streams: Iterable[str]) -> None:
         due = {s: self._known[s] for s in streams if self._known[s] - self._recorded.get(s, 0) >= RECORD_EVERY}

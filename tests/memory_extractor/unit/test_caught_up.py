@@ -69,3 +69,14 @@ async def test_an_append_that_found_its_events_already_in_the_log_moves_nothing(
     reads = reads_of(d.store)
     assert await catch_up.at_log(T, [STREAM]) == {STREAM: 1}
     assert reads == [0], "the other's event is read and applied"
+
+
+async def test_past_the_streams_it_remembers_it_forgets_them_and_reads_their_recorded_positions(monkeypatch):
+    monkeypatch.setattr(caught_up, "REMEMBERED", 1)
+    d, knowledge = deps(), InMemoryKnowledge()
+    catch_up = ReadModelCatchUp(d.store, knowledge)
+    other = knowledge_stream(T, "rook")
+    await d.store.append(STREAM, 0, [witnessed(0)])
+    assert await catch_up.at_log(T, [STREAM, other]) == {STREAM: 1, other: 0}
+    third = knowledge_stream(T, "mage")
+    assert await catch_up.at_log(T, [STREAM, third]) == {STREAM: 1, third: 0}, "all forgotten, read again"
