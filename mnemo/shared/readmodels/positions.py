@@ -3,8 +3,8 @@
 A projection applied by many writers, each right after its own append and again when the relay brings the
 events back, holds the log's events out of order for a moment. Its highest applied version therefore says
 nothing about the versions below it: only a reader that applied a stream's events in order from a known
-position may move the position (``mnemo.services.memory_extractor.caught_up``). Rows carry ``tenant_id``
-and hold no user's data.
+position, or a writer that appended at such a position and projected its append, may move the position
+(``mnemo.services.memory_extractor.caught_up``). Rows carry ``tenant_id`` and hold no user's data.
 """
 
 from __future__ import annotations
