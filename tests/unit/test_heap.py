@@ -11,7 +11,6 @@ from mnemo.shared.heap import start_heap_frozen
 
 
 def test_the_heap_is_frozen_while_serving_and_unfrozen_after() -> None:
-    assert gc.get_freeze_count() == 0
     with start_heap_frozen():
         assert gc.get_freeze_count() > 1000, "the start's objects are in the permanent generation"
         started_garbage: list[object] = []
