@@ -423,6 +423,25 @@ def test_a_summary_edited_in_place_changes_the_next_context(page: Any, demo: Dem
     assert edited in context_of(page, question, edited), "the next context carries the edited text"
 
 
+def test_an_open_editor_stays_with_its_summary_when_the_list_changes(page: Any, demo: Demo) -> None:
+    """The listing reloads under an open editor (here: another source chosen; CI also met a slow first load that
+    came after the click): the editor stays on its summary's row instead of moving to whichever row takes
+    its place."""
+    mine = {"tenant_id": "demo", "user_id": "demo-user"}
+    listed = post(demo, demo.key, "memory/list", {**mine, "source": "memory"})[1]["items"]
+    summary = next(i for i in listed if i["status"] == "active" and not i["converted_to_lore"])
+    open_conversation(page)
+    open_view(page, "Memories")
+    listing = page.get_by_role("table", name=re.compile("^Memories of user demo-user"))
+    listing.get_by_role("button", name=f"Edit text of summary {summary['id']}").click()
+    editor = listing.get_by_role("form", name=f"Edit the text of summary {summary['id']}")
+    editor.wait_for()
+    page.get_by_label("Source").select_option(label="summaries and legacy lore")
+    page.get_by_role("table", name=re.compile(f"^Memories of user demo-user: {len(listed)}$")).wait_for()
+    assert editor.get_by_label("Summary text").input_value() == summary["text"]
+    assert listing.get_by_role("form").count() == 1, "one editor, on its summary"
+
+
 def test_memories_listed_converted_to_lore_and_deleted(page: Any) -> None:
     open_conversation(page)
     open_view(page, "Memories")

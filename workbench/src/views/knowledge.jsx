@@ -239,7 +239,7 @@ export function Knowledge() {
           columns={["Fact", "Status and scope", "Provenance", "Actions"]}
         >
           {facts.data.facts.map((f) => (
-            <FactRow fact={f} conversation={conversation} onChanged={facts.reload} onEdit={setEditing} onHistory={setHistory} />
+            <FactRow key={f.fact_id} fact={f} conversation={conversation} onChanged={facts.reload} onEdit={setEditing} onHistory={setHistory} />
           ))}
         </DataTable>
       ) : null}

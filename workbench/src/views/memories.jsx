@@ -238,8 +238,10 @@ export function Memories() {
       <ErrorNote error={items.error} />
       {items.data ? (
         <DataTable caption={`Memories of user ${user}: ${items.data.total}`} columns={["Memory", "Kind", "Who", "Actions"]}>
+          {/* Keyed by the memory: a row's state (an open editor) stays with its memory when a reload (a new
+              filter, another row deleted) changes the list; by position it moved to whichever row came there. */}
           {items.data.items.map((m) => (
-            <Row item={m} indexed={index.statuses.get(`${m.source}:${m.id}`)} conversation={conversation} onConvert={setConverting} onChanged={items.reload} />
+            <Row key={`${m.source}:${m.id}`} item={m} indexed={index.statuses.get(`${m.source}:${m.id}`)} conversation={conversation} onConvert={setConverting} onChanged={items.reload} />
           ))}
         </DataTable>
       ) : null}
