@@ -14,9 +14,8 @@ from typing import Any
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import BulkWriteError
 
-_DUPLICATE_KEY = 11000
+from mnemo.shared.readmodels.repository import _bulk
 
 
 class StreamPositions:
@@ -32,17 +31,11 @@ class StreamPositions:
         return {s: found.get(s, 0) for s in streams}
 
     async def advance(self, tenant_id: str, versions: Mapping[str, int]) -> None:
-        """Move each stream's position up to its version (``$max``: never back)."""
+        """Move each stream's position up to its version (``$max``: never back). Two writers inserting one new
+        position at once: one loses on ``_id``, which ``_bulk`` tolerates. A position left lower than it could
+        be is still true (the next catch-up reads a few events more)."""
         ops = [
             UpdateOne({"_id": s, "tenant_id": tenant_id}, {"$max": {"version": v}}, upsert=True)
             for s, v in versions.items()
         ]
-        if not ops:
-            return
-        try:
-            await self._col.bulk_write(ops, ordered=False)
-        except BulkWriteError as exc:
-            # Two writers inserting one new position at once: one loses on ``_id``. A position left lower than
-            # it could be is still true (the next catch-up reads a few events more), so it is let be.
-            if any(e.get("code") != _DUPLICATE_KEY for e in exc.details.get("writeErrors", [])):
-                raise
+        await _bulk(self._col, ops, ordered=False)
