@@ -215,6 +215,14 @@ class VectorsSettings(BaseModel):
     publish_timeout_s: float = Field(
         10.0, gt=0, description="stream mode: how long the embedding service waits for a batch's PubAcks"
     )
+    search_threads: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="Qdrant Edge: threads in each shard's search pool, which reads a shard's segments in "
+        "parallel. One is fastest for a shard of a few segments on a small machine (measured in "
+        "mnemo/shared/vectors/edge.py); more can pay on a large shard with many segments and idle cores",
+    )
 
 
 class TenantLimits(BaseModel):

@@ -16,6 +16,15 @@ Contract: see ``mnemo/shared/vectors/port.py``. Specific to this adapter:
   the GIL, stalls the whole process for that time: run it from a maintenance command or at start-up, not on
   a serving path.
 - Writes and ``close()`` share a lock so a close never lands between two batches of an upsert.
+- Each shard's search pool runs ``search_threads`` threads (``SEARCH_THREADS``, setting
+  ``vectors.search_threads``). The engine's own default derives the count from the CPUs and hands every search
+  to that pool; on one or two segments the hand-off costs more than the parallel reads save, and the pool's
+  threads compete with the event loop and the model for the cores. Measured 2026-11-29 on the saved
+  ``bench-context`` scene (100,000 points; the assemblers' 474 captured batches of 1-6 hybrid queries replayed
+  alone, three alternated runs, 2 cores): p50 **2.03-2.37 ms on one thread against 2.99-3.08 ms** on the
+  default pool, 1.00 CPU-second per second against 1.15 (inside a context request the difference stays
+  below the run-to-run noise: docs/benchmarks.md). The engine persists the count in the shard's
+  ``edge_config.json``, so the adapter always passes one.
 - Hybrid search: new shards get a sparse vector ``lexical`` (IDF modifier) next to ``dense``. A shard
   created before it cannot gain it: the engine refuses a config whose vector set differs from the stored
   segments ("config is incompatible with existing segments"). Such a shard is opened as it is, upserts
@@ -71,13 +80,21 @@ from mnemo.shared.vectors.port import (
 
 log = logging.getLogger(__name__)
 
+#: Threads of each shard's search pool (see the module docstring).
+SEARCH_THREADS = 1
+
 
 class EdgeVectorIndex:
     """``VectorIndex`` on a Qdrant Edge shard stored at ``path / collection``."""
 
-    def __init__(self, path: Path, collection: str, *, upsert_batch: int = 256) -> None:
+    def __init__(
+        self, path: Path, collection: str, *, upsert_batch: int = 256, search_threads: int = SEARCH_THREADS
+    ) -> None:
+        if search_threads < 1:
+            raise ValueError(f"search_threads must be at least 1, not {search_threads}")
         self._dir = Path(path) / collection
         self._upsert_batch = upsert_batch
+        self._search_threads = search_threads
         self._shard: EdgeShard | None = None
         self._has_sparse = True  # False for a shard created before the lexical vector existed
         self._lock = threading.Lock()  # writes, open and close
@@ -91,7 +108,9 @@ class EdgeVectorIndex:
             if self._shard is None:
                 dense = {VECTOR_NAME: EdgeVectorParams(size=dimensions, distance=Distance.Cosine)}
                 config = EdgeConfig(
-                    vectors=dense, sparse_vectors={SPARSE_NAME: EdgeSparseVectorParams(modifier=Modifier.Idf)}
+                    vectors=dense,
+                    sparse_vectors={SPARSE_NAME: EdgeSparseVectorParams(modifier=Modifier.Idf)},
+                    max_search_threads=self._search_threads,
                 )
                 exists = self._dir.is_dir() and any(self._dir.iterdir())
                 try:
@@ -103,7 +122,8 @@ class EdgeVectorIndex:
                         except Exception as exc:
                             if "incompatible" not in str(exc):
                                 raise
-                            self._shard = EdgeShard.load(str(self._dir), EdgeConfig(vectors=dense))
+                            dense_only = EdgeConfig(vectors=dense, max_search_threads=self._search_threads)
+                            self._shard = EdgeShard.load(str(self._dir), dense_only)
                             self._has_sparse = False
                             log.warning(
                                 "Qdrant Edge shard %s has no %r vector: hybrid search falls back to dense; "

@@ -39,7 +39,11 @@ def build_vector_index(settings: Settings) -> VectorIndex:
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
         client = AsyncQdrantClient(url=settings.qdrant_url, api_key=api_key)
         return QdrantServerIndex(client, settings.vector_collection)
-    return EdgeVectorIndex(settings.data_dir / "qdrant-edge", settings.vector_collection)
+    return EdgeVectorIndex(
+        settings.data_dir / "qdrant-edge",
+        settings.vector_collection,
+        search_threads=settings.vectors.search_threads,
+    )
 
 
 @dataclass
@@ -60,7 +64,12 @@ async def open_vector_index(settings: Settings, nc: NatsClient, role: VectorRole
         await writer.ensure_collection(dimensions)
         return OpenedIndex(writer)
     follower = PointsFollower(
-        nc, settings.data_dir / REPLICA_DIR, settings.vector_collection, dimensions, streams=settings.streams
+        nc,
+        settings.data_dir / REPLICA_DIR,
+        settings.vector_collection,
+        dimensions,
+        streams=settings.streams,
+        search_threads=settings.vectors.search_threads,
     )
     followed = FollowedIndex(writer, follower)
     await followed.ensure_collection(dimensions)

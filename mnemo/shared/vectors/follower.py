@@ -46,7 +46,7 @@ from mnemo.shared import subjects
 from mnemo.shared.settings import StreamsSettings
 from mnemo.shared.streams import ensure_points_stream
 from mnemo.shared.tasks import stopped
-from mnemo.shared.vectors.edge import EdgeVectorIndex
+from mnemo.shared.vectors.edge import SEARCH_THREADS, EdgeVectorIndex
 from mnemo.shared.vectors.guarded import ForwardedReads, ForwardedWrites
 from mnemo.shared.vectors.port import VectorIndex, VectorPoint
 from mnemo.shared.vectors.stream import DELETE, RESET, TOMBSTONE, UPSERT, Op, StreamPointWriter, decode
@@ -74,6 +74,7 @@ class PointsFollower:
         batch: int = 256,
         retry_s: float = 1.0,
         idle_check_s: float = 5.0,
+        search_threads: int = SEARCH_THREADS,
     ) -> None:
         self._nc = nc
         self._js = nc.jetstream()
@@ -84,7 +85,7 @@ class PointsFollower:
         self._batch = batch
         self._retry_s = retry_s
         self._idle_check_s = idle_check_s  # when idle this long, check the stream is still the one followed
-        self.index = EdgeVectorIndex(self._root, collection)
+        self.index = EdgeVectorIndex(self._root, collection, search_threads=search_threads)
         self._applied = 0
         self._stream_created: str | None = None
         self._changed = asyncio.Condition()
