@@ -22,9 +22,10 @@ Contract: see ``mnemo/shared/vectors/port.py``. Specific to this adapter:
   threads compete with the event loop and the model for the cores. Measured 2026-11-29 on the saved
   ``bench-context`` scene (100,000 points; the assemblers' 474 captured batches of 1-6 hybrid queries replayed
   alone, three alternated runs, 2 cores): p50 **2.03-2.37 ms on one thread against 2.99-3.08 ms** on the
-  default pool, 1.00 CPU-second per second against 1.15 (inside a context request the difference stays
-  below the run-to-run noise: docs/benchmarks.md). The engine persists the count in the shard's
-  ``edge_config.json``, so the adapter always passes one.
+  default pool, 1.00 CPU-second per second against 1.15; and a query embedding in the same process took
+  5.8-6.8 ms beside a one-thread pool against 6.8-7.7 beside an eight-thread one (six alternated runs each
+  way). Inside ``bench-context`` requests the batch went from 3.2-4.4 to 2.9-3.0 ms (docs/benchmarks.md).
+  The engine persists the count in the shard's ``edge_config.json``, so the adapter always passes one.
 - Hybrid search: new shards get a sparse vector ``lexical`` (IDF modifier) next to ``dense``. A shard
   created before it cannot gain it: the engine refuses a config whose vector set differs from the stored
   segments ("config is incompatible with existing segments"). Such a shard is opened as it is, upserts
