@@ -16,16 +16,8 @@ Contract: see ``mnemo/shared/vectors/port.py``. Specific to this adapter:
   the GIL, stalls the whole process for that time: run it from a maintenance command or at start-up, not on
   a serving path.
 - Writes and ``close()`` share a lock so a close never lands between two batches of an upsert.
-- Each shard's search pool runs ``search_threads`` threads (``SEARCH_THREADS``, setting
-  ``vectors.search_threads``). The engine's own default derives the count from the CPUs and hands every search
-  to that pool; on one or two segments the hand-off costs more than the parallel reads save, and the pool's
-  threads compete with the event loop and the model for the cores. Measured 2026-11-29 on the saved
-  ``bench-context`` scene (100,000 points; the assemblers' 474 captured batches of 1-6 hybrid queries replayed
-  alone, three alternated runs, 2 cores): p50 **2.03-2.37 ms on one thread against 2.99-3.08 ms** on the
-  default pool, 1.00 CPU-second per second against 1.15; and a query embedding in the same process took
-  5.8-6.8 ms beside a one-thread pool against 6.8-7.7 beside an eight-thread one (six alternated runs each
-  way). Inside ``bench-context`` requests the batch went from 3.2-4.4 to 2.9-3.0 ms (docs/benchmarks.md).
-  The engine persists the count in the shard's ``edge_config.json``, so the adapter always passes one.
+- Each shard's search pool runs ``search_threads`` threads (setting ``vectors.search_threads``; why one by
+  default: ``SEARCH_THREADS``). The engine persists the count in the shard, so the adapter always passes one.
 - Hybrid search: new shards get a sparse vector ``lexical`` (IDF modifier) next to ``dense``. A shard
   created before it cannot gain it: the engine refuses a config whose vector set differs from the stored
   segments ("config is incompatible with existing segments"). Such a shard is opened as it is, upserts
@@ -81,7 +73,14 @@ from mnemo.shared.vectors.port import (
 
 log = logging.getLogger(__name__)
 
-#: Threads of each shard's search pool (see the module docstring).
+#: Threads of each shard's search pool. The engine's default sizes the pool from the CPUs and hands every
+#: search to it; on a shard of one or two segments the hand-off costs more than the parallel reads save, and
+#: the pool slows the model's threads beside it. Measured 2026-11-29 on the saved ``bench-context`` scene
+#: (100,000 points, 2 cores; the assembler's captured batches of 1-6 hybrid queries replayed, alternated
+#: runs): batch p50 2.03-2.37 ms on one thread against 2.99-3.08 on the default pool (1.00 CPU-second per
+#: second against 1.15), and a query embedding in the same process 5.8-6.8 ms beside a one-thread pool against
+#: 6.8-7.7 beside an eight-thread one; inside requests the batch went from 3.2-4.4 to 2.9-3.0 ms
+#: (docs/benchmarks.md). More threads can pay on a shard of many segments with idle cores.
 SEARCH_THREADS = 1
 
 
