@@ -199,11 +199,14 @@ class EdgeVectorIndex:
             prefetches.append(
                 Prefetch(limit=limit, query=Query.Nearest(lexical, using=SPARSE_NAME), filter=edge_filter)
             )
+        # No filter on the fusion itself: every prefetch carries it, so every fused point matches it, and the
+        # engine ANDs a top-level filter into each prefetch, testing each condition twice per point. Measured
+        # 2026-11-29 on the 300 batches of a bench-context run, replayed in alternated pairs: 0.37-0.48 ms less
+        # per batch (1.3-1.6 ms against 1.6-2.1), faster in 99-100 % of pairs, the same points (ties aside).
         return QueryRequest(
             limit=limit,
             prefetches=prefetches,
             query=Fusion.Dbsf(),  # type: ignore[arg-type]  # the stub's union names Fusion, not Fusion.Dbsf
-            filter=edge_filter,
             with_payload=True,
             with_vector=False,
         )

@@ -156,10 +156,11 @@ class QdrantServerIndex:
         if sparse:
             lexical = models.SparseVector(indices=list(sparse.indices), values=[float(x) for x in sparse.values])
             prefetch.append(models.Prefetch(query=lexical, using=SPARSE_NAME, filter=qdrant_filter, limit=limit))
+        # No filter on the fusion: every prefetch carries it, and Qdrant would AND a top-level one into each
+        # prefetch again (as Qdrant Edge does: ``edge.py``, ``_hybrid_request``).
         return models.QueryRequest(
             prefetch=prefetch,
             query=models.FusionQuery(fusion=models.Fusion.DBSF),
-            filter=qdrant_filter,
             limit=limit,
             with_payload=True,
             with_vector=False,
