@@ -74,14 +74,14 @@ from mnemo.shared.vectors.port import (
 
 log = logging.getLogger(__name__)
 
-#: Threads of each shard's search pool unless told: ``vectors.search_threads``' default, one. The engine's own
-#: default sizes the pool from the CPUs and hands every search to it; on a shard of one or two segments the hand-off costs more than the parallel reads save, and
-#: the pool slows the model's threads beside it. Measured 2026-11-29 on the saved ``bench-context`` scene
-#: (100,000 points, 2 cores; the assembler's captured batches of 1-6 hybrid queries replayed, alternated
-#: runs): batch p50 2.03-2.37 ms on one thread against 2.99-3.08 on the default pool (1.00 CPU-second per
-#: second against 1.15), and a query embedding in the same process 5.8-6.8 ms beside a one-thread pool against
-#: 6.8-7.7 beside an eight-thread one; inside requests the batch went from 3.2-4.4 to 2.9-3.0 ms
-#: (docs/benchmarks.md). More threads can pay on a shard of many segments with idle cores.
+#: Threads of each shard's search pool unless told: ``vectors.search_threads``' default, one. The engine's own default
+#: sizes the pool from the CPUs and hands every search to it; on a shard of one or two segments the hand-off costs more
+#: than the parallel reads save, and the pool slows the model's threads beside it. Measured 2026-11-29 on the saved
+#: ``bench-context`` scene (100,000 points, 2 cores; the assembler's captured batches of 1-6 hybrid queries replayed,
+#: alternated runs): batch p50 2.03-2.37 ms on one thread against 2.99-3.08 on the default pool (1.00 CPU-second per
+#: second against 1.15), and a query embedding in the same process 5.8-6.8 ms beside a one-thread pool against 6.8-7.7
+#: beside an eight-thread one; inside requests the batch went from 3.2-4.4 to 2.9-3.0 ms (docs/benchmarks.md). More
+#: threads can pay on a shard of many segments with idle cores.
 SEARCH_THREADS: int = VectorsSettings.model_fields["search_threads"].default
 
 
