@@ -129,6 +129,12 @@ async def main(n: int, conversations: int, requests: int, idle_s: float) -> dict
                 await nc.close()
     work = {k: max(0, pipeline[k] - pipeline_idle[k]) for k in pipeline}
     reference = work["ingest"]
+
+    def to_reference(us: float) -> float | None:
+        # None when ingest's work rounds to 0: on a tiny run the CPU clock's 10 ms ticks and the idle rate's
+        # upper bound can leave nothing to divide by, and a ratio to nothing is not a figure.
+        return round(us / reference, 2) if reference else None
+
     return {
         "bench": "pipeline_cpu",
         "date": datetime.now(UTC).isoformat(timespec="minutes"),
@@ -140,13 +146,13 @@ async def main(n: int, conversations: int, requests: int, idle_s: float) -> dict
         "cpu_us_per_message": {k: pipeline[k] for k in (*STAGES[:4], *SERVERS)},
         "idle_us_per_message_at_most": {k: pipeline_idle[k] for k in (*STAGES[:4], *SERVERS)},
         "work_us_per_message": {k: work[k] for k in (*STAGES[:4], *SERVERS)},
-        "work_ratio_to_ingest": {k: round(work[k] / reference, 2) for k in STAGES[:4]},
+        "work_ratio_to_ingest": {k: to_reference(work[k]) for k in STAGES[:4]},
         "context_requests": requests,
         "context_errors": failed,
         "context_seconds": round(context_seconds, 1),
         "context_cpu_us_per_request": {k: context[k] for k in ("context-assembler", *SERVERS)},
         "context_work_us_per_request": context_work,
-        "context_work_ratio_to_ingest_message": round(context_work / reference, 2),
+        "context_work_ratio_to_ingest_message": to_reference(context_work),
         "idle_share_of_core": {k: round(v, 3) for k, v in idle.items()},
     }
 
