@@ -7,10 +7,15 @@ and the wide pattern matches single characters. So the three sums, kept per sect
 re-rendering and counting the whole section gives, at the cost of counting the one new line: packing ``n``
 items into a section was quadratic in ``n`` (issue 26: as much CPU as the gathering on a large context).
 
+The ``system`` section is counted the same way: :func:`render.render_system` joins its non-empty parts with
+newlines, so a lore entry placed before or after the character adds its own line to the text the section had
+(packing ~9 such entries re-rendered and re-counted a system text of ~8,000 characters each time, about a third
+of the assembly's CPU in ``make bench-context``).
+
 Only :class:`EstimatedTokens` is counted this way (a tokenizer's count is not a sum over lines), and only for an
 item that renders as one line of its section whatever else is kept: anything else (another counter, a lore
-entry placed in the system text or the history, an item not in the request's own lists or in them twice)
-returns None and the budget re-renders and counts the section as before.
+entry placed in the history or with no text, an item not in the request's own lists or in them twice) returns
+None and the budget re-renders and counts the section as before.
 """
 
 from __future__ import annotations
@@ -45,24 +50,28 @@ from mnemo.shared.tokens import EstimatedTokens, estimate_parts, tokens_of_parts
 @dataclass(frozen=True)
 class _Sums:
     """A section's header and kept lines, counted (:func:`estimate_parts`): the section is them joined by
-    newlines."""
+    newlines. ``shown_bare``: the header counts without any line (the system text); a list section's header
+    alone is left out (``render.block``)."""
 
     chars: int
     words: int
     wide: int
     lines: int = 0
+    shown_bare: bool = False
 
     @classmethod
-    def of(cls, text: str) -> _Sums:
-        return cls(*estimate_parts(text))
+    def of(cls, text: str, *, shown_bare: bool = False) -> _Sums:
+        return cls(*estimate_parts(text), shown_bare=shown_bare)
 
     def tokens(self) -> int:
-        """:func:`estimate_tokens` of the header and the lines joined by newlines ("" when no line: 0)."""
-        return tokens_of_parts(self.chars + self.lines, self.words, self.wide) if self.lines else 0  # + the "\n"s
+        """:func:`estimate_tokens` of the header and the lines joined by newlines."""
+        if not self.lines and not self.shown_bare:
+            return 0  # "": the section left out
+        return tokens_of_parts(self.chars + self.lines, self.words, self.wide)  # + the "\n"s
 
     def with_line(self, line: str) -> _Sums:
         chars, words, wide = estimate_parts(line)
-        return _Sums(self.chars + chars, self.words + words, self.wide + wide, self.lines + 1)
+        return _Sums(self.chars + chars, self.words + words, self.wide + wide, self.lines + 1, self.shown_bare)
 
 
 class SectionTokens:
@@ -96,8 +105,12 @@ class SectionTokens:
             ok = kept is d.remembered and remembered_section(item) == section and id(item) in given["remembered"]
             return (render_remembered(item, section), self._header(section)) if ok else None
         if isinstance(item, LoreItem):
-            ok = kept is d.lore and section == "lore" == lore_section(item) and id(item) in given["lore"]
-            return (item.content, LORE_HEADER) if ok else None
+            if kept is not d.lore or section != lore_section(item) or id(item) not in given["lore"]:
+                return None
+            if section == "lore":
+                return item.content, LORE_HEADER
+            # In the system text an empty entry adds no line (its parts are joined only when not empty).
+            return (item.content, "") if section == "system" and item.content else None
         if isinstance(item, KnowledgeItem):
             ok = kept is d.knowledge and section == "knowledge" and id(item) in given["knowledge"]
             return (render_fact(item), self._header(section)) if ok else None
@@ -120,9 +133,12 @@ class SectionTokens:
         if not self.enabled or section in self._off:
             return None
         found = self._line(section, kept, item)
-        # Counted from an empty section: one that holds items kept some other way is counted whole.
-        if found is not None and section not in self._sums and not self.draft.render(section):
-            self._sums[section] = _Sums.of(found[1])  # the header alone, no line yet: 0 tokens
+        if found is not None and section not in self._sums:
+            if section == "system":  # never empty: counted from its text as it is (the lines add to it)
+                self._sums[section] = _Sums.of(self.draft.render(section), shown_bare=True)
+            elif not self.draft.render(section):
+                # Counted from an empty section: one that holds items kept some other way is counted whole.
+                self._sums[section] = _Sums.of(found[1])  # the header alone, no line yet: 0 tokens
         if found is None or section not in self._sums:
             self._off.add(section)
             return None
