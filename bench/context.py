@@ -39,6 +39,8 @@ What it does, and why each choice:
   after the requests is in the JSON too: the VM is shared.
 - Peak RSS: ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of this process, which holds every service, the
   model and the index (not nats-server or SecantusDB, which are children); it includes the loading phase.
+- ``--bulk-beside``: the requests are measured while the stack's embedder embeds batches back to back, as the
+  embedding service does under a backlog in embedded mode (``bench/context_bulk.py``).
 - When p95 misses 50 ms (or with ``--profile``) it prints where one request's time goes
   (``bench/context_profile.py``).
 - CPU per measured request (the event-loop thread's and the whole process's) and the garbage collections that
@@ -69,6 +71,7 @@ from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 
 from bench.common import embedded_backends, machine, percentile, print_result
+from bench.context_bulk import BulkEmbedding
 from bench.context_costs import RequestCosts, measured
 from bench.context_data import lore_keys, lorebook_of_size, user_messages
 from bench.context_load import single_chunk
@@ -243,7 +246,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             bodies = [json.dumps(scene.request(m)).encode() for m in messages]
             print(f"measuring {args.requests} context requests, one at a time ...", flush=True)
             load_before = os.getloadavg()
-            latencies, degraded, lore_counts, costs = await assemble_latencies(nc, bodies, args.warmup)
+            bulk = None
+            if args.bulk_beside:
+                assert core.embedder is not None  # the embedded stack always has the bundled one
+                bulk = BulkEmbedding(core.embedder, pool_texts, args.bulk_size)
+            async with bulk or contextlib.nullcontext():
+                latencies, degraded, lore_counts, costs = await assemble_latencies(nc, bodies, args.warmup)
+            if bulk is not None:
+                print(f"  {bulk.batches} bulk batches of {args.bulk_size} embedded beside the requests", flush=True)
             print(costs.summary(), flush=True)
             print("references in the same run: NATS echo, raw vector queries, one query embedding ...", flush=True)
             rtt = await nats_rtt(settings.nats_url, nc, int(statistics.median(len(b) for b in bodies)), args.requests)
@@ -302,6 +312,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "lore_entries_per_reply": round(statistics.mean(lore_counts), 1) if lore_counts else 0,
         "degraded_replies": degraded,
         "max_ms": round(max(latencies), 2),
+        # --bulk-beside: batches the stack's embedder finished beside the measured requests (context_bulk.py).
+        "bulk_batches_beside": bulk.batches if bulk is not None else 0,
         # CPU per measured request and the collections during them (bench/context_costs.py): less sensitive to
         # the shared VM's load than the latencies, for an A/B of a change on a busy machine.
         "costs": costs.as_json(),
@@ -336,6 +348,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="print the time breakdown even if p95 is met")
     parser.add_argument("--profile-requests", type=int, default=50, help="requests the breakdown times")
     parser.add_argument("--turns", type=int, help="publish only the first N turns of each chat (a quick run)")
+    parser.add_argument(
+        "--bulk-beside", action="store_true", help="embed batches back to back beside the requests (context_bulk.py)"
+    )
+    parser.add_argument("--bulk-size", type=int, default=32, help="texts per --bulk-beside batch")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument(
         "--state", type=Path, help="keep the stack's data here and reuse the scene found there (bench/context_scene.py)"

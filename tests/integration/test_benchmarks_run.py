@@ -35,7 +35,8 @@ TINY: dict[str, tuple[str, str]] = {
     "bench-multilingual": ("bench.multilingual", "--people 2 --languages zh"),
     "bench-context": (
         "bench.context",
-        "--items 1200 --requests 8 --warmup 2 --turns 30 --pool 40 --lore-size 40 --profile --profile-requests 2",
+        "--items 1200 --requests 8 --warmup 2 --turns 30 --pool 40 --lore-size 40 --profile --profile-requests 2"
+        " --bulk-beside --bulk-size 4",
     ),
     "bench-observe": ("bench.observe", "--calls 200 --repeats 2"),
     "bench-scale": ("bench.scale", "--messages 100 --conversations 4"),

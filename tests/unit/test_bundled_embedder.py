@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -118,6 +119,27 @@ async def test_event_loop_keeps_serving_during_inference() -> None:
     await task
     assert len(gaps) > 5
     assert max(gaps) < max(0.2, total / 3), (max(gaps), total)
+
+
+def test_a_query_runs_beside_a_bulk_batch_not_after_it() -> None:
+    """In embedded mode the context assembler shares the embedder with the embedding service: a query (a few
+    short texts) has its own lane and finishes while a bulk batch's run holds the model; another bulk batch
+    waits for that run."""
+    embedder = BundledEmbedder(batch_size=8)
+    embedder.embed_sync(["warm up"])
+    bulk_texts = [f"turn {i} of a long chat about the sea and the harbour" for i in range(SMALL_BATCH + 1)]
+    pool = ThreadPoolExecutor(2)
+    bulk_lane = embedder._lanes[False]
+    bulk_lane.acquire()  # a bulk batch's run in progress
+    try:
+        query = pool.submit(embedder.embed_sync, ["where did we sail last summer?"])
+        bulk = pool.submit(embedder.embed_sync, bulk_texts)
+        assert len(query.result(timeout=30)[0]) == DIMENSIONS
+        assert not bulk.done()
+    finally:
+        bulk_lane.release()
+    assert len(bulk.result(timeout=30)) == len(bulk_texts)
+    pool.shutdown()
 
 
 @settings(max_examples=200, deadline=None)
