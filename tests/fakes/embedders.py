@@ -1,7 +1,8 @@
-"""An embedder for tests where the vectors do not matter: every text gets the same unit vector."""
+"""Embedders for tests where the vectors do not matter: every text gets the same unit vector."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 
@@ -17,3 +18,17 @@ class ConstantEmbedder:
 
     async def close(self) -> None:
         return None
+
+
+class RecordingEmbedder(ConstantEmbedder):
+    """:class:`ConstantEmbedder` that records each call's texts and yields to the event loop once per call, as a
+    real embedder does while its model runs (a caller embedding in a loop then lets other tasks run)."""
+
+    def __init__(self, dimensions: int = 2, model_id: str = "fake") -> None:
+        super().__init__(dimensions, model_id)
+        self.calls: list[list[str]] = []
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        await asyncio.sleep(0)
+        return await super().embed(texts)

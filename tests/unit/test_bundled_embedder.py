@@ -129,7 +129,7 @@ def test_a_query_runs_beside_a_bulk_batch_not_after_it() -> None:
     embedder.embed_sync(["warm up"])
     bulk_texts = [f"turn {i} of a long chat about the sea and the harbour" for i in range(SMALL_BATCH + 1)]
     pool = ThreadPoolExecutor(2)
-    bulk_lane = embedder._lanes[False]
+    bulk_lane = embedder._bulk_lane
     bulk_lane.acquire()  # a bulk batch's run in progress
     try:
         query = pool.submit(embedder.embed_sync, ["where did we sail last summer?"])

@@ -44,7 +44,7 @@ MAX_TOKENS = 256
 #: others with ``encode_batch`` (GIL released, parallel). Measured 2026-11-28: one 70-character text, 29-32 us
 #: either way alone; beside a thread that keeps the GIL busy, ``encode`` 30 us and ``encode_batch`` 5,300 us
 #: (median); ``encode`` of 2,000 characters ~0.7 ms, 8,000 ~3 ms, 100,000 ~45 ms.
-#: Such a batch (a context request's query) also runs in its own lane (``BundledEmbedder._lanes``), beside a
+#: Such a batch (a context request's query) also runs in its own lane (``BundledEmbedder._query_lane``), beside a
 #: bulk batch's run instead of after it. Measured 2026-11-29 (ad hoc, one process, a query every ~36 ms beside
 #: back-to-back batches of 32 chat turns): the query 339 ms p50 / 379 p95 waiting for the bulk runs (7 alone),
 #: 16 / 21 ms in its own lane; the bulk rate 2.81 batches/s beside the queries against 3.33 alone.
@@ -117,7 +117,8 @@ class BundledEmbedder:
         self._spin = spin
         self._init_lock = threading.Lock()
         # Runs one at a time per lane: few short texts (queries) in one, bulk batches in the other (the module).
-        self._lanes = {True: threading.Lock(), False: threading.Lock()}
+        self._query_lane = threading.Lock()
+        self._bulk_lane = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
 
@@ -168,8 +169,9 @@ class BundledEmbedder:
         tokenizer, session = self._load()
         small = tokenized_holding_the_gil(texts)
         encodings = [tokenizer.encode(text) for text in texts] if small else tokenizer.encode_batch(list(texts))
+        lane = self._query_lane if small else self._bulk_lane
         for rows in padded_batches([len(e.ids) for e in encodings], self._batch_size):
-            out[rows] = self._run(session, [encodings[i] for i in rows], self._lanes[small])
+            out[rows] = self._run(session, [encodings[i] for i in rows], lane)
         return out
 
     def _run(self, session: Any, encodings: list[Any], lane: threading.Lock) -> npt.NDArray[np.float32]:
